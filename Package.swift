@@ -1,0 +1,88 @@
+// swift-tools-version:6.0
+// metalgrad's native runtime: a C-ABI dynamic library over Metal.
+//
+// On macOS the runtime imports Metal. On Linux (where no Apple GPU exists) it imports MetalShim,
+// which declares the same Metal API subset (docs/metal-swift-api-subset in ../shared/reference)
+// and executes kernels on the MSL CPU simulator (MSLSim).
+import PackageDescription
+
+var products: [Product] = [
+    .library(name: "MetalGradRuntime", type: .dynamic, targets: ["MetalGradRuntime"]),
+]
+var dependencies: [Package.Dependency] = []
+var targets: [Target] = []
+
+#if os(macOS)
+// The command-line tool needs swift-argument-parser, which only machines with network access can
+// fetch; Linux machines here cannot, and the library itself depends on nothing outside the toolchain.
+dependencies.append(.package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"))
+targets.append(
+    .target(
+        name: "MetalGradRuntime",
+        path: "Sources/MetalGradRuntime",
+        swiftSettings: [.swiftLanguageMode(.v6)],
+        linkerSettings: [.linkedFramework("Metal"), .linkedFramework("Foundation")]
+    )
+)
+targets.append(
+    .executableTarget(
+        name: "metalgrad-tool",
+        dependencies: [
+            "MetalGradRuntime",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ],
+        path: "Sources/metalgrad-tool",
+        swiftSettings: [.swiftLanguageMode(.v6)]
+    )
+)
+products.append(.executable(name: "metalgrad-tool", targets: ["metalgrad-tool"]))
+#else
+// Link the Swift runtime and Foundation statically so the dylib loads into Bun without the
+// toolchain's shared libraries on the library path. lld is used because GNU ld prints a
+// warning for glibc's mktemp reference inside the static Foundation archive.
+let staticSwift: [LinkerSetting] = [
+    .unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xlinker", "--exclude-libs", "-Xlinker", "ALL"]),
+    .linkedLibrary("CoreFoundation"),
+    .linkedLibrary("_FoundationICU"),
+    .linkedLibrary("_FoundationCShims"),
+    .linkedLibrary("_FoundationCollections"),
+    .linkedLibrary("FoundationEssentials"),
+    .linkedLibrary("FoundationInternationalization"),
+    .linkedLibrary("swiftSynchronization"),
+    .linkedLibrary("dl"),
+]
+targets.append(contentsOf: [
+    // The MSL CPU simulator: translator, compiler driver, on-disk cache, dispatcher and prelude.
+    .target(
+        name: "MSLSim",
+        path: "Sources/MSLSim",
+        exclude: ["prelude"],
+        cSettings: [.headerSearchPath(".")],
+        cxxSettings: [.headerSearchPath(".")]
+    ),
+    // The Metal API subset, executing on MSLSim.
+    .target(
+        name: "MetalShim",
+        dependencies: ["MSLSim"],
+        path: "Sources/MetalShim",
+        swiftSettings: [.swiftLanguageMode(.v6)]
+    ),
+    .target(
+        name: "MetalGradRuntime",
+        dependencies: ["MetalShim", "MSLSim"],
+        path: "Sources/MetalGradRuntime",
+        swiftSettings: [.swiftLanguageMode(.v6)],
+        linkerSettings: staticSwift
+    ),
+])
+#endif
+
+let package = Package(
+    name: "metalgrad",
+    platforms: [.macOS(.v14)],
+    products: products,
+    dependencies: dependencies,
+    targets: targets,
+    cLanguageStandard: .c2x,
+    cxxLanguageStandard: .cxx20
+)

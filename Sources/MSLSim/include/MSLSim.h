@@ -1,0 +1,120 @@
+// MSLSim — the Metal Shading Language CPU simulator.
+//
+// The simulator translates MSL source to C++17 against a prelude that emulates MSL, builds it with
+// the machine's C++ compiler into a shared object (cached on disk), and runs dispatches with Metal's
+// semantics: threadgroups, 32-lane simdgroups, barriers, collectives and atomics. The Linux
+// Metal-API shim (Sources/MetalShim) is its only production caller; the runtime talks to it
+// directly only for simulator-specific features (dispatch annotations, statistics).
+//
+// Conventions: functions that can fail return NULL or a nonzero status and store a malloc'd,
+// NUL-terminated message in *error (when error is non-NULL); free it with mgsim_string_free.
+// Every message names the operation, e.g. "[mgsim compile] ..." or "[mgsim dispatch] ...".
+// All functions are thread-safe.
+#ifndef MSLSIM_H
+#define MSLSIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mgsim_library mgsim_library;
+typedef struct mgsim_function mgsim_function;
+
+enum { MGSIM_MATH_SAFE = 0, MGSIM_MATH_RELAXED = 1, MGSIM_MATH_FAST = 2 };
+
+typedef struct mgsim_compile_options {
+  int32_t math_mode;                // MGSIM_MATH_*
+  uint32_t language_version;        // MTLLanguageVersion raw value (0x30001 …); 0 means the default
+  const char *const *macro_names;   // preprocessor macros, macro_count entries each
+  const char *const *macro_values;  // value text ("1", "float", …); NULL means defined with no value
+  int32_t macro_count;
+  int32_t checked;                  // nonzero: checked mode. The environment variable MG_SIM_CHECK=1
+                                    // forces it on for every library.
+} mgsim_compile_options;
+
+// Compiles MSL source into a library. Compiler diagnostics come back in *error with line numbers
+// that refer to `source`. The compiled object is cached on disk (MG_SIM_CACHE overrides the
+// directory), keyed by source, options and prelude version.
+mgsim_library *mgsim_library_create(const char *source, const mgsim_compile_options *options,
+                                    char **error);
+void mgsim_library_retain(mgsim_library *library);
+void mgsim_library_release(mgsim_library *library);
+// Kernel entry points: plain kernels by their name, template instantiations by their host_name.
+int32_t mgsim_library_function_count(const mgsim_library *library);
+const char *mgsim_library_function_name(const mgsim_library *library, int32_t index);
+
+// A function-constant value, given by index (name == NULL) or by name (index < 0).
+typedef struct mgsim_constant_value {
+  int32_t index;
+  const char *name;
+  uint32_t type;       // MTLDataType raw value (float 3, half 16, int 29, uint 33, bool 53, …)
+  uint8_t bytes[16];   // the value, little-endian, in the type's size
+} mgsim_constant_value;
+
+// Looks up a kernel and specialises its function constants. Unknown names are an error.
+mgsim_function *mgsim_function_create(mgsim_library *library, const char *name,
+                                      const mgsim_constant_value *constants, int32_t count,
+                                      char **error);
+void mgsim_function_retain(mgsim_function *function);
+void mgsim_function_release(mgsim_function *function);
+const char *mgsim_function_name(const mgsim_function *function);
+int32_t mgsim_function_max_total_threads_per_threadgroup(const mgsim_function *function);
+int32_t mgsim_function_thread_execution_width(const mgsim_function *function);
+int32_t mgsim_function_static_threadgroup_memory_length(const mgsim_function *function);
+
+#define MGSIM_MAX_BINDINGS 31
+
+typedef struct mgsim_binding {
+  void *data;        // NULL when nothing is bound at this index
+  uint64_t length;   // bytes addressable from data: the checked-mode bound
+} mgsim_binding;
+
+typedef struct mgsim_dispatch {
+  const mgsim_function *function;
+  mgsim_binding buffers[MGSIM_MAX_BINDINGS];                 // setBuffer / setBytes, by index
+  uint64_t threadgroup_memory_length[MGSIM_MAX_BINDINGS];    // setThreadgroupMemoryLength
+  uint32_t grid[3];                     // threads (dispatch_threads) or threadgroups
+  uint32_t threads_per_threadgroup[3];
+  int32_t dispatch_threads;             // 1: dispatchThreads (edge threadgroups shrink);
+                                        // 0: dispatchThreadgroups
+  uint64_t must_write_mask;             // checked mode: bit n => every byte of buffer(n) must be
+                                        // written by the dispatch, else it is reported
+} mgsim_dispatch;
+
+// Runs one dispatch to completion on the simulator's worker threads. Returns 0, or nonzero with a
+// message: a barrier not reached by every live thread, a checked-mode out-of-bounds access or
+// unwritten output (kernel name, buffer index, element index, thread position), an oversized
+// threadgroup, or too much threadgroup memory.
+int32_t mgsim_dispatch_run(const mgsim_dispatch *dispatch, char **error);
+
+// Simulator-specific per-dispatch hints. The runtime calls this right before encoding a dispatch;
+// the shim's encoder consumes it (mgsim_take_annotation) at the next dispatch on the same thread.
+typedef struct mgsim_annotation {
+  uint64_t view_length[MGSIM_MAX_BINDINGS];   // 0: bound = buffer length - offset
+  uint64_t must_write_mask;
+} mgsim_annotation;
+void mgsim_annotate_next_dispatch(const mgsim_annotation *annotation);
+int32_t mgsim_take_annotation(mgsim_annotation *out);   // 1 if one was pending (and clears it)
+
+typedef struct mgsim_stats {
+  uint64_t compiler_invocations;   // C++ compiler processes started by this process
+  uint64_t disk_cache_hits;        // libraries loaded from the on-disk cache without compiling
+  uint64_t memory_cache_hits;      // libraries reused from this process's in-memory cache
+  uint64_t dispatches;             // dispatches run
+  uint64_t fiber_dispatches;       // dispatches that needed cooperative lanes
+} mgsim_stats;
+void mgsim_get_stats(mgsim_stats *out);
+
+// The directory holding compiled objects (after MG_SIM_CACHE / defaults are applied).
+const char *mgsim_cache_directory(void);
+
+void mgsim_string_free(char *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // MSLSIM_H
