@@ -1,0 +1,311 @@
+// Buffers, their holders, and the caching allocator (docs/ARCHITECTURE.md, "Buffers and ownership").
+//
+// Rounding. A request of n bytes allocates
+//     0                            when n == 0 (no memory at all; the handle is still valid),
+//     n rounded up to 256 B        when 0 < n < 16 KiB,
+//     n rounded up to 16 KiB       when n >= 16 KiB (Apple silicon's page size).
+// The counters (active, peak, cache) are sums of these allocated lengths, so they are exact and
+// predictable: a 1000-byte buffer counts 1024, a 20000-byte buffer counts 32768.
+//
+// Reuse. A request whose allocated length is L takes, from the cache, the allocation with the
+// smallest length C such that  L <= C <= min(2·L, L + 1 MiB);  among equal lengths the most
+// recently cached one (its pages are warm). Anything larger is left for a better fit, so a small
+// request never pins a big block.
+//
+// Limits. An allocation that is not served from the cache and would take active + cache + view-held
+// bytes past the memory limit first empties the cache; if active + view-held + L still exceeds the
+// limit it fails with an error. Whenever the cache grows past the cache limit, the oldest cached
+// allocations are freed first. Defaults: memory limit 1.5 × recommendedMaxWorkingSetSize (MLX's),
+// cache limit = the memory limit.
+//
+// View pins. Each non-empty buffer hands JavaScript one ArrayBuffer over its memory. That view pins
+// the allocation's mapping, not the buffer: a released buffer's allocation enters the cache and may
+// be reused while an old view still exists, but clearCache / eviction never unmap pinned memory; it
+// moves to "view-held" and is freed when the last view's deallocator runs.
+//
+// Wired limit. Stored and reported only: wiring memory needs residency sets, which are outside the
+// Metal API subset this runtime compiles against (and the simulator has nothing to wire).
+#if canImport(Metal)
+import Metal
+#else
+import MetalShim
+#endif
+import Foundation
+
+/// One block of device memory.
+final class Allocation {
+    enum State { case active, cached, viewHeld, freed }
+    let buffer: any MTLBuffer
+    let length: Int
+    var state: State = .active
+    /// Live JavaScript views pointing into this memory.
+    var viewPins = 0
+    /// Position in the cache's age order (valid while cached).
+    var cacheSequence: UInt64 = 0
+
+    init(buffer: any MTLBuffer, length: Int) {
+        self.buffer = buffer
+        self.length = length
+    }
+}
+
+/// The record behind a buffer handle.
+final class BufferRecord {
+    let id: UInt64
+    /// The logical size the caller asked for; bindings are checked against it.
+    let size: Int
+    let allocation: Allocation?
+    var ownerHeld = true
+    var inflight = 0
+    var viewPinned: Bool
+    /// Set once the allocation has gone back to the cache.
+    var retired = false
+
+    init(id: UInt64, size: Int, allocation: Allocation?) {
+        self.id = id
+        self.size = size
+        self.allocation = allocation
+        viewPinned = allocation != nil
+    }
+}
+
+struct MemoryStats {
+    var active = 0
+    var peak = 0
+    var cache = 0
+    var viewHeld = 0
+    var memoryLimit = 0
+    var cacheLimit = 0
+    var wiredLimit = 0
+    var liveBuffers = 0
+}
+
+/// The allocator. Not thread-safe by itself: the runtime calls it under its registry lock.
+final class Allocator {
+    static let smallAlignment = 256
+    static let pageSize = 16384
+    static let maxReuseSlack = 1 << 20
+
+    private let device: any MTLDevice
+    private let maxBufferLength: Int
+    private(set) var stats = MemoryStats()
+    /// Cached allocations by length; each list is in caching order (last = most recent).
+    private var cacheByLength: [Int: [Allocation]] = [:]
+    /// The distinct cached lengths, ascending, for the smallest-fit search.
+    private var cachedLengths: [Int] = []
+    /// Cached allocations in caching order, for eviction; entries that left the cache are skipped.
+    private var cacheAge: [(allocation: Allocation, sequence: UInt64)] = []
+    private var cacheAgeHead = 0
+    private var cachedCount = 0
+    private var nextSequence: UInt64 = 0
+    /// Evicted allocations that a view still points into.
+    private var viewHeld: [ObjectIdentifier: Allocation] = [:]
+
+    init(device: any MTLDevice, recommendedMaxWorkingSetSize: UInt64, maxBufferLength: Int) {
+        self.device = device
+        self.maxBufferLength = maxBufferLength
+        let limit = Int(clamping: recommendedMaxWorkingSetSize / 2 * 3)
+        stats.memoryLimit = limit
+        stats.cacheLimit = limit
+    }
+
+    static func roundedLength(_ size: Int) -> Int {
+        if size == 0 { return 0 }
+        if size < pageSize { return (size + smallAlignment - 1) / smallAlignment * smallAlignment }
+        return (size + pageSize - 1) / pageSize * pageSize
+    }
+
+    func allocate(size: Int) throws -> Allocation? {
+        guard size >= 0 else { throw RuntimeError("a buffer cannot have a negative size (\(size))") }
+        if size == 0 { return nil }
+        guard size <= maxBufferLength else {
+            throw RuntimeError("\(size) bytes exceeds the device's maximum buffer length of \(maxBufferLength) bytes")
+        }
+        let length = Allocator.roundedLength(size)
+        if let reused = takeFromCache(length: length) {
+            reused.state = .active
+            noteActive(reused.length)
+            return reused
+        }
+        if stats.active + stats.cache + stats.viewHeld + length > stats.memoryLimit {
+            clearCache()
+        }
+        if stats.active + stats.viewHeld + length > stats.memoryLimit {
+            throw RuntimeError(
+                "allocating \(size) bytes (\(length) allocated) would exceed the memory limit: "
+                    + "\(stats.active) bytes active + \(stats.viewHeld) held by views + \(length) > limit \(stats.memoryLimit); "
+                    + "release buffers or raise the limit (mg_memory_set_limit)")
+        }
+        var made = device.makeBuffer(length: length, options: [.storageModeShared, .hazardTrackingModeUntracked])
+        if made == nil {
+            clearCache()
+            made = device.makeBuffer(length: length, options: [.storageModeShared, .hazardTrackingModeUntracked])
+        }
+        guard let buffer = made else {
+            throw RuntimeError("the device could not allocate \(length) bytes (\(stats.active) bytes active)")
+        }
+        let allocation = Allocation(buffer: buffer, length: length)
+        noteActive(length)
+        return allocation
+    }
+
+    private func noteActive(_ length: Int) {
+        stats.active += length
+        stats.peak = max(stats.peak, stats.active)
+    }
+
+    private func takeFromCache(length: Int) -> Allocation? {
+        let upper = min(2 * length, length + Allocator.maxReuseSlack)
+        // Smallest cached length >= length.
+        var low = 0
+        var high = cachedLengths.count
+        while low < high {
+            let mid = (low + high) / 2
+            if cachedLengths[mid] < length { low = mid + 1 } else { high = mid }
+        }
+        guard low < cachedLengths.count, cachedLengths[low] <= upper else { return nil }
+        let found = cachedLengths[low]
+        var list = cacheByLength[found]!
+        let allocation = list.removeLast()
+        if list.isEmpty {
+            cacheByLength[found] = nil
+            cachedLengths.remove(at: low)
+        } else {
+            cacheByLength[found] = list
+        }
+        stats.cache -= allocation.length
+        cachedCount -= 1
+        return allocation
+    }
+
+    /// A buffer's owner and in-flight batches are gone: its memory becomes reusable.
+    func retire(_ allocation: Allocation) {
+        precondition(allocation.state == .active)
+        stats.active -= allocation.length
+        allocation.state = .cached
+        nextSequence += 1
+        allocation.cacheSequence = nextSequence
+        if cacheByLength[allocation.length] == nil {
+            var low = 0
+            var high = cachedLengths.count
+            while low < high {
+                let mid = (low + high) / 2
+                if cachedLengths[mid] < allocation.length { low = mid + 1 } else { high = mid }
+            }
+            cachedLengths.insert(allocation.length, at: low)
+            cacheByLength[allocation.length] = [allocation]
+        } else {
+            cacheByLength[allocation.length]!.append(allocation)
+        }
+        cacheAge.append((allocation, nextSequence))
+        stats.cache += allocation.length
+        cachedCount += 1
+        enforceCacheLimit()
+    }
+
+    private func enforceCacheLimit() {
+        while stats.cache > stats.cacheLimit, let oldest = popOldestCached() {
+            evict(oldest)
+        }
+        compactAgeQueue()
+    }
+
+    private func popOldestCached() -> Allocation? {
+        while cacheAgeHead < cacheAge.count {
+            let (candidate, sequence) = cacheAge[cacheAgeHead]
+            cacheAgeHead += 1
+            // An allocation can be cached, reused and cached again: only its newest entry counts.
+            if candidate.state == .cached && candidate.cacheSequence == sequence {
+                removeFromLengthIndex(candidate)
+                return candidate
+            }
+        }
+        return nil
+    }
+
+    private func compactAgeQueue() {
+        // Entries for allocations that were reused stay until they reach the head; compact when
+        // they dominate, so the queue stays proportional to the cache's population.
+        if cacheAge.count - cacheAgeHead > 2 * cachedCount + 1024 {
+            cacheAge = cacheAge[cacheAgeHead...].filter { $0.allocation.state == .cached && $0.allocation.cacheSequence == $0.sequence }
+            cacheAgeHead = 0
+        } else if cacheAgeHead > 1024 && cacheAgeHead * 2 > cacheAge.count {
+            cacheAge.removeFirst(cacheAgeHead)
+            cacheAgeHead = 0
+        }
+    }
+
+    private func removeFromLengthIndex(_ allocation: Allocation) {
+        guard var list = cacheByLength[allocation.length],
+              let position = list.firstIndex(where: { $0 === allocation }) else { return }
+        list.remove(at: position)
+        if list.isEmpty {
+            cacheByLength[allocation.length] = nil
+            if let index = cachedLengths.firstIndex(of: allocation.length) { cachedLengths.remove(at: index) }
+        } else {
+            cacheByLength[allocation.length] = list
+        }
+        stats.cache -= allocation.length
+        cachedCount -= 1
+    }
+
+    /// Takes a cached allocation out of the cache: freed, or kept mapped for a live view.
+    private func evict(_ allocation: Allocation) {
+        if allocation.viewPins > 0 {
+            allocation.state = .viewHeld
+            stats.viewHeld += allocation.length
+            viewHeld[ObjectIdentifier(allocation)] = allocation
+        } else {
+            allocation.state = .freed  // the last reference goes with the caller's
+        }
+    }
+
+    func clearCache() {
+        for list in cacheByLength.values {
+            for allocation in list {
+                stats.cache -= allocation.length
+                evict(allocation)
+            }
+        }
+        cacheByLength.removeAll()
+        cachedLengths.removeAll()
+        cacheAge.removeAll()
+        cacheAgeHead = 0
+        cachedCount = 0
+    }
+
+    /// A JavaScript view of `allocation` was collected.
+    func dropViewPin(_ allocation: Allocation) {
+        allocation.viewPins -= 1
+        if allocation.viewPins == 0 && allocation.state == .viewHeld {
+            stats.viewHeld -= allocation.length
+            allocation.state = .freed
+            viewHeld[ObjectIdentifier(allocation)] = nil
+        }
+    }
+
+    func resetPeak() {
+        stats.peak = stats.active
+    }
+
+    func setMemoryLimit(_ bytes: Int) -> Int {
+        defer { stats.memoryLimit = bytes }
+        return stats.memoryLimit
+    }
+
+    func setCacheLimit(_ bytes: Int) -> Int {
+        let previous = stats.cacheLimit
+        stats.cacheLimit = bytes
+        enforceCacheLimit()
+        return previous
+    }
+
+    func setWiredLimit(_ bytes: Int) -> Int {
+        defer { stats.wiredLimit = bytes }
+        return stats.wiredLimit
+    }
+
+    func setLiveBuffers(_ count: Int) {
+        stats.liveBuffers = count
+    }
+}

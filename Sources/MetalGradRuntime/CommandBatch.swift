@@ -1,0 +1,473 @@
+// Command batches: many dispatches packed by TypeScript into one u32 array and submitted in one
+// FFI call (format in docs/ARCHITECTURE.md, "Command batches"). The whole batch is validated before
+// anything is encoded, so a bad batch leaves no partial work behind.
+//
+// Memory barriers. Dispatches share a concurrent encoder, so the GPU may overlap them. A barrier
+// (memoryBarrier(scope: .buffers)) goes before a dispatch that reads or writes a buffer an earlier
+// dispatch in the same encoder wrote, and also before one that writes a buffer an earlier dispatch
+// read (an in-place update must not overtake the reader). Otherwise dispatches run unordered.
+#if canImport(Metal)
+import Metal
+#else
+import MetalShim
+#endif
+import Foundation
+
+enum BatchFormat {
+    static let magic: UInt32 = 0x3142_474D  // "MGB1"
+    static let dispatchOpcode: UInt32 = 1
+    static let dispatchHeaderWords = 15
+    static let bindingWords = 8
+    static let threadgroupMemoryWords = 2
+    /// setBytes is for small data: Metal documents it for under 4 KB.
+    static let maxInlineBytes = 4096
+    static let accessRead: UInt32 = 1
+    static let accessWrite: UInt32 = 2
+}
+
+struct ResolvedBinding {
+    let index: Int
+    let record: BufferRecord
+    let offset: Int
+    /// Bytes from offset that the dispatch may touch (the logical length, or to the end).
+    let extent: Int
+    /// The length word as given (0: to the end of the buffer), for the simulator's checked mode.
+    let viewLength: UInt64
+    let access: UInt32
+}
+
+struct InlineBytes {
+    let index: Int
+    let wordOffset: Int
+    let byteLength: Int
+}
+
+struct ParsedDispatch {
+    let pipeline: PipelineRecord
+    let dispatchThreads: Bool
+    let grid: (Int, Int, Int)
+    let threadgroup: (Int, Int, Int)
+    let bindings: Range<Int>
+    let inlineBytes: Range<Int>
+    let threadgroupMemory: Range<Int>
+    let mustWrite: UInt64
+}
+
+struct ParsedBatch {
+    var dispatches: [ParsedDispatch] = []
+    var bindings: [ResolvedBinding] = []
+    var inlineBytes: [InlineBytes] = []
+    var threadgroupMemory: [(index: Int, length: Int)] = []
+    /// Each buffer bound anywhere in the batch, once: these are held in flight.
+    var heldBuffers: [BufferRecord] = []
+}
+
+/// One submitted batch: may span several command buffers; completes when all of them have.
+final class BatchRecord: @unchecked Sendable {
+    let id: UInt64
+    private let runtime: Runtime
+    private let lock = RuntimeLock()
+    private var outstanding = 1  // the encoding itself holds one count until it finishes
+    private var failure: String?
+    private var gpuStart = Double.infinity
+    private var gpuEnd = 0.0
+    private var finished = false
+    private var held: [BufferRecord]
+    let dispatchCount: Int
+
+    init(id: UInt64, runtime: Runtime, held: [BufferRecord], dispatchCount: Int) {
+        self.id = id
+        self.runtime = runtime
+        self.held = held
+        self.dispatchCount = dispatchCount
+    }
+
+    func track(_ commandBuffer: any MTLCommandBuffer) {
+        lock.withLock { outstanding += 1 }
+        commandBuffer.addCompletedHandler { [self] completed in
+            let message: String?
+            if completed.status == .error || completed.error != nil {
+                message = completed.error.map(describeError) ?? "the command buffer failed"
+            } else {
+                message = nil
+            }
+            self.partDone(start: completed.gpuStartTime, end: completed.gpuEndTime, failure: message)
+        }
+    }
+
+    func encodingFailed(_ message: String) {
+        lock.withLock { if failure == nil { failure = message } }
+    }
+
+    func encodingFinished() {
+        partDone(start: nil, end: nil, failure: nil)
+    }
+
+    private func partDone(start: Double?, end: Double?, failure message: String?) {
+        let last: Bool = lock.withLock {
+            if let start, start > 0 { gpuStart = min(gpuStart, start) }
+            if let end { gpuEnd = max(gpuEnd, end) }
+            if let message, failure == nil { failure = message }
+            outstanding -= 1
+            return outstanding == 0
+        }
+        guard last else { return }
+        // Release the in-flight holds before waking waiters, so a waiter sees the memory settled.
+        let failed = lock.withLock { failure != nil }
+        runtime.releaseInflight(held, failed: failed)
+        lock.withLock {
+            held = []
+            finished = true
+            lock.broadcast()
+        }
+    }
+
+    enum Outcome { case pending, completed, failed(String) }
+
+    var outcome: Outcome {
+        lock.withLock {
+            guard finished else { return .pending }
+            if let failure { return .failed(failure) }
+            return .completed
+        }
+    }
+
+    /// Blocks until the batch completes or `timeout` seconds pass; returns false on timeout.
+    func wait(timeout: Double) -> Bool {
+        let deadline = timeout.isFinite ? monotonicSeconds() + max(timeout, 0) : .infinity
+        return lock.withLock {
+            while !finished {
+                if deadline.isInfinite {
+                    lock.wait()
+                } else {
+                    let remaining = deadline - monotonicSeconds()
+                    if remaining <= 0 { return false }
+                    lock.wait(seconds: remaining)
+                }
+            }
+            return true
+        }
+    }
+
+    var gpuTimes: (start: Double, end: Double)? {
+        lock.withLock {
+            guard finished else { return nil }
+            return (gpuStart.isFinite ? gpuStart : 0, gpuEnd)
+        }
+    }
+}
+
+extension Runtime {
+    func releaseInflight(_ records: [BufferRecord], failed: Bool) {
+        lock.withLock {
+            for record in records {
+                record.inflight -= 1
+                settle(record)
+            }
+            if failed { counters.batchesFailed += 1 }
+        }
+    }
+
+    /// Parses, validates and encodes a batch; returns the batch handle.
+    func submit(queue queueHandle: UInt64, words: UnsafePointer<UInt32>, count: Int) throws -> UInt64 {
+        let queue = try queueRecord(queueHandle)
+        let (parsed, batch) = try lock.withLock { () throws -> (ParsedBatch, BatchRecord) in
+            let parsed = try parse(words: words, count: count)
+            for record in parsed.heldBuffers { record.inflight += 1 }
+            let batch = BatchRecord(id: newID(.batch), runtime: self, held: parsed.heldBuffers,
+                                    dispatchCount: parsed.dispatches.count)
+            batches[batch.id] = batch
+            counters.batchesSubmitted += 1
+            counters.dispatchesEncoded += parsed.dispatches.count
+            return (parsed, batch)
+        }
+        let (committed, barriers) = encode(parsed, words: words, queue: queue, batch: batch)
+        lock.withLock {
+            counters.commandBuffersCommitted += committed
+            counters.memoryBarriers += barriers
+        }
+        batch.encodingFinished()
+        return batch.id
+    }
+
+    func batchRecord(_ handle: UInt64) throws -> BatchRecord {
+        try lock.withLock {
+            guard let record = batches[handle] else { throw unknownHandle(handle, .batch) }
+            return record
+        }
+    }
+
+    func releaseBatch(_ handle: UInt64) throws {
+        try lock.withLock {
+            if batches.removeValue(forKey: handle) == nil && !wasIssued(handle, .batch) {
+                throw unknownHandle(handle, .batch)
+            }
+        }
+    }
+
+    // MARK: Parsing and validation (registry lock held)
+
+    private func parse(words: UnsafePointer<UInt32>, count: Int) throws -> ParsedBatch {
+        guard count >= 2 else { throw RuntimeError("a batch needs at least its 2 header words, got \(count)") }
+        guard words[0] == BatchFormat.magic else {
+            throw RuntimeError("the batch does not start with the magic word 0x3142474D (got 0x\(String(words[0], radix: 16)))")
+        }
+        let commandCount = Int(words[1])
+        var batch = ParsedBatch()
+        batch.dispatches.reserveCapacity(commandCount)
+        var heldIDs = Set<UInt64>()
+        var position = 2
+        let maxThreads = device.maxThreadsPerThreadgroup
+        var lastPipeline: PipelineRecord?
+
+        func need(_ wordCount: Int, _ what: String, _ command: Int) throws {
+            guard position + wordCount <= count else {
+                throw RuntimeError("dispatch \(command): the batch ends inside its \(what) (\(count) words in total)")
+            }
+        }
+
+        for command in 0..<commandCount {
+            try need(1, "opcode", command)
+            guard words[position] == BatchFormat.dispatchOpcode else {
+                throw RuntimeError("command \(command) has unknown opcode \(words[position]) at word \(position)")
+            }
+            try need(BatchFormat.dispatchHeaderWords, "header", command)
+            let header = words + position
+            position += BatchFormat.dispatchHeaderWords
+            let pipelineHandle = UInt64(header[1]) | UInt64(header[2]) << 32
+            let pipeline: PipelineRecord
+            if let lastPipeline, lastPipeline.id == pipelineHandle {
+                pipeline = lastPipeline
+            } else {
+                guard let found = pipelines[pipelineHandle] else {
+                    throw RuntimeError("dispatch \(command): \(unknownHandle(pipelineHandle, .pipeline).message)")
+                }
+                pipeline = found
+                lastPipeline = found
+            }
+            let context = "dispatch \(command) (kernel '\(pipeline.name)')"
+            let flags = header[3]
+            guard flags & ~1 == 0 else { throw RuntimeError("\(context): unknown flag bits 0x\(String(flags, radix: 16))") }
+            let grid = (Int(header[4]), Int(header[5]), Int(header[6]))
+            let group = (Int(header[7]), Int(header[8]), Int(header[9]))
+            guard grid.0 > 0, grid.1 > 0, grid.2 > 0 else {
+                throw RuntimeError("\(context): grid (\(grid.0), \(grid.1), \(grid.2)) has a zero dimension")
+            }
+            guard group.0 > 0, group.1 > 0, group.2 > 0 else {
+                throw RuntimeError("\(context): threadgroup (\(group.0), \(group.1), \(group.2)) has a zero dimension")
+            }
+            let total = group.0 * group.1 * group.2
+            guard total <= pipeline.maxTotalThreadsPerThreadgroup else {
+                throw RuntimeError(
+                    "\(context): threadgroup (\(group.0), \(group.1), \(group.2)) has \(total) threads, more than the "
+                        + "pipeline's maxTotalThreadsPerThreadgroup of \(pipeline.maxTotalThreadsPerThreadgroup) "
+                        + "(Metal would silently drop this launch)")
+            }
+            guard group.0 <= maxThreads.width, group.1 <= maxThreads.height, group.2 <= maxThreads.depth else {
+                throw RuntimeError(
+                    "\(context): threadgroup (\(group.0), \(group.1), \(group.2)) exceeds the device's per-dimension "
+                        + "maximum (\(maxThreads.width), \(maxThreads.height), \(maxThreads.depth))")
+            }
+            let bufferCount = Int(header[10])
+            let bytesCount = Int(header[11])
+            let memoryCount = Int(header[12])
+            let mustWrite = UInt64(header[13]) | UInt64(header[14]) << 32
+            guard bufferCount + bytesCount <= maxBindings, memoryCount <= maxBindings else {
+                throw RuntimeError(
+                    "\(context): \(bufferCount) buffers + \(bytesCount) inline bytes, \(memoryCount) threadgroup memory "
+                        + "bindings: at most \(maxBindings) of each kind")
+            }
+            var usedIndices: UInt32 = 0
+            func claim(_ index: Int, _ kind: String) throws {
+                guard index < maxBindings else {
+                    throw RuntimeError("\(context): \(kind) index \(index) is out of range (0..<\(maxBindings))")
+                }
+                guard usedIndices & (1 << UInt32(index)) == 0 else {
+                    throw RuntimeError("\(context): buffer index \(index) is bound twice")
+                }
+                usedIndices |= 1 << UInt32(index)
+            }
+
+            let bindingStart = batch.bindings.count
+            try need(bufferCount * BatchFormat.bindingWords, "buffer bindings", command)
+            var boundBuffers: UInt64 = 0
+            for _ in 0..<bufferCount {
+                let entry = words + position
+                position += BatchFormat.bindingWords
+                let index = Int(entry[0])
+                try claim(index, "buffer")
+                let handle = UInt64(entry[1]) | UInt64(entry[2]) << 32
+                let offset = Int(UInt64(entry[3]) | UInt64(entry[4]) << 32)
+                let length = UInt64(entry[5]) | UInt64(entry[6]) << 32
+                let access = entry[7]
+                guard let record = buffers[handle], record.ownerHeld else {
+                    throw RuntimeError("\(context): buffer(\(index)): \(unknownHandle(handle, .buffer).message)")
+                }
+                guard access >= 1 && access <= 3 else {
+                    throw RuntimeError("\(context): buffer(\(index)) has access \(access); use 1 read, 2 write or 3 read-write")
+                }
+                let end = length == 0 ? offset : offset + Int(clamping: length)
+                guard offset <= record.size, end <= record.size, length <= UInt64(Int.max) else {
+                    throw RuntimeError(
+                        "\(context): buffer(\(index)) binding [\(offset), \(offset) + \(length)) runs past the end of the "
+                            + "\(record.size)-byte buffer \(Handle.describe(handle))")
+                }
+                let extent = length == 0 ? record.size - offset : Int(length)
+                batch.bindings.append(ResolvedBinding(
+                    index: index, record: record, offset: offset, extent: extent, viewLength: length, access: access))
+                boundBuffers |= 1 << UInt64(index)
+                if heldIDs.insert(record.id).inserted { batch.heldBuffers.append(record) }
+            }
+            let bytesStart = batch.inlineBytes.count
+            for _ in 0..<bytesCount {
+                try need(2, "inline bytes", command)
+                let index = Int(words[position])
+                let byteLength = Int(words[position + 1])
+                try claim(index, "inline bytes")
+                guard byteLength > 0 else { throw RuntimeError("\(context): inline bytes at index \(index) are empty") }
+                guard byteLength < BatchFormat.maxInlineBytes else {
+                    throw RuntimeError(
+                        "\(context): inline bytes at index \(index) are \(byteLength) bytes; setBytes takes under "
+                            + "\(BatchFormat.maxInlineBytes) bytes, so pass larger data in a buffer")
+                }
+                let dataWords = (byteLength + 3) / 4
+                try need(2 + dataWords, "inline bytes", command)
+                batch.inlineBytes.append(InlineBytes(index: index, wordOffset: position + 2, byteLength: byteLength))
+                position += 2 + dataWords
+            }
+            let memoryStart = batch.threadgroupMemory.count
+            try need(memoryCount * BatchFormat.threadgroupMemoryWords, "threadgroup memory", command)
+            var memoryIndices: UInt32 = 0
+            var memoryTotal = pipeline.staticThreadgroupMemoryLength
+            for _ in 0..<memoryCount {
+                let index = Int(words[position])
+                let length = Int(words[position + 1])
+                position += BatchFormat.threadgroupMemoryWords
+                guard index < maxBindings, memoryIndices & (1 << UInt32(index)) == 0 else {
+                    throw RuntimeError("\(context): threadgroup memory index \(index) is out of range or bound twice")
+                }
+                memoryIndices |= 1 << UInt32(index)
+                guard length > 0, length % 16 == 0 else {
+                    throw RuntimeError("\(context): threadgroup memory length \(length) at index \(index) must be a positive multiple of 16")
+                }
+                memoryTotal += length
+                batch.threadgroupMemory.append((index, length))
+            }
+            guard memoryTotal <= maxThreadgroupMemoryLength else {
+                throw RuntimeError(
+                    "\(context): \(memoryTotal) bytes of threadgroup memory (including \(pipeline.staticThreadgroupMemoryLength) "
+                        + "static) exceed the \(maxThreadgroupMemoryLength)-byte limit")
+            }
+            guard mustWrite & ~boundBuffers == 0 else {
+                throw RuntimeError(
+                    "\(context): the must-write mask 0x\(String(mustWrite, radix: 16)) names indices with no buffer bound")
+            }
+            batch.dispatches.append(ParsedDispatch(
+                pipeline: pipeline, dispatchThreads: flags & 1 != 0, grid: grid, threadgroup: group,
+                bindings: bindingStart..<batch.bindings.count, inlineBytes: bytesStart..<batch.inlineBytes.count,
+                threadgroupMemory: memoryStart..<batch.threadgroupMemory.count, mustWrite: mustWrite))
+        }
+        guard position == count else {
+            throw RuntimeError("the batch has \(count - position) words after its \(commandCount) commands")
+        }
+        return batch
+    }
+
+    // MARK: Encoding (no registry lock: completion handlers need it)
+
+    /// Returns (command buffers committed, barriers inserted).
+    private func encode(_ batch: ParsedBatch, words: UnsafePointer<UInt32>, queue: QueueRecord,
+                        batch record: BatchRecord) -> (Int, Int) {
+        let maxOps = device.arch.maxOpsPerCommandBuffer
+        let maxBytes = device.arch.maxMBPerCommandBuffer << 20
+        var committed = 0
+        var barriers = 0
+        var viewLengths = [UInt64](repeating: 0, count: maxBindings)
+        queue.submitLock.withLock {
+            var commandBuffer: (any MTLCommandBuffer)?
+            var encoder: (any MTLComputeCommandEncoder)?
+            var ops = 0
+            var bytes = 0
+            var written = Set<UInt64>()
+            var read = Set<UInt64>()
+            var currentPipeline: UInt64 = 0
+
+            func close() {
+                encoder?.endEncoding()
+                commandBuffer?.commit()
+                if commandBuffer != nil { committed += 1 }
+                encoder = nil
+                commandBuffer = nil
+            }
+
+            for dispatch in batch.dispatches {
+                if encoder == nil {
+                    guard let made = queue.queue.makeCommandBufferWithUnretainedReferences() else {
+                        record.encodingFailed("the queue could not create a command buffer")
+                        break
+                    }
+                    guard let madeEncoder = made.makeComputeCommandEncoder(dispatchType: .concurrent) else {
+                        record.encodingFailed("the command buffer could not create a compute encoder")
+                        break
+                    }
+                    record.track(made)
+                    commandBuffer = made
+                    encoder = madeEncoder
+                    ops = 0
+                    bytes = 0
+                    written.removeAll(keepingCapacity: true)
+                    read.removeAll(keepingCapacity: true)
+                    currentPipeline = 0
+                }
+                guard let encoder else { break }
+                let bindings = batch.bindings[dispatch.bindings]
+                var hazard = false
+                for binding in bindings where binding.record.allocation != nil {
+                    let id = binding.record.id
+                    if written.contains(id) || (binding.access & BatchFormat.accessWrite != 0 && read.contains(id)) {
+                        hazard = true
+                        break
+                    }
+                }
+                if hazard {
+                    encoder.memoryBarrier(scope: .buffers)
+                    barriers += 1
+                    written.removeAll(keepingCapacity: true)
+                    read.removeAll(keepingCapacity: true)
+                }
+                if currentPipeline != dispatch.pipeline.id {
+                    encoder.setComputePipelineState(dispatch.pipeline.state)
+                    currentPipeline = dispatch.pipeline.id
+                }
+                for index in 0..<maxBindings { viewLengths[index] = 0 }
+                for binding in bindings {
+                    encoder.setBuffer(binding.record.allocation?.buffer, offset: binding.offset, index: binding.index)
+                    viewLengths[binding.index] = binding.viewLength
+                    bytes += binding.extent
+                    if binding.record.allocation != nil {
+                        if binding.access & BatchFormat.accessWrite != 0 { written.insert(binding.record.id) }
+                        if binding.access & BatchFormat.accessRead != 0 { read.insert(binding.record.id) }
+                    }
+                }
+                for inline in batch.inlineBytes[dispatch.inlineBytes] {
+                    encoder.setBytes(UnsafeRawPointer(words + inline.wordOffset), length: inline.byteLength, index: inline.index)
+                }
+                for memory in batch.threadgroupMemory[dispatch.threadgroupMemory] {
+                    encoder.setThreadgroupMemoryLength(memory.length, index: memory.index)
+                }
+                viewLengths.withUnsafeBufferPointer { annotateNextDispatch(viewLengths: $0.baseAddress!, mustWrite: dispatch.mustWrite) }
+                let grid = MTLSize(width: dispatch.grid.0, height: dispatch.grid.1, depth: dispatch.grid.2)
+                let group = MTLSize(width: dispatch.threadgroup.0, height: dispatch.threadgroup.1, depth: dispatch.threadgroup.2)
+                if dispatch.dispatchThreads {
+                    encoder.dispatchThreads(grid, threadsPerThreadgroup: group)
+                } else {
+                    encoder.dispatchThreadgroups(grid, threadsPerThreadgroup: group)
+                }
+                ops += 1
+                if ops >= maxOps || bytes >= maxBytes { close() }
+            }
+            close()
+        }
+        return (committed, barriers)
+    }
+}

@@ -1,0 +1,319 @@
+// The simulator's device, buffers, libraries, functions and pipelines.
+//
+// The device presents itself honestly: its name says it is the simulator. Its limits are those of an
+// M-series GPU so that code written against them behaves as on a Mac:
+//   maxThreadsPerThreadgroup      1024 × 1024 × 1024 (total per threadgroup is bounded by the
+//                                 pipeline's maxTotalThreadsPerThreadgroup, as on Metal)
+//   recommendedMaxWorkingSetSize  3/4 of the host's physical memory (macOS reports about that
+//                                 share of unified memory on large-memory Macs)
+//   maxBufferLength               1/2 of the host's physical memory
+//   hasUnifiedMemory              true (CPU and "GPU" share memory, as on Apple silicon)
+//   architecture                  "applegpu_g15s" (an M3 Max), or $MG_GPU_ARCH
+import Foundation
+import MSLSim
+
+final class SimDevice: NSObject, MTLDevice, @unchecked Sendable {
+    static let shared = SimDevice()
+
+    let name = "metalgrad Metal simulator"
+    let registryID: UInt64 = 0x6D67_5349_4D00  // "mgSIM": a fixed, recognisable id
+    let architecture: MTLArchitecture
+    let maxThreadsPerThreadgroup = MTLSize(width: 1024, height: 1024, depth: 1024)
+    let recommendedMaxWorkingSetSize: UInt64
+    let hasUnifiedMemory = true
+    let maxBufferLength: Int
+    /// The GPU family generation implied by the architecture (g13 → apple7 … g17 → apple10).
+    private let appleFamily: Int
+
+    private let lock = ShimLock()
+    private var allocatedBytes = 0
+
+    private override init() {
+        let env = ProcessInfo.processInfo.environment["MG_GPU_ARCH"] ?? ""
+        let arch = env.isEmpty ? "applegpu_g15s" : env
+        architecture = MTLArchitecture(name: arch)
+        let physical = ProcessInfo.processInfo.physicalMemory
+        recommendedMaxWorkingSetSize = physical / 4 * 3
+        maxBufferLength = Int(physical / 2)
+        appleFamily = SimDevice.appleFamily(forArchitecture: arch)
+        super.init()
+    }
+
+    private static func appleFamily(forArchitecture arch: String) -> Int {
+        let chars = Array(arch)
+        guard chars.count >= 3, let gen = Int(String(chars[(chars.count - 3)..<(chars.count - 1)])) else {
+            return 7
+        }
+        switch gen {
+        case ..<14: return 7
+        case 14: return 8
+        case 15, 16: return 9
+        default: return 10
+        }
+    }
+
+    var currentAllocatedSize: Int {
+        lock.withLock { allocatedBytes }
+    }
+
+    func noteAllocation(_ delta: Int) {
+        lock.withLock { allocatedBytes += delta }
+    }
+
+    func supportsFamily(_ gpuFamily: MTLGPUFamily) -> Bool {
+        switch gpuFamily {
+        case .apple1, .apple2, .apple3, .apple4, .apple5, .apple6, .apple7, .apple8, .apple9, .apple10:
+            return gpuFamily.rawValue - 1000 <= appleFamily
+        case .mac2, .common1, .common2, .common3, .metal3:
+            return true
+        case .metal4:
+            return appleFamily >= 9
+        }
+    }
+
+    func makeBuffer(length: Int, options: MTLResourceOptions) -> (any MTLBuffer)? {
+        SimBuffer(device: self, length: length, bytes: nil)
+    }
+
+    func makeBuffer(bytes pointer: UnsafeRawPointer, length: Int, options: MTLResourceOptions) -> (any MTLBuffer)? {
+        SimBuffer(device: self, length: length, bytes: pointer)
+    }
+
+    func makeBuffer(
+        bytesNoCopy pointer: UnsafeMutableRawPointer, length: Int, options: MTLResourceOptions,
+        deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?
+    ) -> (any MTLBuffer)? {
+        // Metal requires page-aligned no-copy memory; so does the simulator, to catch it here.
+        guard length > 0, Int(bitPattern: pointer) % SimBuffer.alignment == 0 else { return nil }
+        return SimBuffer(device: self, noCopy: pointer, length: length, deallocator: deallocator)
+    }
+
+    func makeLibrary(source: String, options: MTLCompileOptions?) throws -> any MTLLibrary {
+        try SimLibrary(source: source, options: options ?? MTLCompileOptions())
+    }
+
+    func makeLibrary(URL url: URL) throws -> any MTLLibrary {
+        // A .metallib holds AIR for Apple GPUs; the simulator only executes MSL source.
+        throw simError(
+            domain: "MTLLibraryErrorDomain", code: 1,
+            "[MTLDevice makeLibrary(URL:)] \(url.path): compiled .metallib files cannot run on the Metal simulator; "
+                + "build libraries from source with makeLibrary(source:options:)")
+    }
+
+    func makeComputePipelineState(function computeFunction: any MTLFunction) throws -> any MTLComputePipelineState {
+        guard let function = computeFunction as? SimFunction else {
+            throw simError(
+                domain: "MTLLibraryErrorDomain", code: 2,
+                "[MTLDevice makeComputePipelineState] the function was not created by the Metal simulator")
+        }
+        return SimPipelineState(function: function)
+    }
+
+    func makeCommandQueue() -> (any MTLCommandQueue)? {
+        SimCommandQueue(maxCommandBufferCount: 64)
+    }
+
+    func makeCommandQueue(maxCommandBufferCount: Int) -> (any MTLCommandQueue)? {
+        guard maxCommandBufferCount > 0 else { return nil }
+        return SimCommandQueue(maxCommandBufferCount: maxCommandBufferCount)
+    }
+
+    func makeSharedEvent() -> (any MTLSharedEvent)? {
+        SimSharedEvent()
+    }
+}
+
+final class SimBuffer: NSObject, MTLBuffer, @unchecked Sendable {
+    /// Apple silicon's page size: Metal buffers are page-granular, and 16 KiB alignment keeps any
+    /// vector or simdgroup-matrix access aligned.
+    static let alignment = 16384
+
+    private let device: SimDevice
+    private let memory: UnsafeMutableRawPointer
+    let length: Int
+    private let deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?
+    private let ownsMemory: Bool
+    private let lock = ShimLock()
+    private var storedLabel: String?
+
+    init?(device: SimDevice, length: Int, bytes: UnsafeRawPointer?) {
+        guard length > 0, length <= device.maxBufferLength else { return nil }
+        var raw: UnsafeMutableRawPointer?
+        guard posix_memalign(&raw, SimBuffer.alignment, length) == 0, let raw else { return nil }
+        if let bytes {
+            raw.copyMemory(from: bytes, byteCount: length)
+        } else {
+            memset(raw, 0, length)  // Metal hands out zeroed pages
+        }
+        self.device = device
+        memory = raw
+        self.length = length
+        deallocator = nil
+        ownsMemory = true
+        super.init()
+        device.noteAllocation(length)
+    }
+
+    init(device: SimDevice, noCopy: UnsafeMutableRawPointer, length: Int,
+         deallocator: (@Sendable (UnsafeMutableRawPointer, Int) -> Void)?) {
+        self.device = device
+        memory = noCopy
+        self.length = length
+        self.deallocator = deallocator
+        ownsMemory = false
+        super.init()
+        device.noteAllocation(length)
+    }
+
+    deinit {
+        device.noteAllocation(-length)
+        if ownsMemory {
+            free(memory)
+        } else {
+            deallocator?(memory, length)
+        }
+    }
+
+    func contents() -> UnsafeMutableRawPointer { memory }
+
+    var label: String? {
+        get { lock.withLock { storedLabel } }
+        set { lock.withLock { storedLabel = newValue } }
+    }
+}
+
+/// Takes ownership of a message the simulator allocated.
+func takeSimMessage(_ message: UnsafeMutablePointer<CChar>?, orElse fallback: String) -> String {
+    guard let message else { return fallback }
+    defer { mgsim_string_free(message) }
+    return String(cString: message)
+}
+
+final class SimLibrary: NSObject, MTLLibrary, @unchecked Sendable {
+    let handle: OpaquePointer
+    let functionNames: [String]
+
+    /// The preprocessor macro that turns on the simulator's checked mode for one library.
+    static let checkedModeMacro = "MG_SIM_CHECK"
+
+    init(source: String, options: MTLCompileOptions) throws {
+        var names: [String] = []
+        var values: [String?] = []
+        var checked: Int32 = 0
+        for (name, value) in (options.preprocessorMacros ?? [:]).sorted(by: { $0.key < $1.key }) {
+            let text: String?
+            if let string = value as? NSString {
+                text = string as String
+            } else if let number = value as? NSNumber {
+                text = number.stringValue
+            } else {
+                text = nil
+            }
+            if name == SimLibrary.checkedModeMacro, let text, text != "0" {
+                checked = 1
+            }
+            names.append(name)
+            values.append(text)
+        }
+        let cNames = names.map { strdup($0) }
+        let cValues = values.map { $0.map { strdup($0) } ?? nil }
+        defer {
+            cNames.forEach { free($0) }
+            cValues.forEach { free($0) }
+        }
+        var error: UnsafeMutablePointer<CChar>?
+        let created: OpaquePointer? = cNames.map { UnsafePointer($0) }.withUnsafeBufferPointer { namePtrs in
+            cValues.map { $0.map { UnsafePointer($0) } }.withUnsafeBufferPointer { valuePtrs in
+                var compile = mgsim_compile_options()
+                compile.math_mode = Int32(options.mathMode.rawValue)
+                compile.language_version = UInt32(options.languageVersion.rawValue)
+                compile.macro_names = namePtrs.baseAddress
+                compile.macro_values = valuePtrs.baseAddress
+                compile.macro_count = Int32(names.count)
+                compile.checked = checked
+                return mgsim_library_create(source, &compile, &error)
+            }
+        }
+        guard let created else {
+            throw simError(
+                domain: "MTLLibraryErrorDomain", code: 3,
+                takeSimMessage(error, orElse: "[mgsim compile] the simulator could not compile the library"))
+        }
+        handle = created
+        var functions: [String] = []
+        let count = mgsim_library_function_count(created)
+        for index in 0..<max(count, 0) {
+            if let name = mgsim_library_function_name(created, index) {
+                functions.append(String(cString: name))
+            }
+        }
+        functionNames = functions
+        super.init()
+    }
+
+    deinit {
+        mgsim_library_release(handle)
+    }
+
+    func makeFunction(name functionName: String) -> (any MTLFunction)? {
+        try? SimFunction(library: self, name: functionName, constants: [])
+    }
+
+    func makeFunction(name: String, constantValues: MTLFunctionConstantValues) throws -> any MTLFunction {
+        try SimFunction(library: self, name: name, constants: constantValues.entries)
+    }
+}
+
+final class SimFunction: NSObject, MTLFunction, @unchecked Sendable {
+    let handle: OpaquePointer
+    let library: SimLibrary
+
+    init(library: SimLibrary, name: String, constants: [MTLFunctionConstantValues.Entry]) throws {
+        let names = constants.map { $0.name.map { strdup($0) } ?? nil }
+        defer { names.forEach { free($0) } }
+        var values: [mgsim_constant_value] = []
+        for (entry, cName) in zip(constants, names) {
+            var value = mgsim_constant_value()
+            value.index = Int32(entry.index)
+            value.name = UnsafePointer(cName)
+            value.type = UInt32(entry.type.rawValue)
+            withUnsafeMutableBytes(of: &value.bytes) { raw in
+                for (offset, byte) in entry.bytes.prefix(raw.count).enumerated() {
+                    raw[offset] = byte
+                }
+            }
+            values.append(value)
+        }
+        var error: UnsafeMutablePointer<CChar>?
+        let created = values.withUnsafeBufferPointer { buffer in
+            mgsim_function_create(library.handle, name, buffer.baseAddress, Int32(buffer.count), &error)
+        }
+        guard let created else {
+            throw simError(
+                domain: "MTLLibraryErrorDomain", code: 5,
+                takeSimMessage(error, orElse: "[mgsim function] no function named '\(name)'"))
+        }
+        handle = created
+        self.library = library
+        super.init()
+    }
+
+    deinit {
+        mgsim_function_release(handle)
+    }
+}
+
+final class SimPipelineState: NSObject, MTLComputePipelineState, @unchecked Sendable {
+    let function: SimFunction
+    let maxTotalThreadsPerThreadgroup: Int
+    let threadExecutionWidth: Int
+    let staticThreadgroupMemoryLength: Int
+
+    init(function: SimFunction) {
+        self.function = function
+        maxTotalThreadsPerThreadgroup = Int(mgsim_function_max_total_threads_per_threadgroup(function.handle))
+        threadExecutionWidth = Int(mgsim_function_thread_execution_width(function.handle))
+        staticThreadgroupMemoryLength = Int(mgsim_function_static_threadgroup_memory_length(function.handle))
+        super.init()
+    }
+}

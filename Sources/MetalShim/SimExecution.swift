@@ -1,0 +1,423 @@
+// Command queues, command buffers, compute encoders and shared events on the simulator.
+//
+// Like a GPU, a queue executes committed command buffers asynchronously and in commit order, here on
+// one background thread per queue. Dispatches of a concurrent encoder run one after another, which
+// is one of the orders a GPU may choose; every dispatch goes to mgsim_dispatch_run.
+import Foundation
+import MSLSim
+
+/// A pthread mutex plus condition variable (works on every platform the shim builds for).
+final class ShimLock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(cond, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Waits on the condition; call with the lock held (inside withLock).
+    func wait() {
+        pthread_cond_wait(cond, mutex)
+    }
+
+    /// Waits until `deadline` (monotonic seconds); returns false on timeout. Lock held.
+    func wait(untilUptime deadline: Double) -> Bool {
+        let now = ProcessInfo.processInfo.systemUptime
+        if now >= deadline { return false }
+        // pthread_cond_timedwait takes wall-clock time; convert the remaining interval.
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        let remaining = deadline - now
+        var seconds = wall.tv_sec + Int(remaining)
+        var nanos = wall.tv_nsec + Int((remaining - Double(Int(remaining))) * 1e9)
+        if nanos >= 1_000_000_000 {
+            seconds += 1
+            nanos -= 1_000_000_000
+        }
+        var target = timespec(tv_sec: seconds, tv_nsec: nanos)
+        return pthread_cond_timedwait(cond, mutex, &target) == 0
+            || ProcessInfo.processInfo.systemUptime < deadline
+    }
+
+    func broadcast() {
+        pthread_cond_broadcast(cond)
+    }
+}
+
+/// Seconds on the host's monotonic clock, the time base of gpuStartTime / gpuEndTime.
+func hostTime() -> CFTimeInterval {
+    ProcessInfo.processInfo.systemUptime
+}
+
+final class SimCommandQueue: NSObject, MTLCommandQueue, @unchecked Sendable {
+    let worker: QueueWorker
+
+    init(maxCommandBufferCount: Int) {
+        worker = QueueWorker(maxCommandBufferCount: maxCommandBufferCount)
+        super.init()
+        let worker = self.worker
+        let thread = Thread { worker.run() }
+        thread.name = "metalgrad-sim-queue"
+        thread.start()
+    }
+
+    deinit {
+        worker.stop()
+    }
+
+    func makeCommandBuffer() -> (any MTLCommandBuffer)? {
+        worker.reserveSlot()
+        return SimCommandBuffer(worker: worker, retainsReferences: true)
+    }
+
+    func makeCommandBufferWithUnretainedReferences() -> (any MTLCommandBuffer)? {
+        worker.reserveSlot()
+        return SimCommandBuffer(worker: worker, retainsReferences: false)
+    }
+}
+
+/// The queue's execution thread: committed command buffers in commit order.
+final class QueueWorker: @unchecked Sendable {
+    private let lock = ShimLock()
+    private var pending: [SimCommandBuffer] = []
+    private var stopping = false
+    /// Command buffers made and not yet completed; makeCommandBuffer blocks at the maximum, as on Metal.
+    private var outstanding = 0
+    private let maxOutstanding: Int
+
+    init(maxCommandBufferCount: Int) {
+        maxOutstanding = maxCommandBufferCount
+    }
+
+    func reserveSlot() {
+        lock.withLock {
+            while outstanding >= maxOutstanding { lock.wait() }
+            outstanding += 1
+        }
+    }
+
+    func releaseSlot() {
+        lock.withLock {
+            outstanding -= 1
+            lock.broadcast()
+        }
+    }
+
+    func enqueue(_ buffer: SimCommandBuffer) {
+        lock.withLock {
+            pending.append(buffer)
+            lock.broadcast()
+        }
+    }
+
+    func stop() {
+        lock.withLock {
+            stopping = true
+            lock.broadcast()
+        }
+    }
+
+    func run() {
+        while true {
+            let next: SimCommandBuffer? = lock.withLock {
+                while pending.isEmpty && !stopping { lock.wait() }
+                return pending.isEmpty ? nil : pending.removeFirst()
+            }
+            guard let next else { return }
+            next.execute()
+        }
+    }
+}
+
+/// One encoded command, in encoding order.
+enum SimCommand {
+    case dispatch(SimDispatch)
+    case barrier
+    case signal(SimSharedEvent, UInt64)
+    case wait(SimSharedEvent, UInt64)
+}
+
+/// One dispatch as the simulator will receive it, with the memory it needs kept alive.
+final class SimDispatch {
+    var description = mgsim_dispatch()
+    let pipeline: SimPipelineState
+    /// Retained buffers (only for command buffers that retain references) and inline-byte copies.
+    var retained: [AnyObject] = []
+    var inlineCopies: [UnsafeMutableRawPointer] = []
+
+    init(pipeline: SimPipelineState) {
+        self.pipeline = pipeline
+        description.function = pipeline.function.handle
+    }
+
+    deinit {
+        inlineCopies.forEach { free($0) }
+    }
+}
+
+final class SimCommandBuffer: NSObject, MTLCommandBuffer, @unchecked Sendable {
+    private let worker: QueueWorker
+    let retainsReferences: Bool
+    private let lock = ShimLock()
+    private var commands: [SimCommand] = []
+    private var handlers: [MTLCommandBufferHandler] = []
+    private var currentStatus: MTLCommandBufferStatus = .notEnqueued
+    private var currentError: NSError?
+    private var startTime: CFTimeInterval = 0
+    private var endTime: CFTimeInterval = 0
+    private var encoderOpen = false
+
+    /// How long a wait for a shared event may block the queue before the command buffer fails
+    /// (a GPU would also time out rather than wait forever).
+    static let eventTimeout: Double = {
+        let env = ProcessInfo.processInfo.environment["MG_SIM_EVENT_TIMEOUT"].flatMap(Double.init)
+        return env ?? 60
+    }()
+
+    init(worker: QueueWorker, retainsReferences: Bool) {
+        self.worker = worker
+        self.retainsReferences = retainsReferences
+        super.init()
+    }
+
+    func append(_ command: SimCommand) {
+        lock.withLock { commands.append(command) }
+    }
+
+    func encoderEnded() {
+        lock.withLock { encoderOpen = false }
+    }
+
+    func makeComputeCommandEncoder() -> (any MTLComputeCommandEncoder)? {
+        makeComputeCommandEncoder(dispatchType: .serial)
+    }
+
+    func makeComputeCommandEncoder(dispatchType: MTLDispatchType) -> (any MTLComputeCommandEncoder)? {
+        let allowed = lock.withLock { () -> Bool in
+            guard currentStatus == .notEnqueued, !encoderOpen else { return false }
+            encoderOpen = true
+            return true
+        }
+        return allowed ? SimComputeEncoder(commandBuffer: self) : nil
+    }
+
+    func commit() {
+        let first = lock.withLock { () -> Bool in
+            guard currentStatus == .notEnqueued else { return false }
+            currentStatus = .committed
+            return true
+        }
+        if first { worker.enqueue(self) }
+    }
+
+    func waitUntilCompleted() {
+        lock.withLock {
+            while currentStatus != .completed && currentStatus != .error { lock.wait() }
+        }
+    }
+
+    func addCompletedHandler(_ block: @escaping MTLCommandBufferHandler) {
+        let finished = lock.withLock { () -> Bool in
+            if currentStatus == .completed || currentStatus == .error { return true }
+            handlers.append(block)
+            return false
+        }
+        if finished { block(self) }
+    }
+
+    var status: MTLCommandBufferStatus { lock.withLock { currentStatus } }
+    var error: (any Error)? { lock.withLock { currentError } }
+    var gpuStartTime: CFTimeInterval { lock.withLock { startTime } }
+    var gpuEndTime: CFTimeInterval { lock.withLock { endTime } }
+
+    func encodeSignalEvent(_ event: any MTLEvent, value: UInt64) {
+        if let event = event as? SimSharedEvent { append(.signal(event, value)) }
+    }
+
+    func encodeWaitForEvent(_ event: any MTLEvent, value: UInt64) {
+        if let event = event as? SimSharedEvent { append(.wait(event, value)) }
+    }
+
+    /// Runs on the queue's thread.
+    func execute() {
+        let work: [SimCommand] = lock.withLock {
+            currentStatus = .scheduled
+            startTime = hostTime()
+            return commands
+        }
+        var failure: String?
+        for command in work {
+            switch command {
+            case .dispatch(let dispatch):
+                var message: UnsafeMutablePointer<CChar>?
+                let status = withUnsafePointer(to: &dispatch.description) { mgsim_dispatch_run($0, &message) }
+                if status != 0 {
+                    failure = takeSimMessage(message, orElse: "[mgsim dispatch] dispatch failed with status \(status)")
+                }
+            case .barrier:
+                break  // dispatches already run one after another
+            case .signal(let event, let value):
+                event.signaledValue = value
+            case .wait(let event, let value):
+                if !event.wait(untilSignaledValue: value, timeoutMS: UInt64(Self.eventTimeout * 1000)) {
+                    failure = "[MTLCommandBuffer] timed out after \(Self.eventTimeout) s waiting for a shared event to reach \(value)"
+                }
+            }
+            if failure != nil { break }
+        }
+        let toCall: [MTLCommandBufferHandler] = lock.withLock {
+            endTime = hostTime()
+            if let failure {
+                currentError = simError(domain: "MTLCommandBufferErrorDomain", code: 1, failure)
+                currentStatus = .error
+            } else {
+                currentStatus = .completed
+            }
+            commands.removeAll()  // drops retained buffers and inline copies
+            defer { handlers.removeAll() }
+            return handlers
+        }
+        worker.releaseSlot()
+        for handler in toCall { handler(self) }
+        lock.withLock { lock.broadcast() }
+    }
+}
+
+final class SimComputeEncoder: NSObject, MTLComputeCommandEncoder, @unchecked Sendable {
+    private let commandBuffer: SimCommandBuffer
+    private var pipeline: SimPipelineState?
+    private var buffers = [(pointer: UnsafeMutableRawPointer?, length: UInt64, owner: AnyObject?)](
+        repeating: (nil, 0, nil), count: Int(MGSIM_MAX_BINDINGS))
+    private var threadgroupMemory = [UInt64](repeating: 0, count: Int(MGSIM_MAX_BINDINGS))
+    private var inlineBytes: [Int: [UInt8]] = [:]
+    private var ended = false
+    var label: String?
+
+    init(commandBuffer: SimCommandBuffer) {
+        self.commandBuffer = commandBuffer
+        super.init()
+    }
+
+    func endEncoding() {
+        guard !ended else { return }
+        ended = true
+        commandBuffer.encoderEnded()
+    }
+
+    func setComputePipelineState(_ state: any MTLComputePipelineState) {
+        pipeline = state as? SimPipelineState
+    }
+
+    func setBuffer(_ buffer: (any MTLBuffer)?, offset: Int, index: Int) {
+        guard index >= 0, index < buffers.count else { return }
+        inlineBytes[index] = nil
+        if let buffer, offset >= 0, offset <= buffer.length {
+            buffers[index] = (buffer.contents() + offset, UInt64(buffer.length - offset), buffer)
+        } else {
+            buffers[index] = (nil, 0, nil)
+        }
+    }
+
+    func setBytes(_ bytes: UnsafeRawPointer, length: Int, index: Int) {
+        guard index >= 0, index < buffers.count, length >= 0 else { return }
+        inlineBytes[index] = Array(UnsafeRawBufferPointer(start: bytes, count: length))
+        buffers[index] = (nil, 0, nil)
+    }
+
+    func setThreadgroupMemoryLength(_ length: Int, index: Int) {
+        guard index >= 0, index < threadgroupMemory.count else { return }
+        threadgroupMemory[index] = UInt64(max(length, 0))
+    }
+
+    func dispatchThreads(_ threadsPerGrid: MTLSize, threadsPerThreadgroup: MTLSize) {
+        encodeDispatch(grid: threadsPerGrid, threadgroup: threadsPerThreadgroup, threads: true)
+    }
+
+    func dispatchThreadgroups(_ threadgroupsPerGrid: MTLSize, threadsPerThreadgroup: MTLSize) {
+        encodeDispatch(grid: threadgroupsPerGrid, threadgroup: threadsPerThreadgroup, threads: false)
+    }
+
+    func memoryBarrier(scope: MTLBarrierScope) {
+        commandBuffer.append(.barrier)
+    }
+
+    func useResource(_ resource: any MTLResource, usage: MTLResourceUsage) {}
+
+    private func encodeDispatch(grid: MTLSize, threadgroup: MTLSize, threads: Bool) {
+        // The runtime's per-dispatch hints (checked-mode view lengths, must-write mask).
+        var annotation = mgsim_annotation()
+        let annotated = mgsim_take_annotation(&annotation) != 0
+        guard let pipeline else { return }  // Metal ignores a dispatch without a pipeline
+        let dispatch = SimDispatch(pipeline: pipeline)
+        let retain = commandBuffer.retainsReferences
+        withUnsafeMutableBytes(of: &dispatch.description.buffers) { raw in
+            let bindings = raw.bindMemory(to: mgsim_binding.self)
+            withUnsafeBytes(of: annotation.view_length) { viewRaw in
+                let views = viewRaw.bindMemory(to: UInt64.self)
+                for index in 0..<buffers.count {
+                    let bound = buffers[index]
+                    guard let pointer = bound.pointer else { continue }
+                    let view = annotated ? views[index] : 0
+                    bindings[index] = mgsim_binding(data: pointer, length: view > 0 ? min(view, bound.length) : bound.length)
+                    if retain, let owner = bound.owner { dispatch.retained.append(owner) }
+                }
+            }
+            for (index, bytes) in inlineBytes {
+                let copy = malloc(max(bytes.count, 1))!
+                bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+                dispatch.inlineCopies.append(copy)
+                bindings[index] = mgsim_binding(data: copy, length: UInt64(bytes.count))
+            }
+        }
+        withUnsafeMutableBytes(of: &dispatch.description.threadgroup_memory_length) { raw in
+            let lengths = raw.bindMemory(to: UInt64.self)
+            for index in 0..<threadgroupMemory.count { lengths[index] = threadgroupMemory[index] }
+        }
+        dispatch.description.grid = (UInt32(clamping: grid.width), UInt32(clamping: grid.height), UInt32(clamping: grid.depth))
+        dispatch.description.threads_per_threadgroup = (
+            UInt32(clamping: threadgroup.width), UInt32(clamping: threadgroup.height), UInt32(clamping: threadgroup.depth)
+        )
+        dispatch.description.dispatch_threads = threads ? 1 : 0
+        dispatch.description.must_write_mask = annotated ? annotation.must_write_mask : 0
+        commandBuffer.append(.dispatch(dispatch))
+    }
+}
+
+final class SimSharedEvent: NSObject, MTLSharedEvent, @unchecked Sendable {
+    private let lock = ShimLock()
+    private var value: UInt64 = 0
+
+    var signaledValue: UInt64 {
+        get { lock.withLock { value } }
+        set {
+            lock.withLock {
+                value = newValue
+                lock.broadcast()
+            }
+        }
+    }
+
+    func wait(untilSignaledValue target: UInt64, timeoutMS milliseconds: UInt64) -> Bool {
+        let deadline = hostTime() + Double(milliseconds) / 1000
+        return lock.withLock {
+            while value < target {
+                if !lock.wait(untilUptime: deadline) && value < target { return false }
+            }
+            return true
+        }
+    }
+}
