@@ -1,0 +1,780 @@
+// The bun:ffi binding of the native runtime (Sources/MetalGradRuntime, C ABI in CABI.swift).
+//
+// Rules from ../shared/reference/bun-ffi-notes.md that shape this file: counts and flags cross as
+// i32/u32 and byte sizes as f64 (never u64); TypedArrays are passed directly (never a cached
+// `ptr()`); many dispatches are packed into one Uint32Array and cross the boundary in one call; each
+// buffer's memory is exposed through exactly one ArrayBuffer created with a native deallocator, so
+// the GC sees its size and frees it if `release()` is never called.
+import { CString, dlopen, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
+import { existsSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
+
+const LIB_NAME = process.platform === "darwin" ? "libMetalGradRuntime.dylib" : "libMetalGradRuntime.so";
+const PACKAGE_ROOT = resolve(import.meta.dir, "../..");
+const PLATFORM_PACKAGE = `metalgrad-${process.platform}-${process.arch}`;
+
+const { ptr: P, i32, u32, f64, void: VOID, cstring } = FFIType;
+
+const SYMBOLS = {
+  mg_last_error: { args: [], returns: cstring },
+  mg_device_info_json: { args: [], returns: cstring },
+  mg_sim_stats_json: { args: [], returns: cstring },
+  mg_runtime_stats_json: { args: [], returns: cstring },
+  mg_memory_stats: { args: [P], returns: i32 },
+  mg_memory_reset_peak: { args: [], returns: i32 },
+  mg_memory_clear_cache: { args: [], returns: i32 },
+  mg_memory_set_limit: { args: [f64], returns: f64 },
+  mg_memory_set_cache_limit: { args: [f64], returns: f64 },
+  mg_memory_set_wired_limit: { args: [f64], returns: f64 },
+  mg_buffer_new: { args: [f64], returns: P },
+  mg_buffer_contents: { args: [P], returns: P },
+  mg_buffer_length: { args: [P], returns: f64 },
+  mg_buffer_release: { args: [P], returns: i32 },
+  mg_buffer_view_release: { args: [P, P], returns: VOID },
+  mg_buffer_view_deallocator: { args: [], returns: P },
+  mg_library_new: { args: [P, P, i32, u32, i32], returns: P },
+  mg_library_function_names_json: { args: [P], returns: cstring },
+  mg_pipeline_new: { args: [P, P, P, i32], returns: P },
+  mg_pipeline_info: { args: [P, P], returns: i32 },
+  mg_queue_new: { args: [], returns: P },
+  mg_batch_submit: { args: [P, P, u32], returns: P },
+  mg_batch_wait: { args: [P, f64], returns: i32 },
+  mg_batch_poll: { args: [P], returns: i32 },
+  mg_batch_gpu_times: { args: [P, P], returns: i32 },
+  mg_batch_release: { args: [P], returns: i32 },
+  mg_capture_start: { args: [P], returns: i32 },
+  mg_capture_stop: { args: [], returns: i32 },
+} as const;
+
+function openNative(path: string) {
+  return dlopen(path, SYMBOLS);
+}
+
+/** The bound C functions. */
+export type NativeSymbols = ReturnType<typeof openNative>["symbols"];
+
+export interface NativeLibrary {
+  readonly path: string;
+  readonly symbols: NativeSymbols;
+}
+
+const BUILD_HINT =
+  "build it with `swift build -c release` in the metalgrad checkout " +
+  "(on Linux first `. ../shared/toolchain/env.sh`), or point MG_RUNTIME_LIB at a built " +
+  `${LIB_NAME}`;
+
+/** The candidate paths in load order, with why each was or was not used. */
+export function findRuntimeLibrary(): string {
+  const override = process.env.MG_RUNTIME_LIB;
+  if (override) {
+    if (!existsSync(override)) {
+      throw new Error(`[runtime] MG_RUNTIME_LIB is set to ${override}, which does not exist; ${BUILD_HINT}`);
+    }
+    return override;
+  }
+  // A local `swift build`: the newer of release and debug, so a stale build never shadows a fresh one.
+  const local = ["release", "debug"]
+    .map((config) => join(PACKAGE_ROOT, ".build", config, LIB_NAME))
+    .filter((path) => existsSync(path))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  if (local[0]) return local[0];
+  // A per-platform package exporting its library path (default export).
+  try {
+    const entry = import.meta.resolve(PLATFORM_PACKAGE);
+    const required: unknown = createRequire(import.meta.url)(entry.startsWith("file:") ? new URL(entry).pathname : entry);
+    const exported = typeof required === "string" ? required : (required as { default?: unknown }).default;
+    if (typeof exported === "string" && existsSync(exported)) return exported;
+  } catch {
+    // Not installed: fall through to the error below.
+  }
+  throw new Error(
+    `[runtime] cannot find the native runtime ${LIB_NAME}: MG_RUNTIME_LIB is unset, ` +
+      `${join(PACKAGE_ROOT, ".build")}/{release,debug}/ has no ${LIB_NAME}, and the package ` +
+      `${PLATFORM_PACKAGE} is not installed; ${BUILD_HINT}`,
+  );
+}
+
+let nativeSingleton: NativeLibrary | undefined;
+
+/** Loads the native library once per process. */
+export function loadNative(): NativeLibrary {
+  if (!nativeSingleton) {
+    const path = findRuntimeLibrary();
+    nativeSingleton = { path, symbols: openNative(path).symbols };
+  }
+  return nativeSingleton;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+const encoder = new TextEncoder();
+
+/** A NUL-terminated UTF-8 copy, passed as a `ptr` argument. */
+function cString(text: string): Uint8Array {
+  return encoder.encode(`${text}\0`);
+}
+
+function handleOf(value: Pointer | bigint | null): Pointer | null {
+  if (value === null || value === 0) return null;
+  if (typeof value === "bigint") return Number(value) as Pointer;
+  return value;
+}
+
+const TWO_32 = 4294967296;
+
+// ---------------------------------------------------------------------------------------------
+// Types
+
+export interface DeviceInfo {
+  name: string;
+  architecture: string;
+  generation: number;
+  sizeClass: string;
+  maxOpsPerCommandBuffer: number;
+  maxMBPerCommandBuffer: number;
+  maxThreadsPerThreadgroup: [number, number, number];
+  recommendedMaxWorkingSetSize: number;
+  hasUnifiedMemory: boolean;
+  maxBufferLength: number;
+  registryID: string;
+  isSimulator: boolean;
+  maxThreadgroupMemoryLength: number;
+}
+
+export interface MemoryStats {
+  /** Bytes held by live buffers and in-flight batches (allocated lengths). */
+  active: number;
+  peak: number;
+  /** Bytes of released buffers kept for reuse. */
+  cache: number;
+  /** Evicted memory still mapped because a JavaScript view points into it. */
+  viewHeld: number;
+  memoryLimit: number;
+  cacheLimit: number;
+  wiredLimit: number;
+  /** Buffers not yet released by their owner. */
+  liveBuffers: number;
+}
+
+export interface RuntimeCounters {
+  batchesSubmitted: number;
+  dispatchesEncoded: number;
+  commandBuffersCommitted: number;
+  memoryBarriers: number;
+  batchesFailed: number;
+  librariesCompiled: number;
+  pipelinesCreated: number;
+}
+
+export type MathMode = "safe" | "relaxed" | "fast";
+
+export interface LibraryOptions {
+  /** Default "safe": IEEE special values (exp(-inf) == 0), as MLX. */
+  mathMode?: MathMode;
+  /** An MTLLanguageVersion raw value (0x30001 = 3.1 …); default: the device's newest. */
+  languageVersion?: number;
+  macros?: Record<string, string | number | boolean>;
+  /** The simulator's checked mode (out-of-bounds and unwritten outputs fail the batch). */
+  checked?: boolean;
+}
+
+/** MTLDataType raw values accepted as function constants. */
+export const ConstantType = {
+  float: 3,
+  half: 16,
+  int: 29,
+  uint: 33,
+  short: 37,
+  ushort: 41,
+  char: 45,
+  uchar: 49,
+  bool: 53,
+  long: 81,
+  ulong: 85,
+} as const;
+export type ConstantTypeName = keyof typeof ConstantType;
+
+export interface FunctionConstant {
+  index: number;
+  type: ConstantTypeName;
+  value: number | boolean | bigint;
+}
+
+export type Access = "read" | "write" | "readwrite";
+
+export interface BufferBinding {
+  index: number;
+  buffer: NativeBuffer;
+  /** Byte offset into the buffer (default 0). */
+  offset?: number;
+  /** The bytes the kernel may touch from offset (default: to the end); checked-mode bound. */
+  length?: number;
+  /** Drives memory barriers between dispatches. */
+  access: Access;
+}
+
+export interface InlineBytes {
+  index: number;
+  /** Under 4096 bytes: passed with setBytes. */
+  data: ArrayBufferView;
+}
+
+export type Size3 = number | readonly [number, number?, number?];
+
+export interface Dispatch {
+  pipeline: Pipeline;
+  buffers?: readonly BufferBinding[];
+  bytes?: readonly InlineBytes[];
+  threadgroupMemory?: readonly { index: number; length: number }[];
+  /** Threads ("threads", dispatchThreads, the default — MLX's convention) or threadgroups. */
+  grid: Size3;
+  threadgroup: Size3;
+  mode?: "threads" | "threadgroups";
+  /** Buffer indices every byte of which the kernel must write (simulator checked mode). */
+  mustWrite?: readonly number[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime
+
+const ACCESS_BITS: Record<Access, number> = { read: 1, write: 2, readwrite: 3 };
+const MATH_MODES: Record<MathMode, number> = { safe: 0, relaxed: 1, fast: 2 };
+
+/** Releases batch handles whose SubmittedBatch was dropped without waiting (module scope: #35213). */
+const batchFinalizer = new FinalizationRegistry<{ symbols: NativeSymbols; handle: Pointer }>(({ symbols, handle }) => {
+  symbols.mg_batch_release(handle);
+});
+/** Zero-byte buffers have no memory and so no view deallocator: this is their GC backstop. */
+const emptyBufferFinalizer = new FinalizationRegistry<{ symbols: NativeSymbols; handle: Pointer }>(
+  ({ symbols, handle }) => {
+    symbols.mg_buffer_release(handle);
+  },
+);
+
+export class Runtime {
+  readonly libraryPath: string;
+  readonly device: DeviceInfo;
+  /** @internal */
+  readonly native: NativeSymbols;
+  /** @internal the deallocator handed to toArrayBuffer */
+  readonly viewDeallocator: Pointer;
+  #defaultQueue: Queue | undefined;
+  readonly #stats = new Float64Array(8);
+
+  constructor(native: NativeLibrary = loadNative()) {
+    this.libraryPath = native.path;
+    this.native = native.symbols;
+    const info = this.native.mg_device_info_json();
+    if (info === null) this.fail();
+    this.device = JSON.parse(String(info)) as DeviceInfo;
+    const deallocator = handleOf(this.native.mg_buffer_view_deallocator());
+    if (deallocator === null) throw new Error("[runtime] the native library returned no view deallocator");
+    this.viewDeallocator = deallocator;
+  }
+
+  /** Throws the native runtime's last error. */
+  fail(): never {
+    throw new Error(String(this.native.mg_last_error() ?? "[runtime] unknown native error"));
+  }
+
+  memoryStats(): MemoryStats {
+    if (this.native.mg_memory_stats(this.#stats) !== 0) this.fail();
+    const s = this.#stats;
+    return {
+      active: s[0]!,
+      peak: s[1]!,
+      cache: s[2]!,
+      viewHeld: s[3]!,
+      memoryLimit: s[4]!,
+      cacheLimit: s[5]!,
+      wiredLimit: s[6]!,
+      liveBuffers: s[7]!,
+    };
+  }
+
+  resetPeakMemory(): void {
+    if (this.native.mg_memory_reset_peak() !== 0) this.fail();
+  }
+
+  clearCache(): void {
+    if (this.native.mg_memory_clear_cache() !== 0) this.fail();
+  }
+
+  /** Returns the previous limit. */
+  setMemoryLimit(bytes: number): number {
+    const previous = this.native.mg_memory_set_limit(bytes);
+    if (previous < 0) this.fail();
+    return previous;
+  }
+
+  setCacheLimit(bytes: number): number {
+    const previous = this.native.mg_memory_set_cache_limit(bytes);
+    if (previous < 0) this.fail();
+    return previous;
+  }
+
+  /** Stored and reported only (residency sets are outside the runtime's Metal API subset). */
+  setWiredLimit(bytes: number): number {
+    const previous = this.native.mg_memory_set_wired_limit(bytes);
+    if (previous < 0) this.fail();
+    return previous;
+  }
+
+  /** The simulator's compile/dispatch counters; `{ simulator: false }` on a real GPU. */
+  simulatorStats(): Record<string, unknown> {
+    return JSON.parse(String(this.native.mg_sim_stats_json() ?? "{}")) as Record<string, unknown>;
+  }
+
+  counters(): RuntimeCounters {
+    const json = this.native.mg_runtime_stats_json();
+    if (json === null) this.fail();
+    return JSON.parse(String(json)) as RuntimeCounters;
+  }
+
+  newBuffer(byteLength: number): NativeBuffer {
+    const handle = handleOf(this.native.mg_buffer_new(byteLength));
+    if (handle === null) this.fail();
+    return new NativeBuffer(this, handle, byteLength);
+  }
+
+  library(source: string, options: LibraryOptions = {}): Library {
+    const mathMode = MATH_MODES[options.mathMode ?? "safe"];
+    if (mathMode === undefined) {
+      throw new Error(`[runtime] mathMode must be "safe", "relaxed" or "fast", got ${String(options.mathMode)}`);
+    }
+    const macroLines = Object.entries(options.macros ?? {}).map(([name, value]) => {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`[runtime] bad macro name '${name}'`);
+      const text = typeof value === "boolean" ? (value ? "1" : "0") : String(value);
+      if (text.includes("\n")) throw new Error(`[runtime] macro ${name}'s value contains a newline`);
+      return `${name}=${text}`;
+    });
+    const handle = handleOf(
+      this.native.mg_library_new(
+        cString(source),
+        macroLines.length > 0 ? cString(macroLines.join("\n")) : null,
+        mathMode,
+        options.languageVersion ?? 0,
+        options.checked ? 1 : 0,
+      ),
+    );
+    if (handle === null) this.fail();
+    return new Library(this, handle);
+  }
+
+  newQueue(): Queue {
+    const handle = handleOf(this.native.mg_queue_new());
+    if (handle === null) this.fail();
+    return new Queue(handle);
+  }
+
+  get defaultQueue(): Queue {
+    this.#defaultQueue ??= this.newQueue();
+    return this.#defaultQueue;
+  }
+
+  newBatch(): CommandBatch {
+    return new CommandBatch(this);
+  }
+
+  /** Starts a GPU capture to a .gputrace path (macOS with MTL_CAPTURE_ENABLED=1 only). */
+  startCapture(path: string): void {
+    if (this.native.mg_capture_start(cString(path)) !== 0) this.fail();
+  }
+
+  stopCapture(): void {
+    if (this.native.mg_capture_stop() !== 0) this.fail();
+  }
+}
+
+let runtimeSingleton: Runtime | undefined;
+
+/** The process-wide runtime, created on first use. */
+export function runtime(): Runtime {
+  runtimeSingleton ??= new Runtime();
+  return runtimeSingleton;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffers
+
+type ToArrayBufferWithDeallocator = (
+  pointer: Pointer,
+  byteOffset: number,
+  byteLength: number,
+  context: Pointer,
+  deallocator: Pointer,
+) => ArrayBuffer;
+
+/**
+ * Device memory visible to the CPU. Its one ArrayBuffer view is created here, once; the view's
+ * native deallocator drops the view pin and, if `release()` was never called, the ownership too,
+ * so garbage collection alone frees an undisposed buffer.
+ */
+export class NativeBuffer {
+  readonly handle: Pointer;
+  readonly byteLength: number;
+  #view: ArrayBuffer | null;
+  #released = false;
+  readonly #runtime: Runtime;
+
+  /** @internal use Runtime.newBuffer */
+  constructor(rt: Runtime, handle: Pointer, byteLength: number) {
+    this.#runtime = rt;
+    this.handle = handle;
+    this.byteLength = byteLength;
+    if (byteLength === 0) {
+      this.#view = new ArrayBuffer(0);
+      emptyBufferFinalizer.register(this, { symbols: rt.native, handle }, this);
+    } else {
+      const contents = handleOf(rt.native.mg_buffer_contents(handle));
+      if (contents === null) {
+        const message = String(rt.native.mg_last_error());
+        rt.native.mg_buffer_release(handle);
+        rt.native.mg_buffer_view_release(null, handle);
+        throw new Error(message);
+      }
+      // The 4th/5th arguments (context, JSTypedArrayBytesDeallocator) exist in Bun but are missing
+      // from @types/bun.
+      this.#view = (toArrayBuffer as unknown as ToArrayBufferWithDeallocator)(
+        contents,
+        0,
+        byteLength,
+        handle,
+        rt.viewDeallocator,
+      );
+    }
+  }
+
+  /** The buffer's memory. Throws after release (the memory may already belong to another buffer). */
+  get arrayBuffer(): ArrayBuffer {
+    if (this.#view === null) throw new Error(`[NativeBuffer] buffer 0x${this.handle.toString(16)} was released`);
+    return this.#view;
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /** A typed-array view of the whole buffer (cheap: shares the one ArrayBuffer). */
+  as<T>(ctor: new (buffer: ArrayBuffer) => T): T {
+    return new ctor(this.arrayBuffer);
+  }
+
+  /** Gives the memory back to the allocator once in-flight batches finish. Idempotent. */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.#view = null;
+    if (this.byteLength === 0) emptyBufferFinalizer.unregister(this);
+    if (this.#runtime.native.mg_buffer_release(this.handle) !== 0) this.#runtime.fail();
+  }
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Libraries and pipelines
+
+export class Library {
+  readonly handle: Pointer;
+  readonly #runtime: Runtime;
+  readonly #pipelines = new Map<string, Pipeline>();
+
+  /** @internal use Runtime.library */
+  constructor(rt: Runtime, handle: Pointer) {
+    this.#runtime = rt;
+    this.handle = handle;
+  }
+
+  get functionNames(): string[] {
+    const json = this.#runtime.native.mg_library_function_names_json(this.handle);
+    if (json === null) this.#runtime.fail();
+    return JSON.parse(String(json)) as string[];
+  }
+
+  pipeline(name: string, constants: readonly FunctionConstant[] = []): Pipeline {
+    const key = constants.length === 0 ? name : `${name}\0${JSON.stringify(constants, (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v))}`;
+    const cached = this.#pipelines.get(key);
+    if (cached) return cached;
+    const words = new Uint32Array(Math.max(constants.length * 4, 1));
+    const bytes = new DataView(words.buffer);
+    constants.forEach((constant, i) => {
+      const type = ConstantType[constant.type];
+      if (type === undefined) throw new Error(`[Library.pipeline] unknown constant type '${constant.type}'`);
+      words[i * 4] = constant.index;
+      words[i * 4 + 1] = type;
+      const at = (i * 4 + 2) * 4;
+      const value = constant.value;
+      switch (constant.type) {
+        case "float":
+          bytes.setFloat32(at, Number(value), true);
+          break;
+        case "half":
+          bytes.setFloat16(at, Number(value), true);
+          break;
+        case "long":
+        case "ulong":
+          bytes.setBigUint64(at, BigInt.asUintN(64, BigInt(value)), true);
+          break;
+        case "bool":
+          bytes.setUint8(at, value ? 1 : 0);
+          break;
+        default:
+          bytes.setUint32(at, Number(value) >>> 0, true);
+      }
+    });
+    const handle = handleOf(
+      this.#runtime.native.mg_pipeline_new(this.handle, cString(name), words, constants.length),
+    );
+    if (handle === null) this.#runtime.fail();
+    const info = new Int32Array(3);
+    if (this.#runtime.native.mg_pipeline_info(handle, info) !== 0) this.#runtime.fail();
+    const pipeline = new Pipeline(handle, name, info[0]!, info[1]!, info[2]!);
+    this.#pipelines.set(key, pipeline);
+    return pipeline;
+  }
+}
+
+export class Pipeline {
+  constructor(
+    readonly handle: Pointer,
+    readonly name: string,
+    readonly maxTotalThreadsPerThreadgroup: number,
+    readonly threadExecutionWidth: number,
+    readonly staticThreadgroupMemoryLength: number,
+  ) {}
+}
+
+/** A command queue: batches on one queue run in submission order. */
+export class Queue {
+  constructor(readonly handle: Pointer) {}
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command batches
+
+const MAGIC = 0x3142474d;
+const OP_DISPATCH = 1;
+
+function size3(value: Size3, what: string): [number, number, number] {
+  const dims = typeof value === "number" ? [value, 1, 1] : [value[0], value[1] ?? 1, value[2] ?? 1];
+  for (const d of dims) {
+    if (!Number.isInteger(d) || d! < 0 || d! > 0xffffffff) {
+      throw new Error(`[CommandBatch] ${what} dimensions must be integers in [0, 2^32), got ${JSON.stringify(value)}`);
+    }
+  }
+  return dims as [number, number, number];
+}
+
+/**
+ * Packs dispatches into one growable Uint32Array (the format in docs/ARCHITECTURE.md) and submits
+ * them all with one FFI call.
+ */
+export class CommandBatch {
+  #words = new Uint32Array(1024);
+  #length = 2;
+  #count = 0;
+  readonly #runtime: Runtime;
+  /** Buffers bound so far, kept reachable until submit so the GC cannot release them mid-batch. */
+  #buffers = new Set<NativeBuffer>();
+
+  /** @internal use Runtime.newBatch */
+  constructor(rt: Runtime) {
+    this.#runtime = rt;
+  }
+
+  get dispatchCount(): number {
+    return this.#count;
+  }
+
+  /** Words used so far (header included). */
+  get wordCount(): number {
+    return this.#length;
+  }
+
+  #reserve(extra: number): void {
+    if (this.#length + extra <= this.#words.length) return;
+    let capacity = this.#words.length * 2;
+    while (capacity < this.#length + extra) capacity *= 2;
+    const grown = new Uint32Array(capacity);
+    grown.set(this.#words.subarray(0, this.#length));
+    this.#words = grown;
+  }
+
+  dispatch(d: Dispatch): this {
+    const buffers = d.buffers ?? [];
+    const inline = d.bytes ?? [];
+    const memory = d.threadgroupMemory ?? [];
+    let inlineWords = 0;
+    for (const b of inline) inlineWords += 2 + Math.ceil(b.data.byteLength / 4);
+    this.#reserve(15 + buffers.length * 8 + inlineWords + memory.length * 2);
+    const grid = size3(d.grid, "grid");
+    const group = size3(d.threadgroup, "threadgroup");
+    let mustLo = 0;
+    let mustHi = 0;
+    for (const index of d.mustWrite ?? []) {
+      if (!Number.isInteger(index) || index < 0 || index > 63) {
+        throw new Error(`[CommandBatch] mustWrite index ${index} is not in [0, 63]`);
+      }
+      if (index < 32) mustLo |= 1 << index;
+      else mustHi |= 1 << (index - 32);
+    }
+    const w = this.#words;
+    let at = this.#length;
+    const pipeline = d.pipeline.handle as number;
+    w[at++] = OP_DISPATCH;
+    w[at++] = pipeline >>> 0;
+    w[at++] = Math.floor(pipeline / TWO_32);
+    w[at++] = (d.mode ?? "threads") === "threads" ? 1 : 0;
+    w[at++] = grid[0];
+    w[at++] = grid[1];
+    w[at++] = grid[2];
+    w[at++] = group[0];
+    w[at++] = group[1];
+    w[at++] = group[2];
+    w[at++] = buffers.length;
+    w[at++] = inline.length;
+    w[at++] = memory.length;
+    w[at++] = mustLo >>> 0;
+    w[at++] = mustHi >>> 0;
+    for (const b of buffers) {
+      const handle = b.buffer.handle as number;
+      const offset = b.offset ?? 0;
+      const length = b.length ?? 0;
+      const access = ACCESS_BITS[b.access];
+      if (access === undefined) throw new Error(`[CommandBatch] access must be read, write or readwrite, got ${String(b.access)}`);
+      if (!Number.isInteger(offset) || offset < 0 || !Number.isInteger(length) || length < 0) {
+        throw new Error(`[CommandBatch] buffer(${b.index}) offset ${offset} and length ${length} must be non-negative integers`);
+      }
+      w[at++] = b.index;
+      w[at++] = handle >>> 0;
+      w[at++] = Math.floor(handle / TWO_32);
+      w[at++] = offset >>> 0;
+      w[at++] = Math.floor(offset / TWO_32);
+      w[at++] = length >>> 0;
+      w[at++] = Math.floor(length / TWO_32);
+      w[at++] = access;
+      this.#buffers.add(b.buffer);
+    }
+    for (const b of inline) {
+      const n = b.data.byteLength;
+      w[at++] = b.index;
+      w[at++] = n;
+      const words = Math.ceil(n / 4);
+      w.fill(0, at, at + words);
+      new Uint8Array(w.buffer, at * 4, n).set(new Uint8Array(b.data.buffer, b.data.byteOffset, n));
+      at += words;
+    }
+    for (const m of memory) {
+      w[at++] = m.index;
+      w[at++] = m.length;
+    }
+    this.#length = at;
+    this.#count++;
+    return this;
+  }
+
+  /** Validates, encodes and commits every dispatch in one FFI call. The batch can then be reused. */
+  submit(queue: Queue = this.#runtime.defaultQueue): SubmittedBatch {
+    const w = this.#words;
+    w[0] = MAGIC;
+    w[1] = this.#count;
+    // Hand over exactly the used words: a subarray view, not a cached pointer.
+    const handle = handleOf(this.#runtime.native.mg_batch_submit(queue.handle, w.subarray(0, this.#length), this.#length));
+    this.reset();
+    if (handle === null) this.#runtime.fail();
+    return new SubmittedBatch(this.#runtime, handle);
+  }
+
+  /** Drops the encoded dispatches. */
+  reset(): void {
+    this.#length = 2;
+    this.#count = 0;
+    this.#buffers = new Set();
+  }
+}
+
+export interface GpuTimes {
+  /** Seconds on the host's monotonic clock. */
+  start: number;
+  end: number;
+  /** end - start */
+  seconds: number;
+}
+
+/** A submitted batch: wait(), poll() or await done(); then gpuTimes(). */
+export class SubmittedBatch {
+  #handle: Pointer | null;
+  #error: string | null = null;
+  #times: GpuTimes | null = null;
+  readonly #runtime: Runtime;
+
+  /** @internal */
+  constructor(rt: Runtime, handle: Pointer) {
+    this.#runtime = rt;
+    this.#handle = handle;
+    batchFinalizer.register(this, { symbols: rt.native, handle }, this);
+  }
+
+  get completed(): boolean {
+    return this.#handle === null;
+  }
+
+  #finish(error: string | null): void {
+    const handle = this.#handle!;
+    const times = new Float64Array(2);
+    if (this.#runtime.native.mg_batch_gpu_times(handle, times) === 0) {
+      this.#times = { start: times[0]!, end: times[1]!, seconds: times[1]! - times[0]! };
+    }
+    this.#error = error;
+    this.#handle = null;
+    batchFinalizer.unregister(this);
+    this.#runtime.native.mg_batch_release(handle);
+  }
+
+  #throwIfFailed(): void {
+    if (this.#error !== null) throw new Error(this.#error);
+  }
+
+  /** Blocks until the GPU finishes; throws the command buffer's error if it failed. */
+  wait(timeoutSeconds = Number.POSITIVE_INFINITY): void {
+    if (this.#handle !== null) {
+      const status = this.#runtime.native.mg_batch_wait(this.#handle, timeoutSeconds);
+      if (status === 2) this.#runtime.fail();
+      this.#finish(status === 0 ? null : String(this.#runtime.native.mg_last_error()));
+    }
+    this.#throwIfFailed();
+  }
+
+  /** True once complete (throws if it failed); never blocks. */
+  poll(): boolean {
+    if (this.#handle !== null) {
+      const status = this.#runtime.native.mg_batch_poll(this.#handle);
+      if (status === 0) return false;
+      if (status === -2) this.#runtime.fail();
+      this.#finish(status === 1 ? null : String(this.#runtime.native.mg_last_error()));
+    }
+    this.#throwIfFailed();
+    return true;
+  }
+
+  /** Resolves when complete, polling without blocking the event loop. */
+  async done(): Promise<void> {
+    let delay = 0;
+    while (!this.poll()) {
+      await Bun.sleep(delay);
+      delay = Math.min(delay + 0.25, 2);
+    }
+  }
+
+  /** GPU start/end of the batch (after completion). */
+  gpuTimes(): GpuTimes {
+    if (this.#handle !== null) throw new Error("[SubmittedBatch] the batch has not completed; wait() or poll() first");
+    if (this.#times === null) throw new Error("[SubmittedBatch] no GPU times were recorded for this batch");
+    return this.#times;
+  }
+}
