@@ -1,0 +1,197 @@
+// MgArray: a lazy n-dimensional array. An array is a graph node (primitive, inputs, params,
+// stream) until it is evaluated; then it holds a layout over a Storage and forgets its inputs.
+import type { Dtype } from "./dtype.ts";
+import type { Primitive } from "./primitive.ts";
+import type { Stream } from "./device.ts";
+import { formatShape, rowMajorStrides, shapeSize } from "./shape.ts";
+import { allocateBuffer, Storage } from "../memory/storage.ts";
+
+/** Where an evaluated array's elements live: a strided view of a storage. Offsets/strides in items. */
+export interface Layout {
+  readonly storage: Storage;
+  readonly offset: number;
+  readonly strides: readonly number[];
+  /** Row-major dense from `offset` (size-1 dims ignored). */
+  readonly rowContiguous: boolean;
+  /** Column-major dense from `offset` (size-1 dims ignored). */
+  readonly colContiguous: boolean;
+}
+
+export function isRowContiguous(shape: readonly number[], strides: readonly number[]): boolean {
+  let expected = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    const d = shape[i]!;
+    if (d === 0) return true;
+    if (d !== 1) {
+      if (strides[i] !== expected) return false;
+      expected *= d;
+    }
+  }
+  return true;
+}
+
+export function isColContiguous(shape: readonly number[], strides: readonly number[]): boolean {
+  let expected = 1;
+  for (let i = 0; i < shape.length; i++) {
+    const d = shape[i]!;
+    if (d === 0) return true;
+    if (d !== 1) {
+      if (strides[i] !== expected) return false;
+      expected *= d;
+    }
+  }
+  return true;
+}
+
+/** One application of a primitive; its outputs are siblings (split, divmod …). */
+export class Node {
+  outputs: MgArray[] = [];
+  constructor(
+    readonly primitive: Primitive<unknown>,
+    readonly params: unknown,
+    public inputs: MgArray[],
+    readonly stream: Stream,
+  ) {}
+}
+
+/** Hooks the memory layer installs (scopes, live counts); kept here to avoid an import cycle. */
+export interface ArrayHooks {
+  created(a: MgArray): void;
+  released(a: MgArray): void;
+}
+let hooks: ArrayHooks | null = null;
+export function setArrayHooks(h: ArrayHooks): void {
+  hooks = h;
+}
+
+/** How evaluation is triggered from an array (installed by graph.ts, avoiding a cycle). */
+let evaluator: ((arrays: MgArray[]) => void) | null = null;
+export function setEvaluator(fn: (arrays: MgArray[]) => void): void {
+  evaluator = fn;
+}
+
+let nextId = 1;
+
+export class MgArray {
+  readonly id: number;
+  readonly shape: readonly number[];
+  readonly dtype: Dtype;
+  readonly stream: Stream;
+  /** Producer while unevaluated; null once evaluated (detached) or for constants. */
+  node: Node | null;
+  /** Data once evaluated. */
+  layout: Layout | null = null;
+  /** Pending nodes that read this array; its storage is kept until they are evaluated. */
+  graphRefs = 0;
+  /** The user released this handle (dispose/tidy); using it is an error. */
+  disposed = false;
+  private storageHeld = false;
+
+  constructor(shape: readonly number[], dtype: Dtype, stream: Stream, node: Node | null) {
+    this.id = nextId++;
+    this.shape = shape;
+    this.dtype = dtype;
+    this.stream = stream;
+    this.node = node;
+    hooks?.created(this);
+  }
+
+  get ndim(): number {
+    return this.shape.length;
+  }
+  get size(): number {
+    return shapeSize(this.shape);
+  }
+  get itemsize(): number {
+    return this.dtype.size;
+  }
+  get nbytes(): number {
+    return this.size * this.dtype.size;
+  }
+  /** True once the array holds data. */
+  get evaluated(): boolean {
+    return this.layout !== null;
+  }
+
+  /** A short name for error messages: `array #12 (2,3) float32`. */
+  describe(): string {
+    return `array #${this.id} ${formatShape(this.shape)} ${this.dtype.name}`;
+  }
+
+  /** Throws if the user disposed this array. */
+  checkUsable(op: string): void {
+    if (this.disposed) throw new Error(`[${op}] ${this.describe()} was disposed and cannot be used.`);
+  }
+
+  /** Gives this array its data. Retains the storage (one reference per array). */
+  setLayout(storage: Storage, offset: number, strides: readonly number[], retain: boolean): void {
+    if (this.layout) throw new Error(`[eval] ${this.describe()} already has data (internal error).`);
+    if (retain) storage.retain();
+    this.storageHeld = true;
+    this.layout = {
+      storage,
+      offset,
+      strides,
+      rowContiguous: isRowContiguous(this.shape, strides),
+      colContiguous: isColContiguous(this.shape, strides),
+    };
+  }
+
+  /** Allocates fresh row-major storage for this array (its own reference). */
+  allocate(): Layout {
+    const storage = new Storage(allocateBuffer(this.nbytes));
+    this.setLayout(storage, 0, rowMajorStrides(this.shape), false);
+    return this.layout!;
+  }
+
+  /** Evaluates this array (and its graph) if needed and waits for its data. */
+  ensureEvaluated(op = "eval"): Layout {
+    this.checkUsable(op);
+    if (!this.layout) {
+      if (!evaluator) throw new Error("[eval] no evaluator installed (internal error).");
+      evaluator([this]);
+    }
+    const layout = this.layout!;
+    layout.storage.sync();
+    return layout;
+  }
+
+  /**
+   * Releases this handle: the storage is returned to the allocator once no pending node needs it.
+   * Idempotent.
+   */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    hooks?.released(this);
+    this.releaseIfUnused();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  /** Called by eval when a consumer node no longer needs this array. */
+  dropGraphRef(): void {
+    this.graphRefs--;
+    this.releaseIfUnused();
+  }
+
+  /** Frees the data of a disposed array once no pending node needs it. */
+  releaseIfUnused(): void {
+    if (!this.disposed || this.graphRefs > 0) return;
+    if (this.node) {
+      // An unevaluated array that nobody can use any more: forget its producer.
+      const n = this.node;
+      this.node = null;
+      if (n.outputs.every((o) => o.disposed)) {
+        for (const i of n.inputs) i.dropGraphRef();
+        n.inputs = [];
+      }
+    }
+    if (this.layout && this.storageHeld) {
+      this.storageHeld = false;
+      this.layout.storage.release();
+    }
+  }
+}

@@ -1,0 +1,96 @@
+// Devices and streams. A stream is an ordered queue of work on one device; every graph node
+// records the stream it runs on. Scopes use AsyncLocalStorage so that interleaved async code
+// never sees another scope's default stream.
+import { AsyncLocalStorage } from "node:async_hooks";
+
+export type DeviceType = "cpu" | "gpu";
+
+export class Device {
+  constructor(
+    readonly type: DeviceType,
+    readonly index = 0,
+  ) {}
+  toString(): string {
+    return `Device(${this.type}, ${this.index})`;
+  }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.toString();
+  }
+}
+
+export class Stream {
+  constructor(
+    readonly device: Device,
+    readonly index: number,
+  ) {}
+  toString(): string {
+    return `Stream(${this.device.toString()}, ${this.index})`;
+  }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.toString();
+  }
+}
+
+export const cpu = new Device("cpu");
+export const gpu = new Device("gpu");
+
+let nextStreamIndex = 0;
+const defaultStreams = new Map<Device, Stream>();
+
+export function defaultStream(device: Device): Stream {
+  let s = defaultStreams.get(device);
+  if (!s) {
+    s = new Stream(device, nextStreamIndex++);
+    defaultStreams.set(device, s);
+  }
+  return s;
+}
+
+/** A new stream on `device`, as mx.new_stream. */
+export function newStream(device: Device): Stream {
+  return new Stream(device, nextStreamIndex++);
+}
+
+/** Makes `stream` its device's default stream, as mx.set_default_stream. */
+export function setDefaultStream(stream: Stream): void {
+  defaultStreams.set(stream.device, stream);
+}
+
+function initialDefaultDevice(): Device {
+  const env = process.env.MG_DEFAULT_DEVICE;
+  if (env === "gpu") return gpu;
+  if (env === "cpu" || env === undefined || env === "") return cpu;
+  throw new Error(`[device] MG_DEFAULT_DEVICE must be 'cpu' or 'gpu', got '${env}'.`);
+}
+
+let globalDefaultDevice: Device = initialDefaultDevice();
+
+export function defaultDevice(): Device {
+  return scope.getStore()?.device ?? globalDefaultDevice;
+}
+
+export function setDefaultDevice(device: Device): void {
+  if (!(device instanceof Device)) throw new TypeError("[set_default_device] expected a Device.");
+  globalDefaultDevice = device;
+}
+
+export type StreamOrDevice = Stream | Device;
+
+const scope = new AsyncLocalStorage<Stream>();
+
+/** The stream an op runs on: the explicit one, else the innermost `stream()` scope, else the
+ *  default device's default stream. */
+export function resolveStream(s?: StreamOrDevice | null): Stream {
+  if (s instanceof Stream) return s;
+  if (s instanceof Device) return defaultStream(s);
+  if (s !== undefined && s !== null) throw new TypeError("[stream] expected a Stream or a Device.");
+  return scope.getStore() ?? defaultStream(globalDefaultDevice);
+}
+
+/**
+ * Runs `fn` with `s` as the default stream, as MLX's `with mx.stream(s):`. Works for async `fn`:
+ * the scope follows the async context, so interleaved scopes do not leak into each other.
+ */
+export function stream<T>(s: StreamOrDevice, fn: () => T): T {
+  return scope.run(resolveStream(s), fn);
+}

@@ -1,0 +1,116 @@
+// Building nodes and evaluating graphs. Evaluation walks the graph iteratively (no recursion
+// limit on long chains), runs each node once on its stream's backend, and detaches evaluated
+// arrays from their inputs so that graphs free as they go.
+import { MgArray, Node, setEvaluator } from "./array.ts";
+import type { Primitive } from "./primitive.ts";
+import type { DeviceType, Stream } from "./device.ts";
+
+export interface Backend {
+  /**
+   * Evaluates nodes in the given (topological) order. The backend may batch work and finish it
+   * asynchronously, as long as every output's storage carries a `pending` wait until it is ready.
+   */
+  run(nodes: readonly Node[]): void;
+}
+
+const backends = new Map<DeviceType, Backend>();
+export function registerBackend(type: DeviceType, backend: Backend): void {
+  backends.set(type, backend);
+}
+
+/** Arrays under a transform keep their graph after eval (vjp needs it); depth > 0 while tracing. */
+let retainGraphDepth = 0;
+export function withRetainedGraph<T>(fn: () => T): T {
+  retainGraphDepth++;
+  try {
+    return fn();
+  } finally {
+    retainGraphDepth--;
+  }
+}
+
+/** Creates the outputs of one primitive application. Inputs must be usable arrays. */
+export function makeNode<P>(
+  primitive: Primitive<P>,
+  inputs: MgArray[],
+  params: P,
+  stream: Stream,
+): MgArray[] {
+  const specs = primitive.outputSpecs(inputs, params);
+  const node = new Node(primitive as Primitive<unknown>, params, inputs, stream);
+  for (const i of inputs) i.graphRefs++;
+  node.outputs = specs.map((s) => new MgArray(s.shape, s.dtype, stream, node));
+  return node.outputs;
+}
+
+/** Convenience for single-output primitives. */
+export function makeArray<P>(primitive: Primitive<P>, inputs: MgArray[], params: P, stream: Stream): MgArray {
+  return makeNode(primitive, inputs, params, stream)[0]!;
+}
+
+/** Nodes needed to evaluate `targets`, in dependency order (iterative post-order DFS). */
+export function schedule(targets: readonly MgArray[]): Node[] {
+  const order: Node[] = [];
+  const visited = new Set<Node>();
+  const stack: { node: Node; next: number }[] = [];
+  for (const t of targets) {
+    const root = t.layout ? null : t.node;
+    if (!root || visited.has(root)) continue;
+    visited.add(root);
+    stack.push({ node: root, next: 0 });
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      const inputs = top.node.inputs;
+      if (top.next < inputs.length) {
+        const input = inputs[top.next++]!;
+        const child = input.layout ? null : input.node;
+        if (child && !visited.has(child)) {
+          visited.add(child);
+          stack.push({ node: child, next: 0 });
+        }
+      } else {
+        stack.pop();
+        order.push(top.node);
+      }
+    }
+  }
+  return order;
+}
+
+/** Evaluates arrays, as mx.eval. Already evaluated arrays cost nothing. */
+export function evalArrays(targets: readonly MgArray[]): void {
+  for (const t of targets) t.checkUsable("eval");
+  const order = schedule(targets);
+  if (order.length === 0) return;
+  // Group consecutive nodes by device so each backend sees runs it can batch.
+  let start = 0;
+  while (start < order.length) {
+    const type = order[start]!.stream.device.type;
+    let end = start + 1;
+    while (end < order.length && order[end]!.stream.device.type === type) end++;
+    const backend = backends.get(type);
+    if (!backend) {
+      throw new Error(
+        `[eval] the ${type} device is not available` +
+          (type === "gpu" ? " (the GPU backend did not load)." : "."),
+      );
+    }
+    backend.run(order.slice(start, end));
+    start = end;
+  }
+  if (retainGraphDepth > 0) return;
+  for (const node of order) detach(node);
+}
+
+/** Forgets a computed node: outputs keep their data, inputs lose one consumer. */
+export function detach(node: Node): void {
+  for (const o of node.outputs) {
+    if (o.node === node) o.node = null;
+    o.releaseIfUnused(); // a sibling the user already disposed: free its new data
+  }
+  const inputs = node.inputs;
+  node.inputs = [];
+  for (const i of inputs) i.dropGraphRef();
+}
+
+setEvaluator((arrays) => evalArrays(arrays));

@@ -1,0 +1,206 @@
+// Turning JS values into arrays: mg.array(...), and the weak-scalar conversion every op uses.
+import { MgArray } from "../array.ts";
+import {
+  bfloat16, bfloat16BitsFromNumber, bool_, complex64, type Dtype, float16, float32, float64, int16,
+  int32, int64, int8, isScalar, type Scalar, scalarDtype, uint16, uint32, uint64, uint8,
+  weakScalarDtype,
+} from "../dtype.ts";
+import { resolveStream, type StreamOrDevice } from "../device.ts";
+import { bigFromNumber, type Complex, storageCtor } from "../elements.ts";
+import { rowMajorStrides } from "../shape.ts";
+import { allocateBuffer, Storage, type TypedArray } from "../../memory/storage.ts";
+
+export interface StreamOptions {
+  stream?: StreamOrDevice | null;
+}
+
+/** Anything an op accepts where MLX accepts `array | scalar`. */
+export type ArrayInput = MgArray | Scalar | Complex | NestedArray | TypedArray;
+export type NestedArray = readonly (Scalar | MgArray | Complex | NestedArray)[];
+
+function typedArrayDtype(x: TypedArray | Uint8ClampedArray): Dtype {
+  if (x instanceof Float32Array) return float32;
+  if (x instanceof Float64Array) return float64;
+  if (x instanceof Float16Array) return float16;
+  if (x instanceof Int32Array) return int32;
+  if (x instanceof Int16Array) return int16;
+  if (x instanceof Int8Array) return int8;
+  if (x instanceof Uint32Array) return uint32;
+  if (x instanceof Uint16Array) return uint16;
+  if (x instanceof Uint8Array || x instanceof Uint8ClampedArray) return uint8;
+  if (x instanceof BigInt64Array) return int64;
+  if (x instanceof BigUint64Array) return uint64;
+  throw new TypeError("[array] unsupported typed array");
+}
+
+function isComplexValue(x: unknown): x is Complex {
+  return typeof x === "object" && x !== null && !Array.isArray(x) && !(x instanceof MgArray) &&
+    typeof (x as Complex).re === "number" && typeof (x as Complex).im === "number";
+}
+
+/** Walks nested JS arrays: the shape, flat leaves, and the dtype MLX would infer. */
+function flattenNested(value: NestedArray): { shape: number[]; leaves: (Scalar | Complex)[]; dtype: Dtype | null } {
+  const shape: number[] = [];
+  const leaves: (Scalar | Complex)[] = [];
+  let dtype: Dtype | null = null;
+  // Determine the shape from the first element at each depth, then check every list against it.
+  let probe: unknown = value;
+  while (Array.isArray(probe)) {
+    shape.push(probe.length);
+    probe = probe[0];
+  }
+  if (probe instanceof MgArray) {
+    throw new Error("[array] internal: arrays inside lists are handled by stacking");
+  }
+  const walk = (v: unknown, depth: number): void => {
+    if (depth < shape.length) {
+      if (!Array.isArray(v) || v.length !== shape[depth]) {
+        throw new Error("[array] Initialization encountered non-uniform length (ragged nested lists).");
+      }
+      for (const e of v) walk(e, depth + 1);
+      return;
+    }
+    if (Array.isArray(v)) throw new Error("[array] Initialization encountered non-uniform length (ragged nested lists).");
+    let d: Dtype;
+    if (isScalar(v)) d = scalarDtype(v);
+    else if (isComplexValue(v)) d = complex64;
+    else throw new TypeError(`[array] Invalid type ${v === null ? "null" : typeof v} in array initialization.`);
+    leaves.push(v as Scalar | Complex);
+    dtype = dtype === null ? d : promoteLeaf(dtype, d);
+  };
+  walk(value, 0);
+  return { shape, leaves, dtype };
+}
+
+// Leaf promotion in a literal list: bool < int32 < int64 < float32 < complex64 (MLX's rules for
+// Python lists: any float makes the list float32; ints that do not fit int32 make it int64).
+function promoteLeaf(a: Dtype, b: Dtype): Dtype {
+  const rank = (d: Dtype) => (d === bool_ ? 0 : d === int32 ? 1 : d === int64 ? 2 : d === float32 ? 3 : 4);
+  return rank(a) >= rank(b) ? a : b;
+}
+
+/** Creates an evaluated array holding `values` (row-major) converted to `dtype`. */
+export function fromValues(
+  values: ArrayLike<Scalar | Complex>,
+  shape: readonly number[],
+  dtype: Dtype,
+  stream = resolveStream(),
+): MgArray {
+  const a = new MgArray([...shape], dtype, stream, null);
+  const storage = new Storage(allocateBuffer(a.nbytes));
+  a.setLayout(storage, 0, rowMajorStrides(shape), false);
+  const view = storage.view(dtype, storageCtor(dtype));
+  const n = values.length;
+  for (let i = 0; i < n; i++) writeLeaf(view, dtype, i, values[i]!);
+  return a;
+}
+
+function writeLeaf(view: TypedArray, dtype: Dtype, i: number, v: Scalar | Complex): void {
+  if (dtype === complex64) {
+    if (isComplexValue(v)) {
+      view[2 * i] = v.re;
+      view[2 * i + 1] = v.im;
+    } else {
+      view[2 * i] = Number(v);
+      view[2 * i + 1] = 0;
+    }
+    return;
+  }
+  if (isComplexValue(v)) throw new TypeError(`[array] cannot store a complex value in a ${dtype.name} array.`);
+  if (dtype === int64 || dtype === uint64) {
+    const big = typeof v === "bigint" ? v : typeof v === "boolean" ? (v ? 1n : 0n) : bigFromNumber(v);
+    view[i] = dtype === int64 ? BigInt.asIntN(64, big) : BigInt.asUintN(64, big);
+    return;
+  }
+  const num = typeof v === "boolean" ? (v ? 1 : 0) : Number(v);
+  if (dtype === bfloat16) view[i] = bfloat16BitsFromNumber(num);
+  else if (dtype === bool_) view[i] = num !== 0 ? 1 : 0;
+  else if (dtype.kind === "i" || dtype.kind === "u") view[i] = Number.isFinite(num) ? Math.trunc(num) : 0;
+  else view[i] = num;
+}
+
+export interface ArrayOptions {
+  /** Shape for a flat typed array (default: 1-D). */
+  shape?: readonly number[];
+}
+
+/**
+ * Creates an array, as mx.array: from a scalar, nested JS arrays (of scalars, {re, im} complex
+ * values or arrays), a typed array (optionally with a shape) or another array.
+ */
+export function array(value: ArrayInput, dtype?: Dtype | null, options: ArrayOptions = {}): MgArray {
+  if (value instanceof MgArray) {
+    value.checkUsable("array");
+    return dtype && dtype !== value.dtype ? astypeLazy(value, dtype) : value;
+  }
+  if (isScalar(value)) return fromValues([value], [], dtype ?? scalarDtype(value));
+  if (isComplexValue(value)) return fromValues([value], [], complex64);
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
+    const ta = value as TypedArray;
+    const shape = options.shape ? [...options.shape] : [ta.length];
+    const n = shape.reduce((x, y) => x * y, 1);
+    if (n !== ta.length) {
+      throw new Error(`[array] typed array of length ${ta.length} does not fit shape (${shape.join(",")}).`);
+    }
+    const own = typedArrayDtype(ta);
+    const out = fromValues(ta as ArrayLike<Scalar>, shape, own);
+    return dtype && dtype !== own ? astypeLazy(out, dtype) : out;
+  }
+  if (Array.isArray(value)) {
+    if (containsArrays(value)) return stackNested(value, dtype ?? undefined);
+    const { shape, leaves, dtype: inferred } = flattenNested(value);
+    return fromValues(leaves, shape, dtype ?? inferred ?? float32);
+  }
+  throw new TypeError(`[array] Invalid type ${typeof value} received in array initialization.`);
+}
+
+function containsArrays(value: NestedArray): boolean {
+  let probe: unknown = value;
+  while (Array.isArray(probe)) probe = probe[0];
+  return probe instanceof MgArray;
+}
+
+// Lists of arrays (possibly nested) become a stacked array, as MLX does.
+let stackHook: ((arrays: MgArray[]) => MgArray) | null = null;
+let astypeHook: ((a: MgArray, d: Dtype) => MgArray) | null = null;
+export function setConvertHooks(stack: (arrays: MgArray[]) => MgArray, astype: (a: MgArray, d: Dtype) => MgArray): void {
+  stackHook = stack;
+  astypeHook = astype;
+}
+function astypeLazy(a: MgArray, d: Dtype): MgArray {
+  return astypeHook!(a, d);
+}
+function stackNested(value: NestedArray, dtype?: Dtype): MgArray {
+  const parts = value.map((v) => (v instanceof MgArray ? v : array(v as ArrayInput)));
+  const out = stackHook!(parts);
+  return dtype && dtype !== out.dtype ? astypeLazy(out, dtype) : out;
+}
+
+/** Converts an op argument to an array; scalars take their own default dtype. */
+export function toArray(x: ArrayInput, op: string): MgArray {
+  if (x instanceof MgArray) {
+    x.checkUsable(op);
+    return x;
+  }
+  return array(x);
+}
+
+/**
+ * Converts two op arguments, treating a lone scalar as *weak* (MLX's to_arrays): it takes the
+ * other array's dtype when it fits its kind.
+ */
+export function toArrays(a: ArrayInput, b: ArrayInput, op: string): [MgArray, MgArray] {
+  const aIs = a instanceof MgArray;
+  const bIs = b instanceof MgArray;
+  if (aIs && !bIs && isScalar(b)) return [toArray(a, op), fromValues([b], [], weakScalarDtype(b, a.dtype, op))];
+  if (bIs && !aIs && isScalar(a)) return [fromValues([a], [], weakScalarDtype(a, b.dtype, op)), toArray(b, op)];
+  return [toArray(a, op), toArray(b, op)];
+}
+
+/** A weak scalar next to a known dtype (for ops with one array and a scalar parameter). */
+export function weakScalar(x: ArrayInput, like: Dtype, op: string): MgArray {
+  if (isScalar(x)) return fromValues([x], [], weakScalarDtype(x, like, op));
+  return toArray(x, op);
+}
+
+export { float32 as defaultFloat };

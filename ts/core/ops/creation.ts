@@ -1,0 +1,163 @@
+// Array creation: full/zeros/ones (broadcast views of one value), arange, linspace, eye, tri …
+import type { MgArray } from "../array.ts";
+import { bool_, Dtype, float32, float64, int32, isScalar, type Scalar } from "../dtype.ts";
+import { MgArray as MgArrayClass } from "../array.ts";
+import { resolveStream } from "../device.ts";
+import { makeArray } from "../graph.ts";
+import { Arange } from "../primitives/creation.ts";
+import { checkShape } from "../shape.ts";
+import { type ArrayInput, fromValues, type StreamOptions, toArray } from "./convert.ts";
+import { astype, equal, greaterEqual, add, where, multiply, subtract, divide } from "./elementwise.ts";
+import { broadcastTo, expandDims } from "./shape.ts";
+
+/** An array of `shape` filled with `vals`, as mx.full (a broadcast view until written). */
+export function full(shape: number | readonly number[], vals: ArrayInput, dtype?: Dtype | null, opts: StreamOptions = {}): MgArray {
+  const s = checkShape(shape, "full");
+  let v = isScalar(vals) && dtype ? fromValues([vals], [], dtype) : toArray(vals, "full");
+  if (dtype && v.dtype !== dtype) v = astype(v, dtype, opts);
+  return broadcastTo(v, s, { ...opts, op: "full" });
+}
+
+export function zeros(shape: number | readonly number[], dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
+  return full(shape, 0, dtype, opts);
+}
+
+export function ones(shape: number | readonly number[], dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
+  return full(shape, 1, dtype, opts);
+}
+
+export function fullLike(a: ArrayInput, vals: ArrayInput, dtype?: Dtype | null, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "full_like");
+  return full(x.shape, vals, dtype ?? x.dtype, opts);
+}
+
+export function zerosLike(a: ArrayInput, dtype?: Dtype | null, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "zeros_like");
+  return full(x.shape, 0, dtype ?? x.dtype, opts);
+}
+
+export function onesLike(a: ArrayInput, dtype?: Dtype | null, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "ones_like");
+  return full(x.shape, 1, dtype ?? x.dtype, opts);
+}
+
+/**
+ * Evenly spaced values, as mx.arange: `arange(stop)`, `arange(start, stop)`,
+ * `arange(start, stop, step)`, each optionally followed by a dtype. Integral arguments give
+ * int32, any fractional one float32.
+ */
+export function arange(...args: (number | Dtype | StreamOptions | null | undefined)[]): MgArray {
+  let opts: StreamOptions = {};
+  const last = args[args.length - 1];
+  if (last !== null && typeof last === "object" && !(last instanceof Dtype)) {
+    opts = last as StreamOptions;
+    args = args.slice(0, -1);
+  }
+  let dtype: Dtype | null = null;
+  const nums: number[] = [];
+  for (const a of args) {
+    if (a === null || a === undefined) continue;
+    if (typeof a === "number") nums.push(a);
+    else if (a instanceof Dtype) dtype = a;
+  }
+  let start = 0, stop: number, step = 1;
+  if (nums.length === 1) stop = nums[0]!;
+  else if (nums.length === 2) [start, stop] = nums as [number, number];
+  else if (nums.length === 3) [start, stop, step] = nums as [number, number, number];
+  else throw new TypeError("[arange] expected arange(stop), arange(start, stop) or arange(start, stop, step).");
+  if (dtype === null) dtype = nums.every(Number.isInteger) ? int32 : float32;
+  if (dtype === bool_) throw new TypeError("[arange] bool not supported for arange.");
+  if (Number.isNaN(start) || Number.isNaN(stop) || Number.isNaN(step) || !Number.isFinite(start) || !Number.isFinite(stop)) {
+    throw new RangeError("[arange] Cannot compute length.");
+  }
+  if (step === 0) throw new RangeError("[arange] step must be nonzero.");
+  const size = Math.max(Math.ceil((stop - start) / step), 0);
+  if (size > 2147483647) throw new RangeError("[arange] Maximum size exceeded.");
+  return makeArray(Arange, [], { start, step, size, dtype }, resolveStream(opts.stream));
+}
+
+export interface LinspaceOptions extends StreamOptions {
+  endpoint?: boolean;
+}
+
+/** `num` evenly spaced samples over [start, stop], as mx.linspace (interpolated as MLX does). */
+export function linspace(start: number, stop: number, num = 50, dtype: Dtype = float32, opts: LinspaceOptions = {}): MgArray {
+  if (!Number.isInteger(num) || num < 0) throw new RangeError(`[linspace] number of samples, ${num}, must be non-negative.`);
+  if (num === 1) return astype(fromValues([start], [1], float32), dtype, opts);
+  const inner = dtype === float64 ? float64 : float32;
+  const den = opts.endpoint === false ? num : num - 1;
+  const t = divide(arange(0, num, inner, opts), fromValues([den], [], inner), opts);
+  const tBar = subtract(fromValues([1], [], inner), t, opts);
+  return astype(add(multiply(tBar, fromValues([start], [], inner), opts), multiply(t, fromValues([stop], [], inner), opts), opts), dtype, opts);
+}
+
+/** Lower-triangular ones: out[i, j] = 1 when j ≤ i + k, as mx.tri. */
+export function tri(n: number, m?: number | null, k = 0, dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
+  const cols = m ?? n;
+  const rows = expandDims(arange(0, n, int32, opts), 1, opts);
+  const colIdx = expandDims(arange(0, cols, int32, opts), 0, opts);
+  return astype(greaterEqual(add(rows, k, opts), colIdx, opts), dtype, opts);
+}
+
+/** Zeros above the k-th diagonal of the last two axes. */
+export function tril(x: ArrayInput, k = 0, opts: StreamOptions = {}): MgArray {
+  const a = toArray(x, "tril");
+  if (a.ndim < 2) throw new Error("[tril] array must be at least 2-D");
+  const mask = tri(a.shape[a.ndim - 2]!, a.shape[a.ndim - 1]!, k, bool_, opts);
+  return where(mask, a, zerosLike(a, null, opts), opts);
+}
+
+/** Zeros below the k-th diagonal of the last two axes. */
+export function triu(x: ArrayInput, k = 0, opts: StreamOptions = {}): MgArray {
+  const a = toArray(x, "triu");
+  if (a.ndim < 2) throw new Error("[triu] array must be at least 2-D");
+  const mask = tri(a.shape[a.ndim - 2]!, a.shape[a.ndim - 1]!, k - 1, bool_, opts);
+  return where(mask, zerosLike(a, null, opts), a, opts);
+}
+
+/** Ones on the k-th diagonal, as mx.eye. */
+export function eye(n: number, m?: number | null, k = 0, dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
+  const cols = m ?? n;
+  const rows = expandDims(arange(0, n, int32, opts), 1, opts);
+  const colIdx = expandDims(arange(0, cols, int32, opts), 0, opts);
+  return astype(equal(add(rows, k, opts), colIdx, opts), dtype, opts);
+}
+
+export function identity(n: number, dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
+  return eye(n, n, 0, dtype, opts);
+}
+
+export interface MeshgridOptions extends StreamOptions {
+  sparse?: boolean;
+  indexing?: "xy" | "ij";
+}
+
+/** Coordinate grids from 1-D arrays, as mx.meshgrid(*arrays, sparse, indexing): Cartesian 'xy' or
+ *  matrix 'ij' indexing. A trailing plain object is the options. */
+export function meshgrid(...args: (ArrayInput | MeshgridOptions)[]): MgArray[] {
+  const last = args[args.length - 1];
+  const hasOpts = last !== undefined && typeof last === "object" && !Array.isArray(last) &&
+    !(last instanceof MgArrayClass) && !ArrayBuffer.isView(last);
+  const opts = (hasOpts ? last : {}) as MeshgridOptions;
+  const arrays = (hasOpts ? args.slice(0, -1) : args) as ArrayInput[];
+  const indexing = opts.indexing ?? "xy";
+  if (indexing !== "xy" && indexing !== "ij") throw new Error(`[meshgrid] Invalid indexing value '${String(indexing)}'. Must be 'xy' or 'ij'.`);
+  const xs = arrays.map((a) => toArray(a, "meshgrid"));
+  for (const x of xs) if (x.ndim !== 1) throw new Error("[meshgrid] Input arrays must be 1-D.");
+  const n = xs.length;
+  const shapes = xs.map((x, i) => {
+    const s = new Array<number>(n).fill(1);
+    s[i] = x.shape[0]!;
+    return s;
+  });
+  if (indexing === "xy" && n > 1) {
+    for (const s of shapes) [s[0], s[1]] = [s[1]!, s[0]!];
+  }
+  const outs = xs.map((x, i) => x.ndim === shapes[i]!.length ? x : reshapeTo(x, shapes[i]!, opts));
+  if (opts.sparse) return outs;
+  const full = shapes.reduce((acc, s) => acc.map((d, i) => Math.max(d, s[i]!)), new Array<number>(n).fill(1));
+  return outs.map((o) => broadcastTo(o, full, opts));
+}
+import { reshape as reshapeTo } from "./shape.ts";
+
+export type { Scalar };

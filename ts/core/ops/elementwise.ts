@@ -1,0 +1,333 @@
+// Elementwise ops: validate, promote (MLX's rules), broadcast, build nodes.
+import type { MgArray } from "../array.ts";
+import {
+  atLeastFloat, bool_, type Dtype, finfo as finfoOf, float32, isComplex, isFloating, isInexact, isInteger,
+  promoteTypes, uint8,
+} from "../dtype.ts";
+import { resolveStream } from "../device.ts";
+import { makeArray, makeNode } from "../graph.ts";
+import * as P from "../primitives/elementwise.ts";
+import type { Primitive } from "../primitive.ts";
+import { type ArrayInput, fromValues, type StreamOptions, toArray, toArrays, weakScalar } from "./convert.ts";
+import { broadcastArrays } from "./shape.ts";
+import { fullLike, zerosLike } from "./creation.ts";
+
+export type { ArrayInput, StreamOptions };
+
+/** Casts to `dtype` (a no-op when equal), as mx.astype. */
+export function astype(a: ArrayInput, dtype: Dtype, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "astype");
+  if (x.dtype === dtype) return x;
+  return makeArray(P.AsType, [x], { dtype }, resolveStream(opts.stream));
+}
+
+function unaryOp(prim: Primitive<null>, x: MgArray, opts: StreamOptions): MgArray {
+  return makeArray(prim, [x], null, resolveStream(opts.stream));
+}
+
+/** Applies a float function: integer and bool inputs are computed in float32 (MLX's at_least_float). */
+function floatUnary(prim: Primitive<null>, op: string, a: ArrayInput, opts: StreamOptions, allowComplex = true): MgArray {
+  const x = toArray(a, op);
+  if (!allowComplex && isComplex(x.dtype)) throw new TypeError(`[${op}] Not supported for complex64.`);
+  return unaryOp(prim, astype(x, atLeastFloat(x.dtype), opts), opts);
+}
+
+export function abs(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "abs");
+  if (x.dtype === bool_ || x.dtype.kind === "u") return x;
+  return unaryOp(P.Abs, x, opts);
+}
+
+export function negative(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "negative");
+  if (x.dtype === bool_) throw new TypeError("[negative] Not supported for bool, use logicalNot instead.");
+  return unaryOp(P.Negative, x, opts);
+}
+
+export function positive(a: ArrayInput, _opts: StreamOptions = {}): MgArray {
+  return toArray(a, "positive");
+}
+
+export function sign(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "sign");
+  if (x.dtype === bool_) return x;
+  return unaryOp(P.Sign, x, opts);
+}
+
+export function square(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  return unaryOp(P.Square, toArray(a, "square"), opts);
+}
+
+export const sqrt = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Sqrt, "sqrt", a, opts);
+export const rsqrt = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Rsqrt, "rsqrt", a, opts);
+export const exp = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Exp, "exp", a, opts);
+export const expm1 = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Expm1, "expm1", a, opts, false);
+export const log = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Log, "log", a, opts);
+export const log2 = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Log2, "log2", a, opts);
+export const log10 = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Log10, "log10", a, opts);
+export const log1p = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Log1p, "log1p", a, opts, false);
+export const sin = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Sin, "sin", a, opts);
+export const cos = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Cos, "cos", a, opts);
+export const tan = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Tan, "tan", a, opts);
+export const arcsin = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ArcSin, "arcsin", a, opts, false);
+export const arccos = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ArcCos, "arccos", a, opts, false);
+export const arctan = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ArcTan, "arctan", a, opts, false);
+export const sinh = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Sinh, "sinh", a, opts);
+export const cosh = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Cosh, "cosh", a, opts);
+export const tanh = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Tanh, "tanh", a, opts);
+export const arcsinh = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ArcSinh, "arcsinh", a, opts, false);
+export const arccosh = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ArcCosh, "arccosh", a, opts, false);
+export const arctanh = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ArcTanh, "arctanh", a, opts, false);
+export const sigmoid = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Sigmoid, "sigmoid", a, opts, false);
+export const erf = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Erf, "erf", a, opts, false);
+export const erfinv = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ErfInv, "erfinv", a, opts, false);
+
+function roundingOp(prim: Primitive<null>, op: string, a: ArrayInput, opts: StreamOptions): MgArray {
+  const x = toArray(a, op);
+  if (isComplex(x.dtype)) throw new TypeError(`[${op}] Not supported for complex64.`);
+  if (!isInexact(x.dtype)) return x; // integers are already whole
+  return unaryOp(prim, x, opts);
+}
+export const floor = (a: ArrayInput, opts: StreamOptions = {}) => roundingOp(P.Floor, "floor", a, opts);
+export const ceil = (a: ArrayInput, opts: StreamOptions = {}) => roundingOp(P.Ceil, "ceil", a, opts);
+
+/** Rounds toward zero. */
+export function trunc(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "trunc");
+  if (isComplex(x.dtype)) throw new TypeError("[trunc] Not supported for complex64.");
+  if (!isInexact(x.dtype)) return x;
+  return where(less(x, 0, opts), ceil(x, opts), floor(x, opts), opts);
+}
+
+/** Round half to even, to `decimals` places (MLX: scale, round, unscale for decimals ≠ 0). */
+export function round(a: ArrayInput, decimals = 0, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "round");
+  if (!Number.isInteger(decimals)) throw new TypeError("[round] decimals must be an integer.");
+  if (!isInexact(x.dtype)) return x;
+  if (decimals === 0) return unaryOp(P.Round, x, opts);
+  const scale = 10 ** decimals;
+  return divide(unaryOp(P.Round, multiply(x, scale, opts), opts), scale, opts);
+}
+
+export function logicalNot(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  return unaryOp(P.LogicalNot, astype(toArray(a, "logical_not"), bool_, opts), opts);
+}
+
+export function bitwiseInvert(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "bitwise_invert");
+  if (!isInteger(x.dtype) && x.dtype !== bool_) {
+    throw new TypeError("[bitwise_invert] Bitwise operations are only allowed on integer types.");
+  }
+  if (x.dtype === bool_) return logicalNot(x, opts);
+  return unaryOp(P.BitwiseInvert, x, opts);
+}
+
+export function conjugate(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "conjugate");
+  return isComplex(x.dtype) ? unaryOp(P.Conjugate, x, opts) : x;
+}
+export const conj = conjugate;
+
+export function real(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "real");
+  return isComplex(x.dtype) ? unaryOp(P.Real, x, opts) : x;
+}
+
+export function imag(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "imag");
+  return isComplex(x.dtype) ? unaryOp(P.Imag, x, opts) : zerosLike(x, null, opts);
+}
+
+export function stopGradient(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  return unaryOp(P.StopGradient, toArray(a, "stop_gradient"), opts);
+}
+
+export function reciprocal(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "reciprocal");
+  return divide(weakScalar(1.0, atLeastFloat(x.dtype), "reciprocal"), x, opts);
+}
+
+export const degrees = (a: ArrayInput, opts: StreamOptions = {}) => multiply(floatOf(a, "degrees", opts), 180 / Math.PI, opts);
+export const radians = (a: ArrayInput, opts: StreamOptions = {}) => multiply(floatOf(a, "radians", opts), Math.PI / 180, opts);
+function floatOf(a: ArrayInput, op: string, opts: StreamOptions): MgArray {
+  const x = toArray(a, op);
+  return astype(x, atLeastFloat(x.dtype), opts);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binary
+
+/** Promotes (weak scalars), casts and broadcasts two operands. */
+function prepare(a: ArrayInput, b: ArrayInput, op: string, opts: StreamOptions, dtypeRule?: (d: Dtype) => Dtype): [MgArray, MgArray, Dtype] {
+  const [x, y] = toArrays(a, b, op);
+  let t = promoteTypes(x.dtype, y.dtype);
+  if (dtypeRule) t = dtypeRule(t);
+  const [bx, by] = broadcastArrays([astype(x, t, opts), astype(y, t, opts)], { ...opts, op });
+  return [bx!, by!, t];
+}
+
+function binaryOp(prim: Primitive<null>, op: string, a: ArrayInput, b: ArrayInput, opts: StreamOptions, dtypeRule?: (d: Dtype) => Dtype): MgArray {
+  const [x, y] = prepare(a, b, op, opts, dtypeRule);
+  return makeArray(prim, [x, y], null, resolveStream(opts.stream));
+}
+
+export const add = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Add, "add", a, b, opts);
+export const subtract = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Subtract, "subtract", a, b, opts);
+export const multiply = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Multiply, "multiply", a, b, opts);
+export const divide = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Divide, "divide", a, b, opts, atLeastFloat);
+
+export function floorDivide(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const [x, y] = toArrays(a, b, "floor_divide");
+  const t = promoteTypes(x.dtype, y.dtype);
+  if (isInexact(t)) return floor(divide(x, y, opts), opts);
+  return binaryOp(P.FloorDivide, "floor_divide", x, y, opts);
+}
+
+export function remainder(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): MgArray {
+  return binaryOp(P.Remainder, "remainder", a, b, opts, (t) => {
+    if (isComplex(t)) throw new TypeError("[remainder] Complex type not supported.");
+    return t;
+  });
+}
+
+/** Floored quotient and remainder, as mx.divmod (two siblings of one node). */
+export function divmod(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): [MgArray, MgArray] {
+  const [x, y] = prepare(a, b, "divmod", opts, (t) => {
+    if (isComplex(t)) throw new TypeError("[divmod] Complex type not supported.");
+    return t;
+  });
+  const [q, r] = makeNode(P.DivMod, [x, y], null, resolveStream(opts.stream));
+  return [q!, r!];
+}
+
+export const power = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Power, "power", a, b, opts);
+export const maximum = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Maximum, "maximum", a, b, opts);
+export const minimum = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Minimum, "minimum", a, b, opts);
+export const logaddexp = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.LogAddExp, "logaddexp", a, b, opts, atLeastFloat);
+export const arctan2 = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.ArcTan2, "arctan2", a, b, opts, atLeastFloat);
+
+export const equal = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Equal, "equal", a, b, opts);
+export const notEqual = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.NotEqual, "not_equal", a, b, opts);
+export const greater = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Greater, "greater", a, b, opts);
+export const greaterEqual = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.GreaterEqual, "greater_equal", a, b, opts);
+export const less = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Less, "less", a, b, opts);
+export const lessEqual = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.LessEqual, "less_equal", a, b, opts);
+
+export const logicalAnd = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.LogicalAnd, "logical_and", a, b, opts, () => bool_);
+export const logicalOr = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.LogicalOr, "logical_or", a, b, opts, () => bool_);
+export function logicalXor(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const [x, y] = toArrays(a, b, "logical_xor");
+  return notEqual(astype(x, bool_, opts), astype(y, bool_, opts), opts);
+}
+
+function bitwiseRule(op: string) {
+  return (t: Dtype) => {
+    if (!isInteger(t) && t !== bool_) {
+      throw new TypeError(`[${op}] Only allowed on integer or boolean types but got ${t.name}.`);
+    }
+    return t;
+  };
+}
+export const bitwiseAnd = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.BitwiseAnd, "bitwise_and", a, b, opts, bitwiseRule("bitwise_and"));
+export const bitwiseOr = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.BitwiseOr, "bitwise_or", a, b, opts, bitwiseRule("bitwise_or"));
+export const bitwiseXor = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.BitwiseXor, "bitwise_xor", a, b, opts, bitwiseRule("bitwise_xor"));
+// Shifts of bool promote to uint8 (MLX).
+const shiftRule = (op: string) => (t: Dtype) => (t === bool_ ? uint8 : bitwiseRule(op)(t));
+export const leftShift = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.LeftShift, "left_shift", a, b, opts, shiftRule("left_shift"));
+export const rightShift = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.RightShift, "right_shift", a, b, opts, shiftRule("right_shift"));
+
+// ---------------------------------------------------------------------------------------------
+// Ternary and composites
+
+/** where(condition, x, y), as mx.where: x and y promote together (weak scalars allowed). */
+export function where(condition: ArrayInput, x: ArrayInput, y: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const c = toArray(condition, "where");
+  const [a, b] = toArrays(x, y, "where");
+  const t = promoteTypes(a.dtype, b.dtype);
+  const [bc, ba, bb] = broadcastArrays([astype(c, bool_, opts), astype(a, t, opts), astype(b, t, opts)], { ...opts, op: "where" });
+  return makeArray(P.Select, [bc!, ba!, bb!], null, resolveStream(opts.stream));
+}
+
+/** Clips to [aMin, aMax]; either bound may be null (not both). */
+export function clip(a: ArrayInput, aMin: ArrayInput | null, aMax: ArrayInput | null, opts: StreamOptions = {}): MgArray {
+  let x = toArray(a, "clip");
+  if (aMin === null && aMax === null) throw new Error("[clip] At most one of aMin and aMax may be null.");
+  if (aMin !== null) x = maximum(x, aMin, opts);
+  if (aMax !== null) x = minimum(x, aMax, opts);
+  return x;
+}
+
+export function isnan(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "isnan");
+  if (!isInexact(x.dtype)) return fullLike(x, false, bool_, opts);
+  return notEqual(x, x, opts);
+}
+
+export function isinf(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "isinf");
+  if (!isInexact(x.dtype)) return fullLike(x, false, bool_, opts);
+  if (isComplex(x.dtype)) return logicalOr(isinf(real(x, opts), opts), isinf(imag(x, opts), opts), opts);
+  return logicalOr(isposinf(x, opts), isneginf(x, opts), opts);
+}
+
+export function isfinite(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "isfinite");
+  if (!isInexact(x.dtype)) return fullLike(x, true, bool_, opts);
+  return logicalNot(logicalOr(isinf(x, opts), isnan(x, opts), opts), opts);
+}
+
+export function isposinf(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "isposinf");
+  if (!isFloating(x.dtype)) return fullLike(x, false, bool_, opts);
+  return equal(x, Infinity, opts);
+}
+
+export function isneginf(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "isneginf");
+  if (!isFloating(x.dtype)) return fullLike(x, false, bool_, opts);
+  return equal(x, -Infinity, opts);
+}
+
+/** Replaces NaN with `nan` and ±inf with `posinf`/`neginf` (default: the dtype's extremes). */
+export function nanToNum(
+  a: ArrayInput,
+  nan = 0.0,
+  posinf: number | null = null,
+  neginf: number | null = null,
+  opts: StreamOptions = {},
+): MgArray {
+  const x = toArray(a, "nan_to_num");
+  if (!isFloating(x.dtype)) return x;
+  const info = finfoOf(x.dtype);
+  let r = where(isnan(x, opts), nan, x, opts);
+  r = where(isposinf(x, opts), posinf ?? info.max, r, opts);
+  r = where(isneginf(x, opts), neginf ?? info.min, r, opts);
+  return r;
+}
+
+export interface IsCloseOptions extends StreamOptions {
+  equalNan?: boolean;
+}
+
+/** |a − b| ≤ atol + rtol·|b|, as mx.isclose: infinities are close only to the same infinity.
+ *  The tolerances are float32 arrays (not weak scalars), as in MLX. */
+export function isclose(a: ArrayInput, b: ArrayInput, rtol = 1e-5, atol = 1e-8, opts: IsCloseOptions = {}): MgArray {
+  const [x, y] = toArrays(a, b, "isclose");
+  const rhs = add(fromValues([atol], [], float32), multiply(fromValues([rtol], [], float32), abs(y, opts), opts), opts);
+  const lhs = abs(subtract(x, y, opts), opts);
+  let out = lessEqual(lhs, rhs, opts);
+  const anyInf = logicalOr(isinf(x, opts), isinf(y, opts), opts);
+  const bothSameInf = logicalOr(
+    logicalAnd(isposinf(x, opts), isposinf(y, opts), opts),
+    logicalAnd(isneginf(x, opts), isneginf(y, opts), opts),
+    opts,
+  );
+  out = logicalOr(logicalAnd(out, logicalNot(anyInf, opts), opts), bothSameInf, opts);
+  if (opts.equalNan) out = logicalOr(out, logicalAnd(isnan(x, opts), isnan(y, opts), opts), opts);
+  return out;
+}
+
+/** A zeros array like `x` (used by derivative rules for "no contribution"). */
+export function zerosLikeOf(_cotangent: MgArray, x: MgArray): MgArray {
+  return zerosLike(x);
+}

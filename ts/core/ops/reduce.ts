@@ -1,0 +1,158 @@
+// Reductions and scans: sum, prod, max, min, all, any, mean, variance, std, cumulative ops.
+import type { MgArray } from "../array.ts";
+import {
+  atLeastFloat, bool_, complex64, type Dtype, float32, int32, int64, isComplex, uint32, uint64,
+} from "../dtype.ts";
+import { resolveStream } from "../device.ts";
+import { makeArray } from "../graph.ts";
+import { Reduce, type ReduceType } from "../primitives/reduce.ts";
+import { Scan, type ScanType } from "../primitives/scan.ts";
+import { normalizeAxis } from "../shape.ts";
+import { type ArrayInput, fromValues, type StreamOptions, toArray } from "./convert.ts";
+import * as ew from "./elementwise.ts";
+import { flatten, reshape } from "./shape.ts";
+
+export type Axes = number | readonly number[] | null | undefined;
+
+export interface ReduceOptions extends StreamOptions {}
+
+/** Validates axes as MLX's compute_reduce_shape: sorted, unique, in range; optional empty check. */
+function reduceAxes(a: MgArray, axis: Axes, op: string, noIdentity = false): number[] {
+  const nd = a.ndim;
+  const list = axis === undefined || axis === null ? Array.from({ length: nd }, (_, i) => i) : typeof axis === "number" ? [axis] : [...axis];
+  const out: number[] = [];
+  for (const ax of list) {
+    if (!Number.isInteger(ax)) throw new TypeError(`[${op}] axis must be an integer, got ${ax}.`);
+    const n = ax < 0 ? ax + nd : ax;
+    if (n < 0 || n >= nd) throw new RangeError(`[${op}] Invalid axis ${ax} for array with ${nd} dimensions.`);
+    if (out.includes(n)) throw new Error(`[${op}] Duplicate axes detected in reduction.`);
+    if (noIdentity && a.shape[n] === 0) throw new Error(`[${op}] Cannot ${op} reduce over axis ${n} with size 0.`);
+    out.push(n);
+  }
+  return out.sort((x, y) => x - y);
+}
+
+/** Integer sums and products widen as MLX: ≤32-bit signed → int32, unsigned → uint32, bool → int32. */
+function accumulateDtype(d: Dtype): Dtype {
+  if (d === bool_) return int32;
+  if (d.kind === "i") return d.size <= 4 ? int32 : int64;
+  if (d.kind === "u") return d.size <= 4 ? uint32 : uint64;
+  return d;
+}
+
+function reduceOp(type: ReduceType, op: string, a: ArrayInput, axis: Axes, keepdims: boolean, opts: StreamOptions): MgArray {
+  let x = toArray(a, op);
+  const noIdentity = type === "max" || type === "min";
+  if (noIdentity && x.size === 0) throw new Error(`[${op}] Cannot ${op} reduce zero size array.`);
+  if (axis !== undefined && axis !== null && typeof axis !== "number" && axis.length === 0 && (type === "sum" || type === "prod")) return x;
+  const axes = reduceAxes(x, axis, op, noIdentity);
+  if (type === "sum" || type === "prod") x = ew.astype(x, accumulateDtype(x.dtype), opts);
+  const isNoop = axes.every((ax) => x.shape[ax] === 1);
+  let out: MgArray;
+  if (isNoop) out = type === "and" || type === "or" ? ew.astype(x, bool_, opts) : x;
+  else out = makeArray(Reduce, [x], { type, axes }, resolveStream(opts.stream));
+  if (!keepdims && axes.length > 0) out = reshape(out, out.shape.filter((_, i) => !axes.includes(i)), opts);
+  return out;
+}
+
+export const sum = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
+  reduceOp("sum", "sum", a, axis, kd(keepdims), merge(keepdims, opts));
+export const prod = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
+  reduceOp("prod", "prod", a, axis, kd(keepdims), merge(keepdims, opts));
+export const max = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
+  reduceOp("max", "max", a, axis, kd(keepdims), merge(keepdims, opts));
+export const min = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
+  reduceOp("min", "min", a, axis, kd(keepdims), merge(keepdims, opts));
+export const all = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
+  reduceOp("and", "all", a, axis, kd(keepdims), merge(keepdims, opts));
+export const any = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
+  reduceOp("or", "any", a, axis, kd(keepdims), merge(keepdims, opts));
+
+// keepdims is positional in MLX (`sum(a, axis, keepdims)`); `{ keepdims }` in the options object is
+// also accepted since JS callers often write it that way.
+function kd(k: boolean | ReduceOptions & { keepdims?: boolean }): boolean {
+  return typeof k === "boolean" ? k : !!k.keepdims;
+}
+function merge(k: boolean | ReduceOptions, opts: ReduceOptions): ReduceOptions {
+  return typeof k === "boolean" ? opts : { ...k, ...opts };
+}
+
+/** Sum keeping reduced axes (used by derivative rules). */
+export function sumKeepdims(a: MgArray, axes: readonly number[]): MgArray {
+  return sum(a, axes, true);
+}
+
+/** The reciprocal of the number of reduced elements, in `dtype`. */
+function inverseCount(a: MgArray, axes: readonly number[], dtype: Dtype): MgArray {
+  const n = axes.reduce((acc, ax) => acc * a.shape[ax]!, 1);
+  return fromValues([1 / n], [], dtype);
+}
+
+export function mean(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}): MgArray {
+  const x = toArray(a, "mean");
+  const o = merge(keepdims, opts);
+  const axes = reduceAxes(x, axis, "mean");
+  return ew.multiply(sum(x, axes, kd(keepdims), o), inverseCount(x, axes, atLeastFloat(x.dtype)), o);
+}
+
+export interface VarianceOptions extends ReduceOptions {}
+
+/** Variance with `ddof` (MLX's var: N − ddof clamped at 0, so var([1,2], ddof=2) is inf). */
+export function variance(a: ArrayInput, axis?: Axes, keepdims = false, ddof = 0, opts: VarianceOptions = {}): MgArray {
+  const x = toArray(a, "var");
+  const axes = reduceAxes(x, axis, "var");
+  let dtype = atLeastFloat(x.dtype);
+  const mu = mean(x, axes, true, opts);
+  const d = ew.subtract(x, mu, opts);
+  const sq = isComplex(dtype) ? ew.real(ew.multiply(d, ew.conjugate(d, opts), opts), opts) : ew.square(d, opts);
+  if (isComplex(dtype)) dtype = float32;
+  const v = sum(sq, axes, keepdims, opts);
+  const n = axes.reduce((acc, ax) => acc * x.shape[ax]!, 1);
+  if (ddof !== 0) return ew.divide(v, fromValues([Math.max(n - ddof, 0)], [], dtype), opts);
+  return ew.multiply(v, fromValues([1 / n], [], dtype), opts);
+}
+
+export function std(a: ArrayInput, axis?: Axes, keepdims = false, ddof = 0, opts: VarianceOptions = {}): MgArray {
+  return ew.sqrt(variance(a, axis, keepdims, ddof, opts), opts);
+}
+
+/** Number of nonzero elements (axis and keepdims are keyword-only in MLX). */
+export function countNonzero(a: ArrayInput, opts: ReduceOptions & { axis?: Axes; keepdims?: boolean } = {}): MgArray {
+  const x = toArray(a, "count_nonzero");
+  return sum(ew.astype(ew.notEqual(x, 0, opts), int32, opts), opts.axis, !!opts.keepdims, opts);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scans
+
+export interface ScanOptions extends StreamOptions {
+  reverse?: boolean;
+  inclusive?: boolean;
+}
+export interface CumOptions extends ScanOptions {
+  dtype?: Dtype | null;
+}
+
+function scanOp(type: ScanType, op: string, a: ArrayInput, axis: number | null | undefined, opts: CumOptions): MgArray {
+  let x = toArray(a, op);
+  if (axis === undefined || axis === null) {
+    x = flatten(x, 0, -1, opts);
+    axis = 0;
+  }
+  if (x.ndim === 0) x = reshape(x, [1], opts);
+  const ax = normalizeAxis(axis, x.ndim, op);
+  if (type === "sum" || type === "prod") {
+    const t = opts.dtype ?? (x.dtype === bool_ ? int32 : x.dtype);
+    x = ew.astype(x, t, opts);
+  } else if (type === "logaddexp") {
+    if (x.dtype === complex64) throw new TypeError(`[${op}] Not supported for complex64.`);
+    x = ew.astype(x, atLeastFloat(x.dtype), opts);
+  }
+  return makeArray(Scan, [x], { type, axis: ax, reverse: !!opts.reverse, inclusive: opts.inclusive ?? true }, resolveStream(opts.stream));
+}
+
+export const cumsum = (a: ArrayInput, axis?: number | null, opts: CumOptions = {}) => scanOp("sum", "cumsum", a, axis, opts);
+export const cumprod = (a: ArrayInput, axis?: number | null, opts: CumOptions = {}) => scanOp("prod", "cumprod", a, axis, opts);
+export const cummax = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("max", "cummax", a, axis, opts);
+export const cummin = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("min", "cummin", a, axis, opts);
+export const logcumsumexp = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("logaddexp", "logcumsumexp", a, axis, opts);

@@ -1,0 +1,152 @@
+// Shape ops that view data: reshape, flatten, squeeze, expand_dims, transpose, broadcasting.
+import type { MgArray } from "../array.ts";
+import { resolveStream } from "../device.ts";
+import { makeArray } from "../graph.ts";
+import { Broadcast, Reshape, Slice, Transpose } from "../primitives/views.ts";
+import { broadcastShapes, formatShape, normalizeAxes, normalizeAxis, shapeSize, shapesEqual } from "../shape.ts";
+import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
+
+/** Resolves one -1 in a requested shape and checks the element count. */
+export function resolveShape(a: MgArray, shape: readonly number[], op: string): number[] {
+  const out = [...shape];
+  let infer = -1;
+  let known = 1;
+  for (let i = 0; i < out.length; i++) {
+    const d = out[i]!;
+    if (d === -1) {
+      if (infer >= 0) throw new Error(`[${op}] Can only infer one dimension.`);
+      infer = i;
+    } else if (!Number.isInteger(d) || d < 0) {
+      throw new Error(`[${op}] Invalid dimension ${d} in shape ${formatShape(shape)}.`);
+    } else known *= d;
+  }
+  if (infer >= 0) {
+    if (known === 0 || a.size % known !== 0) {
+      throw new Error(`[${op}] Cannot infer the shape of an array of size ${a.size} into shape ${formatShape(shape)}.`);
+    }
+    out[infer] = a.size / known;
+  }
+  if (shapeSize(out) !== a.size) {
+    throw new Error(`[${op}] Cannot reshape array of size ${a.size} into shape ${formatShape(shape)}.`);
+  }
+  return out;
+}
+
+export function reshape(a: ArrayInput, shape: readonly number[], opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "reshape");
+  const s = resolveShape(x, shape, "reshape");
+  if (shapesEqual(s, x.shape)) return x;
+  return makeArray(Reshape, [x], { shape: s }, resolveStream(opts.stream));
+}
+
+export interface FlattenOptions extends StreamOptions {
+  startAxis?: number;
+  endAxis?: number;
+}
+
+/** Flattens axes startAxis..endAxis (inclusive) into one, as mx.flatten. */
+export function flatten(a: ArrayInput, startAxis = 0, endAxis = -1, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "flatten");
+  if (x.ndim === 0) return reshape(x, [1], opts);
+  const s = normalizeAxis(startAxis, x.ndim, "flatten");
+  const e = normalizeAxis(endAxis, x.ndim, "flatten");
+  if (s > e) throw new Error("[flatten] start_axis must be less than or equal to end_axis.");
+  const shape = [...x.shape.slice(0, s), shapeSize(x.shape.slice(s, e + 1)), ...x.shape.slice(e + 1)];
+  return reshape(x, shape, opts);
+}
+
+/** Splits one axis into `shape`, as mx.unflatten. */
+export function unflatten(a: ArrayInput, axis: number, shape: readonly number[], opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "unflatten");
+  const ax = normalizeAxis(axis, x.ndim, "unflatten");
+  if (shape.length === 0) throw new Error("[unflatten] The shape must have at least one dimension.");
+  const inner = resolveShape({ size: x.shape[ax]! } as MgArray, shape, "unflatten");
+  return reshape(x, [...x.shape.slice(0, ax), ...inner, ...x.shape.slice(ax + 1)], opts);
+}
+
+export function squeeze(a: ArrayInput, axis?: number | readonly number[] | null, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "squeeze");
+  let axes: number[];
+  if (axis === undefined || axis === null) axes = x.shape.flatMap((d, i) => (d === 1 ? [i] : []));
+  else {
+    axes = normalizeAxes(axis, x.ndim, "squeeze");
+    for (const ax of axes) {
+      if (x.shape[ax] !== 1) throw new Error(`[squeeze] Cannot squeeze axis ${ax} with size ${x.shape[ax]} which is not equal to 1.`);
+    }
+  }
+  return reshape(x, x.shape.filter((_, i) => !axes.includes(i)), opts);
+}
+
+export function expandDims(a: ArrayInput, axis: number | readonly number[], opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "expand_dims");
+  const list = typeof axis === "number" ? [axis] : [...axis];
+  const outNdim = x.ndim + list.length;
+  const axes = normalizeAxes(list, outNdim, "expand_dims");
+  const shape: number[] = [];
+  let k = 0;
+  for (let i = 0; i < outNdim; i++) shape.push(axes.includes(i) ? 1 : x.shape[k++]!);
+  return reshape(x, shape, opts);
+}
+
+export function transpose(a: ArrayInput, axes?: readonly number[] | null, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "transpose");
+  let perm: number[];
+  if (axes === undefined || axes === null) perm = Array.from({ length: x.ndim }, (_, i) => x.ndim - 1 - i);
+  else {
+    if (axes.length !== x.ndim) {
+      throw new Error(`[transpose] Received ${axes.length} axes for array with ${x.ndim} dimensions.`);
+    }
+    perm = axes.map((ax) => normalizeAxis(ax, x.ndim, "transpose"));
+    if (new Set(perm).size !== perm.length) throw new Error("[transpose] Repeat axes not allowed.");
+  }
+  if (perm.every((p, i) => p === i)) return x;
+  return makeArray(Transpose, [x], { axes: perm }, resolveStream(opts.stream));
+}
+
+export function swapaxes(a: ArrayInput, axis1: number, axis2: number, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "swapaxes");
+  const i = normalizeAxis(axis1, x.ndim, "swapaxes");
+  const j = normalizeAxis(axis2, x.ndim, "swapaxes");
+  const perm = Array.from({ length: x.ndim }, (_, k) => k);
+  perm[i] = j;
+  perm[j] = i;
+  return transpose(x, perm, opts);
+}
+
+export function moveaxis(a: ArrayInput, source: number, destination: number, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "moveaxis");
+  const s = normalizeAxis(source, x.ndim, "moveaxis");
+  const d = normalizeAxis(destination, x.ndim, "moveaxis");
+  const perm = Array.from({ length: x.ndim }, (_, k) => k).filter((k) => k !== s);
+  perm.splice(d, 0, s);
+  return transpose(x, perm, opts);
+}
+
+export function broadcastTo(a: ArrayInput, shape: readonly number[], opts: StreamOptions & { op?: string } = {}): MgArray {
+  const x = toArray(a, opts.op ?? "broadcast_to");
+  const target = [...shape];
+  const out = broadcastShapes([x.shape, target], opts.op ?? "broadcast_to");
+  if (!shapesEqual(out, target)) {
+    throw new Error(`[${opts.op ?? "broadcast_to"}] Cannot broadcast array of shape ${formatShape(x.shape)} into shape ${formatShape(target)}.`);
+  }
+  if (shapesEqual(x.shape, target)) return x;
+  return makeArray(Broadcast, [x], { shape: target }, resolveStream(opts.stream));
+}
+
+export function broadcastArrays(arrays: readonly ArrayInput[], opts: StreamOptions & { op?: string } = {}): MgArray[] {
+  const op = opts.op ?? "broadcast_arrays";
+  const xs = arrays.map((a) => toArray(a, op));
+  const shape = broadcastShapes(xs.map((x) => x.shape), op);
+  return xs.map((x) => (shapesEqual(x.shape, shape) ? x : makeArray(Broadcast, [x], { shape }, resolveStream(opts.stream))));
+}
+
+/** Reverses the order of elements along the given axes (all when omitted), as mx.flip. A view. */
+export function flip(a: ArrayInput, axis?: number | readonly number[] | null, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "flip");
+  const axes = normalizeAxes(axis ?? null, x.ndim, "flip");
+  if (axes.length === 0) return x;
+  const start = x.shape.map((d, i) => (axes.includes(i) ? d - 1 : 0));
+  const stop = x.shape.map((d, i) => (axes.includes(i) ? -1 : d));
+  const strides = x.shape.map((_, i) => (axes.includes(i) ? -1 : 1));
+  return makeArray(Slice, [x], { start, stop, strides }, resolveStream(opts.stream));
+}

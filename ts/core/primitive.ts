@@ -1,0 +1,66 @@
+// A primitive is one record: its shape/dtype rule, CPU reference, GPU kernel choice and its
+// derivative and batching rules. Ops (ts/core/ops) build nodes that point at these records;
+// backends (ts/backend/*) evaluate them; transforms (ts/autograd) read vjp/jvp/vmap.
+import type { MgArray } from "./array.ts";
+import type { Dtype } from "./dtype.ts";
+
+export interface OutputSpec {
+  shape: number[];
+  dtype: Dtype;
+}
+
+/** How the GPU backend runs a primitive; defined in ts/backend/gpu. Opaque to the core. */
+export interface GpuRule {
+  readonly kind: string;
+}
+
+/** Classification used by automatic fusion (MLX's compile fuses exactly these kinds). */
+export type FusionKind = "unary" | "binary" | "ternary" | "broadcast";
+
+export interface Primitive<P = unknown> {
+  /** MLX's primitive name ("Add", "Exp", "Reduce" …): shown in traces and errors. */
+  readonly name: string;
+  /** The shape/dtype rule: output specs from the (validated) inputs and params. */
+  outputSpecs(inputs: readonly MgArray[], params: P): OutputSpec[];
+  /**
+   * CPU reference. Inputs are evaluated; each output must be given data (allocated by
+   * `allocateOutput` or a view by `setView` from ts/backend/cpu/data.ts).
+   */
+  cpu(inputs: readonly MgArray[], outputs: readonly MgArray[], params: P): void;
+  /** GPU kernel choice; absent means the primitive has no GPU kernel yet (a clear error). */
+  gpu?: GpuRule;
+  /** Elementwise primitives that automatic fusion may merge into one kernel. */
+  fusion?: FusionKind;
+  /**
+   * Reverse mode: cotangents of the inputs listed in `argnums`, given the cotangents of every
+   * output (zeros where an output is unused). Written in ordinary ops so it runs on any device,
+   * fuses, and can be differentiated again.
+   */
+  vjp?(
+    primals: readonly MgArray[],
+    cotangents: readonly MgArray[],
+    argnums: readonly number[],
+    outputs: readonly MgArray[],
+    params: P,
+  ): MgArray[];
+  /** Forward mode: tangents of every output, given the tangents of the inputs in `argnums`. */
+  jvp?(
+    primals: readonly MgArray[],
+    tangents: readonly MgArray[],
+    argnums: readonly number[],
+    outputs: readonly MgArray[],
+    params: P,
+  ): MgArray[];
+  /**
+   * Batching: inputs carry a batch axis (`axes[i]`, or -1 when unbatched); returns the outputs
+   * and the batch axis of each.
+   */
+  vmap?(inputs: readonly MgArray[], axes: readonly number[], params: P): [MgArray[], number[]];
+  /** A stable string of the params, for graph caches (compile) and fused-kernel keys. */
+  paramsKey?(params: P): string;
+}
+
+/** Raised by transforms when a primitive lacks the rule they need. */
+export function missingRule(p: Primitive<never>, rule: "vjp" | "jvp" | "vmap"): Error {
+  return new Error(`[${rule}] ${p.name} has no ${rule} rule.`);
+}

@@ -1,0 +1,218 @@
+// Reductions over a set of axes (MLX's Reduce). The output keeps reduced axes as size 1; the op
+// squeezes them unless keepdims.
+import type { MgArray } from "../array.ts";
+import { bool_, complex64, type Dtype, int64, uint64 } from "../dtype.ts";
+import type { Primitive } from "../primitive.ts";
+import { readBigints, readComplex, readNumbers, writeBigints, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
+import * as ew from "../ops/elementwise.ts";
+import { broadcastTo } from "../ops/shape.ts";
+
+export type ReduceType = "sum" | "prod" | "max" | "min" | "and" | "or";
+
+export interface ReduceParams {
+  type: ReduceType;
+  /** Sorted, normalised axes. */
+  axes: number[];
+}
+
+/** For each input element (row-major), the index of the output element it reduces into. */
+export function reductionTargets(shape: readonly number[], axes: readonly number[]): Int32Array {
+  const nd = shape.length;
+  const outStrides = new Array<number>(nd).fill(0);
+  let s = 1;
+  for (let i = nd - 1; i >= 0; i--) {
+    if (!axes.includes(i)) {
+      outStrides[i] = s;
+      s *= shape[i]!;
+    }
+  }
+  let size = 1;
+  for (const d of shape) size *= d;
+  const out = new Int32Array(size);
+  if (size === 0) return out;
+  const idx = new Array<number>(nd).fill(0);
+  let target = 0;
+  for (let i = 0; i < size; i++) {
+    out[i] = target;
+    for (let k = nd - 1; k >= 0; k--) {
+      idx[k]!++;
+      target += outStrides[k]!;
+      if (idx[k]! < shape[k]!) break;
+      target -= outStrides[k]! * shape[k]!;
+      idx[k] = 0;
+    }
+  }
+  return out;
+}
+
+function outSize(shape: readonly number[], axes: readonly number[]): number {
+  let n = 1;
+  shape.forEach((d, i) => {
+    if (!axes.includes(i)) n *= d;
+  });
+  return n;
+}
+
+function reduceNumbers(type: ReduceType, values: Float64Array, targets: Int32Array, n: number, intMul32: boolean): Float64Array {
+  const out = new Float64Array(n);
+  const init = type === "sum" || type === "or" ? 0 : type === "prod" || type === "and" ? 1 : type === "max" ? -Infinity : Infinity;
+  out.fill(init);
+  switch (type) {
+    case "sum":
+      for (let i = 0; i < values.length; i++) out[targets[i]!]! += values[i]!;
+      break;
+    case "prod":
+      if (intMul32) for (let i = 0; i < values.length; i++) out[targets[i]!] = Math.imul(out[targets[i]!]!, values[i]!);
+      else for (let i = 0; i < values.length; i++) out[targets[i]!]! *= values[i]!;
+      break;
+    case "max":
+      // NaN propagates: once a slot is NaN it stays NaN.
+      for (let i = 0; i < values.length; i++) {
+        const t = targets[i]!;
+        const v = values[i]!;
+        const o = out[t]!;
+        if (v !== v || v > o) out[t] = o !== o ? o : v;
+      }
+      break;
+    case "min":
+      for (let i = 0; i < values.length; i++) {
+        const t = targets[i]!;
+        const v = values[i]!;
+        const o = out[t]!;
+        if (v !== v || v < o) out[t] = o !== o ? o : v;
+      }
+      break;
+    case "and":
+      for (let i = 0; i < values.length; i++) if (values[i] === 0) out[targets[i]!] = 0;
+      break;
+    case "or":
+      for (let i = 0; i < values.length; i++) if (values[i] !== 0) out[targets[i]!] = 1;
+      break;
+  }
+  return out;
+}
+
+function reduceBigints(type: ReduceType, values: bigint[], targets: Int32Array, n: number, dtype: Dtype): bigint[] {
+  let out: bigint[];
+  if (type === "sum") out = new Array<bigint>(n).fill(0n);
+  else if (type === "prod") out = new Array<bigint>(n).fill(1n);
+  else {
+    // max/min start from the first element reaching each slot
+    out = new Array<bigint>(n);
+    const seen = new Uint8Array(n);
+    for (let i = 0; i < values.length; i++) {
+      const t = targets[i]!;
+      const v = values[i]!;
+      if (!seen[t] || (type === "max" ? v > out[t]! : v < out[t]!)) out[t] = v;
+      seen[t] = 1;
+    }
+    return out;
+  }
+  const wrap = dtype === uint64 ? (v: bigint) => BigInt.asUintN(64, v) : (v: bigint) => BigInt.asIntN(64, v);
+  for (let i = 0; i < values.length; i++) {
+    const t = targets[i]!;
+    out[t] = wrap(type === "sum" ? out[t]! + values[i]! : out[t]! * values[i]!);
+  }
+  return out;
+}
+
+export const Reduce: Primitive<ReduceParams> = {
+  name: "Reduce",
+  outputSpecs([a], p) {
+    const shape = a!.shape.map((d, i) => (p.axes.includes(i) ? 1 : d));
+    let dtype = a!.dtype;
+    if (p.type === "and" || p.type === "or") dtype = bool_;
+    return [{ shape, dtype }];
+  },
+  cpu([a], [out], p) {
+    const targets = reductionTargets(a!.shape, p.axes);
+    const n = outSize(a!.shape, p.axes);
+    const od = out!.dtype;
+    if (a!.dtype === complex64 && (p.type === "sum" || p.type === "prod")) {
+      const v = readComplex(a!);
+      const r = new Float64Array(2 * n);
+      if (p.type === "prod") for (let i = 0; i < n; i++) r[2 * i] = 1;
+      for (let i = 0; i < targets.length; i++) {
+        const t = targets[i]!;
+        if (p.type === "sum") {
+          r[2 * t]! += v[2 * i]!;
+          r[2 * t + 1]! += v[2 * i + 1]!;
+        } else {
+          const re = r[2 * t]! * v[2 * i]! - r[2 * t + 1]! * v[2 * i + 1]!;
+          r[2 * t + 1] = r[2 * t]! * v[2 * i + 1]! + r[2 * t + 1]! * v[2 * i]!;
+          r[2 * t] = re;
+        }
+      }
+      writeComplex(out!, r);
+    } else if ((od === int64 || od === uint64) && p.type !== "and" && p.type !== "or") {
+      writeBigints(out!, reduceBigints(p.type, readBigints(a!), targets, n, od));
+    } else {
+      const isInt32 = (od.kind === "i" || od.kind === "u") && od.size === 4;
+      writeNumbers(out!, reduceNumbers(p.type, readNumbers(a!), targets, n, isInt32));
+    }
+  },
+  vjp([a], [g], _argnums, [y], p) {
+    const x = a!;
+    switch (p.type) {
+      case "sum":
+        // Every input element contributes once: the cotangent broadcasts back.
+        return [broadcastTo(g!, x.shape)];
+      case "prod": {
+        // ∂(∏x)/∂xᵢ = ∏_{j≠i} xⱼ, computed without dividing by xᵢ (stable with zeros).
+        return [ew.multiply(broadcastTo(g!, x.shape), productOfOthers(x, p.axes))];
+      }
+      case "max":
+      case "min": {
+        // Ties share the gradient equally.
+        const mask = ew.astype(ew.equal(x, broadcastTo(y!, x.shape)), x.dtype);
+        const count = ew.astype(sumKeep(mask, p.axes), x.dtype);
+        return [ew.multiply(broadcastTo(ew.divide(g!, count), x.shape), mask)];
+      }
+      default:
+        return [ew.zerosLikeOf(g!, x)];
+    }
+  },
+  jvp([a], [t], _argnums, [y], p) {
+    const x = a!;
+    switch (p.type) {
+      case "sum":
+        return [sumKeep(t!, p.axes)];
+      case "prod":
+        return [sumKeep(ew.multiply(t!, productOfOthers(x, p.axes)), p.axes)];
+      case "max":
+      case "min": {
+        const mask = ew.astype(ew.equal(x, broadcastTo(y!, x.shape)), x.dtype);
+        const count = sumKeep(mask, p.axes);
+        return [ew.divide(sumKeep(ew.multiply(t!, mask), p.axes), count)];
+      }
+      default:
+        return [ew.zerosLikeOf(y!, y!)];
+    }
+  },
+  paramsKey: (p) => `${p.type}|${p.axes.join(",")}`,
+};
+
+// Lazy imports of ops built on this primitive (avoids an import cycle at module load).
+import { cumprod, sumKeepdims as sumKeep } from "../ops/reduce.ts";
+import { flip } from "../ops/shape.ts";
+
+/** For each element, the product of the other elements along the reduced axes. */
+function productOfOthers(x: MgArray, axes: readonly number[]): MgArray {
+  // Move the reduced axes last and flatten them; then "product of the others" is the product of
+  // an exclusive prefix scan and an exclusive suffix scan — no division, so zeros are fine.
+  const nd = x.ndim;
+  const keep = Array.from({ length: nd }, (_, i) => i).filter((i) => !axes.includes(i));
+  const perm = [...keep, ...axes];
+  const moved = transposeTo(x, perm);
+  const lead = keep.map((i) => x.shape[i]!);
+  const n = axes.reduce((acc, i) => acc * x.shape[i]!, 1);
+  const flat = reshapeTo(moved, [...lead, n]);
+  const left = cumprod(flat, -1, { inclusive: false });
+  const right = flip(cumprod(flip(flat, -1), -1, { inclusive: false }), -1);
+  const others = ew.multiply(left, right);
+  const back = reshapeTo(others, perm.map((i) => x.shape[i]!));
+  const inverse = new Array<number>(nd);
+  perm.forEach((p, i) => (inverse[p] = i));
+  return transposeTo(back, inverse);
+}
+import { reshape as reshapeTo, transpose as transposeTo } from "../ops/shape.ts";

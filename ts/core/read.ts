@@ -1,0 +1,128 @@
+// Reading array values into JS: item(), tolist(), typed-array copies, and MLX-style printing.
+import type { MgArray } from "./array.ts";
+import { bfloat16, bool_, complex64 } from "./dtype.ts";
+import { collectValues, type ElementValue, storageCtor } from "./elements.ts";
+import type { TypedArray } from "../memory/storage.ts";
+
+/** All elements in row-major order as JS values (evaluates and waits). */
+export function values(a: MgArray, op = "tolist"): ElementValue[] {
+  const l = a.ensureEvaluated(op);
+  const view = l.storage.view(a.dtype, storageCtor(a.dtype));
+  return collectValues(view, a.dtype, a.shape, l.strides, l.offset);
+}
+
+export type Nested = ElementValue | Nested[];
+
+/** Nested JS arrays of numbers (bigints for 64-bit ints, booleans for bool, {re, im} for complex). */
+export function tolist(a: MgArray): Nested {
+  const flat = values(a);
+  if (a.ndim === 0) return flat[0]!;
+  let i = 0;
+  const build = (d: number): Nested[] => {
+    const n = a.shape[d]!;
+    const out: Nested[] = new Array(n);
+    for (let k = 0; k < n; k++) out[k] = d === a.ndim - 1 ? flat[i++]! : build(d + 1);
+    return out;
+  };
+  return build(0);
+}
+
+/** The single value of a size-1 array, as mx.array.item(). */
+export function item(a: MgArray): ElementValue {
+  if (a.size !== 1) throw new Error(`[item] ${a.describe()} has ${a.size} elements; item() needs exactly one.`);
+  return values(a, "item")[0]!;
+}
+
+/**
+ * A fresh row-major typed array of the values: Float32Array for float32 and bfloat16 (decoded),
+ * Float16Array, Float64Array, Int32Array …, BigInt64Array for int64, Uint8Array for bool,
+ * interleaved Float32Array (re, im) for complex64. A copy: safe after dispose.
+ */
+export function dataSync(a: MgArray): TypedArray {
+  const l = a.ensureEvaluated("data");
+  const n = a.size;
+  const dt = a.dtype;
+  const src = l.storage.view(dt, storageCtor(dt));
+  if (dt === bfloat16) {
+    const out = new Float32Array(n);
+    const vals = collectValues(src, dt, a.shape, l.strides, l.offset);
+    for (let i = 0; i < n; i++) out[i] = vals[i] as number;
+    return out;
+  }
+  if (dt === complex64) {
+    const out = new Float32Array(2 * n);
+    const vals = collectValues(src, dt, a.shape, l.strides, l.offset);
+    for (let i = 0; i < n; i++) {
+      const c = vals[i] as { re: number; im: number };
+      out[2 * i] = c.re;
+      out[2 * i + 1] = c.im;
+    }
+    return out;
+  }
+  const Ctor = storageCtor(dt);
+  if (l.rowContiguous) {
+    return (src as Uint8Array).slice(l.offset, l.offset + n);
+  }
+  const out = new Ctor(new ArrayBuffer(n * (Ctor as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT), 0, n);
+  const vals = collectValues(src, dt, a.shape, l.strides, l.offset);
+  for (let i = 0; i < n; i++) {
+    const v = vals[i]!;
+    out[i] = (typeof v === "boolean" ? (v ? 1 : 0) : v) as number & bigint;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printing, in the style of MLX's repr: array([[1, 2],\n       [3, 4]], dtype=int32)
+
+function formatFloat(v: number, dt: string): string {
+  if (Number.isNaN(v)) return "nan";
+  if (v === Infinity) return "inf";
+  if (v === -Infinity) return "-inf";
+  const digits = dt === "float64" ? 17 : dt === "float32" ? 9 : 5;
+  let s = Number(v.toPrecision(Math.min(digits, 6))).toString();
+  if (Object.is(v, -0)) s = "-0";
+  if (!s.includes(".") && !s.includes("e") && !s.includes("n")) s += ".";
+  return s;
+}
+
+function formatValue(v: ElementValue, dtName: string): string {
+  if (typeof v === "boolean") return v ? "True" : "False";
+  if (typeof v === "bigint") return v.toString();
+  if (typeof v === "object") {
+    const sign = v.im < 0 || Object.is(v.im, -0) ? "-" : "+";
+    return `${formatFloat(v.re, "float32")}${sign}${formatFloat(Math.abs(v.im), "float32")}j`;
+  }
+  if (dtName.startsWith("float") || dtName === "bfloat16") return formatFloat(v, dtName);
+  return String(v);
+}
+
+const EDGE = 3;
+const SUMMARIZE = 1000;
+
+export function formatArray(a: MgArray): string {
+  if (a.disposed) return `array(<disposed>, shape=(${a.shape.join(", ")}), dtype=${a.dtype.name})`;
+  const flat = values(a, "print").map((v) => formatValue(v, a.dtype.name));
+  const summarize = a.size > SUMMARIZE;
+  const width = Math.max(0, ...flat.map((s) => s.length));
+  const pad = (s: string) => (a.dtype === bool_ ? s : s.padStart(width));
+  const strides: number[] = [];
+  let s = 1;
+  for (let i = a.ndim - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= a.shape[i]!;
+  }
+  const indent = "array(".length;
+  const fmt = (d: number, base: number): string => {
+    if (d === a.ndim) return pad(flat[base]!);
+    const n = a.shape[d]!;
+    const parts: string[] = [];
+    const idx = summarize && n > 2 * EDGE ? [...Array(EDGE).keys(), -1, ...Array.from({ length: EDGE }, (_, i) => n - EDGE + i)] : [...Array(n).keys()];
+    for (const k of idx) parts.push(k < 0 ? "..." : fmt(d + 1, base + k * strides[d]!));
+    const sep = d === a.ndim - 1 ? ", " : "," + "\n".repeat(a.ndim - d - 1) + " ".repeat(indent + d + 1);
+    return `[${parts.join(sep)}]`;
+  };
+  const body = a.ndim === 0 ? flat[0]! : fmt(0, 0);
+  return `array(${body}, dtype=${a.dtype.name})`;
+}
+

@@ -1,0 +1,90 @@
+// Shapes, strides and axes: the small arithmetic every op shares.
+
+export type Shape = readonly number[];
+
+export function shapeSize(shape: Shape): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+export function formatShape(shape: Shape): string {
+  return shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(",")})`;
+}
+
+export function shapesEqual(a: Shape, b: Shape): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Row-major (C) strides in elements. */
+export function rowMajorStrides(shape: Shape): number[] {
+  const strides = new Array<number>(shape.length);
+  let s = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= shape[i]!;
+  }
+  return strides;
+}
+
+/** NumPy broadcasting of any number of shapes; throws a tagged error when incompatible. */
+export function broadcastShapes(shapes: readonly Shape[], op = "broadcast_shapes"): number[] {
+  let ndim = 0;
+  for (const s of shapes) ndim = Math.max(ndim, s.length);
+  const out = new Array<number>(ndim).fill(1);
+  for (const s of shapes) {
+    const off = ndim - s.length;
+    for (let i = 0; i < s.length; i++) {
+      const d = s[i]!;
+      const o = out[off + i]!;
+      if (d === o || d === 1) continue;
+      if (o === 1) out[off + i] = d;
+      else {
+        throw new Error(
+          `[${op}] Shapes ${shapes.map(formatShape).join(" and ")} cannot be broadcast.`,
+        );
+      }
+    }
+  }
+  return out;
+}
+
+/** Normalises a possibly negative axis for an array of rank `ndim`. */
+export function normalizeAxis(axis: number, ndim: number, op: string): number {
+  if (!Number.isInteger(axis)) throw new TypeError(`[${op}] axis must be an integer, got ${axis}.`);
+  const a = axis < 0 ? axis + ndim : axis;
+  if (a < 0 || a >= ndim) {
+    throw new RangeError(`[${op}] axis ${axis} is out of bounds for array with ${ndim} dimensions.`);
+  }
+  return a;
+}
+
+/** Normalises a list of axes (or all axes when undefined); rejects duplicates. Sorted ascending. */
+export function normalizeAxes(
+  axes: number | readonly number[] | undefined | null,
+  ndim: number,
+  op: string,
+): number[] {
+  if (axes === undefined || axes === null) return Array.from({ length: ndim }, (_, i) => i);
+  const list = typeof axes === "number" ? [axes] : axes;
+  const out = list.map((a) => normalizeAxis(a, ndim, op));
+  const seen = new Set<number>();
+  for (const a of out) {
+    if (seen.has(a)) throw new Error(`[${op}] Received duplicate axes.`);
+    seen.add(a);
+  }
+  return out.sort((x, y) => x - y);
+}
+
+export function checkShape(shape: unknown, op: string): number[] {
+  const list = typeof shape === "number" ? [shape] : shape;
+  if (!Array.isArray(list)) throw new TypeError(`[${op}] shape must be an integer or an array of integers.`);
+  for (const d of list) {
+    if (typeof d !== "number" || !Number.isInteger(d) || d < 0) {
+      throw new RangeError(`[${op}] Invalid shape ${JSON.stringify(list)}: dimensions must be non-negative integers.`);
+    }
+  }
+  return [...(list as number[])];
+}

@@ -1,0 +1,39 @@
+// metalgrad: an MLX-class array and autograd framework for Bun.
+//   import * as mg from "metalgrad";
+import "./memory/allocator.ts";
+import "./backend/cpu/index.ts";
+import "./core/methods.ts";
+import { stack as stackHook } from "./core/ops/join.ts";
+import { astype as astypeHook } from "./core/ops/elementwise.ts";
+import { setConvertHooks } from "./core/ops/convert.ts";
+import { evalArrays } from "./core/graph.ts";
+import { MgArray } from "./core/array.ts";
+
+setConvertHooks((arrays) => stackHook(arrays), (a, d) => astypeHook(a, d));
+
+export { MgArray } from "./core/array.ts";
+export * from "./core/dtype.ts";
+export {
+  cpu, gpu, Device, Stream, defaultDevice, setDefaultDevice, defaultStream, newStream, setDefaultStream, stream,
+} from "./core/device.ts";
+export type { DeviceType, StreamOrDevice } from "./core/device.ts";
+export { array } from "./core/ops/convert.ts";
+export type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
+export * from "./core/ops/elementwise.ts";
+export * from "./core/ops/creation.ts";
+export * from "./core/ops/shape.ts";
+export * from "./core/ops/reduce.ts";
+export * from "./core/ops/join.ts";
+
+/** Evaluates arrays (any nested arrays/objects of arrays), as mx.eval. */
+export function evaluate(...args: unknown[]): void {
+  const out: MgArray[] = [];
+  const walk = (x: unknown) => {
+    if (x instanceof MgArray) out.push(x);
+    else if (Array.isArray(x)) x.forEach(walk);
+    else if (x && typeof x === "object") Object.values(x).forEach(walk);
+  };
+  args.forEach(walk);
+  evalArrays(out);
+}
+export { evaluate as eval };
