@@ -334,9 +334,23 @@ export class Runtime {
   }
 
   newBuffer(byteLength: number): NativeBuffer {
-    const handle = handleOf(this.native.mg_buffer_new(byteLength));
+    let handle = handleOf(this.native.mg_buffer_new(byteLength));
+    if (handle === null && this.#limitedByViews()) {
+      // Released buffers whose ArrayBuffer the GC has not collected yet still map their memory
+      // (viewHeld); a full collection runs their deallocators, so try once more after one.
+      Bun.gc(true);
+      handle = handleOf(this.native.mg_buffer_new(byteLength));
+    }
     if (handle === null) this.fail();
     return new NativeBuffer(this, handle, byteLength);
+  }
+
+  #limitedByViews(): boolean {
+    const message = String(this.native.mg_last_error());
+    if (!message.includes("memory limit")) return false;
+    const held = this.memoryStats().viewHeld;
+    // memoryStats() succeeded, so the last error is still the allocation's.
+    return held > 0;
   }
 
   library(source: string, options: LibraryOptions = {}): Library {

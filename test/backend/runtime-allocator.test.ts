@@ -1,0 +1,178 @@
+// The caching allocator through the binding: exact counters over a scripted sequence, reuse, the
+// cache limit, clearCache and the memory limit. Expected values follow the documented rule
+// (Sources/MetalGradRuntime/Allocator.swift), re-derived here independently.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ptr } from "bun:ffi";
+import { runtime, type NativeBuffer } from "../../ts/backend/runtime.ts";
+
+const rt = runtime();
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/** The documented rounding: 256 B granules below 16 KiB, 16 KiB pages from there. */
+function allocated(n: number): number {
+  if (n === 0) return 0;
+  if (n < 16 * KiB) return Math.ceil(n / 256) * 256;
+  return Math.ceil(n / (16 * KiB)) * 16 * KiB;
+}
+
+/** The documented reuse window for a request of allocated length L. */
+function reusable(cached: number, request: number): boolean {
+  const L = allocated(request);
+  return cached >= L && cached <= Math.min(2 * L, L + MiB);
+}
+
+function address(b: NativeBuffer): number {
+  return ptr(b.arrayBuffer);
+}
+
+let savedLimits: { memory: number; cache: number } = { memory: 0, cache: 0 };
+
+beforeAll(() => {
+  const s = rt.memoryStats();
+  savedLimits = { memory: s.memoryLimit, cache: s.cacheLimit };
+});
+
+afterAll(() => {
+  rt.setMemoryLimit(savedLimits.memory);
+  rt.setCacheLimit(savedLimits.cache);
+});
+
+/** A clean slate: pending GC frees flushed, the cache emptied, the peak reset. */
+function settle(): { active: number } {
+  Bun.gc(true);
+  rt.clearCache();
+  rt.resetPeakMemory();
+  const s = rt.memoryStats();
+  expect(s.cache).toBe(0);
+  expect(s.peak).toBe(s.active);
+  return { active: s.active };
+}
+
+describe("allocator", () => {
+  test("the rounding rule, by example", () => {
+    expect([1, 255, 256, 257, 1000, 16383, 16384, 16385, 20000].map(allocated)).toEqual([
+      256, 256, 256, 512, 1024, 16384, 16384, 32768, 32768,
+    ]);
+    expect(reusable(1024, 700)).toBe(true);
+    expect(reusable(1024, 200)).toBe(false);
+  });
+
+  test("active, peak and cache follow a scripted sequence exactly; freed memory is reused", () => {
+    const { active: base } = settle();
+    const expectStats = (active: number, peak: number, cache: number) => {
+      const s = rt.memoryStats();
+      expect({ active: s.active - base, peak: s.peak - base, cache: s.cache }).toEqual({ active, peak, cache });
+    };
+
+    const a = rt.newBuffer(1000); // 1024
+    expectStats(1024, 1024, 0);
+    const b = rt.newBuffer(20000); // 32768
+    expectStats(1024 + 32768, 1024 + 32768, 0);
+    const aAddress = address(a);
+    a.release();
+    expectStats(32768, 33792, 1024);
+
+    // 700 → 768; the cached 1024 fits in [768, 1536]: reused, same memory.
+    const c = rt.newBuffer(700);
+    expect(address(c)).toBe(aAddress);
+    expectStats(33792, 33792, 0);
+    c.release();
+    expectStats(32768, 33792, 1024);
+
+    // 200 → 256; 1024 > 2 × 256, so the cached block is left alone and new memory is allocated.
+    const d = rt.newBuffer(200);
+    expect(address(d)).not.toBe(aAddress);
+    expectStats(32768 + 256, 33792, 1024);
+
+    b.release();
+    expectStats(256, 33792, 1024 + 32768);
+
+    // 40000 → 49152: nothing cached is large enough.
+    const e = rt.newBuffer(40000);
+    expectStats(256 + 49152, 256 + 49152, 1024 + 32768);
+
+    // 17000 → 32768: takes the cached 32768 block (b's).
+    const f = rt.newBuffer(17000);
+    expectStats(256 + 49152 + 32768, 256 + 49152 + 32768, 1024);
+
+    rt.resetPeakMemory();
+    expectStats(256 + 49152 + 32768, 256 + 49152 + 32768, 1024);
+    for (const x of [d, e, f]) x.release();
+    expectStats(0, 256 + 49152 + 32768, 1024 + 256 + 49152 + 32768);
+
+    rt.clearCache();
+    expectStats(0, 256 + 49152 + 32768, 0);
+  });
+
+  test("the cache limit frees the oldest cached buffers first", () => {
+    settle();
+    const previous = rt.setCacheLimit(2 * KiB);
+    try {
+      const bufs = [rt.newBuffer(1024), rt.newBuffer(1024), rt.newBuffer(1024)];
+      const addrs = bufs.map(address);
+      for (const b of bufs) b.release(); // the third release pushes the cache over 2 KiB
+      expect(rt.memoryStats().cache).toBe(2048);
+      // The survivors are the two newest; the most recent is reused first.
+      const r1 = rt.newBuffer(1024);
+      const r2 = rt.newBuffer(1024);
+      expect(address(r1)).toBe(addrs[2]!);
+      expect(address(r2)).toBe(addrs[1]!);
+      expect(rt.memoryStats().cache).toBe(0);
+      r1.release();
+      r2.release();
+    } finally {
+      expect(rt.setCacheLimit(previous)).toBe(2 * KiB);
+    }
+  });
+
+  test("a memory limit turns an oversized allocation into an error, after emptying the cache", () => {
+    const { active } = settle();
+    const cached = rt.newBuffer(64 * KiB);
+    // A live view keeps the block mapped after release, so viewHeld is the same at every step below.
+    const pinned = cached.as(Uint8Array);
+    cached.release();
+    expect(rt.memoryStats().cache).toBe(64 * KiB);
+    const limit = active + rt.memoryStats().viewHeld + 512 * KiB;
+    const previous = rt.setMemoryLimit(limit);
+    try {
+      expect(() => rt.newBuffer(1 * MiB)).toThrow(/\[mg_buffer_new\] allocating 1048576 bytes .* would exceed the memory limit/);
+      // The failed allocation first emptied the cache (memory a view still maps moves to viewHeld).
+      const s = rt.memoryStats();
+      expect(s.cache).toBe(0);
+      // What is left under the limit can still be allocated; one page more cannot.
+      const room = Math.floor((limit - s.active - s.viewHeld) / (16 * KiB)) * 16 * KiB;
+      const ok = rt.newBuffer(room);
+      expect(ok.byteLength).toBe(room);
+      expect(() => rt.newBuffer(16 * KiB)).toThrow(/memory limit/);
+      ok.release();
+      const again = rt.newBuffer(room); // the same block, served from the cache
+      expect(rt.memoryStats().cache).toBe(0);
+      again.release();
+    } finally {
+      expect(rt.setMemoryLimit(previous)).toBe(limit);
+    }
+    expect(() => rt.setMemoryLimit(-5)).toThrow(/\[mg_memory_set_limit\]/);
+    expect(pinned.byteLength).toBe(64 * KiB);
+  });
+
+  test("clearCache never unmaps memory a live view points into", () => {
+    settle();
+    const b = rt.newBuffer(4096);
+    const view = new Float32Array(b.arrayBuffer); // a JS reference that outlives release()
+    view[0] = 42;
+    b.release();
+    expect(rt.memoryStats().cache).toBe(4096);
+    rt.clearCache();
+    const s = rt.memoryStats();
+    expect(s.cache).toBe(0);
+    expect(s.viewHeld).toBeGreaterThanOrEqual(4096);
+    expect(view[0]).toBe(42); // still mapped: reading does not fault
+  });
+
+  test("the wired limit is stored and its previous value returned", () => {
+    const previous = rt.setWiredLimit(1 * MiB);
+    expect(rt.setWiredLimit(previous)).toBe(1 * MiB);
+    expect(() => rt.setWiredLimit(rt.device.recommendedMaxWorkingSetSize * 2)).toThrow(/larger than the recommended working set/);
+  });
+});
