@@ -245,27 +245,28 @@ extension Runtime {
                 pipeline = found
                 lastPipeline = found
             }
-            let context = "dispatch \(command) (kernel '\(pipeline.name)')"
+            // Built only when an error needs it: string formatting per dispatch would dominate.
+            func context() -> String { "dispatch \(command) (kernel '\(pipeline.name)')" }
             let flags = header[3]
-            guard flags & ~1 == 0 else { throw RuntimeError("\(context): unknown flag bits 0x\(String(flags, radix: 16))") }
+            guard flags & ~1 == 0 else { throw RuntimeError("\(context()): unknown flag bits 0x\(String(flags, radix: 16))") }
             let grid = (Int(header[4]), Int(header[5]), Int(header[6]))
             let group = (Int(header[7]), Int(header[8]), Int(header[9]))
             guard grid.0 > 0, grid.1 > 0, grid.2 > 0 else {
-                throw RuntimeError("\(context): grid (\(grid.0), \(grid.1), \(grid.2)) has a zero dimension")
+                throw RuntimeError("\(context()): grid (\(grid.0), \(grid.1), \(grid.2)) has a zero dimension")
             }
             guard group.0 > 0, group.1 > 0, group.2 > 0 else {
-                throw RuntimeError("\(context): threadgroup (\(group.0), \(group.1), \(group.2)) has a zero dimension")
+                throw RuntimeError("\(context()): threadgroup (\(group.0), \(group.1), \(group.2)) has a zero dimension")
             }
             let total = group.0 * group.1 * group.2
             guard total <= pipeline.maxTotalThreadsPerThreadgroup else {
                 throw RuntimeError(
-                    "\(context): threadgroup (\(group.0), \(group.1), \(group.2)) has \(total) threads, more than the "
+                    "\(context()): threadgroup (\(group.0), \(group.1), \(group.2)) has \(total) threads, more than the "
                         + "pipeline's maxTotalThreadsPerThreadgroup of \(pipeline.maxTotalThreadsPerThreadgroup) "
                         + "(Metal would silently drop this launch)")
             }
             guard group.0 <= maxThreads.width, group.1 <= maxThreads.height, group.2 <= maxThreads.depth else {
                 throw RuntimeError(
-                    "\(context): threadgroup (\(group.0), \(group.1), \(group.2)) exceeds the device's per-dimension "
+                    "\(context()): threadgroup (\(group.0), \(group.1), \(group.2)) exceeds the device's per-dimension "
                         + "maximum (\(maxThreads.width), \(maxThreads.height), \(maxThreads.depth))")
             }
             let bufferCount = Int(header[10])
@@ -274,16 +275,16 @@ extension Runtime {
             let mustWrite = UInt64(header[13]) | UInt64(header[14]) << 32
             guard bufferCount + bytesCount <= maxBindings, memoryCount <= maxBindings else {
                 throw RuntimeError(
-                    "\(context): \(bufferCount) buffers + \(bytesCount) inline bytes, \(memoryCount) threadgroup memory "
+                    "\(context()): \(bufferCount) buffers + \(bytesCount) inline bytes, \(memoryCount) threadgroup memory "
                         + "bindings: at most \(maxBindings) of each kind")
             }
             var usedIndices: UInt32 = 0
             func claim(_ index: Int, _ kind: String) throws {
                 guard index < maxBindings else {
-                    throw RuntimeError("\(context): \(kind) index \(index) is out of range (0..<\(maxBindings))")
+                    throw RuntimeError("\(context()): \(kind) index \(index) is out of range (0..<\(maxBindings))")
                 }
                 guard usedIndices & (1 << UInt32(index)) == 0 else {
-                    throw RuntimeError("\(context): buffer index \(index) is bound twice")
+                    throw RuntimeError("\(context()): buffer index \(index) is bound twice")
                 }
                 usedIndices |= 1 << UInt32(index)
             }
@@ -301,15 +302,15 @@ extension Runtime {
                 let length = UInt64(entry[5]) | UInt64(entry[6]) << 32
                 let access = entry[7]
                 guard let record = buffers[handle], record.ownerHeld else {
-                    throw RuntimeError("\(context): buffer(\(index)): \(unknownHandle(handle, .buffer).message)")
+                    throw RuntimeError("\(context()): buffer(\(index)): \(unknownHandle(handle, .buffer).message)")
                 }
                 guard access >= 1 && access <= 3 else {
-                    throw RuntimeError("\(context): buffer(\(index)) has access \(access); use 1 read, 2 write or 3 read-write")
+                    throw RuntimeError("\(context()): buffer(\(index)) has access \(access); use 1 read, 2 write or 3 read-write")
                 }
                 let end = length == 0 ? offset : offset + Int(clamping: length)
                 guard offset <= record.size, end <= record.size, length <= UInt64(Int.max) else {
                     throw RuntimeError(
-                        "\(context): buffer(\(index)) binding [\(offset), \(offset) + \(length)) runs past the end of the "
+                        "\(context()): buffer(\(index)) binding [\(offset), \(offset) + \(length)) runs past the end of the "
                             + "\(record.size)-byte buffer \(Handle.describe(handle))")
                 }
                 let extent = length == 0 ? record.size - offset : Int(length)
@@ -324,10 +325,10 @@ extension Runtime {
                 let index = Int(words[position])
                 let byteLength = Int(words[position + 1])
                 try claim(index, "inline bytes")
-                guard byteLength > 0 else { throw RuntimeError("\(context): inline bytes at index \(index) are empty") }
+                guard byteLength > 0 else { throw RuntimeError("\(context()): inline bytes at index \(index) are empty") }
                 guard byteLength < BatchFormat.maxInlineBytes else {
                     throw RuntimeError(
-                        "\(context): inline bytes at index \(index) are \(byteLength) bytes; setBytes takes under "
+                        "\(context()): inline bytes at index \(index) are \(byteLength) bytes; setBytes takes under "
                             + "\(BatchFormat.maxInlineBytes) bytes, so pass larger data in a buffer")
                 }
                 let dataWords = (byteLength + 3) / 4
@@ -344,23 +345,23 @@ extension Runtime {
                 let length = Int(words[position + 1])
                 position += BatchFormat.threadgroupMemoryWords
                 guard index < maxBindings, memoryIndices & (1 << UInt32(index)) == 0 else {
-                    throw RuntimeError("\(context): threadgroup memory index \(index) is out of range or bound twice")
+                    throw RuntimeError("\(context()): threadgroup memory index \(index) is out of range or bound twice")
                 }
                 memoryIndices |= 1 << UInt32(index)
                 guard length > 0, length % 16 == 0 else {
-                    throw RuntimeError("\(context): threadgroup memory length \(length) at index \(index) must be a positive multiple of 16")
+                    throw RuntimeError("\(context()): threadgroup memory length \(length) at index \(index) must be a positive multiple of 16")
                 }
                 memoryTotal += length
                 batch.threadgroupMemory.append((index, length))
             }
             guard memoryTotal <= maxThreadgroupMemoryLength else {
                 throw RuntimeError(
-                    "\(context): \(memoryTotal) bytes of threadgroup memory (including \(pipeline.staticThreadgroupMemoryLength) "
+                    "\(context()): \(memoryTotal) bytes of threadgroup memory (including \(pipeline.staticThreadgroupMemoryLength) "
                         + "static) exceed the \(maxThreadgroupMemoryLength)-byte limit")
             }
             guard mustWrite & ~boundBuffers == 0 else {
                 throw RuntimeError(
-                    "\(context): the must-write mask 0x\(String(mustWrite, radix: 16)) names indices with no buffer bound")
+                    "\(context()): the must-write mask 0x\(String(mustWrite, radix: 16)) names indices with no buffer bound")
             }
             batch.dispatches.append(ParsedDispatch(
                 pipeline: pipeline, dispatchThreads: flags & 1 != 0, grid: grid, threadgroup: group,

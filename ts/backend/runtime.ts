@@ -589,7 +589,7 @@ function size3(value: Size3, what: string): [number, number, number] {
  * them all with one FFI call.
  */
 export class CommandBatch {
-  #words = new Uint32Array(1024);
+  #words = new Uint32Array(64);
   #length = 2;
   #count = 0;
   readonly #runtime: Runtime;

@@ -1,0 +1,219 @@
+// End to end: TypeScript → FFI → Swift runtime → Metal (or the shim → MSL simulator). The kernels
+// are the guide's §8.1 `myexp` and §8.3 `rownorm`, written out with the full signature MLX's
+// metal_kernel generates for them (§7.3), and checked against float64 references computed here.
+import { describe, expect, test } from "bun:test";
+import { runtime, type NativeBuffer } from "../../ts/backend/runtime.ts";
+
+const rt = runtime();
+
+/** Deterministic standard normals (mulberry32 + Box–Muller). */
+function normals(count: number, seed: number): Float64Array {
+  let state = seed >>> 0;
+  const uniform = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = new Float64Array(count);
+  for (let i = 0; i < count; i++) {
+    const u = Math.max(uniform(), 1e-12);
+    out[i] = Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * uniform());
+  }
+  return out;
+}
+
+function upload<T extends Float32Array | Float16Array>(data: T): NativeBuffer {
+  const buffer = rt.newBuffer(data.byteLength);
+  new (data.constructor as new (b: ArrayBuffer) => T)(buffer.arrayBuffer).set(data);
+  return buffer;
+}
+
+// MLX's generated source for `myexp` (§7.3). `float16_t` comes from MLX's utils.h, which
+// metal_kernel includes automatically; here the typedef stands in for it.
+function myexpSource(storage: "float" | "float16_t"): { source: string; name: string } {
+  const name = `custom_kernel_myexp_float_${storage}_${storage}`;
+  const source = `
+#include <metal_stdlib>
+using namespace metal;
+typedef half float16_t;
+
+template <typename T>
+[[kernel]] void ${name}(
+    const device ${storage}* inp [[buffer(0)]],
+    device ${storage}* out [[buffer(1)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]]) {
+
+    uint elem = thread_position_in_grid.x;
+    T tmp = inp[elem];
+    out[elem] = metal::exp(tmp);
+
+}
+
+template [[host_name("${name}")]] [[kernel]]
+decltype(${name}<float>)
+${name}<float>;
+`;
+  return { source, name };
+}
+
+function runMyexp(input: Float32Array | Float16Array, storage: "float" | "float16_t"): Float64Array {
+  const { source, name } = myexpSource(storage);
+  const pipeline = rt.library(source).pipeline(name);
+  const inp = upload(input);
+  const out = rt.newBuffer(input.byteLength);
+  try {
+    rt.newBatch()
+      .dispatch({
+        pipeline,
+        buffers: [
+          { index: 0, buffer: inp, access: "read" },
+          { index: 1, buffer: out, access: "write" },
+        ],
+        grid: [input.length, 1, 1], // threads, as metal_kernel's grid (§7.4)
+        threadgroup: [256, 1, 1],
+        mustWrite: [1],
+      })
+      .submit()
+      .wait();
+    return Float64Array.from(storage === "float" ? out.as(Float32Array) : out.as(Float16Array));
+  } finally {
+    inp.release();
+    out.release();
+  }
+}
+
+describe("§8.1 myexp", () => {
+  // 1000 elements: not a multiple of the 256-thread threadgroup, so the edge group is partial.
+  for (const count of [64, 1000]) {
+    test(`float32 storage, ${count} elements`, () => {
+      const x = Float32Array.from(normals(count, 1 + count));
+      const got = runMyexp(x, "float");
+      for (let i = 0; i < count; i++) {
+        const ref = Math.exp(x[i]!); // float64 reference
+        expect(Math.abs(got[i]! - ref)).toBeLessThanOrEqual(4 * 2 ** -23 * ref);
+      }
+    });
+
+    test(`float16 storage computed in float, ${count} elements`, () => {
+      const x = Float16Array.from(normals(count, 7 + count), (v) => Math.f16round(v));
+      const got = runMyexp(x, "float16_t");
+      for (let i = 0; i < count; i++) {
+        const ref = Math.exp(x[i]!);
+        // One rounding to half (2^-11 relative) plus float32 exp's few ulps.
+        expect(Math.abs(got[i]! - ref)).toBeLessThanOrEqual(2 ** -11 * ref * 1.01);
+        expect(got[i]).toBe(Math.f16round(got[i]!));
+      }
+    });
+  }
+});
+
+// §8.3 with the signature metal_kernel generates: x_shape/x_strides/x_ndim are added because the
+// body mentions x_shape and x_ndim, and the attributes it names become arguments.
+const ROWNORM_NAME = "custom_kernel_rownorm_float_float_float_float_float";
+const ROWNORM_SOURCE = `
+#include <metal_stdlib>
+using namespace metal;
+
+template <typename T>
+[[kernel]] void ${ROWNORM_NAME}(
+    const device float* x [[buffer(0)]],
+    const constant int* x_shape [[buffer(1)]],
+    const constant int64_t* x_strides [[buffer(2)]],
+    const constant int& x_ndim [[buffer(3)]],
+    const device float* w [[buffer(4)]],
+    const device float* eps [[buffer(5)]],
+    device float* out [[buffer(6)]],
+    uint3 thread_position_in_grid [[thread_position_in_grid]],
+    uint thread_index_in_simdgroup [[thread_index_in_simdgroup]],
+    uint threads_per_simdgroup [[threads_per_simdgroup]]) {
+
+    // One simdgroup per row. grid.x = n_rows * threads_per_simdgroup.
+    uint gid  = thread_position_in_grid.x;
+    uint lane = thread_index_in_simdgroup;
+    uint simd = threads_per_simdgroup;
+    uint row  = gid / simd;
+
+    int D = x_shape[x_ndim - 1];
+
+    // Pass 1: sum of squares across the row, strided by simd width.
+    float acc = 0.0f;
+    for (int i = int(lane); i < D; i += int(simd)) {
+        float v = float(x[row * uint(D) + uint(i)]);
+        acc += v * v;
+    }
+    float ss = simd_sum(acc);
+
+    // Every lane computes the same scale; no broadcast needed.
+    float scale = metal::rsqrt(ss / float(D) + float(eps[0]));
+
+    // Pass 2: scale and apply the per-feature weight.
+    for (int i = int(lane); i < D; i += int(simd)) {
+        uint idx = row * uint(D) + uint(i);
+        out[idx] = T(float(x[idx]) * scale * float(w[i]));
+    }
+
+}
+
+template [[host_name("${ROWNORM_NAME}")]] [[kernel]]
+decltype(${ROWNORM_NAME}<float>)
+${ROWNORM_NAME}<float>;
+`;
+
+describe("§8.3 rownorm (simd_sum)", () => {
+  for (const [rows, D] of [
+    [17, 512],
+    [3, 1000],
+  ] as const) {
+    test(`${rows}×${D}`, () => {
+      const pipeline = rt.library(ROWNORM_SOURCE).pipeline(ROWNORM_NAME);
+      expect(pipeline.threadExecutionWidth).toBe(32); // the host-side SIMD_WIDTH assumption (§8.3)
+      const eps = 1e-5;
+      const xs = Float32Array.from(normals(rows * D, 100 + rows));
+      const ws = Float32Array.from(normals(D, 200 + D));
+      const x = upload(xs);
+      const w = upload(ws);
+      const e = upload(new Float32Array([eps]));
+      const out = rt.newBuffer(xs.byteLength);
+      try {
+        rt.newBatch()
+          .dispatch({
+            pipeline,
+            buffers: [
+              { index: 0, buffer: x, access: "read" },
+              { index: 4, buffer: w, access: "read" },
+              { index: 5, buffer: e, access: "read" },
+              { index: 6, buffer: out, access: "write" },
+            ],
+            bytes: [
+              { index: 1, data: new Int32Array([rows, D]) },
+              { index: 2, data: new BigInt64Array([BigInt(D), 1n]) },
+              { index: 3, data: new Int32Array([2]) },
+            ],
+            grid: [rows * 32, 1, 1],
+            threadgroup: [256, 1, 1],
+            mustWrite: [6],
+          })
+          .submit()
+          .wait();
+        const got = out.as(Float32Array);
+        const epsF = Math.fround(eps);
+        let worst = 0;
+        for (let r = 0; r < rows; r++) {
+          let ss = 0;
+          for (let i = 0; i < D; i++) ss += xs[r * D + i]! ** 2;
+          const scale = 1 / Math.sqrt(ss / D + epsF);
+          for (let i = 0; i < D; i++) {
+            const ref = xs[r * D + i]! * scale * ws[i]!;
+            const err = Math.abs(got[r * D + i]! - ref) / (Math.abs(ref) + 1e-3);
+            worst = Math.max(worst, err);
+          }
+        }
+        expect(worst).toBeLessThan(1e-5);
+      } finally {
+        for (const b of [x, w, e, out]) b.release();
+      }
+    });
+  }
+});
