@@ -1,0 +1,483 @@
+// Compiler driver and caches: MSL source → translated C++ → shared object, cached on disk (atomic
+// temp + rename, so concurrent processes are safe) and in memory; the prelude is precompiled once
+// per compiler and flag set.
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "embed.h"
+#include "sim_internal.h"
+#include "translate.h"
+
+extern char **environ;
+
+namespace mgsim {
+
+Stats &stats() {
+  static Stats s;
+  return s;
+}
+
+namespace {
+
+// 128-bit non-cryptographic hash (two independently seeded 64-bit streams).
+struct Hasher {
+  uint64_t a = 0x9E3779B97F4A7C15ull, b = 0xC2B2AE3D27D4EB4Full;
+  static uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+  }
+  void add(const void *p, size_t n) {
+    const unsigned char *c = static_cast<const unsigned char *>(p);
+    for (size_t i = 0; i < n; ++i) {
+      a = (a ^ c[i]) * 0x100000001b3ull;
+      b = (b + c[i]) * 0x9E3779B97F4A7C15ull ^ (b >> 29);
+    }
+    uint64_t len = n;
+    a = mix(a ^ len);
+    b = mix(b + len);
+  }
+  void add(const std::string &s) { add(s.data(), s.size()); }
+  std::string hex() const {
+    char buf[40];
+    snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(mix(a ^ b)),
+             static_cast<unsigned long long>(mix(b + 0x632BE59BD9B4E019ull) ^ a));
+    return buf;
+  }
+};
+
+bool mkdir_p(const std::string &path) {
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!cur.empty() && mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    }
+    if (i < path.size()) cur += path[i];
+  }
+  return true;
+}
+
+bool file_exists(const std::string &p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool read_file(const std::string &p, std::string &out) {
+  FILE *f = fopen(p.c_str(), "rb");
+  if (!f) return false;
+  char buf[65536];
+  size_t n;
+  out.clear();
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  fclose(f);
+  return true;
+}
+
+std::atomic<uint64_t> g_temp_counter{0};
+
+std::string temp_name(const std::string &dir, const std::string &stem, const std::string &ext) {
+  std::ostringstream s;
+  s << dir << "/" << stem << ".tmp." << getpid() << "." << g_temp_counter.fetch_add(1) << ext;
+  return s.str();
+}
+
+// Writes `data` to `path` atomically (temp file + rename).
+bool write_atomic(const std::string &path, const std::string &data) {
+  std::string dir = path.substr(0, path.rfind('/'));
+  std::string tmp = temp_name(dir, path.substr(path.rfind('/') + 1), "");
+  FILE *f = fopen(tmp.c_str(), "wb");
+  if (!f) return false;
+  bool ok = fwrite(data.data(), 1, data.size(), f) == data.size();
+  ok = (fclose(f) == 0) && ok;
+  if (ok) ok = rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) unlink(tmp.c_str());
+  return ok;
+}
+
+struct CompilerConfig {
+  std::string cxx;       // as configured (MG_SIM_CXX)
+  std::string resolved;  // absolute path of the binary, empty when not found
+  std::string identity;  // path + size + mtime: changes when the compiler changes
+  bool clang = false;
+};
+
+std::string resolve_in_path(const std::string &name) {
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  const char *path = getenv("PATH");
+  std::string p = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t b = 0;
+  while (b <= p.size()) {
+    size_t e = p.find(':', b);
+    if (e == std::string::npos) e = p.size();
+    std::string dir = p.substr(b, e - b);
+    if (dir.empty()) dir = ".";
+    std::string cand = dir + "/" + name;
+    if (access(cand.c_str(), X_OK) == 0) return cand;
+    b = e + 1;
+  }
+  return "";
+}
+
+const CompilerConfig &compiler() {
+  static CompilerConfig c = [] {
+    CompilerConfig cfg;
+    const char *env = getenv("MG_SIM_CXX");
+    cfg.cxx = (env && *env) ? env : "g++";
+    std::string found = resolve_in_path(cfg.cxx);
+    if (!found.empty()) {
+      char real[PATH_MAX];
+      cfg.resolved = realpath(found.c_str(), real) ? std::string(real) : found;
+      struct stat st;
+      std::ostringstream id;
+      id << cfg.resolved;
+      if (stat(cfg.resolved.c_str(), &st) == 0) id << ":" << st.st_size << ":" << st.st_mtime;
+      cfg.identity = id.str();
+      std::string base = cfg.resolved.substr(cfg.resolved.rfind('/') + 1);
+      cfg.clang = base.find("clang") != std::string::npos ||
+                  cfg.cxx.find("clang") != std::string::npos;
+    }
+    return cfg;
+  }();
+  return c;
+}
+
+std::string prelude_hash() {
+  static std::string h = [] {
+    Hasher hs;
+    for (size_t i = 0; i < mgsim_prelude_file_count; ++i) {
+      hs.add(mgsim_prelude_files[i].name, strlen(mgsim_prelude_files[i].name));
+      hs.add(mgsim_prelude_files[i].data, mgsim_prelude_files[i].size);
+    }
+    uint32_t v = abi::kVersion;
+    hs.add(&v, sizeof v);
+    return hs.hex();
+  }();
+  return h;
+}
+
+// Runs the compiler with argv, stderr captured. Returns the exit status (-1 if it could not start).
+int run_compiler(const std::vector<std::string> &args, const std::string &log_path, std::string &log) {
+  stats().compiler_invocations.fetch_add(1);
+  std::vector<char *> argv;
+  for (auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 2, 1);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    log = std::string("cannot start ") + args[0] + ": " + strerror(rc);
+    return -1;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  read_file(log_path, log);
+  unlink(log_path.c_str());
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::vector<std::string> base_flags(int math_mode) {
+  std::vector<std::string> f = {"-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-w", "-pipe",
+                                "-g0", "-fno-math-errno",
+                                // Fused and unfused kernels must agree bit for bit.
+                                "-ffp-contract=off", "-fno-semantic-interposition"};
+  // relaxed/fast: flags that only change behaviour for special values (never reassociation).
+  if (math_mode >= MGSIM_MATH_RELAXED) f.push_back("-fno-trapping-math");
+  if (math_mode >= MGSIM_MATH_FAST) f.push_back("-ffinite-math-only");
+  return f;
+}
+
+std::string join(const std::vector<std::string> &v) {
+  std::string s;
+  for (auto &x : v) s += x + " ";
+  return s;
+}
+
+// The prelude files, written once per prelude version into the cache.
+bool ensure_prelude_dir(std::string &dir, std::string &error) {
+  dir = cache_directory() + "/prelude-" + prelude_hash();
+  std::string marker = dir + "/.complete";
+  if (file_exists(marker)) return true;
+  if (!mkdir_p(dir)) {
+    error = "cannot create " + dir + ": " + strerror(errno);
+    return false;
+  }
+  for (size_t i = 0; i < mgsim_prelude_file_count; ++i) {
+    const auto &f = mgsim_prelude_files[i];
+    if (!write_atomic(dir + "/" + f.name, std::string(reinterpret_cast<const char *>(f.data), f.size))) {
+      error = "cannot write the prelude into " + dir;
+      return false;
+    }
+  }
+  write_atomic(marker, "");
+  return true;
+}
+
+std::mutex g_pch_mu;
+
+// Builds (once per compiler, flags and prelude) the precompiled prelude; returns the flags that
+// include it, or plain `-include` flags when precompiling fails.
+std::vector<std::string> prelude_include_flags(const std::string &prelude_dir, int math_mode) {
+  const CompilerConfig &cc = compiler();
+  std::vector<std::string> plain = {"-I" + prelude_dir, "-include", prelude_dir + "/mgsim_prelude.h"};
+  const char *nopch = getenv("MG_SIM_NO_PCH");
+  if (nopch && *nopch && strcmp(nopch, "0") != 0) return plain;
+  std::vector<std::string> flags = base_flags(math_mode);
+  Hasher h;
+  h.add(prelude_hash());
+  h.add(cc.identity);
+  h.add(join(flags));
+  std::string dir = cache_directory() + "/pch-" + h.hex();
+  std::string header = dir + "/mgsim_prelude.h";
+  std::string out = cc.clang ? dir + "/mgsim_prelude.pch" : header + ".gch";
+  std::vector<std::string> use;
+  if (cc.clang) use = {"-I" + prelude_dir, "-include-pch", out};
+  else use = {"-I" + prelude_dir, "-include", header};
+  std::lock_guard<std::mutex> lock(g_pch_mu);
+  if (file_exists(out) && file_exists(header)) return use;
+  std::string failed_marker = dir + "/.failed";
+  if (file_exists(failed_marker)) return plain;
+  if (!mkdir_p(dir)) return plain;
+  std::string root;
+  for (size_t i = 0; i < mgsim_prelude_file_count; ++i)
+    if (strcmp(mgsim_prelude_files[i].name, "mgsim_prelude.h") == 0)
+      root.assign(reinterpret_cast<const char *>(mgsim_prelude_files[i].data), mgsim_prelude_files[i].size);
+  if (!write_atomic(header, root)) return plain;
+  std::string tmp = temp_name(dir, "prelude", cc.clang ? ".pch" : ".gch");
+  std::vector<std::string> args = {cc.resolved};
+  args.insert(args.end(), flags.begin(), flags.end());
+  std::vector<std::string> rest = {"-I" + prelude_dir, "-x", "c++-header", header, "-o", tmp};
+  args.insert(args.end(), rest.begin(), rest.end());
+  std::string log;
+  int rc = run_compiler(args, temp_name(dir, "pch", ".log"), log);
+  if (rc != 0 || rename(tmp.c_str(), out.c_str()) != 0) {
+    unlink(tmp.c_str());
+    write_atomic(failed_marker, log);
+    return plain;
+  }
+  return use;
+}
+
+// Keeps compiler diagnostics readable: temp paths become names the user can place.
+std::string clean_log(const std::string &log, const std::string &src_path) {
+  std::string s = log;
+  size_t p;
+  while ((p = s.find(src_path)) != std::string::npos) s.replace(p, src_path.size(), "program_source.cpp");
+  if (s.size() > 8000) s = s.substr(0, 8000) + "\n... (truncated)";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::mutex g_modules_mu;
+std::map<std::string, std::shared_ptr<Module>> g_modules;
+std::map<std::string, std::shared_ptr<std::mutex>> g_key_locks;
+
+std::shared_ptr<Module> open_module(const std::string &path, const std::string &key, std::string &error) {
+  void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    error = std::string("cannot load ") + path + ": " + (e ? e : "unknown error");
+    return nullptr;
+  }
+  using ModuleFn = const abi::module_desc *(*)();
+  ModuleFn fn = reinterpret_cast<ModuleFn>(dlsym(h, "mgsim_module"));
+  const abi::module_desc *d = fn ? fn() : nullptr;
+  if (!d || d->version != abi::kVersion) {
+    dlclose(h);
+    error = path + " is not a kernel object of this simulator version";
+    return nullptr;
+  }
+  auto m = std::make_shared<Module>();
+  m->handle = h;
+  m->desc = d;
+  m->key = key;
+  m->path = path;
+  return m;
+}
+
+}  // namespace
+
+const std::string &cache_directory() {
+  static std::string dir = [] {
+    std::string d;
+    const char *env = getenv("MG_SIM_CACHE");
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (env && *env) d = env;
+    else if (xdg && *xdg) d = std::string(xdg) + "/metalgrad/sim";
+    else if (home && *home) d = std::string(home) + "/.cache/metalgrad/sim";
+    else d = "/tmp/metalgrad-sim-" + std::to_string(getuid());
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    mkdir_p(d);
+    return d;
+  }();
+  return dir;
+}
+
+std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compile_options *options,
+                                    std::string &error) {
+  const CompilerConfig &cc = compiler();
+  int math_mode = options ? options->math_mode : MGSIM_MATH_SAFE;
+  if (math_mode < MGSIM_MATH_SAFE || math_mode > MGSIM_MATH_FAST) {
+    error = "math_mode must be MGSIM_MATH_SAFE, MGSIM_MATH_RELAXED or MGSIM_MATH_FAST (got " + std::to_string(math_mode) + ")";
+    return nullptr;
+  }
+  const char *env_check = getenv("MG_SIM_CHECK");
+  bool checked = (options && options->checked) || (env_check && strcmp(env_check, "1") == 0);
+  TranslateOptions topt;
+  topt.checked = checked;
+  if (options) {
+    if (options->macro_count < 0 || (options->macro_count > 0 && !options->macro_names)) {
+      error = "invalid macro list";
+      return nullptr;
+    }
+    for (int32_t i = 0; i < options->macro_count; ++i) {
+      if (!options->macro_names[i] || !*options->macro_names[i]) {
+        error = "macro " + std::to_string(i) + " has no name";
+        return nullptr;
+      }
+      TranslateOptions::Macro m;
+      m.name = options->macro_names[i];
+      const char *v = options->macro_values ? options->macro_values[i] : nullptr;
+      if (v) {
+        m.value = v;
+        m.has_value = true;
+      }
+      topt.macros.push_back(m);
+    }
+  }
+  std::vector<std::string> flags = base_flags(math_mode);
+  Hasher h;
+  h.add(prelude_hash());
+  h.add(cc.identity);
+  h.add(join(flags));
+  h.add(checked ? "checked" : "unchecked");
+  for (auto &m : topt.macros) {
+    h.add(m.name);
+    h.add(m.has_value ? "=" + m.value : std::string("(none)"));
+  }
+  h.add(source);
+  std::string key = h.hex();
+
+  std::shared_ptr<std::mutex> key_lock;
+  {
+    std::lock_guard<std::mutex> g(g_modules_mu);
+    auto it = g_modules.find(key);
+    if (it != g_modules.end()) {
+      stats().memory_cache_hits.fetch_add(1);
+      return it->second;
+    }
+    auto &l = g_key_locks[key];
+    if (!l) l = std::make_shared<std::mutex>();
+    key_lock = l;
+  }
+  // One thread compiles a given key; others wait for it and then hit the memory cache.
+  std::lock_guard<std::mutex> kg(*key_lock);
+  {
+    std::lock_guard<std::mutex> g(g_modules_mu);
+    auto it = g_modules.find(key);
+    if (it != g_modules.end()) {
+      stats().memory_cache_hits.fetch_add(1);
+      return it->second;
+    }
+  }
+  const std::string &cache = cache_directory();
+  std::string so_path = cache + "/" + key.substr(0, 2) + "/" + key + ".so";
+  if (file_exists(so_path)) {
+    std::string e2;
+    auto m = open_module(so_path, key, e2);
+    if (m) {
+      m->checked = checked;
+      stats().disk_cache_hits.fetch_add(1);
+      std::lock_guard<std::mutex> g(g_modules_mu);
+      g_modules[key] = m;
+      return m;
+    }
+    // A damaged cache entry: rebuild it below.
+  }
+  TranslateResult tr;
+  if (!translate_msl(source, topt, tr)) {
+    error = tr.error;
+    return nullptr;
+  }
+  if (cc.resolved.empty()) {
+    error = "C++ compiler '" + cc.cxx + "' not found (set MG_SIM_CXX to a C++17 compiler)";
+    return nullptr;
+  }
+  std::string prelude_dir;
+  if (!ensure_prelude_dir(prelude_dir, error)) return nullptr;
+  std::vector<std::string> inc = prelude_include_flags(prelude_dir, math_mode);
+  std::string tmpdir = cache + "/tmp";
+  std::string objdir = cache + "/" + key.substr(0, 2);
+  if (!mkdir_p(tmpdir) || !mkdir_p(objdir)) {
+    error = "cannot create the cache directory " + cache + ": " + strerror(errno);
+    return nullptr;
+  }
+  std::string src_path = temp_name(tmpdir, key, ".cpp");
+  if (!write_atomic(src_path, tr.cpp)) {
+    error = "cannot write " + src_path;
+    return nullptr;
+  }
+  std::string tmp_so = temp_name(objdir, key, ".so");
+  std::vector<std::string> args = {cc.resolved};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), inc.begin(), inc.end());
+  std::vector<std::string> rest = {"-shared", "-x", "c++", src_path, "-o", tmp_so};
+  args.insert(args.end(), rest.begin(), rest.end());
+  std::string log;
+  int rc = run_compiler(args, temp_name(tmpdir, key, ".log"), log);
+  const char *keep = getenv("MG_SIM_KEEP_SOURCES");
+  bool keep_src = keep && *keep && strcmp(keep, "0") != 0;
+  if (rc != 0) {
+    error = clean_log(log, src_path);
+    if (keep_src) error += "\n(translated source kept at " + src_path + ")";
+    else unlink(src_path.c_str());
+    unlink(tmp_so.c_str());
+    if (error.empty()) error = "the compiler failed with status " + std::to_string(rc);
+    return nullptr;
+  }
+  if (!keep_src) unlink(src_path.c_str());
+  if (rename(tmp_so.c_str(), so_path.c_str()) != 0) {
+    error = "cannot move the compiled object into " + so_path + ": " + strerror(errno);
+    unlink(tmp_so.c_str());
+    return nullptr;
+  }
+  auto m = open_module(so_path, key, error);
+  if (!m) return nullptr;
+  m->checked = checked;
+  std::lock_guard<std::mutex> g(g_modules_mu);
+  g_modules[key] = m;
+  return m;
+}
+
+char *dup_message(const std::string &s) {
+  char *p = static_cast<char *>(malloc(s.size() + 1));
+  if (p) memcpy(p, s.c_str(), s.size() + 1);
+  return p;
+}
+
+}  // namespace mgsim

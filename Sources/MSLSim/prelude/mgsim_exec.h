@@ -1,0 +1,844 @@
+// mgsim_exec.h — the execution side of the MSL prelude: the ABI shared with the simulator host,
+// thread attributes, barriers, simd collectives and checked device pointers.
+//
+// The host library (Sources/MSLSim/*.cpp) includes only the ABI part (MGSIM_ABI_ONLY); kernels
+// compiled by the simulator include all of it through mgsim_prelude.h.
+#ifndef MGSIM_EXEC_H
+#define MGSIM_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace mgsim {
+namespace abi {
+
+// Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kMaxBindings = 31;
+constexpr uint32_t kSimdWidth = 32;
+
+enum block_kind : uint32_t { block_barrier = 1, block_simd = 2 };
+
+struct host_api;
+
+// One bound buffer in checked mode. `shadow` (one byte per buffer byte) is non-null for buffers
+// whose writes are tracked (the dispatch's must-write buffers).
+struct check_binding {
+  char *base;
+  uint64_t length;
+  uint32_t index;
+  uint32_t elem_size;
+  uint8_t *shadow;
+  const host_api *host;
+  void *dispatch;
+};
+
+struct launch {
+  const host_api *host;
+  void *dispatch;                // host-side dispatch record (reports)
+  void *buffers[kMaxBindings];
+  uint64_t lengths[kMaxBindings];
+  const check_binding *checks;   // kMaxBindings entries in checked mode, else null
+  uint32_t threads_per_grid[3];
+  uint32_t threadgroups_per_grid[3];
+  uint32_t threads_per_threadgroup[3];  // as dispatched (edge threadgroups may be smaller)
+  const uint8_t *fc_values;      // 16 bytes per module function constant, declaration order
+  const uint8_t *fc_defined;     // 1 byte per module function constant
+};
+
+struct group {
+  uint32_t id[3];
+  uint32_t size[3];   // the threads this threadgroup really has in each dimension
+  uint32_t nthreads;
+  uint32_t pad;
+  void *tg_mem[kMaxBindings];
+};
+
+struct thread_attrs {
+  uint32_t grid[3];
+  uint32_t local[3];
+  uint32_t index;     // thread_index_in_threadgroup
+  uint32_t lane_id;   // thread_index_in_simdgroup
+  uint32_t simd_id;   // simdgroup_index_in_threadgroup
+};
+
+// A cooperative lane (fiber mode). The host owns the array; the kernel side fills in/out/arg
+// before blocking at a collective, and the set's leader computes every member's result.
+struct lane {
+  thread_attrs a;
+  const launch *L;
+  const group *G;
+  const void *in;
+  void *out;
+  uint32_t arg;
+  uint32_t active;    // active set of the collective that just completed (bit per lane)
+  uint32_t leader;    // nonzero on the lowest lane of the active set
+  uint32_t pad;
+  lane *simd_base;    // lane 0 of this lane's simdgroup
+  void *host;
+};
+
+struct host_api {
+  uint32_t version;
+  void (*block)(lane *self, uint32_t kind, uint64_t token);
+  void (*misuse)(const launch *L, const char *what);
+  void (*violation)(const check_binding *b, int64_t byte_offset, uint32_t size, int write,
+                    const uint32_t *pos);
+};
+
+struct kernel_desc {
+  const char *name;
+  void (*plain)(const launch *L, const group *G);
+  void (*lane_main)(lane *self);
+  uint32_t needs_fibers;
+  uint32_t max_threads;
+  uint32_t static_tg_bytes;
+  uint32_t buffer_mask;      // buffer(n) parameters
+  uint32_t tg_mask;          // threadgroup(n) parameters
+  uint32_t elem_size[kMaxBindings];  // pointee size of buffer(n), for reports
+  uint32_t ref_size[kMaxBindings];   // size of T for `constant T&` buffer parameters, else 0
+};
+
+struct fconst_desc {
+  const char *name;
+  int32_t index;
+  uint32_t mtl_type;   // MTLDataType raw value, 0 when unknown
+  uint32_t size;
+};
+
+struct module_desc {
+  uint32_t version;
+  uint32_t n_kernels;
+  const kernel_desc *kernels;
+  uint32_t n_fconsts;
+  const fconst_desc *fconsts;
+};
+
+}  // namespace abi
+}  // namespace mgsim
+
+#ifndef MGSIM_ABI_ONLY
+
+#include <string.h>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#define MGSIM_ALWAYS_INLINE inline __attribute__((always_inline))
+#define MGSIM_NOINLINE __attribute__((noinline))
+#define MGSIM_EXPORT __attribute__((visibility("default")))
+
+namespace mgsim {
+
+// Which lane runs on this OS thread right now. Fibers of one threadgroup never migrate between
+// OS threads, so thread_local is per-threadgroup state here.
+inline thread_local abi::lane *tls_lane = nullptr;
+inline thread_local const abi::thread_attrs *tls_attrs = nullptr;
+inline thread_local const abi::launch *tls_launch = nullptr;
+
+// Per-call-site token the translator passes to every collective and barrier it sees.
+struct site {
+  uint32_t id;
+};
+
+// The lane index used by simdgroup_matrix::thread_elements() (declared by mgsim_simdgroup_matrix.h).
+inline unsigned simd_lane_id() {
+  if (tls_lane) return tls_lane->a.lane_id;
+  return tls_attrs ? tls_attrs->lane_id : 0u;
+}
+
+MGSIM_NOINLINE inline uint64_t call_site_token() {
+  return reinterpret_cast<uint64_t>(__builtin_return_address(0));
+}
+
+inline void misuse(const char *what) {
+  const abi::launch *L = tls_launch;
+  if (L && L->host) L->host->misuse(L, what);
+}
+
+inline void block(abi::lane *me, uint32_t kind, uint64_t token) {
+  me->L->host->block(me, kind, token);
+  // Another lane ran in between: restore this fiber's view of the thread-local state.
+  tls_lane = me;
+  tls_attrs = &me->a;
+}
+
+inline void enter_lane(abi::lane *me) {
+  tls_lane = me;
+  tls_attrs = &me->a;
+  tls_launch = me->L;
+}
+
+// --- thread attributes -------------------------------------------------------------------------
+
+template <class Q, class = void>
+struct has_z : std::false_type {};
+template <class Q>
+struct has_z<Q, decltype((void)std::declval<Q &>().z)> : std::true_type {};
+template <class Q, class = void>
+struct has_y : std::false_type {};
+template <class Q>
+struct has_y<Q, decltype((void)std::declval<Q &>().y)> : std::true_type {};
+
+// Converts an attribute value to the parameter's declared type: uint, ushort, uint2/3, ushort2/3.
+template <class P>
+MGSIM_ALWAYS_INLINE std::remove_cv_t<std::remove_reference_t<P>> attr(uint32_t x, uint32_t y,
+                                                                      uint32_t z) {
+  using Q = std::remove_cv_t<std::remove_reference_t<P>>;
+  if constexpr (std::is_arithmetic<Q>::value) {
+    (void)y;
+    (void)z;
+    return static_cast<Q>(x);
+  } else if constexpr (has_z<Q>::value) {
+    using E = std::remove_cv_t<std::remove_reference_t<decltype(std::declval<Q &>().x)>>;
+    return Q(static_cast<E>(x), static_cast<E>(y), static_cast<E>(z));
+  } else if constexpr (has_y<Q>::value) {
+    (void)z;
+    using E = std::remove_cv_t<std::remove_reference_t<decltype(std::declval<Q &>().x)>>;
+    return Q(static_cast<E>(x), static_cast<E>(y));
+  } else {
+    static_assert(std::is_arithmetic<Q>::value,
+                  "[mgsim] a thread attribute parameter must be uint, ushort or a 2/3-vector of them");
+    return Q();
+  }
+}
+
+// --- checked device pointers -------------------------------------------------------------------
+
+template <class T>
+struct dptr;
+
+// Scratch for out-of-bounds accesses: reads see zeros, writes land here and are dropped.
+alignas(64) inline thread_local unsigned char oob_scratch[4096];
+
+inline const uint32_t *current_position() {
+  static const uint32_t none[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu};
+  return tls_attrs ? tls_attrs->grid : none;
+}
+
+// True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes.
+MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p, size_t bytes,
+                                      bool write) {
+  if (!b) return true;
+  const char *c = static_cast<const char *>(p);
+  int64_t off = c - b->base;
+  if (off < 0 || uint64_t(off) + bytes > b->length || bytes > b->length) {
+    b->host->violation(b, off, uint32_t(bytes), write ? 1 : 0, current_position());
+    return false;
+  }
+  if (write && b->shadow) {
+    uint8_t *s = b->shadow + off;
+    for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, uint8_t(1), __ATOMIC_RELAXED);
+  }
+  return true;
+}
+
+template <class T>
+MGSIM_ALWAYS_INLINE T *oob_slot() {
+  static_assert(sizeof(T) <= sizeof(oob_scratch), "[mgsim] element too large for checked mode");
+  memset(oob_scratch, 0, sizeof(T));
+  return reinterpret_cast<T *>(oob_scratch);
+}
+
+// The element a non-const checked pointer designates: reads and writes are checked separately.
+template <class T>
+struct elem_ref {
+  T *p;
+  const abi::check_binding *b;
+
+  MGSIM_ALWAYS_INLINE operator T() const {
+    if (check_access(b, p, sizeof(T), false)) return *p;
+    return *oob_slot<T>();
+  }
+  MGSIM_ALWAYS_INLINE const elem_ref &operator=(const T &v) const {
+    if (check_access(b, p, sizeof(T), true)) *p = v;
+    return *this;
+  }
+  MGSIM_ALWAYS_INLINE const elem_ref &operator=(const elem_ref &o) const { return *this = T(o); }
+  template <class U>
+  MGSIM_ALWAYS_INLINE const elem_ref &operator=(const elem_ref<U> &o) const {
+    return *this = T(U(o));
+  }
+  MGSIM_ALWAYS_INLINE dptr<T> operator&() const { return dptr<T>(p, b); }
+
+#define MGSIM_COMPOUND(op)                                             \
+  template <class U>                                                   \
+  MGSIM_ALWAYS_INLINE const elem_ref &operator op(const U &v) const {  \
+    T t = T(*this);                                                    \
+    t op v;                                                            \
+    return *this = t;                                                  \
+  }
+  MGSIM_COMPOUND(+=)
+  MGSIM_COMPOUND(-=)
+  MGSIM_COMPOUND(*=)
+  MGSIM_COMPOUND(/=)
+  MGSIM_COMPOUND(%=)
+  MGSIM_COMPOUND(&=)
+  MGSIM_COMPOUND(|=)
+  MGSIM_COMPOUND(^=)
+  MGSIM_COMPOUND(<<=)
+  MGSIM_COMPOUND(>>=)
+#undef MGSIM_COMPOUND
+  MGSIM_ALWAYS_INLINE const elem_ref &operator++() const {
+    T t = T(*this);
+    ++t;
+    return *this = t;
+  }
+  MGSIM_ALWAYS_INLINE const elem_ref &operator--() const {
+    T t = T(*this);
+    --t;
+    return *this = t;
+  }
+  MGSIM_ALWAYS_INLINE T operator++(int) const {
+    T t = T(*this);
+    T u = t;
+    ++u;
+    *this = u;
+    return t;
+  }
+  MGSIM_ALWAYS_INLINE T operator--(int) const {
+    T t = T(*this);
+    T u = t;
+    --u;
+    *this = u;
+    return t;
+  }
+};
+
+template <class T>
+struct is_dptr : std::false_type {};
+template <class T>
+struct is_dptr<dptr<T>> : std::true_type {};
+
+// A device/constant pointer in checked mode: carries its binding so every access is bounds-checked
+// against the bound length. Pointers that did not come from a binding (b == null) are unchecked.
+template <class T>
+struct dptr {
+  using element_type = T;
+  T *p = nullptr;
+  const abi::check_binding *b = nullptr;
+
+  dptr() = default;
+  dptr(decltype(nullptr)) {}
+  MGSIM_ALWAYS_INLINE dptr(T *p_, const abi::check_binding *b_) : p(p_), b(b_) {}
+  MGSIM_ALWAYS_INLINE explicit dptr(T *raw) : p(raw) {}
+  template <class U, std::enable_if_t<std::is_convertible<U *, T *>::value, int> = 0>
+  MGSIM_ALWAYS_INLINE dptr(const dptr<U> &o) : p(o.p), b(o.b) {}
+  // Reinterpreting casts between device pointer types keep the binding (and so the check).
+  template <class U, std::enable_if_t<!std::is_convertible<U *, T *>::value, int> = 0>
+  MGSIM_ALWAYS_INLINE explicit dptr(const dptr<U> &o)
+      : p(reinterpret_cast<T *>(const_cast<std::remove_const_t<U> *>(o.p))), b(o.b) {}
+
+  MGSIM_ALWAYS_INLINE explicit operator T *() const { return p; }
+  MGSIM_ALWAYS_INLINE explicit operator bool() const { return p != nullptr; }
+
+  using ref = std::conditional_t<std::is_const<T>::value, const T &, elem_ref<T>>;
+  MGSIM_ALWAYS_INLINE ref at(T *q) const {
+    if constexpr (std::is_const<T>::value) {
+      if (check_access(b, q, sizeof(T), false)) return *q;
+      return *oob_slot<std::remove_const_t<T>>();
+    } else {
+      return elem_ref<T>{q, b};
+    }
+  }
+  template <class I, std::enable_if_t<std::is_integral<I>::value || std::is_enum<I>::value, int> = 0>
+  MGSIM_ALWAYS_INLINE ref operator[](I i) const {
+    return at(p + i);
+  }
+  template <class I, std::enable_if_t<!std::is_integral<I>::value && !std::is_enum<I>::value &&
+                                          std::is_convertible<I, long>::value, int> = 0>
+  MGSIM_ALWAYS_INLINE ref operator[](const I &i) const {
+    return at(p + long(i));
+  }
+  MGSIM_ALWAYS_INLINE ref operator*() const { return at(p); }
+  MGSIM_ALWAYS_INLINE T *operator->() const {
+    if (check_access(b, p, sizeof(T), !std::is_const<T>::value)) return p;
+    return oob_slot<std::remove_const_t<T>>();
+  }
+
+  template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
+  MGSIM_ALWAYS_INLINE dptr operator+(I i) const { return dptr(p + i, b); }
+  template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
+  MGSIM_ALWAYS_INLINE dptr operator-(I i) const { return dptr(p - i, b); }
+  template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
+  MGSIM_ALWAYS_INLINE friend dptr operator+(I i, const dptr &d) { return dptr(d.p + i, d.b); }
+  template <class U>
+  MGSIM_ALWAYS_INLINE ptrdiff_t operator-(const dptr<U> &o) const { return p - o.p; }
+  template <class I>
+  MGSIM_ALWAYS_INLINE dptr &operator+=(I i) { p += i; return *this; }
+  template <class I>
+  MGSIM_ALWAYS_INLINE dptr &operator-=(I i) { p -= i; return *this; }
+  MGSIM_ALWAYS_INLINE dptr &operator++() { ++p; return *this; }
+  MGSIM_ALWAYS_INLINE dptr &operator--() { --p; return *this; }
+  MGSIM_ALWAYS_INLINE dptr operator++(int) { dptr t = *this; ++p; return t; }
+  MGSIM_ALWAYS_INLINE dptr operator--(int) { dptr t = *this; --p; return t; }
+  template <class U>
+  MGSIM_ALWAYS_INLINE bool operator==(const dptr<U> &o) const { return p == o.p; }
+  template <class U>
+  MGSIM_ALWAYS_INLINE bool operator!=(const dptr<U> &o) const { return p != o.p; }
+  template <class U>
+  MGSIM_ALWAYS_INLINE bool operator<(const dptr<U> &o) const { return p < o.p; }
+  template <class U>
+  MGSIM_ALWAYS_INLINE bool operator>(const dptr<U> &o) const { return p > o.p; }
+  template <class U>
+  MGSIM_ALWAYS_INLINE bool operator<=(const dptr<U> &o) const { return p <= o.p; }
+  template <class U>
+  MGSIM_ALWAYS_INLINE bool operator>=(const dptr<U> &o) const { return p >= o.p; }
+  MGSIM_ALWAYS_INLINE bool operator==(decltype(nullptr)) const { return p == nullptr; }
+  MGSIM_ALWAYS_INLINE bool operator!=(decltype(nullptr)) const { return p != nullptr; }
+};
+
+// Found by ADL from the atomic and simdgroup-matrix helpers of mgsim_atomic.h /
+// mgsim_simdgroup_matrix.h: bounds-checks `count` elements, tracks writes, returns a raw pointer.
+template <class T>
+MGSIM_ALWAYS_INLINE T *resolve(dptr<T> d, size_t count, bool write) {
+  if (check_access(d.b, d.p, count * sizeof(T), write)) return d.p;
+  if (count * sizeof(T) > sizeof(oob_scratch)) return nullptr;
+  memset(oob_scratch, 0, count * sizeof(T));
+  return reinterpret_cast<T *>(oob_scratch);
+}
+
+// Casts that keep checked pointers checked (the translator routes reinterpret_cast/static_cast
+// of device pointer types here in checked mode).
+template <class To, class From>
+MGSIM_ALWAYS_INLINE To ptr_cast(const From &f) {
+  if constexpr (is_dptr<To>::value && is_dptr<From>::value) {
+    return To(f);
+  } else if constexpr (is_dptr<To>::value) {
+    return To(reinterpret_cast<typename To::element_type *>(f));
+  } else if constexpr (is_dptr<From>::value) {
+    return reinterpret_cast<To>(f.p);
+  } else {
+    return reinterpret_cast<To>(f);
+  }
+}
+
+// --- parameter binding -------------------------------------------------------------------------
+
+template <class F>
+struct fn_params;
+template <class R, class... A>
+struct fn_params<R(A...)> {
+  template <unsigned I>
+  using at = std::tuple_element_t<I, std::tuple<A...>>;
+};
+
+template <class P>
+struct elem_size {
+  using Q = std::remove_cv_t<std::remove_reference_t<P>>;
+  static constexpr uint32_t pointee() {
+    if constexpr (std::is_pointer<Q>::value) {
+      using E = std::remove_pointer_t<Q>;
+      if constexpr (std::is_void<E>::value) return 1;
+      else return sizeof(E);
+    } else if constexpr (is_dptr<Q>::value) {
+      return sizeof(typename Q::element_type);
+    } else {
+      return sizeof(Q);
+    }
+  }
+  static constexpr uint32_t value = pointee();
+  static constexpr uint32_t ref = std::is_reference<P>::value ? sizeof(Q) : 0;
+};
+
+template <class P>
+MGSIM_ALWAYS_INLINE P bind_buffer(const abi::launch *L, unsigned n) {
+  using Q = std::remove_cv_t<std::remove_reference_t<P>>;
+  if constexpr (std::is_reference<P>::value) {
+    return *static_cast<std::remove_reference_t<P> *>(L->buffers[n]);
+  } else if constexpr (std::is_pointer<Q>::value) {
+    return static_cast<Q>(L->buffers[n]);
+  } else if constexpr (is_dptr<Q>::value) {
+    return Q(static_cast<typename Q::element_type *>(L->buffers[n]), L->checks ? &L->checks[n] : nullptr);
+  } else {
+    static_assert(std::is_pointer<Q>::value,
+                  "[mgsim] a [[buffer(n)]] parameter must be a device/constant pointer or reference");
+    return P();
+  }
+}
+
+template <class P>
+MGSIM_ALWAYS_INLINE P bind_threadgroup(const abi::group *G, unsigned n) {
+  using Q = std::remove_cv_t<std::remove_reference_t<P>>;
+  if constexpr (std::is_reference<P>::value) {
+    return *static_cast<std::remove_reference_t<P> *>(G->tg_mem[n]);
+  } else {
+    static_assert(std::is_pointer<Q>::value,
+                  "[mgsim] a [[threadgroup(n)]] parameter must be a threadgroup pointer or reference");
+    return static_cast<Q>(G->tg_mem[n]);
+  }
+}
+
+// Runs every thread of a threadgroup as a plain loop (kernels without barriers or collectives).
+template <class Body>
+MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group *G, bool track,
+                                         Body &&body) {
+  abi::thread_attrs a;
+  tls_lane = nullptr;
+  tls_launch = L;
+  if (track) tls_attrs = &a;
+  const uint32_t sx = G->size[0], sy = G->size[1], sz = G->size[2];
+  const uint32_t bx = G->id[0] * L->threads_per_threadgroup[0];
+  const uint32_t by = G->id[1] * L->threads_per_threadgroup[1];
+  const uint32_t bz = G->id[2] * L->threads_per_threadgroup[2];
+  uint32_t idx = 0;
+  for (uint32_t z = 0; z < sz; ++z)
+    for (uint32_t y = 0; y < sy; ++y)
+      for (uint32_t x = 0; x < sx; ++x, ++idx) {
+        a.grid[0] = bx + x;
+        a.grid[1] = by + y;
+        a.grid[2] = bz + z;
+        a.local[0] = x;
+        a.local[1] = y;
+        a.local[2] = z;
+        a.index = idx;
+        a.lane_id = idx & 31u;
+        a.simd_id = idx >> 5;
+        body(static_cast<const abi::thread_attrs &>(a));
+      }
+  if (track) tls_attrs = nullptr;
+}
+
+}  // namespace mgsim
+
+// --- barriers and simd collectives (namespace metal) -------------------------------------------
+
+namespace metal {
+
+enum class mem_flags : uint32_t {
+  mem_none = 0,
+  mem_device = 1,
+  mem_threadgroup = 2,
+  mem_texture = 4,
+  mem_threadgroup_imageblock = 8,
+  mem_object_data = 16,
+};
+constexpr mem_flags operator|(mem_flags a, mem_flags b) {
+  return mem_flags(uint32_t(a) | uint32_t(b));
+}
+constexpr mem_flags operator&(mem_flags a, mem_flags b) {
+  return mem_flags(uint32_t(a) & uint32_t(b));
+}
+
+inline void threadgroup_barrier(mgsim::site, mem_flags = mem_flags::mem_none) {
+  mgsim::abi::lane *me = mgsim::tls_lane;
+  if (!me) return mgsim::misuse("threadgroup_barrier");
+  mgsim::block(me, mgsim::abi::block_barrier, 0);
+}
+inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) {
+  threadgroup_barrier(mgsim::site{0});
+}
+inline void simdgroup_barrier(mgsim::site s, mem_flags = mem_flags::mem_none) {
+  mgsim::abi::lane *me = mgsim::tls_lane;
+  if (!me) return mgsim::misuse("simdgroup_barrier");
+  mgsim::block(me, mgsim::abi::block_simd, (uint64_t(1) << 63) | s.id);
+}
+MGSIM_ALWAYS_INLINE void simdgroup_barrier(mem_flags = mem_flags::mem_none) {
+  mgsim::abi::lane *me = mgsim::tls_lane;
+  if (!me) return mgsim::misuse("simdgroup_barrier");
+  mgsim::block(me, mgsim::abi::block_simd, mgsim::call_site_token());
+}
+
+// simd_ballot's result (MSL's simd_vote).
+class simd_vote {
+ public:
+  using vote_t = uint64_t;
+  constexpr explicit simd_vote(vote_t v = 0) : v_(v) {}
+  constexpr explicit operator vote_t() const { return v_; }
+  constexpr bool all() const { return v_ == 0xffffffffull; }
+  constexpr bool any() const { return v_ != 0; }
+
+ private:
+  vote_t v_;
+};
+
+}  // namespace metal
+
+namespace mgsim {
+
+inline uint64_t site_token(site s) { return (uint64_t(1) << 63) | s.id; }
+
+// Blocks the lane until every live lane of its simdgroup is blocked; lanes at the same call site
+// form the active set. The set's lowest lane runs first and computes every member's result.
+template <class T, class Compute>
+MGSIM_ALWAYS_INLINE T collective(uint64_t token, const T &x, uint32_t arg, const char *what,
+                                 Compute compute) {
+  static_assert(std::is_trivially_copyable<T>::value,
+                "[mgsim] simd collectives need a trivially copyable type");
+  abi::lane *me = tls_lane;
+  if (!me) {
+    misuse(what);
+    return x;
+  }
+  alignas(T) unsigned char res[sizeof(T)];
+  me->in = &x;
+  me->out = res;
+  me->arg = arg;
+  block(me, abi::block_simd, token);
+  if (me->leader) compute(me->simd_base, me->active);
+  T r;
+  memcpy(static_cast<void *>(&r), res, sizeof(T));
+  return r;
+}
+
+template <class T>
+MGSIM_ALWAYS_INLINE const T &in_of(const abi::lane &l) {
+  return *static_cast<const T *>(l.in);
+}
+template <class T>
+MGSIM_ALWAYS_INLINE void set_out(const abi::lane &l, const T &v) {
+  memcpy(l.out, static_cast<const void *>(&v), sizeof(T));
+}
+
+// Folds the active lanes' values in lane order and gives every member the result.
+template <class T, class Op>
+inline void reduce_all(abi::lane *base, uint32_t mask, Op op) {
+  uint32_t m = mask;
+  int first = __builtin_ctz(m);
+  T acc = in_of<T>(base[first]);
+  for (m &= m - 1; m; m &= m - 1) acc = op(acc, in_of<T>(base[__builtin_ctz(m)]));
+  for (m = mask; m; m &= m - 1) set_out(base[__builtin_ctz(m)], acc);
+}
+
+template <class T, class Op>
+inline void scan(abi::lane *base, uint32_t mask, T identity, bool inclusive, Op op) {
+  T acc = identity;
+  for (uint32_t m = mask; m; m &= m - 1) {
+    const abi::lane &l = base[__builtin_ctz(m)];
+    T v = in_of<T>(l);
+    if (inclusive) {
+      acc = op(acc, v);
+      set_out(l, acc);
+    } else {
+      set_out(l, acc);
+      acc = op(acc, v);
+    }
+  }
+}
+
+// Every member reads lane src(j); a source outside the active set keeps the member's own value.
+template <class T, class Src>
+inline void permute(abi::lane *base, uint32_t mask, Src src) {
+  for (uint32_t m = mask; m; m &= m - 1) {
+    uint32_t j = uint32_t(__builtin_ctz(m));
+    int64_t s = src(j, base[j].arg);
+    if (s >= 0 && s < 32 && (mask >> s) & 1u) set_out(base[j], in_of<T>(base[s]));
+    else set_out(base[j], in_of<T>(base[j]));
+  }
+}
+
+template <class T>
+MGSIM_ALWAYS_INLINE T op_max(const T &a, const T &b) {
+  if constexpr (std::is_arithmetic<T>::value) {
+    if constexpr (std::is_floating_point<T>::value) {
+      if (a != a) return b;  // NaN loses, as fmax
+      if (b != b) return a;
+    }
+    return b > a ? b : a;
+  } else {
+    using namespace metal;
+    return max(a, b);
+  }
+}
+template <class T>
+MGSIM_ALWAYS_INLINE T op_min(const T &a, const T &b) {
+  if constexpr (std::is_arithmetic<T>::value) {
+    if constexpr (std::is_floating_point<T>::value) {
+      if (a != a) return b;
+      if (b != b) return a;
+    }
+    return b < a ? b : a;
+  } else {
+    using namespace metal;
+    return min(a, b);
+  }
+}
+
+}  // namespace mgsim
+
+namespace metal {
+
+#define MGSIM_REDUCE(NAME, EXPR)                                                            \
+  template <class T>                                                                        \
+  MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, T x) {                                          \
+    return mgsim::collective<T>(mgsim::site_token(s), x, 0, #NAME,                          \
+                                [](mgsim::abi::lane *b, uint32_t m) {                       \
+                                  mgsim::reduce_all<T>(b, m, [](const T &a, const T &c) {   \
+                                    return EXPR;                                            \
+                                  });                                                       \
+                                });                                                         \
+  }                                                                                         \
+  template <class T>                                                                        \
+  MGSIM_ALWAYS_INLINE T NAME(T x) {                                                         \
+    return mgsim::collective<T>(mgsim::call_site_token(), x, 0, #NAME,                      \
+                                [](mgsim::abi::lane *b, uint32_t m) {                       \
+                                  mgsim::reduce_all<T>(b, m, [](const T &a, const T &c) {   \
+                                    return EXPR;                                            \
+                                  });                                                       \
+                                });                                                         \
+  }
+MGSIM_REDUCE(simd_sum, T(a + c))
+MGSIM_REDUCE(simd_product, T(a * c))
+MGSIM_REDUCE(simd_max, mgsim::op_max<T>(a, c))
+MGSIM_REDUCE(simd_min, mgsim::op_min<T>(a, c))
+MGSIM_REDUCE(simd_and, T(a & c))
+MGSIM_REDUCE(simd_or, T(a | c))
+MGSIM_REDUCE(simd_xor, T(a ^ c))
+#undef MGSIM_REDUCE
+
+#define MGSIM_SCAN(NAME, IDENTITY, INCL, EXPR)                                              \
+  template <class T>                                                                        \
+  MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, T x) {                                          \
+    return mgsim::collective<T>(mgsim::site_token(s), x, 0, #NAME,                          \
+                                [](mgsim::abi::lane *b, uint32_t m) {                       \
+                                  mgsim::scan<T>(b, m, T(IDENTITY), INCL,                   \
+                                                 [](const T &a, const T &c) { return EXPR; }); \
+                                });                                                         \
+  }                                                                                         \
+  template <class T>                                                                        \
+  MGSIM_ALWAYS_INLINE T NAME(T x) {                                                         \
+    return mgsim::collective<T>(mgsim::call_site_token(), x, 0, #NAME,                      \
+                                [](mgsim::abi::lane *b, uint32_t m) {                       \
+                                  mgsim::scan<T>(b, m, T(IDENTITY), INCL,                   \
+                                                 [](const T &a, const T &c) { return EXPR; }); \
+                                });                                                         \
+  }
+MGSIM_SCAN(simd_prefix_inclusive_sum, 0, true, T(a + c))
+MGSIM_SCAN(simd_prefix_exclusive_sum, 0, false, T(a + c))
+MGSIM_SCAN(simd_prefix_inclusive_product, 1, true, T(a * c))
+MGSIM_SCAN(simd_prefix_exclusive_product, 1, false, T(a * c))
+#undef MGSIM_SCAN
+
+// SRC maps (lane j, its argument a) to the source lane.
+#define MGSIM_PERMUTE(NAME, SRC)                                                            \
+  template <class T, class I>                                                               \
+  MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, T x, I arg) {                                   \
+    return mgsim::collective<T>(mgsim::site_token(s), x, uint32_t(arg), #NAME,              \
+                                [](mgsim::abi::lane *b, uint32_t m) {                       \
+                                  mgsim::permute<T>(b, m, [m](uint32_t j, uint32_t a) {     \
+                                    (void)m;                                                \
+                                    return int64_t(SRC);                                    \
+                                  });                                                       \
+                                });                                                         \
+  }                                                                                         \
+  template <class T, class I>                                                               \
+  MGSIM_ALWAYS_INLINE T NAME(T x, I arg) {                                                  \
+    return mgsim::collective<T>(mgsim::call_site_token(), x, uint32_t(arg), #NAME,          \
+                                [](mgsim::abi::lane *b, uint32_t m) {                       \
+                                  mgsim::permute<T>(b, m, [m](uint32_t j, uint32_t a) {     \
+                                    (void)m;                                                \
+                                    return int64_t(SRC);                                    \
+                                  });                                                       \
+                                });                                                         \
+  }
+MGSIM_PERMUTE(simd_shuffle, a)
+MGSIM_PERMUTE(simd_broadcast, a)
+MGSIM_PERMUTE(simd_shuffle_xor, (j ^ a) & 31u)
+MGSIM_PERMUTE(simd_shuffle_up, int64_t(j) - int64_t(a))
+MGSIM_PERMUTE(simd_shuffle_down, int64_t(j) + int64_t(a))
+MGSIM_PERMUTE(simd_shuffle_rotate_up, (j + 32u - (a & 31u)) & 31u)
+MGSIM_PERMUTE(simd_shuffle_rotate_down, (j + a) & 31u)
+#undef MGSIM_PERMUTE
+
+template <class T>
+MGSIM_ALWAYS_INLINE T simd_broadcast_first(mgsim::site s, T x) {
+  return mgsim::collective<T>(mgsim::site_token(s), x, 0, "simd_broadcast_first",
+                              [](mgsim::abi::lane *b, uint32_t m) {
+                                mgsim::permute<T>(b, m, [m](uint32_t, uint32_t) {
+                                  return int64_t(__builtin_ctz(m));
+                                });
+                              });
+}
+template <class T>
+MGSIM_ALWAYS_INLINE T simd_broadcast_first(T x) {
+  return mgsim::collective<T>(mgsim::call_site_token(), x, 0, "simd_broadcast_first",
+                              [](mgsim::abi::lane *b, uint32_t m) {
+                                mgsim::permute<T>(b, m, [m](uint32_t, uint32_t) {
+                                  return int64_t(__builtin_ctz(m));
+                                });
+                              });
+}
+
+namespace mgsim_detail {
+// Gives each member the active-set bit mask of lanes whose input was true.
+inline void vote(mgsim::abi::lane *b, uint32_t m) {
+  uint64_t bits = 0;
+  for (uint32_t k = m; k; k &= k - 1) {
+    uint32_t j = uint32_t(__builtin_ctz(k));
+    if (mgsim::in_of<bool>(b[j])) bits |= uint64_t(1) << j;
+  }
+  for (uint32_t k = m; k; k &= k - 1) mgsim::set_out(b[__builtin_ctz(k)], bits);
+}
+inline uint64_t vote_bits(uint64_t token, bool x, const char *what) {
+  // The result type (uint64) differs from the input (bool): vote through a uint64 carrier.
+  mgsim::abi::lane *me = mgsim::tls_lane;
+  if (!me) {
+    mgsim::misuse(what);
+    return x ? 1u : 0u;
+  }
+  uint64_t res = 0;
+  me->in = &x;
+  me->out = &res;
+  me->arg = 0;
+  mgsim::block(me, mgsim::abi::block_simd, token);
+  if (me->leader) vote(me->simd_base, me->active);
+  return res;
+}
+inline uint64_t active_bits(uint64_t token) {
+  mgsim::abi::lane *me = mgsim::tls_lane;
+  if (!me) return 1u;
+  bool t = true;
+  uint64_t res = 0;
+  me->in = &t;
+  me->out = &res;
+  me->arg = 0;
+  mgsim::block(me, mgsim::abi::block_simd, token);
+  if (me->leader) vote(me->simd_base, me->active);
+  return res;
+}
+}  // namespace mgsim_detail
+
+inline simd_vote simd_ballot(mgsim::site s, bool x) {
+  return simd_vote(mgsim_detail::vote_bits(mgsim::site_token(s), x, "simd_ballot"));
+}
+MGSIM_ALWAYS_INLINE simd_vote simd_ballot(bool x) {
+  return simd_vote(mgsim_detail::vote_bits(mgsim::call_site_token(), x, "simd_ballot"));
+}
+inline bool simd_any(mgsim::site s, bool x) {
+  return mgsim_detail::vote_bits(mgsim::site_token(s), x, "simd_any") != 0;
+}
+MGSIM_ALWAYS_INLINE bool simd_any(bool x) {
+  return mgsim_detail::vote_bits(mgsim::call_site_token(), x, "simd_any") != 0;
+}
+// simd_all: every active lane's value is true (inactive lanes do not count).
+inline bool simd_all(mgsim::site s, bool x) {
+  mgsim::abi::lane *me = mgsim::tls_lane;
+  uint64_t v = mgsim_detail::vote_bits(mgsim::site_token(s), x, "simd_all");
+  return me ? v == me->active : v != 0;
+}
+MGSIM_ALWAYS_INLINE bool simd_all(bool x) {
+  mgsim::abi::lane *me = mgsim::tls_lane;
+  uint64_t v = mgsim_detail::vote_bits(mgsim::call_site_token(), x, "simd_all");
+  return me ? v == me->active : v != 0;
+}
+inline simd_vote simd_active_threads_mask(mgsim::site s) {
+  return simd_vote(mgsim_detail::active_bits(mgsim::site_token(s)));
+}
+MGSIM_ALWAYS_INLINE simd_vote simd_active_threads_mask() {
+  return simd_vote(mgsim_detail::active_bits(mgsim::call_site_token()));
+}
+inline bool simd_is_first(mgsim::site s) {
+  mgsim::abi::lane *me = mgsim::tls_lane;
+  uint64_t v = mgsim_detail::active_bits(mgsim::site_token(s));
+  return me ? (v & (~v + 1)) == (uint64_t(1) << me->a.lane_id) : true;
+}
+MGSIM_ALWAYS_INLINE bool simd_is_first() {
+  mgsim::abi::lane *me = mgsim::tls_lane;
+  uint64_t v = mgsim_detail::active_bits(mgsim::call_site_token());
+  return me ? (v & (~v + 1)) == (uint64_t(1) << me->a.lane_id) : true;
+}
+
+}  // namespace metal
+
+#endif  // MGSIM_ABI_ONLY
+#endif  // MGSIM_EXEC_H

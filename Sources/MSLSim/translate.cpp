@@ -1,0 +1,1372 @@
+// MSL → C++17 translator.
+//
+// A lexer keeps every token's leading whitespace and comments, so the output has the same line
+// structure as the input and one `#line 1 "program_source"` makes compiler diagnostics point at the
+// user's lines. Rewrites replace token text in place; nothing is reformatted.
+#include "translate.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace mgsim {
+namespace {
+
+enum class Tok { Ident, Number, String, Punct, PP, End };
+
+struct Token {
+  Tok kind;
+  std::string text;
+  std::string pre;  // whitespace and comments before the token
+  int line;
+};
+
+bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+std::vector<Token> lex(const std::string &s) {
+  std::vector<Token> toks;
+  size_t i = 0, n = s.size();
+  int line = 1;
+  bool line_start = true;  // only whitespace since the last newline
+  std::string pre;
+  auto push = [&](Tok k, size_t b, size_t e, int l) {
+    toks.push_back(Token{k, s.substr(b, e - b), pre, l});
+    pre.clear();
+  };
+  while (i < n) {
+    char c = s[i];
+    if (c == '\n') {
+      pre += c;
+      ++line;
+      ++i;
+      line_start = true;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+      pre += c;
+      ++i;
+      continue;
+    }
+    if (c == '\\' && i + 1 < n && s[i + 1] == '\n') {  // stray line splice
+      pre += "\\\n";
+      i += 2;
+      ++line;
+      continue;
+    }
+    if (c == '/' && i + 1 < n && s[i + 1] == '/') {
+      size_t e = s.find('\n', i);
+      if (e == std::string::npos) e = n;
+      pre.append(s, i, e - i);
+      i = e;
+      continue;
+    }
+    if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+      size_t e = s.find("*/", i + 2);
+      e = (e == std::string::npos) ? n : e + 2;
+      for (size_t k = i; k < e; ++k)
+        if (s[k] == '\n') ++line;
+      pre.append(s, i, e - i);
+      i = e;
+      continue;
+    }
+    int l = line;
+    if (c == '#' && line_start) {
+      // A preprocessor directive runs to the end of the line, through line splices.
+      size_t b = i;
+      while (i < n) {
+        if (s[i] == '\\' && i + 1 < n && s[i + 1] == '\n') {
+          i += 2;
+          ++line;
+          continue;
+        }
+        if (s[i] == '\\' && i + 2 < n && s[i + 1] == '\r' && s[i + 2] == '\n') {
+          i += 3;
+          ++line;
+          continue;
+        }
+        if (s[i] == '\n') break;
+        if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') {  // a block comment may span lines
+          size_t e = s.find("*/", i + 2);
+          e = (e == std::string::npos) ? n : e + 2;
+          for (size_t k = i; k < e; ++k)
+            if (s[k] == '\n') ++line;
+          i = e;
+          continue;
+        }
+        ++i;
+      }
+      push(Tok::PP, b, i, l);
+      continue;
+    }
+    line_start = false;
+    size_t b = i;
+    if (is_ident_start(c)) {
+      while (i < n && is_ident_char(s[i])) ++i;
+      // Raw string literal R"delim( ... )delim"
+      if (i < n && s[i] == '"' && s[i - 1] == 'R') {
+        size_t open = s.find('(', i);
+        if (open != std::string::npos) {
+          std::string delim = ")" + s.substr(i + 1, open - i - 1) + "\"";
+          size_t e = s.find(delim, open);
+          e = (e == std::string::npos) ? n : e + delim.size();
+          for (size_t k = i; k < e; ++k)
+            if (s[k] == '\n') ++line;
+          i = e;
+          push(Tok::String, b, i, l);
+          continue;
+        }
+      }
+      push(Tok::Ident, b, i, l);
+      continue;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) ||
+        (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+      while (i < n) {
+        char d = s[i];
+        if (is_ident_char(d) || d == '.' || d == '\'') {
+          ++i;
+        } else if ((d == '+' || d == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' ||
+                                               s[i - 1] == 'P')) {
+          ++i;
+        } else {
+          break;
+        }
+      }
+      push(Tok::Number, b, i, l);
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      ++i;
+      while (i < n && s[i] != c) {
+        if (s[i] == '\\' && i + 1 < n) ++i;
+        if (s[i] == '\n') ++line;
+        ++i;
+      }
+      if (i < n) ++i;
+      push(Tok::String, b, i, l);
+      continue;
+    }
+    static const char *const puncts[] = {"<<=", ">>=", "...", "->*", "::", "->", "++", "--", "<<",
+                                         ">>",  "<=",  ">=",  "==",  "!=", "&&", "||", "+=", "-=",
+                                         "*=",  "/=",  "%=",  "&=",  "|=", "^=", "##"};
+    size_t len = 1;
+    for (const char *p : puncts) {
+      size_t pl = std::char_traits<char>::length(p);
+      if (s.compare(i, pl, p) == 0) {
+        len = pl;
+        break;
+      }
+    }
+    i += len;
+    push(Tok::Punct, b, i, l);
+  }
+  toks.push_back(Token{Tok::End, "", pre, line});
+  return toks;
+}
+
+const std::unordered_set<std::string> &collective_names() {
+  static const std::unordered_set<std::string> s = {
+      "threadgroup_barrier",       "simdgroup_barrier",
+      "simd_sum",                  "simd_product",
+      "simd_max",                  "simd_min",
+      "simd_and",                  "simd_or",
+      "simd_xor",                  "simd_prefix_inclusive_sum",
+      "simd_prefix_exclusive_sum", "simd_prefix_inclusive_product",
+      "simd_prefix_exclusive_product", "simd_shuffle",
+      "simd_shuffle_xor",          "simd_shuffle_up",
+      "simd_shuffle_down",         "simd_shuffle_rotate_up",
+      "simd_shuffle_rotate_down",  "simd_broadcast",
+      "simd_broadcast_first",      "simd_all",
+      "simd_any",                  "simd_ballot",
+      "simd_is_first",             "simd_active_threads_mask"};
+  return s;
+}
+
+bool is_sync_name(const std::string &s) {
+  return collective_names().count(s) || s.rfind("quad_", 0) == 0 ||
+         s.rfind("simd_shuffle", 0) == 0;
+}
+
+const std::unordered_set<std::string> &thread_attribute_names() {
+  static const std::unordered_set<std::string> s = {
+      "thread_position_in_grid",         "thread_position_in_threadgroup",
+      "threadgroup_position_in_grid",    "threads_per_threadgroup",
+      "dispatch_threads_per_threadgroup", "threads_per_grid",
+      "threadgroups_per_grid",           "thread_index_in_threadgroup",
+      "thread_index_in_simdgroup",       "simdgroup_index_in_threadgroup",
+      "threads_per_simdgroup",           "simdgroups_per_threadgroup",
+      "dispatch_simdgroups_per_threadgroup", "thread_execution_width",
+      "thread_index_in_quadgroup",       "quadgroup_index_in_threadgroup",
+      "quadgroups_per_threadgroup",      "dispatch_quadgroups_per_threadgroup"};
+  return s;
+}
+
+// Identifiers naming things the simulator does not model; using one is a compile-time error.
+const char *unsupported_reason(const std::string &id) {
+  if (id.rfind("texture", 0) == 0 && id.size() > 7 && (std::isdigit(static_cast<unsigned char>(id[7])) || id.compare(7, 6, "cube") == 0 || id.compare(7, 6, "_buffer") == 0))
+    return "textures are not simulated";
+  if (id.rfind("depth2d", 0) == 0 || id.rfind("depthcube", 0) == 0) return "depth textures are not simulated";
+  if (id == "sampler") return "samplers are not simulated";
+  if (id == "imageblock") return "imageblocks are not simulated";
+  if (id == "acceleration_structure" || id == "intersection_function_table" ||
+      id == "visible_function_table" || id == "intersector" || id == "ray_data")
+    return "ray tracing and function tables are not simulated";
+  if (id == "object_data" || id == "mesh_grid_properties") return "mesh shading is not simulated";
+  return nullptr;
+}
+
+uint32_t mtl_type_of(const std::string &t) {
+  static const std::map<std::string, uint32_t> m = {
+      {"float", 3},   {"half", 16},   {"int", 29},    {"uint", 33},   {"unsigned", 33},
+      {"short", 37},  {"ushort", 41}, {"char", 45},   {"uchar", 49},  {"bool", 53},
+      {"long", 81},   {"ulong", 85},  {"bfloat", 121}, {"int32_t", 29}, {"uint32_t", 33},
+      {"int16_t", 37}, {"uint16_t", 41}, {"int8_t", 45}, {"uint8_t", 49}, {"int64_t", 81},
+      {"uint64_t", 85}, {"float2", 4}, {"float3", 5},  {"float4", 6},  {"int2", 30},
+      {"int3", 31},   {"int4", 32},   {"uint2", 34},  {"uint3", 35},  {"uint4", 36}};
+  auto it = m.find(t);
+  return it == m.end() ? 0 : it->second;
+}
+
+// Byte sizes of MSL scalar and vector types (3-vectors are padded to 4 elements).
+int64_t type_size(const std::string &t) {
+  static const std::map<std::string, int64_t> scalars = {
+      {"float", 4}, {"half", 2},   {"bfloat", 2}, {"int", 4},   {"uint", 4},   {"short", 2},
+      {"ushort", 2}, {"char", 1},  {"uchar", 1},  {"bool", 1},  {"long", 8},   {"ulong", 8},
+      {"int32_t", 4}, {"uint32_t", 4}, {"int16_t", 2}, {"uint16_t", 2}, {"int8_t", 1},
+      {"uint8_t", 1}, {"int64_t", 8}, {"uint64_t", 8}, {"float16_t", 2}, {"bfloat16_t", 2},
+      {"atomic_int", 4}, {"atomic_uint", 4}, {"size_t", 8}, {"double", 8}};
+  auto it = scalars.find(t);
+  if (it != scalars.end()) return it->second;
+  if (!t.empty() && std::isdigit(static_cast<unsigned char>(t.back()))) {
+    size_t k = t.size();
+    while (k > 0 && std::isdigit(static_cast<unsigned char>(t[k - 1]))) --k;
+    std::string base = t.substr(0, k);
+    int dims = std::atoi(t.c_str() + k);
+    auto b = scalars.find(base);
+    if (b != scalars.end() && dims >= 2 && dims <= 4) return b->second * (dims == 3 ? 4 : dims);
+  }
+  return -1;
+}
+
+struct Attr {
+  std::string name;
+  std::vector<std::string> args;  // raw text of each argument
+  int line = 0;
+};
+
+struct FunctionBody {
+  std::string name;
+  size_t open = 0, close = 0;  // brace token indices
+};
+
+struct KernelDecl {
+  std::string name;            // plain function name
+  std::string qualified;       // with enclosing namespaces
+  std::string host_name;       // from [[host_name]] on a non-template kernel
+  bool is_template = false;
+  std::vector<std::string> template_params;  // names, in order
+  std::vector<KernelParam> params;
+  int max_threads = 1024;
+  size_t body_open = 0, body_close = 0;
+  int line = 0;
+};
+
+struct Instantiation {
+  std::string host_name;
+  std::string func_name;
+  std::string call_expr;
+  std::vector<std::string> template_args;
+  int line = 0;
+};
+
+class Translator {
+ public:
+  Translator(const std::string &src, const TranslateOptions &opt) : opt_(opt) {
+    t_ = lex(src);
+    repl_.assign(t_.size(), std::string());
+    replaced_.assign(t_.size(), false);
+    match_.assign(t_.size(), SIZE_MAX);
+    attr_end_.assign(t_.size(), SIZE_MAX);
+    in_function_.assign(t_.size(), false);
+  }
+
+  bool run(TranslateResult &out) {
+    if (!match_brackets()) return fail(out);
+    find_attributes();
+    if (!analyze_structure()) return fail(out);
+    if (!rewrite_tokens()) return fail(out);
+    if (!build_kernels(out)) return fail(out);
+    emit(out);
+    return true;
+  }
+
+ private:
+  const TranslateOptions &opt_;
+  std::vector<Token> t_;
+  std::vector<std::string> repl_;
+  std::vector<bool> replaced_;
+  std::vector<size_t> match_;     // matching bracket for ( [ { and back
+  std::vector<size_t> attr_end_;  // for the first '[' of an [[attribute]]: index of the last ']'
+  std::vector<bool> in_function_;
+  std::vector<FunctionBody> functions_;
+  std::vector<KernelDecl> kernels_;
+  std::vector<Instantiation> insts_;
+  std::vector<FunctionConstant> fconsts_;
+  std::vector<std::pair<std::string, std::string>> derived_consts_;  // name, initializer
+  std::map<std::string, std::vector<Token>> macro_bodies_;
+  std::map<std::string, std::vector<Token>> global_consts_;  // constexpr/constant ints at program scope
+  std::string err_;
+  int err_line_ = 0;
+  uint32_t next_site_ = 1;
+
+  bool fail(TranslateResult &out) {
+    std::ostringstream m;
+    m << "program_source:" << err_line_ << ": " << err_;
+    out.error = m.str();
+    return false;
+  }
+  bool error(int line, const std::string &msg) {
+    if (err_.empty()) {
+      err_ = msg;
+      err_line_ = line;
+    }
+    return false;
+  }
+
+  const std::string &text(size_t i) const { return t_[i].text; }
+  bool is(size_t i, const char *s) const { return i < t_.size() && t_[i].kind != Tok::End && t_[i].kind != Tok::PP && t_[i].text == s; }
+  bool ident(size_t i) const { return i < t_.size() && t_[i].kind == Tok::Ident; }
+  void set(size_t i, const std::string &s) {
+    repl_[i] = s;
+    replaced_[i] = true;
+  }
+  void erase_range(size_t b, size_t e) {  // inclusive
+    for (size_t k = b; k <= e && k < t_.size(); ++k) set(k, "");
+  }
+
+  bool match_brackets() {
+    std::vector<size_t> st;
+    for (size_t i = 0; i < t_.size(); ++i) {
+      if (t_[i].kind != Tok::Punct) continue;
+      const std::string &s = t_[i].text;
+      if (s == "(" || s == "[" || s == "{") {
+        st.push_back(i);
+      } else if (s == ")" || s == "]" || s == "}") {
+        char want = s == ")" ? '(' : s == "]" ? '[' : '{';
+        if (st.empty() || t_[st.back()].text[0] != want)
+          return error(t_[i].line, "unbalanced '" + s + "'");
+        match_[st.back()] = i;
+        match_[i] = st.back();
+        st.pop_back();
+      }
+    }
+    if (!st.empty()) return error(t_[st.back()].line, "unbalanced '" + t_[st.back()].text + "'");
+    return true;
+  }
+
+  void find_attributes() {
+    for (size_t i = 0; i + 1 < t_.size(); ++i) {
+      if (is(i, "[") && is(i + 1, "[") && match_[i + 1] != SIZE_MAX && match_[i] == match_[i + 1] + 1)
+        attr_end_[i] = match_[i];
+    }
+  }
+
+  // Parses the attributes of the [[...]] starting at token i.
+  std::vector<Attr> parse_attr(size_t i) const {
+    std::vector<Attr> out;
+    size_t e = attr_end_[i] - 1;  // the inner ']'
+    size_t k = i + 2;
+    while (k < e) {
+      Attr a;
+      a.line = t_[k].line;
+      while (k < e && !is(k, "(") && !is(k, ",")) a.name += t_[k++].text;
+      if (is(k, "(")) {
+        size_t close = match_[k];
+        std::string cur;
+        int depth = 0;
+        for (size_t j = k + 1; j < close; ++j) {
+          if (is(j, "(") || is(j, "[") || is(j, "{")) ++depth;
+          if (is(j, ")") || is(j, "]") || is(j, "}")) --depth;
+          if (depth == 0 && is(j, ",")) {
+            a.args.push_back(cur);
+            cur.clear();
+            continue;
+          }
+          if (!cur.empty()) cur += ' ';
+          cur += t_[j].text;
+        }
+        a.args.push_back(cur);
+        k = close + 1;
+      }
+      out.push_back(a);
+      if (is(k, ",")) ++k;
+    }
+    return out;
+  }
+
+  // Skips a balanced <...> starting at i (which is '<'); returns the index of the closing '>'.
+  size_t skip_angles(size_t i) const {
+    int depth = 0;
+    for (size_t k = i; k < t_.size(); ++k) {
+      if (t_[k].kind == Tok::End) return k;
+      if (is(k, "(") || is(k, "[") || is(k, "{")) {
+        k = match_[k];
+        continue;
+      }
+      if (is(k, "<")) ++depth;
+      else if (is(k, ">")) --depth;
+      else if (is(k, ">>")) depth -= 2;
+      else if (is(k, ";") || is(k, "{") || is(k, "}")) return k;
+      if (depth <= 0) return k;
+    }
+    return t_.size() - 1;
+  }
+
+  static bool is_keyword_before_paren(const std::string &s) {
+    static const std::unordered_set<std::string> k = {
+        "if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "alignof",
+        "alignas", "static_assert", "noexcept", "throw", "new", "delete", "defined", "__attribute__"};
+    return k.count(s) > 0;
+  }
+
+  // If the '{' at index i opens a function body, returns the function's name (else empty).
+  std::string function_name_for_brace(size_t i) const {
+    size_t k = i;
+    int guard = 0;
+    while (k > 0 && guard++ < 64) {
+      --k;
+      if (is(k, "]") && match_[k] != SIZE_MAX && k > 0 && is(k - 1, "]") && match_[k] + 1 == match_[k - 1]) {
+        k = match_[k];  // skip an attribute backwards (to its first '[')
+        continue;
+      }
+      if (t_[k].kind == Tok::Ident) continue;  // const, noexcept, override, trailing return type
+      if (is(k, "::") || is(k, "<") || is(k, ">") || is(k, "->") || is(k, "*") || is(k, "&") || is(k, ",")) continue;
+      if (is(k, ")")) {
+        size_t open = match_[k];
+        if (open == SIZE_MAX || open == 0) return "";
+        size_t nk = open - 1;
+        if (is(nk, ">")) {  // f<T>(...) specialization: find the name before '<'
+          int depth = 0;
+          size_t j = nk;
+          while (j > 0) {
+            if (is(j, ">")) ++depth;
+            if (is(j, "<")) --depth;
+            if (depth == 0) break;
+            --j;
+          }
+          if (j == 0) return "";
+          nk = j - 1;
+        }
+        if (ident(nk) && !is_keyword_before_paren(t_[nk].text)) {
+          // A constructor's member-initializer `: a(1) {` also lands here; harmless.
+          if (nk > 0 && is(nk - 1, "operator")) return "operator";
+          return t_[nk].text;
+        }
+        if (nk > 0 && is(nk - 1, "operator")) return "operator";
+        return "";
+      }
+      return "";
+    }
+    return "";
+  }
+
+  // Parses a parameter list between '(' at open and its ')' into per-parameter token ranges.
+  std::vector<std::pair<size_t, size_t>> split_params(size_t open) const {
+    std::vector<std::pair<size_t, size_t>> out;
+    size_t close = match_[open];
+    size_t start = open + 1;
+    int angle = 0;
+    for (size_t k = open + 1; k < close; ++k) {
+      if (attr_end_[k] != SIZE_MAX) {
+        k = attr_end_[k];
+        continue;
+      }
+      if (is(k, "(") || is(k, "[") || is(k, "{")) {
+        k = match_[k];
+        continue;
+      }
+      if (is(k, "<")) ++angle;
+      if (is(k, ">")) --angle;
+      if (is(k, ">>")) angle -= 2;
+      if (is(k, ",") && angle <= 0) {
+        out.emplace_back(start, k);
+        start = k + 1;
+      }
+    }
+    if (start < close) out.emplace_back(start, close);
+    return out;
+  }
+
+  bool parse_int(const std::string &s, int &v) const {
+    char *end = nullptr;
+    long x = std::strtol(s.c_str(), &end, 0);
+    while (end && (*end == 'u' || *end == 'U' || *end == 'l' || *end == 'L')) ++end;
+    if (!end || *end != '\0' || s.empty()) return false;
+    v = int(x);
+    return true;
+  }
+
+  // Walks the translation unit once: scopes, functions, kernels, instantiations, constants.
+  bool analyze_structure() {
+    struct Scope {
+      bool function;
+      std::string ns;  // namespace name for namespace scopes
+    };
+    std::vector<Scope> scopes;
+    std::vector<size_t> function_stack;  // indices into functions_
+    size_t stmt_start = 0;
+    auto in_fn = [&]() { return !scopes.empty() && scopes.back().function; };
+    auto ns_prefix = [&]() {
+      std::string p;
+      for (auto &s : scopes)
+        if (!s.ns.empty()) p += s.ns + "::";
+      return p;
+    };
+    bool any_function = false;
+    for (size_t i = 0; i < t_.size(); ++i) {
+      in_function_[i] = any_function;
+      const Token &tk = t_[i];
+      if (tk.kind == Tok::End) break;
+      if (tk.kind == Tok::PP) {
+        if (!handle_pp(i)) return false;
+        if (!in_fn()) stmt_start = i + 1;
+        continue;
+      }
+      if (tk.kind == Tok::Ident) {
+        if (const char *why = unsupported_reason(tk.text))
+          return error(tk.line, "unsupported construct '" + tk.text + "' (" + why + ")");
+        if (!in_fn() && (tk.text == "vertex" || tk.text == "fragment") && i == stmt_start)
+          return error(tk.line, "unsupported construct '" + tk.text + "' function (only compute kernels are simulated)");
+      }
+      if (attr_end_[i] != SIZE_MAX) {
+        for (const Attr &a : parse_attr(i)) {
+          if (a.name == "stage_in" || a.name == "texture" || a.name == "sampler" || a.name == "color" ||
+              a.name == "vertex_id" || a.name == "instance_id" || a.name == "position")
+            return error(a.line, "unsupported construct '[[" + a.name + "]]' (only compute kernels over buffers are simulated)");
+          if (a.name == "function_constant" && !in_fn() && !inside_parens(i)) {
+            if (!handle_function_constant(stmt_start, i, a)) return false;
+          }
+        }
+        i = attr_end_[i];
+        in_function_[i] = any_function;
+        continue;
+      }
+      if (is(i, "{")) {
+        bool fn = false;
+        std::string name;
+        if (!in_fn()) {
+          name = function_name_for_brace(i);
+          fn = !name.empty();
+        }
+        if (fn) {
+          functions_.push_back(FunctionBody{name, i, match_[i]});
+          function_stack.push_back(functions_.size() - 1);
+          if (!note_kernel_definition(stmt_start, i, ns_prefix())) return false;
+          scopes.push_back(Scope{true, ""});
+          any_function = true;
+        } else if (in_fn()) {
+          scopes.push_back(Scope{true, ""});
+        } else {
+          std::string ns;
+          if (i >= 2 && ident(i - 1) && is(i - 2, "namespace")) ns = text(i - 1);
+          scopes.push_back(Scope{false, ns});
+          stmt_start = i + 1;
+        }
+        continue;
+      }
+      if (is(i, "}")) {
+        if (scopes.empty()) return error(tk.line, "unbalanced '}'");
+        bool was_fn = scopes.back().function;
+        scopes.pop_back();
+        if (was_fn && !in_fn()) {
+          function_stack.pop_back();
+          any_function = false;
+          stmt_start = i + 1;
+        } else if (!in_fn()) {
+          stmt_start = i + 1;
+        }
+        continue;
+      }
+      if (is(i, ";") && !in_fn()) {
+        if (!note_statement(stmt_start, i, ns_prefix())) return false;
+        stmt_start = i + 1;
+        continue;
+      }
+    }
+    return err_.empty();
+  }
+
+  bool inside_parens(size_t i) const {
+    // True when token i lies inside (...) — e.g. a kernel parameter's attribute.
+    int depth = 0;
+    for (size_t k = i; k > 0; --k) {
+      size_t j = k - 1;
+      if (is(j, ")")) {
+        j = match_[j];
+        k = j + 1;
+        continue;
+      }
+      if (is(j, "(")) return true;
+      if (is(j, ";") || is(j, "{") || is(j, "}")) return false;
+      (void)depth;
+    }
+    return false;
+  }
+
+  // Preprocessor lines: map metal includes to the prelude, drop METAL pragmas, rewrite macro
+  // bodies' address spaces, remember macro bodies for the call graph.
+  bool handle_pp(size_t i) {
+    std::string s = t_[i].text;
+    size_t p = s.find_first_not_of(" \t", 1);
+    std::string rest = p == std::string::npos ? "" : s.substr(p);
+    auto lines_of = [&](const std::string &x) { return std::string(size_t(std::count(x.begin(), x.end(), '\n')), '\n'); };
+    if (rest.rfind("include", 0) == 0) {
+      size_t lt = rest.find('<');
+      size_t q = rest.find('"');
+      std::string name;
+      if (lt != std::string::npos) name = rest.substr(lt + 1, rest.find('>', lt) - lt - 1);
+      else if (q != std::string::npos) name = rest.substr(q + 1, rest.find('"', q + 1) - q - 1);
+      if (name.rfind("metal_", 0) == 0 || name == "simd/simd.h") set(i, "/* " + name + ": prelude */" + lines_of(s));
+      return true;
+    }
+    if (rest.rfind("pragma", 0) == 0) {
+      if (rest.find("METAL") != std::string::npos) set(i, lines_of(s));
+      return true;
+    }
+    if (rest.rfind("define", 0) == 0) {
+      // #define NAME(args) body  /  #define NAME body
+      size_t b = rest.find_first_not_of(" \t", 6);
+      if (b == std::string::npos) return true;
+      size_t e = b;
+      while (e < rest.size() && is_ident_char(rest[e])) ++e;
+      std::string name = rest.substr(b, e - b);
+      size_t body_at = e;
+      if (e < rest.size() && rest[e] == '(') body_at = rest.find(')', e) + 1;
+      std::string body = body_at <= rest.size() ? rest.substr(body_at) : "";
+      std::vector<Token> bt = lex(body);
+      macro_bodies_[name] = bt;
+      bool object_like = e >= rest.size() || rest[e] != '(';
+      if (object_like) global_consts_[name] = std::vector<Token>(bt.begin(), bt.end() - 1);
+      std::string rewritten = rewrite_macro_body(body);
+      if (rewritten != body) set(i, "#" + s.substr(1, p - 1) + rest.substr(0, body_at) + rewritten);
+    }
+    return true;
+  }
+
+  // Address spaces, collectives and h literals inside a macro body (no checked-pointer rewrite:
+  // the macro's context is unknown).
+  std::string rewrite_macro_body(const std::string &body) {
+    std::vector<Token> bt = lex(body);
+    std::string out;
+    bool changed = false;
+    for (size_t k = 0; k < bt.size(); ++k) {
+      const Token &x = bt[k];
+      std::string txt = x.text;
+      if (x.kind == Tok::Ident) {
+        if (txt == "device" || txt == "thread" || txt == "constant") {
+          txt = "";
+          changed = true;
+        } else if (txt == "threadgroup") {
+          bool obj = true;
+          for (size_t j = k + 1; j < bt.size(); ++j) {
+            if (bt[j].text == "*" || bt[j].text == "&") {
+              obj = false;
+              break;
+            }
+            if (bt[j].kind != Tok::Ident && bt[j].text != "::" && bt[j].text != "<" && bt[j].text != ">") break;
+          }
+          txt = obj ? "static thread_local" : "";
+          changed = true;
+        }
+      } else if (x.kind == Tok::Number && is_half_literal(txt)) {
+        txt = half_literal(txt);
+        changed = true;
+      }
+      out += x.pre + txt;
+    }
+    return changed ? out : body;
+  }
+
+  static bool is_half_literal(const std::string &s) {
+    if (s.size() < 2) return false;
+    char c = s.back();
+    if (c != 'h' && c != 'H') return false;
+    if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) return false;
+    return true;
+  }
+  static std::string half_literal(const std::string &s) {
+    std::string v = s.substr(0, s.size() - 1);
+    if (v.find_first_of(".eE") == std::string::npos) v += ".0";
+    return "half(" + v + ")";
+  }
+
+  // `constant T name [[function_constant(i)]];` → a thread-local specialised at dispatch.
+  bool handle_function_constant(size_t stmt_start, size_t attr_at, const Attr &a) {
+    int index = 0;
+    if (a.args.size() != 1 || !parse_int(a.args[0], index))
+      return error(a.line, "[[function_constant]] needs an integer index");
+    size_t name_at = attr_at - 1;
+    if (!ident(name_at)) return error(a.line, "cannot parse the function constant declaration");
+    std::string type;
+    for (size_t k = stmt_start; k < name_at; ++k) {
+      if (is(k, "constant") || is(k, "const") || is(k, "static")) continue;
+      if (!type.empty()) type += ' ';
+      type += text(k);
+    }
+    if (type.empty()) return error(a.line, "cannot parse the function constant's type");
+    size_t semi = attr_end_[attr_at] + 1;
+    if (!is(semi, ";")) return error(a.line, "expected ';' after a function constant declaration");
+    FunctionConstant fc;
+    fc.name = text(name_at);
+    fc.index = index;
+    fc.type = type;
+    fc.mtl_type = mtl_type_of(type);
+    fconsts_.push_back(fc);
+    erase_range(stmt_start, semi);
+    set(stmt_start, "thread_local " + type + " " + fc.name + "{}; thread_local bool mgsim_fcdef_" + fc.name + " = false;");
+    return true;
+  }
+
+  // A '{' at `brace` opens a function body; if the declaration carries `kernel` / [[kernel]],
+  // record the kernel.
+  bool note_kernel_definition(size_t stmt_start, size_t brace, const std::string &ns) {
+    bool is_kernel = false;
+    KernelDecl kd;
+    std::vector<Attr> fattrs;
+    size_t open_paren = SIZE_MAX;
+    size_t k = stmt_start;
+    if (is(k, "template") && is(k + 1, "<")) {
+      size_t close = skip_angles(k + 1);
+      kd.is_template = true;
+      // template parameter names: last identifier of each comma-separated part
+      std::string last;
+      int depth = 0;
+      for (size_t j = k + 2; j < close; ++j) {
+        if (is(j, "<")) ++depth;
+        if (is(j, ">")) --depth;
+        if (depth == 0 && is(j, ",")) {
+          kd.template_params.push_back(last);
+          last.clear();
+          continue;
+        }
+        if (is(j, "=")) {  // default argument: skip to the next top-level comma
+          int d2 = 0;
+          while (j + 1 < close && !(d2 == 0 && is(j + 1, ","))) {
+            ++j;
+            if (is(j, "<") || is(j, "(")) ++d2;
+            if (is(j, ">") || is(j, ")")) --d2;
+          }
+          continue;
+        }
+        if (ident(j)) last = text(j);
+      }
+      if (!last.empty()) kd.template_params.push_back(last);
+      k = close + 1;
+    }
+    for (; k < brace; ++k) {
+      if (attr_end_[k] != SIZE_MAX) {
+        for (const Attr &a : parse_attr(k)) {
+          if (a.name == "kernel") is_kernel = true;
+          fattrs.push_back(a);
+        }
+        k = attr_end_[k];
+        continue;
+      }
+      if (is(k, "kernel")) {
+        is_kernel = true;
+        set(k, "");
+        continue;
+      }
+      if (is(k, "(") && open_paren == SIZE_MAX && k > 0 && ident(k - 1)) {
+        open_paren = k;
+        kd.name = text(k - 1);
+        kd.line = t_[k - 1].line;
+        k = match_[k];
+      }
+    }
+    if (!is_kernel) return true;
+    if (open_paren == SIZE_MAX) return error(t_[brace].line, "cannot find the kernel's parameter list");
+    for (size_t j = open_paren + 1; j < match_[open_paren]; ++j)
+      if (attr_end_[j] != SIZE_MAX) j = attr_end_[j];
+    kd.qualified = ns + kd.name;
+    for (const Attr &a : fattrs) {
+      if (a.name == "host_name" && !a.args.empty()) kd.host_name = unquote(a.args[0]);
+      if (a.name == "max_total_threads_per_threadgroup") {
+        int v = 0;
+        if (a.args.size() != 1 || !parse_int(a.args[0], v) || v <= 0 || v > 1024)
+          return error(a.line, "[[max_total_threads_per_threadgroup]] needs an integer in 1...1024");
+        kd.max_threads = v;
+      }
+    }
+    int pi = 0;
+    for (auto [b, e] : split_params(open_paren)) {
+      KernelParam p;
+      bool found = false;
+      for (size_t j = b; j < e; ++j) {
+        if (attr_end_[j] == SIZE_MAX) continue;
+        for (const Attr &a : parse_attr(j)) {
+          if (a.name == "buffer" || a.name == "threadgroup") {
+            int idx = 0;
+            if (a.args.size() != 1 || !parse_int(a.args[0], idx) || idx < 0 || idx >= 31)
+              return error(a.line, "[[" + a.name + "(n)]] needs an integer index in 0...30");
+            p.kind = a.name == "buffer" ? ParamKind::Buffer : ParamKind::Threadgroup;
+            p.index = idx;
+            found = true;
+          } else if (thread_attribute_names().count(a.name)) {
+            p.kind = ParamKind::Attribute;
+            p.attribute = a.name;
+            found = true;
+          } else if (a.name == "function_constant") {
+            // optional buffer: bound or not, the kernel reads it only when the constant says so
+          } else {
+            return error(a.line, "unsupported construct '[[" + a.name + "]]' on kernel parameter " + std::to_string(pi));
+          }
+        }
+        j = attr_end_[j];
+      }
+      if (!found) return error(t_[b].line, "kernel parameter " + std::to_string(pi) + " of '" + kd.name + "' has no [[buffer]], [[threadgroup]] or thread attribute");
+      kd.params.push_back(p);
+      ++pi;
+    }
+    kd.body_open = brace;
+    kd.body_close = match_[brace];
+    kernels_.push_back(kd);
+    return true;
+  }
+
+  static std::string unquote(const std::string &s) {
+    std::string x = s;
+    while (!x.empty() && x.front() == ' ') x.erase(0, 1);
+    while (!x.empty() && x.back() == ' ') x.pop_back();
+    if (x.size() >= 2 && x.front() == '"' && x.back() == '"') return x.substr(1, x.size() - 2);
+    return x;
+  }
+
+  // A ';'-terminated statement at namespace scope: explicit instantiations and constants.
+  bool note_statement(size_t b, size_t semi, const std::string &ns) {
+    if (b >= semi) return true;
+    if (is(b, "template") && !is(b + 1, "<")) {
+      Instantiation in;
+      in.line = t_[b].line;
+      bool kernel = false;
+      for (size_t k = b + 1; k < semi; ++k) {
+        if (attr_end_[k] != SIZE_MAX) {
+          for (const Attr &a : parse_attr(k)) {
+            if (a.name == "host_name" && !a.args.empty()) in.host_name = unquote(a.args[0]);
+            if (a.name == "kernel") kernel = true;
+          }
+          k = attr_end_[k];
+          continue;
+        }
+        if (is(k, "kernel")) kernel = true;
+        if (is(k, "decltype") && is(k + 1, "(")) {
+          k = match_[k + 1];
+          continue;
+        }
+        // The declarator: name<args> followed by ';' or '('
+        if (ident(k) && is(k + 1, "<")) {
+          size_t close = skip_angles(k + 1);
+          if (is(close + 1, ";") || is(close + 1, "(")) {
+            size_t qb = k;
+            while (qb >= 2 && is(qb - 1, "::") && ident(qb - 2)) qb -= 2;
+            in.func_name = text(k);
+            for (size_t j = qb; j <= close; ++j) in.call_expr += (j > qb && t_[j].kind == Tok::Ident && t_[j - 1].kind == Tok::Ident ? " " : "") + text(j);
+            std::string cur;
+            int depth = 0;
+            for (size_t j = k + 2; j < close; ++j) {
+              if (is(j, "<") || is(j, "(")) ++depth;
+              if (is(j, ">") || is(j, ")")) --depth;
+              if (depth == 0 && is(j, ",")) {
+                in.template_args.push_back(cur);
+                cur.clear();
+                continue;
+              }
+              if (!cur.empty()) cur += ' ';
+              cur += text(j);
+            }
+            in.template_args.push_back(cur);
+          }
+        }
+      }
+      bool known_kernel = false;
+      for (auto &kd : kernels_)
+        if (kd.name == in.func_name && kd.is_template) known_kernel = true;
+      if (kernel || known_kernel) {
+        if (in.func_name.empty()) return error(in.line, "cannot parse the kernel instantiation");
+        if (in.host_name.empty()) return error(in.line, "instantiation of kernel '" + in.func_name + "' has no [[host_name(\"...\")]]");
+        if (in.call_expr.find("::") != 0 && !ns.empty()) in.call_expr = ns + in.call_expr;
+        insts_.push_back(in);
+        // The instantiation happens through the generated entry points instead.
+        erase_range(b, semi);
+      }
+      return true;
+    }
+    // Program-scope integer constants, for threadgroup-memory sizes: [constant] [constexpr] T N = expr;
+    for (size_t k = b; k < semi; ++k) {
+      if (is(k, "=") && k > b && ident(k - 1)) {
+        bool constish = false;
+        for (size_t j = b; j < k; ++j)
+          if (is(j, "constexpr") || is(j, "const") || is(j, "constant")) constish = true;
+        if (constish) global_consts_[text(k - 1)] = std::vector<Token>(t_.begin() + long(k + 1), t_.begin() + long(semi));
+        // A constant derived from function constants is recomputed per dispatch.
+        bool uses_fc = false;
+        for (size_t j = k + 1; j < semi; ++j)
+          for (auto &fc : fconsts_)
+            if (ident(j) && text(j) == fc.name) uses_fc = true;
+        if (uses_fc) {
+          std::string type, init;
+          for (size_t j = b; j + 1 < k; ++j) {
+            if (is(j, "constant") || is(j, "constexpr") || is(j, "const") || is(j, "static")) continue;
+            type += (type.empty() ? "" : " ") + text(j);
+          }
+          for (size_t j = k + 1; j < semi; ++j) init += " " + (is(j, "is_function_constant_defined") ? std::string("mgsim_fcdef_") + text(j + 2) : text(j));
+          // is_function_constant_defined(x) → mgsim_fcdef_x: drop the parentheses around x
+          std::string cleaned;
+          {
+            std::vector<Token> it = lex(init);
+            for (size_t j = 0; j < it.size(); ++j) {
+              if (it[j].kind == Tok::Ident && it[j].text.rfind("mgsim_fcdef_", 0) == 0 && j + 3 < it.size() && it[j + 1].text == "(" && it[j + 3].text == ")") {
+                cleaned += " " + it[j].text;
+                j += 3;
+                continue;
+              }
+              cleaned += " " + it[j].text;
+            }
+          }
+          derived_consts_.emplace_back(text(k - 1), cleaned);
+          erase_range(b, semi);
+          set(b, "thread_local " + type + " " + text(k - 1) + "{};");
+        }
+        break;
+      }
+      if (is(k, "(") || is(k, "{")) break;
+    }
+    return true;
+  }
+
+  // Token rewrites: address spaces, threadgroup declarations, collectives' call sites, h literals,
+  // attribute removal, is_function_constant_defined.
+  bool rewrite_tokens() {
+    for (size_t i = 0; i < t_.size(); ++i) {
+      const Token &tk = t_[i];
+      if (tk.kind == Tok::End) break;
+      if (replaced_[i] && tk.kind == Tok::PP) continue;
+      if (attr_end_[i] != SIZE_MAX) {
+        erase_range(i, attr_end_[i]);
+        i = attr_end_[i];
+        continue;
+      }
+      if (replaced_[i]) continue;
+      if (tk.kind == Tok::Number && is_half_literal(tk.text)) {
+        set(i, half_literal(tk.text));
+        continue;
+      }
+      if (tk.kind != Tok::Ident) continue;
+      const std::string &s = tk.text;
+      if (s == "thread") {
+        set(i, "");
+      } else if (s == "device" || s == "constant") {
+        rewrite_address_space(i);
+      } else if (s == "threadgroup") {
+        rewrite_threadgroup(i);
+      } else if (s == "is_function_constant_defined" && is(i + 1, "(") && ident(i + 2) && is(i + 3, ")")) {
+        set(i, "mgsim_fcdef_" + text(i + 2));
+        erase_range(i + 1, i + 3);
+        i += 3;
+      } else if ((s == "reinterpret_cast" || s == "static_cast") && opt_.checked && is(i + 1, "<")) {
+        size_t close = skip_angles(i + 1);
+        for (size_t k = i + 2; k < close; ++k)
+          if (is(k, "device") || is(k, "constant")) {
+            set(i, "mgsim::ptr_cast");
+            break;
+          }
+      } else if (in_function_[i] && collective_names().count(s) && is(i + 1, "(") &&
+                 !(i > 0 && (is(i - 1, ".") || is(i - 1, "->")))) {
+        std::string site = "mgsim::site{" + std::to_string(next_site_++) + "u}";
+        set(i + 1, is(i + 2, ")") ? "(" + site : "(" + site + ", ");
+      }
+    }
+    return err_.empty();
+  }
+
+  // Finds the extent of a declaration's type that follows an address-space keyword at `as`:
+  // returns the index of the first token after the type (a '*', '&', or the declarator).
+  size_t type_end_after(size_t as) const {
+    static const std::unordered_set<std::string> builtin_words = {"unsigned", "signed", "long", "short", "int", "char"};
+    size_t k = as + 1;
+    while (is(k, "const") || is(k, "volatile") || is(k, "typename") || is(k, "struct")) ++k;
+    if (is(k, "::")) ++k;
+    if (!ident(k)) return k;
+    if (builtin_words.count(text(k))) {
+      while (ident(k) && builtin_words.count(text(k))) ++k;
+    } else {
+      for (;;) {
+        ++k;  // past a name part
+        if (is(k, "<")) k = skip_angles(k) + 1;
+        if (is(k, "::") && ident(k + 1)) {
+          ++k;
+          continue;
+        }
+        break;
+      }
+    }
+    while (is(k, "const") || is(k, "volatile")) ++k;
+    return k;
+  }
+
+  void rewrite_address_space(size_t i) {
+    bool is_constant = is(i, "constant");
+    size_t e = type_end_after(i);
+    while (is(e, "const") || is(e, "volatile")) ++e;
+    bool pointer = is(e, "*");
+    // Does the declaration already say const/constexpr?
+    size_t b = i;
+    while (b > 0 && (is(b - 1, "const") || is(b - 1, "volatile") || is(b - 1, "static") || is(b - 1, "constexpr") || is(b - 1, "inline"))) --b;
+    bool has_const = false;
+    for (size_t k = b; k < e; ++k)
+      if (is(k, "const") || is(k, "constexpr")) has_const = true;
+    if (opt_.checked && pointer && !is(e + 1, "*")) {
+      // device T* → mgsim::dptr<T>, keeping every qualifier on the pointee.
+      std::string inner;
+      bool any_const = false;
+      for (size_t k = b; k < e; ++k) {
+        if (k == i || is(k, "static") || is(k, "constexpr") || is(k, "inline")) continue;
+        if (is(k, "const")) any_const = true;
+        inner += (inner.empty() ? "" : " ") + text(k);
+      }
+      if (is_constant && !any_const) inner = "const " + inner;
+      for (size_t k = b; k <= e; ++k)
+        if (!is(k, "static") && !is(k, "constexpr") && !is(k, "inline")) set(k, "");
+      set(i, "mgsim::dptr<" + inner + ">");
+      // keep the original spacing of the first token
+      return;
+    }
+    if (is_constant && !has_const) set(i, "const");
+    else set(i, "");
+  }
+
+  void rewrite_threadgroup(size_t i) {
+    size_t e = type_end_after(i);
+    while (is(e, "const") || is(e, "volatile")) ++e;
+    if (is(e, "*") || is(e, "&") || !in_function_[i] || !ident(e)) {
+      set(i, "");
+      return;
+    }
+    // An object declaration: one instance per threadgroup. A worker runs one threadgroup at a
+    // time and its lanes never migrate, so thread-local storage is exactly per-threadgroup.
+    set(i, "static thread_local");
+  }
+
+  // --- kernels: call graph, threadgroup sizes, entries -----------------------------------------
+
+  // Identifiers reachable from the body [open, close] through function and macro bodies.
+  void reach(size_t open, size_t close, bool &sync, bool &lane_id) {
+    std::multimap<std::string, const FunctionBody *> by_name;
+    for (auto &f : functions_) by_name.emplace(f.name, &f);
+    std::set<std::string> seen;
+    std::vector<std::string> work;
+    auto scan_tokens = [&](const std::vector<Token> &v, size_t b, size_t e) {
+      for (size_t k = b; k < e && k < v.size(); ++k)
+        if (v[k].kind == Tok::Ident) {
+          if (seen.insert(v[k].text).second) work.push_back(v[k].text);
+        } else if (v[k].kind == Tok::PP) {
+          std::vector<Token> inner = lex(v[k].text.substr(1));
+          for (auto &x : inner)
+            if (x.kind == Tok::Ident && seen.insert(x.text).second) work.push_back(x.text);
+        }
+    };
+    scan_tokens(t_, open, close);
+    while (!work.empty()) {
+      std::string id = work.back();
+      work.pop_back();
+      if (is_sync_name(id)) sync = true;
+      if (id == "thread_elements" || id == "simd_lane_id") lane_id = true;
+      auto range = by_name.equal_range(id);
+      for (auto it = range.first; it != range.second; ++it) scan_tokens(t_, it->second->open, it->second->close);
+      auto m = macro_bodies_.find(id);
+      if (m != macro_bodies_.end()) scan_tokens(m->second, 0, m->second.size());
+    }
+  }
+
+  // Evaluates an integer constant expression for threadgroup-array sizes; false if unknown.
+  bool eval(const std::vector<Token> &v, size_t &k, int64_t &out, const std::map<std::string, std::string> &tparams,
+            const std::map<std::string, std::vector<Token>> &locals, int depth, int prec = 0) {
+    if (depth > 32) return false;
+    int64_t lhs = 0;
+    if (k >= v.size()) return false;
+    const Token &x = v[k];
+    if (x.text == "(") {
+      ++k;
+      if (!eval(v, k, lhs, tparams, locals, depth + 1)) return false;
+      if (k >= v.size() || v[k].text != ")") return false;
+      ++k;
+    } else if (x.text == "-") {
+      ++k;
+      if (!eval(v, k, lhs, tparams, locals, depth + 1, 10)) return false;
+      lhs = -lhs;
+    } else if (x.kind == Tok::Number) {
+      int iv = 0;
+      if (!parse_int(x.text, iv)) return false;
+      lhs = iv;
+      ++k;
+    } else if (x.kind == Tok::Ident) {
+      if (x.text == "sizeof" && k + 1 < v.size() && v[k + 1].text == "(") {
+        std::string t = k + 2 < v.size() ? v[k + 2].text : "";
+        auto tp = tparams.find(t);
+        if (tp != tparams.end()) t = tp->second;
+        int64_t sz = type_size(t);
+        if (sz < 0 || k + 3 >= v.size() || v[k + 3].text != ")") return false;
+        lhs = sz;
+        k += 4;
+      } else {
+        std::vector<Token> def;
+        auto tp = tparams.find(x.text);
+        auto lc = locals.find(x.text);
+        auto gc = global_consts_.find(x.text);
+        if (tp != tparams.end()) def = lex(tp->second), def.pop_back();
+        else if (lc != locals.end()) def = lc->second;
+        else if (gc != global_consts_.end()) def = gc->second;
+        else return false;
+        size_t z = 0;
+        if (!eval(def, z, lhs, tparams, locals, depth + 1)) return false;
+        ++k;
+      }
+    } else {
+      return false;
+    }
+    for (;;) {
+      if (k >= v.size()) break;
+      const std::string &op = v[k].text;
+      int p = (op == "*" || op == "/" || op == "%") ? 3 : (op == "+" || op == "-") ? 2 : (op == "<<" || op == ">>") ? 1 : 0;
+      if (p == 0 || p <= prec) break;
+      ++k;
+      int64_t rhs = 0;
+      if (!eval(v, k, rhs, tparams, locals, depth + 1, p)) return false;
+      if (op == "*") lhs *= rhs;
+      else if (op == "/") { if (!rhs) return false; lhs /= rhs; }
+      else if (op == "%") { if (!rhs) return false; lhs %= rhs; }
+      else if (op == "+") lhs += rhs;
+      else if (op == "-") lhs -= rhs;
+      else if (op == "<<") lhs <<= rhs;
+      else if (op == ">>") lhs >>= rhs;
+    }
+    out = lhs;
+    return true;
+  }
+
+  // Sums the sizes of the threadgroup object declarations lexically inside [open, close].
+  uint32_t static_tg_size(size_t open, size_t close, const std::map<std::string, std::string> &tparams) {
+    std::map<std::string, std::vector<Token>> locals;
+    int64_t total = 0;
+    for (size_t k = open; k < close; ++k) {
+      if ((is(k, "constexpr") || is(k, "const")) && !is(k + 1, "(")) {
+        // constexpr int NAME = expr;
+        size_t j = k + 1;
+        while (j < close && !is(j, "=") && !is(j, ";")) ++j;
+        if (is(j, "=") && ident(j - 1)) {
+          size_t s = j + 1;
+          while (s < close && !is(s, ";")) ++s;
+          locals[text(j - 1)] = std::vector<Token>(t_.begin() + long(j + 1), t_.begin() + long(s));
+        }
+      }
+      if (!is(k, "threadgroup") || repl_[k] != "static thread_local") continue;
+      size_t e = type_end_after(k);
+      std::string type;
+      for (size_t j = k + 1; j < e; ++j)
+        if (ident(j) && !is(j, "const") && !is(j, "volatile")) type = text(j);
+      auto tp = tparams.find(type);
+      if (tp != tparams.end()) type = tp->second;
+      int64_t elem = type_size(type);
+      if (is(e - 1, ">") && e >= 4) {  // atomic<T>
+        std::string inner = text(e - 2);
+        auto tp2 = tparams.find(inner);
+        if (tp2 != tparams.end()) inner = tp2->second;
+        elem = type_size(inner);
+      }
+      if (elem < 0) continue;  // unknown type: not counted
+      int64_t count = 1;
+      size_t j = e + 1;
+      bool ok = true;
+      while (is(j, "[")) {
+        std::vector<Token> dim(t_.begin() + long(j + 1), t_.begin() + long(match_[j]));
+        size_t z = 0;
+        int64_t d = 0;
+        if (!eval(dim, z, d, tparams, locals, 0) || z != dim.size()) {
+          ok = false;
+          break;
+        }
+        count *= d;
+        j = match_[j] + 1;
+      }
+      if (ok) total += elem * count;
+    }
+    return uint32_t(std::min<int64_t>(total, INT32_MAX));
+  }
+
+  bool build_kernels(TranslateResult &out) {
+    for (const KernelDecl &kd : kernels_) {
+      bool sync = false, lane_id = false;
+      reach(kd.body_open, kd.body_close, sync, lane_id);
+      auto add = [&](const std::string &host_name, const std::string &call, const std::map<std::string, std::string> &tparams, int line) -> bool {
+        for (auto &k : out.kernels)
+          if (k.host_name == host_name) return error(line, "two kernels are named '" + host_name + "'");
+        KernelInfo ki;
+        ki.host_name = host_name;
+        ki.call_expr = call;
+        ki.params = kd.params;
+        ki.needs_fibers = sync;
+        ki.track_attrs = lane_id || opt_.checked;
+        ki.max_threads = kd.max_threads;
+        ki.static_tg_bytes = static_tg_size(kd.body_open, kd.body_close, tparams);
+        out.kernels.push_back(ki);
+        return true;
+      };
+      if (!kd.is_template) {
+        if (!add(kd.host_name.empty() ? kd.name : kd.host_name, kd.qualified, {}, kd.line)) return false;
+        continue;
+      }
+      for (const Instantiation &in : insts_) {
+        if (in.func_name != kd.name) continue;
+        std::map<std::string, std::string> tparams;
+        for (size_t a = 0; a < kd.template_params.size() && a < in.template_args.size(); ++a)
+          tparams[kd.template_params[a]] = in.template_args[a];
+        std::string call = in.call_expr;
+        if (call.find("::") == std::string::npos && kd.qualified != kd.name)
+          call = kd.qualified.substr(0, kd.qualified.size() - kd.name.size()) + call;
+        if (!add(in.host_name, call, tparams, in.line)) return false;
+      }
+    }
+    for (const Instantiation &in : insts_) {
+      bool found = false;
+      for (auto &kd : kernels_)
+        if (kd.name == in.func_name) found = true;
+      if (!found) return error(in.line, "instantiation names '" + in.func_name + "', which is not a kernel template in this source");
+    }
+    out.constants = fconsts_;
+    return true;
+  }
+
+  static std::string attr_args(const std::string &a) {
+    auto v3 = [](const std::string &p) { return p + "[0], " + p + "[1], " + p + "[2]"; };
+    if (a == "thread_position_in_grid") return v3("a.grid");
+    if (a == "thread_position_in_threadgroup") return v3("a.local");
+    if (a == "threadgroup_position_in_grid") return v3("G->id");
+    if (a == "threads_per_threadgroup") return v3("G->size");
+    if (a == "dispatch_threads_per_threadgroup") return v3("L->threads_per_threadgroup");
+    if (a == "threads_per_grid") return v3("L->threads_per_grid");
+    if (a == "threadgroups_per_grid") return v3("L->threadgroups_per_grid");
+    if (a == "thread_index_in_threadgroup") return "a.index, 0u, 0u";
+    if (a == "thread_index_in_simdgroup") return "a.lane_id, 0u, 0u";
+    if (a == "simdgroup_index_in_threadgroup") return "a.simd_id, 0u, 0u";
+    if (a == "threads_per_simdgroup" || a == "thread_execution_width") return "32u, 0u, 0u";
+    if (a == "simdgroups_per_threadgroup") return "(G->nthreads + 31u) / 32u, 0u, 0u";
+    if (a == "dispatch_simdgroups_per_threadgroup")
+      return "(L->threads_per_threadgroup[0] * L->threads_per_threadgroup[1] * L->threads_per_threadgroup[2] + 31u) / 32u, 0u, 0u";
+    if (a == "thread_index_in_quadgroup") return "a.index & 3u, 0u, 0u";
+    if (a == "quadgroup_index_in_threadgroup") return "a.index >> 2, 0u, 0u";
+    if (a == "quadgroups_per_threadgroup") return "(G->nthreads + 3u) / 4u, 0u, 0u";
+    return "(L->threads_per_threadgroup[0] * L->threads_per_threadgroup[1] * L->threads_per_threadgroup[2] + 3u) / 4u, 0u, 0u";
+  }
+
+  void emit(TranslateResult &out) {
+    std::string s;
+    for (const auto &m : opt_.macros) s += "#define " + m.name + (m.has_value ? " " + m.value : std::string()) + "\n";
+    s += "#line 1 \"program_source\"\n";
+    for (size_t i = 0; i < t_.size(); ++i) {
+      s += t_[i].pre;
+      s += replaced_[i] ? repl_[i] : t_[i].text;
+    }
+    s += "\n#line 1 \"mgsim_generated\"\n";
+    // Function constants: loaded from the dispatch into this thread's copies.
+    s += "static inline void mgsim_fc_load(const mgsim::abi::launch *L) {\n  (void)L;\n";
+    if (!fconsts_.empty()) {
+      s += "  if (!L->fc_values) return;\n";
+      for (size_t i = 0; i < fconsts_.size(); ++i) {
+        const auto &fc = fconsts_[i];
+        s += "  memcpy((void *)&" + fc.name + ", L->fc_values + " + std::to_string(16 * i) + ", sizeof(" + fc.name + "));\n";
+        s += "  mgsim_fcdef_" + fc.name + " = L->fc_defined[" + std::to_string(i) + "] != 0;\n";
+      }
+      for (auto &[name, init] : derived_consts_) s += "  " + name + " = " + init + ";\n";
+    }
+    s += "}\n";
+    std::string table;
+    for (size_t k = 0; k < out.kernels.size(); ++k) {
+      const KernelInfo &ki = out.kernels[k];
+      std::string ns = "mgsim_k" + std::to_string(k);
+      s += "namespace " + ns + " {\n";
+      s += "using F = std::remove_reference_t<decltype(" + ki.call_expr + ")>;\n";
+      s += "template <unsigned I> using P = typename mgsim::fn_params<F>::template at<I>;\n}\n";
+      std::string binds, args;
+      uint32_t bmask = 0, tmask = 0;
+      std::string elem[31], ref[31];
+      for (int b = 0; b < 31; ++b) elem[b] = ref[b] = "0";
+      for (size_t p = 0; p < ki.params.size(); ++p) {
+        const KernelParam &kp = ki.params[p];
+        std::string P = ns + "::P<" + std::to_string(p) + ">";
+        std::string bn = "b" + std::to_string(p);
+        if (kp.kind == ParamKind::Buffer) {
+          binds += "  " + P + " " + bn + " = mgsim::bind_buffer<" + P + ">(L, " + std::to_string(kp.index) + "u);\n";
+          bmask |= 1u << kp.index;
+          elem[kp.index] = "mgsim::elem_size<" + P + ">::value";
+          ref[kp.index] = "mgsim::elem_size<" + P + ">::ref";
+          args += (args.empty() ? "" : ", ") + bn;
+        } else if (kp.kind == ParamKind::Threadgroup) {
+          binds += "  " + P + " " + bn + " = mgsim::bind_threadgroup<" + P + ">(G, " + std::to_string(kp.index) + "u);\n";
+          tmask |= 1u << kp.index;
+          args += (args.empty() ? "" : ", ") + bn;
+        } else {
+          args += std::string(args.empty() ? "" : ", ") + "mgsim::attr<" + P + ">(" + attr_args(kp.attribute) + ")";
+        }
+      }
+      std::string plain = "nullptr", lanef = "nullptr";
+      if (!ki.needs_fibers) {
+        plain = "&" + ns + "_plain";
+        s += "extern \"C\" MGSIM_EXPORT void " + ns + "_plain(const mgsim::abi::launch *L, const mgsim::abi::group *G) {\n";
+        s += "  mgsim_fc_load(L);\n" + binds;
+        s += std::string("  mgsim::run_group_plain(L, G, ") + (ki.track_attrs ? "true" : "false") +
+             ", [&](const mgsim::abi::thread_attrs &a) __attribute__((always_inline)) {\n";
+        s += "    (void)a;\n    " + ki.call_expr + "(" + args + ");\n  });\n}\n";
+      } else {
+        lanef = "&" + ns + "_lane";
+        s += "extern \"C\" MGSIM_EXPORT void " + ns + "_lane(mgsim::abi::lane *self) {\n";
+        s += "  const mgsim::abi::launch *L = self->L;\n  const mgsim::abi::group *G = self->G;\n  (void)G;\n";
+        s += "  mgsim_fc_load(L);\n  mgsim::enter_lane(self);\n  const mgsim::abi::thread_attrs &a = self->a;\n  (void)a;\n" + binds;
+        s += "  " + ki.call_expr + "(" + args + ");\n}\n";
+      }
+      table += "  {\"" + ki.host_name + "\", " + plain + ", " + lanef + ", " + (ki.needs_fibers ? "1u" : "0u") + ", " +
+               std::to_string(ki.max_threads) + "u, " + std::to_string(ki.static_tg_bytes) + "u, " +
+               std::to_string(bmask) + "u, " + std::to_string(tmask) + "u,\n   {";
+      for (int b = 0; b < 31; ++b) table += (b ? ", " : "") + elem[b];
+      table += "},\n   {";
+      for (int b = 0; b < 31; ++b) table += (b ? ", " : "") + ref[b];
+      table += "}},\n";
+    }
+    s += "static const mgsim::abi::kernel_desc mgsim_kernel_table[] = {\n" + table;
+    if (out.kernels.empty()) s += "  {\"\", nullptr, nullptr, 0u, 0u, 0u, 0u, 0u, {}, {}},\n";
+    s += "};\n";
+    s += "static const mgsim::abi::fconst_desc mgsim_fconst_table[] = {\n";
+    for (auto &fc : fconsts_)
+      s += "  {\"" + fc.name + "\", " + std::to_string(fc.index) + ", " + std::to_string(fc.mtl_type) + "u, sizeof(" + fc.name + ")},\n";
+    if (fconsts_.empty()) s += "  {\"\", -1, 0u, 0u},\n";
+    s += "};\n";
+    s += "extern \"C\" MGSIM_EXPORT const mgsim::abi::module_desc *mgsim_module(void) {\n";
+    s += "  static const mgsim::abi::module_desc d = {mgsim::abi::kVersion, " + std::to_string(out.kernels.size()) +
+         "u, mgsim_kernel_table, " + std::to_string(fconsts_.size()) + "u, mgsim_fconst_table};\n  return &d;\n}\n";
+    out.cpp = std::move(s);
+  }
+};
+
+}  // namespace
+
+bool translate_msl(const std::string &source, const TranslateOptions &options, TranslateResult &out) {
+  Translator t(source, options);
+  return t.run(out);
+}
+
+}  // namespace mgsim

@@ -1,0 +1,59 @@
+// MSL → C++17 translator (private to MSLSim).
+#ifndef MGSIM_TRANSLATE_H
+#define MGSIM_TRANSLATE_H
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mgsim {
+
+struct TranslateOptions {
+  bool checked = false;
+  // Preprocessor macros from the compile options: name, value (has_value false → defined empty).
+  struct Macro {
+    std::string name;
+    std::string value;
+    bool has_value = false;
+  };
+  std::vector<Macro> macros;
+};
+
+enum class ParamKind { Buffer, Threadgroup, Attribute };
+
+struct KernelParam {
+  ParamKind kind = ParamKind::Attribute;
+  int index = 0;          // buffer / threadgroup index
+  std::string attribute;  // thread attribute name
+};
+
+struct KernelInfo {
+  std::string host_name;   // the name the API looks kernels up by
+  std::string call_expr;   // C++ expression naming the function (f or f<float>)
+  std::vector<KernelParam> params;
+  bool needs_fibers = false;
+  bool track_attrs = false;  // needs the current thread's attributes outside fibers
+  int max_threads = 1024;
+  uint32_t static_tg_bytes = 0;
+};
+
+struct FunctionConstant {
+  std::string name;
+  int index = 0;
+  std::string type;
+  uint32_t mtl_type = 0;
+};
+
+struct TranslateResult {
+  std::string cpp;  // the full translation unit (without the prelude include)
+  std::vector<KernelInfo> kernels;
+  std::vector<FunctionConstant> constants;
+  std::string error;  // set on failure: "program_source:LINE: message"
+};
+
+bool translate_msl(const std::string &source, const TranslateOptions &options, TranslateResult &out);
+
+}  // namespace mgsim
+
+#endif

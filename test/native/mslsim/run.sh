@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds the MSLSim sources directly (no SwiftPM) and runs the simulator's C++ harness programs.
+# Usage: test/native/mslsim/run.sh [test-name ...]    (from anywhere)
+# Prints one line per check, then "N passed, N failed"; exits nonzero on any failure.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+src="$root/Sources/MSLSim"
+out="${MSLSIM_TEST_BUILD:-${TMPDIR:-/tmp}/mslsim-test-build-$(id -u)}"
+mkdir -p "$out"
+CXX_HOST="${CXX_HOST:-g++}"
+# embed.c needs C23 #embed: the Swift toolchain's clang has it.
+CC_EMBED="${CC_EMBED:-}"
+if [ -z "$CC_EMBED" ]; then
+  for c in /opt/swift/usr/bin/clang clang; do
+    if command -v "$c" >/dev/null 2>&1; then CC_EMBED="$c"; break; fi
+  done
+fi
+[ -n "$CC_EMBED" ] || { echo "run.sh: no clang with #embed found (set CC_EMBED)"; exit 2; }
+
+flags=(-std=c++20 -O2 -g -Wall -Wextra -I"$src" -I"$src/include")
+objs=()
+for f in "$src"/*.cpp; do
+  o="$out/$(basename "${f%.cpp}").o"
+  if [ ! -f "$o" ] || [ -n "$(find "$src" -newer "$o" \( -name '*.h' -o -name "$(basename "$f")" \) -print -quit)" ]; then
+    "$CXX_HOST" "${flags[@]}" -fPIC -c "$f" -o "$o"
+  fi
+  objs+=("$o")
+done
+if [ ! -f "$out/embed.o" ] || [ -n "$(find "$src" -newer "$out/embed.o" \( -name '*.h' -o -name 'embed.c' \) -print -quit)" ]; then
+  "$CC_EMBED" -std=c2x -Wall -Wextra -c "$src/embed.c" -o "$out/embed.o"
+fi
+objs+=("$out/embed.o")
+ar rcs "$out/libmslsim.a" "${objs[@]}"
+
+tests=("$@")
+if [ ${#tests[@]} -eq 0 ]; then
+  for t in "$here"/test_*.cpp; do tests+=("$(basename "${t%.cpp}")"); done
+fi
+# A fresh cache per run unless MG_SIM_CACHE is set, so the cache tests start cold.
+if [ -z "${MG_SIM_CACHE:-}" ]; then
+  export MG_SIM_CACHE="$out/cache-$$"
+  trap 'rm -rf "$MG_SIM_CACHE"' EXIT
+fi
+passed=0; failed=0
+for t in "${tests[@]}"; do
+  exe="$out/$t"
+  if [ ! -f "$exe" ] || [ "$here/$t.cpp" -nt "$exe" ] || [ "$here/harness.h" -nt "$exe" ] || [ "$out/libmslsim.a" -nt "$exe" ]; then
+    "$CXX_HOST" "${flags[@]}" "$here/$t.cpp" "$out/libmslsim.a" -ldl -lpthread -o "$exe"
+  fi
+  log="$out/$t.log"
+  set +e
+  MSLSIM_TEST_EXE="$exe" timeout 600 "$exe" >"$log" 2>&1
+  rc=$?
+  set -e
+  cat "$log"
+  p=$(grep -c '^PASS ' "$log" || true); f=$(grep -c '^FAIL ' "$log" || true)
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then echo "FAIL $t exited with status $rc"; failed=$((failed + 1)); fi
+done
+echo "mslsim: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
