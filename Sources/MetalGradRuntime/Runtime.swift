@@ -234,7 +234,7 @@ final class Runtime: @unchecked Sendable {
 
     func library(source: String, macros: [(String, String)], mathMode: Int32, languageVersion: UInt32,
                  checked: Bool) throws -> UInt64 {
-        guard let mode = MTLMathMode(rawValue: Int(mathMode)) else {
+        guard (0...2).contains(mathMode) else {
             throw RuntimeError("math mode must be 0 (safe), 1 (relaxed) or 2 (fast), got \(mathMode)")
         }
         var version: MTLLanguageVersion?
@@ -254,7 +254,7 @@ final class Runtime: @unchecked Sendable {
         return try compileLock.withLock {
             if let cached = lock.withLock({ libraryCache[key] }) { return cached }
             let options = MTLCompileOptions()
-            setMathMode(options, mode)
+            setMathMode(options, mathMode)
             if let version { options.languageVersion = version }
             if !allMacros.isEmpty {
                 var table: [String: NSObject] = [:]
@@ -378,11 +378,12 @@ func describeError(_ error: any Error) -> String {
     return (error as NSError).localizedDescription
 }
 
-/// MLX's choice: `mathMode` where it exists (macOS 15), else fast math off unless asked for.
-private func setMathMode(_ options: MTLCompileOptions, _ mode: MTLMathMode) {
+/// MLX's choice: `mathMode` where it exists (macOS 15; the MTLMathMode type too), else fast math
+/// off unless relaxed or fast was asked for. `mode` is 0 safe, 1 relaxed, 2 fast (validated).
+private func setMathMode(_ options: MTLCompileOptions, _ mode: Int32) {
     if #available(macOS 15.0, *) {
-        options.mathMode = mode
+        options.mathMode = MTLMathMode(rawValue: Int(mode)) ?? .safe
     } else {
-        options.fastMathEnabled = mode != .safe
+        options.fastMathEnabled = mode != 0
     }
 }
