@@ -31,6 +31,8 @@ export interface Primitive<P = unknown> {
   gpu?: GpuRule;
   /** Elementwise primitives that automatic fusion may merge into one kernel. */
   fusion?: FusionKind;
+  /** Layout-only primitives (reshape, transpose, broadcast, slice): no arithmetic, usually no copy. */
+  view?: boolean;
   /**
    * Reverse mode: cotangents of the inputs listed in `argnums`, given the cotangents of every
    * output (zeros where an output is unused). Written in ordinary ops so it runs on any device,

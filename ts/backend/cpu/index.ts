@@ -1,11 +1,25 @@
 // The CPU device: every primitive's TypeScript reference implementation, run synchronously.
 import type { Node } from "../../core/array.ts";
 import { registerBackend } from "../../core/graph.ts";
+import { Precision, record, tracing } from "../../core/trace.ts";
 
 function runNode(node: Node): void {
   // Unified memory: a GPU result is readable once the batch that writes it has finished.
   for (const input of node.inputs) input.layout!.storage.sync();
   node.primitive.cpu(node.inputs, node.outputs, node.params);
+  if (tracing()) {
+    const inexact = node.outputs.some((o) => o.dtype.kind === "f" || o.dtype.kind === "V" || o.dtype.kind === "c");
+    record({
+      device: "cpu",
+      kernel: `cpu:${node.primitive.name}`,
+      primitives: [node.primitive.name],
+      inputDtypes: node.inputs.map((i) => i.dtype.name),
+      outputDtypes: node.outputs.map((o) => o.dtype.name),
+      layout: node.inputs.every((i) => i.layout!.rowContiguous) ? "contiguous" : "strided",
+      precision: node.primitive.view ? Precision.none : inexact ? Precision.cpuReference : Precision.exact,
+      notes: [],
+    });
+  }
 }
 
 registerBackend("cpu", {

@@ -348,6 +348,7 @@ export const Imag = unary({
 /** Identity in value, zero gradient: cuts the graph for transforms. */
 export const StopGradient: Primitive<null> = {
   name: "StopGradient",
+  view: true,
   outputSpecs: ([x]) => [{ shape: [...x!.shape], dtype: x!.dtype }],
   cpu([x], [out]) {
     const l = x!.layout!;

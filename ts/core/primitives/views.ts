@@ -20,6 +20,7 @@ export interface BroadcastParams {
 
 export const Broadcast: Primitive<BroadcastParams> = {
   name: "Broadcast",
+  view: true,
   fusion: "broadcast",
   outputSpecs: ([a], p) => [{ shape: p.shape, dtype: a!.dtype }],
   cpu([a], [out], p) {
@@ -101,6 +102,7 @@ export function reshapeStrides(
 
 export const Reshape: Primitive<ReshapeParams> = {
   name: "Reshape",
+  view: true,
   outputSpecs: ([a], p) => [{ shape: p.shape, dtype: a!.dtype }],
   cpu([a], [out], p) {
     const l = a!.layout!;
@@ -123,6 +125,7 @@ export interface TransposeParams {
 
 export const Transpose: Primitive<TransposeParams> = {
   name: "Transpose",
+  view: true,
   outputSpecs: ([a], p) => [{ shape: p.axes.map((ax) => a!.shape[ax]!), dtype: a!.dtype }],
   cpu([a], [out], p) {
     const l = a!.layout!;
@@ -153,6 +156,7 @@ export function sliceLength(start: number, stop: number, step: number): number {
 
 export const Slice: Primitive<SliceParams> = {
   name: "Slice",
+  view: true,
   outputSpecs: ([a], p) => [
     { shape: p.start.map((s, i) => sliceLength(s, p.stop[i]!, p.strides[i]!)), dtype: a!.dtype },
   ],
@@ -178,6 +182,7 @@ export interface AsStridedParams {
 
 export const AsStrided: Primitive<AsStridedParams> = {
   name: "AsStrided",
+  view: true,
   outputSpecs: ([a], p) => [{ shape: p.shape, dtype: a!.dtype }],
   cpu([a], [out], p) {
     // as_strided addresses the input's data as if it were row-contiguous (MLX semantics).
