@@ -29,10 +29,9 @@ struct ResolvedBinding {
     let index: Int
     let record: BufferRecord
     let offset: Int
-    /// Bytes from offset that the dispatch may touch (the logical length, or to the end).
+    /// Bytes from offset that the dispatch may touch (the logical length, or to the end of the
+    /// logical size); also the simulator's checked-mode bound.
     let extent: Int
-    /// The length word as given (0: to the end of the buffer), for the simulator's checked mode.
-    let viewLength: UInt64
     let access: UInt32
 }
 
@@ -315,7 +314,7 @@ extension Runtime {
                 }
                 let extent = length == 0 ? record.size - offset : Int(length)
                 batch.bindings.append(ResolvedBinding(
-                    index: index, record: record, offset: offset, extent: extent, viewLength: length, access: access))
+                    index: index, record: record, offset: offset, extent: extent, access: access))
                 boundBuffers |= 1 << UInt64(index)
                 if heldIDs.insert(record.id).inserted { batch.heldBuffers.append(record) }
             }
@@ -443,7 +442,9 @@ extension Runtime {
                 for index in 0..<maxBindings { viewLengths[index] = 0 }
                 for binding in bindings {
                     encoder.setBuffer(binding.record.allocation?.buffer, offset: binding.offset, index: binding.index)
-                    viewLengths[binding.index] = binding.viewLength
+                    // The logical extent, not the allocation's rounded length: checked mode must
+                    // catch an access past the bytes the caller asked for.
+                    viewLengths[binding.index] = UInt64(binding.extent)
                     bytes += binding.extent
                     if binding.record.allocation != nil {
                         if binding.access & BatchFormat.accessWrite != 0 { written.insert(binding.record.id) }
