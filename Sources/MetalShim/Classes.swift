@@ -104,8 +104,9 @@ open class MTLCaptureDescriptor: NSObject {
 
 /// The simulator has no GPU to capture: every destination is unsupported and starting a capture
 /// throws an error that says so.
-open class MTLCaptureManager: NSObject, @unchecked Sendable {
-    private static let sharedManager = MTLCaptureManager()
+open class MTLCaptureManager: NSObject {
+    // Not Sendable in the SDK either; the one instance holds no state.
+    nonisolated(unsafe) private static let sharedManager = MTLCaptureManager()
 
     open class func shared() -> MTLCaptureManager {
         sharedManager
