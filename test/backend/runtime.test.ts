@@ -348,6 +348,29 @@ describe("command batches", () => {
     b.release();
   });
 
+  test("buffers dropped to the GC while their batches are in flight are freed safely", async () => {
+    Bun.gc(true);
+    const before = rt.memoryStats().liveBuffers;
+    const pending = [];
+    for (let i = 0; i < 200; i++) {
+      // Never released: only the GC (through the view deallocator) and batch completion free these.
+      const scratch = rt.newBuffer(4 * 64);
+      pending.push(
+        rt
+          .newBatch()
+          .dispatch({ pipeline: fill, buffers: [{ index: 0, buffer: scratch, access: "write" }], bytes: [{ index: 1, data: new Float32Array([i]) }], grid: 64, threadgroup: 64 })
+          .submit(),
+      );
+      if (i % 50 === 49) Bun.gc(true);
+    }
+    for (const p of pending) p.wait();
+    for (let i = 0; i < 20 && rt.memoryStats().liveBuffers > before; i++) {
+      Bun.gc(true);
+      await Bun.sleep(5);
+    }
+    expect(rt.memoryStats().liveBuffers).toBe(before);
+  });
+
   test("buffers stay alive while in flight even if released right after submit", () => {
     const x = rt.newBuffer(4 * 1024);
     const out = rt.newBuffer(4 * 1024);
