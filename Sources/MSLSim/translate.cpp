@@ -840,11 +840,23 @@ class Translator {
     return true;
   }
 
+  // The text of a string-literal argument; adjacent literals ("copy" "float", from macro
+  // stringification) are concatenated.
   static std::string unquote(const std::string &s) {
+    std::vector<Token> v = lex(s);
+    std::string out;
+    bool all_strings = v.size() > 1;
+    for (size_t i = 0; i + 1 < v.size(); ++i) {
+      if (v[i].kind != Tok::String || v[i].text.size() < 2 || v[i].text[0] != '"') {
+        all_strings = false;
+        break;
+      }
+      out += v[i].text.substr(1, v[i].text.size() - 2);
+    }
+    if (all_strings) return out;
     std::string x = s;
     while (!x.empty() && x.front() == ' ') x.erase(0, 1);
     while (!x.empty() && x.back() == ' ') x.pop_back();
-    if (x.size() >= 2 && x.front() == '"' && x.back() == '"') return x.substr(1, x.size() - 2);
     return x;
   }
 
@@ -1364,8 +1376,194 @@ class Translator {
 
 }  // namespace
 
+namespace {
+
+// Function-like macros that produce kernel instantiations (MLX's instantiate_kernel pattern) are
+// expanded before translation, so the translator sees the `template [[host_name]] ...` statements.
+struct InstMacro {
+  std::vector<std::string> params;
+  bool variadic = false;
+  std::vector<Token> body;
+};
+
+std::string join_tokens(const std::vector<Token> &v, size_t b, size_t e) {
+  std::string s;
+  for (size_t i = b; i < e && i < v.size(); ++i) {
+    if (v[i].kind == Tok::End) break;
+    if (!s.empty() && (!v[i].pre.empty() || (v[i].kind == Tok::Ident && v[i - 1].kind == Tok::Ident))) s += ' ';
+    s += v[i].text;
+  }
+  return s;
+}
+
+bool expand_macro(const std::map<std::string, InstMacro> &macros, const std::string &name,
+                  const std::vector<std::string> &args, int depth, std::string &out);
+
+// Expands instantiation-macro invocations inside `text` (itself a macro expansion).
+bool expand_text(const std::map<std::string, InstMacro> &macros, const std::string &text, int depth, std::string &out) {
+  std::vector<Token> v = lex(text);
+  for (size_t i = 0; i < v.size() && v[i].kind != Tok::End; ++i) {
+    if (v[i].kind == Tok::Ident && macros.count(v[i].text) && i + 1 < v.size() && v[i + 1].text == "(") {
+      int d = 0;
+      size_t j = i + 1;
+      std::vector<std::string> args;
+      size_t start = i + 2;
+      for (; j < v.size() && v[j].kind != Tok::End; ++j) {
+        if (v[j].text == "(" || v[j].text == "[" || v[j].text == "{") ++d;
+        if (v[j].text == ")" || v[j].text == "]" || v[j].text == "}") {
+          if (--d == 0) break;
+        }
+        if (d == 1 && v[j].text == ",") {
+          args.push_back(join_tokens(v, start, j));
+          start = j + 1;
+        }
+      }
+      args.push_back(join_tokens(v, start, j));
+      std::string exp;
+      if (!expand_macro(macros, v[i].text, args, depth + 1, exp)) return false;
+      out += " " + exp;
+      i = j;
+      continue;
+    }
+    out += (v[i].pre.empty() ? "" : " ") + v[i].text;
+  }
+  return true;
+}
+
+bool expand_macro(const std::map<std::string, InstMacro> &macros, const std::string &name,
+                  const std::vector<std::string> &args, int depth, std::string &out) {
+  if (depth > 16) return false;
+  const InstMacro &m = macros.at(name);
+  auto arg_of = [&](const std::string &p, std::string &val) {
+    for (size_t k = 0; k < m.params.size(); ++k)
+      if (m.params[k] == p) {
+        val = k < args.size() ? args[k] : "";
+        return true;
+      }
+    if (m.variadic && p == "__VA_ARGS__") {
+      val.clear();
+      for (size_t k = m.params.size(); k < args.size(); ++k) val += (k > m.params.size() ? ", " : "") + args[k];
+      return true;
+    }
+    return false;
+  };
+  std::string text;
+  const auto &b = m.body;
+  for (size_t i = 0; i < b.size() && b[i].kind != Tok::End; ++i) {
+    std::string val;
+    if (b[i].text == "#" && i + 1 < b.size() && arg_of(b[i + 1].text, val)) {
+      std::string esc;
+      for (char c : val) {
+        if (c == '"' || c == '\\') esc += '\\';
+        esc += c;
+      }
+      text += " \"" + esc + "\"";
+      ++i;
+      continue;
+    }
+    if (b[i].text == "##") {
+      while (!text.empty() && text.back() == ' ') text.pop_back();
+      if (i + 1 < b.size()) {
+        ++i;
+        text += arg_of(b[i].text, val) ? val : b[i].text;
+      }
+      continue;
+    }
+    std::string piece = (b[i].kind == Tok::Ident && arg_of(b[i].text, val)) ? val : b[i].text;
+    bool glue = i + 1 < b.size() && b[i + 1].text == "##";
+    text += (text.empty() ? "" : " ") + piece;
+    if (glue) continue;
+  }
+  return expand_text(macros, text, depth, out);
+}
+
+std::string expand_instantiation_macros(const std::string &src) {
+  if (src.find("host_name") == std::string::npos) return src;
+  std::vector<Token> t = lex(src);
+  std::map<std::string, InstMacro> all;
+  for (const Token &tk : t) {
+    if (tk.kind != Tok::PP) continue;
+    std::string s = tk.text.substr(1);
+    size_t p = s.find_first_not_of(" \t");
+    if (p == std::string::npos || s.compare(p, 6, "define") != 0) continue;
+    size_t b = s.find_first_not_of(" \t", p + 6);
+    if (b == std::string::npos) continue;
+    size_t e = b;
+    while (e < s.size() && is_ident_char(s[e])) ++e;
+    if (e >= s.size() || s[e] != '(') continue;
+    size_t close = s.find(')', e);
+    if (close == std::string::npos) continue;
+    InstMacro m;
+    std::string plist = s.substr(e + 1, close - e - 1);
+    std::stringstream ps(plist);
+    std::string item;
+    while (std::getline(ps, item, ',')) {
+      item.erase(0, item.find_first_not_of(" \t\\\n"));
+      item.erase(item.find_last_not_of(" \t\\\n") + 1);
+      if (item == "...") m.variadic = true;
+      else if (!item.empty()) m.params.push_back(item);
+    }
+    m.body = lex(s.substr(close + 1));
+    all[s.substr(b, e - b)] = m;
+  }
+  // Keep the macros that (transitively) produce a host_name instantiation.
+  std::map<std::string, InstMacro> inst;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto &[name, m] : all) {
+      if (inst.count(name)) continue;
+      for (const Token &bt : m.body)
+        if (bt.text == "host_name" || (bt.kind == Tok::Ident && inst.count(bt.text))) {
+          inst[name] = m;
+          changed = true;
+          break;
+        }
+    }
+  }
+  if (inst.empty()) return src;
+  std::string out;
+  int depth = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const Token &tk = t[i];
+    out += tk.pre;
+    if (tk.kind == Tok::End) break;
+    if (tk.kind == Tok::Punct && (tk.text == "{")) ++depth;
+    if (tk.kind == Tok::Punct && (tk.text == "}")) --depth;
+    if (tk.kind == Tok::Ident && inst.count(tk.text) && i + 1 < t.size() && t[i + 1].text == "(") {
+      int d = 0;
+      size_t j = i + 1;
+      std::vector<std::string> args;
+      size_t start = i + 2;
+      int newlines = 0;
+      for (; j < t.size() && t[j].kind != Tok::End; ++j) {
+        newlines += int(std::count(t[j].pre.begin(), t[j].pre.end(), '\n'));
+        if (t[j].text == "(" || t[j].text == "[" || t[j].text == "{") ++d;
+        if (t[j].text == ")" || t[j].text == "]" || t[j].text == "}") {
+          if (--d == 0) break;
+        }
+        if (d == 1 && t[j].text == ",") {
+          args.push_back(join_tokens(t, start, j));
+          start = j + 1;
+        }
+      }
+      args.push_back(join_tokens(t, start, j));
+      std::string exp;
+      if (expand_macro(inst, tk.text, args, 0, exp)) {
+        out += exp + std::string(size_t(newlines), '\n');
+        i = j;
+        continue;
+      }
+    }
+    out += tk.text;
+  }
+  (void)depth;
+  return out;
+}
+
+}  // namespace
+
 bool translate_msl(const std::string &source, const TranslateOptions &options, TranslateResult &out) {
-  Translator t(source, options);
+  Translator t(expand_instantiation_macros(source), options);
   return t.run(out);
 }
 
