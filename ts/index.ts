@@ -24,6 +24,7 @@ export * from "./core/ops/creation.ts";
 export * from "./core/ops/shape.ts";
 export * from "./core/ops/reduce.ts";
 export * from "./core/ops/join.ts";
+export * as random from "./random/index.ts";
 
 /** Evaluates arrays (any nested arrays/objects of arrays), as mx.eval. */
 export function evaluate(...args: unknown[]): void {
