@@ -3,6 +3,7 @@
 import "./memory/allocator.ts";
 import "./backend/cpu/index.ts";
 import "./core/methods.ts";
+import "./core/methods-linalg.ts";
 import { stack as stackHook } from "./core/ops/join.ts";
 import { astype as astypeHook } from "./core/ops/elementwise.ts";
 import { setConvertHooks } from "./core/ops/convert.ts";
@@ -24,6 +25,10 @@ export * from "./core/ops/creation.ts";
 export * from "./core/ops/shape.ts";
 export * from "./core/ops/reduce.ts";
 export * from "./core/ops/join.ts";
+export * from "./core/ops/sort.ts";
+export * from "./core/ops/softmax.ts";
+export * from "./core/ops/linalg-core.ts";
+export * from "./core/ops/einsum.ts";
 export * as random from "./random/index.ts";
 
 /** Evaluates arrays (any nested arrays/objects of arrays), as mx.eval. */

@@ -1,0 +1,33 @@
+// MgArray methods for ordering, softmax-family and product ops (argmax, argmin, logsumexp, as
+// MLX's array; matmul, as node-mlx, since JavaScript has no `@`). Kept apart from methods.ts so
+// each group of ops owns its methods.
+import { MgArray } from "./array.ts";
+import type { Axes } from "./ops/reduce.ts";
+import type { ArrayInput, StreamOptions } from "./ops/convert.ts";
+import { matmul } from "./ops/linalg-core.ts";
+import { logsumexp } from "./ops/softmax.ts";
+import { argmax, argmin } from "./ops/sort.ts";
+
+declare module "./array.ts" {
+  interface MgArray {
+    /** Indices of the maxima along `axis` (all axes when null); uint32, first index on ties. */
+    argmax(axis?: number | null, keepdims?: boolean, opts?: StreamOptions): MgArray;
+    /** Indices of the minima along `axis` (all axes when null); uint32, first index on ties. */
+    argmin(axis?: number | null, keepdims?: boolean, opts?: StreamOptions): MgArray;
+    /** log Σ exp over `axis` (all axes when null). */
+    logsumexp(axis?: Axes, keepdims?: boolean, opts?: StreamOptions): MgArray;
+    /** The matrix product this @ other. */
+    matmul(other: ArrayInput, opts?: StreamOptions): MgArray;
+  }
+}
+
+const methods: Record<string, (this: MgArray, ...args: never[]) => unknown> & ThisType<MgArray> = {
+  argmax(axis?: number | null, keepdims?: boolean, opts?: StreamOptions) { return argmax(this, axis, keepdims ?? false, opts); },
+  argmin(axis?: number | null, keepdims?: boolean, opts?: StreamOptions) { return argmin(this, axis, keepdims ?? false, opts); },
+  logsumexp(axis?: Axes, keepdims?: boolean, opts?: StreamOptions) { return logsumexp(this, axis, keepdims ?? false, opts); },
+  matmul(other: ArrayInput, opts?: StreamOptions) { return matmul(this, other, opts); },
+};
+const proto = MgArray.prototype as unknown as Record<string, unknown>;
+for (const [name, fn] of Object.entries(methods)) {
+  Object.defineProperty(proto, name, { value: fn, writable: true, configurable: true });
+}
