@@ -370,6 +370,14 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
       topt.macros.push_back(m);
     }
   }
+  // __METAL_VERSION__ from the requested language version (MTLLanguageVersion raw value
+  // 0xMMmmm: 3.1 → 310); Metal's default is the newest, 3.2 here.
+  uint32_t lv = options && options->language_version ? options->language_version : 0x30002u;
+  TranslateOptions::Macro ver;
+  ver.name = "__METAL_VERSION__";
+  ver.value = std::to_string((lv >> 16) * 100 + (lv & 0xffffu) * 10);
+  ver.has_value = true;
+  topt.macros.insert(topt.macros.begin(), ver);
   std::vector<std::string> flags = base_flags(math_mode);
   Hasher h;
   h.add(prelude_hash());

@@ -207,7 +207,8 @@ bool run_group_fibers(DispatchState &ds, Worker &w, const abi::group &G) {
     h.worker = &w;
     h.kd = ds.kd;
     ln.host = &h;
-    fiber_init(h.ctx, w.stacks[i], w.stack_size, &lane_entry, &h);
+    // Stagger stack tops so 32 lanes' hot frames do not all map to the same cache sets.
+    fiber_init(h.ctx, w.stacks[i], w.stack_size - (i % 32) * 192, &lane_entry, &h);
   }
   uint32_t exited = 0;
   std::vector<uint64_t> tokens;

@@ -563,8 +563,10 @@ inline uint64_t site_token(site s) { return (uint64_t(1) << 63) | s.id; }
 template <class T, class Compute>
 MGSIM_ALWAYS_INLINE T collective(uint64_t token, const T &x, uint32_t arg, const char *what,
                                  Compute compute) {
-  static_assert(std::is_trivially_copyable<T>::value,
-                "[mgsim] simd collectives need a trivially copyable type");
+  // MSL vector types have user-provided assignment, so "trivially copyable" is too strict; values
+  // move between lanes as bytes, which needs only a trivial destructor and a copy constructor.
+  static_assert(std::is_trivially_destructible<T>::value && std::is_copy_constructible<T>::value,
+                "[mgsim] simd collectives need a plain value type");
   abi::lane *me = tls_lane;
   if (!me) {
     misuse(what);
@@ -576,9 +578,7 @@ MGSIM_ALWAYS_INLINE T collective(uint64_t token, const T &x, uint32_t arg, const
   me->arg = arg;
   block(me, abi::block_simd, token);
   if (me->leader) compute(me->simd_base, me->active);
-  T r;
-  memcpy(static_cast<void *>(&r), res, sizeof(T));
-  return r;
+  return T(*reinterpret_cast<const T *>(res));
 }
 
 template <class T>

@@ -5,6 +5,12 @@
 
 #include "harness.h"
 
+#if __has_include("../../../Sources/MSLSim/prelude/mgsim_types.h")
+#define HAVE_TYPES 1  // uint3 / ushort2 / float4 from the language-types prelude
+#else
+#define HAVE_TYPES 0
+#endif
+
 static void test_tree_reduction() {
   const char *src = R"(
 #include <metal_stdlib>
@@ -377,7 +383,84 @@ kernel void k2(device float* o [[buffer(0)]], constant float& add [[buffer(1)]],
   }
 }
 
+#if HAVE_TYPES
+// 3-D geometry with vector attribute forms, in dispatchThreads (edge groups) and
+// dispatchThreadgroups; and collectives over vector types.
+static void test_vector_attributes() {
+  const char *src = R"(
+#include <metal_stdlib>
+using namespace metal;
+kernel void where3(device uint* out [[buffer(0)]],
+                   uint3 pos [[thread_position_in_grid]], ushort3 local [[thread_position_in_threadgroup]],
+                   uint3 group [[threadgroup_position_in_grid]], uint3 size [[threads_per_threadgroup]],
+                   uint3 grid [[threads_per_grid]], uint3 groups [[threadgroups_per_grid]],
+                   uint index [[thread_index_in_threadgroup]], uint2 pos2 [[thread_position_in_grid]]) {
+  uint linear = (pos.z * grid.y + pos.y) * grid.x + pos.x;
+  device uint* o = out + linear * 12;
+  o[0] = pos.x; o[1] = pos.y; o[2] = pos.z;
+  o[3] = uint(local.x) + 100u * uint(local.y) + 10000u * uint(local.z);
+  o[4] = group.x + 100u * group.y + 10000u * group.z;
+  o[5] = size.x + 100u * size.y + 10000u * size.z;
+  o[6] = grid.x + 100u * grid.y + 10000u * grid.z;
+  o[7] = groups.x + 100u * groups.y + 10000u * groups.z;
+  o[8] = index;
+  o[9] = pos2.x + 1000u * pos2.y;
+  o[10] = 7u;
+  o[11] = 7u;
+}
+kernel void vec_sum(device const float4* in [[buffer(0)]], device float4* out [[buffer(1)]],
+                    uint gid [[thread_position_in_grid]]) {
+  out[gid] = simd_sum(in[gid]) + simd_shuffle_down(in[gid], ushort(1));
+}
+)";
+  Lib lib(src);
+  CHECK(lib.lib, "vector-attribute kernels compile %s", lib.error.c_str());
+  if (!lib.lib) return;
+  auto *f = lib.fn("where3");
+  const uint32_t G[3] = {5, 7, 3}, T[3] = {4, 2, 2};
+  std::vector<uint32_t> out(5 * 7 * 3 * 12, 0);
+  std::string e = Dispatch(f).buf(0, out).threads(G[0], G[1], G[2], T[0], T[1], T[2]).run();
+  size_t bad = 0;
+  for (uint32_t z = 0; z < G[2]; ++z)
+    for (uint32_t y = 0; y < G[1]; ++y)
+      for (uint32_t x = 0; x < G[0]; ++x) {
+        const uint32_t *o = &out[((z * G[1] + y) * G[0] + x) * 12];
+        uint32_t p[3] = {x, y, z}, lc[3], gr[3], sz[3], ng[3];
+        for (int k = 0; k < 3; ++k) {
+          lc[k] = p[k] % T[k];
+          gr[k] = p[k] / T[k];
+          ng[k] = (G[k] + T[k] - 1) / T[k];
+          sz[k] = std::min(T[k], G[k] - gr[k] * T[k]);  // edge groups are smaller
+        }
+        uint32_t want[12] = {x, y, z, lc[0] + 100 * lc[1] + 10000 * lc[2], gr[0] + 100 * gr[1] + 10000 * gr[2],
+                             sz[0] + 100 * sz[1] + 10000 * sz[2], G[0] + 100 * G[1] + 10000 * G[2],
+                             ng[0] + 100 * ng[1] + 10000 * ng[2], lc[0] + sz[0] * (lc[1] + sz[1] * lc[2]),
+                             x + 1000 * y, 7, 7};
+        for (int k = 0; k < 12; ++k) bad += o[k] != want[k];
+      }
+  CHECK(e.empty() && bad == 0, "3-D dispatchThreads (5,7,3)/(4,2,2): uint3/ushort3/uint2 attributes and edge sizes (%zu mismatches) %s", bad, e.c_str());
+  auto *g = lib.fn("vec_sum");
+  std::vector<float> in = randf(64 * 4, 8), o2(64 * 4, 0);
+  e = Dispatch(g).buf(0, in).buf(1, o2).threads(64, 1, 1, 64, 1, 1).run();
+  bad = 0;
+  for (int s = 0; s < 64; s += 32)
+    for (int l = 0; l < 32; ++l)
+      for (int c = 0; c < 4; ++c) {
+        float sum = in[size_t(s * 4 + c)];
+        for (int j = 1; j < 32; ++j) sum += in[size_t((s + j) * 4 + c)];
+        float down = l + 1 < 32 ? in[size_t((s + l + 1) * 4 + c)] : in[size_t((s + l) * 4 + c)];
+        bad += o2[size_t((s + l) * 4 + c)] != sum + down;
+      }
+  CHECK(e.empty() && bad == 0, "simd_sum / simd_shuffle_down over float4 (%zu mismatches) %s", bad, e.c_str());
+  mgsim_function_release(f);
+  mgsim_function_release(g);
+}
+#endif
+
 int main() {
+#if HAVE_TYPES
+  test_vector_attributes();
+#endif
   test_tree_reduction();
   test_scan_and_edges();
   test_collectives();

@@ -185,6 +185,7 @@ static void test_rownorm() {
 static const char *kMyExpHalf = R"(
 #include <metal_stdlib>
 using namespace metal;
+typedef half float16_t;  // metal_kernel's automatic utils.h include provides this
 template <typename T>
 [[kernel]] void custom_kernel_myexp_float_float16_t_float16_t(
         const device float16_t* inp [[buffer(0)]],
@@ -216,7 +217,7 @@ static uint16_t float_to_half(double f) {  // round to nearest even, finite inpu
 }
 
 static void test_myexp_half() {
-  Lib lib(kMyExpHalf);
+  Lib lib(std::string(kMathStandIn) + kMyExpHalf);
   CHECK(lib.lib, "myexp float16 storage compiles %s", lib.error.c_str());
   if (!lib.lib) return;
   auto *f = lib.fn("custom_kernel_myexp_float_float16_t_float16_t");
