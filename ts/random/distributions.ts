@@ -16,7 +16,7 @@ import {
   negative, sign, subtract, where,
 } from "../core/ops/elementwise.ts";
 import { expandDims, reshape, squeeze } from "../core/ops/shape.ts";
-import { slice } from "../core/ops/slicing.ts";
+import { split } from "../core/ops/join.ts";
 import { cumsum, max, sum } from "../core/ops/reduce.ts";
 import {
   checkDtype, checkInt, checkRandomShape, describe, parseArgs, type RandomArgs, type ShapeArg,
@@ -138,9 +138,7 @@ export function normal(
 function complexNormal(shape: number[], loc: MgArray | null, scale: MgArray | null, key: MgArray, o: Opts): MgArray {
   const pairShape = [...shape, 2];
   const e = erfinv(symmetricUniform(pairShape, key, o, "normal"), o);
-  const zero = shape.map(() => 0);
-  const re = squeeze(slice(e, [...zero, 0], [...shape, 1], undefined, o), -1, o);
-  const im = squeeze(slice(e, [...zero, 1], [...shape, 2], undefined, o), -1, o);
+  const [re, im] = split(e, 2, -1, o).map((part) => squeeze(part, -1, o)) as [MgArray, MgArray];
   // re + i·im, exactly: (im + 0i)·(0 + 1i) = (±0, im) and re ± 0 = re (samples are never −0).
   let samples = add(astype(re, complex64, o), multiply(astype(im, complex64, o), array({ re: 0, im: 1 }), o), o);
   if (scale) samples = multiply(scale, samples, o);
