@@ -209,7 +209,7 @@ describe("truncatedNormal", () => {
     // Mean and variance of N(0,1) truncated to [a, b]: Z = Φ(b) − Φ(a),
     // mean = (φ(a) − φ(b))/Z, var = 1 + (aφ(a) − bφ(b))/Z − mean².
     const phi = (x: number) => Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI);
-    const Phi = (x: number) => 0.5 * (1 + mg.erf(mg.array(x / Math.SQRT2, mg.float64)).item() as number);
+    const Phi = (x: number) => 0.5 * (1 + (mg.erf(mg.array(x / Math.SQRT2, mg.float64)).item() as number));
     const z = Phi(2) - Phi(-1.5);
     const mean = (phi(-1.5) - phi(2)) / z;
     const variance = 1 + (-1.5 * phi(-1.5) - 2 * phi(2)) / z - mean * mean;
