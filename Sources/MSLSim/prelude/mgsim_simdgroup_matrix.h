@@ -1,0 +1,177 @@
+// mgsim_simdgroup_matrix.h — metal_simdgroup_matrix: simdgroup_matrix<T, 8, 8> for float, half and
+// bfloat, simdgroup_load/store/multiply/multiply_accumulate, make_filled_simdgroup_matrix.
+//
+// Representation: every lane holds the whole 8x8 matrix (row-major), so load, store, fill and
+// multiply need no cooperation between lanes; each lane computes the same product. thread_elements()
+// exposes the lane's two elements in Apple's layout (lane l holds row (q & 4) + (l / 2) % 4,
+// columns (q & 2) * 2 + (l % 2) * 2 and that + 1, q = l / 4). Lanes that write those elements (as
+// MLX's GEMM does) leave their copies of the other 62 stale, so the matrix remembers it: the next
+// multiply or store first gathers every lane's two elements through the execution layer's
+// simdgroup_allgather collective. Kernels that never take thread_elements() never reference it.
+//
+// Arithmetic: D = A * B + C accumulates in float, fused multiply-add over k = 0..7 starting from
+// C's element, and rounds once to D's element type (also for half and bfloat matrices; mixed element
+// types per operand are allowed, as in MSL).
+//
+// Addressing (elements_per_row = stride in elements, matrix_origin = (column, row) of the tile):
+//   element (r, c) is src[(origin.y + r) * stride + origin.x + c], or with transpose_matrix
+//   src[(origin.x + c) * stride + origin.y + r]. Memory is reached only through
+//   resolve(row pointer, 8, write), one call per memory row.
+#ifndef MGSIM_SIMDGROUP_MATRIX_H
+#define MGSIM_SIMDGROUP_MATRIX_H
+
+#include "mgsim_atomic.h"
+
+namespace mgsim {
+// Collective over the calling lane's simdgroup, defined by the execution layer: every live lane
+// passes `bytes` bytes at `mine`; every lane receives at `all + lane * bytes` what each live lane
+// passed (slots of lanes that are not running are left untouched).
+void simdgroup_allgather(const void *mine, void *all, unsigned bytes);
+}  // namespace mgsim
+
+namespace metal {
+
+template <class T, int Cols, int Rows>
+struct simdgroup_matrix {
+  static_assert(Cols == 8 && Rows == 8, "metalgrad MSL simulator: simdgroup_matrix is 8x8 only");
+  static_assert(std::is_same<T, float>::value || std::is_same<T, half>::value || std::is_same<T, bfloat>::value,
+                "MSL: simdgroup_matrix holds float, half or bfloat");
+
+  alignas(2 * sizeof(T)) T mg_m[64];
+  // Non-null after thread_elements() was taken for writing: gathers the lanes' elements.
+  void (*mg_sync)(simdgroup_matrix &) = nullptr;
+
+  simdgroup_matrix() = default;
+  // A diagonal matrix with dval on the diagonal.
+  simdgroup_matrix(T dval) {
+    for (int i = 0; i < 64; ++i) mg_m[i] = (i % 9 == 0) ? dval : T(0);
+  }
+
+  static constexpr int mg_offset(unsigned lane) {
+    const unsigned q = lane / 4;
+    const unsigned row = (q & 4u) + (lane / 2) % 4, col = (q & 2u) * 2 + (lane % 2) * 2;
+    return int(row * 8 + col);
+  }
+  vec<T, 2> &thread_elements() {
+    mg_sync = &mg_gather;
+    return reinterpret_cast<vec<T, 2> &>(mg_m[mg_offset(::mgsim::simd_lane_id())]);
+  }
+  const vec<T, 2> &thread_elements() const {
+    return reinterpret_cast<const vec<T, 2> &>(mg_m[mg_offset(::mgsim::simd_lane_id())]);
+  }
+  static void mg_gather(simdgroup_matrix &m) {
+    const int mine = mg_offset(::mgsim::simd_lane_id());
+    T pairs[64];
+    for (unsigned l = 0; l < 32; ++l) {
+      pairs[2 * l] = m.mg_m[mg_offset(l)];
+      pairs[2 * l + 1] = m.mg_m[mg_offset(l) + 1];
+    }
+    const T own[2] = {m.mg_m[mine], m.mg_m[mine + 1]};
+    ::mgsim::simdgroup_allgather(own, pairs, unsigned(sizeof(own)));
+    for (unsigned l = 0; l < 32; ++l) {
+      m.mg_m[mg_offset(l)] = pairs[2 * l];
+      m.mg_m[mg_offset(l) + 1] = pairs[2 * l + 1];
+    }
+    m.mg_sync = nullptr;
+  }
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+
+template <class T, int Cols, int Rows>
+inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value) {
+  simdgroup_matrix<T, Cols, Rows> m;
+  for (int i = 0; i < 64; ++i) m.mg_m[i] = value;
+  return m;
+}
+
+}  // namespace metal
+
+namespace mgsim {
+namespace lang {
+namespace sgm {
+
+template <class T>
+inline ::metal::simdgroup_matrix<T, 8, 8> synced(const ::metal::simdgroup_matrix<T, 8, 8> &m) {
+  ::metal::simdgroup_matrix<T, 8, 8> r = m;
+  if (r.mg_sync) r.mg_sync(r);
+  return r;
+}
+template <class P>
+auto row_ptr(const P &p, size_t offset, bool write) -> decltype(resolve(p + offset, size_t(8), write)) {
+  return resolve(p + offset, size_t(8), write);
+}
+template <class P>
+using elem_t = std::remove_cv_t<std::remove_pointer_t<decltype(row_ptr(std::declval<const P &>(), 0, false))>>;
+
+}  // namespace sgm
+}  // namespace lang
+}  // namespace mgsim
+
+namespace metal {
+
+template <class T, class P>
+inline void simdgroup_load(simdgroup_matrix<T, 8, 8> &d, P src, ulong elements_per_row = 8,
+                           ulong2 matrix_origin = ulong2(0), bool transpose_matrix = false) {
+  static_assert(std::is_same<mgsim::lang::sgm::elem_t<P>, T>::value,
+                "simdgroup_load: the source's element type must be the matrix's element type");
+  const ulong ox = matrix_origin.x, oy = matrix_origin.y;
+  for (int i = 0; i < 8; ++i) {
+    if (!transpose_matrix) {  // memory row oy + i holds matrix row i
+      const auto *row = mgsim::lang::sgm::row_ptr(src, (oy + ulong(i)) * elements_per_row + ox, false);
+      for (int c = 0; c < 8; ++c) d.mg_m[i * 8 + c] = row[c];
+    } else {  // memory row ox + i holds matrix column i
+      const auto *row = mgsim::lang::sgm::row_ptr(src, (ox + ulong(i)) * elements_per_row + oy, false);
+      for (int r = 0; r < 8; ++r) d.mg_m[r * 8 + i] = row[r];
+    }
+  }
+  d.mg_sync = nullptr;
+}
+
+template <class T, class P>
+inline void simdgroup_store(const simdgroup_matrix<T, 8, 8> &a, P dst, ulong elements_per_row = 8,
+                            ulong2 matrix_origin = ulong2(0), bool transpose_matrix = false) {
+  static_assert(std::is_same<mgsim::lang::sgm::elem_t<P>, T>::value,
+                "simdgroup_store: the destination's element type must be the matrix's element type");
+  const simdgroup_matrix<T, 8, 8> m = mgsim::lang::sgm::synced(a);
+  const ulong ox = matrix_origin.x, oy = matrix_origin.y;
+  for (int i = 0; i < 8; ++i) {
+    if (!transpose_matrix) {
+      auto *row = mgsim::lang::sgm::row_ptr(dst, (oy + ulong(i)) * elements_per_row + ox, true);
+      for (int c = 0; c < 8; ++c) row[c] = m.mg_m[i * 8 + c];
+    } else {
+      auto *row = mgsim::lang::sgm::row_ptr(dst, (ox + ulong(i)) * elements_per_row + oy, true);
+      for (int r = 0; r < 8; ++r) row[r] = m.mg_m[r * 8 + i];
+    }
+  }
+}
+
+// d = a * b + c
+template <class TD, class TA, class TB, class TC>
+inline void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8> &d, const simdgroup_matrix<TA, 8, 8> &a,
+                                          const simdgroup_matrix<TB, 8, 8> &b,
+                                          const simdgroup_matrix<TC, 8, 8> &c) {
+  const auto A = mgsim::lang::sgm::synced(a);
+  const auto B = mgsim::lang::sgm::synced(b);
+  const auto C = mgsim::lang::sgm::synced(c);
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 8; ++j) {
+      float s = float(C.mg_m[i * 8 + j]);
+      for (int k = 0; k < 8; ++k) s = __builtin_fmaf(float(A.mg_m[i * 8 + k]), float(B.mg_m[k * 8 + j]), s);
+      d.mg_m[i * 8 + j] = static_cast<TD>(s);
+    }
+  }
+  d.mg_sync = nullptr;
+}
+
+// d = a * b
+template <class TD, class TA, class TB>
+inline void simdgroup_multiply(simdgroup_matrix<TD, 8, 8> &d, const simdgroup_matrix<TA, 8, 8> &a,
+                               const simdgroup_matrix<TB, 8, 8> &b) {
+  simdgroup_multiply_accumulate(d, a, b, make_filled_simdgroup_matrix<TD, 8, 8>(TD(0)));
+}
+
+}  // namespace metal
+
+#endif  // MGSIM_SIMDGROUP_MATRIX_H
