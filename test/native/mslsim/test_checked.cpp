@@ -51,7 +51,40 @@ static void run_case(Lib &lib, int plant, const char *what, bool expect_clean, c
   mgsim_function_release(f);
 }
 
+#if __has_include("../../../Sources/MSLSim/prelude/mgsim_atomic.h")
+// The atomics header reaches memory through resolve(), which checks checked pointers.
+static void test_atomic_bounds() {
+  Lib lib(R"(
+#include <metal_stdlib>
+#include <metal_atomic>
+using namespace metal;
+kernel void count(device atomic_uint* c [[buffer(0)]], constant uint& n [[buffer(1)]], uint gid [[thread_position_in_grid]]) {
+  atomic_fetch_add_explicit(&c[gid % n], 1u, memory_order_relaxed);
+}
+)", 1);
+  CHECK(lib.lib, "checked atomics compile %s", lib.error.c_str());
+  if (!lib.lib) return;
+  auto *f = lib.fn("count");
+  std::vector<uint32_t> c(8, 0);
+  uint32_t n = 8;
+  std::string e = Dispatch(f).buf(0, c).bytes(1, n).threads(64, 1, 1, 32, 1, 1).run();
+  bool ok = e.empty();
+  for (auto v : c) ok = ok && v == 8;
+  CHECK(ok, "in-bounds atomics through checked pointers: no report %s", e.c_str());
+  n = 9;  // thread 8 (and 17, ...) hits element 8, one past the end
+  std::fill(c.begin(), c.end(), 0u);
+  e = Dispatch(f).buf(0, c).bytes(1, n).threads(64, 1, 1, 32, 1, 1).run();
+  CHECK(e.find("out-of-bounds write") != std::string::npos && e.find("buffer(0) element 8") != std::string::npos &&
+            e.find("thread (8, 0, 0)") != std::string::npos,
+        "an out-of-bounds atomic is reported: %.160s", e.c_str());
+  mgsim_function_release(f);
+}
+#endif
+
 int main() {
+#if __has_include("../../../Sources/MSLSim/prelude/mgsim_atomic.h")
+  test_atomic_bounds();
+#endif
   {
     Lib lib(kSrc, /*checked=*/1);
     CHECK(lib.lib, "checked-mode library compiles %s", lib.error.c_str());
