@@ -417,3 +417,82 @@ describe("determinism", () => {
     expect(R.uniform(0, 1, [8], null, s0).tolist()).not.toEqual(R.uniform(0, 1, [8], null, s1).tolist());
   });
 });
+
+describe("categorical", () => {
+  const logits = mg.array([[0.0, 1.0, 2.0, 3.0], [3.0, 2.0, 1.0, 0.0]], mg.float32);
+
+  test("values (MLX 0.32.4): Gumbel-max and the inverse CDF of one distribution", () => {
+    const k7 = R.key(7);
+    const a = R.categorical(logits, { key: k7 });
+    expect(a.dtype).toBe(mg.uint32);
+    expect(a.tolist()).toEqual([3, 1]);
+    expect(R.categorical(logits, -1, null, 6, k7).tolist()).toEqual([[3, 3, 2, 3, 3, 2], [1, 0, 0, 0, 0, 0]]);
+    expect(R.categorical(mg.array([0.0, 1.0, 2.0, 3.0], mg.float32), -1, null, 10, k7).tolist()).toEqual([3, 2, 2, 3, 2, 3, 2, 3, 3, 3]);
+    expect(R.categorical(mg.array([[0.0, 1.0], [2.0, 3.0], [1.0, 1.0]], mg.float32), 0, [4, 2], null, k7).tolist()).toEqual([[1, 1], [1, 1], [1, 2], [1, 1]]);
+  });
+
+  test("Gumbel-max is argmax(logits + gumbel noise)", () => {
+    const key = R.key(12);
+    const lg = mg.reshape(mg.multiply(mg.astype(mg.arange(24), mg.float32), 0.1), [4, 6]);
+    const g = R.gumbel([4, 6], { key });
+    expect(R.categorical(lg, { key }).tolist()).toEqual(mg.argmax(mg.add(g, lg), 1).tolist());
+  });
+
+  test("sample frequencies match the probabilities (fixed key, both paths)", () => {
+    const p = [0.1, 0.2, 0.7];
+    const lg = mg.log(mg.array(p, mg.float32));
+    const check = (draws: mg.MgArray) => {
+      const v = nums(draws);
+      for (let c = 0; c < 3; c++) {
+        const f = v.filter((x) => x === c).length / v.length;
+        expect(Math.abs(f - p[c]!)).toBeLessThan(5 * Math.sqrt((p[c]! * (1 - p[c]!)) / v.length));
+      }
+    };
+    check(R.categorical(lg, -1, null, 50_000, R.key(42))); // inverse CDF
+    check(R.categorical(mg.broadcastTo(lg, [50_000, 3]), { key: R.key(42) })); // Gumbel-max
+  });
+
+  test("infinite logits (mlx/tests/random_tests.cpp)", () => {
+    expect(R.categorical(mg.array([1.0, -2.0, Infinity, 4.0, 3.0])).item()).toBe(2);
+    expect(R.categorical(mg.array([-Infinity, -2.0, -Infinity, -Infinity])).item()).toBe(1);
+    expect(R.categorical(mg.array([1.0, -2.0, Infinity, 4.0, 3.0]), 0, null, 5).tolist()).toEqual([2, 2, 2, 2, 2]);
+    expect(R.categorical(mg.array([-Infinity, -2.0, -Infinity, -Infinity]), 0, null, 5).tolist()).toEqual([1, 1, 1, 1, 1]);
+    const out = nums(R.categorical(mg.array([-Infinity, 0.0, -Infinity, 0.0]), 0, null, 100));
+    expect(out.every((x) => x === 1 || x === 3)).toBe(true);
+  });
+
+  test("shapes (python/tests/test_random.py)", () => {
+    const z = mg.zeros([10, 20]);
+    expect(R.categorical(z, -1).shape).toEqual([10]);
+    expect(R.categorical(z, 0).shape).toEqual([20]);
+    expect(R.categorical(z, 1).shape).toEqual([10]);
+    const out = R.categorical(z);
+    expect(out.shape).toEqual([10]);
+    expect(mg.max(out).item()).toBeLessThan(20);
+    const s = R.categorical(z, 0, [5, 20]);
+    expect(s.shape).toEqual([5, 20]);
+    expect(mg.max(s).item()).toBeLessThan(10);
+    expect(R.categorical(z, 1, null, 7).shape).toEqual([10, 7]);
+    expect(R.categorical(z, 0, null, 7).shape).toEqual([20, 7]);
+    const single = mg.zeros([20]);
+    expect(R.categorical(single, -1, null, 7).shape).toEqual([7]);
+    expect(R.categorical(single, 0, [5, 3]).shape).toEqual([5, 3]);
+    expect(R.categorical(single, -1, null, 1).shape).toEqual([1]);
+    expect(R.categorical(single, -1, null, 0).shape).toEqual([0]);
+    const cube = mg.zeros([5, 4, 3]);
+    expect(R.categorical(cube, -1, null, 7).shape).toEqual([5, 4, 7]);
+    expect(R.categorical(cube, -2, null, 7).shape).toEqual([5, 3, 7]);
+    expect(R.categorical(cube, -3, null, 7).shape).toEqual([4, 3, 7]);
+  });
+
+  test("errors", () => {
+    const z = mg.zeros([10, 20]);
+    expect(() => R.categorical(z, 2)).toThrow("[categorical] Invalid axis 2 for logits with 2 dimensions.");
+    expect(() => R.categorical(z, -3)).toThrow("[categorical] Invalid axis -3 for logits with 2 dimensions.");
+    expect(() => R.categorical(z, 1, [1])).toThrow("[categorical] Requested shape (1,) is not broadcast compatible with reduced logits shape (10,).");
+    expect(() => R.categorical(z, 1, [11])).toThrow("[categorical] Shapes (11,) and (10,) cannot be broadcast.");
+    expect(() => R.categorical(z, 1, [10, 1])).toThrow("[categorical] Requested shape (10,1) is not broadcast compatible with reduced logits shape (10,).");
+    expect(() => R.categorical(z, -1, [10, 5], 5)).toThrow("[categorical] At most one of shape or num_samples can be specified.");
+    expect(() => R.categorical(z, -1, null, -1)).toThrow("[categorical] num_samples must be non-negative, got -1.");
+  });
+});

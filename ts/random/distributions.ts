@@ -18,6 +18,7 @@ import {
 import { expandDims, reshape, squeeze } from "../core/ops/shape.ts";
 import { split } from "../core/ops/join.ts";
 import { cumsum, max, sum } from "../core/ops/reduce.ts";
+import { argmax, argsort, searchsorted } from "../core/ops/sort.ts";
 import {
   checkDtype, checkInt, checkRandomShape, describe, parseArgs, type RandomArgs, type ShapeArg,
 } from "./args.ts";
@@ -271,4 +272,78 @@ export function laplace(
 function checkNumber(x: unknown, name: string, op: string): number {
   if (typeof x !== "number") throw new TypeError(`[${op}] ${name} must be a number, got ${describe(x)}.`);
   return x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Categorical
+
+/**
+ * Samples from categorical distributions given by unnormalised log-probabilities, as
+ * mx.random.categorical(logits, axis=-1, shape=None, num_samples=None, key=None); uint32 indices
+ * along `axis`. At most one of shape and numSamples: `shape` must broadcast with the logits'
+ * shape without `axis`; numSamples draws that many per distribution (a last output axis).
+ * Default: one draw per distribution.
+ */
+export function categorical(
+  ...args: RandomArgs<[logits: ArrayInput, axis: number, shape: ShapeArg | null, numSamples: number | null, key: MgArray | null]>
+): MgArray {
+  const op = "categorical";
+  const { positional: [lg, a, s, ns, k], stream } = parseArgs(op, args, ["logits", "axis", "shape", "numSamples", "key"]);
+  if (lg === undefined) throw new TypeError(`[${op}] logits are required.`);
+  const logits = toArray(lg as ArrayInput, op);
+  const axisArg = a === undefined || a === null ? -1 : checkInt(a, "axis", op);
+  const shapeArg = s === undefined || s === null ? null : checkRandomShape(s, op);
+  const numSamples = ns === undefined || ns === null ? null : checkInt(ns, "numSamples", op);
+  const key = resolveKey(k, op, stream);
+  const o = { stream };
+  if (shapeArg && numSamples !== null) throw new Error(`[${op}] At most one of shape or num_samples can be specified.`);
+  const nd = logits.ndim;
+  if (axisArg < -nd || axisArg >= nd) throw new RangeError(`[${op}] Invalid axis ${axisArg} for logits with ${nd} dimensions.`);
+  const axis = normalizeAxis(axisArg, nd, op);
+
+  if (shapeArg) {
+    const reduced = logits.shape.filter((_, i) => i !== axis);
+    const out = broadcastShapes([shapeArg, reduced], op);
+    if (!shapesEqual(out, shapeArg)) {
+      throw new RangeError(
+        `[${op}] Requested shape ${formatShape(shapeArg)} is not broadcast compatible with reduced logits shape ${formatShape(reduced)}.`,
+      );
+    }
+    return categoricalImpl(logits, axis, shapeArg, key, o);
+  }
+  if (numSamples !== null) {
+    if (numSamples < 0) throw new RangeError(`[${op}] num_samples must be non-negative, got ${numSamples}.`);
+    // A trailing unit axis on the logits broadcasts against the samples axis.
+    const expanded = expandDims(logits, -1, o);
+    const shape = expanded.shape.filter((_, i) => i !== axis);
+    shape[shape.length - 1] = numSamples;
+    return categoricalImpl(expanded, axis, shape, key, o);
+  }
+  return categoricalImpl(logits, axis, logits.shape.filter((_, i) => i !== axis), key, o);
+}
+
+function categoricalImpl(logits: MgArray, axis: number, shape: number[], key: MgArray, o: Opts): MgArray {
+  const n = logits.shape[axis]!;
+  // A single distribution drawn many times: inverse CDF, O(n + samples) instead of O(n·samples).
+  if (n > 0 && logits.size === n && shape.length > 0) return categoricalInverseCdf(reshape(logits, [n], o), shape, key, o);
+  // Gumbel-max: argmax over the category axis of logits + Gumbel noise.
+  const offset = axis + shape.length - logits.ndim + 1;
+  const gumbelShape = [...shape];
+  gumbelShape.splice(offset, 0, n);
+  const g = gumbelFrom(gumbelShape, float32, key, o, "categorical");
+  return argmax(add(g, logits, o), offset, false, o);
+}
+
+/**
+ * Index i with cdf[i] ≤ u·total < cdf[i + 1] for the exclusive cumulative sum of exp(x − max).
+ * When the maximum is infinite the distribution is uniform over the entries equal to it.
+ */
+function categoricalInverseCdf(logits: MgArray, shape: number[], key: MgArray, o: Opts): MgArray {
+  const dtype = promoteTypes(logits.dtype, float32);
+  const x = astype(logits, dtype, o);
+  const m = max(x, null, false, o);
+  const w = where(isinf(m, o), astype(equal(x, m, o), dtype, o), exp(subtract(x, m, o), o), o);
+  const cdf = cumsum(w, 0, { ...o, reverse: false, inclusive: false });
+  const u = multiply(unitUniform(shape, float32, key, o, "categorical"), sum(w, null, false, o), o);
+  return subtract(searchsorted(cdf, u, "right", o), array(1, uint32), o);
 }
