@@ -106,6 +106,7 @@ describe("bits", () => {
     expect(R.bits([0], 4, k).tolist()).toEqual([]);
     expect(R.bits([2, 0, 3], 1, k).shape).toEqual([2, 0, 3]);
     expect(R.bits([4], { key: k }).tolist()).toEqual(R.bits([4], 4, k).tolist());
+    expect(R.bits([4], k).tolist()).toEqual(R.bits([4], 4, k).tolist());
     expect(R.bits(4, 4, k).tolist()).toEqual(R.bits([4], 4, k).tolist());
     expect(R.bits().shape).toEqual([]);
   });

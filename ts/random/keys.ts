@@ -1,13 +1,13 @@
 // PRNG keys and raw bits: seed, key, split, bits, and the global key that calls without a key
 // draw from (MLX's KeySequence).
-import type { MgArray } from "../core/array.ts";
+import { MgArray } from "../core/array.ts";
 import { uint32 } from "../core/dtype.ts";
 import type { Stream } from "../core/device.ts";
 import { makeArray } from "../core/graph.ts";
 import { fromValues } from "../core/ops/convert.ts";
 import { type BitWidth, RandomBits } from "../core/primitives/random.ts";
 import {
-  checkInt, checkKey, checkRandomShape, describe, parseArgs, type RandomArgs, type ShapeArg,
+  checkInt, checkKey, checkRandomShape, describe, parseArgs, type RandomArgs, type RandomOptions, type ShapeArg,
 } from "./args.ts";
 import { keyWords, splitWords } from "./threefry.ts";
 
@@ -78,11 +78,16 @@ export function split(...args: RandomArgs<[key: MgArray, num: number]>): MgArray
 }
 
 /**
- * Raw random bits, as mx.random.bits(shape=[], width=4, key=None): uint32, uint16 or uint8 for
- * a width of 4, 2 or 1 bytes.
+ * Raw random bits, as MLX's bits(shape=[], width=4, key=None): uint32, uint16 or uint8 for a
+ * width of 4, 2 or 1 bytes. As in MLX's C++ API, `bits(shape, key)` means width 4.
  */
-export function bits(...args: RandomArgs<[shape: ShapeArg, width: number, key: MgArray | null]>): MgArray {
-  const { positional: [s, w, k], stream } = parseArgs("bits", args, ["shape", "width", "key"]);
+export function bits(shape: ShapeArg, key: MgArray, options?: RandomOptions): MgArray;
+export function bits(...args: RandomArgs<[shape: ShapeArg, width: number, key: MgArray | null]>): MgArray;
+export function bits(...args: unknown[]): MgArray {
+  const parsed = parseArgs("bits", args, ["shape", "width", "key"]);
+  const { positional, stream } = parsed;
+  if (positional[1] instanceof MgArray && positional[2] === undefined) positional.splice(1, 2, undefined, positional[1]);
+  const [s, w, k] = positional;
   const shape = checkRandomShape(s ?? [], "bits");
   const width = w === undefined || w === null ? 4 : checkInt(w, "width", "bits");
   const validKey = resolveKey(k, "bits", stream);
