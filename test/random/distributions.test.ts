@@ -4,6 +4,7 @@
 // errors of the fixed-key sample.
 import { describe, expect, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
+import { vjpOf } from "../core/helpers/grad.ts";
 
 const R = mg.random;
 const N = 100_000;
@@ -494,5 +495,30 @@ describe("categorical", () => {
     expect(() => R.categorical(z, 1, [10, 1])).toThrow("[categorical] Requested shape (10,1) is not broadcast compatible with reduced logits shape (10,).");
     expect(() => R.categorical(z, -1, [10, 5], 5)).toThrow("[categorical] At most one of shape or num_samples can be specified.");
     expect(() => R.categorical(z, -1, null, -1)).toThrow("[categorical] num_samples must be non-negative, got -1.");
+  });
+});
+
+describe("derivatives with respect to array parameters", () => {
+  // The draws are built from ordinary ops, so parameters given as arrays get cotangents through
+  // those ops' rules; the key (uint32) gets none.
+  const key = R.key(21);
+  const ones = mg.ones([4]);
+
+  test("uniform: d/dlow = 1 − u, d/dhigh = u", () => {
+    const lo = mg.array([-1, 0, 1, 2], mg.float32);
+    const hi = mg.array([1, 2, 3, 5], mg.float32);
+    const u = nums(R.uniform(0, 1, [4], null, key));
+    const [gl, gh] = vjpOf((l, h) => R.uniform(l, h, [4], null, key), [lo, hi], ones);
+    expectClose(nums(gl!), u.map((x) => 1 - x), 1e-6);
+    expectClose(nums(gh!), u, 1e-6);
+  });
+
+  test("normal: d/dloc = 1, d/dscale = the standard draw", () => {
+    const loc = mg.array([0.5, -1, 2, 0], mg.float32);
+    const scale = mg.array([1, 2, 0.5, 3], mg.float32);
+    const z = nums(R.normal([4], { key }));
+    const [gl, gs] = vjpOf((l, s) => R.normal([4], null, l, s, key), [loc, scale], ones);
+    expectClose(nums(gl!), [1, 1, 1, 1], 1e-6);
+    expectClose(nums(gs!), z, 1e-6);
   });
 });
