@@ -463,6 +463,9 @@ class Translator {
           if (j == 0) return "";
           nk = j - 1;
         }
+        // operator() and operator[]: the declarator is `operator ( )` / `operator [ ]`
+        if ((is(nk, ")") || is(nk, "]")) && match_[nk] != SIZE_MAX && match_[nk] > 0 && is(match_[nk] - 1, "operator"))
+          return "operator";
         if (ident(nk) && !is_keyword_before_paren(t_[nk].text)) {
           // A constructor's member-initializer `: a(1) {` also lands here; harmless.
           if (nk > 0 && is(nk - 1, "operator")) return "operator";

@@ -62,6 +62,21 @@ template <typename T, int N>
 instantiate_block_sum(float32, float, 4)
 instantiate_block_sum(int32, int, 8)
 
+// Functors with operator() whose bodies hold threadgroup memory and collectives.
+struct SumOp {
+  template <typename T>
+  METAL_FUNC T operator()(T v) const { return simd_sum(v); }
+  float operator[](int i) const { return float(i); }
+};
+[[kernel]] void functor_sum(device const float* in [[buffer(0)]], device float* out [[buffer(1)]],
+                            uint gid [[thread_position_in_grid]], uint lid [[thread_index_in_threadgroup]]) {
+  threadgroup float stage[64];
+  stage[lid] = in[gid];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  SumOp op;
+  out[gid] = op(stage[63 - lid]) + op[1];
+}
+
 // A plain kernel using a struct holding a device pointer, and a lambda.
 [[kernel]] void span_copy(device float* src [[buffer(0)]], device float* dst [[buffer(1)]],
                           constant int& n [[buffer(2)]], uint i [[thread_position_in_grid]]) {
@@ -78,7 +93,7 @@ static void run(int checked) {
   int count = mgsim_library_function_count(lib.lib);
   std::string names;
   for (int i = 0; i < count; ++i) names += std::string(mgsim_library_function_name(lib.lib, i)) + " ";
-  CHECK(count == 3 && names.find("block_sum_float32_4 ") != std::string::npos && names.find("block_sum_int32_8 ") != std::string::npos &&
+  CHECK(count == 4 && names.find("block_sum_float32_4 ") != std::string::npos && names.find("block_sum_int32_8 ") != std::string::npos &&
             names.find("span_copy ") != std::string::npos,
         "instantiation macros produce host names: %s", names.c_str());
   auto *f = lib.fn("block_sum_float32_4");
@@ -117,6 +132,20 @@ static void run(int checked) {
   ok = e.empty();
   for (int i = 0; i < 50; ++i) ok = ok && dst[i] == (i < 40 ? 2 * src[i] : 0.0f);
   CHECK(ok, "struct with a device pointer member and a lambda %s", e.c_str());
+  auto *k = lib.fn("functor_sum");
+  std::vector<float> fin(128), fout(128, 0);
+  for (int i = 0; i < 128; ++i) fin[size_t(i)] = float(i % 9);
+  e = Dispatch(k).buf(0, fin).buf(1, fout).threads(128, 1, 1, 64, 1, 1).run();
+  ok = e.empty();
+  for (int i = 0; i < 128; ++i) {
+    // lanes 0..31 of a group hold stage[63..32], lanes 32..63 hold stage[31..0]
+    int g = i / 64, l = i % 64;
+    float want = 1.0f;
+    for (int j = 0; j < 32; ++j) want += fin[size_t(g * 64 + (l < 32 ? 63 - j : 31 - j))];
+    ok = ok && fout[size_t(i)] == want;
+  }
+  CHECK(ok, "functor operator() with simd_sum over threadgroup memory %s", e.c_str());
+  mgsim_function_release(k);
   mgsim_stats st;
   mgsim_get_stats(&st);
   mgsim_function_release(f);
@@ -129,7 +158,7 @@ int main() {
   mgsim_get_stats(&s0);
   run(0);
   mgsim_get_stats(&s1);
-  CHECK(s1.fiber_dispatches - s0.fiber_dispatches == 2 && s1.dispatches - s0.dispatches == 3,
+  CHECK(s1.fiber_dispatches - s0.fiber_dispatches == 3 && s1.dispatches - s0.dispatches == 4,
         "collectives reached through helpers and macros run as fibers; the plain kernel does not (%llu of %llu)",
         (unsigned long long)(s1.fiber_dispatches - s0.fiber_dispatches), (unsigned long long)(s1.dispatches - s0.dispatches));
   run(1);
