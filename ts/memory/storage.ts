@@ -12,6 +12,8 @@ export interface BufferLike {
   readonly handle: number;
   /** Returns the memory to the allocator; idempotent. */
   release(): void;
+  /** The runtime's buffer object, for GPU bindings. */
+  readonly native?: import("../backend/runtime.ts").NativeBuffer;
 }
 
 export type TypedArray =
