@@ -61,24 +61,39 @@ export function readMatrices(x: MgArray): { re: Float64Array[]; im: Float64Array
   return { re, im };
 }
 
-// Block sizes keep a (BK × BJ) panel of B (256 KiB of float64) hot while rows of A stream past.
-const BK = 64;
-const BJ = 512;
+// Block sizes keep a (BK × BJ) panel of B (256 KiB of float64) hot while rows of A stream past;
+// four rows of A share each load of B. Every C element still sums its products in k order.
+const BK = 128;
+const BJ = 256;
 
 /** C[cOff + i·N + j] += Σₖ A[i·K + k] · B[k·N + j]  (A: M×K, B: K×N, dense row-major). */
 export function gemmAccumulate(A: Float64Array, B: Float64Array, C: Float64Array, cOff: number, M: number, K: number, N: number): void {
+  // No shortcut for a zero a_ik anywhere: 0 · ∞ must still give NaN.
   for (let j0 = 0; j0 < N; j0 += BJ) {
     const j1 = Math.min(j0 + BJ, N);
     for (let k0 = 0; k0 < K; k0 += BK) {
       const k1 = Math.min(k0 + BK, K);
-      for (let i = 0; i < M; i++) {
-        const ci = cOff + i * N;
-        const ai = i * K;
+      let i = 0;
+      for (; i + 4 <= M; i += 4) {
+        const c0 = cOff + i * N, c1 = c0 + N, c2 = c1 + N, c3 = c2 + N;
+        const a0 = i * K, a1 = a0 + K, a2 = a1 + K, a3 = a2 + K;
         for (let k = k0; k < k1; k++) {
-          // No shortcut for a zero a_ik: 0 · ∞ must still give NaN.
-          const aik = A[ai + k]!;
+          const x0 = A[a0 + k]!, x1 = A[a1 + k]!, x2 = A[a2 + k]!, x3 = A[a3 + k]!;
           const bk = k * N;
-          for (let j = j0; j < j1; j++) C[ci + j]! += aik * B[bk + j]!;
+          for (let j = j0; j < j1; j++) {
+            const b = B[bk + j]!;
+            C[c0 + j]! += x0 * b;
+            C[c1 + j]! += x1 * b;
+            C[c2 + j]! += x2 * b;
+            C[c3 + j]! += x3 * b;
+          }
+        }
+      }
+      for (; i < M; i++) {
+        const ci = cOff + i * N, ai = i * K;
+        for (let k = k0; k < k1; k++) {
+          const x = A[ai + k]!, bk = k * N;
+          for (let j = j0; j < j1; j++) C[ci + j]! += x * B[bk + j]!;
         }
       }
     }

@@ -85,16 +85,87 @@ export function argsortLanes(keys: Keys, shape: readonly number[], axis: number)
   const size = shape.reduce((a, b) => a * b, 1);
   const out = new Uint32Array(size);
   if (size === 0) return out;
-  const cmp = keyComparator(keys);
   const n = shape[axis]!;
   const stride = axisStride(shape, axis);
-  const order = new Array<number>(n);
+  const order = new Uint32Array(n);
+  if (keys.kind === "number") {
+    // The common case gets a merge sort over typed arrays (no comparator calls).
+    const v = keys.v;
+    const lane = new Float64Array(n);
+    const nan = new Uint8Array(n);
+    const tmp = new Uint32Array(n);
+    for (const start of laneStarts(shape, axis)) {
+      for (let k = 0; k < n; k++) {
+        const e = v[start + k * stride]!;
+        nan[k] = e !== e ? 1 : 0;
+        lane[k] = e !== e ? Infinity : e;
+        order[k] = k;
+      }
+      stableSortNumbers(order, tmp, lane, nan);
+      for (let k = 0; k < n; k++) out[start + k * stride] = order[k]!;
+    }
+    return out;
+  }
+  const cmp = keyComparator(keys);
+  const list = new Array<number>(n);
   for (const start of laneStarts(shape, axis)) {
-    for (let k = 0; k < n; k++) order[k] = k;
-    order.sort((p, q) => cmp(start + p * stride, start + q * stride) || p - q);
-    for (let k = 0; k < n; k++) out[start + k * stride] = order[k]!;
+    for (let k = 0; k < n; k++) list[k] = k;
+    list.sort((p, q) => cmp(start + p * stride, start + q * stride) || p - q);
+    for (let k = 0; k < n; k++) out[start + k * stride] = list[k]!;
   }
   return out;
+}
+
+/**
+ * Sorts `order` (lane positions) by (key, isNaN) ascending, stably: bottom-up merge sort over
+ * insertion-sorted runs. NaN keys arrive as +∞ with nan = 1, so they follow every number;
+ * -0 and 0 compare equal and keep their order.
+ */
+function stableSortNumbers(order: Uint32Array, tmp: Uint32Array, key: Float64Array, nan: Uint8Array): void {
+  const n = order.length;
+  const RUN = 16;
+  for (let lo = 0; lo < n; lo += RUN) {
+    const hi = Math.min(lo + RUN, n);
+    for (let i = lo + 1; i < hi; i++) {
+      const cur = order[i]!;
+      const kc = key[cur]!, nc = nan[cur]!;
+      let j = i - 1;
+      while (j >= lo) {
+        const o = order[j]!;
+        const ko = key[o]!;
+        if (kc < ko || (kc === ko && nc < nan[o]!)) {
+          order[j + 1] = o;
+          j--;
+        } else break;
+      }
+      order[j + 1] = cur;
+    }
+  }
+  let src = order, dst = tmp;
+  for (let width = RUN; width < n; width *= 2) {
+    for (let lo = 0; lo < n; lo += 2 * width) {
+      const mid = Math.min(lo + width, n), hi = Math.min(lo + 2 * width, n);
+      let i = lo, j = mid, d = lo;
+      while (i < mid && j < hi) {
+        const a = src[i]!, b = src[j]!;
+        const ka = key[a]!, kb = key[b]!;
+        // take from the right only when strictly smaller: stability
+        if (kb < ka || (kb === ka && nan[b]! < nan[a]!)) {
+          dst[d++] = b;
+          j++;
+        } else {
+          dst[d++] = a;
+          i++;
+        }
+      }
+      while (i < mid) dst[d++] = src[i++]!;
+      while (j < hi) dst[d++] = src[j++]!;
+    }
+    const t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src !== order) order.set(src);
 }
 
 /**
