@@ -9,7 +9,7 @@ import { type StreamOptions, toArray, type ArrayInput } from "./convert.ts";
  * A strided view `a[start:stop:step]` per axis, with already-normalised bounds (as MLX's C++
  * slice(a, start, stop, strides)). Negative steps walk backwards from `start` toward `stop`.
  */
-export function slice(a: ArrayInput, start: readonly number[], stop: readonly number[], strides?: readonly number[], opts: StreamOptions = {}): MgArray {
+export function sliceStatic(a: ArrayInput, start: readonly number[], stop: readonly number[], strides?: readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "slice");
   if (start.length !== x.ndim || stop.length !== x.ndim || (strides && strides.length !== x.ndim)) {
     throw new Error(`[slice] Invalid number of indices or strides for array with dimension ${x.ndim}.`);
@@ -20,3 +20,9 @@ export function slice(a: ArrayInput, start: readonly number[], stop: readonly nu
   if (identity) return x;
   return makeArray(Slice, [x], { start: [...start], stop: [...stop], strides: st }, resolveStream(opts.stream));
 }
+
+/**
+ * The same static slice under its C++ name, for internal callers. The public `mg.slice` is MLX's
+ * Python form with start indices given as an array (ts/core/ops/indexing.ts).
+ */
+export const slice = sliceStatic;

@@ -171,6 +171,13 @@ export const Slice: Primitive<SliceParams> = {
     }
     setView(out!, a!, offset, strides);
   },
+  // The cotangent goes back into the region that was read; the rest of a gets zero.
+  vjp([a], [g], _a, _o, p) {
+    return [sliceUpdateStatic(zerosLike(a!), g!, p.start, p.stop, p.strides, "none")];
+  },
+  jvp(_p, [t], _a, _o, p) {
+    return [sliceStatic(t!, p.start, p.stop, p.strides)];
+  },
   paramsKey: (p) => `${p.start}|${p.stop}|${p.strides}`,
 };
 
@@ -192,8 +199,25 @@ export const AsStrided: Primitive<AsStridedParams> = {
       throw new Error("[as_strided] input must be row-contiguous (call contiguous() first).");
     }
   },
+  // Output element j reads input element offset + Σ coord·stride, possibly several times: the
+  // cotangent is scatter-added to those positions (MLX's rule). The op made the input flat.
+  vjp([a], [g], _a, _o, p) {
+    const n = a!.size;
+    const positions = ops.reshape(asStridedRaw(arange(0, n, int32), p), [g!.size]);
+    const grad = scatterAdd(zerosLike(a!, null), [positions], ops.reshape(g!, [g!.size, 1]), [0]);
+    return [ops.reshape(grad, a!.shape)];
+  },
+  jvp(_p, [t], _a, _o, p) {
+    return [asStridedRaw(t!, p)];
+  },
   paramsKey: (p) => `${p.shape}|${p.strides}|${p.offset}`,
 };
+
+/** An AsStrided node over `a` made flat and row-contiguous (what the addressing assumes). */
+export function asStridedRaw(a: MgArray, p: AsStridedParams): MgArray {
+  const flat = contiguous(ops.reshape(a, [a.size]));
+  return makeArray(AsStrided, [flat], { shape: [...p.shape], strides: [...p.strides], offset: p.offset }, resolveStream());
+}
 
 /** Materialises a row-contiguous copy (mx.contiguous / internal copies). */
 export const Copy: Primitive<Record<string, never>> = {
@@ -209,3 +233,12 @@ export const Copy: Primitive<Record<string, never>> = {
     return [t!];
   },
 };
+
+// Ops used by the derivative rules above (imported last: they import these records).
+import { int32 } from "../dtype.ts";
+import { resolveStream } from "../device.ts";
+import { makeArray } from "../graph.ts";
+import { arange, zerosLike } from "../ops/creation.ts";
+import { contiguous } from "../ops/movement.ts";
+import { scatterAdd, sliceUpdateStatic } from "../ops/scatter.ts";
+import { sliceStatic } from "../ops/slicing.ts";

@@ -1,0 +1,347 @@
+// Indexing primitives (MLX's Gather, Scatter, GatherAxis, ScatterAxis, SliceUpdate, DynamicSlice,
+// DynamicSliceUpdate): data moved to or from computed positions. Ops in ts/core/ops/scatter.ts
+// and ts/core/ops/indexing.ts validate, promote and broadcast before building these nodes; the
+// CPU kernels and the out-of-range policy are in ts/backend/cpu/indexing.ts.
+//
+// Derivatives are never taken with respect to integer inputs (indices, start positions): as in
+// MLX, asking for one is an error that suggests stopGradient.
+import type { MgArray } from "../array.ts";
+import { int32 } from "../dtype.ts";
+import type { Primitive } from "../primitive.ts";
+import {
+  dynamicSliceCpu, dynamicSliceUpdateCpu, gatherAxisCpu, gatherCpu, scatterAxisCpu, scatterCpu,
+  sliceUpdateCpu, type UpdateMode,
+} from "../../backend/cpu/indexing.ts";
+import { sliceLength } from "./views.ts";
+
+export type { UpdateMode };
+
+function noIndexGradient(op: string, rule: "VJP" | "JVP"): Error {
+  return new Error(
+    `[${op}] Cannot calculate ${rule} with respect to indices. ` +
+      "Use stopGradient on indices to stop gradients from being computed.",
+  );
+}
+
+/** The tangent of input `i` among `argnums`/`tangents`, or null when it has none. */
+function tangentOf(i: number, tangents: readonly MgArray[], argnums: readonly number[]): MgArray | null {
+  const k = argnums.indexOf(i);
+  return k >= 0 ? tangents[k]! : null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gather
+
+export interface GatherParams {
+  /** The source axes the index arrays address, one per index array. */
+  axes: number[];
+  /** Extent of the slice taken at every index position (one per source axis). */
+  sliceSizes: number[];
+}
+
+/**
+ * out[i..., s...] = a[start(i) + s]: inputs are [a, ...indices] with the indices broadcast to one
+ * shape and dtype; the output shape is indexShape ++ sliceSizes.
+ */
+export const Gather: Primitive<GatherParams> = {
+  name: "Gather",
+  outputSpecs: ([a, ...idx], p) => [{ shape: [...(idx[0]?.shape ?? []), ...p.sliceSizes], dtype: a!.dtype }],
+  cpu: ([a, ...idx], [out], p) => gatherCpu(a!, idx, out!, p.axes, p.sliceSizes),
+  // Each gathered element came from one source position, so the cotangent is added back there
+  // (a scatter-add, which also sums the contributions of repeated indices).
+  vjp([a, ...idx], [g], argnums, _o, p) {
+    return argnums.map((i) => {
+      if (i !== 0) throw noIndexGradient("gather", "VJP");
+      return S.scatterAdd(zerosLike(a!), idx, g!, p.axes);
+    });
+  },
+  // Gathering is linear in the source: the tangent is gathered the same way.
+  jvp([, ...idx], tangents, argnums, _o, p) {
+    if (argnums.length !== 1 || argnums[0] !== 0) throw noIndexGradient("gather", "JVP");
+    return [S.gather(tangents[0]!, idx, p.axes, p.sliceSizes)];
+  },
+  paramsKey: (p) => `${p.axes}|${p.sliceSizes}`,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Scatter
+
+export interface ScatterParams {
+  mode: UpdateMode;
+  axes: number[];
+}
+
+/**
+ * out = a with updates combined in at computed positions: inputs are [a, ...indices, updates];
+ * updates has shape indexShape ++ sliceShape (sliceShape has a's rank). Updates apply one at a
+ * time in row-major order, so every duplicate index takes effect ("none": the last one wins).
+ */
+export const Scatter: Primitive<ScatterParams> = {
+  name: "Scatter",
+  outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
+  cpu(inputs, [out], p) {
+    scatterCpu(inputs[0]!, inputs.slice(1, -1), inputs[inputs.length - 1]!, out!, p.axes, p.mode);
+  },
+  vjp(inputs, [g], argnums, [y], p) {
+    const a = inputs[0]!;
+    const idx = inputs.slice(1, -1);
+    const u = inputs[inputs.length - 1]!;
+    const last = inputs.length - 1;
+    const sliceSizes = u.shape.slice(u.ndim - a.ndim);
+    const gatherAt = (x: MgArray) => S.gather(x, idx, p.axes, sliceSizes);
+    return argnums.map((i) => {
+      if (i === 0) {
+        switch (p.mode) {
+          // Overwritten positions no longer depend on a.
+          case "none": return S.scatter(g!, idx, zerosLike(u), p.axes, "none");
+          case "sum": return g!;
+          // y = a · ∏ updates at that position.
+          case "prod": return ew.multiply(g!, S.scatterProd(onesLike(a), idx, u, p.axes));
+          // a keeps the gradient where it is still the extreme value.
+          default: return ew.where(ew.equal(y!, a), g!, zerosLike(g!));
+        }
+      }
+      if (i !== last) throw noIndexGradient("scatter", "VJP");
+      switch (p.mode) {
+        // Only the last update aimed at a position survives, so only it gets the cotangent.
+        case "none": return ew.where(lastWriterMask(a, idx, u, p.axes), gatherAt(g!), zerosLike(u));
+        case "sum": return gatherAt(g!);
+        // ∂y/∂u_k = a · ∏_{j≠k} u_j (same position): computed without dividing by a zero u_k.
+        case "prod": return ew.astype(ew.multiply(gatherAt(g!), productOfOthers(a, idx, u, p.axes)), u.dtype);
+        // An update gets the cotangent where it is the extreme value (ties all receive it, as MLX).
+        default: return ew.where(ew.equal(gatherAt(y!), u), gatherAt(g!), zerosLike(u));
+      }
+    });
+  },
+  jvp(inputs, tangents, argnums, [y], p) {
+    const a = inputs[0]!;
+    const idx = inputs.slice(1, -1);
+    const last = inputs.length - 1;
+    const u = inputs[last]!;
+    if (argnums.some((i) => i !== 0 && i !== last)) throw noIndexGradient("scatter", "JVP");
+    const ta = tangentOf(0, tangents, argnums) ?? zerosLike(a);
+    const tu = tangentOf(last, tangents, argnums) ?? zerosLike(u);
+    const sliceSizes = u.shape.slice(u.ndim - a.ndim);
+    switch (p.mode) {
+      case "none":
+      case "sum":
+        // Linear in (a, updates) for fixed indices.
+        return [S.scatter(ta, idx, tu, p.axes, p.mode)];
+      case "prod":
+        // d(a·∏u) = da·∏u + Σ_k du_k·(a·∏_{j≠k} u_j)
+        return [ew.add(
+          ew.multiply(ta, S.scatterProd(onesLike(a), idx, u, p.axes)),
+          S.scatterAdd(zerosLike(a), idx, ew.astype(ew.multiply(tu, productOfOthers(a, idx, u, p.axes)), u.dtype), p.axes),
+        )];
+      default: {
+        // The tangent of whichever operand is the extreme value (the transpose of the vjp).
+        const fromA = ew.where(ew.equal(y!, a), ta, zerosLike(ta));
+        const winners = ew.equal(S.gather(y!, idx, p.axes, sliceSizes), u);
+        return [ew.add(fromA, S.scatterAdd(zerosLike(a), idx, ew.where(winners, tu, zerosLike(tu)), p.axes))];
+      }
+    }
+  },
+  paramsKey: (p) => `${p.mode}|${p.axes}`,
+};
+
+/** For each update element: true when it is the last one written to its position. */
+function lastWriterMask(a: MgArray, idx: readonly MgArray[], u: MgArray, axes: readonly number[]): MgArray {
+  const ids = reshape(arange(0, u.size, int32), u.shape);
+  const writer = S.scatter(full(a.shape, -1, int32), idx, ids, axes, "none");
+  return ew.equal(S.gather(writer, idx, axes, u.shape.slice(u.ndim - a.ndim)), ids);
+}
+
+/**
+ * For each update u_k aimed at position p: a[p] · ∏ of the other updates aimed at p. With P = a ·
+ * ∏(nonzero updates) and Z = the number of zero updates at p, that is P/u_k when u_k ≠ 0 and
+ * Z = 0, P when u_k = 0 and Z = 1, and 0 otherwise — no division by zero.
+ */
+function productOfOthers(a: MgArray, idx: readonly MgArray[], u: MgArray, axes: readonly number[]): MgArray {
+  const sliceSizes = u.shape.slice(u.ndim - a.ndim);
+  const isZero = ew.equal(u, 0);
+  const P = S.scatterProd(a, idx, ew.where(isZero, onesLike(u), u), axes);
+  const Z = S.scatterAdd(zerosLike(a, int32), idx, ew.astype(isZero, int32), axes);
+  const Pk = S.gather(P, idx, axes, sliceSizes);
+  const Zk = S.gather(Z, idx, axes, sliceSizes);
+  const whenZero = ew.where(ew.equal(Zk, 1), Pk, zerosLike(Pk));
+  const whenNonzero = ew.where(ew.equal(Zk, 0), ew.divide(Pk, ew.where(isZero, onesLike(u), u)), 0);
+  return ew.where(isZero, whenZero, whenNonzero);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Along one axis (take_along_axis / put_along_axis)
+
+export interface AxisParams {
+  axis: number;
+}
+
+/** out[..., j, ...] = a[..., idx[..., j, ...], ...]: inputs [a, idx] agree off `axis`. */
+export const GatherAxis: Primitive<AxisParams> = {
+  name: "GatherAxis",
+  outputSpecs: ([a, idx]) => [{ shape: [...idx!.shape], dtype: a!.dtype }],
+  cpu: ([a, idx], [out], p) => gatherAxisCpu(a!, idx!, out!, p.axis),
+  vjp([a, idx], [g], argnums, _o, p) {
+    return argnums.map((i) => {
+      if (i !== 0) throw noIndexGradient("take_along_axis", "VJP");
+      return S.scatterAxis(zerosLike(a!), idx!, g!, p.axis, "sum");
+    });
+  },
+  jvp([, idx], tangents, argnums, _o, p) {
+    if (argnums.length !== 1 || argnums[0] !== 0) throw noIndexGradient("take_along_axis", "JVP");
+    return [S.gatherAxis(tangents[0]!, idx!, p.axis)];
+  },
+  paramsKey: (p) => String(p.axis),
+};
+
+export interface ScatterAxisParams {
+  mode: "none" | "sum";
+  axis: number;
+}
+
+/** out = a; out[..., idx[..., j, ...], ...] = (or +=) upd[..., j, ...]: inputs [a, idx, upd]. */
+export const ScatterAxis: Primitive<ScatterAxisParams> = {
+  name: "ScatterAxis",
+  outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
+  cpu: ([a, idx, u], [out], p) => scatterAxisCpu(a!, idx!, u!, out!, p.axis, p.mode),
+  vjp([a, idx, u], [g], argnums, _o, p) {
+    return argnums.map((i) => {
+      if (i === 0) return p.mode === "sum" ? g! : S.scatterAxis(g!, idx!, zerosLike(u!), p.axis, "none");
+      if (i !== 2) throw noIndexGradient("put_along_axis", "VJP");
+      const taken = S.gatherAxis(g!, idx!, p.axis);
+      if (p.mode === "sum") return taken;
+      // Only the last write to a position survives.
+      const ids = reshape(arange(0, u!.size, int32), u!.shape);
+      const writer = S.scatterAxis(full(a!.shape, -1, int32), idx!, ids, p.axis, "none");
+      return ew.where(ew.equal(S.gatherAxis(writer, idx!, p.axis), ids), taken, zerosLike(taken));
+    });
+  },
+  jvp([a, idx, u], tangents, argnums, _o, p) {
+    if (argnums.includes(1)) throw noIndexGradient("put_along_axis", "JVP");
+    const ta = tangentOf(0, tangents, argnums) ?? zerosLike(a!);
+    const tu = tangentOf(2, tangents, argnums) ?? zerosLike(u!);
+    return [S.scatterAxis(ta, idx!, tu, p.axis, p.mode)];
+  },
+  paramsKey: (p) => `${p.mode}|${p.axis}`,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Static slice update
+
+export interface SliceUpdateParams {
+  mode: UpdateMode;
+  /** Normalised bounds, as Slice's: the region a[start:stop:strides] has the update's shape. */
+  start: number[];
+  stop: number[];
+  strides: number[];
+}
+
+/** out = a with the region a[start:stop:strides] replaced by (or combined with) the update. */
+export const SliceUpdate: Primitive<SliceUpdateParams> = {
+  name: "SliceUpdate",
+  outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
+  cpu: ([a, u], [out], p) => sliceUpdateCpu(a!, u!, out!, p.start, p.strides, p.mode),
+  vjp([a, u], [g], argnums, [y], p) {
+    const region = (x: MgArray) => sliceStatic(x, p.start, p.stop, p.strides);
+    const update = (x: MgArray, v: MgArray, mode: UpdateMode) => S.sliceUpdateStatic(x, v, p.start, p.stop, p.strides, mode);
+    return argnums.map((i) => {
+      if (i === 0) {
+        switch (p.mode) {
+          case "none": return update(g!, zerosLike(u!), "none"); // the region was overwritten
+          case "sum": return g!;
+          case "prod": return update(g!, u!, "prod"); // y = a · u on the region
+          default: return ew.where(ew.equal(y!, a!), g!, zerosLike(g!));
+        }
+      }
+      switch (p.mode) {
+        case "none":
+        case "sum": return region(g!);
+        case "prod": return ew.multiply(region(g!), region(a!));
+        default: return ew.where(ew.equal(region(y!), u!), region(g!), zerosLike(u!));
+      }
+    });
+  },
+  jvp([a, u], tangents, argnums, [y], p) {
+    const ta = tangentOf(0, tangents, argnums) ?? zerosLike(a!);
+    const tu = tangentOf(1, tangents, argnums) ?? zerosLike(u!);
+    const region = (x: MgArray) => sliceStatic(x, p.start, p.stop, p.strides);
+    const update = (x: MgArray, v: MgArray, mode: UpdateMode) => S.sliceUpdateStatic(x, v, p.start, p.stop, p.strides, mode);
+    switch (p.mode) {
+      case "none":
+      case "sum":
+        return [update(ta, tu, p.mode)];
+      case "prod":
+        // d(a·u) = da·u + a·du on the region, da elsewhere.
+        return [ew.add(update(ta, u!, "prod"), update(zerosLike(a!), ew.multiply(region(a!), tu), "none"))];
+      default: {
+        const fromA = ew.where(ew.equal(y!, a!), ta, zerosLike(ta));
+        const fromU = ew.where(ew.equal(region(y!), u!), tu, zerosLike(tu));
+        return [ew.add(fromA, update(zerosLike(a!), fromU, "none"))];
+      }
+    }
+  },
+  paramsKey: (p) => `${p.mode}|${p.start}|${p.stop}|${p.strides}`,
+};
+
+/** The update shape of a static slice update (the region's shape). */
+export function sliceRegionShape(p: Pick<SliceUpdateParams, "start" | "stop" | "strides">): number[] {
+  return p.start.map((s, i) => sliceLength(s, p.stop[i]!, p.strides[i]!));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dynamic slices (start positions are an array input)
+
+export interface DynamicSliceParams {
+  axes: number[];
+  sliceSize: number[];
+}
+
+/** out = a[start : start + sliceSize] on `axes`: inputs [a, start]. */
+export const DynamicSlice: Primitive<DynamicSliceParams> = {
+  name: "DynamicSlice",
+  outputSpecs: ([a], p) => [{ shape: [...p.sliceSize], dtype: a!.dtype }],
+  cpu: ([a, start], [out], p) => dynamicSliceCpu(a!, start!, out!, p.axes),
+  // The cotangent goes back into the region it was read from.
+  vjp([a, start], [g], argnums, _o, p) {
+    return argnums.map((i) => {
+      if (i !== 0) throw noIndexGradient("slice", "VJP");
+      return S.dynamicSliceUpdateRaw(zerosLike(a!), g!, start!, p.axes);
+    });
+  },
+  jvp([, start], tangents, argnums, _o, p) {
+    if (argnums.length !== 1 || argnums[0] !== 0) throw noIndexGradient("slice", "JVP");
+    return [S.dynamicSliceRaw(tangents[0]!, start!, p.axes, p.sliceSize)];
+  },
+  paramsKey: (p) => `${p.axes}|${p.sliceSize}`,
+};
+
+export interface DynamicSliceUpdateParams {
+  axes: number[];
+}
+
+/** out = a with a[start : start + update.shape] = update on `axes`: inputs [a, update, start]. */
+export const DynamicSliceUpdate: Primitive<DynamicSliceUpdateParams> = {
+  name: "DynamicSliceUpdate",
+  outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
+  cpu: ([a, u, start], [out], p) => dynamicSliceUpdateCpu(a!, u!, start!, out!, p.axes),
+  vjp([, u, start], [g], argnums, _o, p) {
+    return argnums.map((i) => {
+      if (i === 0) return S.dynamicSliceUpdateRaw(g!, zerosLike(u!), start!, p.axes); // overwritten region
+      if (i === 1) return S.dynamicSliceRaw(g!, start!, p.axes, [...u!.shape]);
+      throw noIndexGradient("slice_update", "VJP");
+    });
+  },
+  jvp([a, u, start], tangents, argnums, _o, p) {
+    if (argnums.includes(2)) throw noIndexGradient("slice_update", "JVP");
+    const ta = tangentOf(0, tangents, argnums) ?? zerosLike(a!);
+    const tu = tangentOf(1, tangents, argnums) ?? zerosLike(u!);
+    return [S.dynamicSliceUpdateRaw(ta, tu, start!, p.axes)];
+  },
+  paramsKey: (p) => String(p.axes),
+};
+
+// Ops used by the rules above (imported last: they import these records).
+import * as S from "../ops/scatter.ts";
+import * as ew from "../ops/elementwise.ts";
+import { arange, full, onesLike, zerosLike } from "../ops/creation.ts";
+import { reshape } from "../ops/shape.ts";
+import { sliceStatic } from "../ops/slicing.ts";
