@@ -3,6 +3,7 @@
 import "./memory/allocator.ts";
 import "./backend/cpu/index.ts";
 import "./core/methods.ts";
+import "./core/methods-linalg.ts";
 import "./core/methods-indexing.ts";
 import "./core/methods-linalg.ts";
 import "./core/methods-linalg.ts";
@@ -32,6 +33,10 @@ export * from "./core/ops/creation.ts";
 export * from "./core/ops/shape.ts";
 export * from "./core/ops/reduce.ts";
 export * from "./core/ops/join.ts";
+export * from "./core/ops/sort.ts";
+export * from "./core/ops/softmax.ts";
+export * from "./core/ops/linalg-core.ts";
+export * from "./core/ops/einsum.ts";
 export * from "./core/ops/indexing.ts";
 export * from "./core/ops/movement.ts";
 export * from "./core/ops/sort.ts";

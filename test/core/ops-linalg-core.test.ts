@@ -3,7 +3,10 @@ import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/core/array.ts";
 import { roundToDtype } from "../../ts/core/dtype.ts";
 import { slice } from "../../ts/core/ops/slicing.ts";
-import { expectClose, gradcheck, randomArray, values } from "./helpers/grad.ts";
+import { checkVmap, expectClose, gradcheck, randomArray, values } from "./helpers/grad.ts";
+import { makeArray } from "../../ts/core/graph.ts";
+import { resolveStream } from "../../ts/core/device.ts";
+import { AddMM, Matmul } from "../../ts/core/primitives/matmul.ts";
 
 /** NumPy's matmul on float64 values by plain nested loops (the independent reference). */
 function refMatmul(a: number[], as: number[], b: number[], bs: number[]): { v: number[]; shape: number[] } {
@@ -248,5 +251,22 @@ describe("inner, outer, tensordot, vecdot", () => {
   test("gradients through tensordot and inner", () => {
     gradcheck((a, b) => mg.tensordot(a, b, [[1, 0], [0, 1]]), [randomArray([3, 2, 2], 70), randomArray([2, 3, 2], 71)]);
     gradcheck((a, b) => mg.inner(a, b), [randomArray([2, 3], 72), randomArray([4, 3], 73)]);
+  });
+});
+
+describe("vmap rules", () => {
+  const mm = (a: MgArray, b: MgArray) => makeArray(Matmul, [a, b], {}, resolveStream());
+  test("matmul with either or both operands batched, on any axis", () => {
+    checkVmap(mm, [randomArray([4, 3, 5], 81), randomArray([5, 2], 82)], [0, -1]);
+    checkVmap(mm, [randomArray([3, 5], 83), randomArray([5, 4, 2], 84)], [-1, 1]);
+    checkVmap(mm, [randomArray([3, 5, 4], 85), randomArray([4, 5, 2], 86)], [2, 0]);
+    checkVmap(mm, [randomArray([2, 4, 3, 5], 87), randomArray([2, 5, 1], 88)], [1, -1]);
+  });
+  test("addmm", () => {
+    // AddMM's inputs are (a, b, c)
+    const f = (a: MgArray, b: MgArray, c: MgArray) => makeArray(AddMM, [a, b, c], { alpha: 0.5, beta: 2 }, resolveStream());
+    checkVmap(f, [randomArray([4, 3, 5], 90), randomArray([5, 2], 91), randomArray([3, 2], 89)], [0, -1, -1]);
+    checkVmap(f, [randomArray([3, 5], 93), randomArray([5, 2], 94), randomArray([3, 2, 4], 92)], [-1, -1, 2]);
+    checkVmap(f, [randomArray([3, 5], 95), randomArray([2, 5, 2], 96), randomArray([2, 3, 2], 97)], [-1, 0, 0]);
   });
 });

@@ -2,7 +2,10 @@ import { describe, expect, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import { roundToDtype } from "../../ts/core/dtype.ts";
 import { slice } from "../../ts/core/ops/slicing.ts";
-import { expectClose, gradcheck, randomArray, values } from "./helpers/grad.ts";
+import { checkVmap, expectClose, gradcheck, randomArray, values } from "./helpers/grad.ts";
+import { makeArray } from "../../ts/core/graph.ts";
+import { resolveStream } from "../../ts/core/device.ts";
+import { LogSumExp, Softmax } from "../../ts/core/primitives/softmax.ts";
 
 /** Float64 reference over a set of axes of a row-major array: groups elements by their
  *  coordinates on the kept axes. Returns, for each element, its group id. */
@@ -160,5 +163,15 @@ describe("logsumexp", () => {
     gradcheck((a) => mg.logsumexp(a, 1), [x]);
     gradcheck((a) => mg.logsumexp(a, 0, true), [x]);
     gradcheck((a) => mg.logsumexp(a), [x]);
+  });
+});
+
+describe("vmap rules", () => {
+  test("softmax and logsumexp reduce the last per-example axis wherever the batch axis is", () => {
+    const x = randomArray([3, 4, 5], 80);
+    for (const b of [0, 1, 2]) {
+      checkVmap((a) => makeArray(Softmax, [a], { precise: false }, resolveStream()), [x], [b]);
+      checkVmap((a) => makeArray(LogSumExp, [a], {}, resolveStream()), [x], [b]);
+    }
   });
 });

@@ -1,7 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import { slice } from "../../ts/core/ops/slicing.ts";
-import { gradcheck, randomArray, values } from "./helpers/grad.ts";
+import { checkVmap, gradcheck, randomArray, values } from "./helpers/grad.ts";
+import { makeArray } from "../../ts/core/graph.ts";
+import type { MgArray } from "../../ts/core/array.ts";
+import type { Primitive } from "../../ts/core/primitive.ts";
+import { resolveStream } from "../../ts/core/device.ts";
+import { ArgReduce } from "../../ts/core/primitives/argreduce.ts";
+import {
+  ArgPartition, ArgSort, gatherAlong, Partition, scatterAddAlong, SearchSorted, Sort,
+} from "../../ts/core/primitives/sort.ts";
 
 const f32 = (v: number) => Math.fround(v);
 
@@ -307,5 +315,43 @@ describe("float rounding of sorted values", () => {
   test("sort copies values bit for bit (float32 stays float32)", () => {
     const x = mg.array([0.1, 0.3, 0.2], mg.float32);
     expect(mg.sort(x).tolist()).toEqual([f32(0.1), f32(0.2), f32(0.3)]);
+  });
+});
+
+describe("vmap rules", () => {
+  const node = <P>(prim: Primitive<P>, params: P) => (...xs: MgArray[]) =>
+    makeArray(prim, xs, params, resolveStream());
+
+  test("axis primitives shift their axis past the batch axis", () => {
+    const x = mg.round(mg.multiply(randomArray([3, 4, 5], 90), 4));
+    for (const b of [0, 1, 2]) {
+      checkVmap(node(ArgReduce, { type: "argmax" as const, axis: 1 }), [x], [b]);
+      checkVmap(node(ArgReduce, { type: "argmin" as const, axis: 0 }), [x], [b]);
+      checkVmap(node(Sort, { axis: 1 }), [x], [b]);
+      checkVmap(node(ArgSort, { axis: 0 }), [x], [b]);
+      checkVmap(node(Partition, { kth: 1, axis: 1 }), [x], [b]);
+      checkVmap(node(ArgPartition, { kth: 2, axis: 0 }), [x], [b]);
+    }
+  });
+
+  test("searchsorted maps over the values only", () => {
+    const seq = mg.sort(randomArray([9], 91));
+    checkVmap(node(SearchSorted, { right: true }), [seq, randomArray([4, 3], 92)], [-1, 1]);
+    const n = mg.searchsorted(seq, mg.zeros([2], mg.float64)).node!;
+    expect(() => n.primitive.vmap!([mg.zeros([2, 9], mg.float64), mg.zeros([2], mg.float64)], [0, -1], n.params)).toThrow(
+      "[searchsorted] Cannot vmap over the sorted sequence, only over the values being searched for.",
+    );
+  });
+
+  test("gather and scatter-add along an axis, with batched or shared operands", () => {
+    const x = randomArray([4, 5, 3], 93);
+    const idx = mg.astype(mg.floor(mg.multiply(mg.add(randomArray([4, 2, 3], 94), 1), 2.5)), mg.uint32);
+    const gather = (a: MgArray, i: MgArray) => gatherAlong(a, i, 0);
+    checkVmap(gather, [x, idx], [0, 0]);
+    checkVmap(gather, [mg.transpose(x, [1, 2, 0]), mg.transpose(idx, [1, 2, 0])], [2, 2]);
+    checkVmap(gather, [x, mg.squeeze(slice(idx, [0, 0, 0], [1, 2, 3]), 0)], [0, -1]);
+    const scatter = (u: MgArray, i: MgArray) => scatterAddAlong(u, i, 0, [5, 3]);
+    checkVmap(scatter, [randomArray([4, 2, 3], 95), idx], [0, 0]);
+    checkVmap(scatter, [randomArray([2, 3], 96), idx], [-1, 0]);
   });
 });

@@ -5,6 +5,7 @@ import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import { schedule } from "../../../ts/core/graph.ts";
 import { isInexact } from "../../../ts/core/dtype.ts";
+import { slice as sliceOp } from "../../../ts/core/ops/slicing.ts";
 
 type Fn = (...xs: MgArray[]) => MgArray;
 
@@ -131,4 +132,31 @@ export function gradcheck(fn: Fn, primals: MgArray[], seed = 7, tol = 1e-6): voi
   got.forEach((g, i) => expectClose(g, want[i]!, tol, tol));
   const ts = primals.map((p, i) => randomArray([...p.shape], seed + 11 * (i + 1)));
   expectClose(values(jvpOf(fn, primals, ts)), numericJvp(fn, primals, ts), tol, tol);
+}
+
+/**
+ * Checks a primitive's vmap rule: `build` makes one node of the primitive from per-example
+ * inputs (its parameters are the node's inputs, in order); its vmap on the batched inputs (batch axis per input, -1 = shared) must equal stacking
+ * the per-example results.
+ */
+export function checkVmap(build: (...xs: MgArray[]) => MgArray, batched: MgArray[], inAxes: number[]): void {
+  const k = inAxes.findIndex((b) => b >= 0);
+  const size = batched[k]!.shape[inAxes[k]!]!;
+  const example = (t: number) =>
+    batched.map((x, i) => {
+      const b = inAxes[i]!;
+      if (b < 0) return x;
+      const start = x.shape.map((_, d) => (d === b ? t : 0));
+      const stop = x.shape.map((n, d) => (d === b ? t + 1 : n));
+      return mg.squeeze(sliceOp(x, start, stop), b);
+    });
+  const node = build(...example(0)).node!;
+  const vmap = node.primitive.vmap;
+  if (!vmap) throw new Error(`[test vmap] ${node.primitive.name} has no vmap rule.`);
+  const [[out], [outAxis]] = vmap(batched, inAxes, node.params);
+  const got = mg.moveaxis(out!, outAxis!, 0);
+  const want = mg.stack(Array.from({ length: size }, (_, t) => build(...example(t))));
+  if (got.shape.join(",") !== want.shape.join(",")) throw new Error(`vmap shape (${got.shape}) != (${want.shape})`);
+  if (got.dtype !== want.dtype) throw new Error(`vmap dtype ${got.dtype.name} != ${want.dtype.name}`);
+  expectClose(values(got), values(want), 1e-14, 1e-15);
 }

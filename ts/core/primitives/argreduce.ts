@@ -4,7 +4,10 @@ import { uint32 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
 import { argReduceLanes, readKeys } from "../../backend/cpu/sort.ts";
 import { writeNumbers } from "../../backend/cpu/values.ts";
+import { resolveStream } from "../device.ts";
+import { makeArray } from "../graph.ts";
 import { zerosLike } from "../ops/creation.ts";
+import { shiftAxis } from "./sort.ts";
 
 export interface ArgReduceParams {
   type: "argmax" | "argmin";
@@ -20,5 +23,7 @@ export const ArgReduce: Primitive<ArgReduceParams> = {
   // An index is piecewise constant in the input: no gradient flows back, the tangent is zero.
   vjp: ([a]) => [zerosLike(a!)],
   jvp: (_p, _t, _a, [y]) => [zerosLike(y!)],
+  // The reduced axis is kept (size 1), so the batch axis stays where it is.
+  vmap: ([a], [b], p) => [[makeArray(ArgReduce, [a!], { type: p.type, axis: shiftAxis(p.axis, b!) }, resolveStream())], [b!]],
   paramsKey: (p) => `${p.type}|${p.axis}`,
 };

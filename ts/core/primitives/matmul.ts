@@ -8,8 +8,9 @@ import type { Primitive } from "../primitive.ts";
 import { interleave, matmulValues } from "../../backend/cpu/matmul.ts";
 import { readNumbers, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
 import { add, conjugate, multiply } from "../ops/elementwise.ts";
-import { swapaxes } from "../ops/shape.ts";
+import { expandDims, moveaxis, swapaxes } from "../ops/shape.ts";
 import { sumToShape } from "./views.ts";
+import { batchFirst } from "./sort.ts";
 
 /** The conjugate transpose of the last two axes (the plain transpose for real dtypes). */
 function adjoint(x: MgArray): MgArray {
@@ -38,7 +39,18 @@ export const Matmul: Primitive<Record<string, never>> = {
     const parts = argnums.map((i, k) => (i === 0 ? matmul(tangents[k]!, b!) : matmul(a!, tangents[k]!)));
     return [parts.reduce((x, y) => add(x, y))];
   },
+  // Operands share their rank here; with the batch axis first (size 1 when unbatched) the op's
+  // batch broadcasting does the rest.
+  vmap(inputs, axes) {
+    const [a, b] = leadingBatch(inputs, axes);
+    return [[matmul(a!, b!)], [0]];
+  },
 };
+
+/** Each batch axis moved to the front; an unbatched input gets a size-1 axis there. */
+function leadingBatch(inputs: readonly MgArray[], axes: readonly number[]): MgArray[] {
+  return inputs.map((x, i) => (axes[i]! >= 0 ? moveaxis(x, axes[i]!, 0) : expandDims(x, 0)));
+}
 
 export interface AddMMParams {
   /** Already rounded to float32, as MLX's C++ `float alpha, beta`. */
@@ -80,7 +92,12 @@ export const AddMM: Primitive<AddMMParams> = {
     });
     return [parts.reduce((x, y) => add(x, y))];
   },
+  // c must broadcast to a·b's shape, so a and b carry the full batch even when only c is batched.
+  vmap(inputs, axes, p) {
+    const [a, b, c] = batchFirst(inputs, axes);
+    return [[addmm(c!, a!, b!, p.alpha, p.beta)], [0]];
+  },
   paramsKey: (p) => `${p.alpha}|${p.beta}`,
 };
 
-import { matmul } from "../ops/linalg-core.ts";
+import { addmm, matmul } from "../ops/linalg-core.ts";

@@ -56,6 +56,10 @@ export const Softmax: Primitive<SoftmaxParams> = {
     const ty = multiply(t!, y!);
     return [subtract(ty, multiply(y!, sum(ty, -1, true)))];
   },
+  vmap([a], [b], p) {
+    const [x, axis] = batchOffLastAxis(a!, b!);
+    return [[makeArray(Softmax, [x], p, resolveStream())], [axis]];
+  },
   paramsKey: (p) => (p.precise ? "precise" : ""),
 };
 
@@ -87,6 +91,19 @@ export const LogSumExp: Primitive<Record<string, never>> = {
   jvp([a], [t]) {
     return [sum(multiply(t!, softmax(a!, -1, { precise: true })), -1, true)];
   },
+  vmap([a], [b]) {
+    const [x, axis] = batchOffLastAxis(a!, b!);
+    return [[makeArray(LogSumExp, [x], {}, resolveStream())], [axis]];
+  },
 };
 
+/** These records reduce the last axis: a batch axis there is swapped one place left. */
+function batchOffLastAxis(x: MgArray, b: number): [MgArray, number] {
+  if (b !== x.ndim - 1) return [x, b];
+  return [swapaxes(x, -1, -2), x.ndim - 2];
+}
+
 import { softmax } from "../ops/softmax.ts";
+import { swapaxes } from "../ops/shape.ts";
+import { resolveStream } from "../device.ts";
+import { makeArray } from "../graph.ts";

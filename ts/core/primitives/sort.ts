@@ -17,6 +17,11 @@ export interface AxisParams {
   axis: number;
 }
 
+/** The primitive's axis once a batch axis is inserted at `b` (-1: not batched). */
+export function shiftAxis(axis: number, b: number): number {
+  return b >= 0 && b <= axis ? axis + 1 : axis;
+}
+
 export interface PartitionParams {
   /** Normalised: 0 ≤ kth < shape[axis]. */
   kth: number;
@@ -41,6 +46,8 @@ export const Sort: Primitive<AxisParams> = {
     const perm = stopGradient(argsortOp(a!, p.axis));
     return [gatherAlong(t!, perm, p.axis)];
   },
+  // Sorting along an axis is independent for every other index: the batch axis just shifts it.
+  vmap: ([a], [b], p) => [[makeArray(Sort, [a!], { axis: shiftAxis(p.axis, b!) }, resolveStream())], [b!]],
   paramsKey: (p) => String(p.axis),
 };
 
@@ -54,6 +61,7 @@ export const ArgSort: Primitive<AxisParams> = {
   // Integer output: no gradient flows to the input.
   vjp: ([a]) => [zerosLike(a!)],
   jvp: (_p, _t, _a, [y]) => [zerosLike(y!)],
+  vmap: ([a], [b], p) => [[makeArray(ArgSort, [a!], { axis: shiftAxis(p.axis, b!) }, resolveStream())], [b!]],
   paramsKey: (p) => String(p.axis),
 };
 
@@ -79,6 +87,7 @@ export const Partition: Primitive<PartitionParams> = {
     const perm = stopGradient(argpartitionOp(a!, p.kth, p.axis));
     return [gatherAlong(t!, perm, p.axis)];
   },
+  vmap: ([a], [b], p) => [[makeArray(Partition, [a!], { kth: p.kth, axis: shiftAxis(p.axis, b!) }, resolveStream())], [b!]],
   paramsKey: (p) => `${p.kth}|${p.axis}`,
 };
 
@@ -91,6 +100,7 @@ export const ArgPartition: Primitive<PartitionParams> = {
   },
   vjp: ([a]) => [zerosLike(a!)],
   jvp: (_p, _t, _a, [y]) => [zerosLike(y!)],
+  vmap: ([a], [b], p) => [[makeArray(ArgPartition, [a!], { kth: p.kth, axis: shiftAxis(p.axis, b!) }, resolveStream())], [b!]],
   paramsKey: (p) => `${p.kth}|${p.axis}`,
 };
 
@@ -108,6 +118,13 @@ export const SearchSorted: Primitive<SearchSortedParams> = {
   // Piecewise constant in both inputs.
   vjp: (primals, _c, argnums) => argnums.map((i) => zerosLike(primals[i]!)),
   jvp: (_p, _t, _a, [y]) => [zerosLike(y!)],
+  // Elementwise in the values; one sequence for all of them.
+  vmap([a, v], [ba, bv], p) {
+    if (ba! >= 0) {
+      throw new Error("[searchsorted] Cannot vmap over the sorted sequence, only over the values being searched for.");
+    }
+    return [[makeArray(SearchSorted, [a!, v!], p, resolveStream())], [bv!]];
+  },
   paramsKey: (p) => (p.right ? "right" : "left"),
 };
 
@@ -129,6 +146,11 @@ export const GatherAlongAxis: Primitive<AxisParams> = {
   jvp([, index], tangents, argnums, _o, p) {
     const k = argnums.indexOf(0);
     return [k >= 0 ? gatherAlong(tangents[k]!, index!, p.axis) : zerosLike(index!)];
+  },
+  // Both operands get the batch axis first (an unbatched one is broadcast along it).
+  vmap(inputs, axes, p) {
+    const [x, index] = batchFirst(inputs, axes);
+    return [[gatherAlong(x!, index!, p.axis + 1)], [0]];
   },
   paramsKey: (p) => String(p.axis),
 };
@@ -154,8 +176,24 @@ export const ScatterAddAlongAxis: Primitive<ScatterAddParams> = {
     const k = argnums.indexOf(0);
     return [k >= 0 ? scatterAddAlong(tangents[k]!, index!, p.axis, p.shape) : zerosLike(y!)];
   },
+  vmap(inputs, axes, p) {
+    const [u, index] = batchFirst(inputs, axes);
+    return [[scatterAddAlong(u!, index!, p.axis + 1, [u!.shape[0]!, ...p.shape])], [0]];
+  },
   paramsKey: (p) => `${p.axis}|${p.shape.join(",")}`,
 };
+
+/** Moves each batch axis to the front; unbatched inputs are broadcast to the batch size. */
+export function batchFirst(inputs: readonly MgArray[], axes: readonly number[]): MgArray[] {
+  const k = axes.findIndex((b) => b >= 0);
+  if (k < 0) throw new Error("[vmap] no batched input (internal error).");
+  const size = inputs[k]!.shape[axes[k]!]!;
+  return inputs.map((x, i) => {
+    const b = axes[i]!;
+    if (b >= 0) return moveaxis(x, b, 0);
+    return broadcastTo(expandDims(x, 0), [size, ...x.shape]);
+  });
+}
 
 function readIndex(index: MgArray): Float64Array {
   return readNumbers(index);
@@ -173,3 +211,4 @@ export function scatterAddAlong(updates: MgArray, index: MgArray, axis: number, 
 
 // The ops these rules call are built on the records above (an import cycle resolved lazily).
 import { argpartition as argpartitionOp, argsort as argsortOp } from "../ops/sort.ts";
+import { broadcastTo, expandDims, moveaxis } from "../ops/shape.ts";
