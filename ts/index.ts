@@ -33,6 +33,8 @@ export * from "./core/ops/einsum.ts";
 export * from "./core/ops/indexing.ts";
 export * from "./core/ops/movement.ts";
 export * as random from "./random/index.ts";
+export * from "./autograd/index.ts";
+export * as testing from "./testing/index.ts";
 
 /** Evaluates arrays (any nested arrays/objects of arrays), as mx.eval. */
 export function evaluate(...args: unknown[]): void {

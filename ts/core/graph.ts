@@ -20,12 +20,18 @@ export function registerBackend(type: DeviceType, backend: Backend): void {
 
 /** Arrays under a transform keep their graph after eval (vjp needs it); depth > 0 while tracing. */
 let retainGraphDepth = 0;
+/** Nodes evaluated while retained: detached when the outermost transform returns (no leak). */
+let retainedNodes: Node[] = [];
 export function withRetainedGraph<T>(fn: () => T): T {
   retainGraphDepth++;
   try {
     return fn();
   } finally {
-    retainGraphDepth--;
+    if (--retainGraphDepth === 0) {
+      const nodes = retainedNodes;
+      retainedNodes = [];
+      for (const node of nodes) detach(node);
+    }
   }
 }
 
@@ -98,7 +104,10 @@ export function evalArrays(targets: readonly MgArray[]): void {
     backend.run(order.slice(start, end));
     start = end;
   }
-  if (retainGraphDepth > 0) return;
+  if (retainGraphDepth > 0) {
+    for (const node of order) retainedNodes.push(node);
+    return;
+  }
   for (const node of order) detach(node);
 }
 

@@ -13,6 +13,7 @@ import {
 } from "../../backend/cpu/math.ts";
 import { readBigints, readComplex, readNumbers, writeBigints, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
 import * as ew from "../ops/elementwise.ts";
+import { vmapElementwise } from "../../autograd/batching.ts";
 
 type Rule1 = (x: MgArray, y: MgArray, g: MgArray) => MgArray;
 
@@ -25,20 +26,29 @@ interface UnaryDef extends ScalarFns1 {
   /** The tangent of y given x, y and the tangent t (default: vjp's linear map, which is
    *  the same for elementwise functions of one real variable). */
   jvp?: Rule1;
+  /** Complex-differentiable: for complex inputs the vjp multiplies by the conjugate derivative
+   *  (MLX's convention: the vjp conjugates the jvp's multiplier). */
+  holomorphic?: boolean;
 }
 
 /** Elementwise primitive of one input. */
 export function unary(def: UnaryDef): Primitive<null> {
   const vjp = def.vjp;
   const jvp = def.jvp ?? def.vjp;
-  return {
+  const prim: Primitive<null> = {
     name: def.name,
     fusion: "unary",
     outputSpecs: ([x]) => [{ shape: [...x!.shape], dtype: def.outDtype ? def.outDtype(x!.dtype) : x!.dtype }],
     cpu: ([x], [out]) => cpuUnary(def.name, def, x!, out!),
-    vjp: vjp ? ([x], [g], _a, [y]) => [vjp(x!, y!, g!)] : undefined,
+    vjp: vjp
+      ? ([x], [g], _a, [y]) => [
+          def.holomorphic && x!.dtype === complex64 ? ew.conjugate(vjp(x!, y!, ew.conjugate(g!))) : vjp(x!, y!, g!),
+        ]
+      : undefined,
     jvp: jvp ? ([x], [t], _a, [y]) => [jvp(x!, y!, t!)] : undefined,
+    vmap: (inputs, axes) => vmapElementwise(prim, inputs, axes, null),
   };
+  return prim;
 }
 
 const cmul = (ar: number, ai: number, br: number, bi: number): [number, number] => [ar * br - ai * bi, ar * bi + ai * br];
@@ -81,6 +91,7 @@ export const Abs = unary({
 
 export const Negative = unary({
   name: "Negative",
+  holomorphic: true,
   num: (x) => -x,
   big: (x) => -x,
   cplx: (re, im) => [-re, -im],
@@ -101,6 +112,7 @@ export const Sign = unary({
 
 export const Square = unary({
   name: "Square",
+  holomorphic: true,
   num: (x) => x * x,
   int: (x, d) => (d.size === 4 ? Math.imul(x, x) : x * x),
   big: (x) => x * x,
@@ -111,6 +123,7 @@ export const Square = unary({
 
 export const Sqrt = unary({
   name: "Sqrt",
+  holomorphic: true,
   num: Math.sqrt,
   cplx: csqrt,
   // d √x = dx / (2√x)
@@ -119,6 +132,7 @@ export const Sqrt = unary({
 
 export const Rsqrt = unary({
   name: "Rsqrt",
+  holomorphic: true,
   num: (x) => 1 / Math.sqrt(x),
   cplx: (re, im) => {
     const [r, i] = csqrt(re, im);
@@ -130,6 +144,7 @@ export const Rsqrt = unary({
 
 export const Exp = unary({
   name: "Exp",
+  holomorphic: true,
   num: Math.exp,
   cplx: cexp,
   vjp: (_x, y, g) => ew.multiply(g, y),
@@ -144,6 +159,7 @@ export const Expm1 = unary({
 
 export const Log = unary({
   name: "Log",
+  holomorphic: true,
   num: Math.log,
   cplx: clog,
   vjp: (x, _y, g) => ew.divide(g, x),
@@ -151,6 +167,7 @@ export const Log = unary({
 
 export const Log2 = unary({
   name: "Log2",
+  holomorphic: true,
   num: Math.log2,
   cplx: (re, im) => {
     const [r, i] = clog(re, im);
@@ -161,6 +178,7 @@ export const Log2 = unary({
 
 export const Log10 = unary({
   name: "Log10",
+  holomorphic: true,
   num: Math.log10,
   cplx: (re, im) => {
     const [r, i] = clog(re, im);
@@ -177,6 +195,7 @@ export const Log1p = unary({
 
 export const Sin = unary({
   name: "Sin",
+  holomorphic: true,
   num: Math.sin,
   cplx: (re, im) => [Math.sin(re) * Math.cosh(im), Math.cos(re) * Math.sinh(im)],
   vjp: (x, _y, g) => ew.multiply(g, ew.cos(x)),
@@ -184,6 +203,7 @@ export const Sin = unary({
 
 export const Cos = unary({
   name: "Cos",
+  holomorphic: true,
   num: Math.cos,
   cplx: (re, im) => [Math.cos(re) * Math.cosh(im), -Math.sin(re) * Math.sinh(im)],
   vjp: (x, _y, g) => ew.negative(ew.multiply(g, ew.sin(x))),
@@ -191,6 +211,7 @@ export const Cos = unary({
 
 export const Tan = unary({
   name: "Tan",
+  holomorphic: true,
   num: Math.tan,
   cplx: (re, im) => {
     // tan z = sin z / cos z
@@ -222,6 +243,7 @@ export const ArcTan = unary({
 
 export const Sinh = unary({
   name: "Sinh",
+  holomorphic: true,
   num: Math.sinh,
   cplx: (re, im) => [Math.sinh(re) * Math.cos(im), Math.cosh(re) * Math.sin(im)],
   vjp: (x, _y, g) => ew.multiply(g, ew.cosh(x)),
@@ -229,6 +251,7 @@ export const Sinh = unary({
 
 export const Cosh = unary({
   name: "Cosh",
+  holomorphic: true,
   num: Math.cosh,
   cplx: (re, im) => [Math.cosh(re) * Math.cos(im), Math.sinh(re) * Math.sin(im)],
   vjp: (x, _y, g) => ew.multiply(g, ew.sinh(x)),
@@ -236,6 +259,7 @@ export const Cosh = unary({
 
 export const Tanh = unary({
   name: "Tanh",
+  holomorphic: true,
   num: Math.tanh,
   cplx: (re, im) => {
     const s: [number, number] = [Math.sinh(re) * Math.cos(im), Math.cosh(re) * Math.sin(im)];
@@ -334,6 +358,7 @@ export const Real = unary({
   cplx: (re) => [re, 0],
   outDtype: (d) => (d === complex64 ? float32 : d),
   vjp: (_x, _y, g) => ew.astype(g, complex64),
+  jvp: (_x, _y, t) => ew.real(t),
 });
 
 export const Imag = unary({
@@ -343,6 +368,7 @@ export const Imag = unary({
   outDtype: (d) => (d === complex64 ? float32 : d),
   // d imag(z) / dz applied to g: the cotangent enters the imaginary part, g·i
   vjp: (_x, _y, g) => ew.multiply(ew.astype(g, complex64), { re: 0, im: 1 }),
+  jvp: (_x, _y, t) => ew.imag(t),
 });
 
 /** Identity in value, zero gradient: cuts the graph for transforms. */
@@ -356,6 +382,7 @@ export const StopGradient: Primitive<null> = {
   },
   vjp: ([x], [g]) => [ew.zerosLikeOf(g!, x!)],
   jvp: ([x], [t]) => [ew.zerosLikeOf(t!, x!)],
+  vmap: (inputs, axes) => vmapElementwise(StopGradient, inputs, axes, null),
 };
 
 export interface AsTypeParams {
@@ -379,6 +406,7 @@ export const AsType: Primitive<AsTypeParams> = {
   // The cotangent is cast back to the primal's dtype.
   vjp: ([x], [g]) => [ew.astype(g!, x!.dtype)],
   jvp: (_p, [t], _a, [y]) => [ew.astype(t!, y!.dtype)],
+  vmap: (inputs, axes, p) => vmapElementwise(AsType, inputs, axes, p),
   paramsKey: (p) => p.dtype.name,
 };
 
@@ -399,15 +427,30 @@ interface BinaryDef extends ScalarFns2 {
   outDtype?: (d: Dtype) => Dtype;
   /** Cotangents for (a, b) given the output y and its cotangent g. */
   vjp?: Rule2;
-  /** Tangent of y given the tangents of a and b (null = zero tangent). */
+  /** Tangent of y given the tangents of a and b (null = zero tangent). Default: the vjp's
+   *  multipliers applied to the tangents (the Jacobian of an elementwise map is diagonal). */
   jvp?: (a: MgArray, b: MgArray, y: MgArray, ta: MgArray | null, tb: MgArray | null) => MgArray;
+  /** Complex-differentiable in each argument: complex vjps use the conjugate multipliers. */
+  holomorphic?: boolean;
 }
 
 /** Elementwise primitive of two same-shaped, same-dtype inputs. */
 export function binary(def: BinaryDef): Primitive<null> {
-  const vjp = def.vjp;
-  const jvp = def.jvp;
-  return {
+  const vjp: Rule2 | undefined =
+    def.vjp && def.holomorphic
+      ? (a, b, y, g) => {
+          if (a.dtype !== complex64) return def.vjp!(a, b, y, g);
+          const [ga, gb] = def.vjp!(a, b, y, ew.conjugate(g));
+          return [ga && ew.conjugate(ga), gb && ew.conjugate(gb)];
+        }
+      : def.vjp;
+  const jvp =
+    def.jvp ??
+    (def.vjp
+      ? (a: MgArray, b: MgArray, y: MgArray, ta: MgArray | null, tb: MgArray | null) =>
+          sumTangents(ta ? def.vjp!(a, b, y, ta)[0] : null, tb ? def.vjp!(a, b, y, tb)[1] : null, y)
+      : undefined);
+  const prim: Primitive<null> = {
     name: def.name,
     fusion: "binary",
     outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: def.outDtype ? def.outDtype(a!.dtype) : a!.dtype }],
@@ -425,7 +468,9 @@ export function binary(def: BinaryDef): Primitive<null> {
           return [jvp(a!, b!, y!, ta, tb)];
         }
       : undefined,
+    vmap: (inputs, axes) => vmapElementwise(prim, inputs, axes, null),
   };
+  return prim;
 }
 
 const sumTangents = (x: MgArray | null, y: MgArray | null, like: MgArray): MgArray =>
@@ -451,6 +496,7 @@ export const Subtract = binary({
 
 export const Multiply = binary({
   name: "Multiply",
+  holomorphic: true,
   num: (x, y) => x * y,
   int: (x, y, d) => (d.size === 4 ? Math.imul(x, y) : x * y),
   big: (x, y) => x * y,
@@ -462,6 +508,7 @@ export const Multiply = binary({
 
 export const Divide = binary({
   name: "Divide",
+  holomorphic: true,
   num: (x, y) => x / y,
   cplx: cdiv,
   // d(a/b) = da/b − a/b² db
@@ -519,10 +566,22 @@ export const DivMod: Primitive<null> = {
     writeNumbers(q!, qv);
     writeNumbers(r!, rv);
   },
+  // The quotient is piecewise constant; the remainder a − b⌊a/b⌋ moves like Remainder.
+  vjp([a, b], [, gr], argnums) {
+    return argnums.map((i) => (i === 0 ? gr! : ew.negative(ew.multiply(gr!, ew.floor(ew.divide(a!, b!))))));
+  },
+  jvp([a, b], tangents, argnums, [q]) {
+    const ta = argnums.indexOf(0) >= 0 ? tangents[argnums.indexOf(0)]! : null;
+    const tb = argnums.indexOf(1) >= 0 ? tangents[argnums.indexOf(1)]! : null;
+    const tr = sumTangents(ta, tb ? ew.negative(ew.multiply(tb, ew.floor(ew.divide(a!, b!)))) : null, q!);
+    return [ew.zerosLikeOf(q!, q!), tr];
+  },
+  vmap: (inputs, axes) => vmapElementwise(DivMod, inputs, axes, null),
 };
 
 export const Power = binary({
   name: "Power",
+  holomorphic: true,
   num: Math.pow,
   int: (x, y, d) => Number(BigInt.asIntN(d.size * 8, powBig(BigInt(x), BigInt(y)))),
   big: powBig,
@@ -678,4 +737,5 @@ export const Select: Primitive<null> = {
     });
     return [t ?? ew.zerosLikeOf(y!, y!)];
   },
+  vmap: (inputs, axes) => vmapElementwise(Select, inputs, axes, null),
 };

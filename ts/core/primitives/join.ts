@@ -4,6 +4,10 @@ import type { Primitive } from "../primitive.ts";
 import { forEachOffset, lanesOf } from "../elements.ts";
 import { storageView } from "../../backend/cpu/values.ts";
 import { slice } from "../ops/slicing.ts";
+import { zerosLike } from "../ops/creation.ts";
+import { resolveStream } from "../device.ts";
+import { makeArray } from "../graph.ts";
+import { batchSize, moveBatchAxis } from "../../autograd/batching.ts";
 
 export interface ConcatenateParams {
   axis: number;
@@ -55,6 +59,20 @@ export const Concatenate: Primitive<ConcatenateParams> = {
       stop[p.axis] = starts[i]! + x.shape[p.axis]!;
       return slice(g!, start, stop);
     });
+  },
+  // Linear: the tangent is the concatenation of the inputs' tangents (zero where an input has none).
+  jvp(inputs, tangents, argnums, _o, p) {
+    const parts = inputs.map((x, i) => {
+      const k = argnums.indexOf(i);
+      return k >= 0 ? tangents[k]! : zerosLike(x);
+    });
+    return [makeArray(Concatenate, parts, p, resolveStream())];
+  },
+  // Batch axis first for every input (unbatched ones broadcast along it); the joined axis shifts.
+  vmap(inputs, axes, p) {
+    const size = batchSize(inputs, axes);
+    const parts = inputs.map((x, i) => moveBatchAxis(x, axes[i]!, 0, size));
+    return [[makeArray(Concatenate, parts, { axis: p.axis + 1 }, resolveStream())], [0]];
   },
   paramsKey: (p) => String(p.axis),
 };

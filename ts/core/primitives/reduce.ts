@@ -189,6 +189,11 @@ export const Reduce: Primitive<ReduceParams> = {
         return [ew.zerosLikeOf(y!, y!)];
     }
   },
+  // Reduced axes keep size 1, so the batch axis stays where it is; axes at or after it shift.
+  vmap([a], [ax], p) {
+    const axes = p.axes.map((r) => (r >= ax! ? r + 1 : r));
+    return [[makeArray(Reduce, [a!], { type: p.type, axes }, resolveStream())], [ax!]];
+  },
   paramsKey: (p) => `${p.type}|${p.axes.join(",")}`,
 };
 
@@ -216,3 +221,5 @@ function productOfOthers(x: MgArray, axes: readonly number[]): MgArray {
   return transposeTo(back, inverse);
 }
 import { reshape as reshapeTo, transpose as transposeTo } from "../ops/shape.ts";
+import { resolveStream } from "../device.ts";
+import { makeArray } from "../graph.ts";

@@ -40,6 +40,13 @@ export const Broadcast: Primitive<BroadcastParams> = {
   jvp(_p, [t], _argnums, _o, p) {
     return [ops.broadcastTo(t!, p.shape)];
   },
+  // Batch axis first, the element's dims right-aligned under the target shape.
+  vmap([a], [ax], p) {
+    const x = ops.moveaxis(a!, ax!, 0);
+    const rest = x.shape.slice(1);
+    const aligned = ops.reshape(x, [x.shape[0]!, ...new Array<number>(p.shape.length - rest.length).fill(1), ...rest]);
+    return [[ops.broadcastTo(aligned, [x.shape[0]!, ...p.shape])], [0]];
+  },
   paramsKey: (p) => p.shape.join(","),
 };
 
@@ -116,6 +123,10 @@ export const Reshape: Primitive<ReshapeParams> = {
   jvp(_p, [t], _a, _o, p) {
     return [ops.reshape(t!, p.shape)];
   },
+  vmap([a], [ax], p) {
+    const x = ops.moveaxis(a!, ax!, 0);
+    return [[ops.reshape(x, [x.shape[0]!, ...p.shape])], [0]];
+  },
   paramsKey: (p) => p.shape.join(","),
 };
 
@@ -138,6 +149,9 @@ export const Transpose: Primitive<TransposeParams> = {
   },
   jvp(_p, [t], _a, _o, p) {
     return [ops.transpose(t!, p.axes)];
+  },
+  vmap([a], [ax], p) {
+    return [[ops.transpose(ops.moveaxis(a!, ax!, 0), [0, ...p.axes.map((d) => d + 1)])], [0]];
   },
   paramsKey: (p) => p.axes.join(","),
 };
@@ -178,6 +192,12 @@ export const Slice: Primitive<SliceParams> = {
   jvp(_p, [t], _a, _o, p) {
     return [sliceStatic(t!, p.start, p.stop, p.strides)];
   },
+  // The batch axis stays in place and is taken whole.
+  vmap([a], [ax], p) {
+    const b = ax!;
+    const insert = (v: number[], x: number) => [...v.slice(0, b), x, ...v.slice(b)];
+    return [[sliceStatic(a!, insert(p.start, 0), insert(p.stop, a!.shape[b]!), insert(p.strides, 1))], [b]];
+  },
   paramsKey: (p) => `${p.start}|${p.stop}|${p.strides}`,
 };
 
@@ -210,6 +230,13 @@ export const AsStrided: Primitive<AsStridedParams> = {
   jvp(_p, [t], _a, _o, p) {
     return [asStridedRaw(t!, p)];
   },
+  // Batch elements are consecutive blocks of the (contiguous, batch-first) input.
+  vmap([a], [ax], p) {
+    const x = contiguous(ops.moveaxis(a!, ax!, 0));
+    const block = x.shape.slice(1).reduce((m, d) => m * d, 1);
+    const params = { shape: [x.shape[0]!, ...p.shape], strides: [block, ...p.strides], offset: p.offset };
+    return [[makeArray(AsStrided, [x], params, resolveStream())], [0]];
+  },
   paramsKey: (p) => `${p.shape}|${p.strides}|${p.offset}`,
 };
 
@@ -232,6 +259,7 @@ export const Copy: Primitive<Record<string, never>> = {
   jvp(_p, [t]) {
     return [t!];
   },
+  vmap: (inputs, axes) => vmapElementwise(Copy, inputs, axes, {}),
 };
 
 // Ops used by the derivative rules above (imported last: they import these records).
@@ -242,3 +270,4 @@ import { arange, zerosLike } from "../ops/creation.ts";
 import { contiguous } from "../ops/movement.ts";
 import { scatterAdd, sliceUpdateStatic } from "../ops/scatter.ts";
 import { sliceStatic } from "../ops/slicing.ts";
+import { vmapElementwise } from "../../autograd/batching.ts";

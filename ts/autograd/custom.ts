@@ -1,0 +1,233 @@
+// customFunction and checkpoint, as mx.custom_function and mx.checkpoint. A custom function is
+// one node (CustomTransforms) whose inputs are the function's arguments followed by its outputs
+// (behind stop_gradient): evaluating it forwards the outputs, and the transforms call the
+// attached vjp/jvp/vmap instead of looking inside. It is pure: captured arrays are constants.
+import { MgArray } from "../core/array.ts";
+import { resolveStream } from "../core/device.ts";
+import { makeNode } from "../core/graph.ts";
+import type { Primitive } from "../core/primitive.ts";
+import { setView } from "../core/primitives/views.ts";
+import { stopGradient } from "../core/ops/elementwise.ts";
+import { zerosLike } from "../core/ops/creation.ts";
+import { jvpFlat } from "./jvp.ts";
+import { describeLeaf, isPlainObject, treeFlatten, treeUnflatten } from "./tree.ts";
+import { flattenOutputs, vjpFlat } from "./vjp.ts";
+import { vmapFlat } from "./vmap.ts";
+
+export interface CustomTransformsParams {
+  /** The trailing inputs that are the function's outputs. */
+  numOutputs: number;
+  vjp(primals: MgArray[], cotangents: MgArray[], outputs: MgArray[]): MgArray[];
+  jvp(primals: MgArray[], tangents: MgArray[], argnums: number[]): MgArray[];
+  vmap(inputs: MgArray[], axes: number[]): [MgArray[], number[]];
+}
+
+export const CustomTransforms: Primitive<CustomTransformsParams> = {
+  name: "CustomTransforms",
+  outputSpecs: (inputs, p) =>
+    inputs.slice(inputs.length - p.numOutputs).map((o) => ({ shape: [...o.shape], dtype: o.dtype })),
+  // The forward pass already ran: each output is a view of its trailing input.
+  cpu(inputs, outputs, p) {
+    const first = inputs.length - p.numOutputs;
+    outputs.forEach((o, i) => {
+      const src = inputs[first + i]!;
+      const l = src.layout!;
+      setView(o, src, l.offset, l.strides);
+    });
+  },
+  vjp(primals, cotangents, argnums, outputs, p) {
+    const n = primals.length - p.numOutputs;
+    const all = p.vjp(primals.slice(0, n), [...cotangents], [...outputs]);
+    return argnums.map((i) => (i < n ? all[i]! : cotangents[i - n]!));
+  },
+  jvp(primals, tangents, argnums, _outputs, p) {
+    const n = primals.length - p.numOutputs;
+    const keep = argnums.flatMap((a, k) => (a < n ? [k] : []));
+    return p.jvp(primals.slice(0, n), keep.map((k) => tangents[k]!), keep.map((k) => argnums[k]!));
+  },
+  vmap(inputs, axes, p) {
+    const n = inputs.length - p.numOutputs;
+    return p.vmap(inputs.slice(0, n), axes.slice(0, n));
+  },
+};
+
+type AnyFn = (...args: any[]) => any;
+/** vjp(primals, cotangents, outputs) → cotangents shaped like primals (null: no gradient). */
+export type CustomVjp = (primals: any, cotangents: any, outputs: any) => unknown;
+/** jvp(primals, tangents) → tangents shaped like the outputs; a tangent is null for a constant input. */
+export type CustomJvp = (primals: any, tangents: any) => unknown;
+/** vmap(inputs, axes) → [outputs, outAxes]; an axis is null for an unmapped input or output. */
+export type CustomVmap = (inputs: any, axes: any) => [unknown, unknown];
+
+export interface CustomFunction<F extends AnyFn> {
+  (...args: Parameters<F>): ReturnType<F>;
+  /** Attaches a custom vjp; returns this function (chainable). */
+  vjp(f: CustomVjp): CustomFunction<F>;
+  /** Attaches a custom jvp; returns this function (chainable). */
+  jvp(f: CustomJvp): CustomFunction<F>;
+  /** Attaches a custom vectorization rule; returns this function (chainable). */
+  vmap(f: CustomVmap): CustomFunction<F>;
+}
+
+/** Flattens a user result that should hold one array (or null) per array of `like`. */
+function flattenMatching(result: unknown, like: readonly MgArray[], what: string, fill: (i: number) => MgArray): MgArray[] {
+  const out: (MgArray | null)[] = [];
+  const walk = (x: unknown): void => {
+    if (x instanceof MgArray || x === null || x === undefined) out.push((x as MgArray | null | undefined) ?? null);
+    else if (Array.isArray(x)) x.forEach(walk);
+    else if (isPlainObject(x)) Object.values(x).forEach(walk);
+    else throw new TypeError(`[custom_function] The ${what} must contain only arrays or null, but it contains ${describeLeaf(x)}.`);
+  };
+  walk(result);
+  if (out.length !== like.length) {
+    throw new Error(`[custom_function] The ${what} has ${out.length} arrays but ${like.length} were expected.`);
+  }
+  return out.map((x, i) => x ?? fill(i));
+}
+
+/**
+ * Wraps `fn` so that its vjp, jvp and vmap can be replaced, as mx.custom_function. Attach them
+ * with `.vjp(...)`, `.jvp(...)`, `.vmap(...)`; those not attached fall back to transforming `fn`.
+ * Arguments and results may be trees; the custom rules see them with the same structure (a
+ * single argument as itself, several as a list).
+ */
+export function customFunction<F extends AnyFn>(fn: F): CustomFunction<F> {
+  if (typeof fn !== "function") throw new TypeError("[custom_function] expected a function.");
+  let vjpFn: CustomVjp | null = null;
+  let jvpFn: CustomJvp | null = null;
+  let vmapFn: CustomVmap | null = null;
+
+  const call = (...args: unknown[]): unknown => {
+    if (!vjpFn && !jvpFn && !vmapFn) return (fn as AnyFn)(...args);
+    const inputs = treeFlatten(args);
+    let outTree: unknown;
+    const inner = (arrays: MgArray[]): MgArray[] => {
+      const out = (fn as AnyFn)(...(treeUnflatten(args, arrays) as unknown[]));
+      outTree = out;
+      return flattenOutputs(out, "custom_function");
+    };
+    const userArgs = (arrays: readonly unknown[]): unknown => {
+      const rebuilt = treeUnflatten(args, arrays) as unknown[];
+      return rebuilt.length === 1 ? rebuilt[0] : rebuilt;
+    };
+    const outputs = inner(inputs).map((o) => stopGradient(o));
+    const structure = outTree;
+    if (outputs.length === 0) return structure;
+
+    const params: CustomTransformsParams = {
+      numOutputs: outputs.length,
+      vjp: vjpFn
+        ? (primals, cotangents, outs) => {
+            const user = vjpFn!;
+            const r = user(userArgs(primals), treeUnflatten(structure, cotangents), treeUnflatten(structure, outs));
+            return flattenMatching(r, primals, "vjp result", (i) => zerosLike(primals[i]!));
+          }
+        : (primals, cotangents) =>
+            vjpFlat(inner, primals, cotangents, primals.map((_, i) => i), { tag: "custom_function", skipStopGradientOutputs: false }).vjps,
+      jvp: jvpFn
+        ? (primals, tangents, argnums) => {
+            const user = jvpFn!;
+            const full: (MgArray | null)[] = primals.map(() => null);
+            argnums.forEach((a, k) => (full[a] = tangents[k]!));
+            const r = user(userArgs(primals), userArgs(full));
+            return flattenMatching(r, outputs, "jvp result", (i) => zerosLike(outputs[i]!));
+          }
+        : (primals, tangents, argnums) => {
+            const full: (MgArray | null)[] = primals.map(() => null);
+            argnums.forEach((a, k) => (full[a] = tangents[k]!));
+            return jvpFlat(inner, primals, full, "custom_function").jvps;
+          },
+      vmap: vmapFn
+        ? (xs, axes) => {
+            const user = vmapFn!;
+            const r = user(userArgs(xs), userArgs(axes.map((a) => (a < 0 ? null : a)) as unknown as MgArray[]));
+            if (!Array.isArray(r) || r.length !== 2) {
+              throw new TypeError("[custom_function] The vmap function should return a list [outputs, outAxes].");
+            }
+            const vouts = flattenOutputs(r[0], "custom_function");
+            const vaxes = flattenAxesLike(r[1], vouts.length);
+            return [vouts, vaxes];
+          }
+        : (xs, axes) => {
+            const outs = vmapFlat(inner, xs, axes, (o) => o.map(() => 0));
+            return [outs, outs.map(() => 0)];
+          },
+    };
+    const nodeOutputs = makeNode(CustomTransforms, [...inputs, ...outputs], params, outputs[0]?.stream ?? resolveStream());
+    return treeUnflatten(structure, nodeOutputs);
+  };
+
+  const f = call as unknown as CustomFunction<F>;
+  f.vjp = (g: CustomVjp) => {
+    if (typeof g !== "function") throw new TypeError("[custom_function] vjp expects a function.");
+    vjpFn = g;
+    return f;
+  };
+  f.jvp = (g: CustomJvp) => {
+    if (typeof g !== "function") throw new TypeError("[custom_function] jvp expects a function.");
+    jvpFn = g;
+    return f;
+  };
+  f.vmap = (g: CustomVmap) => {
+    if (typeof g !== "function") throw new TypeError("[custom_function] vmap expects a function.");
+    vmapFn = g;
+    return f;
+  };
+  return f;
+}
+
+/** Output axes returned by a custom vmap: a number/null per output, possibly nested like them. */
+function flattenAxesLike(spec: unknown, count: number): number[] {
+  const out: number[] = [];
+  const walk = (x: unknown): void => {
+    if (x === null || x === undefined) out.push(-1);
+    else if (typeof x === "number" && Number.isInteger(x)) out.push(x);
+    else if (Array.isArray(x)) x.forEach(walk);
+    else if (isPlainObject(x)) Object.values(x).forEach(walk);
+    else throw new TypeError(`[custom_function] vmap output axes must be integers or null, got ${describeLeaf(x)}.`);
+  };
+  walk(spec);
+  if (out.length === 1 && count > 1) return new Array<number>(count).fill(out[0]!);
+  if (out.length !== count) {
+    throw new Error(`[custom_function] The vmap function returned ${out.length} output axes for ${count} outputs.`);
+  }
+  return out;
+}
+
+/**
+ * Returns `fn` with its intermediates recomputed in the backward pass instead of kept from the
+ * forward pass, as mx.checkpoint: trading compute for memory.
+ */
+export function checkpoint<F extends AnyFn>(fn: F): F {
+  if (typeof fn !== "function") throw new TypeError("[checkpoint] expected a function.");
+  const wrapped = (...args: unknown[]): unknown => {
+    const inputs = treeFlatten(args);
+    let outTree: unknown;
+    const inner = (arrays: MgArray[]): MgArray[] => {
+      const out = (fn as AnyFn)(...(treeUnflatten(args, arrays) as unknown[]));
+      outTree = out;
+      return flattenOutputs(out, "checkpoint");
+    };
+    const outputs = inner(inputs).map((o) => stopGradient(o));
+    const structure = outTree;
+    if (outputs.length === 0) return structure;
+    const params: CustomTransformsParams = {
+      numOutputs: outputs.length,
+      // Recompute: trace `fn` again from the primals and differentiate that fresh graph.
+      vjp: (primals, cotangents) =>
+        vjpFlat(inner, primals, cotangents, primals.map((_, i) => i), { tag: "checkpoint", skipStopGradientOutputs: false }).vjps,
+      jvp: (primals, tangents, argnums) => {
+        const full: (MgArray | null)[] = primals.map(() => null);
+        argnums.forEach((a, k) => (full[a] = tangents[k]!));
+        return jvpFlat(inner, primals, full, "checkpoint").jvps;
+      },
+      vmap: (xs, axes) => {
+        const outs = vmapFlat(inner, xs, axes, (o) => o.map(() => 0));
+        return [outs, outs.map(() => 0)];
+      },
+    };
+    const nodeOutputs = makeNode(CustomTransforms, [...inputs, ...outputs], params, outputs[0]?.stream ?? resolveStream());
+    return treeUnflatten(structure, nodeOutputs);
+  };
+  return wrapped as unknown as F;
+}

@@ -1,0 +1,3 @@
+// mg.testing: tools for users' own tests.
+export { gradcheck } from "./gradcheck.ts";
+export type { GradcheckMismatch, GradcheckOptions, GradcheckReport } from "./gradcheck.ts";
