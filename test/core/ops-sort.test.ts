@@ -7,9 +7,7 @@ import type { MgArray } from "../../ts/core/array.ts";
 import type { Primitive } from "../../ts/core/primitive.ts";
 import { resolveStream } from "../../ts/core/device.ts";
 import { ArgReduce } from "../../ts/core/primitives/argreduce.ts";
-import {
-  ArgPartition, ArgSort, gatherAlong, Partition, scatterAddAlong, SearchSorted, Sort,
-} from "../../ts/core/primitives/sort.ts";
+import { ArgPartition, ArgSort, Partition, SearchSorted, Sort } from "../../ts/core/primitives/sort.ts";
 
 const f32 = (v: number) => Math.fround(v);
 
@@ -341,17 +339,5 @@ describe("vmap rules", () => {
     expect(() => n.primitive.vmap!([mg.zeros([2, 9], mg.float64), mg.zeros([2], mg.float64)], [0, -1], n.params)).toThrow(
       "[searchsorted] Cannot vmap over the sorted sequence, only over the values being searched for.",
     );
-  });
-
-  test("gather and scatter-add along an axis, with batched or shared operands", () => {
-    const x = randomArray([4, 5, 3], 93);
-    const idx = mg.astype(mg.floor(mg.multiply(mg.add(randomArray([4, 2, 3], 94), 1), 2.5)), mg.uint32);
-    const gather = (a: MgArray, i: MgArray) => gatherAlong(a, i, 0);
-    checkVmap(gather, [x, idx], [0, 0]);
-    checkVmap(gather, [mg.transpose(x, [1, 2, 0]), mg.transpose(idx, [1, 2, 0])], [2, 2]);
-    checkVmap(gather, [x, mg.squeeze(slice(idx, [0, 0, 0], [1, 2, 3]), 0)], [0, -1]);
-    const scatter = (u: MgArray, i: MgArray) => scatterAddAlong(u, i, 0, [5, 3]);
-    checkVmap(scatter, [randomArray([4, 2, 3], 95), idx], [0, 0]);
-    checkVmap(scatter, [randomArray([2, 3], 96), idx], [-1, 0]);
   });
 });

@@ -1,13 +1,10 @@
-// CPU machinery for ordering primitives (sort, argsort, partition, argmax/argmin, searchsorted)
-// and for moving elements along one axis (the gathers and scatters their derivatives use).
+// CPU machinery for ordering primitives (sort, argsort, partition, argmax/argmin, searchsorted).
 // Keys are read once in their JS domain; orderings follow MLX's CPU backend: NaN sorts after
 // every number, complex values compare lexicographically (real part, then imaginary part).
 import type { MgArray } from "../../core/array.ts";
 import { complex64, int64, uint64 } from "../../core/dtype.ts";
 import { elementOffsets, lanesOf } from "../../core/elements.ts";
-import {
-  readBigints, readComplex, readNumbers, storageView, writeBigints, writeComplex, writeNumbers,
-} from "./values.ts";
+import { readBigints, readComplex, readNumbers, storageView } from "./values.ts";
 
 /** Row-major element values of an array in the domain its dtype compares in. */
 export type Keys =
@@ -170,9 +167,9 @@ function stableSortNumbers(order: Uint32Array, tmp: Uint32Array, key: Float64Arr
 
 /**
  * Allocates `out` (shape of `index`) and sets out[…, k, …] = x[…, index[…, k, …], …] along `axis`,
- * copying raw storage items so every dtype (NaN payloads, -0, bfloat16 bits) moves unchanged.
- * `index` holds lane positions, row-major, for an array of `indexShape`; `x` has the same shape
- * except along `axis`.
+ * copying raw storage items so every dtype (NaN payloads, -0, bfloat16 bits) moves unchanged —
+ * how Sort and Partition apply their permutation. `index` holds lane positions, row-major, for an
+ * array of `indexShape`; `x` has the same shape except along `axis`.
  */
 export function gatherAlongAxisRaw(x: MgArray, index: ArrayLike<number>, indexShape: readonly number[], axis: number, out: MgArray): void {
   out.allocate();
@@ -193,50 +190,6 @@ export function gatherAlongAxisRaw(x: MgArray, index: ArrayLike<number>, indexSh
       const so = offsets[xs + index[r]! * stride]! * lanes;
       for (let c = 0; c < lanes; c++) dst[r * lanes + c] = src[so + c]!;
     }
-  }
-}
-
-/**
- * Allocates `out` (zeros of `out.shape`) and adds each update into the position its index names
- * along `axis`: out[…, index[…, k, …], …] += updates[…, k, …]. Sums are exact for 64-bit integers,
- * float64 otherwise, and rounded once into out's dtype.
- */
-export function scatterAddAlongAxis(updates: MgArray, index: ArrayLike<number>, axis: number, out: MgArray): void {
-  const shape = out.shape;
-  const oStarts = laneStarts(shape, axis);
-  const uStarts = laneStarts(updates.shape, axis);
-  const stride = axisStride(shape, axis);
-  const n = updates.shape[axis]!;
-  const size = out.size;
-  const visit = (add: (dst: number, src: number) => void) => {
-    for (let lane = 0; lane < uStarts.length; lane++) {
-      const os = oStarts[lane]!;
-      const us = uStarts[lane]!;
-      for (let k = 0; k < n; k++) {
-        const r = us + k * stride;
-        add(os + index[r]! * stride, r);
-      }
-    }
-  };
-  const d = out.dtype;
-  if (d === complex64) {
-    const u = readComplex(updates);
-    const acc = new Float64Array(2 * size);
-    visit((t, s) => {
-      acc[2 * t]! += u[2 * s]!;
-      acc[2 * t + 1]! += u[2 * s + 1]!;
-    });
-    writeComplex(out, acc);
-  } else if (d === int64 || d === uint64) {
-    const u = readBigints(updates);
-    const acc = new Array<bigint>(size).fill(0n);
-    visit((t, s) => (acc[t] = acc[t]! + u[s]!));
-    writeBigints(out, acc);
-  } else {
-    const u = readNumbers(updates);
-    const acc = new Float64Array(size);
-    visit((t, s) => (acc[t]! += u[s]!));
-    writeNumbers(out, acc);
   }
 }
 

@@ -4,12 +4,11 @@
 // batched matmul; anything else multiplies (broadcasting) and sums.
 import { MgArray } from "../array.ts";
 import { isInexact, uint32 } from "../dtype.ts";
-import { resolveStream } from "../device.ts";
-import { gatherAlong } from "../primitives/sort.ts";
 import { formatShape } from "../shape.ts";
 import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import { arange } from "./creation.ts";
 import { multiply } from "./elementwise.ts";
+import { takeAlongAxis } from "./indexing.ts";
 import { matmul } from "./linalg-core.ts";
 import { sum } from "./reduce.ts";
 import { broadcastTo, reshape, squeeze, transpose } from "./shape.ts";
@@ -242,12 +241,12 @@ function plan(subscripts: string, operands: readonly MgArray[], op: string): [Pa
   return [path, { naiveCost, naiveScaling, optimizedCost, optimizedScaling }];
 }
 
-/** The diagonal of `x` over axes p < q: keeps p, removes q (a gather, so gradients flow). */
+/** The diagonal of `x` over axes p < q: keeps p, removes q (take_along_axis, so gradients flow). */
 function diagonalOf(x: MgArray, p: number, q: number, opts: StreamOptions): MgArray {
   const n = x.shape[p]!;
   const iota = reshape(arange(0, n, uint32, opts), x.shape.map((_, i) => (i === p ? n : 1)), opts);
   const index = broadcastTo(iota, x.shape.map((d, i) => (i === q ? 1 : d)), opts);
-  return squeeze(gatherAlong(x, index, q, resolveStream(opts.stream)), q, opts);
+  return squeeze(takeAlongAxis(x, index, q, opts), q, opts);
 }
 
 /** Collapses repeated labels of one operand to their diagonal ("ii" → "i"). */

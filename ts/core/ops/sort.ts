@@ -5,15 +5,13 @@ import { resolveStream } from "../device.ts";
 import { promoteTypes, uint32 } from "../dtype.ts";
 import { makeArray } from "../graph.ts";
 import { ArgReduce } from "../primitives/argreduce.ts";
-import {
-  ArgPartition, ArgSort, gatherAlong, Partition, SearchSorted, Sort,
-} from "../primitives/sort.ts";
+import { ArgPartition, ArgSort, Partition, SearchSorted, Sort } from "../primitives/sort.ts";
 import { formatShape, normalizeAxis } from "../shape.ts";
 import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import { zeros } from "./creation.ts";
 import { astype } from "./elementwise.ts";
 import { flatten, reshape } from "./shape.ts";
-import { slice } from "./slicing.ts";
+import { sliceStatic } from "./slicing.ts";
 
 export interface ArgReduceOptions extends StreamOptions {
   keepdims?: boolean;
@@ -101,9 +99,9 @@ export function argpartition(a: ArrayInput, kth: number, axis: number | null = -
 }
 
 /**
- * The k largest elements along `axis` (null: of the flattened array), as mx.topk; not necessarily
- * in sorted order (the CPU device gives them ascending). Gathered through the partitioning
- * indices, so the cotangent flows back to exactly the chosen elements.
+ * The k largest elements along `axis` (null: of the flattened array), as mx.topk: the last k of
+ * a partition around the (n − k)th element, so not necessarily in sorted order (the CPU device
+ * gives them ascending).
  */
 export function topk(a: ArrayInput, k: number, axis: number | null = -1, opts: StreamOptions = {}): MgArray {
   const [x, ax] = axisInput(a, axis, "topk", opts);
@@ -113,9 +111,8 @@ export function topk(a: ArrayInput, k: number, axis: number | null = -1, opts: S
   }
   if (k === n) return x;
   const start = x.shape.map((_, i) => (i === ax ? n - k : 0));
-  if (k === 0) return slice(x, start, [...x.shape], undefined, opts);
-  const idx = slice(argpartition(x, -k, ax, opts), start, [...x.shape], undefined, opts);
-  return gatherAlong(x, idx, ax, resolveStream(opts.stream));
+  if (k === 0) return sliceStatic(x, start, [...x.shape], undefined, opts);
+  return sliceStatic(partition(x, -k, ax, opts), start, [...x.shape], undefined, opts);
 }
 
 export interface SearchSortedOptions extends StreamOptions {}

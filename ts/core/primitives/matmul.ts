@@ -8,9 +8,8 @@ import type { Primitive } from "../primitive.ts";
 import { interleave, matmulValues } from "../../backend/cpu/matmul.ts";
 import { readNumbers, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
 import { add, conjugate, multiply } from "../ops/elementwise.ts";
-import { expandDims, moveaxis, swapaxes } from "../ops/shape.ts";
+import { broadcastTo, expandDims, moveaxis, swapaxes } from "../ops/shape.ts";
 import { sumToShape } from "./views.ts";
-import { batchFirst } from "./sort.ts";
 
 /** The conjugate transpose of the last two axes (the plain transpose for real dtypes). */
 function adjoint(x: MgArray): MgArray {
@@ -50,6 +49,13 @@ export const Matmul: Primitive<Record<string, never>> = {
 /** Each batch axis moved to the front; an unbatched input gets a size-1 axis there. */
 function leadingBatch(inputs: readonly MgArray[], axes: readonly number[]): MgArray[] {
   return inputs.map((x, i) => (axes[i]! >= 0 ? moveaxis(x, axes[i]!, 0) : expandDims(x, 0)));
+}
+
+/** Each batch axis moved to the front; unbatched inputs broadcast to the batch size. */
+function batchFirst(inputs: readonly MgArray[], axes: readonly number[]): MgArray[] {
+  const k = axes.findIndex((b) => b >= 0);
+  const size = inputs[k]!.shape[axes[k]!]!;
+  return inputs.map((x, i) => (axes[i]! >= 0 ? moveaxis(x, axes[i]!, 0) : broadcastTo(expandDims(x, 0), [size, ...x.shape])));
 }
 
 export interface AddMMParams {

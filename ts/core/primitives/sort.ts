@@ -1,15 +1,15 @@
-// Ordering primitives along one axis (MLX's Sort, ArgSort, Partition, ArgPartition, SearchSorted)
-// and the two index moves their derivatives are made of: a gather along an axis and its adjoint,
-// a scatter-add along an axis. Sorting is stable with NaN last (MLX's CPU order).
+// Ordering primitives along one axis (MLX's Sort, ArgSort, Partition, ArgPartition, SearchSorted).
+// Sorting is stable with NaN last (MLX's CPU order). Their derivatives move cotangents through
+// the sorting permutation with take_along_axis / put_along_axis, as MLX's rules do.
 import type { MgArray } from "../array.ts";
-import { resolveStream, type Stream } from "../device.ts";
+import { resolveStream } from "../device.ts";
 import { uint32 } from "../dtype.ts";
 import { makeArray } from "../graph.ts";
 import type { Primitive } from "../primitive.ts";
 import {
-  argsortLanes, gatherAlongAxisRaw, readKeys, scatterAddAlongAxis as scatterAddCpu, searchSorted,
+  argsortLanes, gatherAlongAxisRaw, readKeys, searchSorted,
 } from "../../backend/cpu/sort.ts";
-import { readNumbers, writeNumbers } from "../../backend/cpu/values.ts";
+import { writeNumbers } from "../../backend/cpu/values.ts";
 import { zerosLike } from "../ops/creation.ts";
 import { stopGradient } from "../ops/elementwise.ts";
 
@@ -40,11 +40,11 @@ export const Sort: Primitive<AxisParams> = {
   // dx = Pᵀ g (scatter the cotangent back), and the tangent is P t (gather it forward).
   vjp([a], [g], _argnums, _outputs, p) {
     const perm = stopGradient(argsortOp(a!, p.axis));
-    return [scatterAddAlong(g!, perm, p.axis, a!.shape)];
+    return [putAlongAxis(zerosLike(a!), perm, g!, p.axis)];
   },
   jvp([a], [t], _argnums, _outputs, p) {
     const perm = stopGradient(argsortOp(a!, p.axis));
-    return [gatherAlong(t!, perm, p.axis)];
+    return [takeAlongAxis(t!, perm, p.axis)];
   },
   // Sorting along an axis is independent for every other index: the batch axis just shifts it.
   vmap: ([a], [b], p) => [[makeArray(Sort, [a!], { axis: shiftAxis(p.axis, b!) }, resolveStream())], [b!]],
@@ -81,11 +81,11 @@ export const Partition: Primitive<PartitionParams> = {
   // As Sort: a locally constant permutation.
   vjp([a], [g], _argnums, _outputs, p) {
     const perm = stopGradient(argpartitionOp(a!, p.kth, p.axis));
-    return [scatterAddAlong(g!, perm, p.axis, a!.shape)];
+    return [putAlongAxis(zerosLike(a!), perm, g!, p.axis)];
   },
   jvp([a], [t], _argnums, _outputs, p) {
     const perm = stopGradient(argpartitionOp(a!, p.kth, p.axis));
-    return [gatherAlong(t!, perm, p.axis)];
+    return [takeAlongAxis(t!, perm, p.axis)];
   },
   vmap: ([a], [b], p) => [[makeArray(Partition, [a!], { kth: p.kth, axis: shiftAxis(p.axis, b!) }, resolveStream())], [b!]],
   paramsKey: (p) => `${p.kth}|${p.axis}`,
@@ -128,87 +128,6 @@ export const SearchSorted: Primitive<SearchSortedParams> = {
   paramsKey: (p) => (p.right ? "right" : "left"),
 };
 
-// ---------------------------------------------------------------------------------------------
-// Index moves along one axis. `index` (uint32) has the output's shape for the gather and the
-// updates' shape for the scatter; it matches the other array on every axis but `axis`.
-
-/** out[…, k, …] = x[…, index[…, k, …], …]. */
-export const GatherAlongAxis: Primitive<AxisParams> = {
-  name: "GatherAlongAxis",
-  outputSpecs: ([x, index]) => [{ shape: [...index!.shape], dtype: x!.dtype }],
-  cpu([x, index], [out], p) {
-    gatherAlongAxisRaw(x!, readIndex(index!), index!.shape, p.axis, out!);
-  },
-  // A gather is linear in x; its adjoint adds each cotangent back where it was read from.
-  vjp([x, index], [g], argnums, _o, p) {
-    return argnums.map((i) => (i === 0 ? scatterAddAlong(g!, index!, p.axis, x!.shape) : zerosLike(index!)));
-  },
-  jvp([, index], tangents, argnums, _o, p) {
-    const k = argnums.indexOf(0);
-    return [k >= 0 ? gatherAlong(tangents[k]!, index!, p.axis) : zerosLike(index!)];
-  },
-  // Both operands get the batch axis first (an unbatched one is broadcast along it).
-  vmap(inputs, axes, p) {
-    const [x, index] = batchFirst(inputs, axes);
-    return [[gatherAlong(x!, index!, p.axis + 1)], [0]];
-  },
-  paramsKey: (p) => String(p.axis),
-};
-
-export interface ScatterAddParams {
-  axis: number;
-  /** Shape of the output (zeros plus the scattered updates). */
-  shape: number[];
-}
-
-/** out = zeros(shape); out[…, index[…, k, …], …] += updates[…, k, …]. */
-export const ScatterAddAlongAxis: Primitive<ScatterAddParams> = {
-  name: "ScatterAddAlongAxis",
-  outputSpecs: ([u], p) => [{ shape: [...p.shape], dtype: u!.dtype }],
-  cpu([u, index], [out], p) {
-    scatterAddCpu(u!, readIndex(index!), p.axis, out!);
-  },
-  // Linear in the updates; the adjoint of a scatter-add reads each cotangent where it was added.
-  vjp([u, index], [g], argnums, _o, p) {
-    return argnums.map((i) => (i === 0 ? gatherAlong(g!, index!, p.axis) : zerosLike(index!)));
-  },
-  jvp([, index], tangents, argnums, [y], p) {
-    const k = argnums.indexOf(0);
-    return [k >= 0 ? scatterAddAlong(tangents[k]!, index!, p.axis, p.shape) : zerosLike(y!)];
-  },
-  vmap(inputs, axes, p) {
-    const [u, index] = batchFirst(inputs, axes);
-    return [[scatterAddAlong(u!, index!, p.axis + 1, [u!.shape[0]!, ...p.shape])], [0]];
-  },
-  paramsKey: (p) => `${p.axis}|${p.shape.join(",")}`,
-};
-
-/** Moves each batch axis to the front; unbatched inputs are broadcast to the batch size. */
-export function batchFirst(inputs: readonly MgArray[], axes: readonly number[]): MgArray[] {
-  const k = axes.findIndex((b) => b >= 0);
-  if (k < 0) throw new Error("[vmap] no batched input (internal error).");
-  const size = inputs[k]!.shape[axes[k]!]!;
-  return inputs.map((x, i) => {
-    const b = axes[i]!;
-    if (b >= 0) return moveaxis(x, b, 0);
-    return broadcastTo(expandDims(x, 0), [size, ...x.shape]);
-  });
-}
-
-function readIndex(index: MgArray): Float64Array {
-  return readNumbers(index);
-}
-
-/** Builds a GatherAlongAxis node (indices must be in range; callers construct them). */
-export function gatherAlong(x: MgArray, index: MgArray, axis: number, stream?: Stream): MgArray {
-  return makeArray(GatherAlongAxis, [x, index], { axis }, stream ?? resolveStream());
-}
-
-/** Builds a ScatterAddAlongAxis node producing an array of `shape`. */
-export function scatterAddAlong(updates: MgArray, index: MgArray, axis: number, shape: readonly number[], stream?: Stream): MgArray {
-  return makeArray(ScatterAddAlongAxis, [updates, index], { axis, shape: [...shape] }, stream ?? resolveStream());
-}
-
 // The ops these rules call are built on the records above (an import cycle resolved lazily).
 import { argpartition as argpartitionOp, argsort as argsortOp } from "../ops/sort.ts";
-import { broadcastTo, expandDims, moveaxis } from "../ops/shape.ts";
+import { putAlongAxis, takeAlongAxis } from "../ops/indexing.ts";
