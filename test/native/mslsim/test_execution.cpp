@@ -408,6 +408,13 @@ kernel void where3(device uint* out [[buffer(0)]],
   o[10] = 7u;
   o[11] = 7u;
 }
+kernel void half_literals(device ushort* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  half a = 0.1h;
+  half b = 1.5h * 2.0h;
+  out[i * 3 + 0] = as_type<ushort>(a);
+  out[i * 3 + 1] = as_type<ushort>(b);
+  out[i * 3 + 2] = as_type<ushort>(half(65504.0h));
+}
 kernel void vec_sum(device const float4* in [[buffer(0)]], device float4* out [[buffer(1)]],
                     uint gid [[thread_position_in_grid]]) {
   out[gid] = simd_sum(in[gid]) + simd_shuffle_down(in[gid], ushort(1));
@@ -452,6 +459,13 @@ kernel void vec_sum(device const float4* in [[buffer(0)]], device float4* out [[
         bad += o2[size_t((s + l) * 4 + c)] != sum + down;
       }
   CHECK(e.empty() && bad == 0, "simd_sum / simd_shuffle_down over float4 (%zu mismatches) %s", bad, e.c_str());
+  auto *h = lib.fn("half_literals");
+  std::vector<uint16_t> hb(6, 0);
+  e = Dispatch(h).buf(0, hb).threads(2, 1, 1, 2, 1, 1).run();
+  // 0.1 → 0x2E66 (0.0999755859375), 3.0 → 0x4200, 65504 → 0x7BFF: binary16 encodings by hand
+  CHECK(e.empty() && hb[0] == 0x2E66 && hb[1] == 0x4200 && hb[2] == 0x7BFF && hb[3] == 0x2E66,
+        "h literals are half: 0.1h=%04x 1.5h*2.0h=%04x 65504.0h=%04x %s", hb[0], hb[1], hb[2], e.c_str());
+  mgsim_function_release(h);
   mgsim_function_release(f);
   mgsim_function_release(g);
 }
