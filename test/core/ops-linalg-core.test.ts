@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/core/array.ts";
 import { roundToDtype } from "../../ts/core/dtype.ts";
@@ -268,5 +269,23 @@ describe("vmap rules", () => {
     checkVmap(f, [randomArray([4, 3, 5], 90), randomArray([5, 2], 91), randomArray([3, 2], 89)], [0, -1, -1]);
     checkVmap(f, [randomArray([3, 5], 93), randomArray([5, 2], 94), randomArray([3, 2, 4], 92)], [-1, -1, 2]);
     checkVmap(f, [randomArray([3, 5], 95), randomArray([2, 5, 2], 96), randomArray([2, 3, 2], 97)], [-1, 0, 0]);
+  });
+});
+
+describe("properties (fast-check)", () => {
+  test("matmul equals the nested-loop reference for random ranks, sizes and broadcastable batches", () => {
+    const dim = fc.integer({ min: 1, max: 5 });
+    const batch = fc.array(fc.integer({ min: 1, max: 3 }), { maxLength: 2 });
+    fc.assert(
+      fc.property(dim, dim, dim, batch, batch, fc.integer({ min: 1, max: 1000 }), fc.boolean(), fc.boolean(), (m, k, n, ba, bb, seed, vecA, vecB) => {
+        // make the batch shapes broadcastable: where both have an axis, one of them is 1 or they agree
+        const nb = Math.min(ba.length, bb.length);
+        for (let i = 1; i <= nb; i++) if (ba[ba.length - i] !== bb[bb.length - i]) bb[bb.length - i] = 1;
+        const sa = vecA ? [k] : [...ba, m, k];
+        const sb = vecB ? [k] : [...bb, k, n];
+        checkMatmul(randomArray(sa, seed), randomArray(sb, seed + 1));
+      }),
+      { numRuns: 60 },
+    );
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import * as mg from "../../ts/index.ts";
 import { roundToDtype } from "../../ts/core/dtype.ts";
 import { slice } from "../../ts/core/ops/slicing.ts";
@@ -173,5 +174,21 @@ describe("vmap rules", () => {
       checkVmap((a) => makeArray(Softmax, [a], { precise: false }, resolveStream()), [x], [b]);
       checkVmap((a) => makeArray(LogSumExp, [a], {}, resolveStream()), [x], [b]);
     }
+  });
+});
+
+describe("properties (fast-check)", () => {
+  test("softmax rows sum to 1 and logsumexp equals the float64 log Σ exp, for random shapes and axes", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 3 }), fc.integer({ min: 1, max: 500 }), fc.integer({ min: 0, max: 7 }), (shape, seed, mask) => {
+        const axes = shape.map((_, i) => i).filter((i) => (mask >> i) & 1);
+        const x = mg.multiply(randomArray(shape, seed), 30);
+        const s = mg.softmax(x, axes);
+        expectClose(values(mg.sum(s, axes)), new Array(values(mg.sum(s, axes)).length).fill(1), 1e-12);
+        const ax = axes.length ? axes : null;
+        expectClose(values(mg.logsumexp(x, ax)), refLogsumexp(values(x), shape, axes.length ? axes : shape.map((_, i) => i)), 1e-13, 1e-13);
+      }),
+      { numRuns: 80 },
+    );
   });
 });

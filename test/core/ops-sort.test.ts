@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import * as mg from "../../ts/index.ts";
 import { slice } from "../../ts/core/ops/slicing.ts";
 import { checkVmap, gradcheck, randomArray, values } from "./helpers/grad.ts";
@@ -338,6 +339,46 @@ describe("vmap rules", () => {
     const n = mg.searchsorted(seq, mg.zeros([2], mg.float64)).node!;
     expect(() => n.primitive.vmap!([mg.zeros([2, 9], mg.float64), mg.zeros([2], mg.float64)], [0, -1], n.params)).toThrow(
       "[searchsorted] Cannot vmap over the sorted sequence, only over the values being searched for.",
+    );
+  });
+});
+
+describe("properties (fast-check)", () => {
+  const values1d = fc.array(fc.oneof(fc.integer({ min: -3, max: 3 }), fc.constant(NaN), fc.double({ noNaN: true, min: -1e3, max: 1e3 })), { maxLength: 24 });
+
+  test("sort is a non-decreasing permutation with NaN last; argsort is its stable witness", () => {
+    fc.assert(
+      fc.property(values1d, (v) => {
+        const x = mg.array(Float64Array.from(v));
+        const s = values(mg.sort(x));
+        const idx = values(mg.argsort(x));
+        const nums = v.filter((e) => !Number.isNaN(e));
+        const plainZero = (e: number) => (e === 0 ? 0 : e); // -0 and 0 tie in the order
+        expect(s.slice(0, nums.length).map(plainZero)).toEqual([...nums].sort((a, b) => a - b).map(plainZero));
+        expect(s.slice(nums.length).every(Number.isNaN)).toBe(true);
+        expect([...idx].sort((a, b) => a - b)).toEqual(v.map((_, i) => i));
+        idx.forEach((p, k) => expect(Object.is(v[p]!, s[k]!) || (Number.isNaN(v[p]!) && Number.isNaN(s[k]!))).toBe(true));
+        for (let k = 1; k < idx.length; k++) {
+          const a = v[idx[k - 1]!]!, b = v[idx[k]!]!;
+          const tie = a === b || (Number.isNaN(a) && Number.isNaN(b));
+          if (tie) expect(idx[k - 1]! < idx[k]!).toBe(true);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  test("searchsorted agrees with counting, on both sides", () => {
+    fc.assert(
+      fc.property(values1d, values1d, (seq, q) => {
+        const sorted = mg.sort(mg.array(Float64Array.from(seq)));
+        const s = values(sorted);
+        const lessNanLast = (a: number, b: number) => (Number.isNaN(a) ? false : Number.isNaN(b) ? true : a < b);
+        const vals = mg.array(Float64Array.from(q));
+        expect(values(mg.searchsorted(sorted, vals))).toEqual(q.map((e) => s.filter((x) => lessNanLast(x, e)).length));
+        expect(values(mg.searchsorted(sorted, vals, "right"))).toEqual(q.map((e) => s.filter((x) => !lessNanLast(e, x)).length));
+      }),
+      { numRuns: 150 },
     );
   });
 });
