@@ -1,52 +1,36 @@
 // Embeds the prelude headers with C23 #embed. Each array ends with a 0 byte (so an empty file still
-// has a valid initializer); the recorded size excludes it. Headers of the language-types part of
-// the prelude are embedded when present, so the library builds before and after they land.
+// has a valid initializer); the recorded size excludes it.
 #include "embed.h"
 
 static const unsigned char prelude_root[] = {
 #embed "prelude/mgsim_prelude.h" suffix(, )
     0};
-static const unsigned char prelude_exec[] = {
-#embed "prelude/mgsim_exec.h" suffix(, )
-    0};
-#if __has_embed("prelude/mgsim_types.h")
 static const unsigned char prelude_types[] = {
 #embed "prelude/mgsim_types.h" suffix(, )
     0};
-#endif
-#if __has_embed("prelude/mgsim_math.h")
 static const unsigned char prelude_math[] = {
 #embed "prelude/mgsim_math.h" suffix(, )
     0};
-#endif
-#if __has_embed("prelude/mgsim_atomic.h")
 static const unsigned char prelude_atomic[] = {
 #embed "prelude/mgsim_atomic.h" suffix(, )
     0};
-#endif
-#if __has_embed("prelude/mgsim_simdgroup_matrix.h")
 static const unsigned char prelude_matrix[] = {
 #embed "prelude/mgsim_simdgroup_matrix.h" suffix(, )
     0};
-#endif
+static const unsigned char prelude_exec[] = {
+#embed "prelude/mgsim_exec.h" suffix(, )
+    0};
 
 #define ENTRY(name, arr) {name, arr, sizeof(arr) - 1}
 
+// Every header mgsim_prelude.h includes must be listed here: the cache writes exactly these files.
 const struct mgsim_embedded_file mgsim_prelude_files[] = {
     ENTRY("mgsim_prelude.h", prelude_root),
-    ENTRY("mgsim_exec.h", prelude_exec),
-#if __has_embed("prelude/mgsim_types.h")
     ENTRY("mgsim_types.h", prelude_types),
-#endif
-#if __has_embed("prelude/mgsim_math.h")
     ENTRY("mgsim_math.h", prelude_math),
-#endif
-#if __has_embed("prelude/mgsim_atomic.h")
     ENTRY("mgsim_atomic.h", prelude_atomic),
-#endif
-#if __has_embed("prelude/mgsim_simdgroup_matrix.h")
     ENTRY("mgsim_simdgroup_matrix.h", prelude_matrix),
-#endif
+    ENTRY("mgsim_exec.h", prelude_exec),
 };
 
 const size_t mgsim_prelude_file_count = sizeof(mgsim_prelude_files) / sizeof(mgsim_prelude_files[0]);

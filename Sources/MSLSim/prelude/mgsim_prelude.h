@@ -1,8 +1,8 @@
 // mgsim_prelude.h — the root of the MSL prelude. Every translated kernel library is compiled with
 // this header included first (precompiled when the compiler supports it).
 //
-// Order matters: the language types, math, atomics and simdgroup matrices come first (another
-// part of the prelude), then the execution layer, which builds on them.
+// Order matters: the language types, math, atomics and simdgroup matrices come first (the
+// language-types part of the prelude), then the execution layer, which builds on them.
 #ifndef MGSIM_PRELUDE_H
 #define MGSIM_PRELUDE_H
 
@@ -10,22 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/types.h>  // uint, ushort, ulong (glibc), until the types header provides them
 #include <limits>
 #include <type_traits>
 
-#if __has_include("mgsim_types.h")
 #include "mgsim_types.h"
-#endif
-#if __has_include("mgsim_math.h")
 #include "mgsim_math.h"
-#endif
-#if __has_include("mgsim_atomic.h")
 #include "mgsim_atomic.h"
-#endif
-#if __has_include("mgsim_simdgroup_matrix.h")
 #include "mgsim_simdgroup_matrix.h"
-#endif
 #include "mgsim_exec.h"
 
 namespace metal {}

@@ -12,16 +12,6 @@
 
 static int g_failures = 0;
 
-// Until the prelude's math header lands, test kernels get the two functions they use from here.
-// (Test scaffolding only: the simulator itself never defines metal:: math.)
-[[maybe_unused]] static const char *kMathStandIn = R"(
-#if !__has_include("mgsim_math.h")
-namespace metal {
-inline float exp(float x) { return ::expf(x); }
-inline float rsqrt(float x) { return 1.0f / ::sqrtf(x); }
-}
-#endif
-)";
 
 #define CHECK(cond, ...)                                 \
   do {                                                   \

@@ -51,7 +51,6 @@ static void run_case(Lib &lib, int plant, const char *what, bool expect_clean, c
   mgsim_function_release(f);
 }
 
-#if __has_include("../../../Sources/MSLSim/prelude/mgsim_atomic.h")
 // The atomics header reaches memory through resolve(), which checks checked pointers.
 static void test_atomic_bounds() {
   Lib lib(R"(
@@ -79,12 +78,9 @@ kernel void count(device atomic_uint* c [[buffer(0)]], constant uint& n [[buffer
         "an out-of-bounds atomic is reported: %.160s", e.c_str());
   mgsim_function_release(f);
 }
-#endif
 
 int main() {
-#if __has_include("../../../Sources/MSLSim/prelude/mgsim_atomic.h")
   test_atomic_bounds();
-#endif
   {
     Lib lib(kSrc, /*checked=*/1);
     CHECK(lib.lib, "checked-mode library compiles %s", lib.error.c_str());

@@ -5,11 +5,6 @@
 
 #include "harness.h"
 
-#if __has_include("../../../Sources/MSLSim/prelude/mgsim_types.h")
-#define HAVE_TYPES 1  // uint3 / ushort2 / float4 from the language-types prelude
-#else
-#define HAVE_TYPES 0
-#endif
 
 static void test_tree_reduction() {
   const char *src = R"(
@@ -383,7 +378,6 @@ kernel void k2(device float* o [[buffer(0)]], constant float& add [[buffer(1)]],
   }
 }
 
-#if HAVE_TYPES
 // 3-D geometry with vector attribute forms, in dispatchThreads (edge groups) and
 // dispatchThreadgroups; and collectives over vector types.
 static void test_vector_attributes() {
@@ -469,12 +463,9 @@ kernel void vec_sum(device const float4* in [[buffer(0)]], device float4* out [[
   mgsim_function_release(f);
   mgsim_function_release(g);
 }
-#endif
 
 int main() {
-#if HAVE_TYPES
   test_vector_attributes();
-#endif
   test_tree_reduction();
   test_scan_and_edges();
   test_collectives();

@@ -2,11 +2,6 @@
 // initialised to 0 as init_value=0 does), against float64 references computed here.
 #include "harness.h"
 
-#if __has_include("../../../Sources/MSLSim/prelude/mgsim_atomic.h")
-#define HAVE_ATOMICS 1
-#else
-#define HAVE_ATOMICS 0
-#endif
 
 static const char *kForward = R"(
 #include <metal_stdlib>
@@ -235,7 +230,6 @@ int main() {
       mgsim_function_release(f);
     }
   }
-#if HAVE_ATOMICS
   for (int checked = 0; checked <= 1; ++checked) {
     // Checked mode also exercises the atomics' resolve() hook on checked pointers.
     Lib lib(std::string(kUtils) + kBackward, checked);
@@ -268,8 +262,5 @@ int main() {
       mgsim_function_release(f);
     }
   }
-#else
-  printf("note: mgsim_atomic.h has not landed; grid_sample backward is not built\n");
-#endif
   return finish();
 }

@@ -1,9 +1,7 @@
 // A 64×64 matmul built from 8×8 simdgroup matrices (one output tile per simdgroup), plain and
 // transposed loads, in plain and checked mode; small-integer inputs make the result exact.
-// Active once the prelude's simdgroup-matrix header exists.
 #include "harness.h"
 
-#if __has_include("../../../Sources/MSLSim/prelude/mgsim_simdgroup_matrix.h")
 static const char *kSrc = R"(
 #include <metal_stdlib>
 #include <metal_simdgroup_matrix>
@@ -60,9 +58,3 @@ int main() {
   }
   return finish();
 }
-#else
-int main() {
-  printf("note: mgsim_simdgroup_matrix.h has not landed; nothing to test yet\n");
-  return finish();
-}
-#endif
