@@ -1,7 +1,9 @@
 // Execution semantics: barriers, threadgroup memory, simd collectives (including divergence and
 // lanes that exited), edge threadgroups of dispatchThreads, function constants, limits and errors.
 // Every expected value is computed here, independently of the simulator.
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "harness.h"
 
@@ -58,6 +60,19 @@ kernel void tree_simd_sum(device const int* in [[buffer(0)]], device int* out [[
     ok2 = ok2 && out2[t] == want;
   }
   CHECK(e.empty() && ok, "tree reduction with barriers in [[threadgroup(0)]] memory, %u groups %s", groups, e.c_str());
+  // The same function dispatched from several threads at once (each with its own output).
+  std::vector<std::thread> ts;
+  std::atomic<int> good{0};
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int rep = 0; rep < 5; ++rep) {
+        std::vector<int> o(groups, -1);
+        std::string err = Dispatch(f).buf(0, in).buf(1, o).tgmem(0, tgs * sizeof(int)).groups(groups, 1, 1, tgs, 1, 1).run();
+        if (err.empty() && o == out) good.fetch_add(1);
+      }
+    });
+  for (auto &t : ts) t.join();
+  CHECK(good.load() == 20, "concurrent dispatches of one fiber kernel from 4 threads: %d of 20 correct", good.load());
   CHECK(e2.empty() && ok2, "tree reduction in a static threadgroup array + simd_sum %s", e2.c_str());
   CHECK(mgsim_function_static_threadgroup_memory_length(g) == 1024 && mgsim_function_static_threadgroup_memory_length(f) == 0,
         "static threadgroup memory length: %d and %d", mgsim_function_static_threadgroup_memory_length(g),
