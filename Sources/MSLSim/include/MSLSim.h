@@ -10,6 +10,12 @@
 // NUL-terminated message in *error (when error is non-NULL); free it with mgsim_string_free.
 // Every message names the operation, e.g. "[mgsim compile] ..." or "[mgsim dispatch] ...".
 // All functions are thread-safe.
+//
+// Environment: MG_SIM_CXX (C++ compiler, default g++), MG_SIM_CACHE (compiled-object cache
+// directory), MG_SIM_THREADS (worker threads, default the hardware concurrency), MG_SIM_CHECK=1
+// (checked mode for every library), MG_SIM_NO_PCH=1 (do not precompile the prelude),
+// MG_SIM_KEEP_SOURCES=1 (keep the translated C++ in the cache's tmp/ directory), MG_SIM_STACK_KB
+// (stack of each cooperative lane, default 256).
 #ifndef MSLSIM_H
 #define MSLSIM_H
 

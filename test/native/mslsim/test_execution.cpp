@@ -7,7 +7,6 @@
 
 #include "harness.h"
 
-
 static void test_tree_reduction() {
   const char *src = R"(
 #include <metal_stdlib>
