@@ -522,3 +522,48 @@ describe("derivatives with respect to array parameters", () => {
     expectClose(nums(gs!), z, 1e-6);
   });
 });
+
+describe("permutation", () => {
+  test("values (MLX 0.32.4)", () => {
+    const p = R.permutation(10, { key: R.key(7) });
+    expect(p.dtype).toBe(mg.uint32);
+    expect(p.tolist()).toEqual([4, 6, 1, 2, 5, 7, 8, 3, 0, 9]);
+    expect(R.permutation(16, { key: R.key(3) }).tolist()).toEqual([2, 13, 10, 7, 14, 11, 15, 12, 6, 3, 9, 8, 5, 4, 1, 0]);
+    expect(R.permutation(mg.reshape(mg.arange(12), [3, 4]), 1, R.key(7)).tolist()).toEqual([[0, 1, 3, 2], [4, 5, 7, 6], [8, 9, 11, 10]]);
+    expect(R.permutation(mg.reshape(mg.arange(20), [4, 5]), 1, R.key(3)).tolist()).toEqual([
+      [0, 1, 4, 3, 2], [5, 6, 9, 8, 7], [10, 11, 14, 13, 12], [15, 16, 19, 18, 17],
+    ]);
+  });
+
+  test("the argsort of n random words", () => {
+    const key = R.key(8);
+    expect(R.permutation(100, { key }).tolist()).toEqual(mg.argsort(R.bits([100], 4, key)).tolist());
+  });
+
+  test("a permutation of the entries (python/tests/test_random.py)", () => {
+    const sorted = (a: mg.MgArray) => nums(a).sort((x, y) => x - y);
+    expect(sorted(R.permutation(4))).toEqual([0, 1, 2, 3]);
+    expect(sorted(R.permutation(mg.array([0, 1, 2, 3])))).toEqual([0, 1, 2, 3]);
+    const x = mg.reshape(mg.arange(16), [4, 4]);
+    expect(mg.sort(R.permutation(x, 0), 0).tolist()).toEqual(x.tolist());
+    expect(mg.sort(R.permutation(x, 1), 1).tolist()).toEqual(x.tolist());
+    // Rows move whole along axis 0.
+    const rows = R.permutation(x, 0, R.key(1)).tolist() as number[][];
+    for (const r of rows) expect(r.map((v) => v - r[0]!)).toEqual([0, 1, 2, 3]);
+    expect(mg.all(mg.equal(mg.arange(16384), R.permutation(16384))).item()).toBe(false);
+    const one = R.permutation(mg.array([[1]]));
+    expect(one.shape).toEqual([1, 1]);
+    expect(one.dtype).toBe(mg.int32);
+    expect(R.permutation(0).shape).toEqual([0]);
+    const f = R.permutation(mg.array([0.5, 1.5, 2.5], mg.float16), { key: R.key(2) });
+    expect(f.dtype).toBe(mg.float16);
+    expect(nums(f).sort()).toEqual([0.5, 1.5, 2.5]);
+  });
+
+  test("errors", () => {
+    expect(() => R.permutation(-1)).toThrow("[permutation] x must be non-negative, got -1.");
+    expect(() => R.permutation(2.5)).toThrow("[permutation] x must be an integer, got 2.5.");
+    expect(() => R.permutation(mg.zeros([2, 3]), 2)).toThrow("[permutation] axis 2 is out of bounds for array with 2 dimensions.");
+    expect(() => (R.permutation as (...a: unknown[]) => mg.MgArray)()).toThrow("[permutation] x (an integer or an array) is required.");
+  });
+});

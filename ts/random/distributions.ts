@@ -19,6 +19,7 @@ import { expandDims, reshape, squeeze } from "../core/ops/shape.ts";
 import { split } from "../core/ops/join.ts";
 import { cumsum, max, sum } from "../core/ops/reduce.ts";
 import { argmax, argsort, searchsorted } from "../core/ops/sort.ts";
+import { take } from "../core/ops/indexing.ts";
 import {
   checkDtype, checkInt, checkRandomShape, describe, parseArgs, type RandomArgs, type ShapeArg,
 } from "./args.ts";
@@ -346,4 +347,29 @@ function categoricalInverseCdf(logits: MgArray, shape: number[], key: MgArray, o
   const cdf = cumsum(w, 0, { ...o, reverse: false, inclusive: false });
   const u = multiply(unitUniform(shape, float32, key, o, "categorical"), sum(w, null, false, o), o);
   return subtract(searchsorted(cdf, u, "right", o), array(1, uint32), o);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Permutation
+
+/**
+ * A random permutation, as mx.random.permutation(x, axis=0, key=None): for an integer n, a
+ * permutation of arange(n) (uint32: the argsort of n random uint32 words); for an array, its
+ * entries along `axis` in a random order.
+ */
+export function permutation(...args: RandomArgs<[x: number | ArrayInput, axis: number, key: MgArray | null]>): MgArray {
+  const op = "permutation";
+  const { positional: [xa, a, k], stream } = parseArgs(op, args, ["x", "axis", "key"]);
+  if (xa === undefined || xa === null) throw new TypeError(`[${op}] x (an integer or an array) is required.`);
+  const axisArg = a === undefined || a === null ? 0 : checkInt(a, "axis", op);
+  const o = { stream };
+  if (typeof xa === "number" || typeof xa === "bigint") {
+    const n = checkInt(Number(xa), "x", op);
+    if (n < 0) throw new RangeError(`[${op}] x must be non-negative, got ${n}.`);
+    return argsort(bitsFromKey([n], 4, resolveKey(k, op, stream), stream), -1, o);
+  }
+  const x = toArray(xa as ArrayInput, op);
+  const axis = normalizeAxis(axisArg, x.ndim, op);
+  const key = resolveKey(k, op, stream);
+  return take(x, argsort(bitsFromKey([x.shape[axis]!], 4, key, stream), -1, o), axis, o);
 }
