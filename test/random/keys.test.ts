@@ -271,3 +271,46 @@ describe("RandomBits with batched keys", () => {
     expect(t!.tolist()).toEqual([0, 0, 0]);
   });
 });
+
+describe("transforms over keys (mg.vmap, mg.grad)", () => {
+  const keys = mg.array([0, 0, 1, 1], mg.uint32).reshape(2, 2);
+  const draw3 = (k: mg.MgArray) => R.bits([3], 4, k);
+
+  test("vmap over keys gives MLX's pinned batched bits (mlx/tests/random_tests.cpp)", () => {
+    expect(mg.vmap(draw3)(keys).tolist()).toEqual([
+      [4146024105, 1351547692, 2718843009],
+      [3725146706, 1802982961, 1349634643],
+    ]);
+    expect(mg.vmap(draw3, 1)(keys).tolist()).toEqual([
+      [2441914641, 1110694964, 3819641963],
+      [2441914641, 1110694964, 3819641963],
+    ]);
+    const cube = mg.array([0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5], mg.uint32).reshape(3, 2, 2);
+    const draw2 = (k: mg.MgArray) => R.bits([2], 4, k);
+    expect(mg.vmap(mg.vmap(draw2))(cube).tolist()).toEqual([
+      [[928981903, 3453687069], [3606183818, 460005496]],
+      [[2799733733, 856293553], [4081856343, 3445925136]],
+      [[2775548010, 1430281703], [305173070, 2615843348]],
+    ]);
+    expect(mg.vmap(mg.vmap(draw2, 1), 0)(cube).tolist()).toEqual([
+      [[1948878966, 4237131848], [1948878966, 4237131848]],
+      [[2531170506, 1858648356], [2531170506, 1858648356]],
+      [[740561898, 4234094099], [740561898, 4234094099]],
+    ]);
+  });
+
+  test("vmap of uniform with batched keys and bounds equals per-key draws", () => {
+    const fn = (k: mg.MgArray, low: mg.MgArray) => R.uniform(low, 1, [3], mg.float32, k);
+    const low = mg.array([[0, 0.25, 0.5], [0.5, 0.25, 0]], mg.float32);
+    const out = mg.vmap(fn)(keys, low).tolist() as number[][];
+    expect(out[0]).toEqual(R.uniform(mg.array([0, 0.25, 0.5], mg.float32), 1, [3], null, mg.array([0, 0], mg.uint32)).tolist() as number[]);
+    expect(out[1]).toEqual(R.uniform(mg.array([0.5, 0.25, 0], mg.float32), 1, [3], null, mg.array([1, 1], mg.uint32)).tolist() as number[]);
+  });
+
+  test("grad through a draw reaches the parameters, not the key", () => {
+    const key = R.key(0);
+    const u = R.uniform(0, 1, [4], null, key).tolist() as number[];
+    const g = mg.grad((lo: mg.MgArray) => mg.sum(R.uniform(lo, 2, [4], null, key)))(mg.array(0.5, mg.float32));
+    expect(Math.abs((g.item() as number) - u.reduce((s, x) => s + (1 - x), 0))).toBeLessThan(1e-6);
+  });
+});
