@@ -2,14 +2,16 @@
 //   import * as mg from "metalgrad";
 import "./memory/allocator.ts";
 import "./backend/cpu/index.ts";
+import "./backend/gpu/index.ts";
 import "./core/methods.ts";
-import "./core/methods-linalg.ts";
 import "./core/methods-indexing.ts";
+import "./core/methods-linalg.ts";
 import { stack as stackHook } from "./core/ops/join.ts";
 import { astype as astypeHook } from "./core/ops/elementwise.ts";
 import { setConvertHooks } from "./core/ops/convert.ts";
 import { evalArrays } from "./core/graph.ts";
 import { MgArray } from "./core/array.ts";
+import { collectTrace, type TraceRecord } from "./core/trace.ts";
 
 setConvertHooks((arrays) => stackHook(arrays), (a, d) => astypeHook(a, d));
 
@@ -26,15 +28,22 @@ export * from "./core/ops/creation.ts";
 export * from "./core/ops/shape.ts";
 export * from "./core/ops/reduce.ts";
 export * from "./core/ops/join.ts";
+export * from "./core/ops/indexing.ts";
+export * from "./core/ops/movement.ts";
 export * from "./core/ops/sort.ts";
 export * from "./core/ops/softmax.ts";
 export * from "./core/ops/linalg-core.ts";
 export * from "./core/ops/einsum.ts";
-export * from "./core/ops/indexing.ts";
-export * from "./core/ops/movement.ts";
 export * as random from "./random/index.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
+
+/** The kernel trace of everything `fn` evaluates (its returned arrays are evaluated too). */
+export function trace(fn: () => unknown): TraceRecord[] {
+  return collectTrace(fn, (value) => evaluate(value));
+}
+export type { TraceRecord } from "./core/trace.ts";
+export { setFusion } from "./backend/gpu/index.ts";
 
 /** Evaluates arrays (any nested arrays/objects of arrays), as mx.eval. */
 export function evaluate(...args: unknown[]): void {

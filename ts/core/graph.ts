@@ -4,13 +4,22 @@
 import { MgArray, Node, setEvaluator } from "./array.ts";
 import type { Primitive } from "./primitive.ts";
 import type { DeviceType, Stream } from "./device.ts";
+import { float64 } from "./dtype.ts";
+
+/** What a backend knows about the eval it serves. */
+export interface EvalContext {
+  /** The arrays eval was asked for: always materialised. */
+  targets: ReadonlySet<MgArray>;
+}
 
 export interface Backend {
   /**
    * Evaluates nodes in the given (topological) order. The backend may batch work and finish it
    * asynchronously, as long as every output's storage carries a `pending` wait until it is ready.
+   * A backend may leave an output unmaterialised when no one outside its fused kernel reads it
+   * (its `graphRefs` are all inside); that array keeps its node and is recomputed if read later.
    */
-  run(nodes: readonly Node[]): void;
+  run(nodes: readonly Node[], ctx: EvalContext): void;
 }
 
 const backends = new Map<DeviceType, Backend>();
@@ -43,6 +52,12 @@ export function makeNode<P>(
   stream: Stream,
 ): MgArray[] {
   const specs = primitive.outputSpecs(inputs, params);
+  if (stream.device.type === "gpu") {
+    // Apple GPUs have no double precision and MLX does not emulate it (guide §1.5).
+    if (inputs.some((i) => i.dtype === float64) || specs.some((s) => s.dtype === float64)) {
+      throw new Error(`[${primitive.name}] float64 is not supported on the GPU.`);
+    }
+  }
   const node = new Node(primitive as Primitive<unknown>, params, inputs, stream);
   for (const i of inputs) i.graphRefs++;
   node.outputs = specs.map((s) => new MgArray(s.shape, s.dtype, stream, node));
@@ -88,6 +103,7 @@ export function evalArrays(targets: readonly MgArray[]): void {
   for (const t of targets) t.checkUsable("eval");
   const order = schedule(targets);
   if (order.length === 0) return;
+  const ctx: EvalContext = { targets: new Set(targets) };
   // Group consecutive nodes by device so each backend sees runs it can batch.
   let start = 0;
   while (start < order.length) {
@@ -101,7 +117,7 @@ export function evalArrays(targets: readonly MgArray[]): void {
           (type === "gpu" ? " (the GPU backend did not load)." : "."),
       );
     }
-    backend.run(order.slice(start, end));
+    backend.run(order.slice(start, end), ctx);
     start = end;
   }
   if (retainGraphDepth > 0) {
@@ -111,8 +127,10 @@ export function evalArrays(targets: readonly MgArray[]): void {
   for (const node of order) detach(node);
 }
 
-/** Forgets a computed node: outputs keep their data, inputs lose one consumer. */
+/** Forgets a computed node: outputs keep their data, inputs lose one consumer. A node fused away
+ *  (no output materialised) keeps its inputs so that it can be recomputed if read later. */
 export function detach(node: Node): void {
+  if (node.outputs.every((o) => o.layout === null)) return;
   for (const o of node.outputs) {
     if (o.node === node) o.node = null;
     o.releaseIfUnused(); // a sibling the user already disposed: free its new data

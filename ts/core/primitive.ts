@@ -9,10 +9,32 @@ export interface OutputSpec {
   dtype: Dtype;
 }
 
-/** How the GPU backend runs a primitive; defined in ts/backend/gpu. Opaque to the core. */
-export interface GpuRule {
-  readonly kind: string;
+/** A compiled-on-demand kernel: a template in Sources/Kernels/<file> instantiated under `name`. */
+export interface KernelInstance {
+  /** File in Sources/Kernels holding the template (its `#include "…"`s are inlined). */
+  file: string;
+  /** The host_name the instance is compiled under (unique, a valid identifier). */
+  name: string;
+  /** The C++ template-id to instantiate, e.g. `unary_v<Exp, float, float>`. */
+  instantiation: string;
 }
+
+/**
+ * How the GPU backend runs a primitive (ts/backend/gpu):
+ * - "elementwise": an MSL functor in Sources/Kernels/elementwise_ops.h; single ops use the static
+ *   unary/binary/ternary kernels and chains fuse into one generated kernel;
+ * - "view": layout only (no kernel), except when a copy is unavoidable (recorded in the trace);
+ * - "kernel": the primitive chooses and encodes its own kernels.
+ */
+export type GpuRule =
+  | { readonly kind: "elementwise"; readonly functor: string }
+  | { readonly kind: "view" }
+  | {
+      readonly kind: "kernel";
+      /** Kernel instances the node will use (compiled together before encoding). */
+      kernels?(node: import("./array.ts").Node): KernelInstance[];
+      encode(enc: import("../backend/gpu/encoder.ts").GpuEncoder, node: import("./array.ts").Node): void;
+    };
 
 /** Classification used by automatic fusion (MLX's compile fuses exactly these kinds). */
 export type FusionKind = "unary" | "binary" | "ternary" | "broadcast";

@@ -206,7 +206,9 @@ export const minimum = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) 
 export const logaddexp = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.LogAddExp, "logaddexp", a, b, opts, atLeastFloat);
 export const arctan2 = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.ArcTan2, "arctan2", a, b, opts, atLeastFloat);
 
-export const equal = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Equal, "equal", a, b, opts);
+/** Elementwise ==; `equalNan` (internal, for array_equal and isclose) treats NaN == NaN. */
+export const equal = (a: ArrayInput, b: ArrayInput, opts: StreamOptions & { equalNan?: boolean } = {}) =>
+  binaryOp(opts.equalNan ? P.EqualNan : P.Equal, "equal", a, b, opts);
 export const notEqual = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.NotEqual, "not_equal", a, b, opts);
 export const greater = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Greater, "greater", a, b, opts);
 export const greaterEqual = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.GreaterEqual, "greater_equal", a, b, opts);
@@ -323,7 +325,7 @@ export function isclose(a: ArrayInput, b: ArrayInput, rtol = 1e-5, atol = 1e-8, 
     opts,
   );
   out = logicalOr(logicalAnd(out, logicalNot(anyInf, opts), opts), bothSameInf, opts);
-  if (opts.equalNan) out = logicalOr(out, logicalAnd(isnan(x, opts), isnan(y, opts), opts), opts);
+  if (opts.equalNan) out = logicalOr(out, equal(x, y, { ...opts, equalNan: true }), opts);
   return out;
 }
 

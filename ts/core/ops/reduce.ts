@@ -156,3 +156,22 @@ export const cumprod = (a: ArrayInput, axis?: number | null, opts: CumOptions = 
 export const cummax = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("max", "cummax", a, axis, opts);
 export const cummin = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("min", "cummin", a, axis, opts);
 export const logcumsumexp = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("logaddexp", "logcumsumexp", a, axis, opts);
+
+// ---------------------------------------------------------------------------------------------
+// Whole-array comparisons
+
+/** True when shapes match and all elements are equal (NaN == NaN with equalNan), as mx.array_equal. */
+export function arrayEqual(a: ArrayInput, b: ArrayInput, equalNan = false, opts: StreamOptions = {}): MgArray {
+  const [x, y] = [toArray(a, "array_equal"), toArray(b, "array_equal")];
+  if (x.ndim !== y.ndim || x.shape.some((d, i) => d !== y.shape[i])) return fromValues([false], [], bool_);
+  return all(ew.equal(x, y, { ...opts, equalNan }), null, false, opts);
+}
+
+export interface AllCloseOptions extends StreamOptions {
+  equalNan?: boolean;
+}
+
+/** all(isclose(a, b, rtol, atol)), as mx.allclose. */
+export function allclose(a: ArrayInput, b: ArrayInput, rtol = 1e-5, atol = 1e-8, opts: AllCloseOptions = {}): MgArray {
+  return all(ew.isclose(a, b, rtol, atol, opts), null, false, opts);
+}

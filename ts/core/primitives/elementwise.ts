@@ -19,6 +19,8 @@ type Rule1 = (x: MgArray, y: MgArray, g: MgArray) => MgArray;
 
 interface UnaryDef extends ScalarFns1 {
   name: string;
+  /** The MSL functor in Sources/Kernels/elementwise_ops.h (default: the primitive's name). */
+  functor?: string;
   /** Output dtype from the input dtype (default: unchanged). */
   outDtype?: (d: Dtype) => Dtype;
   /** dL/dx given x, y = f(x) and the cotangent g. */
@@ -38,6 +40,7 @@ export function unary(def: UnaryDef): Primitive<null> {
   const prim: Primitive<null> = {
     name: def.name,
     fusion: "unary",
+    gpu: { kind: "elementwise", functor: def.functor ?? def.name },
     outputSpecs: ([x]) => [{ shape: [...x!.shape], dtype: def.outDtype ? def.outDtype(x!.dtype) : x!.dtype }],
     cpu: ([x], [out]) => cpuUnary(def.name, def, x!, out!),
     vjp: vjp
@@ -375,6 +378,7 @@ export const Imag = unary({
 export const StopGradient: Primitive<null> = {
   name: "StopGradient",
   view: true,
+  gpu: { kind: "view" },
   outputSpecs: ([x]) => [{ shape: [...x!.shape], dtype: x!.dtype }],
   cpu([x], [out]) {
     const l = x!.layout!;
@@ -393,6 +397,7 @@ export interface AsTypeParams {
 export const AsType: Primitive<AsTypeParams> = {
   name: "AsType",
   fusion: "unary",
+  gpu: { kind: "elementwise", functor: "Cast" },  // Cast<output type>, filled in by the GPU backend
   outputSpecs: ([x], p) => [{ shape: [...x!.shape], dtype: p.dtype }],
   cpu([x], [out]) {
     const from = x!.dtype;
@@ -424,6 +429,8 @@ type Rule2 = (a: MgArray, b: MgArray, y: MgArray, g: MgArray) => [MgArray | null
 
 interface BinaryDef extends ScalarFns2 {
   name: string;
+  /** The MSL functor in Sources/Kernels/elementwise_ops.h (default: the primitive's name). */
+  functor?: string;
   outDtype?: (d: Dtype) => Dtype;
   /** Cotangents for (a, b) given the output y and its cotangent g. */
   vjp?: Rule2;
@@ -453,6 +460,7 @@ export function binary(def: BinaryDef): Primitive<null> {
   const prim: Primitive<null> = {
     name: def.name,
     fusion: "binary",
+    gpu: { kind: "elementwise", functor: def.functor ?? def.name },
     outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: def.outDtype ? def.outDtype(a!.dtype) : a!.dtype }],
     cpu: ([a, b], [out]) => cpuBinary(def.name, def, a!, b!, out!),
     vjp: vjp
@@ -537,6 +545,7 @@ export const Remainder = binary({
 /** Floored quotient and remainder as two sibling outputs. */
 export const DivMod: Primitive<null> = {
   name: "DivMod",
+  gpu: { kind: "elementwise", functor: "DivMod" },  // two outputs: never fused; binary.metal's divmod_g
   outputSpecs: ([a]) => [
     { shape: [...a!.shape], dtype: a!.dtype },
     { shape: [...a!.shape], dtype: a!.dtype },
@@ -655,9 +664,10 @@ export const ArcTan2 = binary({
 });
 
 const toBool = () => bool_;
-const cmp = (name: string, f: (x: number, y: number) => boolean, fb: (x: bigint, y: bigint) => boolean, cplx?: (ar: number, ai: number, br: number, bi: number) => boolean) =>
+const cmp = (name: string, f: (x: number, y: number) => boolean, fb: (x: bigint, y: bigint) => boolean, cplx?: (ar: number, ai: number, br: number, bi: number) => boolean, functor?: string) =>
   binary({
     name,
+    functor,
     outDtype: toBool,
     num: (x, y) => (f(x, y) ? 1 : 0),
     big: (x, y) => (fb(x, y) ? 1n : 0n),
@@ -667,7 +677,7 @@ const cmp = (name: string, f: (x: number, y: number) => boolean, fb: (x: bigint,
 export const Equal = cmp("Equal", (x, y) => x === y, (x, y) => x === y, (ar, ai, br, bi) => ar === br && ai === bi);
 /** Equal with NaN == NaN (array_equal(equal_nan=True), isclose(equal_nan=True)). */
 export const EqualNan = cmp("Equal", (x, y) => x === y || (x !== x && y !== y), (x, y) => x === y,
-  (ar, ai, br, bi) => (ar === br || (ar !== ar && br !== br)) && (ai === bi || (ai !== ai && bi !== bi)));
+  (ar, ai, br, bi) => (ar === br || (ar !== ar && br !== br)) && (ai === bi || (ai !== ai && bi !== bi)), "EqualNan");
 export const NotEqual = cmp("NotEqual", (x, y) => x !== y, (x, y) => x !== y, (ar, ai, br, bi) => ar !== br || ai !== bi);
 export const Greater = cmp("Greater", (x, y) => x > y, (x, y) => x > y);
 export const GreaterEqual = cmp("GreaterEqual", (x, y) => x >= y, (x, y) => x >= y);
@@ -697,6 +707,7 @@ export const RightShift = binary({
 export const Select: Primitive<null> = {
   name: "Select",
   fusion: "ternary",
+  gpu: { kind: "elementwise", functor: "Select" },
   outputSpecs: ([, a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
   cpu([c, a, b], [out]) {
     const cv = readNumbers(c!);

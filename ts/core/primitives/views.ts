@@ -5,6 +5,7 @@ import type { MgArray } from "../array.ts";
 import type { Primitive } from "../primitive.ts";
 import { rowMajorStrides } from "../shape.ts";
 import { copyToContiguous } from "../../backend/cpu/copy.ts";
+import { copyKernel, encodeCopy } from "../../backend/gpu/copy.ts";
 import * as ops from "../ops/shape.ts";
 import { sum } from "../ops/reduce.ts";
 
@@ -21,6 +22,7 @@ export interface BroadcastParams {
 export const Broadcast: Primitive<BroadcastParams> = {
   name: "Broadcast",
   view: true,
+  gpu: { kind: "view" },
   fusion: "broadcast",
   outputSpecs: ([a], p) => [{ shape: p.shape, dtype: a!.dtype }],
   cpu([a], [out], p) {
@@ -110,6 +112,7 @@ export function reshapeStrides(
 export const Reshape: Primitive<ReshapeParams> = {
   name: "Reshape",
   view: true,
+  gpu: { kind: "view" },
   outputSpecs: ([a], p) => [{ shape: p.shape, dtype: a!.dtype }],
   cpu([a], [out], p) {
     const l = a!.layout!;
@@ -137,6 +140,7 @@ export interface TransposeParams {
 export const Transpose: Primitive<TransposeParams> = {
   name: "Transpose",
   view: true,
+  gpu: { kind: "view" },
   outputSpecs: ([a], p) => [{ shape: p.axes.map((ax) => a!.shape[ax]!), dtype: a!.dtype }],
   cpu([a], [out], p) {
     const l = a!.layout!;
@@ -171,6 +175,7 @@ export function sliceLength(start: number, stop: number, step: number): number {
 export const Slice: Primitive<SliceParams> = {
   name: "Slice",
   view: true,
+  gpu: { kind: "view" },
   outputSpecs: ([a], p) => [
     { shape: p.start.map((s, i) => sliceLength(s, p.stop[i]!, p.strides[i]!)), dtype: a!.dtype },
   ],
@@ -210,6 +215,7 @@ export interface AsStridedParams {
 export const AsStrided: Primitive<AsStridedParams> = {
   name: "AsStrided",
   view: true,
+  gpu: { kind: "view" },
   outputSpecs: ([a], p) => [{ shape: p.shape, dtype: a!.dtype }],
   cpu([a], [out], p) {
     // as_strided addresses the input's data as if it were row-contiguous (MLX semantics).
@@ -249,6 +255,11 @@ export function asStridedRaw(a: MgArray, p: AsStridedParams): MgArray {
 /** Materialises a row-contiguous copy (mx.contiguous / internal copies). */
 export const Copy: Primitive<Record<string, never>> = {
   name: "Copy",
+  gpu: {
+    kind: "kernel",
+    kernels: (node) => copyKernel(node.inputs[0]!),
+    encode: (enc, node) => encodeCopy(enc, node.inputs[0]!, node.outputs[0]!, "Copy"),
+  },
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
   cpu([a], [out]) {
     copyToContiguous(a!, out!);

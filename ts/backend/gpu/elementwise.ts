@@ -1,0 +1,291 @@
+// Elementwise work on the GPU: single ops run the static kernels in unary/binary/ternary.metal;
+// chains of them fuse into one generated kernel. Both call the functors of elementwise_ops.h, and
+// every intermediate is held in its own dtype, so fused results equal unfused results bit for bit.
+import type { MgArray, Node } from "../../core/array.ts";
+import { bfloat16, complex64, type Dtype, float16 } from "../../core/dtype.ts";
+import type { KernelInstance } from "../../core/primitive.ts";
+import { Precision } from "../../core/trace.ts";
+import { dtypeTag, mslType } from "./dtypes.ts";
+import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { kernelPipeline, kernelSource, sourcePipeline } from "./kernels.ts";
+
+/** The MSL functor a node applies (AsType casts to its output type). */
+export function functorOf(node: Node): string {
+  const rule = node.primitive.gpu;
+  if (node.primitive.name === "AsType") return `Cast<${mslType(node.outputs[0]!.dtype, "astype")}>`;
+  if (!rule || rule.kind !== "elementwise") throw new Error(`[gpu] ${node.primitive.name} is not an elementwise primitive.`);
+  return rule.functor;
+}
+
+const ident = (s: string) => s.replace(/[<>]/g, "_").replace(/[^A-Za-z0-9_]/g, "");
+
+/** How an input is addressed relative to the output index. */
+export type Access = "contiguous" | "scalar" | "strided";
+
+export function accessOf(a: MgArray, outSize: number): Access {
+  const l = a.layout!;
+  if (a.size === 1 || l.strides.every((s, i) => s === 0 || a.shape[i] === 1)) return "scalar";
+  if (l.rowContiguous && a.size === outSize) return "contiguous";
+  return "strided";
+}
+
+// 2^31: beyond it, indices and offsets need 64-bit arithmetic (the "large-index" variant).
+const INT32_LIMIT = 2 ** 31;
+
+/** True when an index or any element offset of these views can exceed int32. */
+function needsLargeIndex(size: number, inputs: readonly MgArray[]): boolean {
+  if (size >= INT32_LIMIT) return true;
+  for (const a of inputs) {
+    const l = a.layout;
+    if (!l) continue;
+    let span = Math.abs(l.offset);
+    a.shape.forEach((d, i) => (span += Math.abs(l.strides[i]!) * Math.max(d - 1, 0)));
+    if (span >= INT32_LIMIT) return true;
+  }
+  return false;
+}
+
+/** 1-D grid for n threads, or 2-D when n does not fit one grid dimension. */
+export function elementwiseGrid(n: number): [number, number, number] {
+  if (n < 2 ** 32) return [n, 1, 1];
+  const width = 2 ** 16;
+  return [width, Math.ceil(n / width), 1];
+}
+
+/** Precision label of an elementwise computation in dtype d. */
+export function elementwisePrecision(d: Dtype): string {
+  if (d === bfloat16) return "fp32 arithmetic rounded to bfloat16";
+  if (d === float16) return Precision.ieee("half");
+  if (d.kind === "f") return Precision.ieee("fp32");
+  if (d === complex64) return "IEEE fp32 complex";
+  return Precision.exact;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Single ops
+
+interface SingleChoice {
+  kernel: KernelInstance;
+  variant: string;
+}
+
+/** How each input will be addressed: from its layout, or predicted (null when unknown yet). */
+export type AccessFn = (a: MgArray, outSize: number) => Access | null;
+
+/** Inputs not yet materialised are predicted: a kernel's fresh output is row-contiguous. */
+export const predictedAccess: AccessFn = (a, n) => (a.layout ? accessOf(a, n) : a.size === 1 ? "scalar" : a.size === n ? "contiguous" : null);
+
+function chooseSingle(node: Node, accessFn: AccessFn = accessOf): SingleChoice | null {
+  const out = node.outputs[0]!;
+  const ins = node.inputs;
+  const f = functorOf(node);
+  const n = out.size;
+  const large = needsLargeIndex(n, ins);
+  const idx = large ? "int64_t" : "uint";
+  const T = mslType(ins.length === 3 ? ins[1]!.dtype : ins[0]!.dtype, node.primitive.name);
+  const U = mslType(out.dtype, node.primitive.name);
+  const tag = `${ident(f)}_${dtypeTag(ins.length === 3 ? ins[1]!.dtype : ins[0]!.dtype)}_${dtypeTag(out.dtype)}`;
+  const access = ins.map((a) => accessFn(a, n));
+  if (access.includes(null)) return null;
+  if (node.primitive.name === "DivMod") {
+    return { kernel: { file: "binary.metal", name: `mg_divmod_g_${tag}_${large ? "i64" : "u32"}`, instantiation: `divmod_g<${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
+  }
+  if (ins.length === 1) {
+    if (access[0] === "contiguous" && n < 2 ** 32 && !large) return { kernel: { file: "unary.metal", name: `mg_unary_v_${tag}`, instantiation: `unary_v<${f}, ${T}, ${U}>` }, variant: "contiguous" };
+    if (access[0] === "contiguous") return { kernel: { file: "unary.metal", name: `mg_unary_v2_${tag}`, instantiation: `unary_v2<${f}, ${T}, ${U}>` }, variant: "contiguous, large-index" };
+    return { kernel: { file: "unary.metal", name: `mg_unary_g_${tag}_${large ? "i64" : "u32"}`, instantiation: `unary_g<${f}, ${T}, ${U}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
+  }
+  if (ins.length === 2) {
+    const [a, b] = access;
+    if (!large && n < 2 ** 32) {
+      if (a === "contiguous" && b === "contiguous") return { kernel: { file: "binary.metal", name: `mg_binary_vv_${tag}`, instantiation: `binary_vv<${f}, ${T}, ${U}>` }, variant: "contiguous" };
+      if (a === "scalar" && b === "contiguous") return { kernel: { file: "binary.metal", name: `mg_binary_sv_${tag}`, instantiation: `binary_sv<${f}, ${T}, ${U}>` }, variant: "scalar-vector" };
+      if (a === "contiguous" && b === "scalar") return { kernel: { file: "binary.metal", name: `mg_binary_vs_${tag}`, instantiation: `binary_vs<${f}, ${T}, ${U}>` }, variant: "vector-scalar" };
+    } else if (a === "contiguous" && b === "contiguous") {
+      return { kernel: { file: "binary.metal", name: `mg_binary_v2_${tag}`, instantiation: `binary_v2<${f}, ${T}, ${U}>` }, variant: "contiguous, large-index" };
+    }
+    return { kernel: { file: "binary.metal", name: `mg_binary_g_${tag}_${large ? "i64" : "u32"}`, instantiation: `binary_g<${f}, ${T}, ${U}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
+  }
+  if (access.every((x) => x === "contiguous") && !large && n < 2 ** 32) {
+    return { kernel: { file: "ternary.metal", name: `mg_ternary_v_${tag}`, instantiation: `ternary_v<${f}, ${T}>` }, variant: "contiguous" };
+  }
+  return { kernel: { file: "ternary.metal", name: `mg_ternary_g_${tag}_${large ? "i64" : "u32"}`, instantiation: `ternary_g<${f}, ${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
+}
+
+/** The static kernel a node will need, when its inputs' layouts can be predicted. */
+export function singleKernels(node: Node): KernelInstance[] {
+  const c = chooseSingle(node, predictedAccess);
+  return c ? [c.kernel] : [];
+}
+
+/** Encodes one elementwise node with its static kernel. */
+export function encodeSingle(enc: GpuEncoder, node: Node): void {
+  const { kernel, variant } = chooseSingle(node)!;
+  const pipeline = kernelPipeline(kernel);
+  const n = node.outputs[0]!.size;
+  const ins = node.inputs.map((a, i) => enc.input(a, i));
+  const outs = node.outputs.map((o, i) => enc.output(o, node.inputs.length + i));
+  let next = node.inputs.length + node.outputs.length;
+  const bytes = [];
+  if (kernel.instantiation.includes("_g<")) {
+    bytes.push(int32Bytes(next++, node.outputs[0]!.shape));
+    bytes.push(int64Bytes(next++, ins.flatMap((b) => (b.strides.length ? [...b.strides] : [0]))));
+    bytes.push(int32Bytes(next++, [node.outputs[0]!.ndim]));
+    bytes.push(int64Bytes(next++, ins.length === 1 ? [ins[0]!.base] : ins.map((b) => b.base)));
+    bytes.push(int64Bytes(next++, [n]));
+  } else if (kernel.instantiation.includes("_v2<")) {
+    bytes.push(int64Bytes(next++, [n]));
+  }
+  const grid = elementwiseGrid(n);
+  enc.dispatch(
+    {
+      pipeline,
+      buffers: [...ins, ...outs].map((b) => b.binding),
+      bytes,
+      grid,
+      threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+      mustWrite: outs.map((o) => o.binding.index),
+    },
+    {
+      primitives: [node.primitive.name],
+      inputs: node.inputs,
+      outputs: node.outputs,
+      layout: variant,
+      precision: elementwisePrecision(node.inputs[node.inputs.length === 3 ? 1 : 0]!.dtype),
+    },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fusion
+
+export interface Region {
+  /** Nodes in dependency order; all single-output elementwise, all of one output shape. */
+  nodes: Node[];
+  /** Arrays computed by region nodes that must be written (needed outside the region). */
+  outputs: MgArray[];
+}
+
+/** Buffers a fused kernel may take: Metal allows 31; 5 carry shapes, strides and sizes. */
+export const FUSED_MAX_BUFFERS = 26;
+
+/** The generated kernel for a region, plus how its inputs and outputs map to buffers. */
+export interface FusedKernel {
+  name: string;
+  source: string;
+  inputs: MgArray[];
+  inputAccess: Access[];
+  outputs: MgArray[];
+  strided: boolean;
+  large: boolean;
+}
+
+/** The region's inputs: arrays read by region nodes but not produced inside it. */
+export function regionInputs(region: Region): MgArray[] {
+  const produced = new Set<MgArray>(region.nodes.flatMap((n) => n.outputs));
+  const seen = new Set<MgArray>();
+  const inputs: MgArray[] = [];
+  for (const n of region.nodes) {
+    for (const i of n.inputs) {
+      if (!produced.has(i) && !seen.has(i)) {
+        seen.add(i);
+        inputs.push(i);
+      }
+    }
+  }
+  return inputs;
+}
+
+/** Generates (readable) MSL for a region. Names hash the body, so equal structure shares a pipeline. */
+export function generateFused(region: Region): FusedKernel {
+  const inputs = regionInputs(region);
+  const outShape = region.nodes[0]!.outputs[0]!.shape;
+  const n = region.nodes[0]!.outputs[0]!.size;
+  const access = inputs.map((a) => accessOf(a, n));
+  const strided = access.includes("strided");
+  const large = needsLargeIndex(n, inputs);
+  const idx = large ? "int64_t" : "uint";
+  const names = new Map<MgArray, string>();
+  const params: string[] = [];
+  const lines: string[] = [];
+  inputs.forEach((a, k) => {
+    const t = mslType(a.dtype, "fused");
+    params.push(`    device const ${t}* in${k} [[buffer(${k})]]`);
+    const at = access[k] === "scalar" ? "0" : access[k] === "contiguous" ? "i" : `IdxT(bases[${k}]) + elem_to_loc<IdxT>(i, shape, strides + ${k} * ndim, ndim)`;
+    lines.push(`  const ${t} x${k} = in${k}[${at}];  // ${a.dtype.name} ${access[k]}`);
+    names.set(a, `x${k}`);
+  });
+  region.outputs.forEach((o, k) => {
+    params.push(`    device ${mslType(o.dtype, "fused")}* out${k} [[buffer(${inputs.length + k})]]`);
+  });
+  let b = inputs.length + region.outputs.length;
+  if (strided) {
+    params.push(`    constant const int* shape [[buffer(${b++})]]`);
+    params.push(`    constant const int64_t* strides [[buffer(${b++})]]`);
+    params.push(`    constant const int& ndim [[buffer(${b++})]]`);
+    params.push(`    constant const int64_t* bases [[buffer(${b++})]]`);
+  }
+  params.push(`    constant const int64_t& size [[buffer(${b++})]]`);
+  params.push("    uint2 gid [[thread_position_in_grid]]");
+  params.push("    uint2 grid [[threads_per_grid]]");
+  region.nodes.forEach((node, k) => {
+    const out = node.outputs[0]!;
+    const t = mslType(out.dtype, node.primitive.name);
+    const args = node.inputs.map((i) => names.get(i)!);
+    lines.push(`  const ${t} t${k} = ${functorOf(node)}()(${args.join(", ")});  // ${node.primitive.name} -> ${out.dtype.name}`);
+    names.set(out, `t${k}`);
+  });
+  region.outputs.forEach((o, k) => lines.push(`  out${k}[i] = ${names.get(o)!};`));
+  const body = [
+    `  typedef ${idx} IdxT;`,
+    "  IdxT i = IdxT(gid.y) * IdxT(grid.x) + IdxT(gid.x);",
+    "  if (int64_t(i) >= size) return;",
+    ...lines,
+  ].join("\n");
+  const signature = params.join(",\n");
+  const hash = Bun.hash(`${signature}\n${body}`).toString(16);
+  const name = `mg_fused_${hash}`;
+  const source = `${kernelSource("elementwise_ops.h")}\n\n// ${region.nodes.map((x) => x.primitive.name).join(" -> ")} over shape (${outShape.join(",")})\n[[kernel]] void ${name}(\n${signature}) {\n${body}\n}\n`;
+  return { name, source, inputs, inputAccess: access, outputs: region.outputs, strided, large };
+}
+
+export function encodeFused(enc: GpuEncoder, region: Region): void {
+  const k = generateFused(region);
+  if (process.env.MG_VERBOSE_FUSION === "1") process.stderr.write(`${k.source}\n`);
+  const pipeline = sourcePipeline(k.name, k.source, k.name);
+  const n = region.nodes[0]!.outputs[0]!.size;
+  const shape = region.nodes[0]!.outputs[0]!.shape;
+  const ins: BoundArray[] = k.inputs.map((a, i) => enc.input(a, i));
+  const outs = k.outputs.map((o, i) => enc.output(o, k.inputs.length + i));
+  let next = k.inputs.length + k.outputs.length;
+  const bytes = [];
+  if (k.strided) {
+    bytes.push(int32Bytes(next++, shape));
+    // Inputs of lower rank than the output are broadcast views already, so every input has ndim strides.
+    bytes.push(int64Bytes(next++, ins.flatMap((bnd, i) => (k.inputAccess[i] === "strided" ? [...bnd.strides] : shape.map(() => 0)))));
+    bytes.push(int32Bytes(next++, [shape.length]));
+    bytes.push(int64Bytes(next++, ins.map((bnd) => bnd.base)));
+  }
+  bytes.push(int64Bytes(next++, [n]));
+  const grid = elementwiseGrid(n);
+  const variant = `${k.strided ? "strided" : "contiguous"}${k.large ? ", large-index" : ""}`;
+  const dtypes = new Set(region.nodes.map((x) => x.outputs[0]!.dtype));
+  enc.dispatch(
+    {
+      pipeline,
+      buffers: [...ins, ...outs].map((x) => x.binding),
+      bytes,
+      grid,
+      threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+      mustWrite: outs.map((o) => o.binding.index),
+    },
+    {
+      primitives: region.nodes.map((x) => x.primitive.name),
+      inputs: k.inputs,
+      outputs: k.outputs,
+      layout: `fused ${variant}`,
+      precision: [...dtypes].map(elementwisePrecision).filter((v, i, all) => all.indexOf(v) === i).join("; "),
+    },
+  );
+}
+

@@ -1,0 +1,137 @@
+// Encoding one eval's GPU work into one command batch: binding arrays, packing small arguments,
+// dispatching, and writing the kernel trace.
+import type { MgArray, Node } from "../../core/array.ts";
+import type { Storage } from "../../memory/storage.ts";
+import { record, tracing } from "../../core/trace.ts";
+import type { BufferBinding, CommandBatch, Dispatch, InlineBytes, NativeBuffer } from "../runtime.ts";
+
+/** An array bound for a kernel: the binding plus how to address its elements from it. */
+export interface BoundArray {
+  binding: BufferBinding;
+  /** Element index of the view's first element relative to the binding's start. */
+  base: number;
+  strides: readonly number[];
+  rowContiguous: boolean;
+}
+
+export interface DispatchTrace {
+  primitives: string[];
+  inputs: readonly MgArray[];
+  outputs: readonly MgArray[];
+  layout: string;
+  precision: string;
+  notes?: string[];
+}
+
+function nativeOf(a: MgArray): NativeBuffer {
+  const native = a.layout!.storage.buffer.native;
+  if (!native) throw new Error(`[gpu] ${a.describe()} has no native buffer (internal error).`);
+  return native;
+}
+
+/** The lowest and one-past-highest element offsets a strided view touches. */
+export function viewExtent(shape: readonly number[], strides: readonly number[], offset: number): [number, number] {
+  let lo = offset;
+  let hi = offset;
+  for (let i = 0; i < shape.length; i++) {
+    const d = shape[i]!;
+    if (d === 0) return [offset, offset];
+    const span = (d - 1) * strides[i]!;
+    if (span < 0) lo += span;
+    else hi += span;
+  }
+  return [lo, hi + 1];
+}
+
+export class GpuEncoder {
+  /** Notes recorded against the next dispatch's trace (copies, fallbacks). */
+  private pendingNotes: string[] = [];
+  dispatches = 0;
+  /** Storages this batch writes: they get the submitted batch as their pending work. */
+  readonly written = new Set<Storage>();
+
+  constructor(readonly batch: CommandBatch) {}
+
+  /** Binds an evaluated (or already allocated, pending) array for reading at `index`. */
+  input(a: MgArray, index: number): BoundArray {
+    const l = a.layout!;
+    const item = a.dtype.size;
+    const [lo, hi] = viewExtent(a.shape, l.strides, l.offset);
+    return {
+      binding: { index, buffer: nativeOf(a), offset: lo * item, length: Math.max(hi - lo, 0) * item, access: "read" },
+      base: l.offset - lo,
+      strides: l.strides,
+      rowContiguous: l.rowContiguous,
+    };
+  }
+
+  /** Allocates `a` (row-contiguous) if needed and binds it for writing at `index`. */
+  output(a: MgArray, index: number, access: "write" | "readwrite" = "write"): BoundArray {
+    if (!a.layout) a.allocate();
+    const l = a.layout!;
+    this.written.add(l.storage);
+    const item = a.dtype.size;
+    return {
+      binding: { index, buffer: nativeOf(a), offset: l.offset * item, length: a.size * item, access },
+      base: 0,
+      strides: l.strides,
+      rowContiguous: l.rowContiguous,
+    };
+  }
+
+  /** Records a copy or fallback for the next dispatch's trace record. */
+  note(text: string): void {
+    this.pendingNotes.push(text);
+  }
+
+  dispatch(d: Dispatch, trace: DispatchTrace): void {
+    this.batch.dispatch(d);
+    this.dispatches++;
+    const notes = this.pendingNotes;
+    this.pendingNotes = [];
+    if (tracing()) {
+      const grid = (typeof d.grid === "number" ? [d.grid, 1, 1] : [d.grid[0], d.grid[1] ?? 1, d.grid[2] ?? 1]) as [number, number, number];
+      const tg = (typeof d.threadgroup === "number" ? [d.threadgroup, 1, 1] : [d.threadgroup[0], d.threadgroup[1] ?? 1, d.threadgroup[2] ?? 1]) as [number, number, number];
+      record({
+        device: "gpu",
+        kernel: d.pipeline.name,
+        primitives: trace.primitives,
+        inputDtypes: trace.inputs.map((i) => i.dtype.name),
+        outputDtypes: trace.outputs.map((o) => o.dtype.name),
+        layout: trace.layout,
+        grid,
+        threadgroup: tg,
+        precision: trace.precision,
+        notes: [...notes, ...(trace.notes ?? [])],
+      });
+    }
+  }
+}
+
+// Small argument packing ------------------------------------------------------------------------
+
+/** int32 values as inline bytes (shapes, strides that fit, sizes). */
+export function int32Bytes(index: number, values: readonly number[]): InlineBytes {
+  return { index, data: Int32Array.from(values.length ? values : [0]) };
+}
+
+/** int64 values as inline bytes (strides and offsets of large arrays). */
+export function int64Bytes(index: number, values: readonly number[]): InlineBytes {
+  return { index, data: BigInt64Array.from((values.length ? values : [0]).map((v) => BigInt(v))) };
+}
+
+export function uint32Bytes(index: number, values: readonly number[]): InlineBytes {
+  return { index, data: Uint32Array.from(values.length ? values : [0]) };
+}
+
+export function float32Bytes(index: number, values: readonly number[]): InlineBytes {
+  return { index, data: Float32Array.from(values.length ? values : [0]) };
+}
+
+/** A 1-D launch over n threads: grid and threadgroup (≤ the pipeline's maximum). */
+export function linearLaunch(n: number, maxThreads: number, preferred = 256): { grid: [number, number, number]; threadgroup: [number, number, number] } {
+  const tg = Math.max(1, Math.min(preferred, maxThreads, n));
+  return { grid: [n, 1, 1], threadgroup: [tg, 1, 1] };
+}
+
+export type { Node };

@@ -1,0 +1,179 @@
+// The GPU device: plans an eval's GPU nodes into kernels (fusing elementwise chains), encodes them
+// into one command batch per stream and submits it with one FFI call. Outputs carry the submitted
+// batch as their `pending` work, so a CPU read waits for exactly the batch that produced it.
+import type { MgArray, Node } from "../../core/array.ts";
+import type { Stream } from "../../core/device.ts";
+import { type EvalContext, registerBackend } from "../../core/graph.ts";
+import type { KernelInstance } from "../../core/primitive.ts";
+import { reshapeStrides, setView } from "../../core/primitives/views.ts";
+import { shapesEqual } from "../../core/shape.ts";
+import type { PendingWork } from "../../memory/storage.ts";
+import { type Queue, runtime, type SubmittedBatch } from "../runtime.ts";
+import { encodeFused, encodeSingle, FUSED_MAX_BUFFERS, type Region, regionInputs, singleKernels } from "./elementwise.ts";
+import { GpuEncoder } from "./encoder.ts";
+import { encodeCopy, copyKernel } from "./copy.ts";
+import { prepareKernels } from "./kernels.ts";
+
+/** Automatic fusion is on unless MG_FUSION=0 (useful to compare fused against unfused). */
+let fusionEnabled = process.env.MG_FUSION !== "0";
+export function setFusion(enabled: boolean): boolean {
+  const previous = fusionEnabled;
+  fusionEnabled = enabled;
+  return previous;
+}
+
+type Item =
+  | { kind: "region"; region: Region }
+  | { kind: "single"; node: Node }
+  | { kind: "view"; node: Node }
+  | { kind: "kernel"; node: Node };
+
+const queues = new Map<Stream, Queue>();
+function queueFor(stream: Stream): Queue {
+  let q = queues.get(stream);
+  if (!q) {
+    const rt = runtime();
+    q = stream.index === 0 || queues.size === 0 ? rt.defaultQueue : rt.newQueue();
+    queues.set(stream, q);
+  }
+  return q;
+}
+
+/** Work another batch (maybe another queue) is doing for an input. */
+class BatchWork implements PendingWork {
+  constructor(
+    readonly batch: SubmittedBatch,
+    readonly queue: Queue,
+  ) {}
+  wait(): void {
+    this.batch.wait();
+  }
+  get done(): boolean {
+    return this.batch.poll();
+  }
+}
+
+function isFusable(node: Node): boolean {
+  const rule = node.primitive.gpu;
+  return rule?.kind === "elementwise" && node.outputs.length === 1;
+}
+
+function gpuRuleOf(node: Node) {
+  const rule = node.primitive.gpu;
+  if (!rule) {
+    throw new Error(`[${node.primitive.name}] has no GPU kernel yet; run it on the CPU with { stream: mg.cpu }.`);
+  }
+  return rule;
+}
+
+/** Splits nodes into view steps, single kernels and fused regions, in an order that respects
+ *  every dependency. A region is a run of elementwise nodes of one output shape; a node that
+ *  does not read the open region is planned ahead of it, one that does closes it first. */
+function plan(nodes: readonly Node[], ctx: EvalContext): Item[] {
+  const items: Item[] = [];
+  let open: Node[] = [];
+  let inOpen = new Set<MgArray>();
+
+  const close = () => {
+    if (open.length === 0) return;
+    if (open.length === 1) items.push({ kind: "single", node: open[0]! });
+    else items.push({ kind: "region", region: { nodes: open, outputs: regionOutputs(open, ctx) } });
+    open = [];
+    inOpen = new Set();
+  };
+
+  for (const node of nodes) {
+    const rule = gpuRuleOf(node);
+    const readsOpen = node.inputs.some((i) => inOpen.has(i));
+    if (fusionEnabled && isFusable(node)) {
+      const shape = node.outputs[0]!.shape;
+      const fits = open.length === 0 || (shapesEqual(open[0]!.outputs[0]!.shape, shape) && open[0]!.stream === node.stream);
+      if (!fits || !withinBufferLimit(open, node, ctx)) close();
+      open.push(node);
+      inOpen.add(node.outputs[0]!);
+      continue;
+    }
+    if (readsOpen) close();
+    if (rule.kind === "elementwise") items.push({ kind: "single", node });
+    else if (rule.kind === "view") items.push({ kind: "view", node });
+    else items.push({ kind: "kernel", node });
+  }
+  close();
+  return items;
+}
+
+/** A region node's output must be written if eval asked for it or a node outside the region reads it. */
+function regionOutputs(nodes: readonly Node[], ctx: EvalContext): MgArray[] {
+  const inside = new Map<MgArray, number>();
+  for (const n of nodes) for (const i of n.inputs) inside.set(i, (inside.get(i) ?? 0) + 1);
+  return nodes.map((n) => n.outputs[0]!).filter((o) => ctx.targets.has(o) || o.graphRefs > (inside.get(o) ?? 0));
+}
+
+function withinBufferLimit(open: readonly Node[], node: Node, ctx: EvalContext): boolean {
+  if (open.length === 0) return true;
+  const nodes = [...open, node];
+  const region: Region = { nodes, outputs: regionOutputs(nodes, ctx) };
+  return regionInputs(region).length + region.outputs.length <= FUSED_MAX_BUFFERS;
+}
+
+function encodeView(enc: GpuEncoder, node: Node): void {
+  if (node.primitive.name === "Reshape") {
+    const a = node.inputs[0]!;
+    const out = node.outputs[0]!;
+    const l = a.layout!;
+    const strides = reshapeStrides(a.shape, l.strides, out.shape, l.rowContiguous);
+    if (strides) setView(out, a, l.offset, strides);
+    else {
+      enc.note(`copy: reshape of a non-contiguous ${a.describe()} needs row-contiguous data`);
+      encodeCopy(enc, a, out, "Reshape");
+    }
+    return;
+  }
+  // Every other view primitive only computes a layout from its input's.
+  node.primitive.cpu(node.inputs, node.outputs, node.params);
+}
+
+registerBackend("gpu", {
+  run(nodes, ctx) {
+    if (nodes.length === 0) return;
+    const items = plan(nodes, ctx);
+    // Compile every static kernel this eval needs in as few compiler runs as possible.
+    const wanted: KernelInstance[] = [];
+    for (const it of items) {
+      if (it.kind === "single") wanted.push(...singleKernels(it.node));
+      else if (it.kind === "view" && it.node.primitive.name === "Reshape") wanted.push(...copyKernel(it.node.inputs[0]!));
+      else if (it.kind === "kernel") {
+        const rule = it.node.primitive.gpu;
+        if (rule?.kind === "kernel" && rule.kernels) wanted.push(...rule.kernels(it.node));
+      }
+    }
+    prepareKernels(wanted);
+
+    const stream = nodes[0]!.stream;
+    const queue = queueFor(stream);
+    const rt = runtime();
+    const enc = new GpuEncoder(rt.newBatch());
+    // Inputs produced on another queue are waited for here (same-queue work is ordered).
+    for (const node of nodes) {
+      for (const i of node.inputs) {
+        const p = i.layout?.storage.pending;
+        if (p instanceof BatchWork && p.queue !== queue) i.layout!.storage.sync();
+        else if (p && !(p instanceof BatchWork)) i.layout!.storage.sync();
+      }
+    }
+    for (const it of items) {
+      if (it.kind === "region") encodeFused(enc, it.region);
+      else if (it.kind === "single") encodeSingle(enc, it.node);
+      else if (it.kind === "view") encodeView(enc, it.node);
+      else {
+        const rule = it.node.primitive.gpu;
+        if (rule?.kind !== "kernel") throw new Error(`[gpu] internal: ${it.node.primitive.name} planned as a kernel`);
+        rule.encode(enc, it.node);
+      }
+    }
+    if (enc.dispatches === 0) return;
+    const submitted = enc.batch.submit(queue);
+    const work = new BatchWork(submitted, queue);
+    for (const s of enc.written) s.pending = work;
+  },
+});

@@ -1,0 +1,92 @@
+// metalgrad's kernels: MSL templates in Sources/Kernels, instantiated and compiled on first use
+// (MLX's JIT mode). Instances requested together compile as one library — on the simulator that
+// is one compiler run — and pipelines are cached by host name for the life of the process.
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import type { KernelInstance } from "../../core/primitive.ts";
+import { type LibraryOptions, type Pipeline, runtime } from "../runtime.ts";
+
+export const KERNEL_DIR = resolve(import.meta.dir, "../../../Sources/Kernels");
+
+const fileCache = new Map<string, string>();
+
+/** A kernel file with its `#include "x.h"` lines inlined (each header once), ready to compile. */
+export function kernelSource(file: string): string {
+  const cached = fileCache.get(file);
+  if (cached !== undefined) return cached;
+  const seen = new Set<string>();
+  const inline = (name: string): string => {
+    if (seen.has(name)) return "";
+    seen.add(name);
+    let text: string;
+    try {
+      text = readFileSync(resolve(KERNEL_DIR, name), "utf8");
+    } catch {
+      throw new Error(`[kernels] cannot read Sources/Kernels/${name} (is the package complete?)`);
+    }
+    return text.replace(/^[ \t]*#include\s+"([^"]+)"[^\n]*$/gm, (_m, inc: string) => inline(inc));
+  };
+  const out = inline(file);
+  fileCache.set(file, out);
+  return out;
+}
+
+function instantiationLine(k: KernelInstance): string {
+  return `template [[host_name("${k.name}")]] [[kernel]] decltype(${k.instantiation}) ${k.instantiation};`;
+}
+
+const pipelines = new Map<string, Pipeline>();
+let compiles = 0;
+
+/** Compiler runs so far (tests and benchmarks report it). */
+export function kernelCompileCount(): number {
+  return compiles;
+}
+
+/** Compiles every instance not yet compiled, one library per source file. */
+export function prepareKernels(instances: readonly KernelInstance[]): void {
+  const missing = new Map<string, Map<string, KernelInstance>>();
+  for (const k of instances) {
+    if (pipelines.has(k.name)) continue;
+    let byName = missing.get(k.file);
+    if (!byName) missing.set(k.file, (byName = new Map()));
+    byName.set(k.name, k);
+  }
+  for (const [file, byName] of missing) {
+    const list = [...byName.values()];
+    const source = `${kernelSource(file)}\n\n// instances\n${list.map(instantiationLine).join("\n")}\n`;
+    const lib = compileLibrary(source, `Sources/Kernels/${file}`);
+    for (const k of list) pipelines.set(k.name, lib.pipeline(k.name));
+  }
+}
+
+/** The pipeline of a kernel instance, compiling it if needed. */
+export function kernelPipeline(k: KernelInstance): Pipeline {
+  let p = pipelines.get(k.name);
+  if (!p) {
+    prepareKernels([k]);
+    p = pipelines.get(k.name)!;
+  }
+  return p;
+}
+
+const sourcePipelines = new Map<string, Pipeline>();
+
+/** A pipeline from generated source (fused kernels, custom kernels), cached by `key`. */
+export function sourcePipeline(key: string, source: string, functionName: string, options: LibraryOptions = {}): Pipeline {
+  let p = sourcePipelines.get(key);
+  if (!p) {
+    p = compileLibrary(source, functionName, options).pipeline(functionName);
+    sourcePipelines.set(key, p);
+  }
+  return p;
+}
+
+function compileLibrary(source: string, what: string, options: LibraryOptions = {}) {
+  compiles++;
+  try {
+    return runtime().library(source, { checked: process.env.MG_SIM_CHECK === "1", ...options });
+  } catch (e) {
+    throw new Error(`[kernels] compiling ${what} failed: ${(e as Error).message}`);
+  }
+}
