@@ -581,3 +581,53 @@ describe("derivative rules (float64 finite differences)", () => {
     );
   });
 });
+
+describe("vmap rules (against the per-element results, stacked)", () => {
+  /** vmap(fn, inAxes)(...xs) equals stacking fn over the batch elements. */
+  function checkVmap(fn: (...xs: MgArray[]) => MgArray, xs: MgArray[], inAxes: (number | null)[]): void {
+    const got = mg.vmap(fn, inAxes)(...xs) as MgArray;
+    const n = xs.find((_, i) => inAxes[i] !== null)!.shape[inAxes.find((a) => a !== null)!]!;
+    const parts = Array.from({ length: n }, (_, b) => fn(...xs.map((x, i) => (inAxes[i] === null ? x : mg.take(x, b, inAxes[i]!)))));
+    const want = mg.stack(parts);
+    expect([...got.shape]).toEqual([...want.shape]);
+    expect(flat(got)).toEqual(flat(want));
+  }
+  const x = mg.reshape(mg.arange(2 * 4 * 3, mg.float32), [2, 4, 3]);
+  const i2 = mg.array([[2, 0, 2], [1, 3, 3]]);
+
+  test("Gather: batched source, batched indices, both", () => {
+    checkVmap((a) => mg.take(a, mg.array([1, 1, 0]), 1), [x], [0]);
+    checkVmap((a) => a.index(mg.array([3, 0]), "::-1"), [x], [0]);
+    checkVmap((a, i) => mg.take(a, i, 0), [mg.reshape(mg.arange(12), [4, 3]), i2], [null, 0]);
+    checkVmap((a, i) => mg.take(a, i, 0), [x, i2], [0, 0]);
+    checkVmap((a, i) => a.index(i, mg.array([2, 1, 0])), [x, mg.transpose(i2)], [0, 1]);
+    checkVmap((a, i) => mg.take(a, i, 1), [x, mg.array([[0, 1, 2], [2, 2, 0]], mg.uint8)], [2, 1]);
+  });
+
+  test("Scatter, GatherAxis, ScatterAxis, SliceUpdate", () => {
+    const u = mg.reshape(mg.arange(6, mg.float32), [2, 3]);
+    checkVmap((a, v) => a.at(mg.array([1, 1, 2])).add(v), [x, u], [0, 0]);
+    checkVmap((a, v) => a.at(mg.array([1, 1, 2]), 0).multiply(v), [x, mg.add(u, 1)], [0, 0]);
+    checkVmap((a, v) => a.at(mg.array([3, 0]), ":").maximum(v), [x, mg.array([[5, 40, 5], [60, 6, 6]], mg.float32)], [0, null]);
+    checkVmap((a, i) => a.at(i).add(1), [mg.zeros([4, 3]), i2], [null, 0]);
+    checkVmap((a, i, v) => a.at(i, 1).subtract(v), [x, i2, u], [0, 0, 0]);
+    checkVmap((a, i) => mg.takeAlongAxis(a, i, 0), [x, mg.array([[[3, 0, 1]], [[2, 2, 2]]])], [0, 0]);
+    checkVmap((a, i) => mg.putAlongAxis(a, i, mg.array(-1, mg.float32), 1), [x, mg.array([[[2], [0], [1], [1]], [[0], [0], [0], [0]]])], [0, 0]);
+    checkVmap((a, v) => a.at("1:3").add(v), [x, u], [0, null]);
+    checkVmap((a, v) => a.at(":", "::2").minimum(v), [x, mg.reshape(mg.arange(16, mg.float32), [2, 4, 2])], [0, 0]);
+  });
+
+  test("DynamicSlice(Update), Pad, View, Contiguous", () => {
+    checkVmap((a) => mg.slice(a, mg.array([1, 1]), [0, 1], [2, 2]), [x], [0]);
+    checkVmap((a, v) => mg.sliceUpdate(a, v, mg.array([2]), [0]), [x, mg.ones([2, 1, 3])], [0, 0]);
+    checkVmap((a) => mg.pad(a, [[1, 0], [0, 2]], "constant", 7), [x], [2]);
+    checkVmap((a) => mg.pad(a, [[2, 1], [1, 3]], "reflect"), [x], [1]);
+    checkVmap((a) => mg.view(a, mg.uint8), [x], [0]);
+    checkVmap((a) => mg.view(a, mg.uint16), [x], [2]);
+    checkVmap((a) => mg.contiguous(a), [mg.transpose(x)], [1]);
+    checkVmap((a) => mg.diag(a, 1), [mg.reshape(mg.arange(6), [2, 3])], [0]);
+    expect(() => mg.vmap((a: MgArray, s: MgArray) => mg.slice(a, s, [0], [1, 3]), [0, 0])(x, mg.array([[0], [1]]))).toThrow(
+      "[slice] vmap over the start indices is not supported (as in MLX).",
+    );
+  });
+});

@@ -6,7 +6,7 @@
 // Derivatives are never taken with respect to integer inputs (indices, start positions): as in
 // MLX, asking for one is an error that suggests stopGradient.
 import type { MgArray } from "../array.ts";
-import { int32 } from "../dtype.ts";
+import { type Dtype, int32 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
 import {
   dynamicSliceCpu, dynamicSliceUpdateCpu, gatherAxisCpu, gatherCpu, scatterAxisCpu, scatterCpu,
@@ -60,8 +60,34 @@ export const Gather: Primitive<GatherParams> = {
     if (argnums.length !== 1 || argnums[0] !== 0) throw noIndexGradient("gather", "JVP");
     return [S.gather(tangents[0]!, idx, p.axes, p.sliceSizes)];
   },
+  // Batch first. A batched source gains a leading axis taken whole (or, when the indices are
+  // batched too, addressed by an extra iota index); batched indices just add a leading index dim.
+  vmap(inputs, vaxes, p) {
+    const [a, ...idx] = inputs;
+    const B = batchSize(inputs, vaxes);
+    const srcBatched = vaxes[0]! >= 0;
+    const idxBatched = vaxes.slice(1).some((ax) => ax >= 0);
+    const src = srcBatched ? moveBatchAxis(a!, vaxes[0]!, 0, B) : a!;
+    const axes = srcBatched ? p.axes.map((ax) => ax + 1) : [...p.axes];
+    if (!idxBatched) {
+      // Output: indexShape ++ [B] ++ sliceSizes — the batch axis sits after the index dims.
+      return [[S.gather(src, idx, axes, srcBatched ? [B, ...p.sliceSizes] : p.sliceSizes)], [idx[0]?.ndim ?? 0]];
+    }
+    const bidx = idx.map((x, i) => moveBatchAxis(x, vaxes[i + 1]!, 0, B));
+    if (!srcBatched) return [[S.gather(src, bidx, axes, p.sliceSizes)], [0]];
+    const shape = bidx[0]!.shape;
+    const iota = batchIota(B, shape, bidx[0]!.dtype);
+    const out = S.gather(src, [...bidx, iota], [...axes, 0], [1, ...p.sliceSizes]);
+    return [[squeeze(out, shape.length)], [0]];
+  },
   paramsKey: (p) => `${p.axes}|${p.sliceSizes}`,
 };
+
+/** 0..B−1 along the leading axis of `shape`, in an index dtype that holds B and joins `like`. */
+function batchIota(B: number, shape: readonly number[], like: Dtype): MgArray {
+  const dtype = like.size >= 4 ? like : int32;
+  return ew.astype(broadcastTo(reshape(arange(0, B, int32), [B, ...shape.slice(1).map(() => 1)]), shape), dtype);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Scatter
@@ -141,6 +167,18 @@ export const Scatter: Primitive<ScatterParams> = {
       }
     }
   },
+  // Everything batch first; an iota index on the new leading axis keeps each batch element's
+  // updates in its own slice of the (batched) array.
+  vmap(inputs, vaxes, p) {
+    const B = batchSize(inputs, vaxes);
+    const last = inputs.length - 1;
+    const [a, ...idx] = inputs.slice(0, last).map((x, i) => moveBatchAxis(x, vaxes[i]!, 0, B));
+    const u = moveBatchAxis(inputs[last]!, vaxes[last]!, 0, B);
+    const shape = idx[0]?.shape ?? [B];
+    const iota = batchIota(B, shape, idx[0]?.dtype ?? int32);
+    const updates = expandDims(u, shape.length);
+    return [[S.scatter(a!, [...idx, iota], updates, [...p.axes.map((ax) => ax + 1), 0], p.mode)], [0]];
+  },
   paramsKey: (p) => `${p.mode}|${p.axes}`,
 };
 
@@ -190,6 +228,11 @@ export const GatherAxis: Primitive<AxisParams> = {
     if (argnums.length !== 1 || argnums[0] !== 0) throw noIndexGradient("take_along_axis", "JVP");
     return [S.gatherAxis(tangents[0]!, idx!, p.axis)];
   },
+  vmap(inputs, vaxes, p) {
+    const B = batchSize(inputs, vaxes);
+    const [a, idx] = inputs.map((x, i) => moveBatchAxis(x, vaxes[i]!, 0, B));
+    return [[S.gatherAxis(a!, idx!, p.axis + 1)], [0]];
+  },
   paramsKey: (p) => String(p.axis),
 };
 
@@ -220,6 +263,11 @@ export const ScatterAxis: Primitive<ScatterAxisParams> = {
     const ta = tangentOf(0, tangents, argnums) ?? zerosLike(a!);
     const tu = tangentOf(2, tangents, argnums) ?? zerosLike(u!);
     return [S.scatterAxis(ta, idx!, tu, p.axis, p.mode)];
+  },
+  vmap(inputs, vaxes, p) {
+    const B = batchSize(inputs, vaxes);
+    const [a, idx, u] = inputs.map((x, i) => moveBatchAxis(x, vaxes[i]!, 0, B));
+    return [[S.scatterAxis(a!, idx!, u!, p.axis + 1, p.mode)], [0]];
   },
   paramsKey: (p) => `${p.mode}|${p.axis}`,
 };
@@ -279,6 +327,12 @@ export const SliceUpdate: Primitive<SliceUpdateParams> = {
       }
     }
   },
+  // Batch first on both; the region spans the whole batch axis.
+  vmap(inputs, vaxes, p) {
+    const B = batchSize(inputs, vaxes);
+    const [a, u] = inputs.map((x, i) => moveBatchAxis(x, vaxes[i]!, 0, B));
+    return [[S.sliceUpdateStatic(a!, u!, [0, ...p.start], [B, ...p.stop], [1, ...p.strides], p.mode)], [0]];
+  },
   paramsKey: (p) => `${p.mode}|${p.start}|${p.stop}|${p.strides}`,
 };
 
@@ -311,6 +365,12 @@ export const DynamicSlice: Primitive<DynamicSliceParams> = {
     if (argnums.length !== 1 || argnums[0] !== 0) throw noIndexGradient("slice", "JVP");
     return [S.dynamicSliceRaw(tangents[0]!, start!, p.axes, p.sliceSize)];
   },
+  vmap([a, start], vaxes, p) {
+    if (vaxes[1]! >= 0) throw new Error("[slice] vmap over the start indices is not supported (as in MLX).");
+    const B = a!.shape[vaxes[0]!]!;
+    const x = moveBatchAxis(a!, vaxes[0]!, 0, B);
+    return [[S.dynamicSliceRaw(x, start!, p.axes.map((ax) => ax + 1), [B, ...p.sliceSize])], [0]];
+  },
   paramsKey: (p) => `${p.axes}|${p.sliceSize}`,
 };
 
@@ -336,6 +396,12 @@ export const DynamicSliceUpdate: Primitive<DynamicSliceUpdateParams> = {
     const tu = tangentOf(1, tangents, argnums) ?? zerosLike(u!);
     return [S.dynamicSliceUpdateRaw(ta, tu, start!, p.axes)];
   },
+  vmap(inputs, vaxes, p) {
+    if (vaxes[2]! >= 0) throw new Error("[slice_update] vmap over the start indices is not supported (as in MLX).");
+    const B = batchSize(inputs, vaxes);
+    const [a, u] = inputs.slice(0, 2).map((x, i) => moveBatchAxis(x, vaxes[i]!, 0, B));
+    return [[S.dynamicSliceUpdateRaw(a!, u!, inputs[2]!, p.axes.map((ax) => ax + 1))], [0]];
+  },
   paramsKey: (p) => String(p.axes),
 };
 
@@ -343,5 +409,6 @@ export const DynamicSliceUpdate: Primitive<DynamicSliceUpdateParams> = {
 import * as S from "../ops/scatter.ts";
 import * as ew from "../ops/elementwise.ts";
 import { arange, full, onesLike, zerosLike } from "../ops/creation.ts";
-import { reshape } from "../ops/shape.ts";
+import { broadcastTo, expandDims, reshape, squeeze } from "../ops/shape.ts";
+import { batchSize, moveBatchAxis } from "../../autograd/batching.ts";
 import { sliceStatic } from "../ops/slicing.ts";

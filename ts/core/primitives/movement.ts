@@ -49,6 +49,11 @@ export const Pad: Primitive<PadParams> = {
     const tv = k1 >= 0 ? tangents[k1]! : zerosLike(value!);
     return [padConstantRaw(ta, tv, p)];
   },
+  vmap([a, value], [ax, vax], p) {
+    if (vax! >= 0) throw new Error("[pad] vmap over the padding value is not supported (as in MLX).");
+    const x = moveaxis(a!, ax!, 0);
+    return [[padConstantRaw(x, value!, { axes: p.axes.map((d) => d + 1), low: p.low, high: p.high })], [0]];
+  },
   paramsKey: (p) => `${p.axes}|${p.low}|${p.high}`,
 };
 
@@ -102,6 +107,12 @@ export const View: Primitive<ViewParams> = {
     });
     o.setLayout(storage, 0, rowMajorStrides(o.shape), false);
   },
+  // Reinterpretation is per element except along the last axis when item sizes differ.
+  vmap([a], [ax], p) {
+    const last = ax === a!.ndim - 1 && a!.dtype.size !== p.dtype.size;
+    const x = last ? moveaxis(a!, ax!, 0) : a!;
+    return [[makeArray(View, [x], p, resolveStream())], [last ? 0 : ax!]];
+  },
   paramsKey: (p) => p.dtype.name,
 };
 
@@ -123,6 +134,7 @@ export const Contiguous: Primitive<ContiguousParams> = {
   },
   vjp: (_p, [g]) => [g!],
   jvp: (_p, [t]) => [t!],
+  vmap: ([a], [ax], p) => [[makeArray(Contiguous, [a!], p, resolveStream())], [ax!]],
   paramsKey: (p) => String(p.allowColMajor),
 };
 
@@ -137,4 +149,5 @@ import { makeArray } from "../graph.ts";
 import * as ew from "../ops/elementwise.ts";
 import { zerosLike } from "../ops/creation.ts";
 import { sum } from "../ops/reduce.ts";
+import { moveaxis } from "../ops/shape.ts";
 import { sliceStatic } from "../ops/slicing.ts";
