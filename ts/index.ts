@@ -12,6 +12,9 @@ import { setConvertHooks } from "./core/ops/convert.ts";
 import { evalArrays } from "./core/graph.ts";
 import { MgArray } from "./core/array.ts";
 import { collectTrace, type TraceRecord } from "./core/trace.ts";
+import { trace as diagonalTrace } from "./core/ops/movement.ts";
+import type { Dtype } from "./core/dtype.ts";
+import type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
 
 setConvertHooks((arrays) => stackHook(arrays), (a, d) => astypeHook(a, d));
 
@@ -38,9 +41,19 @@ export * as random from "./random/index.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
 
-/** The kernel trace of everything `fn` evaluates (its returned arrays are evaluated too). */
-export function trace(fn: () => unknown): TraceRecord[] {
-  return collectTrace(fn, (value) => evaluate(value));
+/**
+ * Two things share MLX-derived names here. `mg.trace(fn)` returns the kernel trace of everything
+ * `fn` evaluates (its returned arrays are evaluated too). `mg.trace(a, offset, axis1, axis2, dtype)`
+ * is mx.trace, the sum along a diagonal. A function argument selects the first.
+ */
+export function trace(fn: () => unknown): TraceRecord[];
+export function trace(a: ArrayInput, offset?: number, axis1?: number, axis2?: number, dtype?: Dtype | null, opts?: StreamOptions): MgArray;
+export function trace(...args: unknown[]): TraceRecord[] | MgArray {
+  if (typeof args[0] === "function") {
+    const fn = args[0] as () => unknown;
+    return collectTrace(fn, (value) => evaluate(value));
+  }
+  return (diagonalTrace as (...a: unknown[]) => MgArray)(...args);
 }
 export type { TraceRecord } from "./core/trace.ts";
 export { setFusion } from "./backend/gpu/index.ts";
