@@ -305,6 +305,9 @@ describe("a.index(...)", () => {
     checkIndex(a, idx, ":5");
     checkIndex(a, ":", idx);
     checkIndex(a, [0, 3], [-1, 2]);
+    checkIndex(a, new Int32Array([7, 1]), new Uint8Array([2, 2]));
+    checkIndex(a, mg.array(-2), ":3");
+    checkIndex(a, "1:3", mg.array(4, mg.int64));
     const b = mg.reshape(mg.arange(16), [4, 4]);
     checkIndex(b, mg.array([0, 1, 2, 3]), mg.array([0, 1, 2, 3]));
     checkIndex(b, mg.array([0, 1, 2, 3]), mg.array([1, 0, 3, 3]));

@@ -344,12 +344,12 @@ describe("atleast1d/2d/3d, unstack, diff, kron, split method", () => {
     const v = mg.array([1, 2]);
     const m = mg.ones([2, 3]);
     const c = mg.ones([2, 3, 4]);
-    expect([s, v, m, c].map((x) => (mg.atleast1d(x) as MgArray).shape)).toEqual([[1], [2], [2, 3], [2, 3, 4]]);
-    expect([s, v, m, c].map((x) => (mg.atleast2d(x) as MgArray).shape)).toEqual([[1, 1], [1, 2], [2, 3], [2, 3, 4]]);
-    expect([s, v, m, c].map((x) => (mg.atleast3d(x) as MgArray).shape)).toEqual([[1, 1, 1], [1, 2, 1], [2, 3, 1], [2, 3, 4]]);
+    expect([s, v, m, c].map((x) => mg.atleast1d(x).shape)).toEqual([[1], [2], [2, 3], [2, 3, 4]]);
+    expect([s, v, m, c].map((x) => mg.atleast2d(x).shape)).toEqual([[1, 1], [1, 2], [2, 3], [2, 3, 4]]);
+    expect([s, v, m, c].map((x) => mg.atleast3d(x).shape)).toEqual([[1, 1, 1], [1, 2, 1], [2, 3, 1], [2, 3, 4]]);
     const both = mg.atleast2d(s, v, { stream: mg.cpu }) as MgArray[];
     expect(both.map((x) => x.shape)).toEqual([[1, 1], [1, 2]]);
-    expect((mg.atleast3d(v) as MgArray).tolist()).toEqual([[[1], [2]]]);
+    expect(mg.atleast3d(v).tolist()).toEqual([[[1], [2]]]);
   });
 
   test("unstack", () => {

@@ -54,7 +54,7 @@ export function pySlice(start: number | null, stop: number | null, step: number 
   return out;
 }
 
-type Item = number | string | null | { start?: number | null; stop?: number | null; step?: number | null } | MgArray | number[] | number[][];
+type Item = number | string | null | { start?: number | null; stop?: number | null; step?: number | null } | MgArray | number[] | number[][] | Int32Array | Uint8Array;
 
 type Kind =
   | { k: "int"; v: number; axis: number }
@@ -103,7 +103,7 @@ export function refPlan(xShape: readonly number[], items: readonly Item[]): { sh
       const [a, b, c] = it.split(":").map((p) => (p.trim() === "" ? null : Number(p)));
       return { k: "slice", pos: pySlice(a ?? null, b ?? null, c ?? null, n), axis: ax };
     }
-    if (Array.isArray(it) || it instanceof mg.MgArray) return { k: "arr", ref: refOf(mg.array(it as number[])), axis: ax };
+    if (Array.isArray(it) || it instanceof mg.MgArray || ArrayBuffer.isView(it)) return { k: "arr", ref: refOf(mg.array(it as number[])), axis: ax };
     const s = it as { start?: number | null; stop?: number | null; step?: number | null };
     return { k: "slice", pos: pySlice(s.start ?? null, s.stop ?? null, s.step ?? null, n), axis: ax };
   });

@@ -290,7 +290,7 @@ export function asStrided(a: ArrayInput, shape?: readonly number[] | null, strid
 }
 
 /** Splits the trailing options object off a variadic argument list. */
-function variadic(args: readonly (ArrayInput | StreamOptions)[]): [ArrayInput[], StreamOptions] {
+function variadic(args: readonly (ArrayInput | StreamOptions | undefined)[]): [ArrayInput[], StreamOptions] {
   const last = args[args.length - 1];
   const isOpts = last !== undefined && last !== null && typeof last === "object" && !Array.isArray(last) &&
     !(last instanceof MgArray) && !ArrayBuffer.isView(last) && !("re" in (last as object));
@@ -304,7 +304,7 @@ function atleastShape(shape: readonly number[], rank: number): number[] {
   return shape.length === 0 ? [1, 1, 1] : shape.length === 1 ? [1, shape[0]!, 1] : [shape[0]!, shape[1]!, 1];
 }
 
-function atleast(args: readonly (ArrayInput | StreamOptions)[], rank: number, op: string): MgArray | MgArray[] {
+function atleast(args: readonly (ArrayInput | StreamOptions | undefined)[], rank: number, op: string): MgArray | MgArray[] {
   const [arrays, opts] = variadic(args);
   const out = arrays.map((a) => {
     const x = toArray(a, op);
@@ -313,12 +313,26 @@ function atleast(args: readonly (ArrayInput | StreamOptions)[], rank: number, op
   return out.length === 1 ? out[0]! : out;
 }
 
-/** Arrays with at least one dimension, as mx.atleast_1d (one array in, one out). */
-export const atleast1d = (...arys: (ArrayInput | StreamOptions)[]) => atleast(arys, 1, "atleast_1d");
-/** Arrays with at least two dimensions, as mx.atleast_2d. */
-export const atleast2d = (...arys: (ArrayInput | StreamOptions)[]) => atleast(arys, 2, "atleast_2d");
-/** Arrays with at least three dimensions, as mx.atleast_3d. */
-export const atleast3d = (...arys: (ArrayInput | StreamOptions)[]) => atleast(arys, 3, "atleast_3d");
+/** Arrays with at least one dimension, as mx.atleast_1d: one array in, one out; several in, a list. */
+export function atleast1d(a: ArrayInput, opts?: StreamOptions): MgArray;
+export function atleast1d(...arys: (ArrayInput | StreamOptions)[]): MgArray | MgArray[];
+export function atleast1d(...arys: (ArrayInput | StreamOptions | undefined)[]): MgArray | MgArray[] {
+  return atleast(arys, 1, "atleast_1d");
+}
+
+/** Arrays with at least two dimensions, as mx.atleast_2d (1-D → (1, n)). */
+export function atleast2d(a: ArrayInput, opts?: StreamOptions): MgArray;
+export function atleast2d(...arys: (ArrayInput | StreamOptions)[]): MgArray | MgArray[];
+export function atleast2d(...arys: (ArrayInput | StreamOptions | undefined)[]): MgArray | MgArray[] {
+  return atleast(arys, 2, "atleast_2d");
+}
+
+/** Arrays with at least three dimensions, as mx.atleast_3d (1-D → (1, n, 1), 2-D → (m, n, 1)). */
+export function atleast3d(a: ArrayInput, opts?: StreamOptions): MgArray;
+export function atleast3d(...arys: (ArrayInput | StreamOptions)[]): MgArray | MgArray[];
+export function atleast3d(...arys: (ArrayInput | StreamOptions | undefined)[]): MgArray | MgArray[] {
+  return atleast(arys, 3, "atleast_3d");
+}
 
 export interface UnstackOptions extends StreamOptions {
   axis?: number;
