@@ -39,7 +39,7 @@ export const Pad: Primitive<PadParams> = {
     const interior = sliceStatic(g!, low, low.map((l, i) => l + a!.shape[i]!));
     return argnums.map((i) =>
       // a's elements land in the interior; the pad value fills every other position.
-      i === 0 ? interior : ew.subtract(sum(g!), sum(interior)),
+      i === 0 ? interior : ew.astype(ew.subtract(sum(g!), sum(interior)), g!.dtype),
     );
   },
   jvp([a, value], tangents, argnums, _o, p) {
