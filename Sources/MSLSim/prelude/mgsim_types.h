@@ -501,12 +501,12 @@ constexpr auto to_vec(const V &v) {
     return *this;                                                                                  \
   }                                                                                                \
   /* A scalar replicates into every component: implicitly when it converts implicitly to T. */    \
-  template <class S, std::enable_if_t<(kind_v<S> != 0) && std::is_convertible<S, T>::value, int> = 0> \
+  template <class S, std::enable_if_t<splat_implicit<S, T>, int> = 0>                            \
   constexpr NAME(const S &s) : mg_e{} {                                                            \
     const T t = convert<T>(s);                                                                     \
     for (int i = 0; i < N; ++i) mg_e[i] = t;                                                       \
   }                                                                                                \
-  template <class S, std::enable_if_t<(kind_v<S> != 0) && !std::is_convertible<S, T>::value, int> = 0> \
+  template <class S, std::enable_if_t<splat_explicit<S, T>, int> = 0>                            \
   constexpr explicit NAME(const S &s) : mg_e{} {                                                   \
     const T t = convert<T>(s);                                                                     \
     for (int i = 0; i < N; ++i) mg_e[i] = t;                                                       \
@@ -537,6 +537,15 @@ constexpr auto to_vec(const V &v) {
   }                                                                                                \
   constexpr T &operator[](size_t i) { return mg_e[i]; }                                            \
   constexpr const T &operator[](size_t i) const { return mg_e[i]; }
+
+// Scalar -> vector constructors. std::conjunction stops at the cheap test, so vector-likes (which
+// meet these constructors in every conversion) never instantiate is_convertible.
+template <class S, class T>
+constexpr bool splat_implicit =
+    std::conjunction<std::bool_constant<(kind_v<S> != 0)>, std::is_convertible<S, T>>::value;
+template <class S, class T>
+constexpr bool splat_explicit =
+    std::conjunction<std::bool_constant<(kind_v<S> != 0)>, std::negation<std::is_convertible<S, T>>>::value;
 
 // MSL alignment of a vector: its size, with 3-component vectors padded to 4.
 template <class T, int N>
@@ -616,8 +625,9 @@ struct binop {};
 // in float, round back.
 template <int Cat, class A, class B>
 struct binop<Cat, A, B, 0, 0,
-             std::enable_if_t<(kind_v<A> >= 4 || kind_v<B> >= 4) && (Cat == c_arith || Cat == c_cmp) &&
-                              has_type<scalar_common<A, B>>::value>> {
+             std::enable_if_t<std::conjunction<std::bool_constant<(kind_v<A> >= 4 || kind_v<B> >= 4) &&
+                                                                   (Cat == c_arith || Cat == c_cmp)>,
+                                               has_type<scalar_common<A, B>>>::value>> {
   using C = typename scalar_common<A, B>::type;
   using type = std::conditional_t<Cat == c_cmp, bool, C>;
   template <class Op>
@@ -700,6 +710,14 @@ struct op_lor { template <class X, class Y> static constexpr bool f(const X &x, 
   constexpr R operator OP(const A &a, const B &b) {                                                \
     return BO::template apply<FN>(a, b);                                                           \
   }
+// half with bfloat is an error in MSL; without these, both would convert to float and the built-in
+// operator would accept them.
+template <class A, class B>
+constexpr bool mixes_half_bfloat =
+    (kind_v<A> == 4 && kind_v<B> == 5) || (kind_v<A> == 5 && kind_v<B> == 4);
+#define MGSIM_NO_HALF_BFLOAT(OP)                                                                   \
+  template <class A, class B, std::enable_if_t<mixes_half_bfloat<A, B>, int> = 0>                  \
+  void operator OP(const A &, const B &) = delete;
 MGSIM_BINARY(+, op_add, c_arith)
 MGSIM_BINARY(-, op_sub, c_arith)
 MGSIM_BINARY(*, op_mul, c_arith)
@@ -718,7 +736,18 @@ MGSIM_BINARY(<=, op_le, c_cmp)
 MGSIM_BINARY(>=, op_ge, c_cmp)
 MGSIM_BINARY(&&, op_land, c_logic)
 MGSIM_BINARY(||, op_lor, c_logic)
+MGSIM_NO_HALF_BFLOAT(+)
+MGSIM_NO_HALF_BFLOAT(-)
+MGSIM_NO_HALF_BFLOAT(*)
+MGSIM_NO_HALF_BFLOAT(/)
+MGSIM_NO_HALF_BFLOAT(==)
+MGSIM_NO_HALF_BFLOAT(!=)
+MGSIM_NO_HALF_BFLOAT(<)
+MGSIM_NO_HALF_BFLOAT(>)
+MGSIM_NO_HALF_BFLOAT(<=)
+MGSIM_NO_HALF_BFLOAT(>=)
 #undef MGSIM_BINARY
+#undef MGSIM_NO_HALF_BFLOAT
 
 // Compound assignment on vector lvalues (vec, packed_vec, swizzle): a = a op b.
 #define MGSIM_COMPOUND(OP, FN, CAT)                                                                \
