@@ -40,7 +40,8 @@ export function encodeCopy(enc: GpuEncoder, src: MgArray, out: MgArray, primitiv
   const o = enc.output(out, 1);
   const n = out.size;
   const bytes = kernel!.instantiation.startsWith("unary_g")
-    ? [int32Bytes(2, out.shape), int64Bytes(3, [...a.strides]), int32Bytes(4, [out.ndim]), int64Bytes(5, [a.base]), int64Bytes(6, [n])]
+    ? // Walk the source's own shape with its strides (a reshape copy's output shape differs).
+      [int32Bytes(2, src.shape), int64Bytes(3, [...a.strides]), int32Bytes(4, [src.ndim]), int64Bytes(5, [a.base]), int64Bytes(6, [n])]
     : [];
   const grid = elementwiseGrid(n);
   enc.dispatch(
