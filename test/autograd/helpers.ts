@@ -119,7 +119,7 @@ export function close(actual: mg.MgArray, expected: mg.MgArray | readonly number
   if (a.length !== e.length) throw new Error(`size ${a.length} differs from expected ${e.length}`);
   a.forEach((v, i) => {
     const w = e[i]!;
-    if (!(Math.abs(v - w) <= atol + rtol * Math.abs(w)) && !(Number.isNaN(v) && Number.isNaN(w))) {
+    if (v !== w && !(Math.abs(v - w) <= atol + rtol * Math.abs(w)) && !(Number.isNaN(v) && Number.isNaN(w))) {
       throw new Error(`element ${i}: ${v} differs from expected ${w} (actual ${a.join(", ")}; expected ${e.join(", ")})`);
     }
   });

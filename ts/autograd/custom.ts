@@ -24,6 +24,9 @@ export interface CustomTransformsParams {
 
 export const CustomTransforms: Primitive<CustomTransformsParams> = {
   name: "CustomTransforms",
+  // Layout only (forwards its trailing inputs), so every device runs it as a view.
+  view: true,
+  gpu: { kind: "view" },
   outputSpecs: (inputs, p) =>
     inputs.slice(inputs.length - p.numOutputs).map((o) => ({ shape: [...o.shape], dtype: o.dtype })),
   // The forward pass already ran: each output is a view of its trailing input.

@@ -46,6 +46,7 @@ function flattenAxes(tree: unknown, spec: unknown, output: boolean, what: string
           continue;
         }
         if (!Number.isInteger(s)) throw new TypeError(`[vmap] ${what} must be integers or null, got ${s}.`);
+        if (!output && a.ndim === 0) throw new Error("[vmap] Cannot vmap an input with zero dimensions.");
         const nd = a.ndim + (output ? 1 : 0);
         const ax = s < 0 ? s + nd : s;
         if (ax < 0 || ax >= nd) {
