@@ -162,6 +162,12 @@ registerBackend("gpu", {
       }
     }
     for (const it of items) {
+      // Nothing to compute for empty outputs: give them (empty) storage and launch nothing.
+      const outs = it.kind === "region" ? it.region.outputs : it.node.outputs;
+      if (it.kind !== "view" && outs.every((o) => o.size === 0)) {
+        for (const o of outs) if (!o.layout) o.allocate();
+        continue;
+      }
       if (it.kind === "region") encodeFused(enc, it.region);
       else if (it.kind === "single") encodeSingle(enc, it.node);
       else if (it.kind === "view") encodeView(enc, it.node);
