@@ -141,8 +141,8 @@ describe("automatic fusion", () => {
       } finally {
         mg.setFusion(previous);
       }
-      const f = fused!.dataSync();
-      const u = unfused!.dataSync();
+      const f = fused!.dataSync() as Float32Array;
+      const u = unfused!.dataSync() as Float32Array;
       expect(Array.from(f).every((v, i) => Object.is(v, u[i]))).toBe(true);
       const [cpu] = runOn(mg.cpu, () => chain(x, y));
       expectClose(fused!, cpu!, { rtol: dtype === mg.float32 ? 1e-5 : dtype === mg.float16 ? 2e-2 : 1e-1, atol: dtype === mg.float32 ? 1e-5 : 5e-2 }, `chain ${dtype.name}`);
