@@ -145,6 +145,29 @@ describe("MLX's autograd facts", () => {
   });
 });
 
+describe("devices", () => {
+  test("the backward pass runs on the streams of the forward pass", () => {
+    const s = mg.newStream(mg.cpu);
+    const f = (x: MgArray) => mg.sum(mg.exp(mg.multiply(x, x, { stream: s }), { stream: s }), null, false, { stream: s });
+    const g = mg.grad(f)(mg.array([0.5, -1], mg.float32));
+    // Every node the transform built for the gradient is on `s` (the tracer, a view of the
+    // argument, is on the default stream as MLX's are).
+    const streams = new Set<unknown>();
+    const stack = [g];
+    const seen = new Set<unknown>();
+    while (stack.length > 0) {
+      const a = stack.pop()!;
+      if (!a.node || seen.has(a.node)) continue;
+      seen.add(a.node);
+      const isTracer = a.node.primitive.name === "Broadcast" && a.node.inputs[0]!.node === null;
+      if (!isTracer) streams.add(a.node.stream);
+      stack.push(...a.node.inputs);
+    }
+    expect([...streams]).toEqual([s]);
+    close(g, [2 * 0.5 * Math.exp(0.25), -2 * Math.exp(1)], 1e-6, 1e-6);
+  });
+});
+
 describe("trees", () => {
   test("a dict argument gets a dict gradient; nested lists keep their structure", () => {
     const fun = (p: { x: MgArray; y: MgArray }) => mg.multiply(p.x, p.y);

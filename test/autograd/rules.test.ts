@@ -276,6 +276,7 @@ add({ name: "dynamic slice", fn: (x) => mg.slice(x, idx([1]), [0], [2, 3]), inpu
 // Ordering.
 add({ name: "sort", fn: (x) => mg.sort(x, 1), inputs: (r) => [distinct(r, [2, 4])] });
 add({ name: "topk", fn: (x) => mg.topk(x, 2, -1), inputs: (r) => [distinct(r, [3, 4])] });
+add({ name: "partition", fn: (x) => mg.partition(x, 1, 0), inputs: (r) => [distinct(r, [4, 2])] });
 
 // ---------------------------------------------------------------------------------------------
 // Products (second order).
@@ -285,6 +286,11 @@ add({ name: "matmul (batched, broadcast batch)", fn: (a, b) => mg.matmul(a, b), 
 add({ name: "matmul (1-D operands)", fn: (a, b) => [mg.matmul(a, b), mg.matmul(b, a)], inputs: (r) => [uniform(r, [3]), uniform(r, [3, 3])], order: 2 });
 add({ name: "addmm", fn: (c, a, b) => mg.addmm(c, a, b, 0.5, 2), inputs: (r) => [uniform(r, [2, 1]), uniform(r, [2, 3]), uniform(r, [3, 2])] });
 add({ name: "einsum", fn: (a, b) => mg.einsum("ij,jk->ik", a, b), inputs: (r) => [uniform(r, [2, 3]), uniform(r, [3, 2])] });
+add({ name: "einsum (trace and broadcast batch)", fn: (a, b) => mg.einsum("bii,bj->bj", a, b), inputs: (r) => [uniform(r, [2, 3, 3]), uniform(r, [2, 4])] });
+add({ name: "tensordot", fn: (a, b) => mg.tensordot(a, b, 1), inputs: (r) => [uniform(r, [2, 3]), uniform(r, [3, 2])] });
+add({ name: "inner and outer", fn: (a, b) => [mg.inner(a, b), mg.outer(a, b)], inputs: (r) => [uniform(r, [3]), uniform(r, [3])] });
+add({ name: "kron", fn: (a, b) => mg.kron(a, b), inputs: (r) => [uniform(r, [2, 1]), uniform(r, [2, 2])] });
+add({ name: "diff", fn: (a) => mg.diff(a, 2, 0), inputs: (r) => [uniform(r, [4, 2])] });
 
 // ---------------------------------------------------------------------------------------------
 
