@@ -112,6 +112,48 @@ describe("scan gradients (MLX's test_cumprod_grad, test_cummax_grad, test_cummin
   });
 });
 
+describe("complex products (MLX's test_complex_prod_vjp)", () => {
+  const c = (re: number, im: number) => ({ re, im });
+  test("prod over an axis: the cotangent times the conjugate product of the others", () => {
+    const primal = mg.array([[c(1, 1), c(2, -1), c(0.5, 0)], [c(-1, 0.5), c(1, 3), c(2, 2)]], mg.complex64);
+    const cot = mg.array([c(1, 0.5), c(-1, 2), c(0.25, -1)], mg.complex64);
+    const [, [v]] = mg.vjp((x: MgArray) => mg.prod(x, 0), [primal], [cot]);
+    const expected = mg.stack([mg.multiply(mg.conjugate(primal.index(1)), cot), mg.multiply(mg.conjugate(primal.index(0)), cot)]);
+    close(mg.real(v as MgArray), mg.real(expected), 1e-6, 1e-6);
+    close(mg.imag(v as MgArray), mg.imag(expected), 1e-6, 1e-6);
+    // The same as the vjp of multiply.
+    const [, vm] = mg.vjp(mg.multiply, [primal.index(0), primal.index(1)], [cot]);
+    close(mg.imag(v as MgArray), mg.imag(mg.stack(vm as MgArray[])), 1e-6, 1e-6);
+  });
+
+  test("cumprod: the vjp is the conjugate transpose of the jvp's Jacobian", () => {
+    const z = mg.array([c(1, 1), c(2, -1), c(0, 0), c(0.5, 2)], mg.complex64);
+    const g = mg.array([c(1, -1), c(0.5, 2), c(-1, 0), c(2, 1)], mg.complex64);
+    expect(mg.cumprod(z).tolist()).toEqual([c(1, 1), c(3, 1), c(0, 0), c(0, 0)]);
+    const n = 4;
+    const J: { re: number; im: number }[][] = Array.from({ length: n }, () => []);
+    for (let k = 0; k < n; k++) {
+      const e = mg.array(Array.from({ length: n }, (_, i) => (i === k ? c(1, 0) : c(0, 0))), mg.complex64);
+      const col = mg.jvp((x: MgArray) => mg.cumprod(x), [z], [e])[1][0]!.tolist() as { re: number; im: number }[];
+      col.forEach((v, i) => (J[i]![k] = v));
+    }
+    const gv = g.tolist() as { re: number; im: number }[];
+    // vjp_k = Σ_i g_i · conj(J_ik)
+    const expected = Array.from({ length: n }, (_, k) =>
+      gv.reduce((acc, gi, i) => {
+        const j = J[i]![k]!;
+        return c(acc.re + gi.re * j.re + gi.im * j.im, acc.im + gi.im * j.re - gi.re * j.im);
+      }, c(0, 0)),
+    );
+    const [, [v]] = mg.vjp((x: MgArray) => mg.cumprod(x), [z], [g]);
+    const got = (v as MgArray).tolist() as { re: number; im: number }[];
+    got.forEach((x, k) => {
+      expect(x.re).toBeCloseTo(expected[k]!.re, 5);
+      expect(x.im).toBeCloseTo(expected[k]!.im, 5);
+    });
+  });
+});
+
 describe("what a transform leaves in the graph", () => {
   test("values evaluated during the trace are detached once the outermost transform returns", () => {
     const x = f32([1, 2, 3]);

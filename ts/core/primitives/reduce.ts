@@ -159,7 +159,8 @@ export const Reduce: Primitive<ReduceParams> = {
         return [broadcastTo(g!, x.shape)];
       case "prod": {
         // ∂(∏x)/∂xᵢ = ∏_{j≠i} xⱼ, computed without dividing by xᵢ (stable with zeros).
-        return [ew.multiply(broadcastTo(g!, x.shape), productOfOthers(x, p.axes))];
+        // Complex: the conjugate derivative (MLX's convention, as for multiply).
+        return [ew.multiply(broadcastTo(g!, x.shape), ew.conjugate(productOfOthers(x, p.axes)))];
       }
       case "max":
       case "min": {

@@ -1,10 +1,10 @@
 // Cumulative reductions along one axis (MLX's Scan): sum, prod, max, min, logaddexp; reverse and
 // inclusive/exclusive.
 import type { MgArray } from "../array.ts";
-import { int64, uint64 } from "../dtype.ts";
+import { complex64, int64, uint64 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
 import { logaddexp } from "../../backend/cpu/math.ts";
-import { readBigints, readNumbers, writeBigints, writeNumbers } from "../../backend/cpu/values.ts";
+import { readBigints, readComplex, readNumbers, writeBigints, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
 
 export type ScanType = "sum" | "prod" | "max" | "min" | "logaddexp";
 
@@ -39,12 +39,35 @@ export function forEachLane(shape: readonly number[], axis: number, fn: (base: n
   }
 }
 
+/** Complex cumulative sums and products on interleaved (re, im) values. */
+function complexScan(v: Float64Array, shape: readonly number[], p: ScanParams): Float64Array {
+  const r = new Float64Array(v.length);
+  forEachLane(shape, p.axis, (base, stride, n) => {
+    let re = p.type === "prod" ? 1 : 0;
+    let im = 0;
+    for (let k = 0; k < n; k++) {
+      const i = base + stride * (p.reverse ? n - 1 - k : k);
+      const [xr, xi] = [v[2 * i]!, v[2 * i + 1]!];
+      const [nr, ni] = p.type === "sum" ? [re + xr, im + xi] : [re * xr - im * xi, re * xi + im * xr];
+      r[2 * i] = p.inclusive ? nr : re;
+      r[2 * i + 1] = p.inclusive ? ni : im;
+      re = nr;
+      im = ni;
+    }
+  });
+  return r;
+}
+
 export const Scan: Primitive<ScanParams> = {
   name: "Scan",
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
   cpu([a], [out], p) {
     const x = a!;
     const d = out!.dtype;
+    if (d === complex64 && (p.type === "sum" || p.type === "prod")) {
+      writeComplex(out!, complexScan(readComplex(x), x.shape, p));
+      return;
+    }
     if ((d === int64 || d === uint64) && (p.type === "sum" || p.type === "prod" || p.type === "max" || p.type === "min")) {
       const v = readBigints(x);
       const r = new Array<bigint>(v.length);
@@ -84,7 +107,8 @@ export const Scan: Primitive<ScanParams> = {
         // Element j feeds every later (earlier, if reversed) output: scan g the other way.
         return [scanLike("sum", g!, p, true)];
       case "prod":
-        return [cumprodVjp(x!, g!, y!, p)];
+        // Complex: the conjugate Jacobian (the formula is holomorphic and linear in g).
+        return [x!.dtype === complex64 ? ew.conjugate(cumprodVjp(x!, ew.conjugate(g!), y!, p)) : cumprodVjp(x!, g!, y!, p)];
       case "logaddexp":
         return [logcumsumexpVjp(x!, g!, y!, p)];
       default:
