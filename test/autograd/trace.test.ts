@@ -41,6 +41,14 @@ describe("transforms do not leak", () => {
     expect([params.w.graphRefs, params.b.graphRefs, x.graphRefs]).toEqual([0, 0, 0]);
   });
 
+  test("vmap releases its trace: a captured array is referenced only by the batched graph", () => {
+    const c = mg.array([1, 2, 3], mg.float32);
+    const out = mg.vmap((r: MgArray) => mg.multiply(mg.exp(r), c))(mg.ones([4, 3]));
+    expect(c.graphRefs).toBe(1); // the batched multiply, still pending
+    mg.eval(out);
+    expect(c.graphRefs).toBe(0);
+  });
+
   test("the user's arrays are not held by any pending node after a transform's results are evaluated", () => {
     const w = mg.array([0.3, -0.2], mg.float32);
     const g = mg.tidy(() => {
