@@ -92,9 +92,9 @@ export function jvpFlat(
  * Computes the Jacobian-vector product, as mx.jvp: `fn(...primals)` returns an array or a list
  * (tree) of arrays; `tangents` match the primals. Returns `[outputs, jvps]`, both flat lists.
  */
-export function jvp(
+export function jvp<P extends readonly unknown[]>(
   fn: AnyFn,
-  primals: readonly unknown[],
+  primals: P,
   tangents: readonly unknown[],
 ): [MgArray[], MgArray[]] {
   if (typeof fn !== "function") throw new TypeError("[jvp] fun must be a function.");

@@ -139,11 +139,11 @@ export function flattenOutputs(out: unknown, tag: string): MgArray[] {
  * (tree) of arrays; `cotangents` match its outputs. Returns `[outputs, vjps]`: the outputs as a
  * flat list and one cotangent per primal (each shaped like its primal, trees allowed).
  */
-export function vjp(
+export function vjp<P extends readonly unknown[]>(
   fn: AnyFn,
-  primals: readonly unknown[],
+  primals: P,
   cotangents: readonly unknown[],
-): [MgArray[], unknown[]] {
+): [MgArray[], P] {
   if (typeof fn !== "function") throw new TypeError("[vjp] fun must be a function.");
   if (!Array.isArray(primals)) throw new TypeError("[vjp] primals must be a list of arrays.");
   if (!Array.isArray(cotangents)) throw new TypeError("[vjp] cotangents must be a list of arrays.");
@@ -156,7 +156,7 @@ export function vjp(
     flatPrimals.map((_, i) => i),
     { tag: "vjp", skipStopGradientOutputs: true },
   );
-  return [outputs, treeUnflatten(primals, vjps) as unknown[]];
+  return [outputs, treeUnflatten(primals, vjps) as P];
 }
 
 /** The scalar seed of grad: 1 (float32, cast to the output's dtype as MLX does). */
