@@ -168,8 +168,13 @@ inline double cospi_d(double x) {
 }
 inline double tanpi_d(double x) {
   if (x != x || __builtin_isinf(x)) return __builtin_nan("");
+  if (x == 0) return x;
   double r = __builtin_fmod(x, 1.0);  // tan has period pi; sign of x
-  if (r == 0) return 0.0 * x;
+  if (r == 0) {
+    // IEEE tanPi(n): +0 for positive even and negative odd n, -0 otherwise.
+    const bool odd = __builtin_fmod(__builtin_fabs(x), 2.0) == 1.0;
+    return (x > 0) != odd ? 0.0 : -0.0;
+  }
   if (r == 0.5 || r == -0.5) {
     // IEEE tanPi(n + 1/2): +inf for even n, -inf for odd n.
     const double n = x - r;
@@ -415,13 +420,17 @@ struct fn_rhadd {  // (x + y + 1) >> 1 without overflow
   template <class E>
   static constexpr E call(E x, E y) { return E((x >> 1) + (y >> 1) + ((x | y) & 1)); }
 };
+// wide<E>: holds any product of two E (and a third E added); swide<E>: any E +/- E, signed.
 template <class E>
 using wide = std::conditional_t<(sizeof(E) < 8), std::conditional_t<std::is_signed<E>::value, int64_t, uint64_t>,
                                 std::conditional_t<std::is_signed<E>::value, __int128, unsigned __int128>>;
 template <class E>
-constexpr E saturate_wide(wide<E> v) {
-  if (v < wide<E>(std::numeric_limits<E>::min())) return std::numeric_limits<E>::min();
-  if (v > wide<E>(std::numeric_limits<E>::max())) return std::numeric_limits<E>::max();
+using swide = std::conditional_t<(sizeof(E) < 8), int64_t, __int128>;
+template <class E, class V>
+constexpr E saturate_wide(V v) {
+  if constexpr (V(-1) < V(0))  // (std::is_signed<__int128> is false in strict C++17 mode)
+    if (v < V(std::numeric_limits<E>::min())) return std::numeric_limits<E>::min();
+  if (v > V(std::numeric_limits<E>::max())) return std::numeric_limits<E>::max();
   return E(v);
 }
 struct fn_mulhi {
@@ -432,37 +441,31 @@ struct fn_madhi {
   template <class E>
   static constexpr E call(E x, E y, E z) { return E(uns<E>(fn_mulhi::call(x, y)) + uns<E>(z)); }
 };
-struct fn_madsat {
+struct fn_madsat {  // x * y + z is exact in the wide type (also 64 x 64 + 64 in 128 bits)
   template <class E>
-  static constexpr E call(E x, E y, E z) {
-    if constexpr (sizeof(E) < 8) return saturate_wide<E>(wide<E>(x) * wide<E>(y) + wide<E>(z));
-    else {  // 64-bit: the product may not fit 128 bits' headroom for the add; saturate in steps
-      const wide<E> p = wide<E>(x) * wide<E>(y);
-      const E ps = saturate_wide<E>(p);
-      if (wide<E>(ps) != p) return ps;
-      return saturate_wide<E>(p + wide<E>(z));
-    }
-  }
+  static constexpr E call(E x, E y, E z) { return saturate_wide<E>(wide<E>(x) * wide<E>(y) + wide<E>(z)); }
 };
 struct fn_addsat {
   template <class E>
-  static constexpr E call(E x, E y) { return saturate_wide<E>(wide<E>(x) + wide<E>(y)); }
+  static constexpr E call(E x, E y) { return saturate_wide<E>(swide<E>(x) + swide<E>(y)); }
 };
 struct fn_subsat {
   template <class E>
-  static constexpr E call(E x, E y) { return saturate_wide<E>(wide<E>(x) - wide<E>(y)); }
+  static constexpr E call(E x, E y) { return saturate_wide<E>(swide<E>(x) - swide<E>(y)); }
 };
 struct fn_absdiff {
   template <class E>
   static constexpr E call(E x, E y) { return E(x > y ? uns<E>(uns<E>(x) - uns<E>(y)) : uns<E>(uns<E>(y) - uns<E>(x))); }
 };
-struct fn_mul24 {
+struct fn_mul24 {  // wraps; in uint64_t so that narrow types do not overflow int
   template <class E>
-  static constexpr E call(E x, E y) { return E(uns<E>(uns<E>(x) * uns<E>(y))); }
+  static constexpr E call(E x, E y) { return E(uns<E>(uint64_t(uns<E>(x)) * uint64_t(uns<E>(y)))); }
 };
 struct fn_mad24 {
   template <class E>
-  static constexpr E call(E x, E y, E z) { return E(uns<E>(uns<E>(x) * uns<E>(y) + uns<E>(z))); }
+  static constexpr E call(E x, E y, E z) {
+    return E(uns<E>(uint64_t(uns<E>(x)) * uint64_t(uns<E>(y)) + uint64_t(uns<E>(z))));
+  }
 };
 
 // fmax/fmin/fmax3/fmin3/fmedian3 are max/min on floating elements.

@@ -675,9 +675,31 @@ struct binop<Cat, A, B, 0, N,
 // left shifts operate on the unsigned representation.
 template <class X>
 constexpr int bit_width_of = int(sizeof(X) * 8);
-struct op_add { template <class X, class Y> static constexpr auto f(const X &x, const Y &y) { return x + y; } };
-struct op_sub { template <class X, class Y> static constexpr auto f(const X &x, const Y &y) { return x - y; } };
-struct op_mul { template <class X, class Y> static constexpr auto f(const X &x, const Y &y) { return x * y; } };
+// Integer +, - and * wrap (as GPUs do) instead of overflowing into undefined behaviour: they compute
+// on the unsigned form of the promoted type (ushort * ushort would otherwise overflow int).
+template <class X, class Y>
+using wrap_t = std::make_unsigned_t<decltype(std::declval<X>() + std::declval<Y>())>;
+struct op_add {
+  template <class X, class Y>
+  static constexpr auto f(const X &x, const Y &y) {
+    if constexpr (std::is_integral<X>::value && std::is_integral<Y>::value) return wrap_t<X, Y>(x) + wrap_t<X, Y>(y);
+    else return x + y;
+  }
+};
+struct op_sub {
+  template <class X, class Y>
+  static constexpr auto f(const X &x, const Y &y) {
+    if constexpr (std::is_integral<X>::value && std::is_integral<Y>::value) return wrap_t<X, Y>(x) - wrap_t<X, Y>(y);
+    else return x - y;
+  }
+};
+struct op_mul {
+  template <class X, class Y>
+  static constexpr auto f(const X &x, const Y &y) {
+    if constexpr (std::is_integral<X>::value && std::is_integral<Y>::value) return wrap_t<X, Y>(x) * wrap_t<X, Y>(y);
+    else return x * y;
+  }
+};
 struct op_div { template <class X, class Y> static constexpr auto f(const X &x, const Y &y) { return x / y; } };
 struct op_mod { template <class X, class Y> static constexpr auto f(const X &x, const Y &y) { return x % y; } };
 struct op_and { template <class X, class Y> static constexpr auto f(const X &x, const Y &y) { return x & y; } };
@@ -792,7 +814,8 @@ struct unop<Cat, A, N,
     const auto v = to_vec(a);
     type r{};
     for (int i = 0; i < N; ++i) {
-      if constexpr (Cat == u_neg) r.mg_e[i] = T(-v.mg_e[i]);
+      if constexpr (Cat == u_neg && std::is_integral<T>::value) r.mg_e[i] = T(wrap_t<T, T>(0) - wrap_t<T, T>(v.mg_e[i]));
+      else if constexpr (Cat == u_neg) r.mg_e[i] = T(-v.mg_e[i]);
       else if constexpr (Cat == u_plus) r.mg_e[i] = v.mg_e[i];
       else if constexpr (Cat == u_not) r.mg_e[i] = T(~v.mg_e[i]);
       else r.mg_e[i] = !convert<bool>(v.mg_e[i]);
