@@ -61,7 +61,7 @@ export function vjpFlat(
       if (!shapesEqual(out.shape, c.shape)) {
         throw new Error(
           `[${opts.tag}] Output shape ${formatShape(out.shape)} does not match cotangent shape ${formatShape(c.shape)}.` +
-            (opts.tag === "vjp" ? "" : " If you are using grad your function must return a scalar."),
+            (opts.tag === "grad" || opts.tag === "value_and_grad" ? " If you are using grad your function must return a scalar." : ""),
         );
       }
       pairs.push([out, c]);
