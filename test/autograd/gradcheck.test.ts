@@ -73,6 +73,13 @@ describe("mg.testing.gradcheck", () => {
     expect(strict.ok).toBe(false);
   });
 
+  test("NaN derivatives never pass, even when both sides are NaN", () => {
+    const r = mg.testing.gradcheck(mg.sqrt, [mg.array([-1, 4], mg.float64)], { raiseException: false });
+    expect(r.ok).toBe(false);
+    expect(Number.isNaN(r.worst!.error)).toBe(true);
+    expect(r.worst!.inputIndex).toEqual([0]);
+  });
+
   test("integer inputs are held fixed; non-floating outputs are ignored", () => {
     const idx = mg.array(new Int32Array([2, 0]), mg.int32, { shape: [2] });
     const r = mg.testing.gradcheck((a: MgArray, i: MgArray) => [mg.take(a, i), mg.argmax(a)], [uniform(rng, [3]), idx]);

@@ -257,7 +257,8 @@ function checkOrder(
               outputIndex: unravel(j, shape),
               analytic: a[e]!,
               numeric: n,
-              error: Object.is(a[e]!, n) ? 0 : Math.abs(a[e]! - n),
+              // Equal infinities match; a NaN on either side never does.
+              error: a[e]! === n ? 0 : Math.abs(a[e]! - n),
               tolerance: tol.atol + tol.rtol * Math.abs(n),
             });
           }
