@@ -1,7 +1,7 @@
 // Encoding one eval's GPU work into one command batch: binding arrays, packing small arguments,
 // dispatching, and writing the kernel trace.
 import type { MgArray, Node } from "../../core/array.ts";
-import type { Storage } from "../../memory/storage.ts";
+import { allocateBuffer, type BufferLike, type Storage } from "../../memory/storage.ts";
 import { record, tracing } from "../../core/trace.ts";
 import type { BufferBinding, CommandBatch, Dispatch, InlineBytes, NativeBuffer } from "../runtime.ts";
 
@@ -50,7 +50,26 @@ export class GpuEncoder {
   /** Storages this batch writes: they get the submitted batch as their pending work. */
   readonly written = new Set<Storage>();
 
+  /** Scratch memory of multi-pass kernels, released once the batch is submitted. */
+  private readonly temporaries: BufferLike[] = [];
+
   constructor(readonly batch: CommandBatch) {}
+
+  /**
+   * A scratch buffer only this batch uses (intermediate passes of a sort, …). Bind it with
+   * `{ index, buffer, access }`; it is released after submit and the runtime keeps its memory
+   * until the batch completes.
+   */
+  temporary(bytes: number): NativeBuffer {
+    const b = allocateBuffer(Math.max(bytes, 4));
+    this.temporaries.push(b);
+    return b.native!;
+  }
+
+  /** Called by the backend once the batch is submitted (or when nothing was dispatched). */
+  releaseTemporaries(): void {
+    for (const b of this.temporaries.splice(0)) b.release();
+  }
 
   /** Binds an evaluated (or already allocated, pending) array for reading at `index`. */
   input(a: MgArray, index: number): BoundArray {

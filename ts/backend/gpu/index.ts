@@ -177,8 +177,12 @@ registerBackend("gpu", {
         rule.encode(enc, it.node);
       }
     }
-    if (enc.dispatches === 0) return;
+    if (enc.dispatches === 0) {
+      enc.releaseTemporaries();
+      return;
+    }
     const submitted = enc.batch.submit(queue);
+    enc.releaseTemporaries();
     const work = new BatchWork(submitted, queue);
     for (const s of enc.written) s.pending = work;
   },

@@ -9,6 +9,7 @@ import { type Dtype, uint16, uint32, uint8 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
 import { readNumbers, storageView } from "../../backend/cpu/values.ts";
 import { elementFromWords, streamLayout, streamWords } from "../../random/threefry.ts";
+import { randomBitsRule } from "../../backend/gpu/random.ts";
 import { makeArray } from "../graph.ts";
 import { transpose } from "../ops/shape.ts";
 import { zeros, zerosLike } from "../ops/creation.ts";
@@ -45,6 +46,7 @@ export const RandomBits: Primitive<RandomBitsParams> = {
       for (let e = 0; e < perKey; e++) view[base + e] = elementFromWords(words, p.width, e);
     }
   },
+  gpu: randomBitsRule,
   // Random draws carry no derivative with respect to their keys (integer inputs).
   vjp: ([keys], _g, argnums) => argnums.map(() => zerosLike(keys!)),
   jvp: (_p, _t, _a, [out]) => [zeros(out!.shape, out!.dtype)],

@@ -10,6 +10,7 @@ import {
   argsortLanes, gatherAlongAxisRaw, readKeys, searchSorted,
 } from "../../backend/cpu/sort.ts";
 import { writeNumbers } from "../../backend/cpu/values.ts";
+import { searchSortedRule, sortRule } from "../../backend/gpu/sort.ts";
 import { zerosLike } from "../ops/creation.ts";
 import { stopGradient } from "../ops/elementwise.ts";
 
@@ -36,6 +37,7 @@ export const Sort: Primitive<AxisParams> = {
     const order = argsortLanes(readKeys(a!), a!.shape, p.axis);
     gatherAlongAxisRaw(a!, order, a!.shape, p.axis, out!);
   },
+  gpu: sortRule("values"),
   // y = P x for the sorting permutation P, which is locally constant in x:
   // dx = Pᵀ g (scatter the cotangent back), and the tangent is P t (gather it forward).
   vjp([a], [g], _argnums, _outputs, p) {
@@ -58,6 +60,7 @@ export const ArgSort: Primitive<AxisParams> = {
   cpu([a], [out], p) {
     writeNumbers(out!, argsortLanes(readKeys(a!), a!.shape, p.axis));
   },
+  gpu: sortRule("indices"),
   // Integer output: no gradient flows to the input.
   vjp: ([a]) => [zerosLike(a!)],
   jvp: (_p, _t, _a, [y]) => [zerosLike(y!)],
@@ -78,6 +81,7 @@ export const Partition: Primitive<PartitionParams> = {
     const order = argsortLanes(readKeys(a!), a!.shape, p.axis);
     gatherAlongAxisRaw(a!, order, a!.shape, p.axis, out!);
   },
+  gpu: sortRule("values"),
   // As Sort: a locally constant permutation.
   vjp([a], [g], _argnums, _outputs, p) {
     const perm = stopGradient(argpartitionOp(a!, p.kth, p.axis));
@@ -98,6 +102,7 @@ export const ArgPartition: Primitive<PartitionParams> = {
   cpu([a], [out], p) {
     writeNumbers(out!, argsortLanes(readKeys(a!), a!.shape, p.axis));
   },
+  gpu: sortRule("indices"),
   vjp: ([a]) => [zerosLike(a!)],
   jvp: (_p, _t, _a, [y]) => [zerosLike(y!)],
   vmap: ([a], [b], p) => [[makeArray(ArgPartition, [a!], { kth: p.kth, axis: shiftAxis(p.axis, b!) }, resolveStream())], [b!]],
@@ -115,6 +120,7 @@ export const SearchSorted: Primitive<SearchSortedParams> = {
   cpu([a, v], [out], p) {
     writeNumbers(out!, searchSorted(a!, v!, p.right));
   },
+  gpu: searchSortedRule,
   // Piecewise constant in both inputs.
   vjp: (primals, _c, argnums) => argnums.map((i) => zerosLike(primals[i]!)),
   jvp: (_p, _t, _a, [y]) => [zerosLike(y!)],

@@ -1,0 +1,239 @@
+// Sorting on the GPU (Sources/Kernels/sort.metal): Sort, ArgSort, Partition, ArgPartition and
+// SearchSorted. Elements compare as (key, index) pairs, a strict total order, so the results equal
+// the CPU device's stable sort exactly. A row of up to SORT_BLOCK elements sorts in one
+// threadgroup; longer rows sort in blocks and are merged in passes through scratch memory.
+// Partitions are full sorts: a sorted row is a valid partition around every kth.
+import type { MgArray, Node } from "../../core/array.ts";
+import { complex64, type Dtype, int64, uint64 } from "../../core/dtype.ts";
+import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
+import { Precision } from "../../core/trace.ts";
+import type { BufferBinding, InlineBytes } from "../runtime.ts";
+import { dtypeTag, mslType } from "./dtypes.ts";
+import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { kernelPipeline } from "./kernels.ts";
+
+/** Elements one threadgroup sorts (a power of two): 2048 pairs of 64-bit keys use 24 KiB. */
+export const SORT_BLOCK = 2048;
+/** Sorted positions one merge thread writes (kMergePerThread in sort.metal). */
+const MERGE_PER_THREAD = 8;
+/** Threads of a block-sort threadgroup (each compare-exchange step covers block/2 pairs). */
+const SORT_THREADS = 256;
+
+/** SortOutput in sort.metal. */
+const enum Mode {
+  Indices = 0,
+  Values = 1,
+  Runs = 2,
+}
+
+/** The unsigned key type a dtype sorts by: 64-bit for 64-bit integers and complex numbers. */
+function keyType(d: Dtype): "uint" | "ulong" {
+  return d === int64 || d === uint64 || d === complex64 ? "ulong" : "uint";
+}
+
+function sortKernels(dtype: Dtype, n: number, op: string): KernelInstance[] {
+  const T = mslType(dtype, op);
+  const K = keyType(dtype);
+  const tag = dtypeTag(dtype);
+  const block: KernelInstance = { file: "sort.metal", name: `mg_sort_block_${tag}`, instantiation: `sort_block<${T}, ${K}>` };
+  if (n <= SORT_BLOCK) return [block];
+  return [block, { file: "sort.metal", name: `mg_sort_merge_${tag}`, instantiation: `sort_merge<${T}, ${K}>` }];
+}
+
+function nextPow2(n: number): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/** The SortRows struct of sort.metal (48 bytes: three int64, five 32-bit fields, padding). */
+function sortRows(index: number, f: { inBase: number; inStride: number; outStride: number; n: number; block: number; width: number; mode: Mode; ndim: number }): InlineBytes {
+  const buf = new ArrayBuffer(48);
+  const v = new DataView(buf);
+  v.setBigInt64(0, BigInt(f.inBase), true);
+  v.setBigInt64(8, BigInt(f.inStride), true);
+  v.setBigInt64(16, BigInt(f.outStride), true);
+  v.setUint32(24, f.n, true);
+  v.setUint32(28, f.block, true);
+  v.setUint32(32, f.width, true);
+  v.setInt32(36, f.mode, true);
+  v.setInt32(40, f.ndim, true);
+  return { index, data: new Uint8Array(buf) };
+}
+
+function without<T>(xs: readonly T[], axis: number): T[] {
+  return xs.filter((_, i) => i !== axis);
+}
+
+function layoutName(a: MgArray): string {
+  return a.layout!.rowContiguous ? "contiguous" : "strided";
+}
+
+/**
+ * Encodes a sort of `x` along `axis` into `out`: its indices (uint32) or its values. `primitive`
+ * names the node in the trace.
+ */
+function encodeSort(enc: GpuEncoder, node: Node, axis: number, what: "indices" | "values"): void {
+  const x = node.inputs[0]!;
+  const out = node.outputs[0]!;
+  const op = node.primitive.name;
+  const n = x.shape[axis]!;
+  if (n >= 2 ** 32) throw new Error(`[${op}] rows of ${n} elements are too long for the GPU sort (at most 2^32 - 1).`);
+  const rows = x.size / n;
+  const kernels = sortKernels(x.dtype, n, op);
+  const keyBytes = keyType(x.dtype) === "ulong" ? 8 : 4;
+
+  const input = enc.input(x, 0);
+  const output = enc.output(out, what === "values" ? 1 : 2);
+  const rowShape = without(x.shape, axis);
+  const geometry = [
+    int32Bytes(5, rowShape),
+    int64Bytes(6, without(input.strides, axis)),
+    int64Bytes(7, without(output.strides, axis)),
+  ];
+  const base = { inBase: input.base, inStride: input.strides[axis]!, outStride: output.strides[axis]!, n, ndim: rowShape.length };
+  // Slots a pass does not touch are bound to the input (read-only), so every argument has a buffer.
+  const unused = (index: number): BufferBinding => ({ ...input.binding, index });
+  const finalMode = what === "values" ? Mode.Values : Mode.Indices;
+  const finalBindings = (): BufferBinding[] => (what === "values" ? [output.binding, unused(2), unused(3)] : [unused(1), output.binding, unused(3)]);
+  const notes = op === "Partition" || op === "ArgPartition" ? ["full sort: a sorted row is a valid partition around every kth"] : [];
+  const trace = { primitives: [op], inputs: [x], outputs: [out], precision: Precision.exact, notes };
+  const layout = layoutName(x);
+
+  const blockPipeline = kernelPipeline(kernels[0]!);
+  if (n <= SORT_BLOCK) {
+    const block = nextPow2(n);
+    const threads = Math.max(1, Math.min(SORT_THREADS, block / 2, blockPipeline.maxTotalThreadsPerThreadgroup));
+    enc.dispatch(
+      {
+        pipeline: blockPipeline,
+        buffers: [input.binding, ...finalBindings()],
+        bytes: [sortRows(4, { ...base, block, width: 0, mode: finalMode }), ...geometry],
+        threadgroupMemory: tgMemory(block, keyBytes),
+        grid: [threads, rows, 1],
+        threadgroup: [threads, 1, 1],
+        mustWrite: [output.binding.index],
+      },
+      { ...trace, layout: `${layout}, one threadgroup per row` },
+    );
+    return;
+  }
+
+  // Long rows: sort blocks into runs, then merge runs pairwise until one remains.
+  const total = rows * n;
+  const blocks = Math.ceil(n / SORT_BLOCK);
+  const passes = Math.ceil(Math.log2(blocks));
+  // Ping-pong scratch: a second set only when an intermediate pass writes runs.
+  const runs = Array.from({ length: passes > 1 ? 2 : 1 }, () => ({ keys: enc.temporary(total * keyBytes), idx: enc.temporary(total * 4) }));
+  const threads = Math.min(SORT_THREADS, blockPipeline.maxTotalThreadsPerThreadgroup);
+  const runBindings = (r: (typeof runs)[number], keysIndex: number, idxIndex: number, access: "read" | "write"): BufferBinding[] => [
+    { index: idxIndex, buffer: r.idx, offset: 0, length: total * 4, access },
+    { index: keysIndex, buffer: r.keys, offset: 0, length: total * keyBytes, access },
+  ];
+  enc.dispatch(
+    {
+      pipeline: blockPipeline,
+      buffers: [input.binding, unused(1), ...runBindings(runs[0]!, 3, 2, "write")],
+      bytes: [sortRows(4, { ...base, block: SORT_BLOCK, width: 0, mode: Mode.Runs }), ...geometry],
+      threadgroupMemory: tgMemory(SORT_BLOCK, keyBytes),
+      grid: [blocks * threads, rows, 1],
+      threadgroup: [threads, 1, 1],
+      mustWrite: [2, 3],
+    },
+    { ...trace, layout: `${layout}, ${blocks} blocks of ${SORT_BLOCK} per row`, notes: [...notes, `${blocks} sorted runs per row, merged in ${passes} passes through scratch`] },
+  );
+  const mergePipeline = kernelPipeline(kernels[1]!);
+  const mergeThreads = Math.ceil(n / MERGE_PER_THREAD);
+  let from = 0;
+  for (let width = SORT_BLOCK; width < n; width *= 2) {
+    const last = width * 2 >= n;
+    const src = runs[from]!;
+    const buffers = last ? [input.binding, ...finalBindings()] : [input.binding, unused(1), ...runBindings(runs[1 - from]!, 3, 2, "write")];
+    enc.dispatch(
+      {
+        pipeline: mergePipeline,
+        buffers: [...buffers, ...runBindings(src, 8, 9, "read")],
+        bytes: [sortRows(4, { ...base, block: SORT_BLOCK, width, mode: last ? finalMode : Mode.Runs }), ...geometry],
+        grid: [mergeThreads, rows, 1],
+        threadgroup: [Math.min(256, mergeThreads, mergePipeline.maxTotalThreadsPerThreadgroup), 1, 1],
+        mustWrite: last ? [output.binding.index] : [2, 3],
+      },
+      { ...trace, layout: `merge runs of ${width}`, notes: [] },
+    );
+    from = 1 - from;
+  }
+}
+
+/** Threadgroup memory for `block` keys and indices (lengths are multiples of 16 bytes in Metal). */
+function tgMemory(block: number, keyBytes: number): { index: number; length: number }[] {
+  const round = (b: number) => Math.ceil(b / 16) * 16;
+  return [
+    { index: 0, length: round(block * keyBytes) },
+    { index: 1, length: round(block * 4) },
+  ];
+}
+
+function axisOf(node: Node): number {
+  return (node.params as { axis: number }).axis;
+}
+
+/** The GPU rule of Sort / Partition (values) and ArgSort / ArgPartition (indices). */
+export function sortRule(what: "indices" | "values"): GpuRule {
+  return {
+    kind: "kernel",
+    kernels: (node) => sortKernels(node.inputs[0]!.dtype, node.inputs[0]!.shape[axisOf(node)]!, node.primitive.name),
+    encode: (enc, node) => encodeSort(enc, node, axisOf(node), what),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// SearchSorted
+
+function searchKernel(dtype: Dtype): KernelInstance {
+  return { file: "sort.metal", name: `mg_searchsorted_${dtypeTag(dtype)}`, instantiation: `search_sorted<${mslType(dtype, "searchsorted")}>` };
+}
+
+/** The SearchParams struct of sort.metal (48 bytes). */
+function searchParams(index: number, seq: BoundArray, seqN: number, values: BoundArray, size: number, right: boolean, ndim: number): InlineBytes {
+  const buf = new ArrayBuffer(48);
+  const v = new DataView(buf);
+  v.setBigInt64(0, BigInt(seq.base), true);
+  v.setBigInt64(8, BigInt(seq.strides[0] ?? 1), true);
+  v.setBigInt64(16, BigInt(values.base), true);
+  v.setBigInt64(24, BigInt(size), true);
+  v.setUint32(32, seqN, true);
+  v.setInt32(36, right ? 1 : 0, true);
+  v.setInt32(40, ndim, true);
+  v.setInt32(44, values.rowContiguous ? 1 : 0, true);
+  return { index, data: new Uint8Array(buf) };
+}
+
+export const searchSortedRule: GpuRule = {
+  kind: "kernel",
+  kernels: (node) => [searchKernel(node.inputs[0]!.dtype)],
+  encode(enc, node) {
+    const [a, v] = node.inputs as [MgArray, MgArray];
+    const out = node.outputs[0]!;
+    const right = (node.params as { right: boolean }).right;
+    if (a.size >= 2 ** 32) throw new Error(`[searchsorted] a sequence of ${a.size} elements is too long for the GPU (at most 2^32 - 1).`);
+    const pipeline = kernelPipeline(searchKernel(a.dtype));
+    const seq = enc.input(a, 0);
+    const values = enc.input(v, 1);
+    const o = enc.output(out, 2);
+    const n = out.size;
+    // An empty sequence reads nothing: bind the values in its place so the slot is valid.
+    const seqBinding = a.size === 0 ? { ...values.binding, index: 0 } : seq.binding;
+    const grid: [number, number, number] = n < 2 ** 32 ? [n, 1, 1] : [2 ** 16, Math.ceil(n / 2 ** 16), 1];
+    enc.dispatch(
+      {
+        pipeline,
+        buffers: [seqBinding, values.binding, o.binding],
+        bytes: [searchParams(3, seq, a.size, values, n, right, v.ndim), int32Bytes(4, v.shape), int64Bytes(5, values.strides)],
+        grid,
+        threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+        mustWrite: [2],
+      },
+      { primitives: ["SearchSorted"], inputs: [a, v], outputs: [out], layout: values.rowContiguous ? "contiguous" : "strided", precision: Precision.exact },
+    );
+  },
+};
