@@ -37,41 +37,37 @@ struct simdgroup_matrix {
   static_assert(std::is_same<T, float>::value || std::is_same<T, half>::value || std::is_same<T, bfloat>::value,
                 "MSL: simdgroup_matrix holds float, half or bfloat");
 
-  alignas(2 * sizeof(T)) T mg_m[64];
+  // Row-major pairs: element (r, c) is mg_p[r * 4 + c / 2][c % 2]. Real vec<T, 2> objects, so the
+  // reference thread_elements() returns (and MLX reinterpret_casts) aliases nothing else.
+  vec<T, 2> mg_p[32];
   // Non-null after thread_elements() was taken for writing: gathers the lanes' elements.
   void (*mg_sync)(simdgroup_matrix &) = nullptr;
 
   simdgroup_matrix() = default;
   // A diagonal matrix with dval on the diagonal.
   simdgroup_matrix(T dval) {
-    for (int i = 0; i < 64; ++i) mg_m[i] = (i % 9 == 0) ? dval : T(0);
+    for (int i = 0; i < 64; ++i) mg_at(i) = (i % 9 == 0) ? dval : T(0);
   }
 
-  static constexpr int mg_offset(unsigned lane) {
+  constexpr T &mg_at(int i) { return mg_p[i >> 1].mg_e[i & 1]; }
+  constexpr const T &mg_at(int i) const { return mg_p[i >> 1].mg_e[i & 1]; }
+  // The lane's pair: row (q & 4) + (lane / 2) % 4, columns (q & 2) * 2 + (lane % 2) * 2 (+1).
+  static constexpr int mg_pair(unsigned lane) {
     const unsigned q = lane / 4;
     const unsigned row = (q & 4u) + (lane / 2) % 4, col = (q & 2u) * 2 + (lane % 2) * 2;
-    return int(row * 8 + col);
+    return int(row * 4 + col / 2);
   }
   vec<T, 2> &thread_elements() {
     mg_sync = &mg_gather;
-    return reinterpret_cast<vec<T, 2> &>(mg_m[mg_offset(::mgsim::simd_lane_id())]);
+    return mg_p[mg_pair(::mgsim::simd_lane_id())];
   }
-  const vec<T, 2> &thread_elements() const {
-    return reinterpret_cast<const vec<T, 2> &>(mg_m[mg_offset(::mgsim::simd_lane_id())]);
-  }
+  const vec<T, 2> &thread_elements() const { return mg_p[mg_pair(::mgsim::simd_lane_id())]; }
   static void mg_gather(simdgroup_matrix &m) {
-    const int mine = mg_offset(::mgsim::simd_lane_id());
-    T pairs[64];
-    for (unsigned l = 0; l < 32; ++l) {
-      pairs[2 * l] = m.mg_m[mg_offset(l)];
-      pairs[2 * l + 1] = m.mg_m[mg_offset(l) + 1];
-    }
-    const T own[2] = {m.mg_m[mine], m.mg_m[mine + 1]};
-    ::mgsim::simdgroup_allgather(own, pairs, unsigned(sizeof(own)));
-    for (unsigned l = 0; l < 32; ++l) {
-      m.mg_m[mg_offset(l)] = pairs[2 * l];
-      m.mg_m[mg_offset(l) + 1] = pairs[2 * l + 1];
-    }
+    vec<T, 2> pairs[32];
+    for (unsigned l = 0; l < 32; ++l) pairs[l] = m.mg_p[mg_pair(l)];
+    const vec<T, 2> own = m.mg_p[mg_pair(::mgsim::simd_lane_id())];
+    ::mgsim::simdgroup_allgather(&own, pairs, unsigned(sizeof(own)));
+    for (unsigned l = 0; l < 32; ++l) m.mg_p[mg_pair(l)] = pairs[l];
     m.mg_sync = nullptr;
   }
 };
@@ -82,7 +78,7 @@ typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 template <class T, int Cols, int Rows>
 inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value) {
   simdgroup_matrix<T, Cols, Rows> m;
-  for (int i = 0; i < 64; ++i) m.mg_m[i] = value;
+  for (int i = 0; i < 64; ++i) m.mg_at(i) = value;
   return m;
 }
 
@@ -120,10 +116,10 @@ inline void simdgroup_load(simdgroup_matrix<T, 8, 8> &d, P src, ulong elements_p
   for (int i = 0; i < 8; ++i) {
     if (!transpose_matrix) {  // memory row oy + i holds matrix row i
       const auto *row = mgsim::lang::sgm::row_ptr(src, (oy + ulong(i)) * elements_per_row + ox, false);
-      for (int c = 0; c < 8; ++c) d.mg_m[i * 8 + c] = row[c];
+      for (int c = 0; c < 8; ++c) d.mg_at(i * 8 + c) = row[c];
     } else {  // memory row ox + i holds matrix column i
       const auto *row = mgsim::lang::sgm::row_ptr(src, (ox + ulong(i)) * elements_per_row + oy, false);
-      for (int r = 0; r < 8; ++r) d.mg_m[r * 8 + i] = row[r];
+      for (int r = 0; r < 8; ++r) d.mg_at(r * 8 + i) = row[r];
     }
   }
   d.mg_sync = nullptr;
@@ -139,10 +135,10 @@ inline void simdgroup_store(const simdgroup_matrix<T, 8, 8> &a, P dst, ulong ele
   for (int i = 0; i < 8; ++i) {
     if (!transpose_matrix) {
       auto *row = mgsim::lang::sgm::row_ptr(dst, (oy + ulong(i)) * elements_per_row + ox, true);
-      for (int c = 0; c < 8; ++c) row[c] = m.mg_m[i * 8 + c];
+      for (int c = 0; c < 8; ++c) row[c] = m.mg_at(i * 8 + c);
     } else {
       auto *row = mgsim::lang::sgm::row_ptr(dst, (ox + ulong(i)) * elements_per_row + oy, true);
-      for (int r = 0; r < 8; ++r) row[r] = m.mg_m[r * 8 + i];
+      for (int r = 0; r < 8; ++r) row[r] = m.mg_at(r * 8 + i);
     }
   }
 }
@@ -157,9 +153,9 @@ inline void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8> &d, const s
   const auto C = mgsim::lang::sgm::synced(c);
   for (int i = 0; i < 8; ++i) {
     for (int j = 0; j < 8; ++j) {
-      float s = float(C.mg_m[i * 8 + j]);
-      for (int k = 0; k < 8; ++k) s = __builtin_fmaf(float(A.mg_m[i * 8 + k]), float(B.mg_m[k * 8 + j]), s);
-      d.mg_m[i * 8 + j] = static_cast<TD>(s);
+      float s = float(C.mg_at(i * 8 + j));
+      for (int k = 0; k < 8; ++k) s = __builtin_fmaf(float(A.mg_at(i * 8 + k)), float(B.mg_at(k * 8 + j)), s);
+      d.mg_at(i * 8 + j) = static_cast<TD>(s);
     }
   }
   d.mg_sync = nullptr;
