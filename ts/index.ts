@@ -9,7 +9,7 @@ import "./core/methods-linalg.ts";
 import { stack as stackHook } from "./core/ops/join.ts";
 import { astype as astypeHook } from "./core/ops/elementwise.ts";
 import { setConvertHooks } from "./core/ops/convert.ts";
-import { evalArrays } from "./core/graph.ts";
+import { evalArrays, evalAsync } from "./core/graph.ts";
 import { MgArray } from "./core/array.ts";
 import { collectTrace, type TraceRecord } from "./core/trace.ts";
 import { trace as diagonalTrace } from "./core/ops/movement.ts";
@@ -57,9 +57,16 @@ export function trace(...args: unknown[]): TraceRecord[] | MgArray {
 }
 export type { TraceRecord } from "./core/trace.ts";
 export { setFusion } from "./backend/gpu/index.ts";
+import { synchronize as synchronizeGpu } from "./backend/gpu/index.ts";
+import { resolveStream, type StreamOrDevice } from "./core/device.ts";
 
-/** Evaluates arrays (any nested arrays/objects of arrays), as mx.eval. */
-export function evaluate(...args: unknown[]): void {
+/** Waits for all work submitted so far — on `stream` (or a device's default stream), or everywhere
+ *  — as mx.synchronize. CPU work is synchronous, so only GPU batches are waited for. */
+export function synchronize(stream?: StreamOrDevice): void {
+  synchronizeGpu(stream === undefined ? undefined : resolveStream(stream));
+}
+
+function arraysIn(args: unknown[]): MgArray[] {
   const out: MgArray[] = [];
   const walk = (x: unknown) => {
     if (x instanceof MgArray) out.push(x);
@@ -67,6 +74,22 @@ export function evaluate(...args: unknown[]): void {
     else if (x && typeof x === "object") Object.values(x).forEach(walk);
   };
   args.forEach(walk);
-  evalArrays(out);
+  return out;
+}
+
+/** Evaluates arrays (any nested arrays/objects of arrays), as mx.eval. */
+export function evaluate(...args: unknown[]): void {
+  evalArrays(arraysIn(args));
 }
 export { evaluate as eval };
+
+/**
+ * Starts evaluating arrays and returns a promise that resolves when they are ready, without
+ * blocking the event loop while GPU work runs (mx.async_eval, awaitable).
+ */
+export function asyncEval(...args: unknown[]): Promise<void> {
+  return evalAsync(arraysIn(args));
+}
+
+export * from "./memory/index.ts";
+export { pressureCollectionCount } from "./memory/allocator.ts";

@@ -165,13 +165,11 @@ final class Allocator {
         }
         guard low < cachedLengths.count, cachedLengths[low] <= upper else { return nil }
         let found = cachedLengths[low]
-        var list = cacheByLength[found]!
-        let allocation = list.removeLast()
-        if list.isEmpty {
+        // Mutate the list in place: copying it out of the dictionary would copy it (O(n)) on write.
+        let allocation = cacheByLength[found]!.removeLast()
+        if cacheByLength[found]!.isEmpty {
             cacheByLength[found] = nil
             cachedLengths.remove(at: low)
-        } else {
-            cacheByLength[found] = list
         }
         stats.cache -= allocation.length
         cachedCount -= 1
@@ -236,14 +234,11 @@ final class Allocator {
     }
 
     private func removeFromLengthIndex(_ allocation: Allocation) {
-        guard var list = cacheByLength[allocation.length],
-              let position = list.firstIndex(where: { $0 === allocation }) else { return }
-        list.remove(at: position)
-        if list.isEmpty {
+        guard let position = cacheByLength[allocation.length]?.firstIndex(where: { $0 === allocation }) else { return }
+        cacheByLength[allocation.length]!.remove(at: position)
+        if cacheByLength[allocation.length]!.isEmpty {
             cacheByLength[allocation.length] = nil
             if let index = cachedLengths.firstIndex(of: allocation.length) { cachedLengths.remove(at: index) }
-        } else {
-            cacheByLength[allocation.length] = list
         }
         stats.cache -= allocation.length
         cachedCount -= 1

@@ -124,9 +124,11 @@ final class SimDevice: NSObject, MTLDevice, @unchecked Sendable {
 }
 
 final class SimBuffer: NSObject, MTLBuffer, @unchecked Sendable {
-    /// Apple silicon's page size: Metal buffers are page-granular, and 16 KiB alignment keeps any
-    /// vector or simdgroup-matrix access aligned.
+    /// Apple silicon's page size: no-copy buffers must be page-aligned, as on Metal.
     static let alignment = 16384
+    /// Buffers of a page or more are page-aligned; smaller ones 256-byte aligned — enough for any
+    /// vector or simdgroup-matrix access — so that a small buffer does not fault in a page of its own.
+    static func allocationAlignment(_ length: Int) -> Int { length >= alignment ? alignment : 256 }
 
     private let device: SimDevice
     private let memory: UnsafeMutableRawPointer
@@ -139,7 +141,7 @@ final class SimBuffer: NSObject, MTLBuffer, @unchecked Sendable {
     init?(device: SimDevice, length: Int, bytes: UnsafeRawPointer?) {
         guard length > 0, length <= device.maxBufferLength else { return nil }
         var raw: UnsafeMutableRawPointer?
-        guard posix_memalign(&raw, SimBuffer.alignment, length) == 0, let raw else { return nil }
+        guard posix_memalign(&raw, SimBuffer.allocationAlignment(length), length) == 0, let raw else { return nil }
         if let bytes {
             raw.copyMemory(from: bytes, byteCount: length)
         } else {

@@ -141,3 +141,15 @@ export function detach(node: Node): void {
 }
 
 setEvaluator((arrays) => evalArrays(arrays));
+
+/**
+ * Evaluates arrays and resolves when their data is ready, without blocking the event loop while
+ * GPU work runs (as mx.async_eval, awaited). CPU work still runs synchronously.
+ */
+export async function evalAsync(targets: readonly MgArray[]): Promise<void> {
+  evalArrays(targets);
+  for (const t of targets) {
+    const s = t.layout?.storage;
+    if (s) await s.syncAsync();
+  }
+}

@@ -5,6 +5,7 @@ import type { Dtype } from "./dtype.ts";
 import type { ElementValue } from "./elements.ts";
 import type { TypedArray } from "../memory/storage.ts";
 import { dataSync, formatArray, item, type Nested, tolist } from "./read.ts";
+import { evalAsync } from "./graph.ts";
 import type { ArrayInput, StreamOptions } from "./ops/convert.ts";
 import * as ew from "./ops/elementwise.ts";
 import * as rd from "./ops/reduce.ts";
@@ -22,6 +23,8 @@ declare module "./array.ts" {
     dataSync(): TypedArray;
     /** The same, without blocking the event loop while GPU work finishes. */
     data(): Promise<TypedArray>;
+    /** tolist() without blocking the event loop while GPU work finishes. */
+    tolistAsync(): Promise<Nested>;
     toString(): string;
     /** Transpose of all axes. */
     readonly T: MgArray;
@@ -110,8 +113,12 @@ const methods: Record<string, (this: MgArray, ...args: never[]) => unknown> & Th
   tolist() { return tolist(this); },
   dataSync() { return dataSync(this); },
   async data() {
-    // The memory layer replaces this with a non-blocking wait once asyncEval exists.
+    await evalAsync([this]);
     return dataSync(this);
+  },
+  async tolistAsync() {
+    await evalAsync([this]);
+    return tolist(this);
   },
   toString() { return formatArray(this); },
   astype(dtype: Dtype, opts?: StreamOptions) { return ew.astype(this, dtype, opts); },

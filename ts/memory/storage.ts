@@ -50,7 +50,10 @@ export function allocateBuffer(nbytes: number): BufferLike {
 
 /** An in-flight GPU batch that writes a storage; reading waits for it. */
 export interface PendingWork {
+  /** Blocks until the work finishes (throws its error if it failed). */
   wait(): void;
+  /** Resolves when the work finishes, without blocking the event loop. */
+  finished(): Promise<void>;
   readonly done: boolean;
 }
 
@@ -81,6 +84,15 @@ export class Storage {
     if (--this.refs === 0) {
       this.typedViews = null;
       this.buffer.release();
+    }
+  }
+
+  /** Resolves once GPU work writing this storage is done, polling without blocking. */
+  async syncAsync(): Promise<void> {
+    const p = this.pending;
+    if (p) {
+      await p.finished();
+      this.pending = null;
     }
   }
 

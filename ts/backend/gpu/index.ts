@@ -48,8 +48,23 @@ class BatchWork implements PendingWork {
   wait(): void {
     this.batch.wait();
   }
+  finished(): Promise<void> {
+    return this.batch.done();
+  }
   get done(): boolean {
     return this.batch.poll();
+  }
+}
+
+/** The newest batch submitted per stream (batches on one queue finish in order). */
+const lastWork = new Map<Stream, BatchWork>();
+
+/** Waits for all GPU work submitted so far (on one stream, or on every stream), as mx.synchronize. */
+export function synchronize(stream?: Stream): void {
+  for (const [s, w] of lastWork) {
+    if (stream && s !== stream) continue;
+    w.wait();
+    lastWork.delete(s);
   }
 }
 
@@ -184,6 +199,7 @@ registerBackend("gpu", {
     const submitted = enc.batch.submit(queue);
     enc.releaseTemporaries();
     const work = new BatchWork(submitted, queue);
+    lastWork.set(stream, work);
     for (const s of enc.written) s.pending = work;
   },
 });
