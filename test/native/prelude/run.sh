@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Builds and runs the MSL prelude tests (Sources/MSLSim/prelude/mgsim_{types,math,atomic,
+# simdgroup_matrix}.h): every test program with g++ (warnings are errors) and, unless --no-clang or
+# clang++ is missing, with clang++; then the compile-fail cases (each must fail with its message);
+# then prints how long the headers take to compile. Exits nonzero on any failure.
+#
+# usage: test/native/prelude/run.sh [--exhaustive] [--no-clang] [--no-timing]
+#   --exhaustive  also converts all 2^32 floats to half and bfloat (about 5 CPU minutes)
+set -u
+export LC_ALL=C  # ASCII quotes in compiler messages
+
+here=$(cd "$(dirname "$0")" && pwd)
+prelude=$(cd "$here/../../../Sources/MSLSim/prelude" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/mgsim-prelude-tests.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+exhaustive=0 clang=1 timing=1
+for a in "$@"; do
+  case "$a" in
+    --exhaustive) exhaustive=1 ;;
+    --no-clang) clang=0 ;;
+    --no-timing) timing=0 ;;
+    *) echo "usage: $0 [--exhaustive] [--no-clang] [--no-timing]" >&2; exit 2 ;;
+  esac
+done
+compilers=(g++)
+if [ "$clang" = 1 ] && command -v clang++ >/dev/null 2>&1; then compilers+=(clang++); fi
+
+# name:optimisation (the swizzle sweep is ~1000 tiny functions: -O0 keeps its build short)
+tests=(fp16_conversions:-O2 vector_types:-O2 swizzles:-O0 math_functions:-O2 atomics:-O2 simdgroup_matrix:-O2)
+flags=(-std=c++17 -Wall -Wextra -Werror -pthread)
+
+prog_pass=0 prog_fail=0 checks_pass=0 checks_fail=0 failed=()
+for cxx in "${compilers[@]}"; do
+  for t in "${tests[@]}"; do
+    name=${t%%:*} opt=${t#*:}
+    exe="$work/$name.$cxx"
+    if ! "$cxx" "${flags[@]}" "$opt" "$here/$name.cpp" -o "$exe" >"$work/build.log" 2>&1; then
+      echo "BUILD FAILED: $name ($cxx $opt)"
+      head -30 "$work/build.log"
+      prog_fail=$((prog_fail + 1)) failed+=("$name/$cxx(build)")
+      continue
+    fi
+    args=()
+    [ "$exhaustive" = 1 ] && [ "$name" = fp16_conversions ] && [ "$cxx" = g++ ] && args=(--exhaustive)
+    if "$exe" "${args[@]}" >"$work/run.log" 2>&1; then rc=0; else rc=$?; fi
+    summary=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed$" "$work/run.log" | tail -1)
+    if [ "$rc" = 0 ] && [ -n "$summary" ]; then
+      prog_pass=$((prog_pass + 1))
+      echo "ok    $summary ($cxx $opt)"
+    else
+      prog_fail=$((prog_fail + 1)) failed+=("$name/$cxx")
+      echo "FAIL  $name ($cxx $opt, exit $rc)"
+      grep -v '^ok' "$work/run.log" | head -30
+    fi
+    if [ -n "$summary" ]; then
+      p=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/' <<<"$summary")
+      f=$(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/' <<<"$summary")
+      checks_pass=$((checks_pass + p)) checks_fail=$((checks_fail + f))
+    fi
+  done
+done
+
+# Compile-fail cases: the first line of each file is `// expect: <text g++ must print>`.
+cf_pass=0 cf_fail=0
+for f in "$here"/compile_fail/*.cpp; do
+  expect=$(head -1 "$f" | sed 's#^// expect: ##')
+  for cxx in "${compilers[@]}"; do
+    if out=$("$cxx" -std=c++17 -fsyntax-only -I"$prelude" "$f" 2>&1); then
+      ok=0  # it compiled
+    elif [ "$cxx" = g++ ]; then
+      grep -qF -- "$expect" <<<"$out" && ok=1 || ok=0
+    else
+      ok=1  # clang words some diagnostics differently; it must still reject the code
+    fi
+    if [ "$ok" = 1 ]; then
+      cf_pass=$((cf_pass + 1))
+    else
+      cf_fail=$((cf_fail + 1)) failed+=("compile_fail/$(basename "$f")/$cxx")
+      echo "FAIL  compile_fail/$(basename "$f") ($cxx): expected an error containing: $expect"
+      grep -i error <<<"$out" | head -5
+    fi
+  done
+done
+echo "compile-fail: $cf_pass passed, $cf_fail failed"
+
+# Compile time of the headers (what every kernel library pays without a precompiled header), best of
+# three: the headers alone, and a translation unit that uses the common vector types.
+if [ "$timing" = 1 ]; then
+  printf '#include "mgsim_simdgroup_matrix.h"\n' >"$work/headers.cpp"
+  cat >"$work/kernel_like.cpp" <<'EOF'
+#include "mgsim_simdgroup_matrix.h"
+using namespace metal;
+float4 k(float4 a, uint3 tid, half4 h, int2 i, float2 f, float3 v) {
+  return exp(a) * float4(h) + float(tid.x) + float(i.y) + length(v) + dot(f, f.yx) + a.wzyx;
+}
+EOF
+  best() {  # best wall time of 3 runs, in ms
+    local b=999999 s e t
+    for _ in 1 2 3; do
+      s=$(date +%s%N); "$@" >/dev/null 2>&1 || return 1; e=$(date +%s%N)
+      t=$(((e - s) / 1000000)); [ "$t" -lt "$b" ] && b=$t
+    done
+    echo "$b"
+  }
+  for cxx in "${compilers[@]}"; do
+    base=$(printf '#include <type_traits>\n#include <limits>\n#include <cstdint>\n' >"$work/base.cpp"; best "$cxx" -std=c++17 -O2 -fsyntax-only "$work/base.cpp")
+    h=$(best "$cxx" -std=c++17 -O2 -fsyntax-only -I"$prelude" "$work/headers.cpp")
+    k=$(best "$cxx" -std=c++17 -O2 -fsyntax-only -I"$prelude" "$work/kernel_like.cpp")
+    echo "compile time ($cxx -std=c++17 -O2 -fsyntax-only, best of 3): headers ${h} ms, kernel-like TU ${k} ms (standard headers alone ${base} ms)"
+  done
+fi
+
+echo "prelude tests: $prog_pass programs passed, $prog_fail failed; $checks_pass checks passed, $checks_fail failed; compile-fail $cf_pass passed, $cf_fail failed"
+if [ "$prog_fail" -ne 0 ] || [ "$checks_fail" -ne 0 ] || [ "$cf_fail" -ne 0 ]; then
+  echo "FAILED: ${failed[*]}"
+  exit 1
+fi
+exit 0
