@@ -87,13 +87,20 @@ export class MgArray {
   disposed = false;
   private storageHeld = false;
 
-  constructor(shape: readonly number[], dtype: Dtype, stream: Stream, node: Node | null) {
+  /**
+   * Shared constants (the cached weak scalars ops create) belong to no scope and are never freed
+   * by dispose: many graphs may read the same one.
+   */
+  readonly shared: boolean;
+
+  constructor(shape: readonly number[], dtype: Dtype, stream: Stream, node: Node | null, shared = false) {
     this.id = nextId++;
     this.shape = shape;
     this.dtype = dtype;
     this.stream = stream;
     this.node = node;
-    hooks?.created(this);
+    this.shared = shared;
+    if (!shared) hooks?.created(this);
   }
 
   get ndim(): number {
@@ -161,7 +168,7 @@ export class MgArray {
    * Idempotent.
    */
   dispose(): void {
-    if (this.disposed) return;
+    if (this.disposed || this.shared) return;
     this.disposed = true;
     hooks?.released(this);
     this.releaseIfUnused();

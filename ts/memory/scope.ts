@@ -15,6 +15,9 @@ class Scope {
 const current = new AsyncLocalStorage<Scope>();
 
 // Live arrays: created minus released (disposed, or collected by the GC without dispose).
+// FinalizationRegistry registrations cost about a microsecond each, so counting starts on the
+// first liveArrayCount() call and covers the arrays created from then on.
+let tracking = false;
 let live = 0;
 interface Token {
   counted: boolean;
@@ -30,13 +33,16 @@ const collected = new FinalizationRegistry<Token>((token) => {
 
 setArrayHooks({
   created(a) {
-    const token: Token = { counted: true };
-    tokens.set(a, token);
-    collected.register(a, token, token);
-    live++;
+    if (tracking) {
+      const token: Token = { counted: true };
+      tokens.set(a, token);
+      collected.register(a, token, token);
+      live++;
+    }
     current.getStore()?.arrays.add(a);
   },
   released(a) {
+    if (!tracking) return;
     const token = tokens.get(a);
     if (token?.counted) {
       token.counted = false;
@@ -46,8 +52,12 @@ setArrayHooks({
   },
 });
 
-/** Arrays alive right now (created and neither disposed nor garbage collected): for leak hunting. */
+/**
+ * Arrays alive right now — created, and neither disposed nor garbage collected — for leak hunting.
+ * Counting starts at the first call (it costs about a microsecond per array); that call returns 0.
+ */
 export function liveArrayCount(): number {
+  tracking = true;
   return live;
 }
 

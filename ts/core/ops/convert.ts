@@ -85,8 +85,9 @@ export function fromValues(
   shape: readonly number[],
   dtype: Dtype,
   stream = resolveStream(),
+  shared = false,
 ): MgArray {
-  const a = new MgArray([...shape], dtype, stream, null);
+  const a = new MgArray([...shape], dtype, stream, null, shared);
   const storage = new Storage(allocateBuffer(a.nbytes));
   a.setLayout(storage, 0, rowMajorStrides(shape), false);
   const view = storage.view(dtype, storageCtor(dtype));
@@ -176,6 +177,25 @@ function stackNested(value: NestedArray, dtype?: Dtype): MgArray {
   return dtype && dtype !== out.dtype ? astypeLazy(out, dtype) : out;
 }
 
+// Weak scalars recur constantly (x + 1, x * 0.5): ops share one immutable constant per
+// (dtype, value) instead of allocating a buffer each time. Bounded, least recently used first out.
+const CONSTANT_CACHE_SIZE = 1024;
+const constants = new Map<string, MgArray>();
+
+/** A shared, immutable 0-d array holding `value` as `dtype` (for ops' scalar operands). */
+export function constantScalar(value: Scalar, dtype: Dtype): MgArray {
+  const key = `${dtype.name}:${typeof value}:${String(value)}${typeof value === "number" && Object.is(value, -0) ? "-" : ""}`;
+  let c = constants.get(key);
+  if (c) {
+    constants.delete(key);
+  } else {
+    c = fromValues([value], [], dtype, resolveStream(), true);
+    if (constants.size >= CONSTANT_CACHE_SIZE) constants.delete(constants.keys().next().value!);
+  }
+  constants.set(key, c);
+  return c;
+}
+
 /** Converts an op argument to an array; scalars take their own default dtype. */
 export function toArray(x: ArrayInput, op: string): MgArray {
   if (x instanceof MgArray) {
@@ -192,14 +212,14 @@ export function toArray(x: ArrayInput, op: string): MgArray {
 export function toArrays(a: ArrayInput, b: ArrayInput, op: string): [MgArray, MgArray] {
   const aIs = a instanceof MgArray;
   const bIs = b instanceof MgArray;
-  if (aIs && !bIs && isScalar(b)) return [toArray(a, op), fromValues([b], [], weakScalarDtype(b, a.dtype, op))];
-  if (bIs && !aIs && isScalar(a)) return [fromValues([a], [], weakScalarDtype(a, b.dtype, op)), toArray(b, op)];
+  if (aIs && !bIs && isScalar(b)) return [toArray(a, op), constantScalar(b, weakScalarDtype(b, a.dtype, op))];
+  if (bIs && !aIs && isScalar(a)) return [constantScalar(a, weakScalarDtype(a, b.dtype, op)), toArray(b, op)];
   return [toArray(a, op), toArray(b, op)];
 }
 
 /** A weak scalar next to a known dtype (for ops with one array and a scalar parameter). */
 export function weakScalar(x: ArrayInput, like: Dtype, op: string): MgArray {
-  if (isScalar(x)) return fromValues([x], [], weakScalarDtype(x, like, op));
+  if (isScalar(x)) return constantScalar(x, weakScalarDtype(x, like, op));
   return toArray(x, op);
 }
 
