@@ -8,6 +8,7 @@ import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { zerosLike } from "../ops/creation.ts";
 import { shiftAxis } from "./sort.ts";
+import { argReduceRule } from "../../backend/gpu/reduce.ts";
 
 export interface ArgReduceParams {
   type: "argmax" | "argmin";
@@ -16,6 +17,7 @@ export interface ArgReduceParams {
 
 export const ArgReduce: Primitive<ArgReduceParams> = {
   name: "ArgReduce",
+  gpu: argReduceRule,
   outputSpecs: ([a], p) => [{ shape: a!.shape.map((d, i) => (i === p.axis ? 1 : d)), dtype: uint32 }],
   cpu([a], [out], p) {
     writeNumbers(out!, argReduceLanes(readKeys(a!), a!.shape, p.axis, p.type === "argmax"));

@@ -6,6 +6,7 @@ import type { Primitive } from "../primitive.ts";
 import { readBigints, readComplex, readNumbers, writeBigints, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
 import * as ew from "../ops/elementwise.ts";
 import { broadcastTo } from "../ops/shape.ts";
+import { reduceRule } from "../../backend/gpu/reduce.ts";
 
 export type ReduceType = "sum" | "prod" | "max" | "min" | "and" | "or";
 
@@ -118,6 +119,7 @@ function reduceBigints(type: ReduceType, values: bigint[], targets: Int32Array, 
 
 export const Reduce: Primitive<ReduceParams> = {
   name: "Reduce",
+  gpu: reduceRule,
   outputSpecs([a], p) {
     const shape = a!.shape.map((d, i) => (p.axes.includes(i) ? 1 : d));
     let dtype = a!.dtype;

@@ -5,6 +5,7 @@ import { complex64, int64, uint64 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
 import { logaddexp } from "../../backend/cpu/math.ts";
 import { readBigints, readComplex, readNumbers, writeBigints, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
+import { scanRule } from "../../backend/gpu/scan.ts";
 
 export type ScanType = "sum" | "prod" | "max" | "min" | "logaddexp";
 
@@ -60,6 +61,7 @@ function complexScan(v: Float64Array, shape: readonly number[], p: ScanParams): 
 
 export const Scan: Primitive<ScanParams> = {
   name: "Scan",
+  gpu: scanRule,
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
   cpu([a], [out], p) {
     const x = a!;

@@ -7,6 +7,7 @@ import type { Primitive } from "../primitive.ts";
 import { readNumbers, writeNumbers } from "../../backend/cpu/values.ts";
 import { multiply, subtract } from "../ops/elementwise.ts";
 import { sum } from "../ops/reduce.ts";
+import { logsumexpRule, softmaxRule } from "../../backend/gpu/softmax.ts";
 
 export interface SoftmaxParams {
   /** Accumulate 16-bit inputs in float32 (MLX's `precise`). The CPU always accumulates in
@@ -34,6 +35,7 @@ function rowMax(v: Float64Array, start: number, n: number): number {
 
 export const Softmax: Primitive<SoftmaxParams> = {
   name: "Softmax",
+  gpu: softmaxRule,
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
   cpu([a], [out]) {
     const v = readNumbers(a!);
@@ -66,6 +68,7 @@ export const Softmax: Primitive<SoftmaxParams> = {
 /** log Σ exp(x) over the last axis, which the output keeps as size 1. */
 export const LogSumExp: Primitive<Record<string, never>> = {
   name: "LogSumExp",
+  gpu: logsumexpRule,
   outputSpecs: ([a]) => [{ shape: [...a!.shape.slice(0, -1), 1], dtype: a!.dtype }],
   cpu([a], [out]) {
     const v = readNumbers(a!);

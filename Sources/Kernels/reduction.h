@@ -1,0 +1,187 @@
+// Building blocks of the reduction family (reduce, arg_reduce, scan, softmax): accumulator
+// operations with their identities, conversions, simd lane exchanges valid for every accumulator
+// type, and simdgroup / threadgroup reductions and prefix scans.
+//
+// Conventions: an Op names its accumulator type `acc`, has `init()` (its identity), `apply(a, b)`
+// (associative and commutative) and `load(x)` (an input element into the accumulator). Threadgroup
+// helpers assume threadgroups whose size is a multiple of 32 (whole simdgroups), which the host
+// guarantees.
+#pragma once
+#include "utils.h"
+
+#define MG_SIMD_SIZE 32
+
+// ---------------------------------------------------------------------------------------------
+// Scalar traits
+
+template <typename T> MG_FUNC bool is_nan(T) { return false; }
+MG_FUNC bool is_nan(float x) { return x != x; }
+MG_FUNC bool is_nan(half x) { return x != x; }
+MG_FUNC bool is_nan(bfloat x) { return float(x) != float(x); }
+MG_FUNC bool is_nan(complex64_t z) { return z.real != z.real || z.imag != z.imag; }
+
+// Conversions between element and accumulator types (complex64 has no C++ conversions).
+template <typename To> struct Convert {
+  template <typename From> static MG_FUNC To from(From x) { return static_cast<To>(x); }
+  static MG_FUNC To from(complex64_t z) { return ComplexCast<To>::from(z); }
+};
+template <> struct Convert<complex64_t> {
+  template <typename From> static MG_FUNC complex64_t from(From x) { return ComplexCast<From>::to(x); }
+  static MG_FUNC complex64_t from(complex64_t z) { return z; }
+};
+template <typename To, typename From> MG_FUNC To convert(From x) { return Convert<To>::from(x); }
+
+// A value as a truth value (all / any): nonzero, and for complex a nonzero real or imaginary part.
+template <typename T> MG_FUNC bool truthy(T x) { return x != T(0); }
+MG_FUNC bool truthy(bool x) { return x; }
+MG_FUNC bool truthy(complex64_t z) { return z.real != 0.0f || z.imag != 0.0f; }
+
+// Smallest and largest values, with infinities for floats: the identities of max and min.
+template <typename T> struct Limits {
+  static MG_FUNC T lowest() { return metal::numeric_limits<T>::lowest(); }
+  static MG_FUNC T highest() { return metal::numeric_limits<T>::max(); }
+};
+template <> struct Limits<float> {
+  static MG_FUNC float lowest() { return -metal::numeric_limits<float>::infinity(); }
+  static MG_FUNC float highest() { return metal::numeric_limits<float>::infinity(); }
+};
+template <> struct Limits<half> {
+  static MG_FUNC half lowest() { return -metal::numeric_limits<half>::infinity(); }
+  static MG_FUNC half highest() { return metal::numeric_limits<half>::infinity(); }
+};
+template <> struct Limits<bfloat> {
+  static MG_FUNC bfloat lowest() { return bfloat(-metal::numeric_limits<float>::infinity()); }
+  static MG_FUNC bfloat highest() { return bfloat(metal::numeric_limits<float>::infinity()); }
+};
+template <> struct Limits<complex64_t> {
+  static MG_FUNC complex64_t lowest() { return make_complex(Limits<float>::lowest(), Limits<float>::lowest()); }
+  static MG_FUNC complex64_t highest() { return make_complex(Limits<float>::highest(), Limits<float>::highest()); }
+};
+
+// complex64 orders lexicographically (real part, then imaginary part), as MLX.
+template <typename T> MG_FUNC bool greater(T a, T b) { return a > b; }
+MG_FUNC bool greater(complex64_t a, complex64_t b) { return a.real > b.real || (a.real == b.real && a.imag > b.imag); }
+
+// ---------------------------------------------------------------------------------------------
+// Accumulator operations
+
+template <typename A> struct Sum {
+  typedef A acc;
+  static MG_FUNC A init() { return convert<A>(0); }
+  static MG_FUNC A apply(A a, A b) { return a + b; }
+  template <typename T> static MG_FUNC A load(T x) { return convert<A>(x); }
+};
+
+template <typename A> struct Prod {
+  typedef A acc;
+  static MG_FUNC A init() { return convert<A>(1); }
+  static MG_FUNC A apply(A a, A b) { return a * b; }
+  template <typename T> static MG_FUNC A load(T x) { return convert<A>(x); }
+};
+
+// max / min propagate NaN: a NaN operand wins (for complex, a value with a NaN part).
+template <typename A> struct Max {
+  typedef A acc;
+  static MG_FUNC A init() { return Limits<A>::lowest(); }
+  static MG_FUNC A apply(A a, A b) { return (is_nan(a) || (!is_nan(b) && !greater(b, a))) ? a : b; }
+  template <typename T> static MG_FUNC A load(T x) { return convert<A>(x); }
+};
+
+template <typename A> struct Min {
+  typedef A acc;
+  static MG_FUNC A init() { return Limits<A>::highest(); }
+  static MG_FUNC A apply(A a, A b) { return (is_nan(a) || (!is_nan(b) && !greater(a, b))) ? a : b; }
+  template <typename T> static MG_FUNC A load(T x) { return convert<A>(x); }
+};
+
+struct And {
+  typedef bool acc;
+  static MG_FUNC bool init() { return true; }
+  static MG_FUNC bool apply(bool a, bool b) { return a && b; }
+  template <typename T> static MG_FUNC bool load(T x) { return truthy(x); }
+};
+
+struct Or {
+  typedef bool acc;
+  static MG_FUNC bool init() { return false; }
+  static MG_FUNC bool apply(bool a, bool b) { return a || b; }
+  template <typename T> static MG_FUNC bool load(T x) { return truthy(x); }
+};
+
+// log(exp(a) + exp(b)) without overflow; NaN propagates, an infinite maximum is the answer.
+template <typename A> struct LogAddExpOp {
+  typedef A acc;
+  static MG_FUNC A init() { return Limits<A>::lowest(); }
+  static MG_FUNC A apply(A a, A b) {
+    if (is_nan(a) || is_nan(b)) return a + b;
+    A m = a > b ? a : b;
+    A lo = a > b ? b : a;
+    if (metal::isinf(m)) return m;
+    float d = float(lo) - float(m);
+    float e = metal::precise::exp(d);
+    // log1p(e) accurate for small e (Goldberg's form; e ≤ 1 here)
+    float u = 1.0f + e;
+    float l = u == 1.0f ? e : metal::precise::log(u) * e / (u - 1.0f);
+    return A(float(m) + l);
+  }
+  template <typename T> static MG_FUNC A load(T x) { return convert<A>(x); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Lane exchange. MSL's simd_shuffle_* take scalars and vectors of 32 bits or less, so 64-bit
+// integers travel as uint2, bool as uint, bfloat as its bits and complex64 one part at a time.
+
+template <typename T> MG_FUNC T shuffle_down(T x, ushort d) { return simd_shuffle_down(x, d); }
+MG_FUNC int64_t shuffle_down(int64_t x, ushort d) { return as_type<int64_t>(simd_shuffle_down(as_type<uint2>(x), d)); }
+MG_FUNC uint64_t shuffle_down(uint64_t x, ushort d) { return as_type<uint64_t>(simd_shuffle_down(as_type<uint2>(x), d)); }
+MG_FUNC bool shuffle_down(bool x, ushort d) { return simd_shuffle_down(uint(x), d) != 0u; }
+MG_FUNC bfloat shuffle_down(bfloat x, ushort d) { return as_type<bfloat>(simd_shuffle_down(as_type<ushort>(x), d)); }
+MG_FUNC complex64_t shuffle_down(complex64_t z, ushort d) {
+  return make_complex(simd_shuffle_down(z.real, d), simd_shuffle_down(z.imag, d));
+}
+
+template <typename T> MG_FUNC T shuffle_up(T x, ushort d) { return simd_shuffle_up(x, d); }
+MG_FUNC int64_t shuffle_up(int64_t x, ushort d) { return as_type<int64_t>(simd_shuffle_up(as_type<uint2>(x), d)); }
+MG_FUNC uint64_t shuffle_up(uint64_t x, ushort d) { return as_type<uint64_t>(simd_shuffle_up(as_type<uint2>(x), d)); }
+MG_FUNC bool shuffle_up(bool x, ushort d) { return simd_shuffle_up(uint(x), d) != 0u; }
+MG_FUNC bfloat shuffle_up(bfloat x, ushort d) { return as_type<bfloat>(simd_shuffle_up(as_type<ushort>(x), d)); }
+MG_FUNC complex64_t shuffle_up(complex64_t z, ushort d) {
+  return make_complex(simd_shuffle_up(z.real, d), simd_shuffle_up(z.imag, d));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simdgroup and threadgroup reductions
+
+// Tree over the simdgroup's 32 lanes; the result is valid in lane 0.
+template <typename Op> MG_FUNC typename Op::acc simd_reduce(typename Op::acc v) {
+  for (ushort d = MG_SIMD_SIZE / 2; d > 0; d >>= 1) v = Op::apply(v, shuffle_down(v, d));
+  return v;
+}
+
+// Reduces one value per thread over the threadgroup; the result is valid in thread 0. `shared`
+// holds 32 accumulators. Ends with a barrier, so `shared` may be reused right after.
+template <typename Op>
+MG_FUNC typename Op::acc threadgroup_reduce(typename Op::acc v, threadgroup typename Op::acc* shared, uint tg_size,
+                                            uint simd_lane, uint simd_group) {
+  typedef typename Op::acc A;
+  v = simd_reduce<Op>(v);
+  const uint n_simd = tg_size / MG_SIMD_SIZE;
+  if (n_simd == 1) return v;
+  if (simd_lane == 0) shared[simd_group] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (simd_group == 0) {
+    A w = simd_lane < n_simd ? shared[simd_lane] : Op::init();
+    v = simd_reduce<Op>(w);
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return v;
+}
+
+// Inclusive prefix over the simdgroup's lanes (Hillis–Steele): lane i gets v_0 ∘ … ∘ v_i.
+template <typename Op> MG_FUNC typename Op::acc simd_inclusive_scan(typename Op::acc v, uint simd_lane) {
+  for (ushort d = 1; d < MG_SIMD_SIZE; d <<= 1) {
+    typename Op::acc other = shuffle_up(v, d);
+    if (simd_lane >= d) v = Op::apply(other, v);
+  }
+  return v;
+}

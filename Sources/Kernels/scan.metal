@@ -1,0 +1,112 @@
+// Cumulative reductions along one axis (cumsum, cumprod, cummax, cummin, logcumsumexp), forward
+// or reverse, inclusive or exclusive, over the input type T into U with the accumulator of Op.
+// Variants:
+//   scan_row  one threadgroup per lane (the axis contiguous in memory). The lane is scanned in
+//             chunks of tg_size × MG_SCAN_READS elements: each thread scans its few elements,
+//             simdgroups scan the threads' totals with lane shuffles, threadgroup memory scans the
+//             simdgroups' totals, and a carry runs from chunk to chunk.
+//   scan_col  one thread per lane walking it in order (a strided axis: adjacent threads read
+//             adjacent lanes).
+//
+// Arguments: shape/strides [2],[3] the other dimensions (row-major lane order) and their input
+// strides, ndim [4], sizes [5] {input base element, lane length, lane count, axis stride,
+// elements after the axis (the output's axis stride), flags: 1 reverse, 2 inclusive}.
+// Position p in scan order is element p of the lane, or n − 1 − p when reversed.
+#include "reduction.h"
+
+#define MG_SCAN_READS 4
+
+template <typename T, typename U, typename Op, typename IdxT>
+[[kernel]] void scan_row(
+    device const T* in [[buffer(0)]],
+    device U* out [[buffer(1)]],
+    constant const int* shape [[buffer(2)]],
+    constant const int64_t* strides [[buffer(3)]],
+    constant const int& ndim [[buffer(4)]],
+    constant const int64_t* sizes [[buffer(5)]],
+    uint2 tgid [[threadgroup_position_in_grid]],
+    uint2 ngroups [[threadgroups_per_grid]],
+    uint lid [[thread_index_in_threadgroup]],
+    uint tg_size [[threads_per_threadgroup]],
+    uint simd_lane [[thread_index_in_simdgroup]],
+    uint simd_group [[simdgroup_index_in_threadgroup]]) {
+  typedef typename Op::acc A;
+  threadgroup A simd_totals[MG_SIMD_SIZE];
+  const IdxT lane_index = IdxT(tgid.y) * IdxT(ngroups.x) + IdxT(tgid.x);
+  if (int64_t(lane_index) >= sizes[2]) return;  // whole threadgroups only
+  const IdxT n = IdxT(sizes[1]);
+  const IdxT axis_stride = IdxT(sizes[3]);
+  const IdxT inner = IdxT(sizes[4]);
+  const bool reverse = (sizes[5] & 1) != 0;
+  const bool inclusive = (sizes[5] & 2) != 0;
+  device const T* src = in + (IdxT(sizes[0]) + elem_to_loc<IdxT>(lane_index, shape, strides, ndim));
+  device U* dst = out + ((lane_index / inner) * n * inner + lane_index % inner);
+  const uint n_simd = tg_size / MG_SIMD_SIZE;
+
+  A carry = Op::init();
+  for (IdxT start = 0; start < n; start += IdxT(tg_size) * MG_SCAN_READS) {
+    // This thread's elements, scanned locally (positions past the end hold the identity).
+    A v[MG_SCAN_READS];
+    for (int r = 0; r < MG_SCAN_READS; ++r) {
+      const IdxT p = start + IdxT(lid) * MG_SCAN_READS + IdxT(r);
+      v[r] = p < n ? Op::load(src[(reverse ? n - 1 - p : p) * axis_stride]) : Op::init();
+    }
+    for (int r = 1; r < MG_SCAN_READS; ++r) v[r] = Op::apply(v[r - 1], v[r]);
+
+    // What comes before this thread in the chunk: earlier lanes, then earlier simdgroups.
+    const A lanes_incl = simd_inclusive_scan<Op>(v[MG_SCAN_READS - 1], simd_lane);
+    A before = shuffle_up(lanes_incl, 1);
+    if (simd_lane == 0) before = Op::init();
+    if (simd_lane == MG_SIMD_SIZE - 1) simd_totals[simd_group] = lanes_incl;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (simd_group == 0) {
+      const A t = simd_lane < n_simd ? simd_totals[simd_lane] : Op::init();
+      const A t_incl = simd_inclusive_scan<Op>(t, simd_lane);
+      simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane has read its total
+      simd_totals[simd_lane] = t_incl;  // now: inclusive prefix over simdgroups
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    A prefix = carry;
+    if (simd_group > 0) prefix = Op::apply(prefix, simd_totals[simd_group - 1]);
+    prefix = Op::apply(prefix, before);
+
+    for (int r = 0; r < MG_SCAN_READS; ++r) {
+      const IdxT p = start + IdxT(lid) * MG_SCAN_READS + IdxT(r);
+      if (p >= n) break;
+      const A y = inclusive ? Op::apply(prefix, v[r]) : (r == 0 ? prefix : Op::apply(prefix, v[r - 1]));
+      dst[(reverse ? n - 1 - p : p) * inner] = convert<U>(y);
+    }
+    carry = Op::apply(carry, simd_totals[n_simd - 1]);
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // simd_totals is rewritten by the next chunk
+  }
+}
+
+template <typename T, typename U, typename Op, typename IdxT>
+[[kernel]] void scan_col(
+    device const T* in [[buffer(0)]],
+    device U* out [[buffer(1)]],
+    constant const int* shape [[buffer(2)]],
+    constant const int64_t* strides [[buffer(3)]],
+    constant const int& ndim [[buffer(4)]],
+    constant const int64_t* sizes [[buffer(5)]],
+    uint2 gid [[thread_position_in_grid]],
+    uint2 grid [[threads_per_grid]]) {
+  typedef typename Op::acc A;
+  const IdxT lane_index = IdxT(gid.y) * IdxT(grid.x) + IdxT(gid.x);
+  if (int64_t(lane_index) >= sizes[2]) return;
+  const IdxT n = IdxT(sizes[1]);
+  const IdxT axis_stride = IdxT(sizes[3]);
+  const IdxT inner = IdxT(sizes[4]);
+  const bool reverse = (sizes[5] & 1) != 0;
+  const bool inclusive = (sizes[5] & 2) != 0;
+  device const T* src = in + (IdxT(sizes[0]) + elem_to_loc<IdxT>(lane_index, shape, strides, ndim));
+  device U* dst = out + ((lane_index / inner) * n * inner + lane_index % inner);
+  A acc = Op::init();
+  for (IdxT p = 0; p < n; ++p) {
+    const IdxT k = reverse ? n - 1 - p : p;
+    const A x = Op::load(src[k * axis_stride]);
+    const A next = Op::apply(acc, x);
+    dst[k * inner] = convert<U>(inclusive ? next : acc);
+    acc = next;
+  }
+}

@@ -1,0 +1,127 @@
+// Softmax and log-sum-exp over the last axis, one threadgroup per row. Each thread keeps a running
+// maximum m and a sum s of exp(x − m) over its share of the row (rescaling s when m grows — one
+// read of the row instead of two); the threads' (m, s) pairs are merged by lane shuffles and
+// threadgroup memory. Softmax then writes exp(x − M) / S.
+//
+// AccT is the accumulator: float for float32 and for `precise` 16-bit inputs, the input type
+// otherwise (MLX's default; the trace says which). logsumexp always accumulates in float.
+// Special values follow the CPU reference exp(x − M) / Σ exp(x − M): a NaN anywhere, a +∞ entry
+// (∞ − ∞) or an all −∞ row give NaN; logsumexp returns an infinite or NaN maximum as it is.
+//
+// Arguments: shape/strides [2],[3] the leading dimensions (row order) and their input strides,
+// ndim [4], sizes [5] {input base element, row length, row count, stride along the row}.
+#include "reduction.h"
+
+template <typename A> MG_FUNC A exp_acc(A d) { return A(metal::precise::exp(float(d))); }
+
+template <typename A> struct MaxSum {
+  A m;  // running maximum (−∞ while empty)
+  A s;  // Σ exp(x − m)
+};
+
+// Adds x to a running (m, s). −∞ contributes nothing; NaN makes both NaN for good.
+template <typename A> MG_FUNC MaxSum<A> max_sum_add(MaxSum<A> r, A x) {
+  if (is_nan(r.m)) return r;
+  if (is_nan(x)) return MaxSum<A>{x, x};
+  if (x == Limits<A>::lowest()) return r;
+  if (x > r.m) return MaxSum<A>{x, A(r.s * exp_acc(A(r.m - x)) + A(1))};
+  return MaxSum<A>{r.m, A(r.s + exp_acc(A(x - r.m)))};
+}
+
+template <typename A> MG_FUNC A max_sum_scale(A m, A to) { return m == to ? A(1) : exp_acc(A(m - to)); }
+
+template <typename A> MG_FUNC MaxSum<A> max_sum_merge(MaxSum<A> a, MaxSum<A> b) {
+  if (is_nan(a.m) || is_nan(b.m)) return MaxSum<A>{A(NAN), A(NAN)};
+  const A m = a.m > b.m ? a.m : b.m;
+  return MaxSum<A>{m, A(a.s * max_sum_scale(a.m, m) + b.s * max_sum_scale(b.m, m))};
+}
+
+// The row's (M, S), in every thread of the threadgroup.
+template <typename A>
+MG_FUNC MaxSum<A> threadgroup_max_sum(MaxSum<A> r, threadgroup A* shared_m, threadgroup A* shared_s, uint lid,
+                                      uint tg_size, uint simd_lane, uint simd_group) {
+  for (ushort d = MG_SIMD_SIZE / 2; d > 0; d >>= 1) {
+    r = max_sum_merge(r, MaxSum<A>{shuffle_down(r.m, d), shuffle_down(r.s, d)});
+  }
+  const uint n_simd = tg_size / MG_SIMD_SIZE;
+  if (simd_lane == 0) {
+    shared_m[simd_group] = r.m;
+    shared_s[simd_group] = r.s;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (simd_group == 0) {
+    r = simd_lane < n_simd ? MaxSum<A>{shared_m[simd_lane], shared_s[simd_lane]} : MaxSum<A>{Limits<A>::lowest(), A(0)};
+    for (ushort d = MG_SIMD_SIZE / 2; d > 0; d >>= 1) {
+      r = max_sum_merge(r, MaxSum<A>{shuffle_down(r.m, d), shuffle_down(r.s, d)});
+    }
+    simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane has read its pair
+    if (lid == 0) {
+      shared_m[0] = r.m;
+      shared_s[0] = r.s;
+    }
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return MaxSum<A>{shared_m[0], shared_s[0]};
+}
+
+template <typename T, typename AccT, typename IdxT>
+[[kernel]] void softmax_rows(
+    device const T* in [[buffer(0)]],
+    device T* out [[buffer(1)]],
+    constant const int* shape [[buffer(2)]],
+    constant const int64_t* strides [[buffer(3)]],
+    constant const int& ndim [[buffer(4)]],
+    constant const int64_t* sizes [[buffer(5)]],
+    uint2 tgid [[threadgroup_position_in_grid]],
+    uint2 ngroups [[threadgroups_per_grid]],
+    uint lid [[thread_index_in_threadgroup]],
+    uint tg_size [[threads_per_threadgroup]],
+    uint simd_lane [[thread_index_in_simdgroup]],
+    uint simd_group [[simdgroup_index_in_threadgroup]]) {
+  threadgroup AccT shared_m[MG_SIMD_SIZE];
+  threadgroup AccT shared_s[MG_SIMD_SIZE];
+  const IdxT row = IdxT(tgid.y) * IdxT(ngroups.x) + IdxT(tgid.x);
+  if (int64_t(row) >= sizes[2]) return;  // whole threadgroups only
+  const IdxT n = IdxT(sizes[1]);
+  const IdxT stride = IdxT(sizes[3]);
+  device const T* src = in + (IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim));
+  device T* dst = out + row * n;
+
+  MaxSum<AccT> r = {Limits<AccT>::lowest(), AccT(0)};
+  for (IdxT k = lid; k < n; k += tg_size) r = max_sum_add(r, AccT(src[k * stride]));
+  r = threadgroup_max_sum(r, shared_m, shared_s, lid, tg_size, simd_lane, simd_group);
+  // An infinite maximum makes the reference's sum NaN (∞ − ∞ or all −∞).
+  const AccT total = metal::isinf(float(r.m)) ? AccT(NAN) : r.s;
+  for (IdxT k = lid; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(src[k * stride]) - r.m)) / total);
+}
+
+template <typename T, typename IdxT>
+[[kernel]] void logsumexp_rows(
+    device const T* in [[buffer(0)]],
+    device T* out [[buffer(1)]],
+    constant const int* shape [[buffer(2)]],
+    constant const int64_t* strides [[buffer(3)]],
+    constant const int& ndim [[buffer(4)]],
+    constant const int64_t* sizes [[buffer(5)]],
+    uint2 tgid [[threadgroup_position_in_grid]],
+    uint2 ngroups [[threadgroups_per_grid]],
+    uint lid [[thread_index_in_threadgroup]],
+    uint tg_size [[threads_per_threadgroup]],
+    uint simd_lane [[thread_index_in_simdgroup]],
+    uint simd_group [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float shared_m[MG_SIMD_SIZE];
+  threadgroup float shared_s[MG_SIMD_SIZE];
+  const IdxT row = IdxT(tgid.y) * IdxT(ngroups.x) + IdxT(tgid.x);
+  if (int64_t(row) >= sizes[2]) return;  // whole threadgroups only
+  const IdxT n = IdxT(sizes[1]);
+  const IdxT stride = IdxT(sizes[3]);
+  device const T* src = in + (IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim));
+
+  MaxSum<float> r = {Limits<float>::lowest(), 0.0f};
+  for (IdxT k = lid; k < n; k += tg_size) r = max_sum_add(r, float(src[k * stride]));
+  r = threadgroup_max_sum(r, shared_m, shared_s, lid, tg_size, simd_lane, simd_group);
+  if (lid == 0) {
+    // An infinite or NaN maximum is the answer itself (all −∞ → −∞, any +∞ → +∞).
+    out[row] = T(metal::isinf(r.m) || is_nan(r.m) ? r.m : r.m + metal::precise::log(r.s));
+  }
+}

@@ -1,0 +1,466 @@
+// Reductions on the GPU (Sources/Kernels/reduce.metal, arg_reduce.metal): Reduce (sum, prod, max,
+// min, and, or) and ArgReduce (argmax, argmin). Strided inputs are read in place — no copies: the
+// host collapses the input's dimensions into kept and reduced groups and picks a layout variant:
+//   all      every element into one value (two passes through scratch memory when large)
+//   row      the reduced elements of an output are contiguous (stride 1)
+//   column   the output's innermost kept dimension is contiguous in the input
+//   general  anything else (elem_to_loc over the reduced dimensions)
+// Also the helpers the other reduction-like families (scan.ts, softmax.ts) share.
+import type { MgArray, Node } from "../../core/array.ts";
+import { bfloat16, bool_, complex64, type Dtype, float16, float32, int64, uint64 } from "../../core/dtype.ts";
+import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
+import type { ArgReduceParams } from "../../core/primitives/argreduce.ts";
+import type { ReduceParams, ReduceType } from "../../core/primitives/reduce.ts";
+import { rowMajorStrides } from "../../core/shape.ts";
+import { Precision } from "../../core/trace.ts";
+import type { Pipeline } from "../runtime.ts";
+import { dtypeTag, mslType } from "./dtypes.ts";
+import { elementwiseGrid } from "./elementwise.ts";
+import { type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { kernelPipeline } from "./kernels.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers (scan.ts and softmax.ts use them too)
+
+const INT32_LIMIT = 2 ** 31;
+const SIMD = 32;
+
+/** One dimension of a strided view: its extent and its stride in elements. */
+export interface Dim {
+  size: number;
+  stride: number;
+}
+
+/** The strides an input will have: its own, or row-major when a kernel is about to produce it. */
+export function knownStrides(a: MgArray): readonly number[] | null {
+  if (a.layout) return a.layout.strides;
+  const producer = a.node?.primitive;
+  // A view's layout is only known once its input is evaluated; kernels write row-major outputs.
+  if (!producer || producer.view || producer.gpu?.kind === "view") return null;
+  return rowMajorStrides(a.shape);
+}
+
+/** True when some element index or offset of the view can reach 2^31 (64-bit index variants). */
+export function needsLargeIndex(shape: readonly number[], strides: readonly number[], offset = 0): boolean {
+  let size = 1;
+  let span = Math.abs(offset);
+  shape.forEach((d, i) => {
+    size *= d;
+    span += Math.abs(strides[i]!) * Math.max(d - 1, 0);
+  });
+  return size >= INT32_LIMIT || span >= INT32_LIMIT;
+}
+
+/** Merges neighbouring dimensions that are one run in memory (outer.stride = inner.size·inner.stride). */
+export function mergeDims(dims: readonly Dim[]): Dim[] {
+  const out: Dim[] = [];
+  for (const d of dims) {
+    if (d.size === 1) continue;
+    const last = out[out.length - 1];
+    if (last && last.stride === d.size * d.stride) out[out.length - 1] = { size: last.size * d.size, stride: d.stride };
+    else out.push({ ...d });
+  }
+  return out;
+}
+
+/**
+ * A threadgroup size for a kernel reducing with simdgroup shuffles: whole simdgroups, at most the
+ * pipeline's maxTotalThreadsPerThreadgroup, about `work` threads (at least one simdgroup).
+ */
+export function simdThreadgroup(pipeline: Pipeline, work: number, op: string, cap = 1024): number {
+  const max = Math.floor(Math.min(cap, pipeline.maxTotalThreadsPerThreadgroup) / SIMD) * SIMD;
+  if (max < SIMD) {
+    throw new Error(`[${op}] the pipeline ${pipeline.name} allows only ${pipeline.maxTotalThreadsPerThreadgroup} threads per threadgroup; its reduction needs a whole simdgroup of ${SIMD}.`);
+  }
+  const want = Math.ceil(Math.max(work, 1) / SIMD) * SIMD;
+  return Math.min(max, want);
+}
+
+/** A grid of `count` threadgroups, two-dimensional when one dimension cannot hold it. */
+export function groupGrid(count: number): [number, number, number] {
+  if (count < INT32_LIMIT) return [Math.max(count, 1), 1, 1];
+  const width = 65536;
+  return [width, Math.ceil(count / width), 1];
+}
+
+/** The precision label of a floating accumulation in `acc` over `dtype` operands. */
+export function accumulatePrecision(dtype: Dtype, acc: "fp32" | "fp16" | "bf16"): string {
+  const operand = dtype === float16 ? "fp16" : dtype === bfloat16 ? "bf16" : dtype === complex64 ? "complex64" : "fp32";
+  return Precision.accumulate(acc, operand);
+}
+
+/** Removes one axis from a shape-like list. */
+export function without<T>(xs: readonly T[], axis: number): T[] {
+  return xs.filter((_, i) => i !== axis);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Accumulators
+
+interface Accumulator {
+  /** MSL type of the accumulator (the Op's `acc`). */
+  msl: string;
+  /** Its byte size (scratch buffers of two-pass reductions). */
+  bytes: number;
+  /** The Op template-id, e.g. `Sum<float>`. */
+  op: string;
+}
+
+/** Sums and products accumulate floats in float32 and integers in at least 32 bits, as MLX. */
+function accumulatorOf(type: ReduceType, d: Dtype, op: string): Accumulator {
+  if (type === "and") return { msl: "bool", bytes: 1, op: "And" };
+  if (type === "or") return { msl: "bool", bytes: 1, op: "Or" };
+  let msl: string;
+  let bytes: number;
+  if (d === float16 || d === bfloat16 || d === float32) [msl, bytes] = ["float", 4];
+  else if (d === complex64) [msl, bytes] = ["complex64_t", 8];
+  else if (type === "max" || type === "min") [msl, bytes] = [mslType(d, op), d.size];
+  else if (d === int64 || d === uint64) [msl, bytes] = [mslType(d, op), 8];
+  else if (d.kind === "u" || d === bool_) [msl, bytes] = ["uint32_t", 4];
+  else [msl, bytes] = ["int32_t", 4];
+  const name = { sum: "Sum", prod: "Prod", max: "Max", min: "Min" }[type];
+  return { msl, bytes, op: `${name}<${msl}>` };
+}
+
+const OP_NAMES: Record<ReduceType, string> = { sum: "sum", prod: "prod", max: "max", min: "min", and: "all", or: "any" };
+
+function reducePrecision(type: ReduceType, d: Dtype, acc: Accumulator): string {
+  if (type === "sum" || type === "prod") {
+    if (d === float16 || d === bfloat16 || d === float32 || d === complex64) return accumulatePrecision(d, "fp32");
+    return `${Precision.exact} (${acc.msl.replace("_t", "")} accumulate, wrapping)`;
+  }
+  return Precision.exact;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reduce: planning
+
+export type ReduceLayout = "all" | "row" | "column" | "general" | "empty";
+
+export interface ReducePlan {
+  layout: ReduceLayout;
+  /** Kept dimensions in output order (merged where contiguous). */
+  kept: Dim[];
+  /** Reduced dimensions (made non-negative, sorted by stride, merged). */
+  reduced: Dim[];
+  /** Elements added to the input's base: flipping a negative reduced stride starts at its far end. */
+  baseShift: number;
+  /** Elements reduced into each output. */
+  count: number;
+  outputs: number;
+  large: boolean;
+}
+
+/** How a Reduce over `axes` of a view with `shape`/`strides` runs. */
+export function planReduce(shape: readonly number[], strides: readonly number[], axes: readonly number[], offset = 0): ReducePlan {
+  const size = shape.reduce((a, b) => a * b, 1);
+  let count = 1;
+  let outputs = 1;
+  shape.forEach((d, i) => (axes.includes(i) ? (count *= d) : (outputs *= d)));
+  const large = needsLargeIndex(shape, strides, offset);
+  if (size === 0) return { layout: "empty", kept: [], reduced: [], baseShift: 0, count, outputs, large: false };
+  let baseShift = 0;
+  const reducedDims: Dim[] = [];
+  const keptDims: Dim[] = [];
+  shape.forEach((d, i) => {
+    if (d === 1) return;
+    let s = strides[i]!;
+    if (axes.includes(i)) {
+      // The order elements are combined in does not matter: walk a reversed axis forwards.
+      if (s < 0) {
+        baseShift += (d - 1) * s;
+        s = -s;
+      }
+      reducedDims.push({ size: d, stride: s });
+    } else keptDims.push({ size: d, stride: s });
+  });
+  // Largest stride first, broadcast (stride 0) dimensions last, then merge runs.
+  reducedDims.sort((a, b) => (a.stride === 0) !== (b.stride === 0) ? (a.stride === 0 ? 1 : -1) : b.stride - a.stride);
+  const reduced = mergeDims(reducedDims);
+  const kept = mergeDims(keptDims);
+  let layout: ReduceLayout;
+  if (kept.length === 0) layout = "all";
+  else if (reduced.length === 1 && reduced[0]!.stride === 1) layout = "row";
+  else if (kept[kept.length - 1]!.stride === 1) layout = "column";
+  else layout = "general";
+  return { layout, kept, reduced, baseShift, count, outputs, large };
+}
+
+/** Threads per threadgroup an all/row/general reduction of `count` elements wants (≥ 4 each). */
+function laneThreads(count: number): number {
+  return Math.min(1024, Math.ceil(count / 4));
+}
+
+/** Threadgroups of the first pass of an all-reduce (one when it fits one threadgroup's budget). */
+export const ALL_REDUCE_PER_THREAD = 16;
+function allReduceGroups(count: number, tg: number): number {
+  return Math.min(512, Math.max(1, Math.ceil(count / (tg * ALL_REDUCE_PER_THREAD))));
+}
+
+interface ReduceKernels {
+  main: KernelInstance;
+  /** Second pass of a two-pass all-reduce (partials → output). */
+  finish?: KernelInstance;
+  acc: Accumulator;
+}
+
+const KERNEL_OF: Record<Exclude<ReduceLayout, "empty">, string> = { all: "reduce_all", row: "reduce_row", column: "reduce_col", general: "reduce_general" };
+
+function reduceKernelsFor(plan: ReducePlan, type: ReduceType, inDtype: Dtype, outDtype: Dtype, twoPass: boolean): ReduceKernels {
+  const op = OP_NAMES[type];
+  const acc = accumulatorOf(type, inDtype, op);
+  const T = mslType(inDtype, op);
+  const U = mslType(outDtype, op);
+  const tagT = dtypeTag(inDtype);
+  const tagU = dtypeTag(outDtype);
+  if (plan.layout === "empty") {
+    return { main: { file: "reduce.metal", name: `mg_reduce_init_${type}_${tagU}`, instantiation: `reduce_init<${U}, ${acc.op}>` }, acc };
+  }
+  const idx = plan.large ? "int64_t" : "uint";
+  const suffix = plan.large ? "_i64" : "";
+  const fn = KERNEL_OF[plan.layout];
+  const variant = plan.layout === "column" ? "col" : plan.layout;
+  if (plan.layout === "all" && twoPass) {
+    const accTag = acc.msl.replace(/_t$/, "").replace("complex64", "c64");
+    return {
+      main: { file: "reduce.metal", name: `mg_reduce_all_${type}_${tagT}_${accTag}${suffix}`, instantiation: `${fn}<${T}, ${acc.msl}, ${acc.op}, ${idx}>` },
+      finish: { file: "reduce.metal", name: `mg_reduce_all_${type}_${accTag}_${tagU}`, instantiation: `${fn}<${acc.msl}, ${U}, ${acc.op}, uint>` },
+      acc,
+    };
+  }
+  return { main: { file: "reduce.metal", name: `mg_reduce_${variant}_${type}_${tagT}_${tagU}${suffix}`, instantiation: `${fn}<${T}, ${U}, ${acc.op}, ${idx}>` }, acc };
+}
+
+/** Forces the 64-bit index variants (tests exercise them on small arrays). */
+let forceLargeIndex = false;
+export function setForceLargeIndex(on: boolean): boolean {
+  const previous = forceLargeIndex;
+  forceLargeIndex = on;
+  return previous;
+}
+export function largeIndexForced(): boolean {
+  return forceLargeIndex;
+}
+
+function reducePlanOf(node: Node): ReducePlan | null {
+  const a = node.inputs[0]!;
+  const strides = knownStrides(a);
+  if (!strides) return null;
+  const p = node.params as ReduceParams;
+  const plan = planReduce(a.shape, strides, p.axes, a.layout?.offset ?? 0);
+  if (forceLargeIndex && plan.layout !== "empty") plan.large = true;
+  return plan;
+}
+
+function isTwoPass(plan: ReducePlan): boolean {
+  return plan.layout === "all" && allReduceGroups(plan.count, laneThreads(plan.count)) > 1;
+}
+
+function reduceKernels(node: Node): KernelInstance[] {
+  const plan = reducePlanOf(node);
+  if (!plan) return [];
+  const p = node.params as ReduceParams;
+  const k = reduceKernelsFor(plan, p.type, node.inputs[0]!.dtype, node.outputs[0]!.dtype, isTwoPass(plan));
+  return k.finish ? [k.main, k.finish] : [k.main];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reduce: encoding
+
+function encodeReduce(enc: GpuEncoder, node: Node): void {
+  const x = node.inputs[0]!;
+  const out = node.outputs[0]!;
+  const p = node.params as ReduceParams;
+  const plan = reducePlanOf(node)!;
+  const op = OP_NAMES[p.type];
+  const twoPass = isTwoPass(plan);
+  const kernels = reduceKernelsFor(plan, p.type, x.dtype, out.dtype, twoPass);
+  const precision = reducePrecision(p.type, x.dtype, kernels.acc);
+  const trace = (layout: string, inputs: readonly MgArray[] = [x]) => ({ primitives: ["Reduce"], inputs, outputs: [out], layout, precision });
+  const largeTag = plan.large ? ", large-index" : "";
+
+  if (plan.layout === "empty") {
+    // Nothing to read: every output is the identity (sum of nothing is 0, product 1, all true).
+    const pipeline = kernelPipeline(kernels.main);
+    const o = enc.output(out, 0);
+    const grid = elementwiseGrid(out.size);
+    enc.dispatch(
+      { pipeline, buffers: [o.binding], bytes: [int64Bytes(1, [out.size])], grid, threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1], mustWrite: [0] },
+      trace("empty (identity fill)", []),
+    );
+    return;
+  }
+
+  const a = enc.input(x, 0);
+  const base = a.base + plan.baseShift;
+  const pipeline = kernelPipeline(kernels.main);
+
+  if (plan.layout === "all") {
+    // Logically contiguous after merging: index directly; otherwise walk the reduced dimensions.
+    const contiguous = plan.reduced.length === 1 && plan.reduced[0]!.stride === 1;
+    const dims = plan.reduced;
+    const tg = simdThreadgroup(pipeline, laneThreads(plan.count), op);
+    const groups = twoPass ? allReduceGroups(plan.count, tg) : 1;
+    const bytes = [
+      int32Bytes(2, dims.map((d) => d.size)),
+      int64Bytes(3, dims.map((d) => d.stride)),
+      int32Bytes(4, [dims.length]),
+      int64Bytes(5, [base, plan.count, contiguous ? 1 : 0]),
+    ];
+    if (!twoPass) {
+      const o = enc.output(out, 1);
+      enc.dispatch(
+        { pipeline, buffers: [a.binding, o.binding], bytes, grid: [1, 1, 1], threadgroup: [tg, 1, 1], mode: "threadgroups", mustWrite: [1] },
+        trace(`all${largeTag}`),
+      );
+      return;
+    }
+    // Pass 1: one partial per threadgroup into scratch memory; pass 2: the partials into the output.
+    const scratch = enc.temporary(groups * kernels.acc.bytes);
+    const partials = { index: 1, buffer: scratch, offset: 0, length: groups * kernels.acc.bytes };
+    enc.dispatch(
+      { pipeline, buffers: [a.binding, { ...partials, access: "write" }], bytes, grid: [groups, 1, 1], threadgroup: [tg, 1, 1], mode: "threadgroups", mustWrite: [1] },
+      { ...trace(`all, two-pass (pass 1 of 2: ${groups} partials)${largeTag}`), notes: [`scratch: ${groups} ${kernels.acc.msl} partials`] },
+    );
+    const finish = kernelPipeline(kernels.finish!);
+    const o = enc.output(out, 1);
+    const tg2 = simdThreadgroup(finish, laneThreads(groups), op);
+    enc.dispatch(
+      {
+        pipeline: finish,
+        buffers: [{ ...partials, index: 0, access: "read" }, o.binding],
+        bytes: [int32Bytes(2, [groups]), int64Bytes(3, [1]), int32Bytes(4, [1]), int64Bytes(5, [0, groups, 1])],
+        grid: [1, 1, 1],
+        threadgroup: [tg2, 1, 1],
+        mode: "threadgroups",
+        mustWrite: [1],
+      },
+      trace("all, two-pass (pass 2 of 2)"),
+    );
+    return;
+  }
+
+  const o = enc.output(out, 1);
+  const kept = plan.kept;
+  const reduced = plan.reduced;
+  const bytes = [
+    int32Bytes(2, kept.map((d) => d.size)),
+    int64Bytes(3, kept.map((d) => d.stride)),
+    int32Bytes(4, reduced.map((d) => d.size)),
+    int64Bytes(5, reduced.map((d) => d.stride)),
+    int32Bytes(6, [kept.length, reduced.length]),
+    int64Bytes(7, [base, plan.count, plan.outputs]),
+  ];
+  const buffers = [a.binding, o.binding];
+  if (plan.layout === "column") {
+    const ncols = kept[kept.length - 1]!.size;
+    const max = Math.min(1024, pipeline.maxTotalThreadsPerThreadgroup);
+    const tx = Math.min(SIMD, nextPow2(ncols), max);
+    const ty = Math.max(1, Math.min(SIMD, Math.floor(max / tx), nextPow2(Math.ceil(plan.count / 8))));
+    const groups = Math.ceil(ncols / tx) * (plan.outputs / ncols);
+    enc.dispatch(
+      { pipeline, buffers, bytes, grid: groupGrid(groups), threadgroup: [tx, ty, 1], mode: "threadgroups", mustWrite: [1] },
+      trace(`column${largeTag}`),
+    );
+    return;
+  }
+  const tg = simdThreadgroup(pipeline, laneThreads(plan.count), op);
+  enc.dispatch(
+    { pipeline, buffers, bytes, grid: groupGrid(plan.outputs), threadgroup: [tg, 1, 1], mode: "threadgroups", mustWrite: [1] },
+    trace(`${plan.layout}${largeTag}`),
+  );
+}
+
+function nextPow2(n: number): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+export const reduceRule: GpuRule = { kind: "kernel", kernels: reduceKernels, encode: encodeReduce };
+
+// ---------------------------------------------------------------------------------------------
+// ArgReduce
+
+/** Lanes at least this long (and contiguous) are reduced by a whole threadgroup each. */
+const ARG_ROW_MIN = 32;
+
+interface ArgPlan {
+  layout: "row" | "column";
+  /** The other dimensions (output order), merged. */
+  others: Dim[];
+  n: number;
+  axisStride: number;
+  lanes: number;
+  large: boolean;
+}
+
+function argPlanOf(node: Node): ArgPlan | null {
+  const a = node.inputs[0]!;
+  const strides = knownStrides(a);
+  if (!strides) return null;
+  const p = node.params as ArgReduceParams;
+  const n = a.shape[p.axis]!;
+  const axisStride = strides[p.axis]!;
+  const others = mergeDims(without(a.shape, p.axis).map((size, i) => ({ size, stride: without(strides, p.axis)[i]! })));
+  const lanes = n === 0 ? 0 : a.size / n;
+  // complex64's ordering with NaN parts is only defined as a walk, so it always walks.
+  const cooperative = a.dtype !== complex64 && n >= ARG_ROW_MIN && (Math.abs(axisStride) <= 1 || lanes < SIMD);
+  const large = forceLargeIndex || needsLargeIndex(a.shape, strides, a.layout?.offset ?? 0);
+  return { layout: cooperative ? "row" : "column", others, n, axisStride, lanes, large };
+}
+
+function argKernel(plan: ArgPlan, node: Node): KernelInstance {
+  const p = node.params as ArgReduceParams;
+  const d = node.inputs[0]!.dtype;
+  const T = mslType(d, p.type);
+  const fn = plan.layout === "row" ? "arg_reduce_row" : "arg_reduce_col";
+  const idx = plan.large ? "int64_t" : "uint";
+  return {
+    file: "arg_reduce.metal",
+    name: `mg_${fn}_${p.type}_${dtypeTag(d)}${plan.large ? "_i64" : ""}`,
+    instantiation: `${fn}<${T}, ${p.type === "argmax"}, ${idx}>`,
+  };
+}
+
+function encodeArgReduce(enc: GpuEncoder, node: Node): void {
+  const x = node.inputs[0]!;
+  const out = node.outputs[0]!;
+  const p = node.params as ArgReduceParams;
+  const plan = argPlanOf(node)!;
+  const pipeline = kernelPipeline(argKernel(plan, node));
+  const a = enc.input(x, 0);
+  const o = enc.output(out, 1);
+  const bytes = [
+    int32Bytes(2, plan.others.map((d) => d.size)),
+    int64Bytes(3, plan.others.map((d) => d.stride)),
+    int32Bytes(4, [plan.others.length]),
+    int64Bytes(5, [a.base, plan.n, plan.lanes, plan.axisStride]),
+  ];
+  const trace = {
+    primitives: ["ArgReduce"],
+    inputs: [x],
+    outputs: [out],
+    layout: `${plan.layout}${plan.large ? ", large-index" : ""}`,
+    precision: Precision.exact,
+  };
+  if (plan.layout === "row") {
+    const tg = simdThreadgroup(pipeline, Math.ceil(plan.n / 4), p.type);
+    enc.dispatch({ pipeline, buffers: [a.binding, o.binding], bytes, grid: groupGrid(plan.lanes), threadgroup: [tg, 1, 1], mode: "threadgroups", mustWrite: [1] }, trace);
+    return;
+  }
+  const grid = elementwiseGrid(plan.lanes);
+  enc.dispatch(
+    { pipeline, buffers: [a.binding, o.binding], bytes, grid, threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1], mustWrite: [1] },
+    trace,
+  );
+}
+
+export const argReduceRule: GpuRule = {
+  kind: "kernel",
+  kernels(node) {
+    const plan = argPlanOf(node);
+    return plan ? [argKernel(plan, node)] : [];
+  },
+  encode: encodeArgReduce,
+};
