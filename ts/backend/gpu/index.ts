@@ -22,6 +22,9 @@ export function setFusion(enabled: boolean): boolean {
   return previous;
 }
 
+/** Longest chain one generated kernel computes: bounds its source size and compile time. */
+const MAX_FUSED_OPS = 128;
+
 type Item =
   | { kind: "region"; region: Region }
   | { kind: "single"; node: Node }
@@ -103,7 +106,7 @@ function plan(nodes: readonly Node[], ctx: EvalContext): Item[] {
     if (fusionEnabled && isFusable(node)) {
       const shape = node.outputs[0]!.shape;
       const fits = open.length === 0 || (shapesEqual(open[0]!.outputs[0]!.shape, shape) && open[0]!.stream === node.stream);
-      if (!fits || !withinBufferLimit(open, node, ctx)) close();
+      if (!fits || open.length >= MAX_FUSED_OPS || !withinBufferLimit(open, node, ctx)) close();
       open.push(node);
       inOpen.add(node.outputs[0]!);
       continue;
@@ -197,6 +200,7 @@ registerBackend("gpu", {
       return;
     }
     const submitted = enc.batch.submit(queue);
+    enc.releaseTemporaries();
     enc.releaseTemporaries();
     const work = new BatchWork(submitted, queue);
     lastWork.set(stream, work);
