@@ -11,12 +11,15 @@ import { astype as astypeHook } from "./core/ops/elementwise.ts";
 import { setConvertHooks } from "./core/ops/convert.ts";
 import { evalArrays, evalAsync } from "./core/graph.ts";
 import { MgArray } from "./core/array.ts";
+import { runtime } from "./backend/runtime.ts";
+import { chooseDefaultDevice, defaultDevice as currentDefaultDevice, setDefaultDevice as setDefaultDeviceInternal } from "./core/device.ts";
 import { collectTrace, type TraceRecord } from "./core/trace.ts";
 import { trace as diagonalTrace } from "./core/ops/movement.ts";
 import type { Dtype } from "./core/dtype.ts";
 import type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
 
 setConvertHooks((arrays) => stackHook(arrays), (a, d) => astypeHook(a, d));
+setDefaultDeviceInternal(chooseDefaultDevice(!runtime().device.isSimulator));
 
 export { MgArray } from "./core/array.ts";
 export * from "./core/dtype.ts";
@@ -93,3 +96,27 @@ export function asyncEval(...args: unknown[]): Promise<void> {
 
 export * from "./memory/index.ts";
 export { pressureCollectionCount } from "./memory/allocator.ts";
+
+/**
+ * Facts about the device, as mx.device_info (MLX's keys, plus metalgrad's): which GPU (or the
+ * Metal simulator), its architecture string and generation, memory sizes, and the default device.
+ */
+export function deviceInfo(): Record<string, string | number | boolean | number[]> {
+  const d = runtime().device;
+  return {
+    device_name: d.name,
+    architecture: d.architecture,
+    architecture_generation: d.generation,
+    size_class: d.sizeClass,
+    memory_size: d.recommendedMaxWorkingSetSize,
+    max_recommended_working_set_size: d.recommendedMaxWorkingSetSize,
+    max_buffer_length: d.maxBufferLength,
+    max_threads_per_threadgroup: d.maxThreadsPerThreadgroup,
+    unified_memory: d.hasUnifiedMemory,
+    is_simulator: d.isSimulator,
+    performance: d.isSimulator
+      ? "the Metal simulator runs kernels on the CPU with Metal's semantics: correct, not a performance device"
+      : "Apple GPU",
+    default_device: currentDefaultDevice().type,
+  };
+}

@@ -56,14 +56,19 @@ export function setDefaultStream(stream: Stream): void {
   defaultStreams.set(stream.device, stream);
 }
 
-function initialDefaultDevice(): Device {
+/**
+ * The default device: the GPU where real Metal is present; elsewhere the CPU (mg.gpu then runs on
+ * the Metal simulator, which is correct but not fast). MG_DEFAULT_DEVICE=cpu|gpu overrides.
+ */
+export function chooseDefaultDevice(realGpu: boolean): Device {
   const env = process.env.MG_DEFAULT_DEVICE;
   if (env === "gpu") return gpu;
-  if (env === "cpu" || env === undefined || env === "") return cpu;
-  throw new Error(`[device] MG_DEFAULT_DEVICE must be 'cpu' or 'gpu', got '${env}'.`);
+  if (env === "cpu") return cpu;
+  if (env !== undefined && env !== "") throw new Error(`[device] MG_DEFAULT_DEVICE must be 'cpu' or 'gpu', got '${env}'.`);
+  return realGpu ? gpu : cpu;
 }
 
-let globalDefaultDevice: Device = initialDefaultDevice();
+let globalDefaultDevice: Device = cpu;
 
 export function defaultDevice(): Device {
   return scope.getStore()?.device ?? globalDefaultDevice;
