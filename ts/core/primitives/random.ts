@@ -10,6 +10,7 @@ import type { Primitive } from "../primitive.ts";
 import { readNumbers, storageView } from "../../backend/cpu/values.ts";
 import { elementFromWords, streamLayout, streamWords } from "../../random/threefry.ts";
 import { randomBitsRule } from "../../backend/gpu/random.ts";
+import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { transpose } from "../ops/shape.ts";
 import { zeros, zerosLike } from "../ops/creation.ts";
@@ -58,12 +59,13 @@ export const RandomBits: Primitive<RandomBitsParams> = {
     if (kax === k.ndim - 1) {
       const perm = Array.from({ length: k.ndim }, (_, i) => i);
       [perm[kax], perm[kax - 1]] = [perm[kax - 1]!, perm[kax]!];
-      k = transpose(k, perm, { stream: k.stream });
+      k = transpose(k, perm);
       kax--;
     }
     const shape = [...p.shape];
     if (kax >= 0) shape.splice(kax, 0, k.shape[kax]!);
-    const out = makeArray(RandomBits, [k], { shape, width: p.width }, k.stream);
+    // The node's stream (vmap runs rules on it), not the keys' stream: keys often live on the CPU.
+    const out = makeArray(RandomBits, [k], { shape, width: p.width }, resolveStream());
     return [[out], [kax]];
   },
   paramsKey: (p) => `${p.shape.join(",")}|${p.width}`,
