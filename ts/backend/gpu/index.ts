@@ -201,7 +201,6 @@ registerBackend("gpu", {
     }
     const submitted = enc.batch.submit(queue);
     enc.releaseTemporaries();
-    enc.releaseTemporaries();
     const work = new BatchWork(submitted, queue);
     lastWork.set(stream, work);
     for (const s of enc.written) s.pending = work;

@@ -6,6 +6,7 @@ import type { MgArray } from "../array.ts";
 import { complex64 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
 import { interleave, matmulValues } from "../../backend/cpu/matmul.ts";
+import { matmulGpu } from "../../backend/gpu/matmul.ts";
 import { readNumbers, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
 import { add, conjugate, multiply } from "../ops/elementwise.ts";
 import { broadcastTo, expandDims, moveaxis, swapaxes } from "../ops/shape.ts";
@@ -27,6 +28,7 @@ export const Matmul: Primitive<Record<string, never>> = {
     if (im) writeComplex(out!, interleave(re, im));
     else writeNumbers(out!, re);
   },
+  gpu: matmulGpu,
   // y = A·B:  dA = G·Bᴴ,  dB = Aᴴ·G  (ᴴ = conjugate transpose; for real dtypes the transpose).
   vjp([a, b], [g], argnums) {
     return argnums.map((i) =>
@@ -80,6 +82,7 @@ export const AddMM: Primitive<AddMMParams> = {
     }
     writeNumbers(out!, re);
   },
+  gpu: matmulGpu,
   // y = α A·B + β C:  dA = α G·Bᵀ,  dB = α Aᵀ·G,  dC = β G.
   vjp([a, b, c], [g], argnums, _o, p) {
     return argnums.map((i) => {
