@@ -71,6 +71,19 @@ export class GpuEncoder {
     for (const b of this.temporaries.splice(0)) b.release();
   }
 
+  /** Checks that read this batch's results on the host (MG_CHECK_INDICES), run after submit. */
+  private readonly afterSubmitChecks: (() => void)[] = [];
+
+  /** Runs `check` once the batch is submitted and its outputs carry it as pending work. */
+  afterSubmit(check: () => void): void {
+    this.afterSubmitChecks.push(check);
+  }
+
+  /** Called by the backend after setting the outputs' pending work; a check may throw. */
+  runAfterSubmit(): void {
+    for (const check of this.afterSubmitChecks.splice(0)) check();
+  }
+
   /** Binds an evaluated (or already allocated, pending) array for reading at `index`. */
   input(a: MgArray, index: number): BoundArray {
     const l = a.layout!;

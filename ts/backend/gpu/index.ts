@@ -197,6 +197,7 @@ registerBackend("gpu", {
     }
     if (enc.dispatches === 0) {
       enc.releaseTemporaries();
+      enc.runAfterSubmit();
       return;
     }
     const submitted = enc.batch.submit(queue);
@@ -204,5 +205,6 @@ registerBackend("gpu", {
     const work = new BatchWork(submitted, queue);
     lastWork.set(stream, work);
     for (const s of enc.written) s.pending = work;
+    enc.runAfterSubmit();
   },
 });
