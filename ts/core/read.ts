@@ -1,6 +1,6 @@
 // Reading array values into JS: item(), tolist(), typed-array copies, and MLX-style printing.
 import type { MgArray } from "./array.ts";
-import { bfloat16, bool_, complex64 } from "./dtype.ts";
+import { bfloat16, complex64 } from "./dtype.ts";
 import { collectValues, type ElementValue, storageCtor } from "./elements.ts";
 import type { TypedArray } from "../memory/storage.ts";
 
@@ -75,15 +75,22 @@ export function dataSync(a: MgArray): TypedArray {
 // ---------------------------------------------------------------------------------------------
 // Printing, in the style of MLX's repr: array([[1, 2],\n       [3, 4]], dtype=int32)
 
-function formatFloat(v: number, dt: string): string {
+/** A float as C++'s default ostream prints it (MLX's repr): 6 significant digits, no trailing
+ *  zeros, exponents with at least two digits. */
+function formatFloat(v: number): string {
   if (Number.isNaN(v)) return "nan";
   if (v === Infinity) return "inf";
   if (v === -Infinity) return "-inf";
-  const digits = dt === "float64" ? 17 : dt === "float32" ? 9 : 5;
-  let s = Number(v.toPrecision(Math.min(digits, 6))).toString();
-  if (Object.is(v, -0)) s = "-0";
-  if (!s.includes(".") && !s.includes("e") && !s.includes("n")) s += ".";
-  return s;
+  if (v === 0) return Object.is(v, -0) ? "-0" : "0";
+  const exp = Math.floor(Math.log10(Math.abs(v)));
+  if (exp < -5 || exp >= 6) {
+    const [mant, e] = v.toExponential(5).split("e");
+    const m = mant!.includes(".") ? mant!.replace(/0+$/, "").replace(/\.$/, "") : mant!;
+    const n = Number(e);
+    return `${m}e${n < 0 ? "-" : "+"}${String(Math.abs(n)).padStart(2, "0")}`;
+  }
+  const fixed = v.toPrecision(6);
+  return fixed.includes(".") ? fixed.replace(/0+$/, "").replace(/\.$/, "") : fixed;
 }
 
 function formatValue(v: ElementValue, dtName: string): string {
@@ -91,9 +98,9 @@ function formatValue(v: ElementValue, dtName: string): string {
   if (typeof v === "bigint") return v.toString();
   if (typeof v === "object") {
     const sign = v.im < 0 || Object.is(v.im, -0) ? "-" : "+";
-    return `${formatFloat(v.re, "float32")}${sign}${formatFloat(Math.abs(v.im), "float32")}j`;
+    return `${formatFloat(v.re)}${sign}${formatFloat(Math.abs(v.im))}j`;
   }
-  if (dtName.startsWith("float") || dtName === "bfloat16") return formatFloat(v, dtName);
+  if (dtName.startsWith("float") || dtName === "bfloat16") return formatFloat(v);
   return String(v);
 }
 
@@ -104,8 +111,7 @@ export function formatArray(a: MgArray): string {
   if (a.disposed) return `array(<disposed>, shape=(${a.shape.join(", ")}), dtype=${a.dtype.name})`;
   const flat = values(a, "print").map((v) => formatValue(v, a.dtype.name));
   const summarize = a.size > SUMMARIZE;
-  const width = Math.max(0, ...flat.map((s) => s.length));
-  const pad = (s: string) => (a.dtype === bool_ ? s : s.padStart(width));
+  const pad = (s: string) => s;
   const strides: number[] = [];
   let s = 1;
   for (let i = a.ndim - 1; i >= 0; i--) {

@@ -35,7 +35,9 @@ function floatUnary(prim: Primitive<null>, op: string, a: ArrayInput, opts: Stre
 export function abs(a: ArrayInput, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "abs");
   if (x.dtype === bool_ || x.dtype.kind === "u") return x;
-  return unaryOp(P.Abs, x, opts);
+  const out = unaryOp(P.Abs, x, opts);
+  // |z| is real: MLX computes it in the complex primitive and casts to float32.
+  return isComplex(x.dtype) ? astype(out, float32, opts) : out;
 }
 
 export function negative(a: ArrayInput, opts: StreamOptions = {}): MgArray {

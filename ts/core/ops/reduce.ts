@@ -43,7 +43,6 @@ function accumulateDtype(d: Dtype): Dtype {
 function reduceOp(type: ReduceType, op: string, a: ArrayInput, axis: Axes, keepdims: boolean, opts: StreamOptions): MgArray {
   let x = toArray(a, op);
   const noIdentity = type === "max" || type === "min";
-  if (noIdentity && x.size === 0) throw new Error(`[${op}] Cannot ${op} reduce zero size array.`);
   if (axis !== undefined && axis !== null && typeof axis !== "number" && axis.length === 0 && (type === "sum" || type === "prod")) return x;
   const axes = reduceAxes(x, axis, op, noIdentity);
   if (type === "sum" || type === "prod") x = ew.astype(x, accumulateDtype(x.dtype), opts);

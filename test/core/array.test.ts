@@ -1,0 +1,137 @@
+// Arrays and the lazy graph: construction, reading, printing, laziness, devices and streams.
+import { describe, expect, test } from "bun:test";
+import * as mg from "../../ts/index.ts";
+import { MgArray } from "../../ts/core/array.ts";
+
+describe("construction", () => {
+  test("from scalars, nested lists, booleans, bigints, typed arrays and arrays", () => {
+    expect(mg.array(3).dtype).toBe(mg.int32);
+    expect(mg.array(3).shape).toEqual([]);
+    expect(mg.array(2.5).dtype).toBe(mg.float32);
+    expect(mg.array(true).dtype).toBe(mg.bool_);
+    expect(mg.array(7n).dtype).toBe(mg.int64);
+    expect(mg.array([[1, 2], [3, 4]]).shape).toEqual([2, 2]);
+    expect(mg.array([[1, 2.5]]).dtype).toBe(mg.float32);
+    expect(mg.array([1, 2], mg.float16).tolist()).toEqual([1, 2]);
+    expect(mg.array(new Float64Array([1, 2, 3, 4, 5, 6]), null, { shape: [2, 3] }).shape).toEqual([2, 3]);
+    expect(mg.array(new Float64Array([1])).dtype).toBe(mg.float64);
+    expect(mg.array(new Uint8Array([1, 2])).dtype).toBe(mg.uint8);
+    expect(mg.array([mg.array([1, 2]), mg.array([3, 4])]).tolist()).toEqual([[1, 2], [3, 4]]);
+    expect(mg.array([{ re: 1, im: -2 }]).dtype).toBe(mg.complex64);
+    expect(mg.array([]).shape).toEqual([0]);
+  });
+  test("ragged input and bad values are rejected clearly", () => {
+    expect(() => mg.array([[1, 2], [3]])).toThrow("[array] Initialization encountered non-uniform length");
+    expect(() => mg.array([[1, 2], 3] as unknown as number[])).toThrow("non-uniform length");
+    expect(() => mg.array(["a"] as unknown as number[])).toThrow("[array] Invalid type string");
+    expect(() => mg.array(new Float32Array(5), null, { shape: [2, 2] })).toThrow("does not fit shape");
+  });
+  test("bfloat16 and float16 are stored bit-exactly (round to nearest even)", () => {
+    const bits = new Uint16Array(mg.view(mg.array([1 + 2 ** -8, 1 + 3 * 2 ** -8], mg.bfloat16), mg.uint16).dataSync() as Uint16Array);
+    expect([...bits]).toEqual([0x3f80, 0x3f82]);
+    expect(mg.array([65519], mg.float16).item()).toBe(65504);
+    expect(mg.array([65520], mg.float16).item()).toBe(Infinity);
+  });
+});
+
+describe("reading", () => {
+  test("item, tolist, dataSync; 64-bit values come back as bigints", () => {
+    const a = mg.array([[1, 2], [3, 4]], mg.float32);
+    expect(a.tolist()).toEqual([[1, 2], [3, 4]]);
+    expect(mg.sum(a).item()).toBe(10);
+    expect(() => a.item()).toThrow("[item]");
+    const d = a.T.dataSync();
+    expect(d).toBeInstanceOf(Float32Array);
+    expect([...(d as Float32Array)]).toEqual([1, 3, 2, 4]);
+    expect(mg.array([2n ** 62n], mg.int64).tolist()).toEqual([2n ** 62n]);
+    expect(mg.array([true, false]).tolist()).toEqual([true, false]);
+    expect([...(mg.array([1.5], mg.bfloat16).dataSync() as Float32Array)]).toEqual([1.5]);
+  });
+  test("shape properties", () => {
+    const a = mg.zeros([2, 3, 4], mg.float16);
+    expect([a.ndim, a.size, a.itemsize, a.nbytes]).toEqual([3, 24, 2, 48]);
+    expect(a.T.shape).toEqual([4, 3, 2]);
+  });
+  test("printing looks like MLX's repr", () => {
+    expect(mg.array([[1, 2], [3, 4]]).toString()).toBe("array([[1, 2],\n       [3, 4]], dtype=int32)");
+    expect(mg.array([1.5, 2]).toString()).toBe("array([1.5, 2], dtype=float32)");
+    expect(mg.array([1e-7, 123456789, -0.125], mg.float64).toString()).toBe("array([1e-07, 1.23457e+08, -0.125], dtype=float64)");
+    expect(mg.array(true).toString()).toBe("array(True, dtype=bool)");
+    expect(mg.arange(2000).toString()).toContain("...");
+  });
+});
+
+describe("the lazy graph", () => {
+  test("nothing computes until eval; eval computes each node once and detaches inputs", () => {
+    const x = mg.array([1, 2, 3], mg.float32);
+    const y = mg.exp(x);
+    expect(y.evaluated).toBe(false);
+    expect(y.node).not.toBeNull();
+    const records = mg.trace(() => {
+      const z = mg.add(y, y);
+      mg.eval(z);
+      mg.eval(z); // already evaluated: no work
+      return z;
+    });
+    expect(records.map((r) => r.primitives[0])).toEqual(["Exp", "Add"]);
+    expect(y.evaluated).toBe(true);
+    expect(y.node).toBeNull();
+  });
+  test("multi-output primitives are siblings of one node", () => {
+    const [q, r] = mg.divmod(mg.array([7]), mg.array([2]));
+    expect(q.node).toBe(r.node);
+    mg.eval(q);
+    expect(r.evaluated).toBe(true);
+  });
+  test("a 100,000-op chain evaluates without a stack overflow", () => {
+    let x = mg.array(0, mg.int32);
+    for (let i = 0; i < 100_000; i++) x = mg.add(x, 1);
+    expect(x.item()).toBe(100_000);
+  });
+  test("eval accepts trees of arrays", () => {
+    const a = mg.exp(mg.array([0]));
+    const b = mg.exp(mg.array([0]));
+    mg.eval({ a, list: [b] });
+    expect(a.evaluated && b.evaluated).toBe(true);
+  });
+  test("views share storage: reshape/transpose/slice/broadcast do not copy", () => {
+    const a = mg.array(new Float32Array(12));
+    mg.eval(a);
+    const v = mg.transpose(mg.reshape(a, [3, 4]));
+    mg.eval(v);
+    expect(v.layout!.storage).toBe(a.layout!.storage);
+    expect(v.layout!.rowContiguous).toBe(false);
+  });
+});
+
+describe("devices and streams", () => {
+  test("per-op streams, stream scopes and the default device", () => {
+    const x = mg.array([1, 2]);
+    expect(mg.exp(x, { stream: mg.cpu }).stream.device).toBe(mg.cpu);
+    expect(mg.stream(mg.gpu, () => mg.exp(x)).stream.device).toBe(mg.gpu);
+    expect(mg.stream(mg.cpu, () => mg.defaultDevice())).toBe(mg.cpu);
+    const s = mg.newStream(mg.cpu);
+    expect(mg.add(x, 1, { stream: s }).stream).toBe(s);
+    expect(mg.defaultStream(mg.cpu).device).toBe(mg.cpu);
+  });
+  test("stream scopes follow async code without leaking into interleaved scopes", async () => {
+    const seen: string[] = [];
+    await Promise.all([
+      mg.stream(mg.gpu, async () => {
+        await Bun.sleep(5);
+        seen.push(`a:${mg.exp(mg.array([1])).stream.device.type}`);
+      }),
+      mg.stream(mg.cpu, async () => {
+        await Bun.sleep(1);
+        seen.push(`b:${mg.exp(mg.array([1])).stream.device.type}`);
+      }),
+    ]);
+    expect(seen.sort()).toEqual(["a:gpu", "b:cpu"]);
+  });
+  test("float64 on the GPU throws at op time", () => {
+    expect(() => mg.exp(mg.array([1], mg.float64), { stream: mg.gpu })).toThrow("[Exp] float64 is not supported on the GPU.");
+  });
+  test("instanceof and the class", () => {
+    expect(mg.array([1]) instanceof MgArray).toBe(true);
+  });
+});

@@ -1,0 +1,101 @@
+// Reductions and scans on the CPU device: values, MLX's output dtypes, NaN and empty-axis rules.
+import { describe, expect, test } from "bun:test";
+import * as mg from "../../ts/index.ts";
+
+const m = () => mg.array([[1, 2, 3], [4, 5, 6]]);
+
+describe("reductions", () => {
+  test("sum/prod/max/min/mean over axes, keepdims", () => {
+    expect(mg.sum(m()).item()).toBe(21);
+    expect(mg.sum(m(), 0).tolist()).toEqual([5, 7, 9]);
+    expect(mg.sum(m(), 1, true).tolist()).toEqual([[6], [15]]);
+    expect(mg.sum(m(), [0, 1]).item()).toBe(21);
+    expect(mg.sum(m(), -1).tolist()).toEqual([6, 15]);
+    expect(mg.prod(m(), 1).tolist()).toEqual([6, 120]);
+    expect(mg.max(m(), 0).tolist()).toEqual([4, 5, 6]);
+    expect(mg.min(m()).item()).toBe(1);
+    expect(mg.mean(m(), 1).tolist()).toEqual([2, 5]);
+    expect(m().sum(0, true).shape).toEqual([1, 3]);
+  });
+  test("MLX's output dtypes: small ints widen to int32/uint32, floats keep theirs", () => {
+    expect(mg.sum(mg.array([1, 2], mg.int8)).dtype).toBe(mg.int32);
+    expect(mg.sum(mg.array([1, 2], mg.int16)).dtype).toBe(mg.int32);
+    expect(mg.sum(mg.array([true, true])).dtype).toBe(mg.int32);
+    expect(mg.sum(mg.array([true, true])).item()).toBe(2);
+    expect(mg.sum(mg.array([1, 2], mg.uint8)).dtype).toBe(mg.uint32);
+    expect(mg.sum(mg.array([1n], mg.int64)).dtype).toBe(mg.int64);
+    expect(mg.sum(mg.array([1], mg.float16)).dtype).toBe(mg.float16);
+    expect(mg.prod(mg.array([2], mg.int16)).dtype).toBe(mg.int32);
+    expect(mg.max(mg.array([1, 2], mg.int8)).dtype).toBe(mg.int8);
+    expect(mg.mean(mg.array([1, 2])).dtype).toBe(mg.float32);
+    expect(mg.all(mg.array([1, 2])).dtype).toBe(mg.bool_);
+  });
+  test("exact 64-bit sums beyond 2^53", () => {
+    const big = 2n ** 60n;
+    expect(mg.sum(mg.array([big, big, 1n], mg.int64)).item()).toBe(2n ** 61n + 1n);
+  });
+  test("int8 sums do not overflow: the accumulator is int32", () => {
+    expect(mg.sum(mg.array(new Array(100).fill(100), mg.int8)).item()).toBe(10000);
+  });
+  test("NaN propagates through max/min; any([0.0, -0.0]) is false", () => {
+    expect(Number.isNaN(mg.max(mg.array([1, NaN, 3])).item() as number)).toBe(true);
+    expect(Number.isNaN(mg.min(mg.array([NaN, 1])).item() as number)).toBe(true);
+    expect(mg.any(mg.array([0.0, -0.0])).item()).toBe(false);
+    expect(mg.all(mg.array([1, NaN])).item()).toBe(true);
+  });
+  test("empty axes: sum is 0, prod is 1, max/min throw", () => {
+    expect(mg.sum(mg.zeros([0])).item()).toBe(0);
+    expect(mg.prod(mg.zeros([0])).item()).toBe(1);
+    expect(mg.sum(mg.zeros([2, 0]), 1).tolist()).toEqual([0, 0]);
+    expect(() => mg.max(mg.zeros([0]))).toThrow("[max] Cannot max reduce over axis 0 with size 0.");
+    expect(() => mg.min(mg.zeros([3, 0]), 1)).toThrow("[min] Cannot min reduce over axis 1 with size 0.");
+    expect(mg.max(mg.zeros([0, 3]), 1).shape).toEqual([0]);
+  });
+  test("axis errors are tagged", () => {
+    expect(() => mg.sum(m(), 2)).toThrow("[sum] Invalid axis 2 for array with 2 dimensions.");
+    expect(() => mg.sum(m(), [0, -2])).toThrow("[sum] Duplicate axes detected in reduction.");
+  });
+  test("variance and std with ddof (MLX: var([1,2], ddof=2) is inf)", () => {
+    expect(mg.variance(mg.array([1, 2, 3, 4])).item()).toBe(1.25);
+    expect(mg.variance(mg.array([1, 2, 3, 4]), null, false, 1).item()).toBeCloseTo(5 / 3, 6);
+    expect(mg.variance(mg.array([1, 2]), null, false, 2).item()).toBe(Infinity);
+    expect(mg.std(mg.array([[1, 3], [5, 9]], mg.float64), 1).tolist()).toEqual([1, 2]);
+    expect(mg.variance(mg.array([{ re: 1, im: 1 }, { re: -1, im: -1 }])).item()).toBe(2);
+  });
+  test("countNonzero", () => {
+    expect(mg.countNonzero(mg.array([[0, 1], [2, 0]])).item()).toBe(2);
+    expect(mg.countNonzero(mg.array([[0, 1], [2, 3]]), { axis: 1 }).tolist()).toEqual([1, 2]);
+  });
+  test("reductions of strided views", () => {
+    const t = mg.transpose(mg.reshape(mg.arange(12), [3, 4]));
+    expect(mg.sum(t, 1).tolist()).toEqual([12, 15, 18, 21]);
+    const b = mg.broadcastTo(mg.array([1, 2]), [3, 2]);
+    expect(mg.sum(b, 0).tolist()).toEqual([3, 6]);
+  });
+});
+
+describe("scans", () => {
+  test("cumsum/cumprod/cummax/cummin, reverse and exclusive", () => {
+    const x = mg.array([3, 1, 4, 1, 5]);
+    expect(mg.cumsum(x).tolist()).toEqual([3, 4, 8, 9, 14]);
+    expect(mg.cumsum(x, 0, { reverse: true }).tolist()).toEqual([14, 11, 10, 6, 5]);
+    expect(mg.cumsum(x, 0, { inclusive: false }).tolist()).toEqual([0, 3, 4, 8, 9]);
+    expect(mg.cumsum(x, 0, { reverse: true, inclusive: false }).tolist()).toEqual([11, 10, 6, 5, 0]);
+    expect(mg.cumprod(x).tolist()).toEqual([3, 3, 12, 12, 60]);
+    expect(mg.cummax(x).tolist()).toEqual([3, 3, 4, 4, 5]);
+    expect(mg.cummin(x, 0, { reverse: true }).tolist()).toEqual([1, 1, 1, 1, 5]);
+    expect(mg.cumsum(mg.array([[1, 2], [3, 4]]), 1).tolist()).toEqual([[1, 3], [3, 7]]);
+    expect(mg.cumsum(mg.array([[1, 2], [3, 4]])).tolist()).toEqual([1, 3, 6, 10]); // axis null flattens
+  });
+  test("logcumsumexp is stable", () => {
+    const r = mg.logcumsumexp(mg.array([1000, 1000, 1000], mg.float64)).tolist() as number[];
+    expect(r[0]).toBe(1000);
+    expect(r[1]).toBeCloseTo(1000 + Math.log(2), 12);
+    expect(r[2]).toBeCloseTo(1000 + Math.log(3), 12);
+  });
+  test("scan dtypes: bool cumsum is int32; cumsum dtype option", () => {
+    expect(mg.cumsum(mg.array([true, true])).tolist()).toEqual([1, 2]);
+    expect(mg.cumsum(mg.array([true, true])).dtype).toBe(mg.int32);
+    expect(mg.cumsum(mg.array([1, 2]), 0, { dtype: mg.float32 }).dtype).toBe(mg.float32);
+  });
+});

@@ -1,0 +1,104 @@
+// Shape ops, joins and creation on the CPU device.
+import { describe, expect, test } from "bun:test";
+import * as mg from "../../ts/index.ts";
+
+const ar = (n: number, shape: number[]) => mg.reshape(mg.arange(n), shape);
+
+describe("reshape, flatten, squeeze, expandDims", () => {
+  test("reshape with -1, flatten ranges, unflatten", () => {
+    expect(mg.reshape(mg.arange(6), [2, -1]).shape).toEqual([2, 3]);
+    expect(mg.reshape(mg.arange(6), [3, 2]).tolist()).toEqual([[0, 1], [2, 3], [4, 5]]);
+    expect(() => mg.reshape(mg.arange(6), [4, -1])).toThrow("[reshape] Cannot infer the shape");
+    expect(() => mg.reshape(mg.arange(6), [-1, -1])).toThrow("[reshape] Can only infer one dimension.");
+    expect(mg.flatten(ar(24, [2, 3, 4]), 1).shape).toEqual([2, 12]);
+    expect(mg.flatten(ar(24, [2, 3, 4]), 0, 1).shape).toEqual([6, 4]);
+    expect(mg.unflatten(mg.arange(12), 0, [3, -1]).shape).toEqual([3, 4]);
+    expect(ar(6, [2, 3]).reshape(3, 2).shape).toEqual([3, 2]);
+  });
+  test("reshape of a transposed view copies in row-major order", () => {
+    expect(mg.reshape(mg.transpose(ar(6, [2, 3])), [6]).tolist()).toEqual([0, 3, 1, 4, 2, 5]);
+  });
+  test("squeeze and expandDims", () => {
+    expect(mg.squeeze(mg.zeros([1, 3, 1])).shape).toEqual([3]);
+    expect(mg.squeeze(mg.zeros([1, 3, 1]), 2).shape).toEqual([1, 3]);
+    expect(() => mg.squeeze(mg.zeros([2, 3]), 0)).toThrow("[squeeze] Cannot squeeze axis 0");
+    expect(mg.expandDims(mg.zeros([3]), [0, -1]).shape).toEqual([1, 3, 1]);
+  });
+});
+
+describe("transposes and broadcasting", () => {
+  test("transpose, swapaxes, moveaxis", () => {
+    expect(mg.transpose(ar(6, [2, 3])).tolist()).toEqual([[0, 3], [1, 4], [2, 5]]);
+    expect(mg.transpose(mg.zeros([2, 3, 4]), [1, 0, 2]).shape).toEqual([3, 2, 4]);
+    expect(() => mg.transpose(mg.zeros([2, 3]), [0, 0])).toThrow("[transpose] Repeat axes not allowed.");
+    expect(mg.swapaxes(mg.zeros([2, 3, 4]), 0, 2).shape).toEqual([4, 3, 2]);
+    expect(mg.moveaxis(mg.zeros([2, 3, 4]), 0, -1).shape).toEqual([3, 4, 2]);
+  });
+  test("broadcastTo and broadcastArrays", () => {
+    expect(mg.broadcastTo(mg.array([1, 2]), [2, 2]).tolist()).toEqual([[1, 2], [1, 2]]);
+    expect(() => mg.broadcastTo(mg.zeros([3]), [2, 4])).toThrow("[broadcast_to]");
+    const [a, b] = mg.broadcastArrays([mg.zeros([3, 1]), mg.zeros([4])]);
+    expect([a!.shape, b!.shape]).toEqual([[3, 4], [3, 4]]);
+  });
+  test("flip is a reversed view", () => {
+    expect(mg.flip(ar(6, [2, 3]), 1).tolist()).toEqual([[2, 1, 0], [5, 4, 3]]);
+    expect(mg.flip(ar(6, [2, 3])).tolist()).toEqual([[5, 4, 3], [2, 1, 0]]);
+  });
+});
+
+describe("joins", () => {
+  test("concatenate promotes dtypes and validates shapes", () => {
+    expect(mg.concatenate([mg.array([1, 2]), mg.array([3.5])]).tolist()).toEqual([1, 2, 3.5]);
+    expect(mg.concatenate([ar(4, [2, 2]), ar(2, [2, 1])], 1).tolist()).toEqual([[0, 1, 0], [2, 3, 1]]);
+    expect(mg.concatenate([ar(4, [2, 2]), ar(2, [1, 2])], null).shape).toEqual([6]);
+    expect(() => mg.concatenate([mg.zeros([2, 2]), mg.zeros([3, 3])], 0)).toThrow("[concatenate] All the input array dimensions except for the concatenation axis must match exactly");
+    expect(() => mg.concatenate([])).toThrow("[concatenate] No arrays provided");
+  });
+  test("stack and split", () => {
+    expect(mg.stack([mg.array([1, 2]), mg.array([3, 4])], 1).tolist()).toEqual([[1, 3], [2, 4]]);
+    const parts = mg.split(mg.arange(6), 3);
+    expect(parts.map((p) => p.tolist())).toEqual([[0, 1], [2, 3], [4, 5]]);
+    expect(mg.split(mg.arange(6), [1, 4]).map((p) => p.tolist())).toEqual([[0], [1, 2, 3], [4, 5]]);
+    expect(() => mg.split(mg.arange(5), 2)).toThrow("[split]");
+  });
+});
+
+describe("creation", () => {
+  test("zeros, ones, full, *Like", () => {
+    expect(mg.zeros([2, 2]).tolist()).toEqual([[0, 0], [0, 0]]);
+    expect(mg.ones([2], mg.int8).dtype).toBe(mg.int8);
+    expect(mg.full([2], 7).tolist()).toEqual([7, 7]);
+    expect(mg.full([2], 7, mg.float16).dtype).toBe(mg.float16);
+    expect(mg.full([2, 2], mg.array([1, 2])).tolist()).toEqual([[1, 2], [1, 2]]);
+    expect(mg.onesLike(mg.zeros([3], mg.uint8)).tolist()).toEqual([1, 1, 1]);
+    expect(mg.fullLike(mg.zeros([2]), 3, mg.int32).tolist()).toEqual([3, 3]);
+    expect(() => mg.zeros([-1])).toThrow("[full]");
+  });
+  test("arange in its forms; linspace", () => {
+    expect(mg.arange(5).tolist()).toEqual([0, 1, 2, 3, 4]);
+    expect(mg.arange(5).dtype).toBe(mg.int32);
+    expect(mg.arange(1, 4).tolist()).toEqual([1, 2, 3]);
+    expect(mg.arange(0, 1, 0.25).tolist()).toEqual([0, 0.25, 0.5, 0.75]);
+    expect(mg.arange(0, 1, 0.25).dtype).toBe(mg.float32);
+    expect(mg.arange(5, 0, -2).tolist()).toEqual([5, 3, 1]);
+    expect(mg.arange(3, mg.float16).dtype).toBe(mg.float16);
+    expect(mg.arange(3, 1).tolist()).toEqual([]);
+    expect(() => mg.arange(0, 1, 0)).toThrow("[arange] step must be nonzero.");
+    expect(mg.linspace(0, 1, 5).tolist()).toEqual([0, 0.25, 0.5, 0.75, 1]);
+    expect(mg.linspace(0, 1, 4, mg.float32, { endpoint: false }).tolist()).toEqual([0, 0.25, 0.5, 0.75]);
+    expect(mg.linspace(2, 3, 1).tolist()).toEqual([2]);
+  });
+  test("eye, identity, tri, tril, triu, meshgrid", () => {
+    expect(mg.eye(2, 3, 1).tolist()).toEqual([[0, 1, 0], [0, 0, 1]]);
+    expect(mg.identity(2, mg.int32).tolist()).toEqual([[1, 0], [0, 1]]);
+    expect(mg.tri(3, 3, 0, mg.int32).tolist()).toEqual([[1, 0, 0], [1, 1, 0], [1, 1, 1]]);
+    const a = ar(9, [3, 3]);
+    expect(mg.tril(a).tolist()).toEqual([[0, 0, 0], [3, 4, 0], [6, 7, 8]]);
+    expect(mg.triu(a, 1).tolist()).toEqual([[0, 1, 2], [0, 0, 5], [0, 0, 0]]);
+    const [x, y] = mg.meshgrid(mg.array([1, 2, 3]), mg.array([4, 5]));
+    expect(x!.tolist()).toEqual([[1, 2, 3], [1, 2, 3]]);
+    expect(y!.tolist()).toEqual([[4, 4, 4], [5, 5, 5]]);
+    const [i] = mg.meshgrid(mg.array([1, 2, 3]), mg.array([4, 5]), { indexing: "ij" });
+    expect(i!.shape).toEqual([3, 2]);
+  });
+});
