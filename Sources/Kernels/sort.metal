@@ -103,7 +103,9 @@ struct SortRows {
   int64_t in_stride;   // input stride along the sorted axis
   int64_t out_stride;  // output stride along the sorted axis
   uint n;              // length of the sorted axis (< 2^32)
-  uint block;          // elements one threadgroup sorts: a power of two
+  uint rows;           // number of rows
+  uint block;          // positions one threadgroup sorts: a power of two
+  uint segment;        // positions per row in a block: a power of two ≥ n, or `block`
   uint width;          // merge passes: length of the sorted runs being merged
   int mode;            // a SortOutput
   int ndim;            // number of dimensions besides the sorted axis
@@ -143,38 +145,61 @@ MG_FUNC void emit_sorted(
   }
 }
 
-// Sorts `count` (a power of two) pairs in threadgroup memory ascending with a bitonic network.
-// Each step compare-exchanges count/2 disjoint pairs, spread over the threadgroup's threads.
+// Compare-exchange of positions lo and lo + j (lo has bit j clear): ascending where the direction
+// bit `dir` of lo is clear, descending where it is set — the bitonic network's pattern.
 template <typename K>
-MG_FUNC void bitonic_sort(threadgroup K* keys, threadgroup uint* idx, uint count, uint lid, uint threads) {
-  for (uint k = 2; k <= count; k <<= 1) {
-    for (uint j = k >> 1; j > 0; j >>= 1) {
-      for (uint t = lid; t < count / 2; t += threads) {
-        // The t-th index with bit j clear, and its partner across j.
-        uint lo = 2 * t - (t & (j - 1));
-        uint hi = lo + j;
-        bool ascending = (lo & k) == 0;
-        K klo = keys[lo];
-        K khi = keys[hi];
-        uint ilo = idx[lo];
-        uint ihi = idx[hi];
-        if (pair_less(khi, ihi, klo, ilo) == ascending) {
-          keys[lo] = khi;
-          keys[hi] = klo;
-          idx[lo] = ihi;
-          idx[hi] = ilo;
-        }
-      }
+MG_FUNC void compare_exchange(threadgroup K* keys, threadgroup uint* idx, uint lo, uint j, uint dir) {
+  const uint hi = lo + j;
+  const bool ascending = (lo & dir) == 0;
+  const K klo = keys[lo];
+  const K khi = keys[hi];
+  const uint ilo = idx[lo];
+  const uint ihi = idx[hi];
+  if (pair_less(khi, ihi, klo, ilo) == ascending) {
+    keys[lo] = khi;
+    keys[hi] = klo;
+    idx[lo] = ihi;
+    idx[hi] = ilo;
+  }
+}
+
+// The t-th position with bit j clear (j a power of two).
+MG_FUNC uint lower_of_pair(uint t, uint j) {
+  return 2 * t - (t & (j - 1));
+}
+
+// Sorts each aligned segment of `segment` pairs among `count` (powers of two) in threadgroup
+// memory ascending with a bitonic network; the stages stop at the segment size, and the last one
+// runs ascending in every segment. `threads` (a power of two, at most count / 2) each own
+// `count / threads` consecutive positions: steps whose partners lie in other threads' chunks are
+// spread over all threads with a barrier after each; the steps that follow them within a stage
+// stay inside each thread's own chunk and run back to back, with one barrier at the end.
+template <typename K>
+MG_FUNC void bitonic_sort(threadgroup K* keys, threadgroup uint* idx, uint count, uint segment, uint lid, uint threads) {
+  const uint chunk = count / threads;
+  const uint mine = lid * chunk;
+  for (uint k = 2; k <= segment; k <<= 1) {
+    // Direction bit: none in the final stage (all ascending), else bit k of the position.
+    const uint dir = k == segment ? 0 : k;
+    uint j = k >> 1;
+    for (; j >= chunk; j >>= 1) {
+      for (uint t = lid; t < count / 2; t += threads) compare_exchange(keys, idx, lower_of_pair(t, j), j, dir);
       threadgroup_barrier(mem_flags::mem_threadgroup);
     }
+    if (j == 0) continue;
+    for (; j > 0; j >>= 1) {
+      for (uint t = 0; t < chunk / 2; ++t) compare_exchange(keys, idx, mine + lower_of_pair(t, j), j, dir);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
-// One threadgroup sorts `block` consecutive elements of one row: threadgroup (x, y) takes block x
-// of row y. Positions past the row's end are padded with the largest pair, which sorts last.
+// Threadgroup (x, y) sorts `block` positions: block x of row y when rows are long (segment ==
+// block), or rows [y·r, y·r + r) with r = block / segment when they are short, each row in its own
+// segment. Positions past a row's end are padded with the largest pair, which sorts last.
 template <typename T, typename K>
 [[kernel]] void sort_block(
     device const T* in [[buffer(0)]],
@@ -190,24 +215,33 @@ template <typename T, typename K>
     uint3 group [[threadgroup_position_in_grid]],
     uint3 lid [[thread_position_in_threadgroup]],
     uint3 threads [[threads_per_threadgroup]]) {
-  const uint row = group.y;
-  const uint first = group.x * s.block;
-  const int64_t in_row = s.in_base + row_offset(row, shape, in_strides, s.ndim);
-  const int64_t out_row = row_offset(row, shape, out_strides, s.ndim);
+  const uint first_row = group.y * (s.block / s.segment);
+  const uint first = group.x * s.segment;  // the block's first position in its row(s)
 
   for (uint l = lid.x; l < s.block; l += threads.x) {
-    uint j = first + l;
-    bool real = l < s.n - first;
-    keys[l] = real ? SortKey<T>::of(in[in_row + int64_t(j) * s.in_stride]) : K(~K(0));
-    idx[l] = real ? j : 0xFFFFFFFFu;
+    const uint row = first_row + l / s.segment;
+    const uint j = first + l % s.segment;
+    const bool real = row < s.rows && j < s.n;
+    if (real) {
+      const int64_t in_row = s.in_base + row_offset(row, shape, in_strides, s.ndim);
+      keys[l] = SortKey<T>::of(in[in_row + int64_t(j) * s.in_stride]);
+      idx[l] = j;
+    } else {
+      keys[l] = K(~K(0));
+      idx[l] = 0xFFFFFFFFu;
+    }
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
 
-  bitonic_sort(keys, idx, s.block, lid.x, threads.x);
+  bitonic_sort(keys, idx, s.block, s.segment, lid.x, threads.x);
 
-  const uint count = min(s.block, s.n - first);
-  for (uint l = lid.x; l < count; l += threads.x) {
-    emit_sorted<T, K>(s, row, first + l, keys[l], idx[l], in, out_vals, out_idx, out_keys, in_row, out_row);
+  for (uint l = lid.x; l < s.block; l += threads.x) {
+    const uint row = first_row + l / s.segment;
+    const uint pos = first + l % s.segment;
+    if (row >= s.rows || pos >= s.n) continue;
+    const int64_t in_row = s.in_base + row_offset(row, shape, in_strides, s.ndim);
+    const int64_t out_row = row_offset(row, shape, out_strides, s.ndim);
+    emit_sorted<T, K>(s, row, pos, keys[l], idx[l], in, out_vals, out_idx, out_keys, in_row, out_row);
   }
 }
 

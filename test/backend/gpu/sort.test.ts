@@ -127,6 +127,9 @@ describe("sort and argsort equal the CPU's stable sort bit for bit", () => {
     const col = tiedInput([4097, 3], mg.int16, 13, 50);
     const colT = cpuView(() => mg.transpose(tiedInput([3, 4097], mg.bfloat16, 14, 50)));
     cases.push(["strided long rows", () => [mg.sort(col, 0), mg.argsort(col, 0), mg.sort(colT, 0), mg.argsort(colT, 0)]]);
+    // Many short rows: several rows share a threadgroup, over many threadgroups (and a partial last one).
+    const many = tiedInput([1500, 7], mg.float32, 18, 6);
+    cases.push(["1500 short rows", () => [mg.sort(many), mg.argsort(many), mg.argsort(mg.transpose(many), 0)]]);
     expectExact(cases);
   }, 120_000);
 
