@@ -2,6 +2,7 @@
 import type { Dtype } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
 import { writeNumbers } from "../../backend/cpu/values.ts";
+import { arangeRule } from "../../backend/gpu/movement.ts";
 
 export interface ArangeParams {
   start: number;
@@ -13,6 +14,7 @@ export interface ArangeParams {
 /** start + i·step, computed in float64 and rounded once to the dtype. */
 export const Arange: Primitive<ArangeParams> = {
   name: "Arange",
+  gpu: arangeRule,
   outputSpecs: (_i, p) => [{ shape: [p.size], dtype: p.dtype }],
   cpu(_inputs, [out], p) {
     const v = new Float64Array(p.size);

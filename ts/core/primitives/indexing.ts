@@ -12,6 +12,9 @@ import {
   dynamicSliceCpu, dynamicSliceUpdateCpu, gatherAxisCpu, gatherCpu, scatterAxisCpu, scatterCpu,
   sliceUpdateCpu, type UpdateMode,
 } from "../../backend/cpu/indexing.ts";
+import {
+  dynamicSliceRule, dynamicSliceUpdateRule, gatherAxisRule, gatherRule, scatterAxisRule, scatterRule, sliceUpdateRule,
+} from "../../backend/gpu/indexing.ts";
 import { sliceLength } from "./views.ts";
 
 export type { UpdateMode };
@@ -45,6 +48,7 @@ export interface GatherParams {
  */
 export const Gather: Primitive<GatherParams> = {
   name: "Gather",
+  gpu: gatherRule,
   outputSpecs: ([a, ...idx], p) => [{ shape: [...(idx[0]?.shape ?? []), ...p.sliceSizes], dtype: a!.dtype }],
   cpu: ([a, ...idx], [out], p) => gatherCpu(a!, idx, out!, p.axes, p.sliceSizes),
   // Each gathered element came from one source position, so the cotangent is added back there
@@ -104,6 +108,7 @@ export interface ScatterParams {
  */
 export const Scatter: Primitive<ScatterParams> = {
   name: "Scatter",
+  gpu: scatterRule,
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
   cpu(inputs, [out], p) {
     scatterCpu(inputs[0]!, inputs.slice(1, -1), inputs[inputs.length - 1]!, out!, p.axes, p.mode);
@@ -216,6 +221,7 @@ export interface AxisParams {
 /** out[..., j, ...] = a[..., idx[..., j, ...], ...]: inputs [a, idx] agree off `axis`. */
 export const GatherAxis: Primitive<AxisParams> = {
   name: "GatherAxis",
+  gpu: gatherAxisRule,
   outputSpecs: ([a, idx]) => [{ shape: [...idx!.shape], dtype: a!.dtype }],
   cpu: ([a, idx], [out], p) => gatherAxisCpu(a!, idx!, out!, p.axis),
   vjp([a, idx], [g], argnums, _o, p) {
@@ -244,6 +250,7 @@ export interface ScatterAxisParams {
 /** out = a; out[..., idx[..., j, ...], ...] = (or +=) upd[..., j, ...]: inputs [a, idx, upd]. */
 export const ScatterAxis: Primitive<ScatterAxisParams> = {
   name: "ScatterAxis",
+  gpu: scatterAxisRule,
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
   cpu: ([a, idx, u], [out], p) => scatterAxisCpu(a!, idx!, u!, out!, p.axis, p.mode),
   vjp([a, idx, u], [g], argnums, _o, p) {
@@ -286,6 +293,7 @@ export interface SliceUpdateParams {
 /** out = a with the region a[start:stop:strides] replaced by (or combined with) the update. */
 export const SliceUpdate: Primitive<SliceUpdateParams> = {
   name: "SliceUpdate",
+  gpu: sliceUpdateRule,
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
   cpu: ([a, u], [out], p) => sliceUpdateCpu(a!, u!, out!, p.start, p.strides, p.mode),
   vjp([a, u], [g], argnums, [y], p) {
@@ -352,6 +360,7 @@ export interface DynamicSliceParams {
 /** out = a[start : start + sliceSize] on `axes`: inputs [a, start]. */
 export const DynamicSlice: Primitive<DynamicSliceParams> = {
   name: "DynamicSlice",
+  gpu: dynamicSliceRule,
   outputSpecs: ([a], p) => [{ shape: [...p.sliceSize], dtype: a!.dtype }],
   cpu: ([a, start], [out], p) => dynamicSliceCpu(a!, start!, out!, p.axes),
   // The cotangent goes back into the region it was read from.
@@ -381,6 +390,7 @@ export interface DynamicSliceUpdateParams {
 /** out = a with a[start : start + update.shape] = update on `axes`: inputs [a, update, start]. */
 export const DynamicSliceUpdate: Primitive<DynamicSliceUpdateParams> = {
   name: "DynamicSliceUpdate",
+  gpu: dynamicSliceUpdateRule,
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
   cpu: ([a, u, start], [out], p) => dynamicSliceUpdateCpu(a!, u!, start!, out!, p.axes),
   vjp([, u, start], [g], argnums, _o, p) {

@@ -3,6 +3,7 @@ import type { MgArray } from "../array.ts";
 import type { Primitive } from "../primitive.ts";
 import { forEachOffset, lanesOf } from "../elements.ts";
 import { storageView } from "../../backend/cpu/values.ts";
+import { concatenateRule } from "../../backend/gpu/movement.ts";
 import { slice } from "../ops/slicing.ts";
 import { zerosLike } from "../ops/creation.ts";
 import { resolveStream } from "../device.ts";
@@ -16,6 +17,7 @@ export interface ConcatenateParams {
 /** Inputs share a dtype and all dims but `axis` (the op casts and validates). */
 export const Concatenate: Primitive<ConcatenateParams> = {
   name: "Concatenate",
+  gpu: concatenateRule,
   outputSpecs(inputs, p) {
     const shape = [...inputs[0]!.shape];
     shape[p.axis] = inputs.reduce((acc, x) => acc + x.shape[p.axis]!, 0);

@@ -6,6 +6,7 @@ import type { Primitive } from "../primitive.ts";
 import { rowMajorStrides } from "../shape.ts";
 import { copyToContiguous } from "../../backend/cpu/copy.ts";
 import { padCpu } from "../../backend/cpu/indexing.ts";
+import { contiguousRule, padRule, viewRule } from "../../backend/gpu/movement.ts";
 import { storageView } from "../../backend/cpu/values.ts";
 import { forEachOffset, lanesOf, storageCtor } from "../elements.ts";
 import { allocateBuffer, Storage } from "../../memory/storage.ts";
@@ -28,6 +29,7 @@ function lowPads(ndim: number, p: PadParams): number[] {
 /** out = value everywhere except the interior, which is `a`: inputs [a, value (0-D, a's dtype)]. */
 export const Pad: Primitive<PadParams> = {
   name: "Pad",
+  gpu: padRule,
   outputSpecs([a], p) {
     const shape = [...a!.shape];
     p.axes.forEach((ax, i) => (shape[ax] = shape[ax]! + p.low[i]! + p.high[i]!));
@@ -70,6 +72,7 @@ export interface ViewParams {
  */
 export const View: Primitive<ViewParams> = {
   name: "View",
+  gpu: viewRule,
   view: true,
   outputSpecs([a], p) {
     const shape = [...a!.shape];
@@ -126,6 +129,7 @@ export interface ContiguousParams {
  */
 export const Contiguous: Primitive<ContiguousParams> = {
   name: "Contiguous",
+  gpu: contiguousRule,
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
   cpu([a], [out], p) {
     const l = a!.layout!;

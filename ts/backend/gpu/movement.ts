@@ -1,0 +1,186 @@
+// Data movement and creation on the GPU: Pad, Concatenate (Sources/Kernels/slicing.metal), View
+// and Contiguous (layouts where they suffice, else copies), and Arange (arange.metal).
+import type { MgArray, Node } from "../../core/array.ts";
+import { bool_, type Dtype } from "../../core/dtype.ts";
+import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
+import type { ArangeParams } from "../../core/primitives/creation.ts";
+import type { ConcatenateParams } from "../../core/primitives/join.ts";
+import type { ContiguousParams, PadParams } from "../../core/primitives/movement.ts";
+import { setView } from "../../core/primitives/views.ts";
+import { rowMajorStrides } from "../../core/shape.ts";
+import { allocateBuffer, Storage } from "../../memory/storage.ts";
+import { copyKernel, encodeCopy } from "./copy.ts";
+import { dtypeTag, mslType } from "./dtypes.ts";
+import { type GpuEncoder, float32Bytes, int32Bytes, int64Bytes } from "./encoder.ts";
+import { bitsTag, bitsType, copyStridedKernel, encodeCopyStrided, idxTag, idxType, largeIndex, launch } from "./indexing.ts";
+import { kernelPipeline } from "./kernels.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Pad
+
+function padKernel(d: Dtype, large: boolean): KernelInstance {
+  return { file: "slicing.metal", name: `mg_pad_${bitsTag(d)}_${idxTag(large)}`, instantiation: `pad<${bitsType(d)}, ${idxType(large)}>` };
+}
+
+function encodePad(enc: GpuEncoder, node: Node): void {
+  const p = node.params as PadParams;
+  const [a, value] = node.inputs as [MgArray, MgArray];
+  const out = node.outputs[0]!;
+  const low = new Array<number>(a.ndim).fill(0);
+  p.axes.forEach((ax, i) => (low[ax] = p.low[i]!));
+  const large = largeIndex(out.size, [a]);
+  // An empty interior binds the value in its place (nothing of it is read).
+  const s = a.size > 0 ? enc.input(a, 0) : { ...enc.input(value, 0), strides: a.shape.map(() => 0) };
+  const v = enc.input(value, 1);
+  const o = enc.output(out, 2);
+  launch(
+    enc,
+    kernelPipeline(padKernel(a.dtype, large)),
+    out.size,
+    [s.binding, v.binding, o.binding],
+    [
+      int32Bytes(3, out.shape),
+      int32Bytes(4, a.shape),
+      int64Bytes(5, s.strides),
+      int32Bytes(6, low),
+      int32Bytes(7, [a.ndim]),
+      int64Bytes(8, [s.base, v.base, out.size]),
+    ],
+    { primitive: "Pad", inputs: node.inputs, outputs: [out], layout: `${a.layout?.rowContiguous ? "contiguous" : "strided"}${large ? ", large-index" : ""}` },
+    [2],
+  );
+}
+
+export const padRule: GpuRule = {
+  kind: "kernel",
+  kernels: (node) => [padKernel(node.inputs[0]!.dtype, largeIndex(node.outputs[0]!.size, [node.inputs[0]!]))],
+  encode: encodePad,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Concatenate: one strided copy per input into its region of the output (MLX does the same)
+
+function encodeConcatenate(enc: GpuEncoder, node: Node): void {
+  const { axis } = node.params as ConcatenateParams;
+  const out = node.outputs[0]!;
+  const o = enc.output(out, 1);
+  const strides = rowMajorStrides(out.shape);
+  // A region is one contiguous run when every axis before `axis` has size 1.
+  const contiguous = out.shape.slice(0, axis).every((d) => d === 1);
+  let along = 0;
+  for (const x of node.inputs) {
+    if (x.size > 0) {
+      encodeCopyStrided(enc, x, o.binding, along * strides[axis]!, strides, contiguous, {
+        primitive: "Concatenate",
+        outputs: [out],
+        layout: `${x.layout!.rowContiguous ? "contiguous" : "strided"} input into ${contiguous ? "a contiguous" : "a strided"} region`,
+      });
+    }
+    along += x.shape[axis]!;
+  }
+}
+
+export const concatenateRule: GpuRule = {
+  kind: "kernel",
+  kernels: (node) => {
+    const large = largeIndex(node.outputs[0]!.size, node.inputs);
+    return [copyStridedKernel(node.outputs[0]!.dtype, large)];
+  },
+  encode: encodeConcatenate,
+};
+
+// ---------------------------------------------------------------------------------------------
+// View: the same bytes as another dtype
+
+function encodeView(enc: GpuEncoder, node: Node): void {
+  const x = node.inputs[0]!;
+  const out = node.outputs[0]!;
+  const l = x.layout!;
+  const ib = x.dtype.size;
+  const ob = out.dtype.size;
+  if (ib === ob) {
+    setView(out, x, l.offset, l.strides);
+    return;
+  }
+  if (l.rowContiguous && (l.offset * ib) % ob === 0) {
+    setView(out, x, (l.offset * ib) / ob, rowMajorStrides(out.shape));
+    return;
+  }
+  // The last axis changes length: the bytes must be row-contiguous (and aligned to the new item).
+  enc.note(`copy: viewing a ${l.rowContiguous ? "misaligned" : "strided"} ${x.dtype.name} array as ${out.dtype.name} needs its bytes row-contiguous`);
+  out.setLayout(new Storage(allocateBuffer(x.nbytes)), 0, rowMajorStrides(out.shape), false);
+  const o = enc.output(out, 1);
+  encodeCopyStrided(enc, x, o.binding, 0, rowMajorStrides(x.shape), true, { primitive: "View", outputs: [out], layout: "row-contiguous copy" }, true);
+}
+
+export const viewRule: GpuRule = {
+  kind: "kernel",
+  kernels: (node) => {
+    const x = node.inputs[0]!;
+    const l = x.layout;
+    if (!l || x.dtype.size === node.outputs[0]!.dtype.size || l.rowContiguous) return [];
+    return [copyStridedKernel(x.dtype, largeIndex(x.size, [x]))];
+  },
+  encode: encodeView,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Contiguous: the input itself when its layout is dense, else a row-major copy (what was asked)
+
+function encodeContiguous(enc: GpuEncoder, node: Node): void {
+  const p = node.params as ContiguousParams;
+  const a = node.inputs[0]!;
+  const l = a.layout!;
+  if (l.rowContiguous || (p.allowColMajor && l.colContiguous)) setView(node.outputs[0]!, a, l.offset, l.strides);
+  else encodeCopy(enc, a, node.outputs[0]!, "Contiguous");
+}
+
+export const contiguousRule: GpuRule = {
+  kind: "kernel",
+  kernels: (node) => (node.inputs[0]!.layout?.rowContiguous ? [] : copyKernel(node.inputs[0]!)),
+  encode: encodeContiguous,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Arange
+
+function arangeKernel(d: Dtype): KernelInstance {
+  return { file: "arange.metal", name: `mg_arange_${dtypeTag(d)}`, instantiation: `arange<${mslType(d, "arange")}>` };
+}
+
+/** float64's exact range for integers: start + i·step is exact there on the CPU too. */
+const EXACT_LIMIT = 2 ** 53;
+
+function encodeArange(enc: GpuEncoder, node: Node): void {
+  const p = node.params as ArangeParams;
+  const out = node.outputs[0]!;
+  if (p.dtype === bool_) throw new TypeError("[arange] bool not supported for arange.");
+  const exact = Number.isInteger(p.start) && Number.isInteger(p.step) && Math.abs(p.start) + p.size * Math.abs(p.step) < EXACT_LIMIT;
+  const split = (v: number) => {
+    const hi = Math.fround(v);
+    return [hi, Math.fround(v - hi)];
+  };
+  const o = enc.output(out, 0);
+  launch(
+    enc,
+    kernelPipeline(arangeKernel(p.dtype)),
+    out.size,
+    [o.binding],
+    [int64Bytes(1, exact ? [p.start, p.step, 1] : [0, 0, 0]), float32Bytes(2, [...split(p.start), ...split(p.step)])],
+    {
+      primitive: "Arange",
+      inputs: [],
+      outputs: [out],
+      layout: exact ? "integral start and step" : "float-float",
+      precision: exact ? "exact int64, rounded once to the dtype" : "float-float (~48-bit), rounded once to the dtype",
+    },
+    [0],
+  );
+}
+
+export const arangeRule: GpuRule = {
+  kind: "kernel",
+  kernels: (node) => [arangeKernel((node.params as ArangeParams).dtype)],
+  encode: encodeArange,
+};
+
