@@ -27,11 +27,17 @@ MG_FUNC uint float_key(float x) {
 }
 
 // SortKey<T>::of(x): an unsigned integer (uint, or ulong for 64-bit and complex types) that
-// orders as x does. The default covers bool and unsigned integers up to 32 bits.
-template <typename T> struct SortKey {
+// orders as x does. Only the types below have one: any other type fails to compile.
+template <typename T> struct SortKey;
+// bool and unsigned integers up to 32 bits: the value itself.
+template <typename T> struct UnsignedKey {
   typedef uint type;
   static MG_FUNC uint of(T x) { return uint(x); }
 };
+template <> struct SortKey<bool> : UnsignedKey<bool> {};
+template <> struct SortKey<uint8_t> : UnsignedKey<uint8_t> {};
+template <> struct SortKey<uint16_t> : UnsignedKey<uint16_t> {};
+template <> struct SortKey<uint32_t> : UnsignedKey<uint32_t> {};
 // Signed integers: flipping the sign bit of the two's complement turns signed order into unsigned.
 template <> struct SortKey<int8_t> {
   typedef uint type;

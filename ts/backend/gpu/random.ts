@@ -25,7 +25,7 @@ function encodeRandomBits(enc: GpuEncoder, node: Node): void {
   const width = widthOf(node);
   const numKeys = keys.size / 2;
   const perKey = out.size / numKeys;
-  if (perKey * width >= 2 ** 34) throw new Error(`[bits] ${perKey} elements per key are too many for the GPU (under 2^34 bytes per key).`);
+  if (perKey >= 2 ** 32) throw new Error(`[bits] ${perKey} elements per key are too many for the GPU (at most 2^32 - 1).`);
   const layout = streamLayout(perKey * width);
   const pipeline = kernelPipeline(bitsKernel(width));
   const k = enc.input(keys, 0);
