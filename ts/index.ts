@@ -43,6 +43,7 @@ export * from "./core/ops/einsum.ts";
 export * as random from "./random/index.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
+export * as fast from "./fast/index.ts";
 
 /**
  * Two things share MLX-derived names here. `mg.trace(fn)` returns the kernel trace of everything
