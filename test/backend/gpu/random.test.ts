@@ -137,30 +137,27 @@ function expectSampleClose(gpu: MgArray, cpu: MgArray, what: string): void {
 
 describe("mg.random distributions on the gpu stream", () => {
   const key = R.key(11);
-  test("uniform and randint equal the CPU exactly; bernoulli, gumbel and permutation too", () => {
+  // Each distribution is a few fused kernels (one simulator compile each), so a representative
+  // set: the three the brief names, a 16-bit float, 64-bit bounds, and two built on other kernels.
+  test("uniform and randint equal the CPU exactly; bernoulli and permutation (a GPU argsort) too", () => {
     const low = mg.array([[-1], [0.25], [3]], mg.float32);
     expectBitIdentical([
       ["uniform float32", () => R.uniform(0, 1, [257], mg.float32, key)],
       ["uniform bounds", () => R.uniform(low, 5, [3, 40], mg.float32, key)],
-      ["uniform float16", () => R.uniform(-2, 2, [64], mg.float16, key)],
       ["uniform bfloat16", () => R.uniform(0, 1, [64], mg.bfloat16, key)],
       ["randint int32", () => R.randint(-5, 17, [300], mg.int32, key)],
-      ["randint uint8", () => R.randint(0, 256, [300], mg.uint8, key)],
       ["randint int64 bounds", () => R.randint(mg.array([[-100], [7]], mg.int64), 1000, [2, 50], mg.int64, key)],
       ["bernoulli", () => R.bernoulli(mg.array(0.3, mg.float32), [200], key)],
-      ["gumbel", () => R.gumbel([100], mg.float32, key)],
       ["permutation", () => R.permutation(500, 0, key)],
     ]);
   }, 120_000);
 
-  test("normal (real and complex), laplace and truncatedNormal within the float tolerances", () => {
+  test("normal (real and complex) and truncatedNormal within the float tolerances", () => {
     const cases: [string, () => MgArray][] = [
       ["normal float32", () => R.normal([500], mg.float32, null, null, key)],
       ["normal loc/scale", () => R.normal([4, 25], mg.float32, 2, 0.5, key)],
       ["normal float16", () => R.normal([100], mg.float16, null, null, key)],
-      ["normal bfloat16", () => R.normal([100], mg.bfloat16, null, null, key)],
       ["normal complex64", () => R.normal([50], mg.complex64, null, null, key)],
-      ["laplace", () => R.laplace([200], mg.float32, 0, 1, key)],
       ["truncatedNormal", () => R.truncatedNormal(-1, 2, [200], mg.float32, key)],
     ];
     const cpu = cases.map(([, fn]) => runOn(mg.cpu, fn)[0]!);
