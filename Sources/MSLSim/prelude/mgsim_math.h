@@ -34,7 +34,7 @@ struct shp {
   static constexpr int n = N;
 };
 template <class X>
-using shape_of = shp<std::conditional_t<(vsize_v<X> > 0), velem_t<X>, remove_cvref_t<X>>, vsize_v<X>>;
+using shape_of = shp<std::conditional_t<(vsize_v<X> > 0), velem_t<X>, value_t<X>>, vsize_v<X>>;
 
 template <class S1, class S2, class = void>
 struct combine {};
@@ -478,7 +478,7 @@ struct fn_fmedian3 : fn_median3 {};
 // select(a, b, c): c ? b : a, per component for a vector condition.
 template <class RT, class C>
 constexpr bool cond_at(const C &c, int i) {
-  if constexpr (vsize_v<C> == 0) return bool(c);
+  if constexpr (vsize_v<C> == 0) return bool(unwrap(c));
   else return to_vec(c).mg_e[i];
 }
 
@@ -653,7 +653,7 @@ template <class X, class K, class M = mgm::mres<mgm::f_float, X>,
 inline typename M::type ldexp(const X &x, const K &k) {
   using E = typename M::elem;
   if constexpr (M::n == 0) {
-    return mgm::from_double<E>(__builtin_ldexp(double(mgsim::lang::convert<E>(x)), int(k)));
+    return mgm::from_double<E>(__builtin_ldexp(double(mgsim::lang::convert<E>(x)), mgsim::lang::convert<int>(k)));
   } else {
     const auto v = mgsim::lang::to_vec(x);
     const auto kk = mgsim::lang::operand<int, false>(k);
@@ -717,7 +717,7 @@ template <class X, class M = mgm::mres<mgm::f_int, X>>
 constexpr typename M::type extract_bits(const X &x, uint offset, uint bits) {
   using E = typename M::elem;
   if constexpr (M::n == 0) {
-    return mgsim_bits::extract<E>(E(x), offset, bits);
+    return mgsim_bits::extract<E>(mgsim::lang::convert<E>(x), offset, bits);
   } else {
     const auto v = mgsim::lang::to_vec(x);
     typename M::type r{};
@@ -729,7 +729,7 @@ template <class X, class Y, class M = mgm::mres<mgm::f_int, X, Y>>
 constexpr typename M::type insert_bits(const X &base, const Y &ins, uint offset, uint bits) {
   using E = typename M::elem;
   if constexpr (M::n == 0) {
-    return mgsim_bits::insert<E>(E(base), E(ins), offset, bits);
+    return mgsim_bits::insert<E>(mgsim::lang::convert<E>(base), mgsim::lang::convert<E>(ins), offset, bits);
   } else {
     const auto b = mgsim::lang::operand<E, false>(base);
     const auto n = mgsim::lang::operand<E, false>(ins);
@@ -748,7 +748,7 @@ template <class A, class B, class C, class M = mgm::mres<mgm::f_sel, A, B>,
 constexpr typename M::type select(const A &a, const B &b, const C &c) {
   using E = typename M::elem;
   if constexpr (M::n == 0) {
-    return c ? mgsim::lang::convert<E>(b) : mgsim::lang::convert<E>(a);
+    return mgsim::lang::unwrap(c) ? mgsim::lang::convert<E>(b) : mgsim::lang::convert<E>(a);
   } else {
     const auto va = mgsim::lang::operand<E, false>(a);
     const auto vb = mgsim::lang::operand<E, false>(b);
@@ -761,12 +761,12 @@ constexpr typename M::type select(const A &a, const B &b, const C &c) {
 
 // all / any over bool vectors (a bool scalar is itself).
 template <class X, std::enable_if_t<std::is_same<std::conditional_t<(mgsim::lang::vsize_v<X> > 0), mgsim::lang::velem_t<X>,
-                                                                    mgsim::lang::remove_cvref_t<X>>,
+                                                                    mgsim::lang::value_t<X>>,
                                                  bool>::value,
                                     int> = 0>
 constexpr bool all(const X &x) {
   if constexpr (mgsim::lang::vsize_v<X> == 0) {
-    return x;
+    return bool(mgsim::lang::unwrap(x));
   } else {
     const auto v = mgsim::lang::to_vec(x);
     for (int i = 0; i < mgsim::lang::vsize_v<X>; ++i)
@@ -775,12 +775,12 @@ constexpr bool all(const X &x) {
   }
 }
 template <class X, std::enable_if_t<std::is_same<std::conditional_t<(mgsim::lang::vsize_v<X> > 0), mgsim::lang::velem_t<X>,
-                                                                    mgsim::lang::remove_cvref_t<X>>,
+                                                                    mgsim::lang::value_t<X>>,
                                                  bool>::value,
                                     int> = 0>
 constexpr bool any(const X &x) {
   if constexpr (mgsim::lang::vsize_v<X> == 0) {
-    return x;
+    return bool(mgsim::lang::unwrap(x));
   } else {
     const auto v = mgsim::lang::to_vec(x);
     for (int i = 0; i < mgsim::lang::vsize_v<X>; ++i)

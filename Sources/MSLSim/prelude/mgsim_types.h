@@ -60,6 +60,27 @@ using remove_cvref_t = std::remove_cv_t<std::remove_reference_t<T>>;
 template <class T>
 struct dependent_false : std::false_type {};
 
+// Value proxies: a class that declares `using mgsim_value_type = T;` (the execution layer's
+// checked-mode element references) is treated everywhere as a value of type T, so that
+// exp(p[i]) or p[i] * 2.0f compile the same with and without checked pointers.
+template <class X, class = void>
+struct unwrap_s {
+  using type = X;
+};
+template <class X>
+struct unwrap_s<X, std::void_t<typename X::mgsim_value_type>> {
+  using type = typename X::mgsim_value_type;
+};
+template <class X>
+using value_t = typename unwrap_s<remove_cvref_t<X>>::type;
+template <class X>
+constexpr bool is_proxy_v = !std::is_same<remove_cvref_t<X>, value_t<X>>::value;
+template <class X>
+constexpr decltype(auto) unwrap(const X &x) {
+  if constexpr (is_proxy_v<X>) return static_cast<value_t<X>>(x);
+  else return (x);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bit-exact conversions between float/double/integers and the 16-bit floating formats.
 namespace detail {
@@ -278,7 +299,7 @@ MGSIM_KIND(half, 4)
 MGSIM_KIND(bfloat, 5)
 #undef MGSIM_KIND
 template <class T>
-constexpr int kind_v = scalar_kind<remove_cvref_t<T>>::value;
+constexpr int kind_v = scalar_kind<value_t<T>>::value;
 
 // Vector-likes: vec, packed_vec and swizzle proxies (an lvalue view of some components).
 template <class V>
@@ -303,12 +324,13 @@ template <class T, int N, int M, unsigned C>
 struct vec_traits<swizzle<T, N, M, C>> {
   static constexpr int size = M;
   static constexpr bool is_vec = false, is_swizzle = true;
+  static constexpr unsigned code = C;
   using elem = T;
 };
 template <class V>
-constexpr int vsize_v = vec_traits<remove_cvref_t<V>>::size;
+constexpr int vsize_v = vec_traits<value_t<V>>::size;
 template <class V>
-using velem_t = typename vec_traits<remove_cvref_t<V>>::elem;
+using velem_t = typename vec_traits<value_t<V>>::elem;
 // Number of components an argument contributes to a vector constructor (negative: not allowed).
 template <class X>
 constexpr int ncomp_v = vsize_v<X> ? vsize_v<X> : kind_v<X> ? 1 : -1000;
@@ -339,7 +361,7 @@ template <class A, class B, int Case = pair_case(kind_v<A>, kind_v<B>)>
 struct scalar_common {};
 template <class A, class B>
 struct scalar_common<A, B, 1> {
-  using type = std::common_type_t<remove_cvref_t<A>, remove_cvref_t<B>>;
+  using type = std::common_type_t<value_t<A>, value_t<B>>;
 };
 template <class A, class B>
 struct scalar_common<A, B, 2> {
@@ -365,7 +387,9 @@ constexpr T saturate_to_int(double d) {
 }
 template <class T, class S>
 constexpr T convert(const S &s) {
-  if constexpr (std::is_same<T, S>::value) {
+  if constexpr (is_proxy_v<S>) {
+    return convert<T>(unwrap(s));
+  } else if constexpr (std::is_same<T, S>::value) {
     return s;
   } else if constexpr (std::is_same<T, bool>::value) {
     if constexpr (kind_v<S> >= 3) return float(s) != 0.0f;
@@ -378,30 +402,34 @@ constexpr T convert(const S &s) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Swizzle proxies: a union member of a vector that reads/writes components C (2 bits each).
+// Swizzle proxies: a union member of a vector that reads/writes components C, one hex digit each
+// (lowest digit first; the macros below paste 0x##i3##i2##i1##i0, which parses much faster than
+// shift expressions). Kept to five members: ~1000 of these classes exist per element type.
+constexpr int swz_at(unsigned c, int i) {
+  return int((c >> (4 * i)) & 15u);
+}
+constexpr bool swz_distinct(unsigned c, int m) {
+  for (int i = 0; i < m; ++i)
+    for (int j = i + 1; j < m; ++j)
+      if (swz_at(c, i) == swz_at(c, j)) return false;
+  return true;
+}
 template <class T, int N, int M, unsigned C>
 struct swizzle {
   T mg_e[N];
 
-  static constexpr int mg_at(int i) { return int((C >> (2 * i)) & 3u); }
-  static constexpr bool mg_distinct() {
-    for (int i = 0; i < M; ++i)
-      for (int j = i + 1; j < M; ++j)
-        if (mg_at(i) == mg_at(j)) return false;
-    return true;
-  }
   swizzle() = default;
   swizzle(const swizzle &) = default;
   constexpr operator vec<T, M>() const {
     vec<T, M> r{};
-    for (int i = 0; i < M; ++i) r.mg_e[i] = mg_e[mg_at(i)];
+    for (int i = 0; i < M; ++i) r.mg_e[i] = mg_e[swz_at(C, i)];
     return r;
   }
   // Assignment writes the selected components only (a.xy = b.xy must not copy a whole vector).
   constexpr swizzle &operator=(const swizzle &o) { return *this = vec<T, M>(o); }
   constexpr swizzle &operator=(const vec<T, M> &v) {
-    static_assert(mg_distinct(), "MSL: a swizzle that repeats a component cannot be assigned to");
-    for (int i = 0; i < M; ++i) mg_e[mg_at(i)] = v.mg_e[i];
+    static_assert(swz_distinct(C, M), "MSL: a swizzle that repeats a component cannot be assigned to");
+    for (int i = 0; i < M; ++i) mg_e[swz_at(C, i)] = v.mg_e[i];
     return *this;
   }
 };
@@ -410,7 +438,9 @@ template <class V>
 constexpr auto to_vec(const V &v) {
   using T = velem_t<V>;
   constexpr int N = vsize_v<V>;
-  if constexpr (vec_traits<remove_cvref_t<V>>::is_vec) {
+  if constexpr (is_proxy_v<V>) {
+    return to_vec(unwrap(v));
+  } else if constexpr (vec_traits<remove_cvref_t<V>>::is_vec) {
     return v;
   } else if constexpr (vec_traits<remove_cvref_t<V>>::is_swizzle) {
     return vec<T, N>(v);
@@ -450,13 +480,13 @@ constexpr auto to_vec(const V &v) {
 #define MGSIM_SWZ_ALL(S, N) S##_1(MGSIM_SWZ_A, S, N)
 #define MGSIM_SWZ_A(c0, i0, S, N) S##_2(MGSIM_SWZ_B, S, N, c0, i0)
 #define MGSIM_SWZ_B(c1, i1, S, N, c0, i0)                                 \
-  ::mgsim::lang::swizzle<T, N, 2, (i0) | ((i1) << 2)> c0##c1; \
+  ::mgsim::lang::swizzle<T, N, 2, 0x##i1##i0> c0##c1; \
   S##_3(MGSIM_SWZ_C, S, N, c0, i0, c1, i1)
 #define MGSIM_SWZ_C(c2, i2, S, N, c0, i0, c1, i1)                                         \
-  ::mgsim::lang::swizzle<T, N, 3, (i0) | ((i1) << 2) | ((i2) << 4)> c0##c1##c2; \
+  ::mgsim::lang::swizzle<T, N, 3, 0x##i2##i1##i0> c0##c1##c2; \
   S##_4(MGSIM_SWZ_D, N, c0, i0, c1, i1, c2, i2)
 #define MGSIM_SWZ_D(c3, i3, N, c0, i0, c1, i1, c2, i2) \
-  ::mgsim::lang::swizzle<T, N, 4, (i0) | ((i1) << 2) | ((i2) << 4) | ((i3) << 6)> c0##c1##c2##c3;
+  ::mgsim::lang::swizzle<T, N, 4, 0x##i3##i2##i1##i0> c0##c1##c2##c3;
 
 #define MGSIM_VEC_UNION_2 \
   union {                 \
@@ -569,6 +599,8 @@ struct vec {
     constexpr vec(const packed_vec<T, N> &p) : mg_e{} {                                            \
       for (int i = 0; i < N; ++i) mg_e[i] = p.mg_e[i];                                             \
     }                                                                                              \
+    template <class W, std::enable_if_t<is_proxy_v<W> && std::is_same<value_t<W>, packed_vec<T, N>>::value, int> = 0> \
+    constexpr vec(const W &w) : vec(value_t<W>(w)) {}                                              \
   };                                                                                               \
   template <class T>                                                                               \
   struct packed_vec<T, N> {                                                                        \
@@ -609,7 +641,7 @@ constexpr bool is_bool_result(int cat) {
 template <class T, bool Keep, class X>
 constexpr auto operand(const X &x) {
   if constexpr (vsize_v<X> != 0) return to_vec(x);
-  else if constexpr (Keep) return x;
+  else if constexpr (Keep) return value_t<X>(unwrap(x));
   else return convert<T>(x);
 }
 template <class X>
@@ -632,7 +664,7 @@ struct binop<Cat, A, B, 0, 0,
   using type = std::conditional_t<Cat == c_cmp, bool, C>;
   template <class Op>
   static constexpr type apply(const A &a, const B &b) {
-    const float x = float(static_cast<C>(a)), y = float(static_cast<C>(b));
+    const float x = float(static_cast<C>(unwrap(a))), y = float(static_cast<C>(unwrap(b)));
     if constexpr (Cat == c_cmp) return Op::f(x, y);
     else return static_cast<C>(Op::f(x, y));
   }
@@ -774,7 +806,7 @@ MGSIM_NO_HALF_BFLOAT(>=)
 // Compound assignment on vector lvalues (vec, packed_vec, swizzle): a = a op b.
 #define MGSIM_COMPOUND(OP, FN, CAT)                                                                \
   template <class A, class B, class BO = binop<CAT, A, remove_cvref_t<B>>,                         \
-            std::enable_if_t<(vsize_v<A> > 0) && !std::is_const<A>::value &&                       \
+            std::enable_if_t<(vsize_v<A> > 0) && !std::is_const<A>::value && !is_proxy_v<A> &&     \
                                  std::is_same<typename BO::type, vec<velem_t<A>, vsize_v<A>>>::value, \
                              int> = 0>                                                             \
   constexpr A &operator OP##=(A &a, const B &b) {                                                  \
@@ -799,9 +831,10 @@ template <int Cat, class A, int N = vsize_v<A>, class = void>
 struct unop {};
 template <int Cat, class A>
 struct unop<Cat, A, 0, std::enable_if_t<(kind_v<A> >= 4) && (Cat == u_neg || Cat == u_plus)>> {
-  using type = A;
+  using type = value_t<A>;
   static constexpr type apply(const A &a) {
-    return Cat == u_neg ? A::mg_from_bits(uint16_t(a.mg_bits ^ 0x8000u)) : a;  // exact, also NaN
+    const type v = unwrap(a);
+    return Cat == u_neg ? type::mg_from_bits(uint16_t(v.mg_bits ^ 0x8000u)) : v;  // exact, also NaN
   }
 };
 template <int Cat, class A, int N>
@@ -939,6 +972,17 @@ MGSIM_MATRIX_NAMES(float)
 MGSIM_MATRIX_NAMES(half)
 #undef MGSIM_MATRIX_NAMES
 
+// A precompiled prelude can carry the instantiations of the vectors most kernels use (about 30 ms of
+// compile time per 4-component type otherwise): define MGSIM_PCH_INSTANTIATE when building the
+// precompiled header (and, for clang, when using it). Without a precompiled header, leave it off.
+#ifdef MGSIM_PCH_INSTANTIATE
+static_assert(sizeof(float2) + sizeof(float3) + sizeof(float4) + sizeof(uint2) + sizeof(uint3) + sizeof(uint4) +
+                      sizeof(int2) + sizeof(int3) + sizeof(int4) + sizeof(half2) + sizeof(half3) + sizeof(half4) +
+                      sizeof(bool2) + sizeof(bool3) + sizeof(bool4) + sizeof(ushort2) + sizeof(ushort3) >
+                  0,
+              "instantiates the common vector types");
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // metal:: library types: vec, as_type, numeric_limits, type traits, array, uniform.
 namespace metal {
@@ -1037,25 +1081,26 @@ using std::underlying_type;
 using std::void_t;
 
 template <class T>
-struct is_floating_point
-    : bool_constant<std::is_floating_point<T>::value || ::mgsim::lang::kind_v<T> >= 4> {};
+constexpr int mgsim_kind = ::mgsim::lang::scalar_kind<std::remove_cv_t<T>>::value;
+template <class T>
+struct is_floating_point : bool_constant<std::is_floating_point<T>::value || mgsim_kind<T> >= 4> {};
 template <class T>
 constexpr bool is_floating_point_v = is_floating_point<T>::value;
 template <class T>
-struct is_arithmetic : bool_constant<std::is_arithmetic<T>::value || ::mgsim::lang::kind_v<T> >= 4> {};
+struct is_arithmetic : bool_constant<std::is_arithmetic<T>::value || mgsim_kind<T> >= 4> {};
 template <class T>
 constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
 template <class T>
-struct is_scalar : bool_constant<std::is_scalar<T>::value || ::mgsim::lang::kind_v<T> >= 4> {};
+struct is_scalar : bool_constant<std::is_scalar<T>::value || mgsim_kind<T> >= 4> {};
 template <class T>
 constexpr bool is_scalar_v = is_scalar<T>::value;
 template <class T>
-struct is_signed : bool_constant<std::is_signed<T>::value || ::mgsim::lang::kind_v<T> >= 4> {};
+struct is_signed : bool_constant<std::is_signed<T>::value || mgsim_kind<T> >= 4> {};
 template <class T>
 constexpr bool is_signed_v = is_signed<T>::value;
 template <class T>
-struct is_vector : bool_constant<(::mgsim::lang::vsize_v<T> > 0) && !::mgsim::lang::vec_traits<
-                                                                          std::remove_cv_t<T>>::is_swizzle> {};
+struct is_vector : bool_constant<(::mgsim::lang::vec_traits<std::remove_cv_t<T>>::size > 0) &&
+                                 !::mgsim::lang::vec_traits<std::remove_cv_t<T>>::is_swizzle> {};
 template <class T>
 constexpr bool is_vector_v = is_vector<T>::value;
 // The simulator has no address-space qualifiers to remove.

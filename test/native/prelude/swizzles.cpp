@@ -22,7 +22,7 @@ void expect_read(const V &v, const R &r, const int *idx) {
 }
 template <class V, class S>
 void expect_write(V &v, S &s, const int *idx) {
-  if constexpr (S::mg_distinct()) {
+  if constexpr (mgsim::lang::swz_distinct(mgsim::lang::vec_traits<S>::code, mgsim::lang::vsize_v<S>)) {
     constexpr int M = mgsim::lang::vsize_v<S>, N = mgsim::lang::vsize_v<V>;
     using T = mgsim::lang::velem_t<V>;
     const V before = v;
