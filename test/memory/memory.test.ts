@@ -51,6 +51,8 @@ describe("dispose and tidy", () => {
   });
 
   test("tidy frees everything created inside except what it returns (trees included) and what is kept", () => {
+    // Weak scalars (3, 1) become shared cached constants on first use: create them before measuring.
+    mg.eval(mg.multiply(mg.array([1], mg.float32), 3), mg.add(mg.array([1], mg.float32), 1));
     const before = mg.getActiveMemory();
     let kept: MgArray | undefined;
     let inner: MgArray | undefined;
@@ -72,6 +74,7 @@ describe("dispose and tidy", () => {
   });
 
   test("disposing an intermediate that a returned, unevaluated array needs is safe", () => {
+    mg.eval(mg.multiply(mg.array([1], mg.float32), 2)); // the shared constant 2 exists before measuring
     const before = mg.getActiveMemory();
     const y = mg.tidy(() => {
       const x = mg.array([1, 2, 3], mg.float32);
@@ -184,7 +187,7 @@ describe("soak (short; bench/memory-soak.bench.ts runs the long version)", () =>
   test("the same loop under tidy returns to the starting active memory exactly after each step", async () => {
     const g = mg.array(new Float32Array(N).fill(0.5));
     let p: MgArray = mg.array(new Float32Array(N).fill(1));
-    mg.eval(p);
+    mg.eval(p, mg.multiply(g, 0.001, { stream: mg.gpu })); // creates the shared constant 0.001
     await settle();
     const start = mg.getActiveMemory();
     for (let step = 0; step < 100; step++) {
