@@ -55,11 +55,12 @@ template <typename T, bool IsMax, typename IdxT>
   if (int64_t(row) >= sizes[2]) return;  // whole threadgroups only
   const uint n = uint(sizes[1]);
   const IdxT axis_stride = IdxT(sizes[3]);
-  device const T* lane = in + (IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim));
+  // Offsets are summed in IdxT before indexing: with uint, a negative stride wraps back in range.
+  const IdxT lane = IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim);
 
-  IndexedValue<T> best = {n > 0 ? lane[0] : T(), MG_NO_INDEX};
+  IndexedValue<T> best = {n > 0 ? in[lane] : T(), MG_NO_INDEX};
   for (uint k = lid; k < n; k += tg_size) {
-    IndexedValue<T> e = {lane[IdxT(k) * axis_stride], k};
+    IndexedValue<T> e = {in[lane + IdxT(k) * axis_stride], k};
     best = better_of<T, IsMax>(best, e);
   }
   // Within the simdgroup, then across simdgroups through threadgroup memory.
@@ -83,7 +84,7 @@ template <typename T, bool IsMax, typename IdxT>
       }
     }
   }
-  if (lid == 0) out[row] = (n == 0 || is_nan(lane[0]) || best.idx == MG_NO_INDEX) ? 0u : best.idx;
+  if (lid == 0) out[row] = (n == 0 || is_nan(in[lane]) || best.idx == MG_NO_INDEX) ? 0u : best.idx;
 }
 
 template <typename T, bool IsMax, typename IdxT>
@@ -100,11 +101,11 @@ template <typename T, bool IsMax, typename IdxT>
   if (int64_t(row) >= sizes[2]) return;
   const uint n = uint(sizes[1]);
   const IdxT axis_stride = IdxT(sizes[3]);
-  device const T* lane = in + (IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim));
+  const IdxT lane = IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim);
   uint best = 0;
-  T best_val = n > 0 ? lane[0] : T();
+  T best_val = n > 0 ? in[lane] : T();
   for (uint k = 1; k < n; ++k) {
-    const T v = lane[IdxT(k) * axis_stride];
+    const T v = in[lane + IdxT(k) * axis_stride];
     if (IsMax ? greater(v, best_val) : greater(best_val, v)) {
       best = k;
       best_val = v;

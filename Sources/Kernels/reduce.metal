@@ -45,7 +45,7 @@ template <typename T, typename U, typename Op, typename IdxT>
     acc = Op::apply(acc, Op::load(in[base + loc]));
   }
   acc = threadgroup_reduce<Op>(acc, shared, tg_size, simd_lane, simd_group);
-  if (lid == 0) out[group] = convert<U>(acc);
+  if (lid == 0) out[group] = cast_value<U>(acc);
 }
 
 template <typename T, typename U, typename Op, typename IdxT>
@@ -73,7 +73,7 @@ template <typename T, typename U, typename Op, typename IdxT>
   A acc = Op::init();
   for (IdxT k = lid; k < n; k += tg_size) acc = Op::apply(acc, Op::load(lane[k]));
   acc = threadgroup_reduce<Op>(acc, shared, tg_size, simd_lane, simd_group);
-  if (lid == 0) out[row] = convert<U>(acc);
+  if (lid == 0) out[row] = cast_value<U>(acc);
 }
 
 template <typename T, typename U, typename Op, typename IdxT>
@@ -103,7 +103,7 @@ template <typename T, typename U, typename Op, typename IdxT>
     acc = Op::apply(acc, Op::load(lane[elem_to_loc<IdxT>(k, rshape, rstrides, ndims[1])]));
   }
   acc = threadgroup_reduce<Op>(acc, shared, tg_size, simd_lane, simd_group);
-  if (lid == 0) out[row] = convert<U>(acc);
+  if (lid == 0) out[row] = cast_value<U>(acc);
 }
 
 // The kept dimensions' last one is the column axis: threadgroup x runs along it, threadgroup y
@@ -149,7 +149,7 @@ template <typename T, typename U, typename Op, typename IdxT>
   threadgroup_barrier(mem_flags::mem_threadgroup);
   if (tid.y == 0 && col < ncols) {
     for (uint j = 1; j < tg_dims.y; ++j) acc = Op::apply(acc, shared[j * tg_dims.x + tid.x]);
-    out[outer * ncols + col] = convert<U>(acc);
+    out[outer * ncols + col] = cast_value<U>(acc);
   }
 }
 
@@ -160,5 +160,5 @@ template <typename U, typename Op>
     uint2 gid [[thread_position_in_grid]],
     uint2 grid [[threads_per_grid]]) {
   const int64_t i = int64_t(gid.y) * int64_t(grid.x) + int64_t(gid.x);
-  if (i < size) out[i] = convert<U>(Op::init());
+  if (i < size) out[i] = cast_value<U>(Op::init());
 }

@@ -21,15 +21,15 @@ MG_FUNC bool is_nan(bfloat x) { return float(x) != float(x); }
 MG_FUNC bool is_nan(complex64_t z) { return z.real != z.real || z.imag != z.imag; }
 
 // Conversions between element and accumulator types (complex64 has no C++ conversions).
-template <typename To> struct Convert {
+template <typename To> struct CastValue {
   template <typename From> static MG_FUNC To from(From x) { return static_cast<To>(x); }
   static MG_FUNC To from(complex64_t z) { return ComplexCast<To>::from(z); }
 };
-template <> struct Convert<complex64_t> {
+template <> struct CastValue<complex64_t> {
   template <typename From> static MG_FUNC complex64_t from(From x) { return ComplexCast<From>::to(x); }
   static MG_FUNC complex64_t from(complex64_t z) { return z; }
 };
-template <typename To, typename From> MG_FUNC To convert(From x) { return Convert<To>::from(x); }
+template <typename To, typename From> MG_FUNC To cast_value(From x) { return CastValue<To>::from(x); }
 
 // A value as a truth value (all / any): nonzero, and for complex a nonzero real or imaginary part.
 template <typename T> MG_FUNC bool truthy(T x) { return x != T(0); }
@@ -67,16 +67,16 @@ MG_FUNC bool greater(complex64_t a, complex64_t b) { return a.real > b.real || (
 
 template <typename A> struct Sum {
   typedef A acc;
-  static MG_FUNC A init() { return convert<A>(0); }
+  static MG_FUNC A init() { return cast_value<A>(0); }
   static MG_FUNC A apply(A a, A b) { return a + b; }
-  template <typename T> static MG_FUNC A load(T x) { return convert<A>(x); }
+  template <typename T> static MG_FUNC A load(T x) { return cast_value<A>(x); }
 };
 
 template <typename A> struct Prod {
   typedef A acc;
-  static MG_FUNC A init() { return convert<A>(1); }
+  static MG_FUNC A init() { return cast_value<A>(1); }
   static MG_FUNC A apply(A a, A b) { return a * b; }
-  template <typename T> static MG_FUNC A load(T x) { return convert<A>(x); }
+  template <typename T> static MG_FUNC A load(T x) { return cast_value<A>(x); }
 };
 
 // max / min propagate NaN: a NaN operand wins (for complex, a value with a NaN part).
@@ -84,14 +84,14 @@ template <typename A> struct Max {
   typedef A acc;
   static MG_FUNC A init() { return Limits<A>::lowest(); }
   static MG_FUNC A apply(A a, A b) { return (is_nan(a) || (!is_nan(b) && !greater(b, a))) ? a : b; }
-  template <typename T> static MG_FUNC A load(T x) { return convert<A>(x); }
+  template <typename T> static MG_FUNC A load(T x) { return cast_value<A>(x); }
 };
 
 template <typename A> struct Min {
   typedef A acc;
   static MG_FUNC A init() { return Limits<A>::highest(); }
   static MG_FUNC A apply(A a, A b) { return (is_nan(a) || (!is_nan(b) && !greater(a, b))) ? a : b; }
-  template <typename T> static MG_FUNC A load(T x) { return convert<A>(x); }
+  template <typename T> static MG_FUNC A load(T x) { return cast_value<A>(x); }
 };
 
 struct And {
@@ -124,7 +124,7 @@ template <typename A> struct LogAddExpOp {
     float l = u == 1.0f ? e : metal::precise::log(u) * e / (u - 1.0f);
     return A(float(m) + l);
   }
-  template <typename T> static MG_FUNC A load(T x) { return convert<A>(x); }
+  template <typename T> static MG_FUNC A load(T x) { return cast_value<A>(x); }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -39,7 +39,8 @@ template <typename T, typename U, typename Op, typename IdxT>
   const IdxT inner = IdxT(sizes[4]);
   const bool reverse = (sizes[5] & 1) != 0;
   const bool inclusive = (sizes[5] & 2) != 0;
-  device const T* src = in + (IdxT(sizes[0]) + elem_to_loc<IdxT>(lane_index, shape, strides, ndim));
+  // Offsets are summed in IdxT before indexing: with uint, a negative stride wraps back in range.
+  const IdxT src = IdxT(sizes[0]) + elem_to_loc<IdxT>(lane_index, shape, strides, ndim);
   device U* dst = out + ((lane_index / inner) * n * inner + lane_index % inner);
   const uint n_simd = tg_size / MG_SIMD_SIZE;
 
@@ -49,7 +50,7 @@ template <typename T, typename U, typename Op, typename IdxT>
     A v[MG_SCAN_READS];
     for (int r = 0; r < MG_SCAN_READS; ++r) {
       const IdxT p = start + IdxT(lid) * MG_SCAN_READS + IdxT(r);
-      v[r] = p < n ? Op::load(src[(reverse ? n - 1 - p : p) * axis_stride]) : Op::init();
+      v[r] = p < n ? Op::load(in[src + (reverse ? n - 1 - p : p) * axis_stride]) : Op::init();
     }
     for (int r = 1; r < MG_SCAN_READS; ++r) v[r] = Op::apply(v[r - 1], v[r]);
 
@@ -74,7 +75,7 @@ template <typename T, typename U, typename Op, typename IdxT>
       const IdxT p = start + IdxT(lid) * MG_SCAN_READS + IdxT(r);
       if (p >= n) break;
       const A y = inclusive ? Op::apply(prefix, v[r]) : (r == 0 ? prefix : Op::apply(prefix, v[r - 1]));
-      dst[(reverse ? n - 1 - p : p) * inner] = convert<U>(y);
+      dst[(reverse ? n - 1 - p : p) * inner] = cast_value<U>(y);
     }
     carry = Op::apply(carry, simd_totals[n_simd - 1]);
     threadgroup_barrier(mem_flags::mem_threadgroup);  // simd_totals is rewritten by the next chunk
@@ -99,14 +100,15 @@ template <typename T, typename U, typename Op, typename IdxT>
   const IdxT inner = IdxT(sizes[4]);
   const bool reverse = (sizes[5] & 1) != 0;
   const bool inclusive = (sizes[5] & 2) != 0;
-  device const T* src = in + (IdxT(sizes[0]) + elem_to_loc<IdxT>(lane_index, shape, strides, ndim));
+  // Offsets are summed in IdxT before indexing: with uint, a negative stride wraps back in range.
+  const IdxT src = IdxT(sizes[0]) + elem_to_loc<IdxT>(lane_index, shape, strides, ndim);
   device U* dst = out + ((lane_index / inner) * n * inner + lane_index % inner);
   A acc = Op::init();
   for (IdxT p = 0; p < n; ++p) {
     const IdxT k = reverse ? n - 1 - p : p;
-    const A x = Op::load(src[k * axis_stride]);
+    const A x = Op::load(in[src + k * axis_stride]);
     const A next = Op::apply(acc, x);
-    dst[k * inner] = convert<U>(inclusive ? next : acc);
+    dst[k * inner] = cast_value<U>(inclusive ? next : acc);
     acc = next;
   }
 }

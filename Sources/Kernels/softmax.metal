@@ -84,15 +84,16 @@ template <typename T, typename AccT, typename IdxT>
   if (int64_t(row) >= sizes[2]) return;  // whole threadgroups only
   const IdxT n = IdxT(sizes[1]);
   const IdxT stride = IdxT(sizes[3]);
-  device const T* src = in + (IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim));
+  // Offsets are summed in IdxT before indexing: with uint, a negative stride wraps back in range.
+  const IdxT src = IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim);
   device T* dst = out + row * n;
 
   MaxSum<AccT> r = {Limits<AccT>::lowest(), AccT(0)};
-  for (IdxT k = lid; k < n; k += tg_size) r = max_sum_add(r, AccT(src[k * stride]));
+  for (IdxT k = lid; k < n; k += tg_size) r = max_sum_add(r, AccT(in[src + k * stride]));
   r = threadgroup_max_sum(r, shared_m, shared_s, lid, tg_size, simd_lane, simd_group);
   // An infinite maximum makes the reference's sum NaN (∞ − ∞ or all −∞).
   const AccT total = metal::isinf(float(r.m)) ? AccT(NAN) : r.s;
-  for (IdxT k = lid; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(src[k * stride]) - r.m)) / total);
+  for (IdxT k = lid; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - r.m)) / total);
 }
 
 template <typename T, typename IdxT>
@@ -115,10 +116,11 @@ template <typename T, typename IdxT>
   if (int64_t(row) >= sizes[2]) return;  // whole threadgroups only
   const IdxT n = IdxT(sizes[1]);
   const IdxT stride = IdxT(sizes[3]);
-  device const T* src = in + (IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim));
+  // Offsets are summed in IdxT before indexing: with uint, a negative stride wraps back in range.
+  const IdxT src = IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim);
 
   MaxSum<float> r = {Limits<float>::lowest(), 0.0f};
-  for (IdxT k = lid; k < n; k += tg_size) r = max_sum_add(r, float(src[k * stride]));
+  for (IdxT k = lid; k < n; k += tg_size) r = max_sum_add(r, float(in[src + k * stride]));
   r = threadgroup_max_sum(r, shared_m, shared_s, lid, tg_size, simd_lane, simd_group);
   if (lid == 0) {
     // An infinite or NaN maximum is the answer itself (all −∞ → −∞, any +∞ → +∞).

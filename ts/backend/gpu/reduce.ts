@@ -7,7 +7,7 @@
 //   general  anything else (elem_to_loc over the reduced dimensions)
 // Also the helpers the other reduction-like families (scan.ts, softmax.ts) share.
 import type { MgArray, Node } from "../../core/array.ts";
-import { bfloat16, bool_, complex64, type Dtype, float16, float32, int64, uint64 } from "../../core/dtype.ts";
+import { bfloat16, complex64, type Dtype, float16, float32, int64, uint64 } from "../../core/dtype.ts";
 import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
 import type { ArgReduceParams } from "../../core/primitives/argreduce.ts";
 import type { ReduceParams, ReduceType } from "../../core/primitives/reduce.ts";
@@ -115,9 +115,10 @@ function accumulatorOf(type: ReduceType, d: Dtype, op: string): Accumulator {
   if (d === float16 || d === bfloat16 || d === float32) [msl, bytes] = ["float", 4];
   else if (d === complex64) [msl, bytes] = ["complex64_t", 8];
   else if (type === "max" || type === "min") [msl, bytes] = [mslType(d, op), d.size];
-  else if (d === int64 || d === uint64) [msl, bytes] = [mslType(d, op), 8];
-  else if (d.kind === "u" || d === bool_) [msl, bytes] = ["uint32_t", 4];
-  else [msl, bytes] = ["int32_t", 4];
+  // Integer sums and products wrap: unsigned arithmetic wraps by definition (signed overflow is
+  // undefined in MSL as in C++); the bits equal two's-complement results.
+  else if (d === int64 || d === uint64) [msl, bytes] = ["uint64_t", 8];
+  else [msl, bytes] = ["uint32_t", 4];
   const name = { sum: "Sum", prod: "Prod", max: "Max", min: "Min" }[type];
   return { msl, bytes, op: `${name}<${msl}>` };
 }
@@ -127,7 +128,7 @@ const OP_NAMES: Record<ReduceType, string> = { sum: "sum", prod: "prod", max: "m
 function reducePrecision(type: ReduceType, d: Dtype, acc: Accumulator): string {
   if (type === "sum" || type === "prod") {
     if (d === float16 || d === bfloat16 || d === float32 || d === complex64) return accumulatePrecision(d, "fp32");
-    return `${Precision.exact} (${acc.msl.replace("_t", "")} accumulate, wrapping)`;
+    return `${Precision.exact} (wrapping ${acc.bytes * 8}-bit integer accumulate)`;
   }
   return Precision.exact;
 }
@@ -214,7 +215,8 @@ function reduceKernelsFor(plan: ReducePlan, type: ReduceType, inDtype: Dtype, ou
   const tagT = dtypeTag(inDtype);
   const tagU = dtypeTag(outDtype);
   if (plan.layout === "empty") {
-    return { main: { file: "reduce.metal", name: `mg_reduce_init_${type}_${tagU}`, instantiation: `reduce_init<${U}, ${acc.op}>` }, acc };
+    // "> >": the simulator's translator misreads an instantiation ending in ">>" (see report).
+    return { main: { file: "reduce.metal", name: `mg_reduce_init_${type}_${tagU}`, instantiation: `reduce_init<${U}, ${acc.op} >` }, acc };
   }
   const idx = plan.large ? "int64_t" : "uint";
   const suffix = plan.large ? "_i64" : "";

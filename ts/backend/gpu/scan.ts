@@ -4,7 +4,7 @@
 // ("row"); lanes along a strided axis are walked one thread each ("column": neighbouring threads
 // read neighbouring memory). Floats accumulate in float32; integers in at least 32 bits, wrapping.
 import type { Node } from "../../core/array.ts";
-import { bfloat16, bool_, complex64, type Dtype, float16, float32, int64, uint64 } from "../../core/dtype.ts";
+import { bfloat16, complex64, type Dtype, float16, float32, int64, uint64 } from "../../core/dtype.ts";
 import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
 import type { ScanParams, ScanType } from "../../core/primitives/scan.ts";
 import { Precision } from "../../core/trace.ts";
@@ -25,15 +25,14 @@ function isFloat(d: Dtype): boolean {
   return d === float32 || d === float16 || d === bfloat16;
 }
 
-/** The Op template-id: floats in float32, integers widened to 32 bits (wrapping), as reduce.ts. */
+/** The Op template-id: floats in float32, integer sums and products in unsigned 32 or 64 bits (wrapping), as reduce.ts. */
 function scanOp(type: ScanType, d: Dtype, op: string): { op: string; acc: string } {
   let acc: string;
   if (isFloat(d)) acc = "float";
   else if (d === complex64) acc = "complex64_t";
   else if (type === "max" || type === "min") acc = mslType(d, op);
-  else if (d === int64 || d === uint64) acc = mslType(d, op);
-  else if (d.kind === "u" || d === bool_) acc = "uint32_t";
-  else acc = "int32_t";
+  else if (d === int64 || d === uint64) acc = "uint64_t";
+  else acc = "uint32_t";
   const name = { sum: "Sum", prod: "Prod", max: "Max", min: "Min", logaddexp: "LogAddExpOp" }[type];
   return { op: `${name}<${acc}>`, acc };
 }
@@ -83,7 +82,7 @@ function scanKernel(plan: ScanPlan, node: Node): KernelInstance {
 function scanPrecision(type: ScanType, d: Dtype, acc: string): string {
   if (isFloat(d) || d === complex64) return type === "max" || type === "min" ? Precision.exact : accumulatePrecision(d, "fp32");
   if (type === "max" || type === "min") return Precision.exact;
-  return `${Precision.exact} (${acc.replace("_t", "")} accumulate, wrapping)`;
+  return `${Precision.exact} (wrapping ${acc === "uint64_t" ? 64 : 32}-bit integer accumulate)`;
 }
 
 function encodeScan(enc: GpuEncoder, node: Node): void {
