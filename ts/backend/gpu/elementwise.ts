@@ -75,18 +75,39 @@ export type AccessFn = (a: MgArray, outSize: number) => Access | null;
 /** Inputs not yet materialised are predicted: a kernel's fresh output is row-contiguous. */
 export const predictedAccess: AccessFn = (a, n) => (a.layout ? accessOf(a, n) : a.size === 1 ? "scalar" : a.size === n ? "contiguous" : null);
 
+// Kernel choices repeat constantly (every `x * 2` on a float32 vector picks the same kernel):
+// memoise them by what decides them, so encoding a node does not rebuild names.
+const choices = new Map<string, SingleChoice>();
+
 function chooseSingle(node: Node, accessFn: AccessFn = accessOf): SingleChoice | null {
+  const out = node.outputs[0]!;
+  const ins = node.inputs;
+  const n = out.size;
+  let key = `${node.primitive.name}|${out.dtype.index}|${ins[ins.length === 3 ? 1 : 0]!.dtype.index}|${n >= 2 ** 32 ? 1 : 0}`;
+  for (const a of ins) {
+    const acc = accessFn(a, n);
+    if (acc === null) return null;
+    key += acc[0]!;
+  }
+  const large = needsLargeIndex(n, ins);
+  if (large) key += "L";
+  let c = choices.get(key);
+  if (!c) {
+    c = buildChoice(node, ins.map((a) => accessFn(a, n)!), large);
+    choices.set(key, c);
+  }
+  return c;
+}
+
+function buildChoice(node: Node, access: Access[], large: boolean): SingleChoice {
   const out = node.outputs[0]!;
   const ins = node.inputs;
   const f = functorOf(node);
   const n = out.size;
-  const large = needsLargeIndex(n, ins);
   const idx = large ? "int64_t" : "uint";
   const T = mslType(ins.length === 3 ? ins[1]!.dtype : ins[0]!.dtype, node.primitive.name);
   const U = mslType(out.dtype, node.primitive.name);
   const tag = `${ident(f)}_${dtypeTag(ins.length === 3 ? ins[1]!.dtype : ins[0]!.dtype)}_${dtypeTag(out.dtype)}`;
-  const access = ins.map((a) => accessFn(a, n));
-  if (access.includes(null)) return null;
   if (node.primitive.name === "DivMod") {
     return { kernel: { file: "binary.metal", name: `mg_divmod_g_${tag}_${large ? "i64" : "u32"}`, instantiation: `divmod_g<${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
   }

@@ -1,0 +1,75 @@
+// GPU execution overhead (issue 5): per-op cost from TypeScript of building, scheduling and
+// encoding 10,000 small ops into one batch (one FFI call), and a fused versus unfused elementwise
+// chain (kernels launched and time). On the Metal simulator the kernel time is CPU time; the
+// per-op TypeScript overhead is what this measures.
+//
+//   bun run bench/gpu-dispatch.bench.ts       (ROUNDS=n)
+import * as mg from "../ts/index.ts";
+import type { MgArray } from "../ts/core/array.ts";
+import { median, ROUNDS, row } from "./util.ts";
+
+const g = { stream: mg.gpu };
+console.log(`GPU dispatch (${mg.deviceInfo().device_name}), medians of ${ROUNDS} rounds`);
+
+// 10,000 independent small ops (no fusion possible between them): one kernel each.
+{
+  const OPS = 10_000;
+  const xs = Array.from({ length: 100 }, (_, i) => mg.array([i, i + 1, i + 2, i + 3], mg.float32));
+  mg.eval(xs);
+  const previous = mg.setFusion(false);
+  const build: number[] = [];
+  const encode: number[] = [];
+  const total: number[] = [];
+  for (let r = 0; r <= ROUNDS; r++) {
+    const t0 = performance.now();
+    const outs: MgArray[] = [];
+    for (let i = 0; i < OPS; i++) outs.push(mg.multiply(xs[i % 100]!, 2, g));
+    const t1 = performance.now();
+    mg.eval(outs); // schedule + encode + one submit
+    const t2 = performance.now();
+    mg.synchronize();
+    const t3 = performance.now();
+    if (r > 0) {
+      build.push(t1 - t0);
+      encode.push(t2 - t1);
+      total.push(t3 - t0);
+    }
+  }
+  mg.setFusion(previous);
+  const us = (ms: number) => `${((ms * 1000) / OPS).toFixed(2)} µs/op`;
+  row(`${OPS} small ops: graph build`, us(median(build)));
+  row(`${OPS} small ops: schedule + encode + submit (one FFI call)`, us(median(encode)));
+  row(`${OPS} small ops: end to end incl. simulated kernels`, us(median(total)));
+}
+
+// A 20-op chain over 1M floats: fused into one kernel versus one kernel per op.
+{
+  const x = mg.array(Float32Array.from({ length: 1 << 20 }, (_, i) => Math.sin(i)));
+  const y = mg.array(Float32Array.from({ length: 1024 }, (_, i) => Math.cos(i)));
+  const yb = mg.reshape(y, [1, 1024]);
+  const xm = mg.reshape(x, [1024, 1024]);
+  mg.eval(xm, yb);
+  const chain = () => {
+    let z: MgArray = mg.add(xm, yb, g);
+    for (let i = 0; i < 19; i++) z = i % 2 ? mg.tanh(z, g) : mg.multiply(z, 1.01, g);
+    return z;
+  };
+  for (const fused of [true, false]) {
+    const previous = mg.setFusion(fused);
+    let kernels = 0;
+    const times: number[] = [];
+    for (let r = 0; r <= ROUNDS; r++) {
+      const t0 = performance.now();
+      const records = mg.trace(() => {
+        const z = chain();
+        mg.eval(z);
+        mg.synchronize();
+        return z;
+      });
+      if (r > 0) times.push(performance.now() - t0);
+      kernels = records.filter((rec) => rec.device === "gpu").length;
+    }
+    mg.setFusion(previous);
+    row(`20-op chain over 1M float32, ${fused ? "fused" : "unfused"}`, `${kernels} kernel${kernels === 1 ? "" : "s"}, ${median(times).toFixed(1)} ms`);
+  }
+}
