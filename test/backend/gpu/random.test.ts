@@ -1,12 +1,16 @@
 // RandomBits on the GPU device (the Metal simulator here) against the CPU device: bit-identical
 // threefry2x32 streams for every width, shape and key layout, and the distributions of mg.random
 // (built from ops over those bits) equal on the gpu stream.
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import { sliceStatic } from "../../../ts/core/ops/slicing.ts";
 import { toleranceFor } from "../../../ts/testing/tolerances.ts";
 import { expectClose, runOn } from "./harness.ts";
+
+// Kernels compile on first use in the simulator (~0.5 s per compiler run, more on a loaded machine),
+// and bunfig's [test] timeout is not a setting bun reads: allow for compiles here.
+setDefaultTimeout(120_000);
 
 const R = mg.random;
 
@@ -50,7 +54,7 @@ describe("RandomBits is bit-identical to the CPU device", () => {
       }
     }
     expect(expectBitIdentical(cases)).toBe(cases.length);
-  }, 120_000);
+  });
 
   test("MLX's pinned values on the gpu stream: bits(key(0)) and split", () => {
     const [b, s] = runOn(mg.gpu, () => [R.bits([], 4, R.key(0)), R.split(R.key(0))]);
@@ -92,7 +96,7 @@ describe("RandomBits is bit-identical to the CPU device", () => {
       cases.push([`transposed width ${width}`, () => mg.vmap(draw, 1)(splitT)]);
     }
     expect(expectBitIdentical(cases)).toBe(cases.length);
-  }, 120_000);
+  });
 
   test("the trace names the kernel and the key layout", () => {
     // Every other key of eight: a (4, 2) view with a row stride of 4.
@@ -150,7 +154,7 @@ describe("mg.random distributions on the gpu stream", () => {
       ["bernoulli", () => R.bernoulli(mg.array(0.3, mg.float32), [200], key)],
       ["permutation", () => R.permutation(500, 0, key)],
     ]);
-  }, 120_000);
+  });
 
   test("normal (real and complex) and truncatedNormal within the float tolerances", () => {
     const cases: [string, () => MgArray][] = [
@@ -163,7 +167,7 @@ describe("mg.random distributions on the gpu stream", () => {
     const cpu = cases.map(([, fn]) => runOn(mg.cpu, fn)[0]!);
     const gpu = runOn(mg.gpu, () => cases.map(([, fn]) => fn()));
     cases.forEach(([what], i) => expectSampleClose(gpu[i]!, cpu[i]!, what));
-  }, 120_000);
+  });
 
   test("the global key works on the gpu stream and advances as on the CPU", () => {
     R.seed(123);

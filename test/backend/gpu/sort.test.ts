@@ -1,11 +1,15 @@
 // Sorting kernels on the GPU device (the Metal simulator here) against the CPU device: sort and
 // argsort bit for bit (the CPU sort is stable, NaN last), searchsorted exactly, and the partition
 // property for partition/argpartition (any valid partition is allowed).
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import { sliceStatic } from "../../../ts/core/ops/slicing.ts";
 import { GPU_DTYPES, layouts, runOn } from "./harness.ts";
+
+// Kernels compile on first use in the simulator (~0.5 s per compiler run, more on a loaded machine),
+// and bunfig's [test] timeout is not a setting bun reads: allow for compiles here.
+setDefaultTimeout(120_000);
 
 /** Raw bytes of an array's row-major values. */
 function bytesOf(a: MgArray): Uint8Array {
@@ -99,7 +103,7 @@ describe("sort and argsort equal the CPU's stable sort bit for bit", () => {
         return [dtype.name, () => [mg.sort(x), mg.argsort(x), mg.sort(x, 0), mg.argsort(x, 0), mg.argsort(x, null)]];
       }),
     );
-  }, 120_000);
+  });
 
   test("layouts: contiguous, transposed, sliced, broadcast and reversed views, any axis", () => {
     const cases: Case[] = [];
@@ -112,7 +116,7 @@ describe("sort and argsort equal the CPU's stable sort bit for bit", () => {
     const t = cpuView(() => sliceStatic(mg.transpose(tiedInput([8, 5, 6], mg.int32, 9), [2, 0, 1]), [1, 0, 0], [6, 8, 5], [2, 1, 1]));
     cases.push(["3-D view", () => [mg.sort(t, 1), mg.argsort(t, 1), mg.argsort(t, 0), mg.argsort(t, 2)]]);
     expectExact(cases);
-  }, 120_000);
+  });
 
   test("row lengths 1, 7, 33, 1000 and 4097 (several threadgroups merged) on many rows", () => {
     const cases: Case[] = [1, 7, 33, 1000, 4097].map((n): Case => {
@@ -131,12 +135,12 @@ describe("sort and argsort equal the CPU's stable sort bit for bit", () => {
     const many = tiedInput([1500, 7], mg.float32, 18, 6);
     cases.push(["1500 short rows", () => [mg.sort(many), mg.argsort(many), mg.argsort(mg.transpose(many), 0)]]);
     expectExact(cases);
-  }, 120_000);
+  });
 
   test("one large row of 100,000 elements with heavy ties keeps index order across merge passes", () => {
     const x = tiedInput([100_000], mg.float32, 15, 1000);
     expectExact([["100000", () => [mg.sort(x), mg.argsort(x)]]]);
-  }, 120_000);
+  });
 
   test("zero-size and one-element arrays", () => {
     for (const shape of [[0], [0, 4], [4, 0], [1], [1, 1]]) {
@@ -185,7 +189,7 @@ describe("searchsorted", () => {
         return [dtype.name, () => [mg.searchsorted(seq, vals), mg.searchsorted(seq, vals, "right")]];
       }),
     );
-  }, 120_000);
+  });
 
   test("a strided sequence, scalar and empty values, an empty sequence", () => {
     const sorted = cpuView(() => mg.sort(tiedInput([61], mg.float32, 23, 20)));
@@ -199,7 +203,7 @@ describe("searchsorted", () => {
     const [e] = runOn(mg.gpu, () => mg.searchsorted(sorted, none));
     expect(e!.shape).toEqual([0]);
     expectExact([["empty sequence", () => [mg.searchsorted(none, v), mg.searchsorted(none, v, "right")]]]);
-  }, 120_000);
+  });
 
   test("hand-checked insertion points", () => {
     const a = mg.array([1, 2, 2, 2, 5, NaN], mg.float32);
@@ -253,7 +257,7 @@ describe("partition and argpartition: the partition property", () => {
         expectPartition(xt, cpuView(() => mg.swapaxes(p0!, 0, 1)), kth % 4, `${dtype.name} partition axis 0 kth=${kth % 4}`);
       }
     }
-  }, 120_000);
+  });
 
   test("long rows (multi-block) and topk", () => {
     const x = tiedInput([2, 5000], mg.float32, 32, 300);
@@ -262,7 +266,7 @@ describe("partition and argpartition: the partition property", () => {
     expectPartition(x, cpuView(() => mg.takeAlongAxis(x, ap!, -1)), -3, "argpartition 5000");
     const [cpuTop] = runOn(mg.cpu, () => mg.topk(x, 10));
     expectBitEqual(cpuView(() => mg.sort(top!)), cpuView(() => mg.sort(cpuTop!)), "topk multiset");
-  }, 120_000);
+  });
 
   test("the trace says a partition is a full sort", () => {
     const x = tiedInput([9], mg.int32, 33);
