@@ -14,6 +14,7 @@ import type { MgArray, Node } from "../../core/array.ts";
 import { bfloat16, complex64, type Dtype, float16, float32 } from "../../core/dtype.ts";
 import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
 import type { AddMMParams } from "../../core/primitives/matmul.ts";
+import type { TransposeParams } from "../../core/primitives/views.ts";
 import { formatShape, rowMajorStrides } from "../../core/shape.ts";
 import { Precision } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes } from "../runtime.ts";
@@ -78,9 +79,27 @@ function orientation(rows: number, cols: number, rs: number, cs: number): Orient
   return { kind: "copy", ld: cols };
 }
 
-/** An operand's strides: its layout's, or (not materialised yet) those of a fresh kernel output. */
-function stridesOf(a: MgArray): readonly number[] {
-  return a.layout ? a.layout.strides : rowMajorStrides(a.shape);
+/**
+ * An operand's strides: its layout's or, before it is materialised, a prediction — through the
+ * Transpose and Broadcast views that autograd puts in front of matmuls (dA = G·Bᵀ), else those of
+ * a fresh row-major kernel output — so that the right kernels compile up front.
+ */
+function stridesOf(a: MgArray, depth = 0): readonly number[] {
+  if (a.layout) return a.layout.strides;
+  const node = a.node;
+  if (node && depth < 8) {
+    const src = node.inputs[0];
+    if (node.primitive.name === "Transpose" && src) {
+      const s = stridesOf(src, depth + 1);
+      return (node.params as TransposeParams).axes.map((ax) => s[ax]!);
+    }
+    if (node.primitive.name === "Broadcast" && src) {
+      const s = stridesOf(src, depth + 1);
+      const off = a.ndim - src.ndim;
+      return a.shape.map((d, i) => (i < off || (src.shape[i - off] === 1 && d !== 1) ? 0 : s[i - off]!));
+    }
+  }
+  return rowMajorStrides(a.shape);
 }
 
 /** Batch axes with size 1 dropped and neighbours merged where every operand allows it. */
