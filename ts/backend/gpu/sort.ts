@@ -96,10 +96,7 @@ function layoutName(a: MgArray): string {
   return a.layout!.rowContiguous ? "contiguous" : "strided";
 }
 
-/**
- * Encodes a sort of `x` along `axis` into `out`: its indices (uint32) or its values. `primitive`
- * names the node in the trace.
- */
+/** Encodes the node's sort along `axis`: the sorting indices (uint32) or the sorted values. */
 function encodeSort(enc: GpuEncoder, node: Node, axis: number, what: "indices" | "values"): void {
   const x = node.inputs[0]!;
   const out = node.outputs[0]!;
