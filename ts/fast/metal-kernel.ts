@@ -191,6 +191,8 @@ interface Signature {
   kernelName: string;
   /** What `verbose` prints: header, signature, body and the explicit instantiation. */
   generated: string;
+  /** The same with `#line` markers, so compiler diagnostics point at the user's own lines. */
+  compiled: string;
 }
 
 /** Generates the kernel as MLX's write_signature does (guide §7.3). */
@@ -229,14 +231,20 @@ function writeSignature(
   });
   for (const attr of spec.attributes) params.push(`  ${attr}`);
 
-  let text = spec.header ? `${spec.header}\n` : "";
-  if (template.length > 0) text += `template <${template.map((t) => `${t.kind} ${t.name}`).join(", ")}>\n`;
-  text += `[[kernel]] void ${kernelName}(\n${params.join(",\n")}) {\n${spec.source}\n}\n`;
+  const header = spec.header ? `${spec.header}\n` : "";
+  let signature = template.length > 0 ? `template <${template.map((t) => `${t.kind} ${t.name}`).join(", ")}>\n` : "";
+  signature += `[[kernel]] void ${kernelName}(\n${params.join(",\n")}) {\n`;
+  let tail = "}\n";
   if (template.length > 0) {
     const inst = `${kernelName}<${template.map((t) => t.text).join(", ")}>`;
-    text += `\ntemplate [[host_name("${kernelName}")]] [[kernel]] decltype(${inst}) ${inst};\n`;
+    tail += `\ntemplate [[host_name("${kernelName}")]] [[kernel]] decltype(${inst}) ${inst};\n`;
   }
-  return { kernelName, generated: text };
+  const line = (part: string) => `#line 1 "metal_kernel ${spec.name} ${part}"\n`;
+  return {
+    kernelName,
+    generated: `${header}${signature}${spec.source}\n${tail}`,
+    compiled: `${line("header")}${header}${line("signature")}${signature}${line("source")}${spec.source}\n${line("instantiation")}${tail}`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -318,8 +326,9 @@ function copyReason(a: MgArray, p: CustomKernelParams, name: string): string | n
 function kernelsOf(node: CustomKernelNode): KernelInstance[] {
   const p = node.params;
   const out: KernelInstance[] = [];
+  const launches = p.grid.every((g) => g > 0);
   node.inputs.forEach((a, i) => {
-    if (a.layout && copyReason(a, p, p.inputNames[i]!)) out.push(...copyKernel(a));
+    if (launches && a.layout && copyReason(a, p, p.inputNames[i]!)) out.push(...copyKernel(a));
   });
   if (p.initValue !== null) for (const d of new Set(p.outputDtypes)) out.push(initInstance(d));
   return out;
@@ -368,9 +377,11 @@ function encodeCustomKernel(enc: GpuEncoder, node: CustomKernelNode): void {
   const buffers: BufferBinding[] = [];
   const bytes: InlineBytes[] = [];
   let index = 0;
+  const [gx, gy, gz] = p.grid;
+  const launches = gx * gy * gz > 0;
   node.inputs.forEach((a, i) => {
     const name = p.inputNames[i]!;
-    const reason = copyReason(a, p, name);
+    const reason = launches ? copyReason(a, p, name) : null;
     const bound = reason ? encodeInputCopy(enc, a, index, reason) : enc.input(a, index);
     buffers.push({ ...bound.binding, index });
     index++;
@@ -419,8 +430,7 @@ function encodeCustomKernel(enc: GpuEncoder, node: CustomKernelNode): void {
     index++;
   }
 
-  const [gx, gy, gz] = p.grid;
-  if (gx * gy * gz === 0) return; // nothing to launch; outputs keep their initValue (if any)
+  if (!launches) return; // nothing to launch; outputs keep their initValue (if any)
   const [tx, ty, tz] = p.threadgroup;
   // As MLX: a threadgroup never exceeds the grid in any dimension.
   const threadgroup: [number, number, number] = [Math.min(tx, gx), Math.min(ty, gy), Math.min(tz, gz)];
@@ -630,7 +640,7 @@ export function metalKernel(options: MetalKernelOptions): MetalKernel {
 
 /** Compiles (once per distinct source and options) the generated kernel behind the preamble. */
 function compile(spec: KernelSpec, sig: Signature): Pipeline {
-  const source = `${kernelSource(PREAMBLE_FILE)}\n\n// metal_kernel '${spec.name}'\n${sig.generated}`;
+  const source = `${kernelSource(PREAMBLE_FILE)}\n\n// metal_kernel '${spec.name}'\n${sig.compiled}`;
   const key = `${sig.kernelName}|${spec.mathMode}|${spec.checked ? "checked" : "unchecked"}|${Bun.hash(source).toString(16)}`;
   try {
     return sourcePipeline(key, source, sig.kernelName, { mathMode: spec.mathMode, checked: spec.checked });
