@@ -316,6 +316,29 @@ describe("special cases", () => {
     expect(products(recs)).toEqual([]);
   }, COMPILES);
 
+  test("NaN and infinities propagate as in the float64 product (zero padding of edge tiles adds none)", () => {
+    const withSpecials = (shape: number[], seed: number, specials: [number, number, number][]) => {
+      const v = Float64Array.from(input(shape, mg.float32, seed).dataSync() as Float32Array);
+      for (const [r, c, x] of specials) v[r * shape[1]! + c] = x;
+      return mg.array(Float32Array.from(v), null, { shape });
+    };
+    // Row 3 of A holds a NaN, row 7 an infinity meeting a zero of B in column 4 (∞·0 = NaN).
+    const specialsA: [number, number, number][] = [[3, 5, NaN], [7, 2, Infinity]];
+    for (const [M, K, N, path] of [[33, 20, 17, "gemm"], [9, 20, 1, "gemv"], [16, 1024, 16, "split-k"]] as const) {
+      const a = withSpecials([M, K], 101, specialsA);
+      const b = withSpecials([K, N], 102, [[2, Math.min(4, N - 1), 0]]);
+      const cpuOut = runOn(mg.cpu, () => mg.matmul(a, b))[0]!;
+      let gpuOut!: MgArray;
+      const recs = products(mg.trace(() => (gpuOut = mg.stream(mg.gpu, () => mg.matmul(a, b)))));
+      expect(recs[0]!.layout).toBe(path);
+      expectClose(gpuOut, cpuOut, { rtol: 1e-4, atol: 1e-4 }, path);
+      const out = gpuOut.dataSync() as Float32Array;
+      expect(Number.isNaN(out[3 * N]!), path).toBe(true);
+      expect(Number.isNaN(out[7 * N + Math.min(4, N - 1)]!), path).toBe(true);
+      expect(Number.isFinite(out[0]!), path).toBe(true);
+    }
+  }, COMPILES);
+
   test("gradients of a product run on the GPU and match the CPU", () => {
     const a = input([12, 20], mg.float32, 91);
     const b = input([20, 9], mg.float32, 92);
