@@ -20,7 +20,6 @@ import { allocateBuffer, Storage } from "../../memory/storage.ts";
 import { indexChecksEnabled, outOfBounds } from "../cpu/indexing.ts";
 import { readNumbers } from "../cpu/values.ts";
 import type { BufferBinding, InlineBytes, Pipeline } from "../runtime.ts";
-import { copyKernel, encodeCopy } from "./copy.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { elementwiseGrid, elementwisePrecision } from "./elementwise.ts";
 import { type GpuEncoder, int32Bytes, int64Bytes, viewExtent } from "./encoder.ts";
@@ -61,9 +60,21 @@ function extentOf(a: MgArray): number {
   return hi - lo;
 }
 
+let forceLarge = false;
+
+/**
+ * Makes every indexing and movement kernel take its 64-bit-index variant, so tests can check
+ * those variants on arrays small enough to allocate. Returns the previous setting.
+ */
+export function setForceLargeIndex(on: boolean): boolean {
+  const previous = forceLarge;
+  forceLarge = on;
+  return previous;
+}
+
 /** True when a thread index or an element offset may reach 2^31: the int64_t variant. */
 export function largeIndex(count: number, arrays: readonly MgArray[], extra = 0): boolean {
-  return count >= INT32_LIMIT || extra >= INT32_LIMIT || arrays.some((a) => extentOf(a) >= INT32_LIMIT || a.size >= INT32_LIMIT);
+  return forceLarge || count >= INT32_LIMIT || extra >= INT32_LIMIT || arrays.some((a) => extentOf(a) >= INT32_LIMIT || a.size >= INT32_LIMIT);
 }
 export const idxType = (large: boolean): string => (large ? "int64_t" : "uint");
 export const idxTag = (large: boolean): string => (large ? "i64" : "u32");
@@ -416,7 +427,7 @@ function scatterKernels(a: MgArray, updates: MgArray, out: MgArray, mode: Update
   const main = axis
     ? { file: "scatter.metal", name: `mg_scatter_axis_atomic_${dtypeTag(a.dtype)}_sum_${idxTag(large)}`, instantiation: `scatter_axis_atomic<${mslType(a.dtype, "scatter")}, UpdateSum, ${idxType(large)}>` }
     : scatterKernel(a.dtype, mode, large);
-  return [...copyKernel(a), main];
+  return [sourceCopyKernel(a), main];
 }
 
 /** Update numbers are 32-bit in the winner pass; outputs past 2^32 elements have no uint grid. */
@@ -463,10 +474,16 @@ function encodeWinners(
   );
 }
 
+/** The output starts as a row-contiguous copy of the source (noted: the update happens in it). */
 function copySource(enc: GpuEncoder, a: MgArray, out: MgArray, primitive: string): void {
+  const o = enc.output(out, 1);
+  if (a.size === 0) return;
   enc.note(`copy: ${primitive} updates a fresh copy of its source`);
-  encodeCopy(enc, a, out, primitive);
+  encodeCopyStrided(enc, a, o.binding, 0, rowMajorStrides(a.shape), true, { primitive, outputs: [out], layout: "copy of the source" }, true);
 }
+
+/** The copy copySource will use (for compiling up front). */
+const sourceCopyKernel = (a: MgArray): KernelInstance => copyStridedKernel(a.dtype, largeIndex(a.size, [a]));
 
 function encodeScatter(enc: GpuEncoder, node: Node): void {
   const p = node.params as ScatterParams;
@@ -479,7 +496,7 @@ function encodeScatter(enc: GpuEncoder, node: Node): void {
   const sliceN = shapeSize(sliceShape);
   const large = largeIndex(Math.max(out.size, updates.size), [a, updates, ...idx]);
   if (updates.size === 0) {
-    encodeCopy(enc, a, out, "Scatter");
+    copySource(enc, a, out, "Scatter");
     return;
   }
   const indexArgs = (b: BoundIndices, u: { strides: readonly number[]; base: number; rowContiguous: boolean }, serial: boolean): InlineBytes[] => [
@@ -540,7 +557,7 @@ function encodeScatterAxis(enc: GpuEncoder, node: Node): void {
   const out = node.outputs[0]!;
   const large = largeIndex(Math.max(out.size, updates.size), node.inputs);
   if (updates.size === 0) {
-    encodeCopy(enc, a, out, "ScatterAxis");
+    copySource(enc, a, out, "ScatterAxis");
     return;
   }
   const outStrides = rowMajorStrides(out.shape);
@@ -637,7 +654,7 @@ export const sliceUpdateRule: GpuRule = {
   kind: "kernel",
   kernels: (node) => {
     const p = node.params as SliceUpdateParams;
-    return [...copyKernel(node.inputs[0]!), sliceUpdateKernel(node.outputs[0]!.dtype, p.mode, largeIndex(node.outputs[0]!.size, node.inputs))];
+    return [sourceCopyKernel(node.inputs[0]!), sliceUpdateKernel(node.outputs[0]!.dtype, p.mode, largeIndex(node.outputs[0]!.size, node.inputs))];
   },
   encode: encodeSliceUpdate,
 };
@@ -722,7 +739,7 @@ function encodeDynamicSliceUpdate(enc: GpuEncoder, node: Node): void {
 
 export const dynamicSliceUpdateRule: GpuRule = {
   kind: "kernel",
-  kernels: (node) => [...copyKernel(node.inputs[0]!), dynamicSliceUpdateKernel(node.inputs[0]!.dtype, largeIndex(node.outputs[0]!.size, node.inputs.slice(0, 2)))],
+  kernels: (node) => [sourceCopyKernel(node.inputs[0]!), dynamicSliceUpdateKernel(node.inputs[0]!.dtype, largeIndex(node.outputs[0]!.size, node.inputs.slice(0, 2)))],
   encode: encodeDynamicSliceUpdate,
 };
 

@@ -9,7 +9,6 @@ import type { ContiguousParams, PadParams } from "../../core/primitives/movement
 import { setView } from "../../core/primitives/views.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
 import { allocateBuffer, Storage } from "../../memory/storage.ts";
-import { copyKernel, encodeCopy } from "./copy.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type GpuEncoder, float32Bytes, int32Bytes, int64Bytes } from "./encoder.ts";
 import { bitsTag, bitsType, copyStridedKernel, encodeCopyStrided, idxTag, idxType, largeIndex, launch } from "./indexing.ts";
@@ -131,13 +130,21 @@ function encodeContiguous(enc: GpuEncoder, node: Node): void {
   const p = node.params as ContiguousParams;
   const a = node.inputs[0]!;
   const l = a.layout!;
-  if (l.rowContiguous || (p.allowColMajor && l.colContiguous)) setView(node.outputs[0]!, a, l.offset, l.strides);
-  else encodeCopy(enc, a, node.outputs[0]!, "Contiguous");
+  const out = node.outputs[0]!;
+  if (l.rowContiguous || (p.allowColMajor && l.colContiguous)) {
+    setView(out, a, l.offset, l.strides);
+    return;
+  }
+  const o = enc.output(out, 1);
+  encodeCopyStrided(enc, a, o.binding, 0, rowMajorStrides(a.shape), true, { primitive: "Contiguous", outputs: [out], layout: "row-contiguous copy" }, true);
 }
 
 export const contiguousRule: GpuRule = {
   kind: "kernel",
-  kernels: (node) => (node.inputs[0]!.layout?.rowContiguous ? [] : copyKernel(node.inputs[0]!)),
+  kernels: (node) => {
+    const a = node.inputs[0]!;
+    return a.layout?.rowContiguous ? [] : [copyStridedKernel(a.dtype, largeIndex(a.size, [a]))];
+  },
   encode: encodeContiguous,
 };
 
