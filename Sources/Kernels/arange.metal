@@ -54,7 +54,7 @@ template <> struct ArangeValue<float> {
   static MG_FUNC float approx(float2 v) { return v.x; }
 };
 template <> struct ArangeValue<half> {
-  static MG_FUNC half exact(int64_t v) { return half(v); }
+  static MG_FUNC half exact(int64_t v) { return half(float(v)); }  // (exact below 2^24; inf beyond 65504)
   static MG_FUNC half approx(float2 v) { return half(v.x); }
 };
 template <> struct ArangeValue<bfloat> {
