@@ -33,3 +33,16 @@ export function accumulationTolerance(dtype: Dtype, n: number): Tolerance {
   const f = Math.max(1, Math.sqrt(Math.max(n, 1)));
   return { rtol: t.rtol * f, atol: t.atol * f };
 }
+
+/**
+ * The tolerance for normalised results over `n` terms (softmax): each output is one term's share
+ * of a sum, so it shrinks like 1/n while its relative error grows with the sum's (~√n roundings).
+ * accumulationTolerance's absolute part grows with n instead, which for outputs of size 1/n would
+ * accept almost any error; here it shrinks like the outputs (never below the dtype's subnormal
+ * spacing for n ≤ 2^14, so underflowed outputs still compare).
+ */
+export function normalizedTolerance(dtype: Dtype, n: number): Tolerance {
+  const t = toleranceFor(dtype);
+  const m = Math.max(n, 1);
+  return { rtol: t.rtol * Math.max(1, Math.sqrt(m)), atol: t.atol / m };
+}
