@@ -15,6 +15,12 @@
 // usual conversions: a float with an integer literal computes in float, half with an integer in
 // half, a vector with a scalar broadcasts the scalar; integer scalars given to float functions
 // compute in float.
+//
+// Not in MSL, so not here: erf/erfinv, expm1, log1p, lgamma, a floating-point mad (MLX defines its own
+// erf/expm1/log1p; these names stay free for kernel code). metal::fast:: and metal::precise:: are the
+// same precise functions. half/bfloat versions of the math functions are templates, so a kernel
+// header that defines its own (as MLX's bf16_math.h does for bfloat) takes precedence instead of
+// clashing.
 #ifndef MGSIM_MATH_H
 #define MGSIM_MATH_H
 

@@ -7,6 +7,12 @@
 // Implementation types live in mgsim::lang: argument-dependent lookup for their operators then never
 // looks into the execution layer's namespace (mgsim), and the execution layer's names never leak
 // into overload sets of MSL code. Internal member names start with mg_ (MSL code cannot use them).
+// A class declaring `using mgsim_value_type = T;` (checked-mode element references) is treated as a
+// value of T by every operator and library function.
+//
+// Not provided, and rejected at compile time: matrix types (floatNxM), textures and samplers (a
+// static_assert names them), vectors other than 2, 3 and 4 components, chained swizzles (v.xy.x),
+// float16_t/bfloat16_t (not MSL names; MLX's headers typedef them).
 //
 // Conversions (bit-exact, round to nearest even; what the TypeScript references must match):
 //   float/double -> half, bfloat: correctly rounded from the source value (one rounding, also from
@@ -190,7 +196,9 @@ constexpr double int_to_double(I v) {
 
 // ---------------------------------------------------------------------------------------------
 // half: IEEE binary16. Converts implicitly from and to float, double and integers (MSL's usual
-// arithmetic conversions); arithmetic rounds to half after every operation.
+// arithmetic conversions); arithmetic rounds to half after every operation. One C++ limit: because
+// the conversions go both ways, `c ? h : 0` (half with another arithmetic type) does not compile
+// ("operands to ?: have different types"); MSL would pick half. Write `c ? h : half(0)`.
 struct half {
   uint16_t mg_bits;
 
