@@ -44,6 +44,8 @@ export * as random from "./random/index.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
 export * as fast from "./fast/index.ts";
+export { compile, disableCompile, enableCompile } from "./core/compile.ts";
+export type { CompileOptions } from "./core/compile.ts";
 
 /**
  * Two things share MLX-derived names here. `mg.trace(fn)` returns the kernel trace of everything
