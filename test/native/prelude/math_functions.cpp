@@ -90,6 +90,12 @@ struct callable_exp {
 static_assert(!callable_exp<int4>::value && !callable_exp<std::string>::value && callable_exp<packed_float3>::value,
               "float functions take floating vectors, not integer vectors or foreign types");
 
+// Kernel headers may define their own bfloat overloads in metal:: (MLX's bf16_math.h does): no
+// redefinition error, and theirs win over the prelude's templates.
+namespace metal {
+inline bfloat fmin3(bfloat a, bfloat, bfloat) { return a; }
+}  // namespace metal
+
 namespace {
 
 float ulp_diff(float a, float b) {
@@ -118,6 +124,7 @@ void test_unqualified_calls() {
   CHECK(pow(x, 2) == 4.0f && max(u, 1) == 5u && min(i, 0) == -7 && max(x, 0) == 2.0f);
   CHECK(abs(i) == 7 && abs(-2.5f) == 2.5f && float(abs(-h)) == 0.5f && sqrt(4) == 2.0f);
   CHECK(std::exp(1.0) == exp(1.0));  // a double argument still reaches the C library
+  CHECK(float(fmin3(bfloat(1.0f), bfloat(0.0f), bfloat(0.0f))) == 1.0f && float(metal::fmin3(half(1), half(0), half(0))) == 0.0f);
 }
 
 // --- IEEE special values ---
