@@ -222,12 +222,16 @@ describe("Reduce: the trace names the layout variant and the precision", () => {
   test("all, row, column and general", () => {
     const x = input([8, 1000], mg.float32, 14);
     const stepped = onCpu(() => sliceStatic(input([6, 16], mg.float32, 15), [0, 0], [6, 16], [1, 2]));
+    const shortRows = input([300, 7], mg.float32, 18);
+    const shortStepped = onCpu(() => sliceStatic(input([300, 14], mg.float32, 19), [0, 0], [300, 14], [1, 2]));
     const cases: [string, () => MgArray, string, string][] = [
       ["sum of everything", () => mg.sum(x), "all", "mg_reduce_all_sum_f32_f32"],
       ["sum over the contiguous last axis", () => mg.sum(x, 1), "row", "mg_reduce_row_sum_f32_f32"],
       ["sum over the strided first axis", () => mg.sum(x, 0), "column", "mg_reduce_col_sum_f32_f32"],
       ["max over the first axis of a transpose (contiguous in memory)", () => mg.max(mg.transpose(x), 0), "row", "mg_reduce_row_max_f32_f32"],
       ["sum over a stepped slice's last axis", () => mg.sum(stepped, 1), "general", "mg_reduce_general_sum_f32_f32"],
+      ["many short rows: one thread per output", () => mg.sum(shortRows, 1), "row, 7 per output (one thread each)", "mg_reduce_col_sum_f32_f32"],
+      ["many short strided rows", () => mg.max(shortStepped, 1), "general, 7 per output (one thread each)", "mg_reduce_col_max_f32_f32"],
     ];
     for (const [what, fn, layout, kernel] of cases) {
       const records = gpuTrace(fn).filter((r) => r.primitives.includes("Reduce"));

@@ -207,6 +207,21 @@ interface ReduceKernels {
 
 const KERNEL_OF: Record<Exclude<ReduceLayout, "empty">, string> = { all: "reduce_all", row: "reduce_row", column: "reduce_col", general: "reduce_general" };
 
+/** Outputs of at most this many elements each, when there are many, get one thread each. */
+const SMALL_REDUCTION = 16;
+const MANY_OUTPUTS = 256;
+
+/**
+ * The kernel a layout runs: a threadgroup per output would leave most threads idle when each
+ * output reduces only a few elements, so many small row/general reductions run on the column
+ * kernel — one thread per output, which reads any strides.
+ */
+function kernelLayout(plan: ReducePlan): Exclude<ReduceLayout, "empty"> {
+  if (plan.layout === "empty") throw new Error("[reduce] internal: an empty reduction has no reading kernel");
+  const small = (plan.layout === "row" || plan.layout === "general") && plan.count <= SMALL_REDUCTION && plan.outputs >= MANY_OUTPUTS;
+  return small ? "column" : plan.layout;
+}
+
 function reduceKernelsFor(plan: ReducePlan, type: ReduceType, inDtype: Dtype, outDtype: Dtype, twoPass: boolean): ReduceKernels {
   const op = OP_NAMES[type];
   const acc = accumulatorOf(type, inDtype, op);
@@ -220,8 +235,9 @@ function reduceKernelsFor(plan: ReducePlan, type: ReduceType, inDtype: Dtype, ou
   }
   const idx = plan.large ? "int64_t" : "uint";
   const suffix = plan.large ? "_i64" : "";
-  const fn = KERNEL_OF[plan.layout];
-  const variant = plan.layout === "column" ? "col" : plan.layout;
+  const kernel = kernelLayout(plan);
+  const fn = KERNEL_OF[kernel];
+  const variant = kernel === "column" ? "col" : kernel;
   if (plan.layout === "all" && twoPass) {
     const accTag = acc.msl.replace(/_t$/, "").replace("complex64", "c64");
     return {
@@ -354,7 +370,7 @@ function encodeReduce(enc: GpuEncoder, node: Node): void {
     int64Bytes(7, [base, plan.count, plan.outputs]),
   ];
   const buffers = [a.binding, o.binding];
-  if (plan.layout === "column") {
+  if (kernelLayout(plan) === "column") {
     const ncols = kept[kept.length - 1]!.size;
     const max = Math.min(1024, pipeline.maxTotalThreadsPerThreadgroup);
     const tx = Math.min(SIMD, nextPow2(ncols), max);
@@ -362,7 +378,7 @@ function encodeReduce(enc: GpuEncoder, node: Node): void {
     const groups = Math.ceil(ncols / tx) * (plan.outputs / ncols);
     enc.dispatch(
       { pipeline, buffers, bytes, grid: groupGrid(groups), threadgroup: [tx, ty, 1], mode: "threadgroups", mustWrite: [1] },
-      trace(`column${largeTag}`),
+      trace(`${plan.layout === "column" ? "column" : `${plan.layout}, ${plan.count} per output (one thread each)`}${largeTag}`),
     );
     return;
   }
