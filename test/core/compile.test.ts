@@ -162,6 +162,22 @@ describe("compile", () => {
     });
   });
 
+  test("a compiled function that launches a custom Metal kernel replays it", () => {
+    const square = mg.fast.metalKernel({ name: "sq", inputNames: ["inp"], outputNames: ["out"], source: "uint i = thread_position_in_grid.x; out[i] = inp[i] * inp[i];" });
+    let calls = 0;
+    const f = (x: MgArray) => {
+      calls++;
+      const [y] = square({ inputs: [mg.add(x, 1)], grid: [x.size, 1, 1], threadgroup: [64, 1, 1], outputShapes: [x.shape], outputDtypes: [x.dtype] });
+      return mg.sum(y!);
+    };
+    const cf = mg.compile(f);
+    for (const seed of [1, 2, 3]) {
+      const x = rand([100], seed);
+      expectIdentical(cf(x), f(x), `seed ${seed}`);
+    }
+    expect(calls).toBe(4); // one trace, three reference calls
+  });
+
   test("captured arrays are constants (MLX's semantics), and a disposed one is an error", () => {
     let w = mg.array([1, 2, 3], mg.float32);
     const cf = mg.compile((x: MgArray) => mg.multiply(x, w));

@@ -15,7 +15,8 @@
 // - a non-array argument (number, string, boolean, dtype …) is part of the cache key;
 // - `shapeless: true` keys on ndim instead of shapes and replays new shapes without re-tracing.
 //   Supported where every recorded node infers its output shape from its inputs (elementwise ops
-//   with broadcasting, reductions, scans, softmax, sort, matmul, transpose, custom functions):
+//   with broadcasting, reductions with or without keepdims, scans, softmax, sort, matmul,
+//   transpose, custom functions):
 //   a node whose parameters fix a shape (reshape, slice, pad, creation …) or a constant created
 //   while tracing (mean's 1/N is one) could silently keep the traced shape, so those throw at the
 //   first trace instead. JS values fn computes from shapes and passes as weak scalars are frozen,

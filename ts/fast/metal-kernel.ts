@@ -559,6 +559,8 @@ export function metalKernel(options: MetalKernelOptions): MetalKernel {
     attributes: METAL_ATTRIBUTES.filter(([attr]) => text.includes(attr)).map(([attr, type]) => `${type} ${attr} [[${attr}]]`),
   };
 
+  const variants = new Map<string, { sig: Signature; pipeline: Pipeline }>();
+
   return (call: MetalKernelCall): MgArray[] => {
     if (call === null || typeof call !== "object") throw new TypeError(`${TAG} expected { inputs, outputShapes, outputDtypes, grid, threadgroup, … }.`);
     if (!Array.isArray(call.inputs)) throw new TypeError(`${TAG} inputs must be a list of arrays and scalars.`);
@@ -601,11 +603,20 @@ export function metalKernel(options: MetalKernelOptions): MetalKernel {
     const initValue = call.initValue ?? null;
     if (initValue !== null && typeof initValue !== "number") throw new TypeError(`${TAG} initValue must be a number, got ${describe(initValue)}.`);
 
-    const sig = writeSignature(spec, inputs, outputDtypes, template);
+    // The generated source depends only on these: calls that agree reuse it and its pipeline.
+    const variant = [
+      template.map((t) => `${t.kind} ${t.name}=${t.text}`).join(","),
+      inputs.map((a) => `${a.dtype.name}${a.ndim === 0 ? "s" : a.size < MAX_CONSTANT_ARRAY_SIZE ? "c" : ""}`).join(","),
+      outputDtypes.map((d) => d.name).join(","),
+    ].join("|");
+    const cached = variants.get(variant);
+    const sig = cached?.sig ?? writeSignature(spec, inputs, outputDtypes, template);
+    // Printed before compiling, so that a kernel that fails to compile can be read too.
     if (call.verbose) {
       process.stdout.write(`Generated source code for \`${spec.name}\`:\n\`\`\`\n${sig.generated}\n\`\`\`\n`);
     }
-    const pipeline = compile(spec, sig);
+    const pipeline = cached?.pipeline ?? compile(spec, sig);
+    if (!cached) variants.set(variant, { sig, pipeline });
     const limit = pipeline.maxTotalThreadsPerThreadgroup;
     const total = threadgroup[0] * threadgroup[1] * threadgroup[2];
     if (total > limit) {
