@@ -83,7 +83,7 @@ function chooseSingle(node: Node, accessFn: AccessFn = accessOf): SingleChoice |
   const out = node.outputs[0]!;
   const ins = node.inputs;
   const n = out.size;
-  let key = `${node.primitive.name}|${out.dtype.index}|${ins[ins.length === 3 ? 1 : 0]!.dtype.index}|${n >= 2 ** 32 ? 1 : 0}`;
+  let key = `${functorOf(node)}|${node.primitive.name}|${out.dtype.index}|${ins[ins.length === 3 ? 1 : 0]!.dtype.index}|${n >= 2 ** 32 ? 1 : 0}`;
   for (const a of ins) {
     const acc = accessFn(a, n);
     if (acc === null) return null;
