@@ -7,7 +7,7 @@ import type { KernelInstance } from "../../core/primitive.ts";
 import { Precision } from "../../core/trace.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
-import { kernelPipeline, kernelSource, sourcePipeline } from "./kernels.ts";
+import { kernelPipeline, kernelSource, prepareSources, sourcePipeline } from "./kernels.ts";
 
 /** The MSL functor a node applies (AsType casts to its output type). */
 export function functorOf(node: Node): string {
@@ -193,6 +193,9 @@ export const FUSED_MAX_BUFFERS = 26;
 /** The generated kernel for a region, plus how its inputs and outputs map to buffers. */
 export interface FusedKernel {
   name: string;
+  /** The kernel function alone (several regions compile together after one shared header). */
+  kernel: string;
+  /** Header + kernel: a complete library source. */
   source: string;
   inputs: MgArray[];
   inputAccess: Access[];
@@ -218,11 +221,16 @@ export function regionInputs(region: Region): MgArray[] {
 }
 
 /** Generates (readable) MSL for a region. Names hash the body, so equal structure shares a pipeline. */
-export function generateFused(region: Region): FusedKernel {
+export function generateFused(region: Region, accessFn: AccessFn = accessOf): FusedKernel | null {
   const inputs = regionInputs(region);
   const outShape = region.nodes[0]!.outputs[0]!.shape;
   const n = region.nodes[0]!.outputs[0]!.size;
-  const access = inputs.map((a) => accessOf(a, n));
+  const access: Access[] = [];
+  for (const a of inputs) {
+    const acc = accessFn(a, n);
+    if (acc === null) return null;
+    access.push(acc);
+  }
   const strided = access.includes("strided");
   const large = needsLargeIndex(n, inputs);
   const idx = large ? "int64_t" : "uint";
@@ -266,12 +274,22 @@ export function generateFused(region: Region): FusedKernel {
   const signature = params.join(",\n");
   const hash = Bun.hash(`${signature}\n${body}`).toString(16);
   const name = `mg_fused_${hash}`;
-  const source = `${kernelSource("elementwise_ops.h")}\n\n// ${region.nodes.map((x) => x.primitive.name).join(" -> ")} over shape (${outShape.join(",")})\n[[kernel]] void ${name}(\n${signature}) {\n${body}\n}\n`;
-  return { name, source, inputs, inputAccess: access, outputs: region.outputs, strided, large };
+  const kernel = `// ${region.nodes.map((x) => x.primitive.name).join(" -> ")} over shape (${outShape.join(",")})\n[[kernel]] void ${name}(\n${signature}) {\n${body}\n}\n`;
+  return { name, kernel, source: `${kernelSource("elementwise_ops.h")}\n\n${kernel}`, inputs, inputAccess: access, outputs: region.outputs, strided, large };
+}
+
+/** Compiles the kernels of regions whose input layouts can be predicted, all in one library. */
+export function prepareFused(regions: readonly Region[]): void {
+  const kernels: FusedKernel[] = [];
+  for (const r of regions) {
+    const k = generateFused(r, predictedAccess);
+    if (k) kernels.push(k);
+  }
+  prepareSources(kernelSource("elementwise_ops.h"), kernels.map((k) => ({ name: k.name, kernel: k.kernel })));
 }
 
 export function encodeFused(enc: GpuEncoder, region: Region): void {
-  const k = generateFused(region);
+  const k = generateFused(region)!;
   if (process.env.MG_VERBOSE_FUSION === "1") process.stderr.write(`${k.source}\n`);
   const pipeline = sourcePipeline(k.name, k.source, k.name);
   const n = region.nodes[0]!.outputs[0]!.size;

@@ -9,7 +9,7 @@ import { reshapeStrides, setView } from "../../core/primitives/views.ts";
 import { shapesEqual } from "../../core/shape.ts";
 import type { PendingWork } from "../../memory/storage.ts";
 import { type Queue, runtime, type SubmittedBatch } from "../runtime.ts";
-import { encodeFused, encodeSingle, FUSED_MAX_BUFFERS, type Region, regionInputs, singleKernels } from "./elementwise.ts";
+import { encodeFused, encodeSingle, FUSED_MAX_BUFFERS, prepareFused, type Region, regionInputs, singleKernels } from "./elementwise.ts";
 import { GpuEncoder } from "./encoder.ts";
 import { encodeCopy, copyKernel } from "./copy.ts";
 import { prepareKernels } from "./kernels.ts";
@@ -159,13 +159,19 @@ registerBackend("gpu", {
     const wanted: KernelInstance[] = [];
     for (const it of items) {
       if (it.kind === "single") wanted.push(...singleKernels(it.node));
-      else if (it.kind === "view" && it.node.primitive.name === "Reshape") wanted.push(...copyKernel(it.node.inputs[0]!));
+      else if (it.kind === "view" && it.node.primitive.name === "Reshape") {
+        // Only a reshape that cannot be a view needs the copy kernel.
+        const a = it.node.inputs[0]!;
+        const l = a.layout;
+        if (l && !reshapeStrides(a.shape, l.strides, it.node.outputs[0]!.shape, l.rowContiguous)) wanted.push(...copyKernel(a));
+      }
       else if (it.kind === "kernel") {
         const rule = it.node.primitive.gpu;
         if (rule?.kind === "kernel" && rule.kernels) wanted.push(...rule.kernels(it.node));
       }
     }
     prepareKernels(wanted);
+    prepareFused(items.flatMap((it) => (it.kind === "region" ? [it.region] : [])));
 
     const stream = nodes[0]!.stream;
     const queue = queueFor(stream);

@@ -82,6 +82,18 @@ export function sourcePipeline(key: string, source: string, functionName: string
   return p;
 }
 
+/**
+ * Compiles generated kernels that are not cached yet into one library (one compiler run on the
+ * simulator): `header` once, then each kernel; later `sourcePipeline(name, …)` calls hit the cache.
+ */
+export function prepareSources(header: string, kernels: readonly { name: string; kernel: string }[]): void {
+  const missing = new Map<string, string>();
+  for (const k of kernels) if (!sourcePipelines.has(k.name)) missing.set(k.name, k.kernel);
+  if (missing.size === 0) return;
+  const lib = compileLibrary(`${header}\n\n${[...missing.values()].join("\n")}`, `${missing.size} generated kernel(s)`);
+  for (const name of missing.keys()) sourcePipelines.set(name, lib.pipeline(name));
+}
+
 function compileLibrary(source: string, what: string, options: LibraryOptions = {}) {
   compiles++;
   try {
