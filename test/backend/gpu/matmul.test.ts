@@ -8,10 +8,6 @@ import type { TraceRecord } from "../../../ts/core/trace.ts";
 import { sliceStatic } from "../../../ts/core/ops/slicing.ts";
 import { expectClose, GPU_FLOAT_DTYPES, input, runOn } from "./harness.ts";
 
-// Kernels compile on first use in the simulator (a compiler run each); on a loaded machine that
-// can exceed bun's default 5 s per test, which bunfig.toml's `timeout` does not change here.
-const COMPILES = 60_000;
-
 /** Unit roundoff of one rounding into the dtype. */
 const ROUNDOFF = new Map<mg.Dtype, number>([
   [mg.float32, 2 ** -24],
@@ -98,7 +94,7 @@ describe("the issue's shapes on every GPU float dtype", () => {
         }
         expect(records.flatMap((r) => r.notes).some((n) => n.startsWith("copy"))).toBe(false);
       });
-    }, COMPILES);
+    });
   }
 });
 
@@ -129,7 +125,7 @@ describe("operand layouts", () => {
     const g2 = checkMatmul(cpu(() => T(kt)), input([16, 1], dtype, 9), "gemv Aᵀ·x");
     expect(g2.map((r) => r.kernel)).toEqual(["mg_gemv_t_f32_bn32_sk4"]);
     expect([...g1, ...g2].flatMap((r) => r.notes)).toEqual([]);
-  }, COMPILES);
+  });
 
   test("a reversed row axis (negative leading stride) and a column slice are read in place", () => {
     const a = input([40, 33], mg.float32, 11);
@@ -141,7 +137,7 @@ describe("operand layouts", () => {
     const wide = input([66, 50], mg.float32, 13);
     const cols = cpu(() => sliceStatic(wide, [10, 5], [43, 45], [1, 1])); // 33×40, row stride 50
     expect(products(checkMatmul(a, cols, "column slice"))[0]!.notes).toEqual([]);
-  }, COMPILES);
+  });
 
   test("an operand neither row- nor column-major is copied once, and the trace says so", () => {
     const wide = input([30, 84], mg.float32, 14);
@@ -158,7 +154,7 @@ describe("operand layouts", () => {
     const recs3 = checkMatmul(a3, b3, "broadcast stepped B");
     expect(recs3[0]!.notes.join()).toContain("of its (1,20,20) distinct matrices");
     expect(recs3.map((r) => r.layout)).toEqual(["strided", "gemm"]);
-  }, COMPILES);
+  });
 });
 
 describe("batches", () => {
@@ -178,7 +174,7 @@ describe("batches", () => {
     const rows = input([6, 1, 24], mg.bfloat16, 26);
     const m = input([6, 24, 28], mg.bfloat16, 27);
     expect(checkMatmul(rows, m, "(6,1,K) @ (6,K,N)").map((r) => r.layout)).toEqual(["gemv"]);
-  }, COMPILES);
+  });
 
   test("64×64 tiles with partial edge tiles over a batch", () => {
     // 8 batches × 3×3 tiles of 64 reach the large-tile threshold; 130 = 2·64 + 2 leaves thin edges.
@@ -187,7 +183,7 @@ describe("batches", () => {
     const recs = checkMatmul(a, b, "batched 130×20×130");
     expect(recs[0]!.kernel).toBe("mg_gemm_nn_f32_bm64_bn64_bk16_wm2_wn2");
     expect(recs[0]!.grid).toEqual([3, 3, 8]);
-  }, COMPILES);
+  });
 });
 
 describe("NumPy's 1-D rules", () => {
@@ -213,7 +209,7 @@ describe("NumPy's 1-D rules", () => {
         expect(out!.shape, label).toEqual(shape);
       }
     }
-  }, COMPILES);
+  });
 
   test("errors: mismatched inner dimensions, integers, float64 on the GPU", () => {
     const a = input([3, 4], mg.float32, 37);
@@ -224,7 +220,7 @@ describe("NumPy's 1-D rules", () => {
     // Refused when the node is built (ts/core/graph.ts), named by the primitive.
     expect(() => runOn(mg.gpu, () => mg.matmul(d, e))).toThrow("[Matmul] float64 is not supported on the GPU.");
     expect(() => runOn(mg.gpu, () => mg.addmm(input([3, 3], mg.float64, 43), d, e))).toThrow("[AddMM] float64 is not supported on the GPU.");
-  }, COMPILES);
+  });
 });
 
 describe("addmm", () => {
@@ -262,14 +258,14 @@ describe("addmm", () => {
       const kb = input([2048, 24], dtype, 60);
       expect(checkAddmm(input([16, 24], dtype, 61), ka, kb, 0.75, 0.5, `split-k ${tag}`).map((r) => r.layout)).toEqual(["split-k", "split-k reduce"]);
     }
-  }, COMPILES);
+  });
 
   test("batched addmm with a broadcast C", () => {
     const a = input([3, 20, 24], mg.float32, 62);
     const b = input([3, 24, 28], mg.float32, 63);
     const c = input([20, 1], mg.float32, 64);
     expect(checkAddmm(c, a, b, 2, -0.5, "batched").map((r) => r.layout)).toEqual(["gemm"]);
-  }, COMPILES);
+  });
 
   test("beta = 0 never reads C: its NaNs do not reach the result on any path", () => {
     const nanC = (shape: number[]) => cpu(() => mg.full(shape, NaN, mg.float32));
@@ -284,7 +280,7 @@ describe("addmm", () => {
       const recs = checkAddmm(nanC([sa[0]!, sb[1]!]), a, b, 2, 0, `beta 0 ${path}`);
       expect(recs[0]!.layout).toBe(path);
     }
-  }, COMPILES);
+  });
 });
 
 describe("special cases", () => {
@@ -301,7 +297,7 @@ describe("special cases", () => {
       expect(recs.map((r) => [r.kernel, r.layout, r.precision])).toEqual([["mg_gemm_complex_c64", "complex", "IEEE fp32 complex"]]);
       expectClose(gpuOut, cpuOut, { rtol: 1e-5, atol: 1e-5 }, label);
     }
-  }, COMPILES);
+  });
 
   test("K = 0 gives zeros (and beta·C for addmm); empty outputs launch nothing", () => {
     const a = cpu(() => mg.zeros([4, 0]));
@@ -314,7 +310,7 @@ describe("special cases", () => {
     expectClose(y!, twice, { rtol: 0, atol: 0 }, "beta·C");
     const recs = mg.trace(() => mg.stream(mg.gpu, () => mg.matmul(cpu(() => mg.zeros([0, 3])), input([3, 4], mg.float32, 82))));
     expect(products(recs)).toEqual([]);
-  }, COMPILES);
+  });
 
   test("NaN and infinities propagate as in the float64 product (zero padding of edge tiles adds none)", () => {
     const withSpecials = (shape: number[], seed: number, specials: [number, number, number][]) => {
@@ -337,7 +333,7 @@ describe("special cases", () => {
       expect(Number.isNaN(out[7 * N + Math.min(4, N - 1)]!), path).toBe(true);
       expect(Number.isFinite(out[0]!), path).toBe(true);
     }
-  }, COMPILES);
+  });
 
   test("gradients of a product run on the GPU and match the CPU", () => {
     const a = input([12, 20], mg.float32, 91);
@@ -348,5 +344,5 @@ describe("special cases", () => {
     const [ca, cb] = g(mg.cpu);
     expectClose(ga!, ca!, { rtol: 1e-4, atol: 1e-4 }, "dA");
     expectClose(gb!, cb!, { rtol: 1e-4, atol: 1e-4 }, "dB");
-  }, COMPILES);
+  });
 });
