@@ -33,18 +33,17 @@ function onCpu(fn: () => MgArray): MgArray {
 
 const AXES: (number | number[] | null)[] = [0, 1, 2, -1, [0, 1], [0, 2], [1, 2], [-3, -1], null];
 
+// Every dtype runs through the row kernel (the per-dtype code — loads, accumulators, shuffles — is
+// shared by all variants); the other variants run on a few dtypes below.
 describe("Reduce: every op on every GPU dtype", () => {
   for (const dtype of GPU_DTYPES) {
     test(dtype.name, () => {
       // Products of 33 values stay in range for every float dtype (|x| ≤ 1.5).
       const x = input([7, 33], dtype, 3, -1.5, 1.5);
       expectDevicesAgree(
-        () => [
-          mg.sum(x, 1), mg.prod(x, 1), mg.max(x, 1), mg.min(x, 1), mg.all(x, 1), mg.any(x, 1),
-          mg.sum(x), mg.max(x), mg.min(x), mg.all(x), mg.any(x),
-        ],
-        `${dtype.name} rows and all`,
-        accum(231),
+        () => [mg.sum(x, 1), mg.prod(x, 1), mg.max(x, 1), mg.min(x, 1), mg.all(x, 1), mg.any(x, 1)],
+        `${dtype.name} rows`,
+        accum(33),
       );
     });
   }
@@ -210,7 +209,8 @@ describe("Reduce: numerics", () => {
     const im = [2, -1, 5, 4, -0.25, 5];
     const z = mg.array(re.map((r, i) => ({ re: r, im: im[i]! })));
     expectDevicesAgree(() => [mg.sum(z), mg.prod(z), mg.sum(mg.reshape(z, [2, 3]), 0), mg.prod(mg.reshape(z, [3, 2]), 1)], "complex", accum(6));
-    // The CPU reference compares real parts only (see the report); MLX orders lexicographically.
+    // The CPU reference reduces real parts only (imaginary parts are dropped), so these are
+    // hand-checked: MLX orders complex numbers lexicographically, and any/all test both parts.
     const [mx, mn, any] = runOn(mg.gpu, () => [mg.max(z), mg.min(z), mg.any(mg.array([{ re: 0, im: 0 }, { re: 0, im: 2 }]))]);
     expect(mx!.item()).toEqual({ re: 3, im: 5 });
     expect(mn!.item()).toEqual({ re: -2, im: 4 });
