@@ -36,7 +36,9 @@ MG_FUNC float2 arange_ff(uint i, float start_hi, float start_lo, float step_hi, 
 // trunc(hi + lo) for a normalised pair: when hi is not a whole number, |lo| is smaller than the
 // distance to the next one, so only an integral hi needs lo's sign.
 MG_FUNC int64_t trunc_ff(float2 v) {
-  if (metal::abs(v.x) >= 9.2e18f) return v.x > 0.0f ? INT64_MAX : INT64_MIN;  // beyond int64
+  if (metal::abs(v.x) >= 9.2e18f) {  // beyond int64
+    return v.x > 0.0f ? metal::numeric_limits<int64_t>::max() : metal::numeric_limits<int64_t>::min();
+  }
   float t = metal::trunc(v.x);
   if (t != v.x) return int64_t(t);
   if (v.x > 0.0f && v.y < 0.0f) return int64_t(v.x) - 1;

@@ -13,7 +13,7 @@
 enum IndexKind { IK_I8 = 0, IK_I16 = 1, IK_I32 = 2, IK_I64 = 3, IK_U8 = 4, IK_U16 = 5, IK_U32 = 6, IK_U64 = 7 };
 
 // The index at element `e` of a binding, widened to int64. A uint64 beyond int64's range reads
-// as INT64_MAX: out of range for every axis, as it is on the CPU.
+// as the largest int64: out of range for every axis, as it is on the CPU.
 template <typename IdxT>
 MG_FUNC int64_t load_index(const device uchar* p, IdxT e, int kind) {
   switch (kind) {
@@ -26,7 +26,8 @@ MG_FUNC int64_t load_index(const device uchar* p, IdxT e, int kind) {
     case IK_U32: return int64_t(reinterpret_cast<const device uint32_t*>(p)[e]);
     default: {
       uint64_t u = reinterpret_cast<const device uint64_t*>(p)[e];
-      return u > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(u);
+      const int64_t most = metal::numeric_limits<int64_t>::max();
+      return u > uint64_t(most) ? most : int64_t(u);
     }
   }
 }
