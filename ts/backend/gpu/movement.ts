@@ -143,7 +143,8 @@ export const contiguousRule: GpuRule = {
   kind: "kernel",
   kernels: (node) => {
     const a = node.inputs[0]!;
-    return a.layout?.rowContiguous ? [] : [copyStridedKernel(a.dtype, largeIndex(a.size, [a]))];
+    // A result computed in this eval is row-contiguous: only strided inputs need the copy.
+    return !a.layout || a.layout.rowContiguous ? [] : [copyStridedKernel(a.dtype, largeIndex(a.size, [a]))];
   },
   encode: encodeContiguous,
 };
