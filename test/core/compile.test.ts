@@ -1,11 +1,19 @@
 // mg.compile: a traced, shape-keyed cache of a function's graph (MLX's mx.compile semantics).
 // Compiled results are compared with the uncompiled function bit for bit; a counter inside each
 // function shows when it is traced (run) and when the recorded graph is replayed instead.
-import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/core/array.ts";
 
 setDefaultTimeout(120_000);
+
+// Leave nothing behind for the next file: GPU work finished, and the arrays this file dropped
+// collected now and the buffer cache emptied (the next file may measure exact active memory).
+afterAll(() => {
+  mg.synchronize();
+  Bun.gc(true);
+  mg.clearCache();
+});
 
 function makeRng(seed: number): () => number {
   let a = seed >>> 0 || 1;

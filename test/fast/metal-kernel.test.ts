@@ -90,7 +90,13 @@ function gpuTrace(fn: () => unknown): mg.TraceRecord[] {
   return mg.trace(fn).filter((r) => r.device === "gpu");
 }
 
-afterAll(() => mg.synchronize());
+// Leave nothing behind for the next file: GPU work finished, and the arrays this file dropped
+// collected now and the buffer cache emptied (the next file may measure exact active memory).
+afterAll(() => {
+  mg.synchronize();
+  Bun.gc(true);
+  mg.clearCache();
+});
 
 // §8.1 ----------------------------------------------------------------------------------------
 
