@@ -9,7 +9,8 @@ import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import { sliceStatic } from "../../../ts/core/ops/slicing.ts";
 import type { TraceRecord } from "../../../ts/core/trace.ts";
-import { setForceLargeIndex } from "../../../ts/backend/gpu/reduce.ts";
+import { planReduce, setForceLargeIndex, simdThreadgroup } from "../../../ts/backend/gpu/reduce.ts";
+import type { Pipeline } from "../../../ts/backend/runtime.ts";
 import { accumulationTolerance } from "../../../ts/testing/tolerances.ts";
 import { expectDevicesAgree, GPU_DTYPES, GPU_FLOAT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
@@ -257,6 +258,30 @@ describe("Reduce: the trace names the layout variant and the precision", () => {
     } finally {
       setForceLargeIndex(previous);
     }
+  });
+});
+
+describe("Reduce: planning (no kernels)", () => {
+  test("dimensions merge and the layout follows memory, not the logical axis order", () => {
+    // (4, 1000) row-major: the last axis is a contiguous row, the first a column.
+    expect(planReduce([4, 1000], [1000, 1], [1])).toMatchObject({ layout: "row", count: 1000, outputs: 4 });
+    expect(planReduce([4, 1000], [1000, 1], [0])).toMatchObject({ layout: "column", kept: [{ size: 1000, stride: 1 }] });
+    // Its transpose reduced over axis 0 reads contiguous rows.
+    expect(planReduce([1000, 4], [1, 1000], [0]).layout).toBe("row");
+    // Reduced axes 0 and 2 of a row-major (2, 3, 4): not one run; the kept middle is strided.
+    expect(planReduce([2, 3, 4], [12, 4, 1], [0, 2])).toMatchObject({ layout: "general", reduced: [{ size: 2, stride: 12 }, { size: 4, stride: 1 }] });
+    // Adjacent reduced axes merge into one run, size-1 axes vanish, reversed axes walk forwards.
+    expect(planReduce([5, 1, 6, 7], [42, 42, 7, 1], [2, 3])).toMatchObject({ layout: "row", reduced: [{ size: 42, stride: 1 }] });
+    expect(planReduce([6], [-1], [0], 5)).toMatchObject({ layout: "all", baseShift: -5, reduced: [{ size: 6, stride: 1 }] });
+    expect(planReduce([0, 3], [3, 1], [0]).layout).toBe("empty");
+  });
+  test("threadgroups are whole simdgroups within the pipeline's limit", () => {
+    const pipeline = (max: number) => ({ name: "p", maxTotalThreadsPerThreadgroup: max }) as Pipeline;
+    expect(simdThreadgroup(pipeline(1024), 5000, "sum")).toBe(1024);
+    expect(simdThreadgroup(pipeline(1024), 70, "sum")).toBe(96);
+    expect(simdThreadgroup(pipeline(100), 5000, "sum")).toBe(96);
+    expect(simdThreadgroup(pipeline(1024), 0, "sum")).toBe(32);
+    expect(() => simdThreadgroup(pipeline(16), 100, "sum")).toThrow("[sum] the pipeline p allows only 16 threads per threadgroup");
   });
 });
 

@@ -230,7 +230,7 @@ function reduceKernelsFor(plan: ReducePlan, type: ReduceType, inDtype: Dtype, ou
   const tagT = dtypeTag(inDtype);
   const tagU = dtypeTag(outDtype);
   if (plan.layout === "empty") {
-    // "> >": the simulator's translator misreads an instantiation ending in ">>" (see report).
+    // "> >": the simulator's translator takes a nested template-id closed by ">>" for the kernel.
     return { main: { file: "reduce.metal", name: `mg_reduce_init_${type}_${tagU}`, instantiation: `reduce_init<${U}, ${acc.op} >` }, acc };
   }
   const idx = plan.large ? "int64_t" : "uint";
@@ -374,7 +374,8 @@ function encodeReduce(enc: GpuEncoder, node: Node): void {
     const ncols = kept[kept.length - 1]!.size;
     const max = Math.min(1024, pipeline.maxTotalThreadsPerThreadgroup);
     const tx = Math.min(SIMD, nextPow2(ncols), max);
-    const ty = Math.max(1, Math.min(SIMD, Math.floor(max / tx), nextPow2(Math.ceil(plan.count / 8))));
+    // Few columns leave room for more rows of partial sums (tall, narrow inputs).
+    const ty = Math.max(1, Math.min(Math.floor(max / tx), nextPow2(Math.ceil(plan.count / 8))));
     const groups = Math.ceil(ncols / tx) * (plan.outputs / ncols);
     enc.dispatch(
       { pipeline, buffers, bytes, grid: groupGrid(groups), threadgroup: [tx, ty, 1], mode: "threadgroups", mustWrite: [1] },
