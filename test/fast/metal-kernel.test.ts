@@ -572,6 +572,43 @@ describe("arguments, attributes, helpers (MLX's test_custom_kernel_*)", () => {
     expect(out!.tolist()).toEqual([2, 32]);
   });
 
+  // MLX also injects grid_origin and grid_size (stage-in attributes); the simulator refuses them
+  // at compile time ("unsupported construct '[[grid_size]]'"), so they are not exercised here.
+  test("MLX's Table 5.8 attributes have their values (grid 100, threadgroup 64: the last one partial)", () => {
+    const local = (i: number) => i % 64;
+    const size = (i: number) => (i < 64 ? 64 : 36);
+    const expected: [string, (i: number) => number][] = [
+      ["thread_position_in_grid.x", (i) => i],
+      ["thread_position_in_threadgroup.x", local],
+      ["thread_index_in_threadgroup", local],
+      ["threadgroup_position_in_grid.x", (i) => Math.floor(i / 64)],
+      ["threadgroups_per_grid.x", () => 2],
+      ["threads_per_grid.x", () => 100],
+      ["threads_per_threadgroup.x", size],
+      ["dispatch_threads_per_threadgroup.x", () => 64],
+      ["thread_execution_width", () => 32],
+      ["threads_per_simdgroup", () => 32],
+      ["thread_index_in_simdgroup", (i) => local(i) % 32],
+      ["simdgroup_index_in_threadgroup", (i) => Math.floor(local(i) / 32)],
+      ["simdgroups_per_threadgroup", (i) => Math.ceil(size(i) / 32)],
+      ["dispatch_simdgroups_per_threadgroup", () => 2],
+      ["thread_index_in_quadgroup", (i) => local(i) % 4],
+      ["quadgroup_index_in_threadgroup", (i) => Math.floor(local(i) / 4)],
+      ["quadgroups_per_threadgroup", (i) => Math.ceil(size(i) / 4)],
+      ["dispatch_quadgroups_per_threadgroup", () => 16],
+    ];
+    for (const [expr, want] of expected) {
+      const attr = expr.replace(".x", "");
+      const kernel = mg.fast.metalKernel({ name: `attr_${attr}`, inputNames: [], outputNames: ["out"], source: `out[thread_position_in_grid.x] = uint(${expr});` });
+      let out: MgArray[] = [];
+      const printed = captureStdout(() => {
+        out = kernel({ inputs: [], grid: [100, 1, 1], threadgroup: [64, 1, 1], outputShapes: [[100]], outputDtypes: [mg.uint32], verbose: true });
+      });
+      expect(printed).toContain(`${attr} [[${attr}]]`);
+      expect(out[0]!.tolist(), attr).toEqual(Array.from({ length: 100 }, (_, i) => want(i)));
+    }
+  });
+
   test("header helpers (§9.3) and MLX's utils: elem_to_loc, ceildiv on mixed types", () => {
     const kernel = mg.fast.metalKernel({
       name: "myexp_precise",
