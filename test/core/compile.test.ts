@@ -26,10 +26,14 @@ function makeRng(seed: number): () => number {
   };
 }
 
+/** Seeded values in [-2, 2) as float32 data (cast to `dtype` on the CPU, so no default-device work). */
 function rand(shape: number[], seed: number, dtype: mg.Dtype = mg.float32): MgArray {
   const next = makeRng(seed);
   const n = shape.reduce((a, b) => a * b, 1);
-  return mg.array(Float64Array.from({ length: n }, () => 4 * next() - 2), dtype, { shape });
+  const x = mg.array(Float32Array.from({ length: n }, () => 4 * next() - 2), mg.float32).reshape(shape);
+  const out = dtype === mg.float32 ? x : mg.astype(x, dtype, { stream: mg.cpu });
+  mg.eval(out);
+  return out;
 }
 
 /** Bit-for-bit equality of values, shapes and dtypes (NaNs compare equal to NaNs). */

@@ -753,7 +753,7 @@ describe("errors", () => {
   test("devices and dtypes: the CPU stream, float64, atomics Metal does not have", () => {
     const k = mg.fast.metalKernel(base);
     expect(() => k({ ...okCall, stream: mg.cpu })).toThrow(/\[metal_kernel\] Only supports the GPU/);
-    expect(() => k({ ...okCall, inputs: [mg.ones([4], mg.float64)] })).toThrow(/\[metal_kernel\] float64 is not supported on the GPU \(input\)/);
+    expect(() => k({ ...okCall, inputs: [mg.ones([4], mg.float64, { stream: mg.cpu })] })).toThrow(/\[metal_kernel\] float64 is not supported on the GPU \(input\)/);
     expect(() => k({ ...okCall, outputDtypes: [mg.float64] })).toThrow(/float64 is not supported on the GPU \(output 'out'\)/);
     const atomic = mg.fast.metalKernel({ ...base, atomicOutputs: true });
     expect(() => atomic({ ...okCall, outputDtypes: [mg.float16] })).toThrow(/atomicOutputs: Metal has atomics for int32, uint32, float32, bool and uint64 only, but output 'out' is float16/);
@@ -778,7 +778,7 @@ describe("errors", () => {
 describe("lazy graph and checked mode", () => {
   test("composes with ops on both devices; what follows the kernel fuses as usual", () => {
     const x = f32(normals(40, 70), [5, 8]);
-    const pre = mg.multiply(mg.add(x, 1), 0.5); // lazy CPU-default ops feeding the kernel
+    const pre = mg.stream(mg.cpu, () => mg.multiply(mg.add(x, 1), 0.5)); // lazy CPU ops feeding the kernel
     let y: MgArray | undefined;
     const records = mg.trace(() => (y = mg.stream(mg.gpu, () => mg.sqrt(mg.add(mg.multiply(expElementwise(pre), 2), 1)))));
     const xv = values(x);
