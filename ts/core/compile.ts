@@ -132,6 +132,9 @@ export function enableCompile(): void {
 // ---------------------------------------------------------------------------------------------
 // Cache keys
 
+/** Each compiled function's number (its warnings are logged once per function). */
+let nextCompiledId = 1;
+
 const objectIds = new WeakMap<object, number>();
 let nextObjectId = 1;
 
@@ -414,6 +417,7 @@ export function compile<F extends AnyFn>(fn: F, options: CompileOptions = {}): F
   const shapeless = options.shapeless ?? false;
   if (typeof shapeless !== "boolean") throw new TypeError(`${TAG} shapeless must be a boolean.`);
   const fnName = fn.name ? `'${fn.name}'` : "the function";
+  const id = nextCompiledId++;
   const cache = new Map<string, Entry>();
 
   const compiled = (...args: unknown[]): unknown => {
@@ -423,7 +427,7 @@ export function compile<F extends AnyFn>(fn: F, options: CompileOptions = {}): F
     const key = `${streamKey(resolveStream())}|${keyOf(args, shapeless)}`;
     let entry = cache.get(key);
     if (!entry) {
-      entry = trace(fn, args, inputs, shapeless, fnName);
+      entry = trace(fn, args, inputs, shapeless, fnName, id);
       cache.set(key, entry);
     }
     const outputs = replay(entry, inputs, shapeless, fnName);
@@ -440,7 +444,7 @@ function placeholderStream(x: MgArray): Stream {
   return x.dtype === float64 && s.device.type === "gpu" ? x.stream : s;
 }
 
-function trace(fn: AnyFn, args: readonly unknown[], inputs: readonly MgArray[], shapeless: boolean, fnName: string): Entry {
+function trace(fn: AnyFn, args: readonly unknown[], inputs: readonly MgArray[], shapeless: boolean, fnName: string, id: number): Entry {
   // Array ids grow monotonically: everything fn creates while tracing has an id above this probe's.
   const traceStart = new MgArray([], float32, resolveStream(), null, true).id;
   const placeholders = inputs.map((x) => makeNode(CompileInput, [], { shape: [...x.shape], dtype: x.dtype }, placeholderStream(x))[0]!);
@@ -467,7 +471,7 @@ function trace(fn: AnyFn, args: readonly unknown[], inputs: readonly MgArray[], 
   keep(constants.filter((c) => c.id >= traceStart));
   if (drawsRandomNumbers(constants)) {
     warnOnce(
-      `compile-random-${fnName}`,
+      `compile-random-${id}`,
       `${TAG} ${fnName} draws random numbers from a key fixed when it was traced: every call returns the same ` +
         "numbers. Pass a key (mg.random.key) as an argument to draw new ones.",
     );
