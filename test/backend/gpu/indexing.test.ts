@@ -11,9 +11,6 @@ import { setForceLargeIndex } from "../../../ts/backend/gpu/indexing.ts";
 import { accumulationTolerance, toleranceFor } from "../../../ts/testing/tolerances.ts";
 import { expectClose, expectDevicesAgree, GPU_DTYPES, input, layouts, runOn, seededValues } from "./harness.ts";
 
-/** Cold simulator compiles take ~0.3 s per kernel instance: room for a test's first run. */
-const COLD = 180_000;
-
 /** Evaluated integer indices in [lo, hi) of `shape` (seeded), in `dtype`. */
 function indices(shape: number[], lo: number, hi: number, seed = 1, dtype: mg.Dtype = mg.int32): MgArray {
   const n = shape.reduce((a, b) => a * b, 1);
@@ -48,7 +45,7 @@ describe("gather", () => {
         }),
       "take/index over dtypes",
     );
-  }, COLD);
+  });
 
   test("sources and indices read in place on every layout, with no copies", () => {
     const idx = indices([4, 3], -9, 9, 6);
@@ -66,7 +63,7 @@ describe("gather", () => {
         expect(records[0]!.notes).toEqual([]);
       }
     }
-  }, COLD);
+  });
 
   test("every index dtype, over its whole range", () => {
     const x = input([300, 3], mg.int32, 11);
@@ -87,7 +84,7 @@ describe("gather", () => {
     const rows = x.tolist() as number[][];
     expect(i8!.tolist()).toEqual([0, 127, 172, 299, 5].map((r) => rows[r]!));
     expect(u8!.tolist()).toEqual([0, 255, 128, 200, 7].map((r) => rows[r]!));
-  }, COLD);
+  });
 
   test("gather with slices wider than one element, several index arrays, a slice that overhangs the edge", () => {
     const x = input([8, 7, 5], mg.float16, 12);
@@ -102,7 +99,7 @@ describe("gather", () => {
       ],
       "slices",
     );
-  }, COLD);
+  });
 
   test("takeAlongAxis on every dtype and layout", () => {
     const idx0 = indices([4, 9], -6, 6, 15);
@@ -113,7 +110,7 @@ describe("gather", () => {
       const it = onCpu(() => mg.transpose(indices([5, 6], -9, 9, 19)));
       expectDevicesAgree(() => [mg.takeAlongAxis(x, idx1, 1), mg.takeAlongAxis(x, it, 1), mg.takeAlongAxis(x, mg.broadcastTo(indices([1, 9], 0, 6, 20), [3, 9]), 0)], layout);
     }
-  }, COLD);
+  });
 
   test("zero-size and one-element gathers", () => {
     const x = input([5, 3], mg.float32, 21);
@@ -123,7 +120,7 @@ describe("gather", () => {
     expectDevicesAgree(() => [mg.take(x, empty, 1), mg.take(mg.array([4.5], mg.float32), mg.array([0, 0, -1])), mg.takeAlongAxis(x, mg.zeros([0, 3], mg.int32), 0)], "edges");
     const none = onCpu(() => mg.zeros([0, 4], mg.int8));
     expectDevicesAgree(() => S.gather(none, [mg.array([], mg.int32)], [0], [1, 4]), "empty source");
-  }, COLD);
+  });
 });
 
 describe("scatter", () => {
@@ -149,7 +146,7 @@ describe("scatter", () => {
     const want = bases[i]!.tolist() as number[];
     (idx.tolist() as number[]).forEach((slot, j) => (want[slot] = want[slot]! + u[j]!));
     expect(gpu[i]!.tolist()).toEqual(want);
-  }, COLD);
+  });
 
   test("64-bit sums are exact across the low word's carries", () => {
     const big = [0xffffffffn, -1n, (1n << 40n) + 3n, -(1n << 33n), 0x7fffffffffffffffn, 0x80000001n];
@@ -163,7 +160,7 @@ describe("scatter", () => {
       const wrap = (v: bigint) => (d === mg.int64 ? BigInt.asIntN(64, v) : BigInt.asUintN(64, v));
       expect(g!.tolist()).toEqual(want.map(wrap));
     }
-  }, COLD);
+  });
 
   test("multiply, maximum and minimum with duplicates on every dtype (64-bit in order)", () => {
     const idx = indices([200], -7, 7, 28);
@@ -186,7 +183,7 @@ describe("scatter", () => {
     });
     const records = gpuRecords(() => mg.zeros([3], mg.int64).at(mg.array([0, 1, 0])).multiply(mg.array([2, 3, 4], mg.int64)));
     expect(records.some((r) => r.kernel.startsWith("mg_scatter_ordered_i64_prod") && r.layout.startsWith("ordered, one thread per slice position"))).toBe(true);
-  }, COLD);
+  });
 
   test("overlapping slices wider than one element apply in order (one thread)", () => {
     const a = input([10, 2], mg.int64, 36);
@@ -196,7 +193,7 @@ describe("scatter", () => {
     expectDevicesAgree(fn, "overlapping");
     const records = gpuRecords(() => S.scatter(a, [idx], u, [0], "min"));
     expect(records.some((r) => r.layout.startsWith("ordered, one thread,"))).toBe(true);
-  }, COLD);
+  });
 
   test('"none" keeps the last update in row-major order, like the CPU, on every dtype', () => {
     const idx = indices([500], 0, 9, 38);
@@ -209,7 +206,7 @@ describe("scatter", () => {
     );
     const records = gpuRecords(() => S.scatter(input([9, 3], mg.float32, 39), [idx], input([500, 1, 3], mg.float32, 40), [0], "none"));
     expect(records.map((r) => r.kernel)).toEqual(["mg_scatter_clear_u32", "mg_scatter_winner_u32", "mg_scatter_pick_b32_u32"]);
-  }, COLD);
+  });
 
   test("scatter on strided sources, updates and indices; several index arrays; the at() slice form", () => {
     for (const [layout, a] of layouts([6, 5], mg.float32, 43)) {
@@ -222,7 +219,7 @@ describe("scatter", () => {
         (d) => accumulationTolerance(d, 8),
       );
     }
-  }, COLD);
+  });
 
   test("scatter_add along an axis (ScatterAxis sum), putAlongAxis on every layout", () => {
     const idx = indices([6, 9], -4, 4, 47);
@@ -235,7 +232,7 @@ describe("scatter", () => {
       const i = onCpu(() => mg.transpose(indices([7, 6], -7, 7, 51)));
       expectDevicesAgree(() => [mg.putAlongAxis(a, i, input([6, 7], mg.int16, 52), 1), mg.putAlongAxis(a, mg.array([[1], [0], [2], [1], [4], [6]]), 9, 1)], layout);
     }
-  }, COLD);
+  });
 
   test("out-of-range indices read 0 and drop their updates, as on the CPU", () => {
     const x = input([37, 4], mg.float32, 53);
@@ -256,7 +253,7 @@ describe("scatter", () => {
       ],
       "out of range",
     );
-  }, COLD);
+  });
 
   test("MG_CHECK_INDICES=1: GPU evaluation throws the CPU's error, also for indices computed in the same batch", () => {
     const x = input([37, 4], mg.float32, 55);
@@ -282,7 +279,7 @@ describe("scatter", () => {
     }
     // In-range indices pass.
     expectDevicesAgree(() => [mg.take(x, mg.array([0, 36, -37]), 0), x.at(mg.array([2, 2])).add(1)], "in range");
-  }, COLD);
+  });
 
   test("zero-size and one-element scatters", () => {
     const a = input([4, 3], mg.int32, 56);
@@ -298,7 +295,7 @@ describe("scatter", () => {
     );
     const [e] = runOn(mg.gpu, () => mg.zeros([3, 0], mg.float32).at(mg.array([1, 2])).add(1));
     expect(e!.shape).toEqual([3, 0]);
-  }, COLD);
+  });
 });
 
 describe("slices", () => {
@@ -319,7 +316,7 @@ describe("slices", () => {
       const start = onCpu(() => mg.array([9, 3, 1]).index("::-1"));
       expectDevicesAgree(() => [mg.slice(x, start.index("1:"), [1, 0], [2, 6]), mg.sliceUpdate(x, onCpu(() => mg.transpose(input([6, 2], mg.int32, 61))), start.index("1:"), [0, 1])], layout);
     }
-  }, COLD);
+  });
 
   test("static slice updates: assignment and every reduce mode, negative steps, NaN-propagating max/min", () => {
     const nan = mg.array([NaN, 1, -2, NaN], mg.float32);
@@ -335,7 +332,7 @@ describe("slices", () => {
       () => [mg.zeros([6], mg.float32).at("1:5").maximum(nan), mg.full([6], NaN, mg.float32).at("::2").minimum(mg.array([1, 2, 3], mg.float32)), mg.arange(10).at("2:8").add(mg.arange(6))],
       "NaN and at(slice)",
     );
-  }, COLD);
+  });
 });
 
 describe("index variants and traces", () => {
@@ -358,7 +355,7 @@ describe("index variants and traces", () => {
     const records = gpuRecords(() => mg.take(x, idx, 0));
     expect(records[0]!.kernel).toBe("mg_gather_b32_i64");
     expect(records[0]!.layout).toContain("large-index");
-  }, COLD);
+  });
 
   test("more index buffers than slots are stacked into one (a noted copy)", () => {
     const x = input([3, 4, 5, 2, 3], mg.int32, 69);
@@ -367,7 +364,7 @@ describe("index variants and traces", () => {
     const records = gpuRecords(() => x.index(...ids));
     expect(records.some((r) => r.notes.some((n) => n.includes("stacked into one")))).toBe(true);
     expect(records[records.length - 1]!.kernel).toBe("mg_gather_b32_u32");
-  }, COLD);
+  });
 
   test("scatters note the copy of their source; their trace names the atomic and its precision", () => {
     const a = input([5], mg.float32, 75);
@@ -376,5 +373,5 @@ describe("index variants and traces", () => {
     expect(copy.notes[0]).toContain("copy: Scatter updates a fresh copy of its source");
     const atomic = records.find((r) => r.kernel === "mg_scatter_atomic_f32_sum_u32")!;
     expect(atomic.precision).toContain("atomic updates in hardware order");
-  }, COLD);
+  });
 });

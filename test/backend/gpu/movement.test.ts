@@ -8,9 +8,6 @@ import type { MgArray } from "../../../ts/core/array.ts";
 import { setForceLargeIndex } from "../../../ts/backend/gpu/indexing.ts";
 import { expectDevicesAgree, GPU_DTYPES, input, layouts, runOn } from "./harness.ts";
 
-/** Cold simulator compiles take ~0.3 s per kernel instance: room for a test's first run. */
-const COLD = 180_000;
-
 function onCpu(fn: () => MgArray): MgArray {
   const r = mg.stream(mg.cpu, fn);
   mg.eval(r);
@@ -25,7 +22,7 @@ describe("pad", () => {
   test("constant padding on every dtype, with a value", () => {
     const xs = GPU_DTYPES.map((d) => input([5, 7], d, 1));
     expectDevicesAgree(() => xs.flatMap((x) => [mg.pad(x, 2), mg.pad(x, [[1, 0], [3, 2]], "constant", 1)]), "dtypes");
-  }, COLD);
+  });
 
   test("every mode on every layout", () => {
     for (const [layout, x] of layouts([6, 9], mg.float32, 2)) {
@@ -36,14 +33,14 @@ describe("pad", () => {
     }
     const [p] = runOn(mg.gpu, () => mg.pad(mg.array([1, 2, 3], mg.int32), [2, 3], "reflect"));
     expect(p!.tolist()).toEqual([3, 2, 1, 2, 3, 2, 1, 2]);
-  }, COLD);
+  });
 
   test("zero-size interior, one element, large pads", () => {
     const empty = onCpu(() => mg.zeros([0, 3], mg.int16));
     expectDevicesAgree(() => [mg.pad(empty, [[2, 1], [0, 0]], "constant", 5), mg.pad(mg.array([7], mg.uint8), 300, "constant", 1), mg.pad(mg.array([[2.5]], mg.bfloat16), [[1, 1], [0, 257]])], "edges");
     const records = gpuRecords(() => mg.pad(empty, [[2, 1], [0, 0]], "constant", 5));
     expect(records.map((r) => r.kernel)).toEqual(["mg_pad_b16_u32"]);
-  }, COLD);
+  });
 });
 
 describe("concatenate", () => {
@@ -57,13 +54,13 @@ describe("concatenate", () => {
     const records = gpuRecords(() => mg.concatenate([ls[0]!, ls[1]!], 1));
     expect(records.map((r) => r.kernel)).toEqual(["mg_copy_strided_b32_u32", "mg_copy_strided_b32_u32"]);
     expect(records.every((r) => r.notes.length === 0)).toBe(true);
-  }, COLD);
+  });
 
   test("every dtype, many pieces, one-element pieces", () => {
     const parts = GPU_DTYPES.map((d) => [input([3, 1], d, 6), input([3, 4], d, 7), input([3, 2], d, 8)]);
     expectDevicesAgree(() => parts.map((p) => mg.concatenate([...p, ...p, ...p], 1)), "dtypes");
     expectDevicesAgree(() => mg.concatenate([mg.array([1.5], mg.float32), mg.array([2.5], mg.float32)]), "one element");
-  }, COLD);
+  });
 });
 
 describe("view and contiguous", () => {
@@ -84,7 +81,7 @@ describe("view and contiguous", () => {
       expect(records.length, what).toBe(copies);
       if (copies) expect(records[0]!.notes[0], what).toContain("needs its bytes row-contiguous");
     }
-  }, COLD);
+  });
 
   test("contiguous copies only when the layout is not dense", () => {
     for (const [layout, x] of layouts([5, 8], mg.uint16, 11)) {
@@ -94,7 +91,7 @@ describe("view and contiguous", () => {
     expect(gpuRecords(() => mg.contiguous(x)).length).toBe(0);
     expect(gpuRecords(() => mg.contiguous(mg.transpose(x), true)).length).toBe(0);
     expect(gpuRecords(() => mg.contiguous(mg.transpose(x))).map((r) => r.kernel)).toEqual(["mg_copy_strided_b64_u32"]);
-  }, COLD);
+  });
 });
 
 describe("arange", () => {
@@ -118,7 +115,7 @@ describe("arange", () => {
     );
     const [a] = runOn(mg.gpu, () => mg.arange(250, 260, 1, mg.uint8));
     expect(a!.tolist()).toEqual([250, 251, 252, 253, 254, 255, 0, 1, 2, 3]);
-  }, COLD);
+  });
 
   test("float dtypes, integral and fractional steps", () => {
     expectDevicesAgree(
@@ -137,13 +134,13 @@ describe("arange", () => {
     expect(records[0]!.kernel).toBe("mg_arange_f32");
     expect(records[0]!.precision).toContain("float-float");
     expect(gpuRecords(() => mg.arange(10, mg.float32))[0]!.precision).toContain("exact int64");
-  }, COLD);
+  });
 
   test("zero and one element", () => {
     const [e] = runOn(mg.gpu, () => mg.arange(0));
     expect(e!.shape).toEqual([0]);
     expectDevicesAgree(() => [mg.arange(5, 6), mg.arange(0.25, 0.3, 1, mg.float16)], "one");
-  }, COLD);
+  });
 });
 
 test("the 64-bit-index variants of pad, concatenate, contiguous and view agree", () => {
@@ -152,4 +149,4 @@ test("the 64-bit-index variants of pad, concatenate, contiguous and view agree",
   const t = onCpu(() => mg.transpose(x));
   expectDevicesAgree(() => [mg.pad(t, [[1, 2], [3, 0]], "constant", 9), mg.concatenate([x, t.index(":5", ":")], 1), mg.contiguous(t), mg.view(t, mg.uint8)], "large-index");
   expect(gpuRecords(() => mg.contiguous(t))[0]!.kernel).toBe("mg_copy_strided_b32_i64");
-}, COLD);
+});
