@@ -87,7 +87,7 @@ function chooseSingle(node: Node, accessFn: AccessFn = accessOf): SingleChoice |
   for (const a of ins) {
     const acc = accessFn(a, n);
     if (acc === null) return null;
-    key += acc[0]!;
+    key += acc === "contiguous" ? "c" : acc === "scalar" ? "s" : "g";
   }
   const large = needsLargeIndex(n, ins);
   if (large) key += "L";
