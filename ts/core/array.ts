@@ -144,6 +144,17 @@ export class MgArray {
     };
   }
 
+  /**
+   * Forgets data given during an eval that failed before its work was submitted, so the array is
+   * recomputed (or fails again) instead of exposing uncomputed memory.
+   */
+  discardData(): void {
+    if (!this.layout) return;
+    if (this.storageHeld) this.layout.storage.release();
+    this.storageHeld = false;
+    this.layout = null;
+  }
+
   /** Allocates fresh row-major storage for this array (its own reference). */
   allocate(): Layout {
     const storage = new Storage(allocateBuffer(this.nbytes));

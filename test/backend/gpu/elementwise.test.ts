@@ -170,3 +170,29 @@ describe("GPU errors", () => {
     expect(() => mg.stream(mg.gpu, () => mg.exp(x))).toThrow("float64 is not supported on the GPU");
   });
 });
+
+describe("a failed eval leaves no uncomputed data behind", () => {
+  test("when encoding throws midway, earlier outputs of the batch are recomputed, not read as garbage", async () => {
+    const { makeArray } = await import("../../../ts/core/graph.ts");
+    const failing = {
+      name: "AlwaysFailsOnGpu",
+      outputSpecs: ([a]: MgArray[]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
+      cpu() {
+        throw new Error("[AlwaysFailsOnGpu] no CPU rule");
+      },
+      gpu: {
+        kind: "kernel" as const,
+        encode() {
+          throw new Error("[AlwaysFailsOnGpu] planted encode failure");
+        },
+      },
+    };
+    const x = mg.array([1, 2, 3], mg.float32);
+    const a = mg.exp(x, { stream: mg.gpu });
+    const bad = makeArray(failing as never, [a], null, a.stream);
+    expect(() => mg.eval(a, bad)).toThrow("planted encode failure");
+    expect(a.evaluated).toBe(false);
+    expect(a.tolist()).toEqual([1, 2, 3].map((v) => Math.fround(Math.exp(v))));
+    expect(() => mg.eval(bad)).toThrow("planted encode failure");
+  });
+});

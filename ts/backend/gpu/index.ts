@@ -185,28 +185,43 @@ registerBackend("gpu", {
         else if (p && !(p instanceof BatchWork)) i.layout!.storage.sync();
       }
     }
-    for (const it of items) {
-      // Nothing to compute for empty outputs: give them (empty) storage and launch nothing.
-      const outs = it.kind === "region" ? it.region.outputs : it.node.outputs;
-      if (it.kind !== "view" && outs.every((o) => o.size === 0)) {
-        for (const o of outs) if (!o.layout) o.allocate();
-        continue;
+    // If anything fails before the batch is submitted, no output may keep uncomputed storage.
+    const fresh = nodes.flatMap((n) => n.outputs).filter((o) => o.layout === null);
+    try {
+      for (const it of items) {
+        // Nothing to compute for empty outputs: give them (empty) storage and launch nothing.
+        const outs = it.kind === "region" ? it.region.outputs : it.node.outputs;
+        if (it.kind !== "view" && outs.every((o) => o.size === 0)) {
+          for (const o of outs) if (!o.layout) o.allocate();
+          continue;
+        }
+        if (it.kind === "region") encodeFused(enc, it.region);
+        else if (it.kind === "single") encodeSingle(enc, it.node);
+        else if (it.kind === "view") encodeView(enc, it.node);
+        else {
+          const rule = it.node.primitive.gpu;
+          if (rule?.kind !== "kernel") throw new Error(`[gpu] internal: ${it.node.primitive.name} planned as a kernel`);
+          rule.encode(enc, it.node);
+        }
       }
-      if (it.kind === "region") encodeFused(enc, it.region);
-      else if (it.kind === "single") encodeSingle(enc, it.node);
-      else if (it.kind === "view") encodeView(enc, it.node);
-      else {
-        const rule = it.node.primitive.gpu;
-        if (rule?.kind !== "kernel") throw new Error(`[gpu] internal: ${it.node.primitive.name} planned as a kernel`);
-        rule.encode(enc, it.node);
-      }
+    } catch (e) {
+      for (const o of fresh) o.discardData();
+      enc.releaseTemporaries();
+      throw e;
     }
     if (enc.dispatches === 0) {
       enc.releaseTemporaries();
       enc.runAfterSubmit();
       return;
     }
-    const submitted = enc.batch.submit(queue);
+    let submitted: SubmittedBatch;
+    try {
+      submitted = enc.batch.submit(queue);
+    } catch (e) {
+      for (const o of fresh) o.discardData();
+      enc.releaseTemporaries();
+      throw e;
+    }
     enc.releaseTemporaries();
     const work = new BatchWork(submitted, queue);
     lastWork.set(stream, work);
