@@ -4,7 +4,7 @@
 //
 // Kernel instantiations are kept few: each test evaluates many reductions at once, so that their
 // kernels compile in one compiler run, and the full dtype sweep runs on two layouts only.
-import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import { sliceStatic } from "../../../ts/core/ops/slicing.ts";
@@ -14,9 +14,6 @@ import type { Pipeline } from "../../../ts/backend/runtime.ts";
 import { accumulationTolerance } from "../../../ts/testing/tolerances.ts";
 import { expectDevicesAgree, GPU_DTYPES, GPU_FLOAT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
-// A cold simulator cache compiles each test's kernels first (about a second per compiler run; far
-// more in checked mode).
-setDefaultTimeout(120_000);
 
 /** Floats within the accumulation tolerance for `n` terms; integers and bool exact. */
 const accum = (n: number) => (d: mg.Dtype) => accumulationTolerance(d, n);

@@ -1,7 +1,7 @@
 // Cumulative reductions (Scan) on the GPU device (the Metal simulator here) against the CPU device,
 // plus hand-derived facts: exact 64-bit prefix sums, NaN propagation, the identities exclusive
 // scans start from, and what the trace reports.
-import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import type { TraceRecord } from "../../../ts/core/trace.ts";
@@ -9,8 +9,6 @@ import { setForceLargeIndex } from "../../../ts/backend/gpu/reduce.ts";
 import { accumulationTolerance } from "../../../ts/testing/tolerances.ts";
 import { expectClose, expectDevicesAgree, GPU_DTYPES, GPU_FLOAT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
-// A cold simulator cache compiles each test's kernels first.
-setDefaultTimeout(120_000);
 
 const accum = (n: number) => (d: mg.Dtype) => accumulationTolerance(d, n);
 

@@ -1,6 +1,6 @@
 // Softmax and LogSumExp on the GPU device (the Metal simulator here) against the CPU device's
 // float64 reference, plus special values, the `precise` accumulator and what the trace reports.
-import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import type { TraceRecord } from "../../../ts/core/trace.ts";
@@ -8,8 +8,6 @@ import { setForceLargeIndex } from "../../../ts/backend/gpu/reduce.ts";
 import { accumulationTolerance, normalizedTolerance } from "../../../ts/testing/tolerances.ts";
 import { expectDevicesAgree, GPU_FLOAT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
-// A cold simulator cache compiles each test's kernels first.
-setDefaultTimeout(120_000);
 
 // logsumexp is a sum's logarithm; softmax outputs are shares of a sum (they shrink like 1/n).
 const accum = (n: number) => (d: mg.Dtype) => accumulationTolerance(d, n);
