@@ -14,7 +14,6 @@ import type { Pipeline } from "../../../ts/backend/runtime.ts";
 import { accumulationTolerance } from "../../../ts/testing/tolerances.ts";
 import { expectDevicesAgree, GPU_DTYPES, GPU_FLOAT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
-
 /** Floats within the accumulation tolerance for `n` terms; integers and bool exact. */
 const accum = (n: number) => (d: mg.Dtype) => accumulationTolerance(d, n);
 

@@ -9,7 +9,6 @@ import { setForceLargeIndex } from "../../../ts/backend/gpu/reduce.ts";
 import { accumulationTolerance } from "../../../ts/testing/tolerances.ts";
 import { expectClose, expectDevicesAgree, GPU_DTYPES, GPU_FLOAT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
-
 const accum = (n: number) => (d: mg.Dtype) => accumulationTolerance(d, n);
 
 function onCpu(fn: () => MgArray): MgArray {

@@ -8,7 +8,6 @@ import { setForceLargeIndex } from "../../../ts/backend/gpu/reduce.ts";
 import { accumulationTolerance, normalizedTolerance } from "../../../ts/testing/tolerances.ts";
 import { expectDevicesAgree, GPU_FLOAT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
-
 // logsumexp is a sum's logarithm; softmax outputs are shares of a sum (they shrink like 1/n).
 const accum = (n: number) => (d: mg.Dtype) => accumulationTolerance(d, n);
 const shares = (n: number) => (d: mg.Dtype) => normalizedTolerance(d, n);
