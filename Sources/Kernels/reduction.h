@@ -41,6 +41,10 @@ template <typename T> struct Limits {
   static MG_FUNC T lowest() { return metal::numeric_limits<T>::lowest(); }
   static MG_FUNC T highest() { return metal::numeric_limits<T>::max(); }
 };
+template <> struct Limits<bool> {
+  static MG_FUNC bool lowest() { return false; }
+  static MG_FUNC bool highest() { return true; }
+};
 template <> struct Limits<float> {
   static MG_FUNC float lowest() { return -metal::numeric_limits<float>::infinity(); }
   static MG_FUNC float highest() { return metal::numeric_limits<float>::infinity(); }
