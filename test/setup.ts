@@ -1,5 +1,6 @@
-// Preloaded before every test file (bunfig.toml). A cold run compiles each kernel variant once on
+// Preloaded before the test files (bunfig.toml). A cold run compiles each kernel variant once on
 // the Metal simulator (tens to hundreds of milliseconds each), so tests get more than bun's 5 s.
+// Bun applies this to the first test file only; `bun run test` passes --timeout for all of them.
 import { setDefaultTimeout } from "bun:test";
 
 setDefaultTimeout(180_000);
