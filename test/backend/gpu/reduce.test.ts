@@ -340,6 +340,11 @@ describe("ArgReduce", () => {
       }
     }
   });
+  test("zero-size inputs throw at op time", () => {
+    const e = onCpu(() => mg.zeros([0, 3]));
+    expect(() => mg.stream(mg.gpu, () => mg.argmax(e, 0))).toThrow(/\[argmax\] Cannot argmax reduce/);
+    expect(() => mg.stream(mg.gpu, () => mg.argmin(e))).toThrow(/\[argmin\] Cannot argmin reduce/);
+  });
   test("complex64 orders lexicographically (walked lanes)", () => {
     const z = mg.array([{ re: 1, im: 2 }, { re: 3, im: -1 }, { re: 3, im: 5 }, { re: -2, im: 9 }, { re: 3, im: 5 }]);
     const [amax, amin] = runOn(mg.gpu, () => [mg.argmax(z), mg.argmin(z)]);

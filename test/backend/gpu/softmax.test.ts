@@ -37,6 +37,12 @@ describe("Softmax and LogSumExp: dtypes, precise, sizes", () => {
     const [s] = runOn(mg.gpu, () => mg.sum(mg.softmax(x, -1), -1));
     for (const v of s!.tolist() as number[]) expect(Math.abs(v - 1)).toBeLessThan(1e-5);
   });
+  test("zero-size inputs: softmax returns them, logsumexp throws at op time", () => {
+    const e = onCpu(() => mg.zeros([0, 3]));
+    const [s] = runOn(mg.gpu, () => mg.softmax(e, -1));
+    expect(s!.shape).toEqual([0, 3]);
+    expect(() => mg.stream(mg.gpu, () => mg.logsumexp(e, -1))).toThrow("[logsumexp] Received empty array.");
+  });
   test("integer inputs become float32; one-element rows are 1 and their logsumexp the value", () => {
     const i = input([4, 9], mg.int32, 52);
     const one = input([5, 1], mg.float16, 53);
