@@ -99,3 +99,28 @@ describe("scans", () => {
     expect(mg.cumsum(mg.array([1, 2]), 0, { dtype: mg.float32 }).dtype).toBe(mg.float32);
   });
 });
+
+describe("integer wraparound and complex ordering (exact references)", () => {
+  test("int32 sums and products wrap like C even past 2^53", () => {
+    const n = 1 << 23;
+    const big = 2 ** 31 - 1;
+    expect(mg.sum(mg.array(new Int32Array(n).fill(big))).item()).toBe(Number(BigInt.asIntN(32, BigInt(big) * BigInt(n))));
+    expect(mg.prod(mg.array([65536, 65536, 3], mg.int32)).item()).toBe(0);
+  });
+  test("cumsum/cumprod on narrow integers wrap at their width on every step", () => {
+    expect(mg.cumprod(mg.array([100, 100, 100, 100], mg.int16)).tolist()).toEqual([100n, 10000n, 1000000n, 100000000n].map((v) => Number(BigInt.asIntN(16, v))));
+    expect(mg.cumsum(mg.array([200, 100], mg.uint8)).tolist()).toEqual([200, 44]);
+  });
+  test("exclusive cummax/cummin start from the dtype's extremes", () => {
+    expect(mg.cummax(mg.array([-5, -7, 3], mg.int8), 0, { inclusive: false }).tolist()).toEqual([-128, -5, -5]);
+    expect(mg.cummin(mg.array([5, 7], mg.uint16), 0, { inclusive: false }).tolist()).toEqual([65535, 5]);
+    expect(mg.cummax(mg.array([false, true]), 0, { inclusive: false }).tolist()).toEqual([false, false]);
+  });
+  test("complex max/min order by real then imaginary part; any/all test both parts", () => {
+    const z = mg.array([{ re: 1, im: 5 }, { re: 2, im: -1 }, { re: 2, im: 3 }]);
+    expect(mg.max(z).item()).toEqual({ re: 2, im: 3 });
+    expect(mg.min(z).item()).toEqual({ re: 1, im: 5 });
+    expect(mg.any(mg.array([{ re: 0, im: 1 }])).item()).toBe(true);
+    expect(mg.all(mg.array([{ re: 0, im: 1 }, { re: 0, im: 0 }])).item()).toBe(false);
+  });
+});

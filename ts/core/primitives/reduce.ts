@@ -54,16 +54,22 @@ function outSize(shape: readonly number[], axes: readonly number[]): number {
   return n;
 }
 
-function reduceNumbers(type: ReduceType, values: Float64Array, targets: Int32Array, n: number, intMul32: boolean): Float64Array {
+/**
+ * `wrap32` is set for 32-bit integer outputs (sums and products are int32/uint32 there): every
+ * step then wraps exactly like C (`| 0`, `Math.imul`), instead of losing low bits in a float64
+ * accumulator once totals pass 2^53.
+ */
+function reduceNumbers(type: ReduceType, values: Float64Array, targets: Int32Array, n: number, wrap32: boolean): Float64Array {
   const out = new Float64Array(n);
   const init = type === "sum" || type === "or" ? 0 : type === "prod" || type === "and" ? 1 : type === "max" ? -Infinity : Infinity;
   out.fill(init);
   switch (type) {
     case "sum":
-      for (let i = 0; i < values.length; i++) out[targets[i]!]! += values[i]!;
+      if (wrap32) for (let i = 0; i < values.length; i++) out[targets[i]!] = (out[targets[i]!]! + values[i]!) | 0;
+      else for (let i = 0; i < values.length; i++) out[targets[i]!]! += values[i]!;
       break;
     case "prod":
-      if (intMul32) for (let i = 0; i < values.length; i++) out[targets[i]!] = Math.imul(out[targets[i]!]!, values[i]!);
+      if (wrap32) for (let i = 0; i < values.length; i++) out[targets[i]!] = Math.imul(out[targets[i]!]!, values[i]!);
       else for (let i = 0; i < values.length; i++) out[targets[i]!]! *= values[i]!;
       break;
     case "max":
@@ -117,6 +123,39 @@ function reduceBigints(type: ReduceType, values: bigint[], targets: Int32Array, 
   return out;
 }
 
+/** Complex max/min order by real part, then imaginary part (MLX); all/any test both parts. */
+function writeComplexOrder(type: ReduceType, v: Float64Array, targets: Int32Array, n: number, out: MgArray): void {
+  if (type === "and" || type === "or") {
+    const r = new Float64Array(n).fill(type === "and" ? 1 : 0);
+    for (let i = 0; i < targets.length; i++) {
+      const nonzero = v[2 * i] !== 0 || v[2 * i + 1] !== 0;
+      if (type === "and" && !nonzero) r[targets[i]!] = 0;
+      if (type === "or" && nonzero) r[targets[i]!] = 1;
+    }
+    writeNumbers(out, r);
+    return;
+  }
+  const r = new Float64Array(2 * n);
+  const seen = new Uint8Array(n);
+  for (let i = 0; i < targets.length; i++) {
+    const t = targets[i]!;
+    const re = v[2 * i]!;
+    const im = v[2 * i + 1]!;
+    if (seen[t]) {
+      const cr = r[2 * t]!;
+      const ci = r[2 * t + 1]!;
+      if (cr !== cr || ci !== ci) continue; // a NaN already won
+      const nan = re !== re || im !== im;
+      const better = type === "max" ? re > cr || (re === cr && im > ci) : re < cr || (re === cr && im < ci);
+      if (!nan && !better) continue;
+    }
+    seen[t] = 1;
+    r[2 * t] = re;
+    r[2 * t + 1] = im;
+  }
+  writeComplex(out, r);
+}
+
 export const Reduce: Primitive<ReduceParams> = {
   name: "Reduce",
   gpu: reduceRule,
@@ -130,7 +169,9 @@ export const Reduce: Primitive<ReduceParams> = {
     const targets = reductionTargets(a!.shape, p.axes);
     const n = outSize(a!.shape, p.axes);
     const od = out!.dtype;
-    if (a!.dtype === complex64 && (p.type === "sum" || p.type === "prod")) {
+    if (a!.dtype === complex64 && (p.type === "max" || p.type === "min" || p.type === "and" || p.type === "or")) {
+      writeComplexOrder(p.type, readComplex(a!), targets, n, out!);
+    } else if (a!.dtype === complex64 && (p.type === "sum" || p.type === "prod")) {
       const v = readComplex(a!);
       const r = new Float64Array(2 * n);
       if (p.type === "prod") for (let i = 0; i < n; i++) r[2 * i] = 1;
@@ -150,6 +191,7 @@ export const Reduce: Primitive<ReduceParams> = {
       writeBigints(out!, reduceBigints(p.type, readBigints(a!), targets, n, od));
     } else {
       const isInt32 = (od.kind === "i" || od.kind === "u") && od.size === 4;
+      // (int32 and uint32 share the same low 32 bits; the uint32 store reinterprets them)
       writeNumbers(out!, reduceNumbers(p.type, readNumbers(a!), targets, n, isInt32));
     }
   },

@@ -1,7 +1,7 @@
 // Cumulative reductions along one axis (MLX's Scan): sum, prod, max, min, logaddexp; reverse and
 // inclusive/exclusive.
 import type { MgArray } from "../array.ts";
-import { complex64, int64, uint64 } from "../dtype.ts";
+import { bool_, complex64, int64, uint64 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
 import { logaddexp } from "../../backend/cpu/math.ts";
 import { readBigints, readComplex, readNumbers, writeBigints, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
@@ -18,10 +18,11 @@ export interface ScanParams {
 
 const IDENTITY: Record<ScanType, number> = { sum: 0, prod: 1, max: -Infinity, min: Infinity, logaddexp: -Infinity };
 
-function combine(type: ScanType, acc: number, v: number, int32: boolean): number {
+/** One scan step in float64 (integer sums and products wrap separately). */
+function combine(type: ScanType, acc: number, v: number): number {
   switch (type) {
     case "sum": return acc + v;
-    case "prod": return int32 ? Math.imul(acc, v) : acc * v;
+    case "prod": return acc * v;
     case "max": return acc !== acc || v !== v ? NaN : v > acc ? v : acc;
     case "min": return acc !== acc || v !== v ? NaN : v < acc ? v : acc;
     case "logaddexp": return logaddexp(acc, v);
@@ -59,6 +60,13 @@ function complexScan(v: Float64Array, shape: readonly number[], p: ScanParams): 
   return r;
 }
 
+/** Wraps an integer held in a double to `bits` (≤ 32), as a C store into that type. */
+function wrapper(bits: number, signed: boolean): (x: number) => number {
+  if (bits === 32) return signed ? (x) => x | 0 : (x) => x >>> 0;
+  const shift = 32 - bits;
+  return signed ? (x) => ((x | 0) << shift) >> shift : (x) => (x | 0) & ((1 << bits) - 1);
+}
+
 export const Scan: Primitive<ScanParams> = {
   name: "Scan",
   gpu: scanRule,
@@ -90,13 +98,24 @@ export const Scan: Primitive<ScanParams> = {
     }
     const v = readNumbers(x);
     const r = new Float64Array(v.length);
-    const int32 = (d.kind === "i" || d.kind === "u") && d.size === 4;
-    const init = p.type === "max" && (d.kind === "i" || d.kind === "u") ? -Infinity : IDENTITY[p.type];
+    const isInt = d.kind === "i" || d.kind === "u";
+    // Integer sums and products wrap at the dtype's width on every step (as C does), so results
+    // stay exact however large the running value gets.
+    const wrap = isInt ? wrapper(d.size * 8, d.kind === "i") : null;
+    // Exclusive scans start from the identity: the dtype's extremes for integer max/min.
+    let init = IDENTITY[p.type];
+    if (isInt && p.type === "max") init = d.kind === "u" ? 0 : -(2 ** (d.size * 8 - 1));
+    if (isInt && p.type === "min") init = d.kind === "u" ? 2 ** (d.size * 8) - 1 : 2 ** (d.size * 8 - 1) - 1;
+    if (d === bool_) init = p.type === "min" ? 1 : 0;
     forEachLane(x.shape, p.axis, (base, stride, n) => {
       let acc = init;
       for (let k = 0; k < n; k++) {
         const i = base + stride * (p.reverse ? n - 1 - k : k);
-        const next = k === 0 && (p.type === "max" || p.type === "min") ? v[i]! : combine(p.type, acc, v[i]!, int32);
+        let next: number;
+        if (k === 0 && (p.type === "max" || p.type === "min")) next = v[i]!;
+        else if (wrap && p.type === "sum") next = wrap(acc + v[i]!);
+        else if (wrap && p.type === "prod") next = wrap(Math.imul(acc, v[i]!));
+        else next = combine(p.type, acc, v[i]!);
         r[i] = p.inclusive ? next : acc;
         acc = next;
       }
