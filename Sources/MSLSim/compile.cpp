@@ -173,6 +173,17 @@ std::string prelude_hash() {
   return h;
 }
 
+// Changes with the translator's source: objects it generated differently are not reused.
+std::string translator_hash() {
+  static std::string h = [] {
+    Hasher hs;
+    for (size_t i = 0; i < mgsim_translator_file_count; ++i)
+      hs.add(mgsim_translator_files[i].data, mgsim_translator_files[i].size);
+    return hs.hex();
+  }();
+  return h;
+}
+
 // Runs the compiler with argv, stderr captured. Returns the exit status (-1 if it could not start).
 int run_compiler(const std::vector<std::string> &args, const std::string &log_path, std::string &log) {
   stats().compiler_invocations.fetch_add(1);
@@ -205,6 +216,11 @@ std::vector<std::string> base_flags(int math_mode) {
                                 "-g0", "-fno-math-errno",
                                 // Fused and unfused kernels must agree bit for bit.
                                 "-ffp-contract=off", "-fno-semantic-interposition"};
+  // Not -mtls-dialect=gnu2 (cheaper thread_local access): glibc before 2.40 clobbers vector
+  // registers when _dl_tlsdesc_dynamic allocates a dlopen'ed object's TLS (BZ #31372), which
+  // corrupted kernels that keep pointers in xmm registers.
+
+
   // relaxed/fast: flags that only change behaviour for special values (never reassociation).
   if (math_mode >= MGSIM_MATH_RELAXED) f.push_back("-fno-trapping-math");
   if (math_mode >= MGSIM_MATH_FAST) f.push_back("-ffinite-math-only");
@@ -381,6 +397,7 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   std::vector<std::string> flags = base_flags(math_mode);
   Hasher h;
   h.add(prelude_hash());
+  h.add(translator_hash());
   h.add(cc.identity);
   h.add(join(flags));
   h.add(checked ? "checked" : "unchecked");

@@ -20,35 +20,59 @@ namespace {
 
 constexpr uint64_t kThreadgroupMemoryLimit = 32768;
 constexpr int kMaxReportedViolations = 8;
-
-enum LaneState : uint32_t { kReady = 0, kAtBarrier = abi::block_barrier, kAtSimd = abi::block_simd, kExited = 3 };
+constexpr uint32_t kMaxLanes = 1024;  // threads per threadgroup (the translator's maximum too)
 
 struct Worker;
 
+// Host-side state of one lane: its saved context and the call site it is blocked at.
 struct LaneHost {
   FiberContext ctx;
-  uint32_t state = kReady;
   uint64_t token = 0;
-  abi::lane *ln = nullptr;
   Worker *worker = nullptr;
   const abi::kernel_desc *kd = nullptr;
+  abi::lane *ln = nullptr;
 };
 
-// Per-OS-thread state: fiber stacks (mmap'd once, guard page below each, reused), lanes and the
-// dynamic threadgroup memory of the threadgroup this thread is running.
+// How a threadgroup's fibers ended when control came back to the worker's main context.
+enum class GroupEnd : uint32_t { kDone, kPartialBarrier };
+
+// Per-OS-thread state: fiber stacks (mmap'd once, guard page below each, reused), lanes, the
+// scheduler's bookkeeping for the threadgroup this thread runs, and its dynamic threadgroup memory.
+//
+// Scheduling: lanes switch directly to one another (never through a scheduler context). A lane that
+// blocks hands over to the next ready lane of its simdgroup; when its simdgroup has none left, the
+// lanes blocked at collectives are grouped by call site and each group's combine runs at once, so
+// the lane that completed a collective continues without a context switch. When no simdgroup has a
+// ready lane, every live lane is at threadgroup_barrier (or the group is done): the barrier opens.
 struct Worker {
-  FiberContext sched;
+  FiberContext main;  // the worker's own stack: entered when the threadgroup is done or fails
   std::vector<abi::lane> lanes;
   std::vector<LaneHost> hosts;
   std::vector<char *> stacks;
   size_t stack_size = 0;
   size_t guard = 0;
+  // Scheduler state of the current threadgroup. Bit l of a per-simdgroup mask is lane 32 * s + l.
+  uint32_t nsg = 0;
+  uint32_t ready[32]{};       // runnable
+  uint32_t at_simd[32]{};     // blocked at a simd collective or simdgroup_barrier
+  uint32_t at_barrier[32]{};  // blocked at threadgroup_barrier
+  uint32_t sg_ready = 0;      // bit per simdgroup with a ready lane
+  uint32_t exited = 0, barrier_count = 0;
+  GroupEnd end = GroupEnd::kDone;
+  // The kernel object's thread-local current lane on this thread (one module per threadgroup).
+  abi::lane **tls_lane_slot = nullptr;
+  const abi::thread_attrs **tls_attrs_slot = nullptr;
+  // Lanes [0, parked) hold a context parked after exiting a kernel, ready for the next group.
+  uint32_t parked = 0;
+  // The dispatch (serial number) and threadgroup shape the lanes' fixed fields were set for.
+  uint64_t shaped_for = 0;
+  uint32_t shape[3]{};
   alignas(64) unsigned char tg_mem[kThreadgroupMemoryLimit + 64 * abi::kMaxBindings];
 
   ~Worker() {
     for (char *s : stacks) munmap(s - guard, stack_size + guard);
     for (auto &h : hosts) fiber_destroy(h.ctx);
-    fiber_destroy(sched);
+    fiber_destroy(main);
   }
 
   bool ensure_lanes(uint32_t n, std::string &error) {
@@ -61,9 +85,13 @@ struct Worker {
       guard = size_t(sysconf(_SC_PAGESIZE));
       stack_size = (kb * 1024 + guard - 1) / guard * guard;
     }
-    if (lanes.size() < n) {
-      lanes.resize(n);
-      hosts.resize(n);
+    if (lanes.empty()) {  // never reallocated: parked lanes' frames point into these arrays
+      lanes.resize(kMaxLanes);
+      hosts.resize(kMaxLanes);
+    }
+    if (n > kMaxLanes) {
+      error = "threadgroup of " + std::to_string(n) + " threads exceeds " + std::to_string(kMaxLanes);
+      return false;
     }
     while (stacks.size() < n) {
       void *p = mmap(nullptr, stack_size + guard, PROT_READ | PROT_WRITE,
@@ -77,6 +105,84 @@ struct Worker {
     }
     return true;
   }
+
+  // Switches from lane `me` (or the main context when me is null) to lane i, pointing the kernel
+  // object's thread-local current lane at it (known once a lane has blocked; a lane that has not
+  // started sets them itself).
+  void resume(LaneHost *me, uint32_t i) {
+    if (tls_lane_slot) {
+      *tls_lane_slot = &lanes[i];
+      *tls_attrs_slot = &lanes[i].a;
+    }
+    fiber_switch(me ? me->ctx : main, hosts[i].ctx);
+  }
+
+  // The lanes of simdgroup s blocked at collectives, grouped by call site: each group's combine
+  // runs and its lanes become ready.
+  void release_collectives(uint32_t s) {
+    uint32_t pending = at_simd[s];
+    abi::lane *base = &lanes[size_t(s) * 32];
+    LaneHost *hb = &hosts[size_t(s) * 32];
+    while (pending) {
+      const uint32_t first = uint32_t(__builtin_ctz(pending));
+      const uint64_t token = hb[first].token;
+      const abi::combine_fn combine = base[first].combine;
+      uint32_t set = 0;
+      for (uint32_t m = pending; m; m &= m - 1) {
+        const uint32_t l = uint32_t(__builtin_ctz(m));
+        if (hb[l].token == token && base[l].combine == combine) set |= 1u << l;
+      }
+      if (combine) combine(base, set);
+      for (uint32_t m = set; m; m &= m - 1) base[__builtin_ctz(m)].active = set;
+      pending &= ~set;
+      ready[s] |= set;
+    }
+    at_simd[s] = 0;
+    sg_ready |= 1u << s;
+  }
+
+  // Called by lane `me` (lane index i) once its state says why it stopped: runs other lanes until
+  // `me` may continue, then returns. An exited lane never continues: when no lane can run, control
+  // goes back to the main context.
+  void schedule(LaneHost *me, uint32_t i) {
+    const uint32_t s = i >> 5, b = i & 31u;
+    for (;;) {
+      if (ready[s]) {
+        const uint32_t above = b == 31 ? 0u : ready[s] & (~0u << (b + 1));
+        const uint32_t next = uint32_t(__builtin_ctz(above ? above : ready[s]));
+        if (next == b) return;
+        resume(me, s * 32 + next);
+        return;
+      }
+      sg_ready &= ~(1u << s);
+      if (at_simd[s]) {  // the whole simdgroup is blocked: its collectives complete
+        release_collectives(s);
+        if ((ready[s] >> b) & 1u) return;  // `me` completed one: it goes on without a switch
+        continue;
+      }
+      if (sg_ready) {
+        const uint32_t above = s == 31 ? 0u : sg_ready & (~0u << (s + 1));
+        const uint32_t t = uint32_t(__builtin_ctz(above ? above : sg_ready));
+        resume(me, t * 32 + uint32_t(__builtin_ctz(ready[t])));
+        return;
+      }
+      // No simdgroup can run: every live lane waits at threadgroup_barrier, or all have exited.
+      if (barrier_count == 0 || exited > 0) {
+        end = barrier_count == 0 ? GroupEnd::kDone : GroupEnd::kPartialBarrier;
+        // Exited lanes stay parked here and run the next threadgroup when resumed; after a
+        // partial barrier the lanes are abandoned (parked = 0) and never resumed.
+        fiber_switch(me->ctx, main);
+        return;
+      }
+      for (uint32_t t = 0; t < nsg; ++t) {
+        ready[t] = at_barrier[t];
+        at_barrier[t] = 0;
+        if (ready[t]) sg_ready |= 1u << t;
+      }
+      barrier_count = 0;
+      if ((ready[s] >> b) & 1u) return;
+    }
+  }
 };
 
 Worker &this_worker() {
@@ -84,7 +190,10 @@ Worker &this_worker() {
   return *w;
 }
 
+std::atomic<uint64_t> g_dispatch_serial{0};
+
 struct DispatchState {
+  const uint64_t serial = g_dispatch_serial.fetch_add(1) + 1;  // never 0
   const mgsim_dispatch *d = nullptr;
   const abi::kernel_desc *kd = nullptr;
   const char *name = "";
@@ -116,10 +225,19 @@ std::string pos_string(const uint32_t *p) {
 
 void host_block(abi::lane *ln, uint32_t kind, uint64_t token) {
   LaneHost *h = static_cast<LaneHost *>(ln->host);
-  h->state = kind;
-  h->token = token;
-  ln->leader = 0;
-  fiber_switch(h->ctx, h->worker->sched);
+  Worker &w = *h->worker;
+  const uint32_t i = ln->a.index, s = i >> 5, bit = 1u << (i & 31u);
+  w.tls_lane_slot = ln->tls_lane_slot;
+  w.tls_attrs_slot = ln->tls_attrs_slot;
+  w.ready[s] &= ~bit;
+  if (kind == abi::block_barrier) {
+    w.at_barrier[s] |= bit;
+    ++w.barrier_count;
+  } else {
+    w.at_simd[s] |= bit;
+    h->token = token;
+  }
+  w.schedule(h, i);
 }
 
 void host_misuse(const abi::launch *L, const char *what) {
@@ -145,12 +263,18 @@ void host_violation(const abi::check_binding *b, int64_t off, uint32_t size, int
 
 const abi::host_api g_host = {abi::kVersion, &host_block, &host_misuse, &host_violation};
 
+// A lane's fiber runs the kernel once per threadgroup: after exiting it parks in schedule(), and
+// resuming it starts the lane of the next threadgroup (no new context per thread).
 void lane_entry(void *arg) {
   LaneHost *h = static_cast<LaneHost *>(arg);
-  h->kd->lane_main(h->ln);
-  h->state = kExited;
-  fiber_switch(h->ctx, h->worker->sched);
-  abort();  // never resumed after exiting
+  Worker &w = *h->worker;
+  const uint32_t i = h->ln->a.index, s = i >> 5, bit = 1u << (i & 31u);
+  for (;;) {
+    h->kd->lane_main(h->ln);
+    w.ready[s] &= ~bit;
+    ++w.exited;
+    w.schedule(h, i);
+  }
 }
 
 void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker &w) {
@@ -181,90 +305,66 @@ bool run_group_fibers(DispatchState &ds, Worker &w, const abi::group &G) {
     ds.fail(err);
     return false;
   }
-  const uint32_t sx = G.size[0], sy = G.size[1];
+  const uint32_t sx = G.size[0], sy = G.size[1], sz = G.size[2];
   const uint32_t *tg = ds.L.threads_per_threadgroup;
+  // What does not change between the threadgroups of one shape in one dispatch is set once.
+  if (w.shaped_for != ds.serial || w.shape[0] != sx || w.shape[1] != sy || w.shape[2] != sz) {
+    for (uint32_t i = 0; i < n; ++i) {
+      abi::lane &ln = w.lanes[i];
+      abi::thread_attrs &a = ln.a;
+      a.local[0] = i % sx;
+      a.local[1] = (i / sx) % sy;
+      a.local[2] = i / (sx * sy);
+      a.index = i;
+      a.lane_id = i & 31u;
+      a.simd_id = i >> 5;
+      ln.L = &ds.L;
+      ln.simd_base = &w.lanes[i & ~31u];
+      LaneHost &h = w.hosts[i];
+      h.ln = &ln;
+      h.worker = &w;
+      h.kd = ds.kd;
+      ln.host = &h;
+    }
+    w.shaped_for = ds.serial;
+    w.shape[0] = sx;
+    w.shape[1] = sy;
+    w.shape[2] = sz;
+  }
+  const uint32_t bx = G.id[0] * tg[0], by = G.id[1] * tg[1], bz = G.id[2] * tg[2];
   for (uint32_t i = 0; i < n; ++i) {
     abi::lane &ln = w.lanes[i];
-    abi::thread_attrs &a = ln.a;
-    a.local[0] = i % sx;
-    a.local[1] = (i / sx) % sy;
-    a.local[2] = i / (sx * sy);
-    for (int k = 0; k < 3; ++k) a.grid[k] = G.id[k] * tg[k] + a.local[k];
-    a.index = i;
-    a.lane_id = i & 31u;
-    a.simd_id = i >> 5;
-    ln.L = &ds.L;
+    ln.a.grid[0] = bx + ln.a.local[0];
+    ln.a.grid[1] = by + ln.a.local[1];
+    ln.a.grid[2] = bz + ln.a.local[2];
     ln.G = &G;
-    ln.in = nullptr;
-    ln.out = nullptr;
-    ln.active = 0;
-    ln.leader = 0;
-    ln.simd_base = &w.lanes[i & ~31u];
-    LaneHost &h = w.hosts[i];
-    h.state = kReady;
-    h.token = 0;
-    h.ln = &ln;
-    h.worker = &w;
-    h.kd = ds.kd;
-    ln.host = &h;
-    // Stagger stack tops so 32 lanes' hot frames do not all map to the same cache sets.
-    fiber_init(h.ctx, w.stacks[i], w.stack_size - (i % 32) * 192, &lane_entry, &h);
   }
-  uint32_t exited = 0;
-  std::vector<uint64_t> tokens;
-  for (;;) {
-    for (uint32_t i = 0; i < n; ++i) {
-      LaneHost &h = w.hosts[i];
-      if (h.state != kReady) continue;
-      fiber_switch(w.sched, h.ctx);
-      if (h.state == kExited) ++exited;
-    }
-    if (exited == n) return true;
-    if (ds.failed.load(std::memory_order_relaxed)) return false;
-    bool released = false;
-    // Simd collectives: every non-exited lane of the simdgroup is blocked (that is all of them
-    // now); lanes at the same call site form an active set.
-    for (uint32_t base = 0; base < n; base += 32) {
-      uint32_t end = std::min(n, base + 32);
-      tokens.clear();
-      for (uint32_t i = base; i < end; ++i)
-        if (w.hosts[i].state == kAtSimd && std::find(tokens.begin(), tokens.end(), w.hosts[i].token) == tokens.end())
-          tokens.push_back(w.hosts[i].token);
-      for (uint64_t t : tokens) {
-        uint32_t mask = 0;
-        for (uint32_t i = base; i < end; ++i)
-          if (w.hosts[i].state == kAtSimd && w.hosts[i].token == t) mask |= 1u << (i - base);
-        uint32_t leader = base + uint32_t(__builtin_ctz(mask));
-        for (uint32_t i = base; i < end; ++i) {
-          if (!((mask >> (i - base)) & 1u)) continue;
-          w.lanes[i].active = mask;
-          w.lanes[i].leader = i == leader;
-          w.hosts[i].state = kReady;
-        }
-        released = true;
-      }
-    }
-    if (released) continue;
-    uint32_t at_barrier = 0;
-    for (uint32_t i = 0; i < n; ++i)
-      if (w.hosts[i].state == kAtBarrier) ++at_barrier;
-    std::ostringstream where;
-    where << "kernel '" << ds.name << "', threadgroup (" << G.id[0] << ", " << G.id[1] << ", " << G.id[2] << ")";
-    if (at_barrier > 0 && exited > 0) {
-      std::ostringstream m;
-      m << "threadgroup_barrier reached by " << at_barrier << " of " << n << " threads in " << where.str()
-        << ": " << exited << " thread(s) exited without reaching it";
-      ds.fail(m.str());
-      return false;
-    }
-    if (at_barrier == n - exited && at_barrier > 0) {
-      for (uint32_t i = 0; i < n; ++i)
-        if (w.hosts[i].state == kAtBarrier) w.hosts[i].state = kReady;
-      continue;
-    }
-    ds.fail("lanes can never make progress in " + where.str());
-    return false;
+  // Lanes past `parked` have no context yet (or were abandoned): start them at lane_entry.
+  // Stagger stack tops so 32 lanes' hot frames do not all map to the same cache sets.
+  for (uint32_t i = w.parked; i < n; ++i)
+    fiber_init(w.hosts[i].ctx, w.stacks[i], w.stack_size - (i % 32) * 192, &lane_entry, &w.hosts[i]);
+  w.parked = std::max(w.parked, n);
+  w.nsg = (n + 31) / 32;
+  for (uint32_t s = 0; s < w.nsg; ++s) {
+    const uint32_t lanes_here = std::min(32u, n - s * 32);
+    w.ready[s] = lanes_here == 32 ? ~0u : (1u << lanes_here) - 1;
+    w.at_simd[s] = w.at_barrier[s] = 0;
   }
+  w.sg_ready = w.nsg == 32 ? ~0u : (1u << w.nsg) - 1;
+  w.exited = 0;
+  w.barrier_count = 0;
+  w.end = GroupEnd::kDone;
+  w.tls_lane_slot = nullptr;
+  w.tls_attrs_slot = nullptr;
+  w.resume(nullptr, 0);
+  if (w.end == GroupEnd::kDone) return true;
+  w.parked = 0;  // lanes blocked at the barrier are abandoned mid-kernel
+  std::ostringstream m;
+  m << "threadgroup_barrier reached by " << w.barrier_count << " of " << n << " threads in kernel '" << ds.name
+    << "', threadgroup (" << G.id[0] << ", " << G.id[1] << ", " << G.id[2] << "): " << w.exited
+    << " thread(s) exited without reaching it";
+  ds.fail(m.str());
+  return false;
 }
 
 void run_group(DispatchState &ds, uint64_t linear) {

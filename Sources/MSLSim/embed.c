@@ -34,3 +34,17 @@ const struct mgsim_embedded_file mgsim_prelude_files[] = {
 };
 
 const size_t mgsim_prelude_file_count = sizeof(mgsim_prelude_files) / sizeof(mgsim_prelude_files[0]);
+
+// The translator's source: part of every compiled object's cache key, so objects built from an
+// older translation (different generated entry points or rewrites) are never reused.
+static const unsigned char translator_cpp[] = {
+#embed "translate.cpp" suffix(, )
+    0};
+static const unsigned char translator_h[] = {
+#embed "translate.h" suffix(, )
+    0};
+const struct mgsim_embedded_file mgsim_translator_files[] = {
+    ENTRY("translate.cpp", translator_cpp),
+    ENTRY("translate.h", translator_h),
+};
+const size_t mgsim_translator_file_count = sizeof(mgsim_translator_files) / sizeof(mgsim_translator_files[0]);

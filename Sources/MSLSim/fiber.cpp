@@ -1,24 +1,26 @@
-// Cooperative context switch. x86-64 (System V) and aarch64 (AAPCS64) save exactly the
-// callee-saved state; other targets use ucontext.
+// Cooperative context switch. x86-64 (System V) and aarch64 (AAPCS64) save the callee-saved
+// registers; other targets use ucontext.
+//
+// The floating-point control state (x86 MXCSR and x87 control word, aarch64 FPCR) is not switched:
+// every fiber runs simulator kernel code on one OS thread, and nothing in MSL changes rounding or
+// exception modes, so it is the same in every context. Saving it cost most of a switch
+// (stmxcsr/ldmxcsr/fnstcw/fldcw are microcoded).
 #include "fiber.h"
 
 #include <cstdint>
 #include <cstring>
 
-#if (defined(__x86_64__) || defined(__aarch64__)) && defined(__ELF__)
-#define MGSIM_ASM_FIBERS 1
-#else
+#if !MGSIM_ASM_FIBERS
 #include <ucontext.h>
 
 #include <cstdlib>
 #endif
 
 #if MGSIM_ASM_FIBERS
-extern "C" void mgsim_fiber_switch(void **save_sp, void *to_sp);
 extern "C" void mgsim_fiber_trampoline();
 
 #if defined(__x86_64__)
-// Saves rbp, rbx, r12–r15, MXCSR and the x87 control word, then swaps stacks.
+// Saves rbp, rbx, r12–r15, then swaps stacks.
 asm(R"(
   .text
   .p2align 4
@@ -32,14 +34,8 @@ mgsim_fiber_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -117,12 +113,8 @@ void fiber_init(FiberContext &ctx, char *stack_lo, size_t size, void (*fn)(void 
   uintptr_t top = (reinterpret_cast<uintptr_t>(stack_lo) + size) & ~uintptr_t(15);
   uint64_t *sp = reinterpret_cast<uint64_t *>(top);
 #if defined(__x86_64__)
-  // Frame popped by mgsim_fiber_switch: csr, r15, r14, r13 (fn), r12 (arg), rbx, rbp, return
-  // address (the trampoline). After `ret`, rsp is 16-aligned, as before a call.
-  uint32_t mxcsr;
-  uint16_t fpucw;
-  asm volatile("stmxcsr %0" : "=m"(mxcsr));
-  asm volatile("fnstcw %0" : "=m"(fpucw));
+  // Frame popped by mgsim_fiber_switch: r15, r14, r13 (fn), r12 (arg), rbx, rbp, return address
+  // (the trampoline). After `ret`, rsp is the 16-aligned top, as before a call.
   *--sp = reinterpret_cast<uint64_t>(&mgsim_fiber_trampoline);
   *--sp = 0;                                   // rbp
   *--sp = 0;                                   // rbx
@@ -130,8 +122,6 @@ void fiber_init(FiberContext &ctx, char *stack_lo, size_t size, void (*fn)(void 
   *--sp = reinterpret_cast<uint64_t>(fn);      // r13
   *--sp = 0;                                   // r14
   *--sp = 0;                                   // r15
-  uint64_t csr = uint64_t(mxcsr) | (uint64_t(fpucw) << 32);
-  *--sp = csr;
 #else
   sp -= 22;  // 176 bytes
   std::memset(sp, 0, 176);
@@ -143,7 +133,6 @@ void fiber_init(FiberContext &ctx, char *stack_lo, size_t size, void (*fn)(void 
   ctx.sp = sp;
 }
 
-void fiber_switch(FiberContext &from, FiberContext &to) { mgsim_fiber_switch(&from.sp, to.sp); }
 void fiber_destroy(FiberContext &) {}
 const char *fiber_backend() {
 #if defined(__x86_64__)

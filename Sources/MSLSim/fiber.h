@@ -14,8 +14,17 @@ struct FiberContext {
 
 // Prepares `ctx` to start running fn(arg) on [stack_lo, stack_lo + size).
 void fiber_init(FiberContext &ctx, char *stack_lo, size_t size, void (*fn)(void *), void *arg);
+#if (defined(__x86_64__) || defined(__aarch64__)) && defined(__ELF__)
+#define MGSIM_ASM_FIBERS 1
+}  // namespace mgsim
+extern "C" void mgsim_fiber_switch(void **save_sp, void *to_sp);
+namespace mgsim {
+// Saves the current context into `from` and resumes `to`.
+inline void fiber_switch(FiberContext &from, FiberContext &to) { mgsim_fiber_switch(&from.sp, to.sp); }
+#else
 // Saves the current context into `from` and resumes `to`.
 void fiber_switch(FiberContext &from, FiberContext &to);
+#endif
 // Releases backend resources held by a context (ucontext fallback only).
 void fiber_destroy(FiberContext &ctx);
 const char *fiber_backend();

@@ -188,9 +188,11 @@ const std::unordered_set<std::string> &collective_names() {
   return s;
 }
 
+// Names that make a kernel run its lanes as fibers. thread_elements(): a simdgroup matrix whose
+// lanes wrote their fragments gathers them with a collective (mgsim::simdgroup_allgather).
 bool is_sync_name(const std::string &s) {
   return collective_names().count(s) || s.rfind("quad_", 0) == 0 ||
-         s.rfind("simd_shuffle", 0) == 0;
+         s.rfind("simd_shuffle", 0) == 0 || s == "thread_elements";
 }
 
 const std::unordered_set<std::string> &thread_attribute_names() {
@@ -1076,6 +1078,16 @@ class Translator {
     // An object declaration: one instance per threadgroup. A worker runs one threadgroup at a
     // time and its lanes never migrate, so thread-local storage is exactly per-threadgroup.
     set(i, "static thread_local");
+    // `threadgroup T name[N]...;` with one declarator: the storage gets another name and `name`
+    // becomes a reference to it, so the thread-local address is computed once per call instead
+    // of at every access (a TLS descriptor call each in a dlopen'ed object).
+    size_t k = e + 1;
+    while (is(k, "[") && match_[k] != SIZE_MAX) k = match_[k] + 1;
+    if (is(k, ";") && !replaced_[e] && !replaced_[k]) {
+      const std::string name = text(e);
+      set(e, "mgsim_tg_" + name);
+      set(k, "; auto &" + name + " = mgsim_tg_" + name + ";");
+    }
   }
 
   // --- kernels: call graph, threadgroup sizes, entries -----------------------------------------

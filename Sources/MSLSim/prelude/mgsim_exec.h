@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -62,20 +62,30 @@ struct thread_attrs {
   uint32_t simd_id;   // simdgroup_index_in_threadgroup
 };
 
-// A cooperative lane (fiber mode). The host owns the array; the kernel side fills in/out/arg
-// before blocking at a collective, and the set's leader computes every member's result.
+struct lane;
+// A collective's combining step: reads every member's `in` (and `arg`) and writes every member's
+// `out`. `base` is lane 0 of the simdgroup; bit l of `mask` is lane base[l], a member.
+typedef void (*combine_fn)(lane *base, uint32_t mask);
+
+// A cooperative lane (fiber mode). The host owns the array; the kernel side fills in/out/arg/
+// combine before blocking at a collective. When every live lane of the simdgroup is blocked, the
+// host groups the lanes at the same call site (token and combine) into an active set and runs
+// `combine` once for the set before any member resumes.
 struct lane {
   thread_attrs a;
   const launch *L;
   const group *G;
   const void *in;
   void *out;
+  combine_fn combine;  // null for simdgroup_barrier
   uint32_t arg;
-  uint32_t active;    // active set of the collective that just completed (bit per lane)
-  uint32_t leader;    // nonzero on the lowest lane of the active set
-  uint32_t pad;
-  lane *simd_base;    // lane 0 of this lane's simdgroup
+  uint32_t active;     // active set of the collective that just completed (bit per lane)
+  lane *simd_base;     // lane 0 of this lane's simdgroup
   void *host;
+  // This OS thread's mgsim::tls_lane / tls_attrs in the kernel object, recorded when the lane
+  // starts: the host points them at each lane it resumes (no TLS lookup in the kernel per switch).
+  lane **tls_lane_slot;
+  const thread_attrs **tls_attrs_slot;
 };
 
 struct host_api {
@@ -156,17 +166,17 @@ inline void misuse(const char *what) {
   if (L && L->host) L->host->misuse(L, what);
 }
 
-inline void block(abi::lane *me, uint32_t kind, uint64_t token) {
+// Other lanes may run before this returns; the host restores tls_lane/tls_attrs for this lane.
+MGSIM_ALWAYS_INLINE void block(abi::lane *me, uint32_t kind, uint64_t token) {
   me->L->host->block(me, kind, token);
-  // Another lane ran in between: restore this fiber's view of the thread-local state.
-  tls_lane = me;
-  tls_attrs = &me->a;
 }
 
 inline void enter_lane(abi::lane *me) {
   tls_lane = me;
   tls_attrs = &me->a;
   tls_launch = me->L;
+  me->tls_lane_slot = &tls_lane;
+  me->tls_attrs_slot = &tls_attrs;
 }
 
 // --- thread attributes -------------------------------------------------------------------------
@@ -243,6 +253,9 @@ MGSIM_ALWAYS_INLINE T *oob_slot() {
 // The element a non-const checked pointer designates: reads and writes are checked separately.
 template <class T>
 struct elem_ref {
+  // The value-proxy protocol of mgsim_types.h: operators and metal:: functions take an elem_ref as
+  // a value of T, so exp(p[i]), half ph[i] + ph[j] and vector pv[i] * 2 compile in checked mode.
+  using mgsim_value_type = T;
   T *p;
   const abi::check_binding *b;
 
@@ -523,6 +536,7 @@ constexpr mem_flags operator&(mem_flags a, mem_flags b) {
 inline void threadgroup_barrier(mgsim::site, mem_flags = mem_flags::mem_none) {
   mgsim::abi::lane *me = mgsim::tls_lane;
   if (!me) return mgsim::misuse("threadgroup_barrier");
+  me->combine = nullptr;
   mgsim::block(me, mgsim::abi::block_barrier, 0);
 }
 inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) {
@@ -531,11 +545,13 @@ inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) {
 inline void simdgroup_barrier(mgsim::site s, mem_flags = mem_flags::mem_none) {
   mgsim::abi::lane *me = mgsim::tls_lane;
   if (!me) return mgsim::misuse("simdgroup_barrier");
+  me->combine = nullptr;
   mgsim::block(me, mgsim::abi::block_simd, (uint64_t(1) << 63) | s.id);
 }
 MGSIM_ALWAYS_INLINE void simdgroup_barrier(mem_flags = mem_flags::mem_none) {
   mgsim::abi::lane *me = mgsim::tls_lane;
   if (!me) return mgsim::misuse("simdgroup_barrier");
+  me->combine = nullptr;
   mgsim::block(me, mgsim::abi::block_simd, mgsim::call_site_token());
 }
 
@@ -559,7 +575,7 @@ namespace mgsim {
 inline uint64_t site_token(site s) { return (uint64_t(1) << 63) | s.id; }
 
 // Blocks the lane until every live lane of its simdgroup is blocked; lanes at the same call site
-// form the active set. The set's lowest lane runs first and computes every member's result.
+// form the active set, whose combine the host runs once before the members resume.
 template <class T, class Compute>
 MGSIM_ALWAYS_INLINE T collective(uint64_t token, const T &x, uint32_t arg, const char *what,
                                  Compute compute) {
@@ -576,8 +592,8 @@ MGSIM_ALWAYS_INLINE T collective(uint64_t token, const T &x, uint32_t arg, const
   me->in = &x;
   me->out = res;
   me->arg = arg;
+  me->combine = compute;  // a captureless lambda: one function per collective and type
   block(me, abi::block_simd, token);
-  if (me->leader) compute(me->simd_base, me->active);
   return T(*reinterpret_cast<const T *>(res));
 }
 
@@ -780,8 +796,8 @@ inline uint64_t vote_bits(uint64_t token, bool x, const char *what) {
   me->in = &x;
   me->out = &res;
   me->arg = 0;
+  me->combine = &vote;
   mgsim::block(me, mgsim::abi::block_simd, token);
-  if (me->leader) vote(me->simd_base, me->active);
   return res;
 }
 inline uint64_t active_bits(uint64_t token) {
@@ -792,8 +808,8 @@ inline uint64_t active_bits(uint64_t token) {
   me->in = &t;
   me->out = &res;
   me->arg = 0;
+  me->combine = &vote;
   mgsim::block(me, mgsim::abi::block_simd, token);
-  if (me->leader) vote(me->simd_base, me->active);
   return res;
 }
 }  // namespace mgsim_detail
@@ -839,6 +855,38 @@ MGSIM_ALWAYS_INLINE bool simd_is_first() {
 }
 
 }  // namespace metal
+
+namespace mgsim {
+
+// The collective mgsim_simdgroup_matrix.h declares: simdgroup_matrix::thread_elements() writers
+// gather every live lane's fragment before a multiply or store. Every live lane passes `bytes`
+// bytes at `mine`; every lane receives them at `all + lane * bytes` (other slots are untouched).
+// Not inlined: its return address names the calling instantiation (one per element type), which
+// keeps gathers of different sizes apart.
+inline void allgather_combine(abi::lane *base, uint32_t mask) {
+  for (uint32_t to = mask; to; to &= to - 1) {
+    unsigned char *dst = static_cast<unsigned char *>(base[__builtin_ctz(to)].out);
+    for (uint32_t from = mask; from; from &= from - 1) {
+      const uint32_t l = uint32_t(__builtin_ctz(from));
+      memcpy(dst + size_t(l) * base[l].arg, base[l].in, base[l].arg);
+    }
+  }
+}
+MGSIM_NOINLINE inline void simdgroup_allgather(const void *mine, void *all, unsigned bytes) {
+  abi::lane *me = tls_lane;
+  if (!me) {
+    misuse("simdgroup_matrix::thread_elements()");
+    memcpy(static_cast<unsigned char *>(all) + size_t(simd_lane_id()) * bytes, mine, bytes);
+    return;
+  }
+  me->in = mine;
+  me->out = all;
+  me->arg = bytes;
+  me->combine = &allgather_combine;
+  block(me, abi::block_simd, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
+}
+
+}  // namespace mgsim
 
 #endif  // MGSIM_ABI_ONLY
 #endif  // MGSIM_EXEC_H

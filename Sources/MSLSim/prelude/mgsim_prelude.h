@@ -6,7 +6,9 @@
 #ifndef MGSIM_PRELUDE_H
 #define MGSIM_PRELUDE_H
 
-#include <math.h>
+// <cmath>, not <math.h>: libstdc++'s <math.h> injects std::'s integer-argument templates into the
+// global namespace, where they tie with metal::'s (pow(x, 2), floor(i), sqrt(2), fmax(x, 0)).
+#include <cmath>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

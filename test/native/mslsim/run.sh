@@ -27,7 +27,8 @@ for f in "$src"/*.cpp; do
   fi
   objs+=("$o")
 done
-if [ ! -f "$out/embed.o" ] || [ -n "$(find "$src" -newer "$out/embed.o" \( -name '*.h' -o -name 'embed.c' \) -print -quit)" ]; then
+# embed.c embeds the prelude headers and the translator's source (hashed into the cache key).
+if [ ! -f "$out/embed.o" ] || [ -n "$(find "$src" -newer "$out/embed.o" \( -name '*.h' -o -name 'embed.c' -o -name 'translate.cpp' \) -print -quit)" ]; then
   "$CC_EMBED" -std=c2x -Wall -Wextra -c "$src/embed.c" -o "$out/embed.o"
 fi
 objs+=("$out/embed.o")
