@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "fiber.h"
+#include "guard.h"
 #include "sim_internal.h"
 
 namespace mgsim {
@@ -36,8 +37,9 @@ struct LaneHost {
 // How a threadgroup's fibers ended when control came back to the worker's main context.
 enum class GroupEnd : uint32_t { kDone, kPartialBarrier };
 
-// Per-OS-thread state: fiber stacks (mmap'd once, guard page below each, reused), lanes, the
-// scheduler's bookkeeping for the threadgroup this thread runs, and its dynamic threadgroup memory.
+// Per-OS-thread state: fiber stacks (mmap'd once, a guard region below each, reused), lanes, the
+// scheduler's bookkeeping for the threadgroup this thread runs, its dynamic threadgroup memory and
+// its fault record (guard.h).
 //
 // Scheduling: lanes switch directly to one another (never through a scheduler context). A lane that
 // blocks hands over to the next ready lane of its simdgroup; when its simdgroup has none left, the
@@ -67,6 +69,12 @@ struct Worker {
   // The dispatch (serial number) and threadgroup shape the lanes' fixed fields were set for.
   uint64_t shaped_for = 0;
   uint32_t shape[3]{};
+  // Fault recovery: this thread's record (null if none was free), where the attributes of the lane
+  // running kernel code are published for a fault report, and the threadgroup being run.
+  FaultRecord *rec = this_thread_fault_record();
+  const abi::thread_attrs *unrecorded_current = nullptr;
+  const abi::thread_attrs **current = rec ? &rec->current : &unrecorded_current;
+  uint64_t group_linear = 0;
   alignas(64) unsigned char tg_mem[kThreadgroupMemoryLimit + 64 * abi::kMaxBindings];
 
   ~Worker() {
@@ -82,8 +90,11 @@ struct Worker {
         long v = atol(e);
         if (v >= 16 && v <= 65536) kb = size_t(v);
       }
-      guard = size_t(sysconf(_SC_PAGESIZE));
-      stack_size = (kb * 1024 + guard - 1) / guard * guard;
+      const size_t page = size_t(sysconf(_SC_PAGESIZE));
+      // Kernels are compiled with stack-clash probes, so an overflow faults in the guard region
+      // (64 KiB of address space: a frame that skips it would otherwise land in another stack).
+      guard = std::max<size_t>(page, 64 * 1024) / page * page;
+      stack_size = (kb * 1024 + page - 1) / page * page;
     }
     if (lanes.empty()) {  // never reallocated: parked lanes' frames point into these arrays
       lanes.resize(kMaxLanes);
@@ -110,6 +121,7 @@ struct Worker {
   // object's thread-local current lane at it (known once a lane has blocked; a lane that has not
   // started sets them itself).
   void resume(LaneHost *me, uint32_t i) {
+    *current = &lanes[i].a;
     if (tls_lane_slot) {
       *tls_lane_slot = &lanes[i];
       *tls_attrs_slot = &lanes[i].a;
@@ -185,9 +197,16 @@ struct Worker {
   }
 };
 
+// One Worker per OS thread that runs kernels, freed (stacks unmapped) when the thread exits.
+struct WorkerHolder {
+  Worker *w = nullptr;
+  ~WorkerHolder() { delete w; }
+};
+thread_local WorkerHolder t_worker;
+
 Worker &this_worker() {
-  static thread_local Worker *w = new Worker();  // lives as long as its thread; never freed early
-  return *w;
+  if (!t_worker.w) t_worker.w = new Worker();
+  return *t_worker.w;
 }
 
 std::atomic<uint64_t> g_dispatch_serial{0};
@@ -240,7 +259,21 @@ void host_block(abi::lane *ln, uint32_t kind, uint64_t token) {
   w.schedule(h, i);
 }
 
+// Host code called from kernel code: a fault in it is the simulator's bug, not the kernel's, and
+// must not be recovered from (it may hold a lock).
+struct Unguarded {
+  FaultRecord *rec = this_worker().rec;
+  sig_atomic_t was = rec ? rec->active : 0;
+  Unguarded() {
+    if (rec) rec->active = 0;
+  }
+  ~Unguarded() {
+    if (rec) rec->active = was;
+  }
+};
+
 void host_misuse(const abi::launch *L, const char *what) {
+  Unguarded unguarded;
   auto *d = static_cast<DispatchState *>(L->dispatch);
   d->fail(std::string("kernel '") + d->name + "' called " + what +
           " outside a cooperative lane (the simulator classified it as barrier-free; call it "
@@ -248,6 +281,7 @@ void host_misuse(const abi::launch *L, const char *what) {
 }
 
 void host_violation(const abi::check_binding *b, int64_t off, uint32_t size, int write, const uint32_t *pos) {
+  Unguarded unguarded;
   auto *d = static_cast<DispatchState *>(b->dispatch);
   std::lock_guard<std::mutex> g(d->mu);
   d->violation_count++;
@@ -295,6 +329,10 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
   }
   for (uint32_t n = 0; n < abi::kMaxBindings; ++n)
     G.tg_mem[n] = d.threadgroup_memory_length[n] ? w.tg_mem + ds.tg_offset[n] : nullptr;
+  for (int k = 0; k < 3; ++k) {
+    G.from[k] = 0;
+    G.to[k] = G.size[k];
+  }
 }
 
 // Runs one threadgroup's lanes as fibers until all exit; false (with ds.fail) on a barrier error.
@@ -357,6 +395,7 @@ bool run_group_fibers(DispatchState &ds, Worker &w, const abi::group &G) {
   w.tls_lane_slot = nullptr;
   w.tls_attrs_slot = nullptr;
   w.resume(nullptr, 0);
+  *w.current = nullptr;
   if (w.end == GroupEnd::kDone) return true;
   w.parked = 0;  // lanes blocked at the barrier are abandoned mid-kernel
   std::ostringstream m;
@@ -367,12 +406,48 @@ bool run_group_fibers(DispatchState &ds, Worker &w, const abi::group &G) {
   return false;
 }
 
-void run_group(DispatchState &ds, uint64_t linear) {
-  Worker &w = this_worker();
+void run_group(DispatchState &ds, Worker &w, uint64_t linear) {
   abi::group G;
+  w.group_linear = linear;
   fill_group(ds, linear, G, w);
   if (ds.kd->needs_fibers) run_group_fibers(ds, w, G);
   else ds.kd->plain(&ds.L, &G);
+}
+
+// A plain loop does not say which thread it runs (tracking it would slow every kernel): after a
+// fault, the threadgroup's threads run again one at a time until one faults again. The dispatch
+// has failed already, so repeating side effects changes nothing that counts.
+void locate_plain_fault(DispatchState &ds, Worker &w, FaultRecord &rec) {
+  const int signo = rec.signo, code = rec.code;
+  void *const address = rec.address;
+  abi::group G;
+  fill_group(ds, w.group_linear, G, w);
+  abi::thread_attrs probe{};
+  if (sigsetjmp(rec.jump, 0) == 0) {
+    rec.current = &probe;  // the handler copies the position of the thread that faults
+    rec.active = 1;
+    const uint32_t *tg = ds.L.threads_per_threadgroup;
+    for (uint32_t i = 0; i < G.nthreads; ++i) {
+      const uint32_t x = i % G.size[0], y = (i / G.size[0]) % G.size[1], z = i / (G.size[0] * G.size[1]);
+      probe.grid[0] = G.id[0] * tg[0] + x;
+      probe.grid[1] = G.id[1] * tg[1] + y;
+      probe.grid[2] = G.id[2] * tg[2] + z;
+      G.from[0] = x;
+      G.from[1] = y;
+      G.from[2] = z;
+      G.to[0] = x + 1;
+      G.to[1] = y + 1;
+      G.to[2] = z + 1;
+      ds.kd->plain(&ds.L, &G);
+    }
+    rec.active = 0;  // no thread faulted this time: the position stays unknown
+  } else {
+    unblock_fault_signal(rec);
+  }
+  rec.current = nullptr;
+  rec.signo = signo;
+  rec.code = code;
+  rec.address = address;
 }
 
 // A small pool: the dispatching thread works too. One dispatch uses the pool at a time; a
@@ -500,6 +575,7 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
     ds.L.threads_per_grid[k] = d.dispatch_threads ? d.grid[k] : uint32_t(uint64_t(d.grid[k]) * tg);
   }
   ds.total_groups = uint64_t(ds.groups[0]) * ds.groups[1] * ds.groups[2];
+  ensure_fault_handlers();
   stats().dispatches.fetch_add(1);
   if (kd.needs_fibers) stats().fiber_dispatches.fetch_add(1);
   if (ds.total_groups == 0) return 0;
@@ -539,16 +615,27 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   std::atomic<uint64_t> next{0};
   uint64_t chunk = std::max<uint64_t>(1, ds.total_groups / (uint64_t(pool.size()) * 8));
   auto job = [&] {
-    for (;;) {
-      if (ds.failed.load(std::memory_order_relaxed)) return;
-      uint64_t b = next.fetch_add(chunk);
-      if (b >= ds.total_groups) return;
-      uint64_t e = std::min(ds.total_groups, b + chunk);
-      for (uint64_t g = b; g < e; ++g) {
-        run_group(ds, g);
-        if (ds.failed.load(std::memory_order_relaxed)) return;
-      }
+    Worker &w = this_worker();
+    FaultRecord *const rec = w.rec;
+    if (rec && sigsetjmp(rec->jump, 0) != 0) {
+      // Kernel code faulted on this thread (guard.cpp's handler jumped here): the dispatch fails,
+      // and this thread's fibers, abandoned mid-kernel, are never resumed.
+      w.parked = 0;
+      *w.current = nullptr;
+      unblock_fault_signal(*rec);
+      if (!ds.kd->needs_fibers) locate_plain_fault(ds, w, *rec);
+      ds.fail(describe_fault(*rec, ds.name, w.stacks.data(), w.stacks.size(), w.stack_size, w.guard,
+                             ds.kd->needs_fibers != 0));
+      return;
     }
+    if (rec) rec->active = 1;
+    while (!ds.failed.load(std::memory_order_relaxed)) {
+      const uint64_t b = next.fetch_add(chunk);
+      if (b >= ds.total_groups) break;
+      const uint64_t e = std::min(ds.total_groups, b + chunk);
+      for (uint64_t g = b; g < e && !ds.failed.load(std::memory_order_relaxed); ++g) run_group(ds, w, g);
+    }
+    if (rec) rec->active = 0;
   };
   // Small dispatches are not worth waking the pool.
   if (ds.total_groups == 1 || total_threads < 2048) job();

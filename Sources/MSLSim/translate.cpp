@@ -1245,7 +1245,9 @@ class Translator {
           if (k.host_name == host_name) return error(line, "two kernels are named '" + host_name + "'");
         KernelInfo ki;
         ki.host_name = host_name;
-        ki.call_expr = call;
+        // Fully qualified: a kernel named like a metal:: function (divide, select, ...) is not
+        // ambiguous with it (qualified lookup ignores the prelude's using-directive).
+        ki.call_expr = call.rfind("::", 0) == 0 ? call : "::" + call;
         ki.params = kd.params;
         ki.needs_fibers = sync;
         ki.track_attrs = lane_id || opt_.checked;

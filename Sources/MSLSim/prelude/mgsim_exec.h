@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -50,7 +50,10 @@ struct group {
   uint32_t id[3];
   uint32_t size[3];   // the threads this threadgroup really has in each dimension
   uint32_t nthreads;
-  uint32_t pad;
+  // The box of threads a plain loop runs: [from, to) in each dimension, normally all of them (the
+  // host re-runs single threads to find the one that faulted).
+  uint32_t from[3];
+  uint32_t to[3];
   void *tg_mem[kMaxBindings];
 };
 
@@ -490,14 +493,14 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
   tls_lane = nullptr;
   tls_launch = L;
   if (track) tls_attrs = &a;
-  const uint32_t sx = G->size[0], sy = G->size[1], sz = G->size[2];
+  const uint32_t sx = G->size[0], sy = G->size[1];
   const uint32_t bx = G->id[0] * L->threads_per_threadgroup[0];
   const uint32_t by = G->id[1] * L->threads_per_threadgroup[1];
   const uint32_t bz = G->id[2] * L->threads_per_threadgroup[2];
-  uint32_t idx = 0;
-  for (uint32_t z = 0; z < sz; ++z)
-    for (uint32_t y = 0; y < sy; ++y)
-      for (uint32_t x = 0; x < sx; ++x, ++idx) {
+  for (uint32_t z = G->from[2]; z < G->to[2]; ++z)
+    for (uint32_t y = G->from[1]; y < G->to[1]; ++y) {
+      uint32_t idx = (z * sy + y) * sx + G->from[0];
+      for (uint32_t x = G->from[0]; x < G->to[0]; ++x, ++idx) {
         a.grid[0] = bx + x;
         a.grid[1] = by + y;
         a.grid[2] = bz + z;
@@ -509,6 +512,7 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
         a.simd_id = idx >> 5;
         body(static_cast<const abi::thread_attrs &>(a));
       }
+    }
   if (track) tls_attrs = nullptr;
 }
 
