@@ -92,8 +92,14 @@ static void check_fault(Lib &lib, const char *name, uint32_t threads, const std:
   mgsim_function_release(f);
 }
 
-// Child: run one dispatch (installs the simulator's handlers over `mode`'s), then fault in host code.
+// Child: run one dispatch (installs the simulator's handlers over `mode`'s), then fault in host code;
+// or, in mode "nocompiler" (MG_SIM_CXX names no program), compile a new source.
 static int child(const char *mode, Lib &lib) {
+  if (std::string(mode) == "nocompiler") {
+    Lib fresh("kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) { o[i] = 7.5f; }");
+    printf("%s\n", fresh.error.c_str());
+    return fresh.lib ? 1 : 0;
+  }
   if (std::string(mode) == "chained") {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -136,8 +142,32 @@ int main(int argc, char **argv) {
     CHECK(e.empty() && out[99] == 7, "the same kernel without the zero runs %s", e.c_str());
     mgsim_function_release(f);
   }
-  // Faults outside kernel code: the default action (a SIGSEGV death), or the previous handler.
+  // A function declared but never defined: a link error naming it, not a dlopen failure.
+  {
+    Lib undefined(R"(
+#include <metal_stdlib>
+using namespace metal;
+float helper(float x);
+kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) { out[i] = helper(float(i)); }
+)");
+    CHECK(!undefined.lib && undefined.error.find("[mgsim compile] ") == 0 &&
+              undefined.error.find("undefined reference to `helper(float)'") != std::string::npos &&
+              undefined.error.find(".tmp.") == std::string::npos,
+          "an undefined function is a compile error naming it: %s", undefined.error.c_str());
+  }
   std::string exe = getenv("MSLSIM_TEST_EXE") ? getenv("MSLSIM_TEST_EXE") : argv[0];
+  // A missing compiler is an error message (checked in a child: the compiler is resolved once).
+  {
+    std::string cmd = "MG_SIM_CXX=/nonexistent/c++ '" + exe + "' child nocompiler";
+    FILE *p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[512];
+    while (p && fgets(buf, sizeof buf, p)) out += buf;
+    int status = p ? pclose(p) : -1;
+    CHECK(status == 0 && out.find("[mgsim compile] C++ compiler '/nonexistent/c++' not found") == 0,
+          "a missing compiler is a compile error: %s", out.c_str());
+  }
+  // Faults outside kernel code: the default action (a SIGSEGV death), or the previous handler.
   for (const char *mode : {"default", "chained"}) {
     pid_t pid = fork();
     if (pid == 0) {

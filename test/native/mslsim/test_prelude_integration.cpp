@@ -254,7 +254,43 @@ static void test_embedded_prelude() {
   CHECK(translator_same, "the translator's embedded source (part of the cache key) is the current translate.cpp/.h");
 }
 
+// Signed integer overflow wraps (compiled with -fwrapv): `x + 1 < x` is true at INT_MAX instead of
+// being folded to false, and an LCG in int arithmetic matches the two's-complement reference.
+static const char *kWrapSrc = R"(
+#include <metal_stdlib>
+using namespace metal;
+kernel void wraps(device const int* x [[buffer(0)]], device int* out [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  const int v = x[i];
+  out[3 * i] = v + 1 < v ? 1 : 0;
+  out[3 * i + 1] = v * 1103515245 + 12345;
+  int acc = v;
+  for (int k = 0; k < 3; ++k) acc = acc * 69069 + 1;
+  out[3 * i + 2] = acc > v ? 1 : 0;
+}
+)";
+
+static void test_signed_wrap() {
+  Lib lib(kWrapSrc);
+  CHECK(lib.lib, "signed-overflow kernel compiles %s", lib.error.c_str());
+  if (!lib.lib) return;
+  auto *f = lib.fn("wraps");
+  std::vector<int32_t> x = {2147483647, -2147483647 - 1, 123456789, -5}, out(12, 99);
+  std::string e = Dispatch(f).buf(0, x).buf(1, out).threads(4, 1, 1, 4, 1, 1).run();
+  int bad = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t v = uint32_t(x[size_t(i)]);
+    bad += out[size_t(3 * i)] != (i == 0 ? 1 : 0);
+    bad += uint32_t(out[size_t(3 * i + 1)]) != v * 1103515245u + 12345u;
+    uint32_t acc = v;
+    for (int k = 0; k < 3; ++k) acc = acc * 69069u + 1u;
+    bad += out[size_t(3 * i + 2)] != (int32_t(acc) > int32_t(v) ? 1 : 0);
+  }
+  CHECK(e.empty() && bad == 0, "signed int overflow wraps (INT_MAX + 1 < INT_MAX, LCGs) (%d mismatches) %s", bad, e.c_str());
+  mgsim_function_release(f);
+}
+
 int main() {
+  test_signed_wrap();
   test_cmath_overloads();
   test_fragment_gather();
   test_checked_proxies();
