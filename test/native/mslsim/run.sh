@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the MSLSim sources directly (no SwiftPM) and runs the simulator's C++ harness programs.
 # Usage: test/native/mslsim/run.sh [test-name ...]    (from anywhere)
-# Prints one line per check, then "N passed, N failed"; exits nonzero on any failure.
+# Prints one line per check, then "mslsim: N passed, N failed" (the line .ci/run adds to its
+# totals); exits nonzero on any failure. MSLSIM_TEST_BUILD sets the build directory.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"

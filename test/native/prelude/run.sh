@@ -2,7 +2,8 @@
 # Builds and runs the MSL prelude tests (Sources/MSLSim/prelude/mgsim_{types,math,atomic,
 # simdgroup_matrix}.h): every test program with g++ (warnings are errors) and, unless --no-clang or
 # clang++ is missing, with clang++; then the compile-fail cases (each must fail with its message);
-# then prints how long the headers take to compile. Exits nonzero on any failure.
+# then prints how long the headers take to compile. Ends with "prelude: N passed, N failed" (the
+# line .ci/run adds to its totals). Exits nonzero on any failure.
 #
 # usage: test/native/prelude/run.sh [--exhaustive] [--no-clang] [--no-timing]
 #   --exhaustive  also converts all 2^32 floats to half and bfloat (about 5 CPU minutes)
@@ -125,6 +126,9 @@ print(int((r.ru_utime + r.ru_stime) * 1000) if rc == 0 else -1)' "$@"
 fi
 
 echo "prelude tests: $prog_pass programs passed, $prog_fail failed; $checks_pass checks passed, $checks_fail failed; compile-fail $cf_pass passed, $cf_fail failed"
+# The line CI adds to its totals: a test is a program run by one compiler (with all its checks) or
+# a compile-fail case for one compiler.
+echo "prelude: $((prog_pass + cf_pass)) passed, $((prog_fail + cf_fail + checks_fail)) failed"
 if [ "$prog_fail" -ne 0 ] || [ "$checks_fail" -ne 0 ] || [ "$cf_fail" -ne 0 ]; then
   echo "FAILED: ${failed[*]}"
   exit 1
