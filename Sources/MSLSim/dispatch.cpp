@@ -156,7 +156,7 @@ struct Worker {
   // Called by lane `me` (lane index i) once its state says why it stopped: runs other lanes until
   // `me` may continue, then returns. An exited lane never continues: when no lane can run, control
   // goes back to the main context.
-  void schedule(LaneHost *me, uint32_t i) {
+  __attribute__((always_inline)) void schedule(LaneHost *me, uint32_t i) {
     const uint32_t s = i >> 5, b = i & 31u;
     for (;;) {
       if (ready[s]) {
