@@ -156,7 +156,7 @@ struct Worker {
   // Called by lane `me` (lane index i) once its state says why it stopped: runs other lanes until
   // `me` may continue, then returns. An exited lane never continues: when no lane can run, control
   // goes back to the main context.
-  __attribute__((always_inline)) void schedule(LaneHost *me, uint32_t i) {
+  __attribute__((noinline)) void schedule(LaneHost *me, uint32_t i) {
     const uint32_t s = i >> 5, b = i & 31u;
     for (;;) {
       if (ready[s]) {
@@ -248,13 +248,21 @@ void host_block(abi::lane *ln, uint32_t kind, uint64_t token) {
   const uint32_t i = ln->a.index, s = i >> 5, bit = 1u << (i & 31u);
   w.tls_lane_slot = ln->tls_lane_slot;
   w.tls_attrs_slot = ln->tls_attrs_slot;
-  w.ready[s] &= ~bit;
+  const uint32_t ready = w.ready[s] & ~bit;
+  w.ready[s] = ready;
   if (kind == abi::block_barrier) {
     w.at_barrier[s] |= bit;
     ++w.barrier_count;
   } else {
     w.at_simd[s] |= bit;
     h->token = token;
+  }
+  // The common case, kept free of callee-saved registers (so of stack traffic beyond the switch's
+  // own): hand over to the next ready lane of the simdgroup.
+  if (__builtin_expect(ready != 0, 1)) {
+    const uint32_t above = ready & ((~0u << (i & 31u)) << 1);
+    w.resume(h, (s << 5) | uint32_t(__builtin_ctz(above ? above : ready)));
+    return;
   }
   w.schedule(h, i);
 }

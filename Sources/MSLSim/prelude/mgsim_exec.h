@@ -85,7 +85,7 @@ struct lane {
   uint32_t active;     // active set of the collective that just completed (bit per lane)
   lane *simd_base;     // lane 0 of this lane's simdgroup
   void *host;
-  // This OS thread's mgsim::tls_lane / tls_attrs in the kernel object, recorded when the lane
+  // This OS thread's mgsim::tls.lane / tls.attrs in the kernel object, recorded when the lane
   // starts: the host points them at each lane it resumes (no TLS lookup in the kernel per switch).
   lane **tls_lane_slot;
   const thread_attrs **tls_attrs_slot;
@@ -145,9 +145,14 @@ namespace mgsim {
 
 // Which lane runs on this OS thread right now. Fibers of one threadgroup never migrate between
 // OS threads, so thread_local is per-threadgroup state here.
-inline thread_local abi::lane *tls_lane = nullptr;
-inline thread_local const abi::thread_attrs *tls_attrs = nullptr;
-inline thread_local const abi::launch *tls_launch = nullptr;
+// One thread_local object (each access to thread-local storage in a dlopen'ed object is a
+// __tls_get_addr call; one object means one call per function that uses it).
+struct tls_state {
+  abi::lane *lane;                  // the running lane (fiber mode), else null
+  const abi::thread_attrs *attrs;   // its thread attributes (fiber mode, or tracked plain loops)
+  const abi::launch *launch;        // the dispatch being run
+};
+inline thread_local tls_state tls = {nullptr, nullptr, nullptr};
 
 // Per-call-site token the translator passes to every collective and barrier it sees.
 struct site {
@@ -156,8 +161,8 @@ struct site {
 
 // The lane index used by simdgroup_matrix::thread_elements() (declared by mgsim_simdgroup_matrix.h).
 inline unsigned simd_lane_id() {
-  if (tls_lane) return tls_lane->a.lane_id;
-  return tls_attrs ? tls_attrs->lane_id : 0u;
+  if (tls.lane) return tls.lane->a.lane_id;
+  return tls.attrs ? tls.attrs->lane_id : 0u;
 }
 
 MGSIM_NOINLINE inline uint64_t call_site_token() {
@@ -165,21 +170,21 @@ MGSIM_NOINLINE inline uint64_t call_site_token() {
 }
 
 inline void misuse(const char *what) {
-  const abi::launch *L = tls_launch;
+  const abi::launch *L = tls.launch;
   if (L && L->host) L->host->misuse(L, what);
 }
 
-// Other lanes may run before this returns; the host restores tls_lane/tls_attrs for this lane.
+// Other lanes may run before this returns; the host restores tls.lane/tls.attrs for this lane.
 MGSIM_ALWAYS_INLINE void block(abi::lane *me, uint32_t kind, uint64_t token) {
   me->L->host->block(me, kind, token);
 }
 
 inline void enter_lane(abi::lane *me) {
-  tls_lane = me;
-  tls_attrs = &me->a;
-  tls_launch = me->L;
-  me->tls_lane_slot = &tls_lane;
-  me->tls_attrs_slot = &tls_attrs;
+  tls.lane = me;
+  tls.attrs = &me->a;
+  tls.launch = me->L;
+  me->tls_lane_slot = &tls.lane;
+  me->tls_attrs_slot = &tls.attrs;
 }
 
 // --- thread attributes -------------------------------------------------------------------------
@@ -226,7 +231,7 @@ alignas(64) inline thread_local unsigned char oob_scratch[4096];
 
 inline const uint32_t *current_position() {
   static const uint32_t none[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu};
-  return tls_attrs ? tls_attrs->grid : none;
+  return tls.attrs ? tls.attrs->grid : none;
 }
 
 // True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes.
@@ -490,9 +495,9 @@ template <class Body>
 MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group *G, bool track,
                                          Body &&body) {
   abi::thread_attrs a;
-  tls_lane = nullptr;
-  tls_launch = L;
-  if (track) tls_attrs = &a;
+  tls.lane = nullptr;
+  tls.launch = L;
+  if (track) tls.attrs = &a;
   const uint32_t sx = G->size[0], sy = G->size[1];
   const uint32_t bx = G->id[0] * L->threads_per_threadgroup[0];
   const uint32_t by = G->id[1] * L->threads_per_threadgroup[1];
@@ -513,7 +518,7 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
         body(static_cast<const abi::thread_attrs &>(a));
       }
     }
-  if (track) tls_attrs = nullptr;
+  if (track) tls.attrs = nullptr;
 }
 
 }  // namespace mgsim
@@ -538,7 +543,7 @@ constexpr mem_flags operator&(mem_flags a, mem_flags b) {
 }
 
 inline void threadgroup_barrier(mgsim::site, mem_flags = mem_flags::mem_none) {
-  mgsim::abi::lane *me = mgsim::tls_lane;
+  mgsim::abi::lane *me = mgsim::tls.lane;
   if (!me) return mgsim::misuse("threadgroup_barrier");
   me->combine = nullptr;
   mgsim::block(me, mgsim::abi::block_barrier, 0);
@@ -547,13 +552,13 @@ inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) {
   threadgroup_barrier(mgsim::site{0});
 }
 inline void simdgroup_barrier(mgsim::site s, mem_flags = mem_flags::mem_none) {
-  mgsim::abi::lane *me = mgsim::tls_lane;
+  mgsim::abi::lane *me = mgsim::tls.lane;
   if (!me) return mgsim::misuse("simdgroup_barrier");
   me->combine = nullptr;
   mgsim::block(me, mgsim::abi::block_simd, (uint64_t(1) << 63) | s.id);
 }
 MGSIM_ALWAYS_INLINE void simdgroup_barrier(mem_flags = mem_flags::mem_none) {
-  mgsim::abi::lane *me = mgsim::tls_lane;
+  mgsim::abi::lane *me = mgsim::tls.lane;
   if (!me) return mgsim::misuse("simdgroup_barrier");
   me->combine = nullptr;
   mgsim::block(me, mgsim::abi::block_simd, mgsim::call_site_token());
@@ -587,7 +592,7 @@ MGSIM_ALWAYS_INLINE T collective(uint64_t token, const T &x, uint32_t arg, const
   // move between lanes as bytes, which needs only a trivial destructor and a copy constructor.
   static_assert(std::is_trivially_destructible<T>::value && std::is_copy_constructible<T>::value,
                 "[mgsim] simd collectives need a plain value type");
-  abi::lane *me = tls_lane;
+  abi::lane *me = tls.lane;
   if (!me) {
     misuse(what);
     return x;
@@ -791,7 +796,7 @@ inline void vote(mgsim::abi::lane *b, uint32_t m) {
 }
 inline uint64_t vote_bits(uint64_t token, bool x, const char *what) {
   // The result type (uint64) differs from the input (bool): vote through a uint64 carrier.
-  mgsim::abi::lane *me = mgsim::tls_lane;
+  mgsim::abi::lane *me = mgsim::tls.lane;
   if (!me) {
     mgsim::misuse(what);
     return x ? 1u : 0u;
@@ -805,7 +810,7 @@ inline uint64_t vote_bits(uint64_t token, bool x, const char *what) {
   return res;
 }
 inline uint64_t active_bits(uint64_t token) {
-  mgsim::abi::lane *me = mgsim::tls_lane;
+  mgsim::abi::lane *me = mgsim::tls.lane;
   if (!me) return 1u;
   bool t = true;
   uint64_t res = 0;
@@ -832,12 +837,12 @@ MGSIM_ALWAYS_INLINE bool simd_any(bool x) {
 }
 // simd_all: every active lane's value is true (inactive lanes do not count).
 inline bool simd_all(mgsim::site s, bool x) {
-  mgsim::abi::lane *me = mgsim::tls_lane;
+  mgsim::abi::lane *me = mgsim::tls.lane;
   uint64_t v = mgsim_detail::vote_bits(mgsim::site_token(s), x, "simd_all");
   return me ? v == me->active : v != 0;
 }
 MGSIM_ALWAYS_INLINE bool simd_all(bool x) {
-  mgsim::abi::lane *me = mgsim::tls_lane;
+  mgsim::abi::lane *me = mgsim::tls.lane;
   uint64_t v = mgsim_detail::vote_bits(mgsim::call_site_token(), x, "simd_all");
   return me ? v == me->active : v != 0;
 }
@@ -848,12 +853,12 @@ MGSIM_ALWAYS_INLINE simd_vote simd_active_threads_mask() {
   return simd_vote(mgsim_detail::active_bits(mgsim::call_site_token()));
 }
 inline bool simd_is_first(mgsim::site s) {
-  mgsim::abi::lane *me = mgsim::tls_lane;
+  mgsim::abi::lane *me = mgsim::tls.lane;
   uint64_t v = mgsim_detail::active_bits(mgsim::site_token(s));
   return me ? (v & (~v + 1)) == (uint64_t(1) << me->a.lane_id) : true;
 }
 MGSIM_ALWAYS_INLINE bool simd_is_first() {
-  mgsim::abi::lane *me = mgsim::tls_lane;
+  mgsim::abi::lane *me = mgsim::tls.lane;
   uint64_t v = mgsim_detail::active_bits(mgsim::call_site_token());
   return me ? (v & (~v + 1)) == (uint64_t(1) << me->a.lane_id) : true;
 }
@@ -877,7 +882,7 @@ inline void allgather_combine(abi::lane *base, uint32_t mask) {
   }
 }
 MGSIM_NOINLINE inline void simdgroup_allgather(const void *mine, void *all, unsigned bytes) {
-  abi::lane *me = tls_lane;
+  abi::lane *me = tls.lane;
   if (!me) {
     misuse("simdgroup_matrix::thread_elements()");
     memcpy(static_cast<unsigned char *>(all) + size_t(simd_lane_id()) * bytes, mine, bytes);
