@@ -93,7 +93,11 @@ typedef struct mgsim_dispatch {
 // Runs one dispatch to completion on the simulator's worker threads. Returns 0, or nonzero with a
 // message: a barrier not reached by every live thread, a checked-mode out-of-bounds access or
 // unwritten output (kernel name, buffer index, element index, thread position), an oversized
-// threadgroup, or too much threadgroup memory.
+// threadgroup, or too much threadgroup memory. A fault in kernel code (invalid memory access, a
+// lane's stack overflow, integer division by zero, illegal instruction) fails the dispatch with the
+// kernel's name and the thread's position instead of killing the process: the simulator installs
+// SIGSEGV/SIGBUS/SIGFPE/SIGILL handlers that recover only while one of its threads runs kernel code
+// and pass every other fault to the handler installed before them (or the default action).
 int32_t mgsim_dispatch_run(const mgsim_dispatch *dispatch, char **error);
 
 // Simulator-specific per-dispatch hints. The runtime calls this right before encoding a dispatch;
