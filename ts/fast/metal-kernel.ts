@@ -20,7 +20,7 @@ import { Precision } from "../core/trace.ts";
 import { copyKernel } from "../backend/gpu/copy.ts";
 import { dtypeTag, mslType } from "../backend/gpu/dtypes.ts";
 import { elementwiseGrid } from "../backend/gpu/elementwise.ts";
-import { type BoundArray, type GpuEncoder, float32Bytes, int32Bytes, int64Bytes } from "../backend/gpu/encoder.ts";
+import { type BoundArray, type GpuEncoder, float32Bytes, int32Bytes, int64Bytes, linearThreadgroup } from "../backend/gpu/encoder.ts";
 import { kernelCompileCount, kernelPipeline, kernelSource, sourcePipeline } from "../backend/gpu/kernels.ts";
 import { type BufferBinding, type InlineBytes, type MathMode, type Pipeline, runtime } from "../backend/runtime.ts";
 
@@ -353,7 +353,7 @@ function encodeInputCopy(enc: GpuEncoder, a: MgArray, index: number, note: strin
         ? [int32Bytes(2, a.shape), int64Bytes(3, [...src.strides]), int32Bytes(4, [a.ndim]), int64Bytes(5, [src.base]), int64Bytes(6, [n])]
         : [],
       grid,
-      threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+      threadgroup: linearThreadgroup(pipeline, grid[0]),
       mustWrite: [1],
     },
     { primitives: ["CustomKernel"], inputs: [a], outputs: [a], layout: strided ? "strided" : "contiguous", precision: Precision.none },
@@ -407,7 +407,7 @@ function encodeCustomKernel(enc: GpuEncoder, node: CustomKernelNode): void {
           buffers: [bound.binding],
           bytes: [float32Bytes(1, [p.initValue]), int64Bytes(2, [o.size])],
           grid,
-          threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+          threadgroup: linearThreadgroup(pipeline, grid[0]),
           mustWrite: [0],
         },
         {

@@ -6,7 +6,7 @@ import type { KernelInstance } from "../../core/primitive.ts";
 import { Precision } from "../../core/trace.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { accessOf, elementwiseGrid } from "./elementwise.ts";
-import { type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 function largeIndex(a: MgArray): boolean {
@@ -50,7 +50,7 @@ export function encodeCopy(enc: GpuEncoder, src: MgArray, out: MgArray, primitiv
       buffers: [a.binding, o.binding],
       bytes,
       grid,
-      threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+      threadgroup: linearThreadgroup(pipeline, grid[0]),
       mustWrite: [1],
     },
     { primitives: [primitive], inputs: [src], outputs: [out], layout: kernel!.name.includes("_g_") ? "strided" : "contiguous", precision: Precision.none },

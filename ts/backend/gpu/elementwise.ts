@@ -6,7 +6,7 @@ import { bfloat16, complex64, type Dtype, float16 } from "../../core/dtype.ts";
 import type { KernelInstance } from "../../core/primitive.ts";
 import { Precision } from "../../core/trace.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
 import { kernelPipeline, kernelSource, prepareSources, sourcePipeline } from "./kernels.ts";
 
 /** The MSL functor a node applies (AsType casts to its output type). */
@@ -164,7 +164,7 @@ export function encodeSingle(enc: GpuEncoder, node: Node): void {
       buffers: [...ins, ...outs].map((b) => b.binding),
       bytes,
       grid,
-      threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+      threadgroup: linearThreadgroup(pipeline, grid[0]),
       mustWrite: outs.map((o) => o.binding.index),
     },
     {
@@ -315,7 +315,7 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
       buffers: [...ins, ...outs].map((x) => x.binding),
       bytes,
       grid,
-      threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+      threadgroup: linearThreadgroup(pipeline, grid[0]),
       mustWrite: outs.map((o) => o.binding.index),
     },
     {

@@ -160,10 +160,10 @@ export function float32Bytes(index: number, values: readonly number[]): InlineBy
   return { index, data: Float32Array.from(values.length ? values : [0]) };
 }
 
-/** A 1-D launch over n threads: grid and threadgroup (≤ the pipeline's maximum). */
-export function linearLaunch(n: number, maxThreads: number, preferred = 256): { grid: [number, number, number]; threadgroup: [number, number, number] } {
-  const tg = Math.max(1, Math.min(preferred, maxThreads, n));
-  return { grid: [n, 1, 1], threadgroup: [tg, 1, 1] };
+/** A 1-D threadgroup for a grid `width` threads wide: 256 threads (MLX's choice), fewer when the
+ *  pipeline allows fewer (register-limited pipelines do) or the grid is narrower. */
+export function linearThreadgroup(pipeline: { maxTotalThreadsPerThreadgroup: number }, width: number): [number, number, number] {
+  return [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, width)), 1, 1];
 }
 
 export type { Node };

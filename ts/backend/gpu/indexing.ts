@@ -22,7 +22,7 @@ import { readNumbers } from "../cpu/values.ts";
 import type { BufferBinding, InlineBytes, Pipeline } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { elementwiseGrid, elementwisePrecision } from "./elementwise.ts";
-import { type GpuEncoder, int32Bytes, int64Bytes, viewExtent } from "./encoder.ts";
+import { type GpuEncoder, int32Bytes, int64Bytes, viewExtent, linearThreadgroup } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ export function launch(
       buffers,
       bytes,
       grid,
-      threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+      threadgroup: linearThreadgroup(pipeline, grid[0]),
       mustWrite,
     },
     { primitives: [trace.primitive], inputs: trace.inputs, outputs: trace.outputs, layout: trace.layout, precision: trace.precision ?? Precision.none },

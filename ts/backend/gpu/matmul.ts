@@ -21,7 +21,7 @@ import type { BufferBinding, InlineBytes } from "../runtime.ts";
 import { copyKernel } from "./copy.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { elementwiseGrid } from "./elementwise.ts";
-import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -333,7 +333,7 @@ function bindCopy(enc: GpuEncoder, node: Node, a: MgArray, which: string, index:
       buffers: [src.binding, { index: 1, buffer: scratch, length: count * a.dtype.size, access: "write" }],
       bytes: [int32Bytes(2, kept), int64Bytes(3, [...src.strides]), int32Bytes(4, [nd]), int64Bytes(5, [src.base]), int64Bytes(6, [count])],
       grid,
-      threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+      threadgroup: linearThreadgroup(pipeline, grid[0]),
       mustWrite: [1],
     },
     { primitives: [node.primitive.name], inputs: [a], outputs: [a], layout: "strided", precision: Precision.none },

@@ -16,7 +16,7 @@ import { Precision } from "../../core/trace.ts";
 import type { Pipeline } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { elementwiseGrid } from "./elementwise.ts";
-import { type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -303,7 +303,7 @@ function encodeReduce(enc: GpuEncoder, node: Node): void {
     const o = enc.output(out, 0);
     const grid = elementwiseGrid(out.size);
     enc.dispatch(
-      { pipeline, buffers: [o.binding], bytes: [int64Bytes(1, [out.size])], grid, threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1], mustWrite: [0] },
+      { pipeline, buffers: [o.binding], bytes: [int64Bytes(1, [out.size])], grid, threadgroup: linearThreadgroup(pipeline, grid[0]), mustWrite: [0] },
       trace("empty (identity fill)", []),
     );
     return;
@@ -470,7 +470,7 @@ function encodeArgReduce(enc: GpuEncoder, node: Node): void {
   }
   const grid = elementwiseGrid(plan.lanes);
   enc.dispatch(
-    { pipeline, buffers: [a.binding, o.binding], bytes, grid, threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1], mustWrite: [1] },
+    { pipeline, buffers: [a.binding, o.binding], bytes, grid, threadgroup: linearThreadgroup(pipeline, grid[0]), mustWrite: [1] },
     trace,
   );
 }

@@ -10,7 +10,7 @@ import type { ScanParams, ScanType } from "../../core/primitives/scan.ts";
 import { Precision } from "../../core/trace.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { elementwiseGrid } from "./elementwise.ts";
-import { type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 import { accumulatePrecision, type Dim, groupGrid, knownStrides, largeIndexForced, mergeDims, needsLargeIndex, simdThreadgroup, without } from "./reduce.ts";
 
@@ -117,7 +117,7 @@ function encodeScan(enc: GpuEncoder, node: Node): void {
   }
   const grid = elementwiseGrid(plan.lanes);
   enc.dispatch(
-    { pipeline, buffers: [a.binding, o.binding], bytes, grid, threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1], mustWrite: [1] },
+    { pipeline, buffers: [a.binding, o.binding], bytes, grid, threadgroup: linearThreadgroup(pipeline, grid[0]), mustWrite: [1] },
     trace,
   );
 }

@@ -10,7 +10,7 @@ import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
 import { Precision } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 /** Elements one threadgroup sorts (a power of two): 2048 pairs of 64-bit keys use 24 KiB. */
@@ -257,7 +257,7 @@ export const searchSortedRule: GpuRule = {
         buffers: [seqBinding, values.binding, o.binding],
         bytes: [searchParams(3, seq, a.size, values, n, right, v.ndim), int32Bytes(4, v.shape), int64Bytes(5, values.strides)],
         grid,
-        threadgroup: [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, grid[0])), 1, 1],
+        threadgroup: linearThreadgroup(pipeline, grid[0]),
         mustWrite: [2],
       },
       { primitives: ["SearchSorted"], inputs: [a, v], outputs: [out], layout: values.rowContiguous ? "contiguous" : "strided", precision: Precision.exact },
