@@ -96,11 +96,11 @@ describe("promotion", () => {
   });
   test("values survive promotion exactly when they fit (small integers in every real dtype)", () => {
     fc.assert(
-      fc.property(dtypeArb, dtypeArb, fc.integer({ min: 0, max: 100 }), fc.integer({ min: 0, max: 100 }), (da, db, x, y) => {
+      fc.property(dtypeArb, dtypeArb, fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 60 }), (da, db, x, y) => {
         const a = mg.astype(mg.array([x]), da);
         const b = mg.astype(mg.array([y]), db);
         const t = promoteTypes(da, db);
-        // 0..100 fits every real dtype exactly; bool holds only whether it is nonzero
+        // 0..60, and sums up to 120, fit every real dtype exactly; bool holds only whether it is nonzero
         const exact = (v: number, d: mg.Dtype) => (d === mg.bool_ ? (v !== 0 ? 1 : 0) : v);
         const sum = Number(mg.add(a, b).item());
         const xa = exact(x, da);
@@ -149,7 +149,7 @@ describe("reductions", () => {
         expect(Number(mg.mean(f).item()) * n).toBeCloseTo(va.reduce((x, y) => x + y, 0), 8);
         const mx = Number(mg.max(a).item());
         expect(va.every((x) => x <= mx) && va.includes(mx)).toBe(true);
-        expect(Number(mg.min(mg.negative(a)).item())).toBe(-mx);
+        expect(Number(mg.min(mg.negative(a)).item()) === -mx).toBe(true); // === : an int 0 is not -0
       }),
       { numRuns: 60 },
     );
