@@ -4,3 +4,10 @@
 import { setDefaultTimeout } from "bun:test";
 
 setDefaultTimeout(180_000);
+
+// Property tests (fast-check) are deterministic by default so CI is reproducible: FC_SEED=<n>
+// replays a reported seed, FC_SEED=random explores new cases.
+import fc from "fast-check";
+
+const seed = process.env.FC_SEED;
+if (seed !== "random") fc.configureGlobal({ seed: seed ? Number(seed) : 20261129 });
