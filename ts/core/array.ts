@@ -46,6 +46,8 @@ export function isColContiguous(shape: readonly number[], strides: readonly numb
 /** One application of a primitive; its outputs are siblings (split, divmod …). */
 export class Node {
   outputs: MgArray[] = [];
+  /** Scheduling mark (graph.ts): the epoch of the last schedule that visited this node. */
+  mark = 0;
   constructor(
     readonly primitive: Primitive<unknown>,
     readonly params: unknown,

@@ -69,29 +69,39 @@ export function makeArray<P>(primitive: Primitive<P>, inputs: MgArray[], params:
   return makeNode(primitive, inputs, params, stream)[0]!;
 }
 
-/** Nodes needed to evaluate `targets`, in dependency order (iterative post-order DFS). */
+let scheduleEpoch = 0;
+
+/** Nodes needed to evaluate `targets`, in dependency order (iterative post-order DFS). Visited
+ *  nodes are marked with this call's epoch, not collected in a Set: scheduling is a hot path. */
 export function schedule(targets: readonly MgArray[]): Node[] {
+  const epoch = ++scheduleEpoch;
   const order: Node[] = [];
-  const visited = new Set<Node>();
-  const stack: { node: Node; next: number }[] = [];
+  const nodes: Node[] = [];
+  const next: number[] = [];
   for (const t of targets) {
     const root = t.layout ? null : t.node;
-    if (!root || visited.has(root)) continue;
-    visited.add(root);
-    stack.push({ node: root, next: 0 });
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1]!;
-      const inputs = top.node.inputs;
-      if (top.next < inputs.length) {
-        const input = inputs[top.next++]!;
+    if (!root || root.mark === epoch) continue;
+    root.mark = epoch;
+    nodes.push(root);
+    next.push(0);
+    while (nodes.length > 0) {
+      const top = nodes.length - 1;
+      const node = nodes[top]!;
+      const inputs = node.inputs;
+      const k = next[top]!;
+      if (k < inputs.length) {
+        next[top] = k + 1;
+        const input = inputs[k]!;
         const child = input.layout ? null : input.node;
-        if (child && !visited.has(child)) {
-          visited.add(child);
-          stack.push({ node: child, next: 0 });
+        if (child && child.mark !== epoch) {
+          child.mark = epoch;
+          nodes.push(child);
+          next.push(0);
         }
       } else {
-        stack.pop();
-        order.push(top.node);
+        nodes.pop();
+        next.pop();
+        order.push(node);
       }
     }
   }
