@@ -76,25 +76,30 @@ export type AccessFn = (a: MgArray, outSize: number) => Access | null;
 export const predictedAccess: AccessFn = (a, n) => (a.layout ? accessOf(a, n) : a.size === 1 ? "scalar" : a.size === n ? "contiguous" : null);
 
 // Kernel choices repeat constantly (every `x * 2` on a float32 vector picks the same kernel):
-// memoise them by what decides them, so encoding a node does not rebuild names.
-const choices = new Map<string, SingleChoice>();
+// memoise them per primitive record by a small integer of what else decides them — dtypes,
+// each input's access, index width — so encoding a node builds no strings.
+const choices = new Map<unknown, Map<number, SingleChoice>>();
+const ACCESS_CODE: Record<Access, number> = { contiguous: 0, scalar: 1, strided: 2 };
 
 function chooseSingle(node: Node, accessFn: AccessFn = accessOf): SingleChoice | null {
   const out = node.outputs[0]!;
   const ins = node.inputs;
   const n = out.size;
-  let key = `${functorOf(node)}|${node.primitive.name}|${out.dtype.index}|${ins[ins.length === 3 ? 1 : 0]!.dtype.index}|${n >= 2 ** 32 ? 1 : 0}`;
-  for (const a of ins) {
-    const acc = accessFn(a, n);
+  // out dtype (4 bits) | compute dtype (4 bits) | huge grid | large index | 2 bits per input
+  let code = out.dtype.index | (ins[ins.length === 3 ? 1 : 0]!.dtype.index << 4) | (n >= 2 ** 32 ? 256 : 0);
+  for (let k = 0; k < ins.length; k++) {
+    const acc = accessFn(ins[k]!, n);
     if (acc === null) return null;
-    key += acc === "contiguous" ? "c" : acc === "scalar" ? "s" : "g";
+    code |= ACCESS_CODE[acc] << (10 + 2 * k);
   }
   const large = needsLargeIndex(n, ins);
-  if (large) key += "L";
-  let c = choices.get(key);
+  if (large) code |= 512;
+  let perPrimitive = choices.get(node.primitive);
+  if (!perPrimitive) choices.set(node.primitive, (perPrimitive = new Map()));
+  let c = perPrimitive.get(code);
   if (!c) {
     c = buildChoice(node, ins.map((a) => accessFn(a, n)!), large);
-    choices.set(key, c);
+    perPrimitive.set(code, c);
   }
   return c;
 }
