@@ -85,8 +85,12 @@ describe("creation", () => {
     expect(mg.arange(3, 1).tolist()).toEqual([]);
     expect(() => mg.arange(0, 1, 0)).toThrow("[arange] step must be nonzero.");
     expect(mg.linspace(0, 1, 5).tolist()).toEqual([0, 0.25, 0.5, 0.75, 1]);
-    expect(mg.linspace(0, 1, 4, mg.float32, { endpoint: false }).tolist()).toEqual([0, 0.25, 0.5, 0.75]);
+    expect(mg.linspace(0, 1, 4, false).tolist()).toEqual([0, 0.25, 0.5, 0.75]);
     expect(mg.linspace(2, 3, 1).tolist()).toEqual([2]);
+    // MLX's order: linspace(start, stop, num, endpoint, dtype).
+    const ints = mg.linspace(0, 10, 3, true, mg.int32);
+    expect([ints.dtype, ints.tolist()]).toEqual([mg.int32, [0, 5, 10]]);
+    expect(mg.linspace(0, 1, 2, true, null).dtype).toBe(mg.float32);
   });
   test("eye, identity, tri, tril, triu, meshgrid", () => {
     expect(mg.eye(2, 3, 1).tolist()).toEqual([[0, 1, 0], [0, 0, 1]]);

@@ -76,19 +76,19 @@ export function arange(...args: (number | Dtype | StreamOptions | null | undefin
   return makeArray(Arange, [], { start, step, size, dtype }, resolveStream(opts.stream));
 }
 
-export interface LinspaceOptions extends StreamOptions {
-  endpoint?: boolean;
-}
-
-/** `num` evenly spaced samples over [start, stop], as mx.linspace (interpolated as MLX does). */
-export function linspace(start: number, stop: number, num = 50, dtype: Dtype = float32, opts: LinspaceOptions = {}): MgArray {
+/**
+ * `num` evenly spaced samples over [start, stop] — or [start, stop) without `endpoint` — as
+ * mx.linspace(start, stop, num, endpoint, dtype) (interpolated as MLX does).
+ */
+export function linspace(start: number, stop: number, num = 50, endpoint = true, dtype: Dtype | null = float32, opts: StreamOptions = {}): MgArray {
   if (!Number.isInteger(num) || num < 0) throw new RangeError(`[linspace] number of samples, ${num}, must be non-negative.`);
-  if (num === 1) return astype(fromValues([start], [1], float32), dtype, opts);
-  const inner = dtype === float64 ? float64 : float32;
-  const den = opts.endpoint === false ? num : num - 1;
+  const out = dtype ?? float32;
+  if (num === 1) return astype(fromValues([start], [1], float32), out, opts);
+  const inner = out === float64 ? float64 : float32;
+  const den = endpoint ? num - 1 : num;
   const t = divide(arange(0, num, inner, opts), fromValues([den], [], inner), opts);
   const tBar = subtract(fromValues([1], [], inner), t, opts);
-  return astype(add(multiply(tBar, fromValues([start], [], inner), opts), multiply(t, fromValues([stop], [], inner), opts), opts), dtype, opts);
+  return astype(add(multiply(tBar, fromValues([start], [], inner), opts), multiply(t, fromValues([stop], [], inner), opts), opts), out, opts);
 }
 
 /** Lower-triangular ones: out[i, j] = 1 when j ≤ i + k, as mx.tri. */
