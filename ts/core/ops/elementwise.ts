@@ -330,8 +330,3 @@ export function isclose(a: ArrayInput, b: ArrayInput, rtol = 1e-5, atol = 1e-8, 
   if (opts.equalNan) out = logicalOr(out, equal(x, y, { ...opts, equalNan: true }), opts);
   return out;
 }
-
-/** A zeros array like `x` (used by derivative rules for "no contribution"). */
-export function zerosLikeOf(_cotangent: MgArray, x: MgArray): MgArray {
-  return zerosLike(x);
-}

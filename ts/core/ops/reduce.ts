@@ -76,11 +76,6 @@ function merge(k: boolean | ReduceOptions, opts: ReduceOptions): ReduceOptions {
   return typeof k === "boolean" ? opts : { ...k, ...opts };
 }
 
-/** Sum keeping reduced axes (used by derivative rules). */
-export function sumKeepdims(a: MgArray, axes: readonly number[]): MgArray {
-  return sum(a, axes, true);
-}
-
 /** The reciprocal of the number of reduced elements, in `dtype`. */
 function inverseCount(a: MgArray, axes: readonly number[], dtype: Dtype): MgArray {
   const n = axes.reduce((acc, ax) => acc * a.shape[ax]!, 1);

@@ -6,8 +6,8 @@ import { Broadcast, Reshape, Slice, Transpose } from "../primitives/views.ts";
 import { broadcastShapes, formatShape, normalizeAxes, normalizeAxis, shapeSize, shapesEqual } from "../shape.ts";
 import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 
-/** Resolves one -1 in a requested shape and checks the element count. */
-export function resolveShape(a: MgArray, shape: readonly number[], op: string): number[] {
+/** Resolves one -1 in a requested shape for `size` elements and checks the element count. */
+function resolveShape(size: number, shape: readonly number[], op: string): number[] {
   const out = [...shape];
   let infer = -1;
   let known = 1;
@@ -21,20 +21,20 @@ export function resolveShape(a: MgArray, shape: readonly number[], op: string): 
     } else known *= d;
   }
   if (infer >= 0) {
-    if (known === 0 || a.size % known !== 0) {
-      throw new Error(`[${op}] Cannot infer the shape of an array of size ${a.size} into shape ${formatShape(shape)}.`);
+    if (known === 0 || size % known !== 0) {
+      throw new Error(`[${op}] Cannot infer the shape of an array of size ${size} into shape ${formatShape(shape)}.`);
     }
-    out[infer] = a.size / known;
+    out[infer] = size / known;
   }
-  if (shapeSize(out) !== a.size) {
-    throw new Error(`[${op}] Cannot reshape array of size ${a.size} into shape ${formatShape(shape)}.`);
+  if (shapeSize(out) !== size) {
+    throw new Error(`[${op}] Cannot reshape array of size ${size} into shape ${formatShape(shape)}.`);
   }
   return out;
 }
 
 export function reshape(a: ArrayInput, shape: readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "reshape");
-  const s = resolveShape(x, shape, "reshape");
+  const s = resolveShape(x.size, shape, "reshape");
   if (shapesEqual(s, x.shape)) return x;
   return makeArray(Reshape, [x], { shape: s }, resolveStream(opts.stream));
 }
@@ -60,7 +60,7 @@ export function unflatten(a: ArrayInput, axis: number, shape: readonly number[],
   const x = toArray(a, "unflatten");
   const ax = normalizeAxis(axis, x.ndim, "unflatten");
   if (shape.length === 0) throw new Error("[unflatten] The shape must have at least one dimension.");
-  const inner = resolveShape({ size: x.shape[ax]! } as MgArray, shape, "unflatten");
+  const inner = resolveShape(x.shape[ax]!, shape, "unflatten");
   return reshape(x, [...x.shape.slice(0, ax), ...inner, ...x.shape.slice(ax + 1)], opts);
 }
 

@@ -12,6 +12,7 @@ import {
   sigmoid,
 } from "../../backend/cpu/math.ts";
 import { readBigints, readComplex, readNumbers, writeBigints, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
+import { zerosLike } from "../ops/creation.ts";
 import * as ew from "../ops/elementwise.ts";
 import { vmapElementwise } from "../../autograd/batching.ts";
 
@@ -110,7 +111,7 @@ export const Sign = unary({
     return m === 0 ? [0, 0] : [re / m, im / m];
   },
   // piecewise constant: zero derivative
-  vjp: (x, _y, g) => ew.zerosLikeOf(g, x),
+  vjp: (x) => zerosLike(x),
 });
 
 export const Square = unary({
@@ -296,14 +297,14 @@ export const Floor = unary({
   name: "Floor",
   num: Math.floor,
   big: (x) => x,
-  vjp: (x, _y, g) => ew.zerosLikeOf(g, x),
+  vjp: (x) => zerosLike(x),
 });
 
 export const Ceil = unary({
   name: "Ceil",
   num: Math.ceil,
   big: (x) => x,
-  vjp: (x, _y, g) => ew.zerosLikeOf(g, x),
+  vjp: (x) => zerosLike(x),
 });
 
 export const Round = unary({
@@ -311,7 +312,7 @@ export const Round = unary({
   num: roundHalfEven,
   big: (x) => x,
   cplx: (re, im) => [roundHalfEven(re), roundHalfEven(im)],
-  vjp: (x, _y, g) => ew.zerosLikeOf(g, x),
+  vjp: (x) => zerosLike(x),
 });
 
 export const Sigmoid = unary({
@@ -384,8 +385,8 @@ export const StopGradient: Primitive<null> = {
     const l = x!.layout!;
     out!.setLayout(l.storage, l.offset, l.strides, true);
   },
-  vjp: ([x], [g]) => [ew.zerosLikeOf(g!, x!)],
-  jvp: ([x], [t]) => [ew.zerosLikeOf(t!, x!)],
+  vjp: ([x]) => [zerosLike(x!)],
+  jvp: ([x]) => [zerosLike(x!)],
   vmap: (inputs, axes) => vmapElementwise(StopGradient, inputs, axes, null),
 };
 
@@ -466,7 +467,7 @@ export function binary(def: BinaryDef): Primitive<null> {
     vjp: vjp
       ? ([a, b], [g], argnums, [y]) => {
           const [ga, gb] = vjp(a!, b!, y!, g!);
-          return argnums.map((i) => (i === 0 ? ga ?? ew.zerosLikeOf(g!, a!) : gb ?? ew.zerosLikeOf(g!, b!)));
+          return argnums.map((i) => (i === 0 ? ga ?? zerosLike(a!) : gb ?? zerosLike(b!)));
         }
       : undefined,
     jvp: jvp
@@ -482,7 +483,7 @@ export function binary(def: BinaryDef): Primitive<null> {
 }
 
 const sumTangents = (x: MgArray | null, y: MgArray | null, like: MgArray): MgArray =>
-  x && y ? ew.add(x, y) : x ?? y ?? ew.zerosLikeOf(like, like);
+  x && y ? ew.add(x, y) : x ?? y ?? zerosLike(like);
 
 export const Add = binary({
   name: "Add",
@@ -583,7 +584,7 @@ export const DivMod: Primitive<null> = {
     const ta = argnums.indexOf(0) >= 0 ? tangents[argnums.indexOf(0)]! : null;
     const tb = argnums.indexOf(1) >= 0 ? tangents[argnums.indexOf(1)]! : null;
     const tr = sumTangents(ta, tb ? ew.negative(ew.multiply(tb, ew.floor(ew.divide(a!, b!)))) : null, q!);
-    return [ew.zerosLikeOf(q!, q!), tr];
+    return [zerosLike(q!), tr];
   },
   vmap: (inputs, axes) => vmapElementwise(DivMod, inputs, axes, null),
 };
@@ -736,7 +737,7 @@ export const Select: Primitive<null> = {
   },
   vjp([c, a, b], [g], argnums) {
     return argnums.map((i) =>
-      i === 0 ? ew.zerosLikeOf(g!, c!) : i === 1 ? ew.where(c!, g!, 0) : ew.where(c!, 0, g!),
+      i === 0 ? zerosLike(c!) : i === 1 ? ew.where(c!, g!, 0) : ew.where(c!, 0, g!),
     ) as MgArray[];
   },
   jvp([c], tangents, argnums, [y]) {
@@ -746,7 +747,7 @@ export const Select: Primitive<null> = {
       const part = i === 1 ? ew.where(c!, tangents[k]!, 0) : ew.where(c!, 0, tangents[k]!);
       t = t ? ew.add(t, part) : part;
     });
-    return [t ?? ew.zerosLikeOf(y!, y!)];
+    return [t ?? zerosLike(y!)];
   },
   vmap: (inputs, axes) => vmapElementwise(Select, inputs, axes, null),
 };

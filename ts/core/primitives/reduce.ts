@@ -1,11 +1,17 @@
 // Reductions over a set of axes (MLX's Reduce). The output keeps reduced axes as size 1; the op
 // squeezes them unless keepdims.
 import type { MgArray } from "../array.ts";
+import { resolveStream } from "../device.ts";
 import { bool_, complex64, type Dtype, int64, uint64 } from "../dtype.ts";
+import { makeArray } from "../graph.ts";
 import type { Primitive } from "../primitive.ts";
 import { readBigints, readComplex, readNumbers, writeBigints, writeComplex, writeNumbers } from "../../backend/cpu/values.ts";
+// The rules are written in ops built on this primitive: the import cycle is harmless because
+// nothing is called while the modules load.
+import { zerosLike } from "../ops/creation.ts";
 import * as ew from "../ops/elementwise.ts";
-import { broadcastTo } from "../ops/shape.ts";
+import { cumprod, sum } from "../ops/reduce.ts";
+import { broadcastTo, flip, reshape as reshapeTo, transpose as transposeTo } from "../ops/shape.ts";
 import { reduceRule } from "../../backend/gpu/reduce.ts";
 
 export type ReduceType = "sum" | "prod" | "max" | "min" | "and" | "or";
@@ -210,28 +216,28 @@ export const Reduce: Primitive<ReduceParams> = {
       case "min": {
         // Ties share the gradient equally.
         const mask = ew.astype(ew.equal(x, broadcastTo(y!, x.shape)), x.dtype);
-        const count = ew.astype(sumKeep(mask, p.axes), x.dtype);
+        const count = ew.astype(sum(mask, p.axes, true), x.dtype);
         return [ew.multiply(broadcastTo(ew.divide(g!, count), x.shape), mask)];
       }
       default:
-        return [ew.zerosLikeOf(g!, x)];
+        return [zerosLike(x)];
     }
   },
   jvp([a], [t], _argnums, [y], p) {
     const x = a!;
     switch (p.type) {
       case "sum":
-        return [sumKeep(t!, p.axes)];
+        return [sum(t!, p.axes, true)];
       case "prod":
-        return [sumKeep(ew.multiply(t!, productOfOthers(x, p.axes)), p.axes)];
+        return [sum(ew.multiply(t!, productOfOthers(x, p.axes)), p.axes, true)];
       case "max":
       case "min": {
         const mask = ew.astype(ew.equal(x, broadcastTo(y!, x.shape)), x.dtype);
-        const count = sumKeep(mask, p.axes);
-        return [ew.divide(sumKeep(ew.multiply(t!, mask), p.axes), count)];
+        const count = sum(mask, p.axes, true);
+        return [ew.divide(sum(ew.multiply(t!, mask), p.axes, true), count)];
       }
       default:
-        return [ew.zerosLikeOf(y!, y!)];
+        return [zerosLike(y!)];
     }
   },
   // Reduced axes keep size 1, so the batch axis stays where it is; axes at or after it shift.
@@ -241,10 +247,6 @@ export const Reduce: Primitive<ReduceParams> = {
   },
   paramsKey: (p) => `${p.type}|${p.axes.join(",")}`,
 };
-
-// Lazy imports of ops built on this primitive (avoids an import cycle at module load).
-import { cumprod, sumKeepdims as sumKeep } from "../ops/reduce.ts";
-import { flip } from "../ops/shape.ts";
 
 /** For each element, the product of the other elements along the reduced axes. */
 function productOfOthers(x: MgArray, axes: readonly number[]): MgArray {
@@ -265,6 +267,3 @@ function productOfOthers(x: MgArray, axes: readonly number[]): MgArray {
   perm.forEach((p, i) => (inverse[p] = i));
   return transposeTo(back, inverse);
 }
-import { reshape as reshapeTo, transpose as transposeTo } from "../ops/shape.ts";
-import { resolveStream } from "../device.ts";
-import { makeArray } from "../graph.ts";
