@@ -50,11 +50,6 @@ export function treeUnflatten(tree: unknown, arrays: readonly unknown[], start =
   return build(tree);
 }
 
-/** Replaces every array of `tree` by `fn(array)`. */
-export function treeMap(tree: unknown, fn: (a: MgArray) => unknown): unknown {
-  return treeUnflatten(tree, treeFlatten(tree).map(fn));
-}
-
 /** A short description of a non-array leaf for error messages. */
 export function describeLeaf(x: unknown): string {
   if (x === null) return "null";

@@ -5,7 +5,7 @@
 // `ptr()`); many dispatches are packed into one Uint32Array and cross the boundary in one call; each
 // buffer's memory is exposed through exactly one ArrayBuffer created with a native deallocator, so
 // the GC sees its size and frees it if `release()` is never called.
-import { CString, dlopen, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
+import { dlopen, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
 import { existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";

@@ -1,7 +1,7 @@
 // Reading and writing array elements on the CPU. Memory is unified, so both devices' results are
 // read here (after waiting for the GPU work that writes them).
 import {
-  bfloat16, bfloat16BitsFromNumber, bool_, complex64, type Dtype, float16, float32, float64,
+  bfloat16, bool_, complex64, type Dtype, float16, float32, float64,
   int16, int32, int64, int8, numberFromBfloat16Bits, uint16, uint32, uint64, uint8,
 } from "./dtype.ts";
 import type { TypedArray, TypedArrayConstructor } from "../memory/storage.ts";
@@ -32,14 +32,6 @@ export function lanesOf(dtype: Dtype): number {
   return dtype === complex64 ? 2 : 1;
 }
 
-/** Which JS value domain a dtype computes in on the CPU. */
-export type Domain = "number" | "bigint" | "complex";
-export function domainOf(dtype: Dtype): Domain {
-  if (dtype === int64 || dtype === uint64) return "bigint";
-  if (dtype === complex64) return "complex";
-  return "number";
-}
-
 export type ElementValue = number | bigint | boolean | Complex;
 export interface Complex {
   re: number;
@@ -51,15 +43,6 @@ export function readNumber(view: TypedArray, dtype: Dtype, i: number): number {
   if (dtype === bfloat16) return numberFromBfloat16Bits(view[i] as number);
   const v = view[i]!;
   return typeof v === "bigint" ? Number(v) : v;
-}
-
-/** Writes a number into item `i`; the typed array rounds (float16/32) or wraps (ints). */
-export function writeNumber(view: TypedArray, dtype: Dtype, i: number, v: number): void {
-  if (dtype === bfloat16) view[i] = bfloat16BitsFromNumber(v);
-  else if (dtype === bool_) view[i] = v !== 0 ? 1 : 0; // a C cast: NaN is true
-  else if (dtype === int64) (view as BigInt64Array)[i] = BigInt.asIntN(64, bigFromNumber(v));
-  else if (dtype === uint64) (view as BigUint64Array)[i] = BigInt.asUintN(64, bigFromNumber(v));
-  else (view as Float64Array)[i] = v;
 }
 
 /** Float → integer as a C cast of an in-range value (truncation); NaN and ±Inf give 0. */

@@ -40,7 +40,6 @@ setAllocator((nbytes: number): BufferLike => {
     get bytes() {
       return buffer.arrayBuffer;
     },
-    handle: buffer.handle as unknown as number,
     release: () => buffer.release(),
     native: buffer,
   };

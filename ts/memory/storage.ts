@@ -8,8 +8,6 @@ export interface BufferLike {
   readonly byteLength: number;
   /** The buffer's memory as an ArrayBuffer, created once (zero-copy over native memory). */
   readonly bytes: ArrayBuffer;
-  /** Native handle, for command batches. 0 when there is no native buffer (zero bytes). */
-  readonly handle: number;
   /** Returns the memory to the allocator; idempotent. */
   release(): void;
   /** The runtime's buffer object, for GPU bindings. */
@@ -54,7 +52,6 @@ export interface PendingWork {
   wait(): void;
   /** Resolves when the work finishes, without blocking the event loop. */
   finished(): Promise<void>;
-  readonly done: boolean;
 }
 
 export class Storage {

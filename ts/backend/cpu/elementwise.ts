@@ -1,9 +1,9 @@
 // CPU machinery for elementwise primitives: read inputs as flat values in their JS domain,
 // apply a scalar function, store with the output dtype's rounding.
 import type { MgArray } from "../../core/array.ts";
-import { complex64, type Dtype } from "../../core/dtype.ts";
+import { complex64, type Dtype, is64BitInteger } from "../../core/dtype.ts";
 import {
-  isBigDomain, readBigints, readComplex, readNumbers, writeBigints, writeComplex, writeNumbers,
+  readBigints, readComplex, readNumbers, writeBigints, writeComplex, writeNumbers,
 } from "./values.ts";
 
 export type NumFn1 = (x: number) => number;
@@ -56,7 +56,7 @@ export function cpuUnary(op: string, fns: ScalarFns1, x: MgArray, out: MgArray):
     }
     return;
   }
-  if (isBigDomain(d) && fns.big) {
+  if (is64BitInteger(d) && fns.big) {
     const v = readBigints(x);
     const fn = fns.big;
     writeBigints(out, v.map((e) => fn(e)));
@@ -100,7 +100,7 @@ export function cpuBinary(op: string, fns: ScalarFns2, a: MgArray, b: MgArray, o
     }
     return;
   }
-  if (isBigDomain(d)) {
+  if (is64BitInteger(d)) {
     if (!fns.big) throw unsupported(op, d);
     const va = readBigints(a);
     const vb = readBigints(b);

@@ -3,7 +3,7 @@
 // in float64 / BigInt / complex pairs, and store with the output dtype's rounding.
 import type { MgArray } from "../../core/array.ts";
 import {
-  bfloat16, bfloat16BitsFromNumber, bool_, complex64, type Dtype, int64, numberFromBfloat16Bits,
+  bfloat16, bfloat16BitsFromNumber, bool_, complex64, int64, numberFromBfloat16Bits,
   uint64,
 } from "../../core/dtype.ts";
 import { bigFromNumber, forEachOffset, storageCtor } from "../../core/elements.ts";
@@ -136,9 +136,4 @@ export function writeComplex(out: MgArray, values: ArrayLike<number>): void {
   out.allocate();
   const view = storageView(out);
   for (let i = 0; i < values.length; i++) view[i] = values[i]!;
-}
-
-/** The dtype's JS domain for kernels. */
-export function isBigDomain(d: Dtype): boolean {
-  return d === int64 || d === uint64;
 }

@@ -29,5 +29,5 @@ export function mslType(d: Dtype, op = "gpu"): string {
 
 /** A short dtype tag for kernel names: float32 → f32, bfloat16 → bf16 … */
 export function dtypeTag(d: Dtype): string {
-  return d.name.replace("float", "f").replace("uint", "u").replace("int", "i").replace("bool", "b").replace("complex", "c").replace("bf16", "bf16");
+  return d.name.replace("float", "f").replace("uint", "u").replace("int", "i").replace("bool", "b").replace("complex", "c");
 }

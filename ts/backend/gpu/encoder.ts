@@ -152,10 +152,6 @@ export function int64Bytes(index: number, values: readonly number[]): InlineByte
   return { index, data: BigInt64Array.from((values.length ? values : [0]).map((v) => BigInt(v))) };
 }
 
-export function uint32Bytes(index: number, values: readonly number[]): InlineBytes {
-  return { index, data: Uint32Array.from(values.length ? values : [0]) };
-}
-
 export function float32Bytes(index: number, values: readonly number[]): InlineBytes {
   return { index, data: Float32Array.from(values.length ? values : [0]) };
 }

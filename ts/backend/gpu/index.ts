@@ -54,9 +54,6 @@ class BatchWork implements PendingWork {
   finished(): Promise<void> {
     return this.batch.done();
   }
-  get done(): boolean {
-    return this.batch.poll();
-  }
 }
 
 /** The newest batch submitted per stream (batches on one queue finish in order). */

@@ -222,5 +222,3 @@ export function weakScalar(x: ArrayInput, like: Dtype, op: string): MgArray {
   if (isScalar(x)) return constantScalar(x, weakScalarDtype(x, like, op));
   return toArray(x, op);
 }
-
-export { float32 as defaultFloat };

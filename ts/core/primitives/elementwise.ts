@@ -735,7 +735,7 @@ export const Select: Primitive<null> = {
       writeNumbers(out!, r);
     }
   },
-  vjp([c, a, b], [g], argnums) {
+  vjp([c], [g], argnums) {
     return argnums.map((i) =>
       i === 0 ? zerosLike(c!) : i === 1 ? ew.where(c!, g!, 0) : ew.where(c!, 0, g!),
     ) as MgArray[];

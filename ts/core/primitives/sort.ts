@@ -1,7 +1,6 @@
 // Ordering primitives along one axis (MLX's Sort, ArgSort, Partition, ArgPartition, SearchSorted).
 // Sorting is stable with NaN last (MLX's CPU order). Their derivatives move cotangents through
 // the sorting permutation with take_along_axis / put_along_axis, as MLX's rules do.
-import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { uint32 } from "../dtype.ts";
 import { makeArray } from "../graph.ts";
