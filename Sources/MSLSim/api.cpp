@@ -176,6 +176,7 @@ void mgsim_get_stats(mgsim_stats *out) {
   out->memory_cache_hits = s.memory_cache_hits.load();
   out->dispatches = s.dispatches.load();
   out->fiber_dispatches = s.fiber_dispatches.load();
+  out->preprocessor_invocations = s.preprocessor_invocations.load();
 }
 
 const char *mgsim_cache_directory(void) { return cache_directory().c_str(); }

@@ -185,8 +185,9 @@ std::string translator_hash() {
 }
 
 // Runs the compiler with argv, stderr captured. Returns the exit status (-1 if it could not start).
-int run_compiler(const std::vector<std::string> &args, const std::string &log_path, std::string &log) {
-  stats().compiler_invocations.fetch_add(1);
+int run_compiler(const std::vector<std::string> &args, const std::string &log_path, std::string &log,
+                 bool preprocessor = false) {
+  (preprocessor ? stats().preprocessor_invocations : stats().compiler_invocations).fetch_add(1);
   std::vector<char *> argv;
   for (auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
   argv.push_back(nullptr);
@@ -332,6 +333,132 @@ std::string clean_log(const std::string &log, const std::string &src_path) {
   return s;
 }
 
+// A macro for the preprocessor: the library's (MTLCompileOptions.preprocessorMacros) or Metal's own.
+struct PPMacro {
+  std::string name;
+  std::string value;
+  bool has_value = false;  // false: defined with an empty value
+};
+
+bool valid_macro(const PPMacro &m) {
+  const std::string &n = m.name;
+  size_t i = 0;
+  if (n.empty() || !(isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_')) return false;
+  while (i < n.size() && (isalnum(static_cast<unsigned char>(n[i])) || n[i] == '_')) ++i;
+  if (i < n.size() && (n[i] != '(' || n.back() != ')')) return false;
+  return n.find_first_of("\r\n") == std::string::npos && m.value.find_first_of("\r\n") == std::string::npos;
+}
+
+// What Metal's compiler predefines (MSL §1.6.2), plus what clang defines for its math mode, since
+// Metal's fast math is clang's -ffast-math (MSL §1.6.3): __FAST_MATH__ in fast mode only (relaxed
+// keeps INF/NaN, so it is not -ffast-math), and __FINITE_MATH_ONLY__ as 1 in fast mode, else 0.
+std::vector<PPMacro> predefined_macros(uint32_t version, int math_mode) {
+  std::vector<PPMacro> m;
+  auto def = [&](const char *name, const std::string &value) {
+    PPMacro x;
+    x.name = name;
+    x.value = value;
+    x.has_value = true;
+    m.push_back(x);
+  };
+  def("__METAL_VERSION__", std::to_string(version));
+  def("__METAL_MACOS__", "1");
+  if (version >= 300) def("__METAL__", "1");  // "set with -std=metal3.0 or above"
+  if (math_mode == MGSIM_MATH_FAST) def("__FAST_MATH__", "1");
+  def("__FINITE_MATH_ONLY__", math_mode == MGSIM_MATH_FAST ? "1" : "0");
+  return m;
+}
+
+// MSL is C++14-based before Metal 4 and C++17-based from Metal 4 (MSL §1.5): __cplusplus follows.
+// -undef: none of the host compiler's own macros (__GNUC__, __x86_64__, __linux__ ...) are
+// visible; -nostdinc: a C or C++ standard header is not found, as on Metal.
+std::vector<std::string> preprocess_flags(uint32_t version) {
+  return {"-E", "-x", "c++", version >= 400 ? "-std=c++17" : "-std=c++14", "-undef", "-nostdinc", "-nostdinc++", "-w"};
+}
+
+// The Metal standard headers are the prelude, included by every translation unit: their include
+// directives become empty lines (line numbers stay).
+std::string drop_metal_includes(const std::string &src) {
+  std::string out;
+  out.reserve(src.size());
+  size_t b = 0;
+  while (b < src.size()) {
+    size_t e = src.find('\n', b);
+    if (e == std::string::npos) e = src.size();
+    size_t k = src.find_first_not_of(" \t", b);
+    bool metal_header = false;
+    if (k < e && src[k] == '#') {
+      k = src.find_first_not_of(" \t", k + 1);
+      if (k < e && src.compare(k, 7, "include") == 0) {
+        k = src.find_first_not_of(" \t", k + 7);
+        if (k < e && (src[k] == '<' || src[k] == '"')) {
+          const char close = src[k] == '<' ? '>' : '"';
+          size_t end = src.find(close, k + 1);
+          if (end < e) {
+            const std::string name = src.substr(k + 1, end - k - 1);
+            metal_header = name.rfind("metal_", 0) == 0 || name == "simd/simd.h";
+          }
+        }
+      }
+    }
+    if (!metal_header) out.append(src, b, e - b);
+    if (e < src.size()) out += '\n';
+    b = e + 1;
+  }
+  return out;
+}
+
+// Runs the C preprocessor over the user's source with Metal's predefined macros and the library's
+// macros (Metal preprocesses first too, MSL §1.5.3), so the translator sees what Metal's compiler
+// parses: kernel signatures and instantiations built by macros, address spaces inside macro
+// bodies. Line markers are kept: the translator turns them into #line directives, and its own and
+// the compiler's diagnostics name the user's lines.
+bool preprocess(const std::string &source, const std::vector<PPMacro> &macros, uint32_t version,
+                const std::string &tmpdir, const std::string &key, std::string &out, std::string &error) {
+  const CompilerConfig &cc = compiler();
+  // A directory of its own: #include "x" searches the including file's directory, which must hold
+  // nothing else (Metal has no files to include for a library built from source).
+  const std::string dir = temp_name(tmpdir, key, ".pp");
+  if (mkdir(dir.c_str(), 0700) != 0) {
+    error = "cannot create " + dir + ": " + strerror(errno);
+    return false;
+  }
+  const std::string in = dir + "/options_and_source", result = dir + "/preprocessed";
+  std::string text;
+  for (const PPMacro &m : macros) text += "#define " + m.name + (m.has_value ? " " + m.value : std::string()) + "\n";
+  text += "#line 1 \"program_source\"\n";
+  text += drop_metal_includes(source);
+  bool ok = write_atomic(in, text);
+  if (!ok) {
+    error = "cannot write " + in;
+  } else {
+    std::vector<std::string> args = {cc.resolved};
+    const std::vector<std::string> f = preprocess_flags(version);
+    args.insert(args.end(), f.begin(), f.end());
+    args.insert(args.end(), {in, "-o", result});
+    std::string log;
+    const int rc = run_compiler(args, dir + "/log", log, /*preprocessor=*/true);
+    if (rc != 0) {
+      ok = false;
+      // Lines before `#line 1 "program_source"` are the macro definitions.
+      error = log;
+      size_t p;
+      while ((p = error.find(in)) != std::string::npos) error.replace(p, in.size(), "<compile options>");
+      while (!error.empty() && (error.back() == '\n' || error.back() == ' ')) error.pop_back();
+      if (error.size() > 8000) error = error.substr(0, 8000) + "\n... (truncated)";
+      if (error.empty()) error = "the preprocessor failed with status " + std::to_string(rc);
+    } else if (!read_file(result, out)) {
+      ok = false;
+      error = "cannot read the preprocessed source " + result;
+    }
+  }
+  unlink(in.c_str());
+  unlink(result.c_str());
+  unlink((dir + "/log").c_str());
+  rmdir(dir.c_str());
+  return ok;
+}
+
 std::mutex g_modules_mu;
 std::map<std::string, std::shared_ptr<Module>> g_modules;
 std::map<std::string, std::shared_ptr<std::mutex>> g_key_locks;
@@ -390,34 +517,39 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   bool checked = (options && options->checked) || (env_check && strcmp(env_check, "1") == 0);
   TranslateOptions topt;
   topt.checked = checked;
+  // __METAL_VERSION__ from the requested language version (MTLLanguageVersion raw value
+  // 0xMMmmm: 3.1 → 310); Metal's default is the newest, 3.2 here.
+  const uint32_t lv = options && options->language_version ? options->language_version : 0x30002u;
+  const uint32_t version = (lv >> 16) * 100 + (lv & 0xffffu) * 10;
+  topt.language_version = version;
+  std::vector<PPMacro> macros = predefined_macros(version, math_mode);
   if (options) {
     if (options->macro_count < 0 || (options->macro_count > 0 && !options->macro_names)) {
       error = "invalid macro list";
       return nullptr;
     }
     for (int32_t i = 0; i < options->macro_count; ++i) {
-      if (!options->macro_names[i] || !*options->macro_names[i]) {
+      const char *name = options->macro_names[i];
+      if (!name || !*name) {
         error = "macro " + std::to_string(i) + " has no name";
         return nullptr;
       }
-      TranslateOptions::Macro m;
-      m.name = options->macro_names[i];
+      PPMacro m;
+      m.name = name;
       const char *v = options->macro_values ? options->macro_values[i] : nullptr;
       if (v) {
         m.value = v;
         m.has_value = true;
       }
-      topt.macros.push_back(m);
+      if (!valid_macro(m)) {
+        error = "macro " + std::to_string(i) + " ('" + m.name +
+                "') is not a macro name, or its value spans lines (a name is an identifier, optionally "
+                "with a parameter list)";
+        return nullptr;
+      }
+      macros.push_back(m);
     }
   }
-  // __METAL_VERSION__ from the requested language version (MTLLanguageVersion raw value
-  // 0xMMmmm: 3.1 → 310); Metal's default is the newest, 3.2 here.
-  uint32_t lv = options && options->language_version ? options->language_version : 0x30002u;
-  TranslateOptions::Macro ver;
-  ver.name = "__METAL_VERSION__";
-  ver.value = std::to_string((lv >> 16) * 100 + (lv & 0xffffu) * 10);
-  ver.has_value = true;
-  topt.macros.insert(topt.macros.begin(), ver);
   std::vector<std::string> flags = base_flags(math_mode);
   Hasher h;
   h.add(prelude_hash());
@@ -425,8 +557,9 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   h.add(cc.identity);
   h.add(join(flags));
   h.add(join(link_flags()));
+  h.add(join(preprocess_flags(version)));
   h.add(checked ? "checked" : "unchecked");
-  for (auto &m : topt.macros) {
+  for (auto &m : macros) {
     h.add(m.name);
     h.add(m.has_value ? "=" + m.value : std::string("(none)"));
   }
@@ -469,24 +602,26 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
     }
     // A damaged cache entry: rebuild it below.
   }
-  TranslateResult tr;
-  if (!translate_msl(source, topt, tr)) {
-    error = tr.error;
-    return nullptr;
-  }
   if (cc.resolved.empty()) {
     error = "C++ compiler '" + cc.cxx + "' not found (set MG_SIM_CXX to a C++17 compiler)";
     return nullptr;
   }
-  std::string prelude_dir;
-  if (!ensure_prelude_dir(prelude_dir, error)) return nullptr;
-  std::vector<std::string> inc = prelude_include_flags(prelude_dir, math_mode);
   std::string tmpdir = cache + "/tmp";
   std::string objdir = cache + "/" + key.substr(0, 2);
   if (!mkdir_p(tmpdir) || !mkdir_p(objdir)) {
     error = "cannot create the cache directory " + cache + ": " + strerror(errno);
     return nullptr;
   }
+  std::string expanded;
+  if (!preprocess(source, macros, version, tmpdir, key, expanded, error)) return nullptr;
+  TranslateResult tr;
+  if (!translate_msl(expanded, topt, tr)) {
+    error = tr.error;
+    return nullptr;
+  }
+  std::string prelude_dir;
+  if (!ensure_prelude_dir(prelude_dir, error)) return nullptr;
+  std::vector<std::string> inc = prelude_include_flags(prelude_dir, math_mode);
   std::string src_path = temp_name(tmpdir, key, ".cpp");
   if (!write_atomic(src_path, tr.cpp)) {
     error = "cannot write " + src_path;

@@ -28,6 +28,7 @@ struct Module {
 
 struct Stats {
   std::atomic<uint64_t> compiler_invocations{0};
+  std::atomic<uint64_t> preprocessor_invocations{0};
   std::atomic<uint64_t> disk_cache_hits{0};
   std::atomic<uint64_t> memory_cache_hits{0};
   std::atomic<uint64_t> dispatches{0};

@@ -152,8 +152,10 @@ std::vector<Token> lex(const std::string &s) {
       push(Tok::String, b, i, l);
       continue;
     }
+    // No ">>" token: it is two '>' (the second with nothing before it), as C++ parsers split it when
+    // it closes two template argument lists (S<T<U>>); eval() joins them back into a shift.
     static const char *const puncts[] = {"<<=", ">>=", "...", "->*", "::", "->", "++", "--", "<<",
-                                         ">>",  "<=",  ">=",  "==",  "!=", "&&", "||", "+=", "-=",
+                                         "<=",  ">=",  "==",  "!=",  "&&", "||", "+=", "-=",
                                          "*=",  "/=",  "%=",  "&=",  "|=", "^=", "##"};
     size_t len = 1;
     for (const char *p : puncts) {
@@ -205,7 +207,8 @@ const std::unordered_set<std::string> &thread_attribute_names() {
       "threads_per_simdgroup",           "simdgroups_per_threadgroup",
       "dispatch_simdgroups_per_threadgroup", "thread_execution_width",
       "thread_index_in_quadgroup",       "quadgroup_index_in_threadgroup",
-      "quadgroups_per_threadgroup",      "dispatch_quadgroups_per_threadgroup"};
+      "quadgroups_per_threadgroup",      "dispatch_quadgroups_per_threadgroup",
+      "grid_origin",                     "grid_size"};
   return s;
 }
 
@@ -296,6 +299,11 @@ class Translator {
     match_.assign(t_.size(), SIZE_MAX);
     attr_end_.assign(t_.size(), SIZE_MAX);
     in_function_.assign(t_.size(), false);
+    for (const Token &tk : t_) {
+      int n = 0;
+      std::string file;
+      if (tk.kind == Tok::PP && parse_marker(tk.text, n, file)) markers_.push_back(Marker{tk.line, n, file});
+    }
   }
 
   bool run(TranslateResult &out) {
@@ -321,17 +329,42 @@ class Translator {
   std::vector<Instantiation> insts_;
   std::vector<FunctionConstant> fconsts_;
   std::vector<std::pair<std::string, std::string>> derived_consts_;  // name, initializer
-  std::map<std::string, std::vector<Token>> macro_bodies_;
   std::map<std::string, std::vector<Token>> global_consts_;  // constexpr/constant ints at program scope
+  // Line markers of the preprocessed source: (line of the marker, user line of the next line, file).
+  struct Marker {
+    int line;
+    int user_line;
+    std::string file;
+  };
+  std::vector<Marker> markers_;
   std::string err_;
   int err_line_ = 0;
   uint32_t next_site_ = 1;
 
   bool fail(TranslateResult &out) {
     std::ostringstream m;
-    m << "program_source:" << err_line_ << ": " << err_;
+    std::string file = "program_source";
+    int line = err_line_;
+    for (const Marker &mk : markers_) {  // the last marker before the line places it
+      if (mk.line >= err_line_) break;
+      file = mk.file;
+      line = mk.user_line + (err_line_ - mk.line - 1);
+    }
+    m << file << ":" << line << ": " << err_;
     out.error = m.str();
     return false;
+  }
+
+  // `# N "file" flags` (what the preprocessor writes) → N and file; false for other directives.
+  static bool parse_marker(const std::string &pp, int &n, std::string &file) {
+    size_t k = pp.find_first_not_of(" \t", 1);
+    if (k == std::string::npos || !std::isdigit(static_cast<unsigned char>(pp[k]))) return false;
+    n = std::atoi(pp.c_str() + k);
+    size_t q = pp.find('"', k);
+    size_t q2 = q == std::string::npos ? q : pp.find('"', q + 1);
+    if (q2 == std::string::npos) return false;
+    file = pp.substr(q + 1, q2 - q - 1);
+    return true;
   }
   bool error(int line, const std::string &msg) {
     if (err_.empty()) {
@@ -423,7 +456,6 @@ class Translator {
       }
       if (is(k, "<")) ++depth;
       else if (is(k, ">")) --depth;
-      else if (is(k, ">>")) depth -= 2;
       else if (is(k, ";") || is(k, "{") || is(k, "}")) return k;
       if (depth <= 0) return k;
     }
@@ -481,6 +513,25 @@ class Translator {
     return "";
   }
 
+  // The '(' of the parameter list of the function whose body opens at `brace` (SIZE_MAX if none):
+  // walks back over attributes, qualifiers and a trailing return type to the list's ')'.
+  size_t declarator_paren(size_t brace) const {
+    size_t k = brace;
+    while (k > 0) {
+      --k;
+      if (is(k, "]") && match_[k] != SIZE_MAX && k > 0 && is(k - 1, "]") && match_[k] + 1 == match_[k - 1]) {
+        k = match_[k];  // an attribute, to its first '['
+        continue;
+      }
+      if (t_[k].kind == Tok::Ident || is(k, "::") || is(k, "<") || is(k, ">") || is(k, "->") || is(k, "*") ||
+          is(k, "&") || is(k, ","))
+        continue;
+      if (is(k, ")") && match_[k] != SIZE_MAX && match_[k] > 0) return match_[k];
+      return SIZE_MAX;
+    }
+    return SIZE_MAX;
+  }
+
   // Parses a parameter list between '(' at open and its ')' into per-parameter token ranges.
   std::vector<std::pair<size_t, size_t>> split_params(size_t open) const {
     std::vector<std::pair<size_t, size_t>> out;
@@ -498,7 +549,6 @@ class Translator {
       }
       if (is(k, "<")) ++angle;
       if (is(k, ">")) --angle;
-      if (is(k, ">>")) angle -= 2;
       if (is(k, ",") && angle <= 0) {
         out.emplace_back(start, k);
         start = k + 1;
@@ -624,78 +674,22 @@ class Translator {
     return false;
   }
 
-  // Preprocessor lines: map metal includes to the prelude, drop METAL pragmas, rewrite macro
-  // bodies' address spaces, remember macro bodies for the call graph.
+  // Directives left after preprocessing: line markers become #line (diagnostics name the user's
+  // lines), Metal's pragmas are dropped, other pragmas stay.
   bool handle_pp(size_t i) {
-    std::string s = t_[i].text;
+    const std::string &s = t_[i].text;
+    auto lines_of = [&](const std::string &x) { return std::string(size_t(std::count(x.begin(), x.end(), '\n')), '\n'); };
+    int n = 0;
+    std::string file;
+    if (parse_marker(s, n, file)) {
+      // Line 0 (the preprocessor's <built-in> entries) is not a valid #line.
+      set(i, n > 0 ? "#line " + std::to_string(n) + " \"" + file + "\"" : std::string());
+      return true;
+    }
     size_t p = s.find_first_not_of(" \t", 1);
     std::string rest = p == std::string::npos ? "" : s.substr(p);
-    auto lines_of = [&](const std::string &x) { return std::string(size_t(std::count(x.begin(), x.end(), '\n')), '\n'); };
-    if (rest.rfind("include", 0) == 0) {
-      size_t lt = rest.find('<');
-      size_t q = rest.find('"');
-      std::string name;
-      if (lt != std::string::npos) name = rest.substr(lt + 1, rest.find('>', lt) - lt - 1);
-      else if (q != std::string::npos) name = rest.substr(q + 1, rest.find('"', q + 1) - q - 1);
-      if (name.rfind("metal_", 0) == 0 || name == "simd/simd.h") set(i, "/* " + name + ": prelude */" + lines_of(s));
-      return true;
-    }
-    if (rest.rfind("pragma", 0) == 0) {
-      if (rest.find("METAL") != std::string::npos) set(i, lines_of(s));
-      return true;
-    }
-    if (rest.rfind("define", 0) == 0) {
-      // #define NAME(args) body  /  #define NAME body
-      size_t b = rest.find_first_not_of(" \t", 6);
-      if (b == std::string::npos) return true;
-      size_t e = b;
-      while (e < rest.size() && is_ident_char(rest[e])) ++e;
-      std::string name = rest.substr(b, e - b);
-      size_t body_at = e;
-      if (e < rest.size() && rest[e] == '(') body_at = rest.find(')', e) + 1;
-      std::string body = body_at <= rest.size() ? rest.substr(body_at) : "";
-      std::vector<Token> bt = lex(body);
-      macro_bodies_[name] = bt;
-      bool object_like = e >= rest.size() || rest[e] != '(';
-      if (object_like) global_consts_[name] = std::vector<Token>(bt.begin(), bt.end() - 1);
-      std::string rewritten = rewrite_macro_body(body);
-      if (rewritten != body) set(i, "#" + s.substr(1, p - 1) + rest.substr(0, body_at) + rewritten);
-    }
+    if (rest.rfind("pragma", 0) == 0 && rest.find("METAL") != std::string::npos) set(i, lines_of(s));
     return true;
-  }
-
-  // Address spaces, collectives and h literals inside a macro body (no checked-pointer rewrite:
-  // the macro's context is unknown).
-  std::string rewrite_macro_body(const std::string &body) {
-    std::vector<Token> bt = lex(body);
-    std::string out;
-    bool changed = false;
-    for (size_t k = 0; k < bt.size(); ++k) {
-      const Token &x = bt[k];
-      std::string txt = x.text;
-      if (x.kind == Tok::Ident) {
-        if (txt == "device" || txt == "thread" || txt == "constant") {
-          txt = "";
-          changed = true;
-        } else if (txt == "threadgroup") {
-          bool obj = true;
-          for (size_t j = k + 1; j < bt.size(); ++j) {
-            if (bt[j].text == "*" || bt[j].text == "&") {
-              obj = false;
-              break;
-            }
-            if (bt[j].kind != Tok::Ident && bt[j].text != "::" && bt[j].text != "<" && bt[j].text != ">") break;
-          }
-          txt = obj ? "static thread_local" : "";
-          changed = true;
-        }
-      } else if (x.kind == Tok::Number && is_half_literal(txt)) {
-        txt = half_literal(txt);
-        changed = true;
-      }
-      out += x.pre + txt;
-    }
-    return changed ? out : body;
   }
 
   static bool is_half_literal(const std::string &s) {
@@ -774,6 +768,9 @@ class Translator {
       if (!last.empty()) kd.template_params.push_back(last);
       k = close + 1;
     }
+    // The declarator is found from the body backwards: whatever precedes the declaration in the
+    // same statement (a macro that expanded to nothing, say) cannot be mistaken for its name.
+    open_paren = declarator_paren(brace);
     for (; k < brace; ++k) {
       if (attr_end_[k] != SIZE_MAX) {
         for (const Attr &a : parse_attr(k)) {
@@ -783,20 +780,18 @@ class Translator {
         k = attr_end_[k];
         continue;
       }
-      if (is(k, "kernel")) {
+      if (is(k, "kernel") && (open_paren == SIZE_MAX || k < open_paren)) {
         is_kernel = true;
         set(k, "");
         continue;
       }
-      if (is(k, "(") && open_paren == SIZE_MAX && k > 0 && ident(k - 1)) {
-        open_paren = k;
-        kd.name = text(k - 1);
-        kd.line = t_[k - 1].line;
-        k = match_[k];
-      }
+      if (k == open_paren) k = match_[k];
     }
     if (!is_kernel) return true;
-    if (open_paren == SIZE_MAX) return error(t_[brace].line, "cannot find the kernel's parameter list");
+    if (open_paren == SIZE_MAX || !ident(open_paren - 1))
+      return error(t_[brace].line, "cannot find the kernel's parameter list");
+    kd.name = text(open_paren - 1);
+    kd.line = t_[open_paren - 1].line;
     for (size_t j = open_paren + 1; j < match_[open_paren]; ++j)
       if (attr_end_[j] != SIZE_MAX) j = attr_end_[j];
     kd.qualified = ns + kd.name;
@@ -908,6 +903,7 @@ class Translator {
               cur += text(j);
             }
             in.template_args.push_back(cur);
+            k = close;  // names inside the argument list (S<float>) are not declarators
           }
         }
       }
@@ -1000,7 +996,7 @@ class Translator {
         size_t close = skip_angles(i + 1);
         for (size_t k = i + 2; k < close; ++k)
           if (is(k, "device") || is(k, "constant")) {
-            set(i, "mgsim::ptr_cast");
+            set(i, "mgsim::impl::ptr_cast");
             break;
           }
       } else if (in_function_[i] && collective_names().count(s) && is(i + 1, "(") &&
@@ -1100,13 +1096,7 @@ class Translator {
     std::vector<std::string> work;
     auto scan_tokens = [&](const std::vector<Token> &v, size_t b, size_t e) {
       for (size_t k = b; k < e && k < v.size(); ++k)
-        if (v[k].kind == Tok::Ident) {
-          if (seen.insert(v[k].text).second) work.push_back(v[k].text);
-        } else if (v[k].kind == Tok::PP) {
-          std::vector<Token> inner = lex(v[k].text.substr(1));
-          for (auto &x : inner)
-            if (x.kind == Tok::Ident && seen.insert(x.text).second) work.push_back(x.text);
-        }
+        if (v[k].kind == Tok::Ident && seen.insert(v[k].text).second) work.push_back(v[k].text);
     };
     scan_tokens(t_, open, close);
     while (!work.empty()) {
@@ -1116,8 +1106,6 @@ class Translator {
       if (id == "thread_elements" || id == "simd_lane_id") lane_id = true;
       auto range = by_name.equal_range(id);
       for (auto it = range.first; it != range.second; ++it) scan_tokens(t_, it->second->open, it->second->close);
-      auto m = macro_bodies_.find(id);
-      if (m != macro_bodies_.end()) scan_tokens(m->second, 0, m->second.size());
     }
   }
 
@@ -1169,10 +1157,11 @@ class Translator {
     }
     for (;;) {
       if (k >= v.size()) break;
-      const std::string &op = v[k].text;
+      const bool shr = v[k].text == ">" && k + 1 < v.size() && v[k + 1].text == ">" && v[k + 1].pre.empty();
+      const std::string op = shr ? ">>" : v[k].text;
       int p = (op == "*" || op == "/" || op == "%") ? 3 : (op == "+" || op == "-") ? 2 : (op == "<<" || op == ">>") ? 1 : 0;
       if (p == 0 || p <= prec) break;
-      ++k;
+      k += shr ? 2 : 1;
       int64_t rhs = 0;
       if (!eval(v, k, rhs, tparams, locals, depth + 1, p)) return false;
       if (op == "*") lhs *= rhs;
@@ -1289,6 +1278,10 @@ class Translator {
     if (a == "threads_per_threadgroup") return v3("G->size");
     if (a == "dispatch_threads_per_threadgroup") return v3("L->threads_per_threadgroup");
     if (a == "threads_per_grid") return v3("L->threads_per_grid");
+    // The stage-in region (MSL table 5.8): the API subset has no setStageInRegion, so it is the
+    // dispatched grid, from the origin.
+    if (a == "grid_size") return v3("L->threads_per_grid");
+    if (a == "grid_origin") return "0u, 0u, 0u";
     if (a == "threadgroups_per_grid") return v3("L->threadgroups_per_grid");
     if (a == "thread_index_in_threadgroup") return "a.index, 0u, 0u";
     if (a == "thread_index_in_simdgroup") return "a.lane_id, 0u, 0u";
@@ -1305,7 +1298,6 @@ class Translator {
 
   void emit(TranslateResult &out) {
     std::string s;
-    for (const auto &m : opt_.macros) s += "#define " + m.name + (m.has_value ? " " + m.value : std::string()) + "\n";
     s += "#line 1 \"program_source\"\n";
     for (size_t i = 0; i < t_.size(); ++i) {
       s += t_[i].pre;
@@ -1393,194 +1385,8 @@ class Translator {
 
 }  // namespace
 
-namespace {
-
-// Function-like macros that produce kernel instantiations (MLX's instantiate_kernel pattern) are
-// expanded before translation, so the translator sees the `template [[host_name]] ...` statements.
-struct InstMacro {
-  std::vector<std::string> params;
-  bool variadic = false;
-  std::vector<Token> body;
-};
-
-std::string join_tokens(const std::vector<Token> &v, size_t b, size_t e) {
-  std::string s;
-  for (size_t i = b; i < e && i < v.size(); ++i) {
-    if (v[i].kind == Tok::End) break;
-    if (!s.empty() && (!v[i].pre.empty() || (v[i].kind == Tok::Ident && v[i - 1].kind == Tok::Ident))) s += ' ';
-    s += v[i].text;
-  }
-  return s;
-}
-
-bool expand_macro(const std::map<std::string, InstMacro> &macros, const std::string &name,
-                  const std::vector<std::string> &args, int depth, std::string &out);
-
-// Expands instantiation-macro invocations inside `text` (itself a macro expansion).
-bool expand_text(const std::map<std::string, InstMacro> &macros, const std::string &text, int depth, std::string &out) {
-  std::vector<Token> v = lex(text);
-  for (size_t i = 0; i < v.size() && v[i].kind != Tok::End; ++i) {
-    if (v[i].kind == Tok::Ident && macros.count(v[i].text) && i + 1 < v.size() && v[i + 1].text == "(") {
-      int d = 0;
-      size_t j = i + 1;
-      std::vector<std::string> args;
-      size_t start = i + 2;
-      for (; j < v.size() && v[j].kind != Tok::End; ++j) {
-        if (v[j].text == "(" || v[j].text == "[" || v[j].text == "{") ++d;
-        if (v[j].text == ")" || v[j].text == "]" || v[j].text == "}") {
-          if (--d == 0) break;
-        }
-        if (d == 1 && v[j].text == ",") {
-          args.push_back(join_tokens(v, start, j));
-          start = j + 1;
-        }
-      }
-      args.push_back(join_tokens(v, start, j));
-      std::string exp;
-      if (!expand_macro(macros, v[i].text, args, depth + 1, exp)) return false;
-      out += " " + exp;
-      i = j;
-      continue;
-    }
-    out += (v[i].pre.empty() ? "" : " ") + v[i].text;
-  }
-  return true;
-}
-
-bool expand_macro(const std::map<std::string, InstMacro> &macros, const std::string &name,
-                  const std::vector<std::string> &args, int depth, std::string &out) {
-  if (depth > 16) return false;
-  const InstMacro &m = macros.at(name);
-  auto arg_of = [&](const std::string &p, std::string &val) {
-    for (size_t k = 0; k < m.params.size(); ++k)
-      if (m.params[k] == p) {
-        val = k < args.size() ? args[k] : "";
-        return true;
-      }
-    if (m.variadic && p == "__VA_ARGS__") {
-      val.clear();
-      for (size_t k = m.params.size(); k < args.size(); ++k) val += (k > m.params.size() ? ", " : "") + args[k];
-      return true;
-    }
-    return false;
-  };
-  std::string text;
-  const auto &b = m.body;
-  for (size_t i = 0; i < b.size() && b[i].kind != Tok::End; ++i) {
-    std::string val;
-    if (b[i].text == "#" && i + 1 < b.size() && arg_of(b[i + 1].text, val)) {
-      std::string esc;
-      for (char c : val) {
-        if (c == '"' || c == '\\') esc += '\\';
-        esc += c;
-      }
-      text += " \"" + esc + "\"";
-      ++i;
-      continue;
-    }
-    if (b[i].text == "##") {
-      while (!text.empty() && text.back() == ' ') text.pop_back();
-      if (i + 1 < b.size()) {
-        ++i;
-        text += arg_of(b[i].text, val) ? val : b[i].text;
-      }
-      continue;
-    }
-    std::string piece = (b[i].kind == Tok::Ident && arg_of(b[i].text, val)) ? val : b[i].text;
-    bool glue = i + 1 < b.size() && b[i + 1].text == "##";
-    text += (text.empty() ? "" : " ") + piece;
-    if (glue) continue;
-  }
-  return expand_text(macros, text, depth, out);
-}
-
-std::string expand_instantiation_macros(const std::string &src) {
-  if (src.find("host_name") == std::string::npos) return src;
-  std::vector<Token> t = lex(src);
-  std::map<std::string, InstMacro> all;
-  for (const Token &tk : t) {
-    if (tk.kind != Tok::PP) continue;
-    std::string s = tk.text.substr(1);
-    size_t p = s.find_first_not_of(" \t");
-    if (p == std::string::npos || s.compare(p, 6, "define") != 0) continue;
-    size_t b = s.find_first_not_of(" \t", p + 6);
-    if (b == std::string::npos) continue;
-    size_t e = b;
-    while (e < s.size() && is_ident_char(s[e])) ++e;
-    if (e >= s.size() || s[e] != '(') continue;
-    size_t close = s.find(')', e);
-    if (close == std::string::npos) continue;
-    InstMacro m;
-    std::string plist = s.substr(e + 1, close - e - 1);
-    std::stringstream ps(plist);
-    std::string item;
-    while (std::getline(ps, item, ',')) {
-      item.erase(0, item.find_first_not_of(" \t\\\n"));
-      item.erase(item.find_last_not_of(" \t\\\n") + 1);
-      if (item == "...") m.variadic = true;
-      else if (!item.empty()) m.params.push_back(item);
-    }
-    m.body = lex(s.substr(close + 1));
-    all[s.substr(b, e - b)] = m;
-  }
-  // Keep the macros that (transitively) produce a host_name instantiation.
-  std::map<std::string, InstMacro> inst;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (auto &[name, m] : all) {
-      if (inst.count(name)) continue;
-      for (const Token &bt : m.body)
-        if (bt.text == "host_name" || (bt.kind == Tok::Ident && inst.count(bt.text))) {
-          inst[name] = m;
-          changed = true;
-          break;
-        }
-    }
-  }
-  if (inst.empty()) return src;
-  std::string out;
-  int depth = 0;
-  for (size_t i = 0; i < t.size(); ++i) {
-    const Token &tk = t[i];
-    out += tk.pre;
-    if (tk.kind == Tok::End) break;
-    if (tk.kind == Tok::Punct && (tk.text == "{")) ++depth;
-    if (tk.kind == Tok::Punct && (tk.text == "}")) --depth;
-    if (tk.kind == Tok::Ident && inst.count(tk.text) && i + 1 < t.size() && t[i + 1].text == "(") {
-      int d = 0;
-      size_t j = i + 1;
-      std::vector<std::string> args;
-      size_t start = i + 2;
-      int newlines = 0;
-      for (; j < t.size() && t[j].kind != Tok::End; ++j) {
-        newlines += int(std::count(t[j].pre.begin(), t[j].pre.end(), '\n'));
-        if (t[j].text == "(" || t[j].text == "[" || t[j].text == "{") ++d;
-        if (t[j].text == ")" || t[j].text == "]" || t[j].text == "}") {
-          if (--d == 0) break;
-        }
-        if (d == 1 && t[j].text == ",") {
-          args.push_back(join_tokens(t, start, j));
-          start = j + 1;
-        }
-      }
-      args.push_back(join_tokens(t, start, j));
-      std::string exp;
-      if (expand_macro(inst, tk.text, args, 0, exp)) {
-        out += exp + std::string(size_t(newlines), '\n');
-        i = j;
-        continue;
-      }
-    }
-    out += tk.text;
-  }
-  (void)depth;
-  return out;
-}
-
-}  // namespace
-
 bool translate_msl(const std::string &source, const TranslateOptions &options, TranslateResult &out) {
-  Translator t(expand_instantiation_macros(source), options);
+  Translator t(source, options);
   return t.run(out);
 }
 

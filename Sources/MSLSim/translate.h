@@ -9,15 +9,11 @@
 
 namespace mgsim {
 
+// The translator reads preprocessed source (compile.cpp runs the C preprocessor first): macros are
+// expanded, and line markers (`# N "file"`) say which user line each line came from.
 struct TranslateOptions {
   bool checked = false;
-  // Preprocessor macros from the compile options: name, value (has_value false → defined empty).
-  struct Macro {
-    std::string name;
-    std::string value;
-    bool has_value = false;
-  };
-  std::vector<Macro> macros;
+  uint32_t language_version = 320;  // __METAL_VERSION__
 };
 
 enum class ParamKind { Buffer, Threadgroup, Attribute };

@@ -115,6 +115,7 @@ typedef struct mgsim_stats {
   uint64_t memory_cache_hits;      // libraries reused from this process's in-memory cache
   uint64_t dispatches;             // dispatches run
   uint64_t fiber_dispatches;       // dispatches that needed cooperative lanes
+  uint64_t preprocessor_invocations;  // C preprocessor runs (one per compiled source, before translation)
 } mgsim_stats;
 void mgsim_get_stats(mgsim_stats *out);
 

@@ -4,7 +4,7 @@
 // Threadgroups run concurrently on several OS threads, so these are real atomics (GCC __atomic
 // builtins; float add/sub/min/max by compare-exchange loops). Every operation is sequentially
 // consistent, which is a valid implementation of each MSL memory order. compare_exchange_weak never
-// fails spuriously here. Memory is reached only through resolve(p, 1, write), so checked mode sees
+// fails spuriously here. Memory is reached only through mgsim_resolve(p, 1, write), so checked mode sees
 // every access.
 #ifndef MGSIM_ATOMIC_H
 #define MGSIM_ATOMIC_H
@@ -58,10 +58,10 @@ template <class T>
 struct is_atomic<::metal::atomic<T>> : std::true_type {};
 
 // The raw pointer behind a pointer-like argument (unqualified resolve: ADL finds the execution
-// layer's checked-pointer overload; mgsim::resolve handles raw pointers).
+// layer's checked-pointer overload; mgsim::mgsim_resolve handles raw pointers).
 template <class P>
-auto resolved(const P &p, bool write) -> decltype(resolve(p, size_t(1), write)) {
-  return resolve(p, size_t(1), write);
+auto resolved(const P &p, bool write) -> decltype(mgsim_resolve(p, size_t(1), write)) {
+  return mgsim_resolve(p, size_t(1), write);
 }
 template <class P>
 using resolved_t = decltype(resolved(std::declval<const P &>(), true));

@@ -412,7 +412,7 @@ struct dptr {
 // Found by ADL from the atomic and simdgroup-matrix helpers of mgsim_atomic.h /
 // mgsim_simdgroup_matrix.h: bounds-checks `count` elements, tracks writes, returns a raw pointer.
 template <class T>
-MGSIM_ALWAYS_INLINE T *resolve(dptr<T> d, size_t count, bool write) {
+MGSIM_ALWAYS_INLINE T *mgsim_resolve(dptr<T> d, size_t count, bool write) {
   if (check_access(d.b, d.p, count * sizeof(T), write)) return d.p;
   if (count * sizeof(T) > sizeof(oob_scratch)) return nullptr;
   memset(oob_scratch, 0, count * sizeof(T));
@@ -420,7 +420,9 @@ MGSIM_ALWAYS_INLINE T *resolve(dptr<T> d, size_t count, bool write) {
 }
 
 // Casts that keep checked pointers checked (the translator routes reinterpret_cast/static_cast
-// of device pointer types here in checked mode).
+// of device pointer types here in checked mode). In mgsim::impl, like every helper a user call
+// could otherwise find by argument-dependent lookup through a checked pointer's namespace.
+namespace impl {
 template <class To, class From>
 MGSIM_ALWAYS_INLINE To ptr_cast(const From &f) {
   if constexpr (is_dptr<To>::value && is_dptr<From>::value) {
@@ -433,6 +435,7 @@ MGSIM_ALWAYS_INLINE To ptr_cast(const From &f) {
     return reinterpret_cast<To>(f);
   }
 }
+}  // namespace impl
 
 // --- parameter binding -------------------------------------------------------------------------
 
@@ -583,6 +586,8 @@ namespace mgsim {
 
 inline uint64_t site_token(site s) { return (uint64_t(1) << 63) | s.id; }
 
+namespace impl {
+
 // Blocks the lane until every live lane of its simdgroup is blocked; lanes at the same call site
 // form the active set, whose combine the host runs once before the members resume.
 template <class T, class Compute>
@@ -678,6 +683,7 @@ MGSIM_ALWAYS_INLINE T op_min(const T &a, const T &b) {
     return min(a, b);
   }
 }
+}  // namespace impl
 
 }  // namespace mgsim
 
@@ -686,26 +692,26 @@ namespace metal {
 #define MGSIM_REDUCE(NAME, EXPR)                                                            \
   template <class T>                                                                        \
   MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, T x) {                                          \
-    return mgsim::collective<T>(mgsim::site_token(s), x, 0, #NAME,                          \
+    return mgsim::impl::collective<T>(mgsim::site_token(s), x, 0, #NAME,                          \
                                 [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::reduce_all<T>(b, m, [](const T &a, const T &c) {   \
+                                  mgsim::impl::reduce_all<T>(b, m, [](const T &a, const T &c) {   \
                                     return EXPR;                                            \
                                   });                                                       \
                                 });                                                         \
   }                                                                                         \
   template <class T>                                                                        \
   MGSIM_ALWAYS_INLINE T NAME(T x) {                                                         \
-    return mgsim::collective<T>(mgsim::call_site_token(), x, 0, #NAME,                      \
+    return mgsim::impl::collective<T>(mgsim::call_site_token(), x, 0, #NAME,                      \
                                 [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::reduce_all<T>(b, m, [](const T &a, const T &c) {   \
+                                  mgsim::impl::reduce_all<T>(b, m, [](const T &a, const T &c) {   \
                                     return EXPR;                                            \
                                   });                                                       \
                                 });                                                         \
   }
 MGSIM_REDUCE(simd_sum, T(a + c))
 MGSIM_REDUCE(simd_product, T(a * c))
-MGSIM_REDUCE(simd_max, mgsim::op_max<T>(a, c))
-MGSIM_REDUCE(simd_min, mgsim::op_min<T>(a, c))
+MGSIM_REDUCE(simd_max, mgsim::impl::op_max<T>(a, c))
+MGSIM_REDUCE(simd_min, mgsim::impl::op_min<T>(a, c))
 MGSIM_REDUCE(simd_and, T(a & c))
 MGSIM_REDUCE(simd_or, T(a | c))
 MGSIM_REDUCE(simd_xor, T(a ^ c))
@@ -714,17 +720,17 @@ MGSIM_REDUCE(simd_xor, T(a ^ c))
 #define MGSIM_SCAN(NAME, IDENTITY, INCL, EXPR)                                              \
   template <class T>                                                                        \
   MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, T x) {                                          \
-    return mgsim::collective<T>(mgsim::site_token(s), x, 0, #NAME,                          \
+    return mgsim::impl::collective<T>(mgsim::site_token(s), x, 0, #NAME,                          \
                                 [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::scan<T>(b, m, T(IDENTITY), INCL,                   \
+                                  mgsim::impl::scan<T>(b, m, T(IDENTITY), INCL,                   \
                                                  [](const T &a, const T &c) { return EXPR; }); \
                                 });                                                         \
   }                                                                                         \
   template <class T>                                                                        \
   MGSIM_ALWAYS_INLINE T NAME(T x) {                                                         \
-    return mgsim::collective<T>(mgsim::call_site_token(), x, 0, #NAME,                      \
+    return mgsim::impl::collective<T>(mgsim::call_site_token(), x, 0, #NAME,                      \
                                 [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::scan<T>(b, m, T(IDENTITY), INCL,                   \
+                                  mgsim::impl::scan<T>(b, m, T(IDENTITY), INCL,                   \
                                                  [](const T &a, const T &c) { return EXPR; }); \
                                 });                                                         \
   }
@@ -738,9 +744,9 @@ MGSIM_SCAN(simd_prefix_exclusive_product, 1, false, T(a * c))
 #define MGSIM_PERMUTE(NAME, SRC)                                                            \
   template <class T, class I>                                                               \
   MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, T x, I arg) {                                   \
-    return mgsim::collective<T>(mgsim::site_token(s), x, uint32_t(arg), #NAME,              \
+    return mgsim::impl::collective<T>(mgsim::site_token(s), x, uint32_t(arg), #NAME,              \
                                 [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::permute<T>(b, m, [m](uint32_t j, uint32_t a) {     \
+                                  mgsim::impl::permute<T>(b, m, [m](uint32_t j, uint32_t a) {     \
                                     (void)m;                                                \
                                     return int64_t(SRC);                                    \
                                   });                                                       \
@@ -748,9 +754,9 @@ MGSIM_SCAN(simd_prefix_exclusive_product, 1, false, T(a * c))
   }                                                                                         \
   template <class T, class I>                                                               \
   MGSIM_ALWAYS_INLINE T NAME(T x, I arg) {                                                  \
-    return mgsim::collective<T>(mgsim::call_site_token(), x, uint32_t(arg), #NAME,          \
+    return mgsim::impl::collective<T>(mgsim::call_site_token(), x, uint32_t(arg), #NAME,          \
                                 [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::permute<T>(b, m, [m](uint32_t j, uint32_t a) {     \
+                                  mgsim::impl::permute<T>(b, m, [m](uint32_t j, uint32_t a) {     \
                                     (void)m;                                                \
                                     return int64_t(SRC);                                    \
                                   });                                                       \
@@ -767,18 +773,18 @@ MGSIM_PERMUTE(simd_shuffle_rotate_down, (j + a) & 31u)
 
 template <class T>
 MGSIM_ALWAYS_INLINE T simd_broadcast_first(mgsim::site s, T x) {
-  return mgsim::collective<T>(mgsim::site_token(s), x, 0, "simd_broadcast_first",
+  return mgsim::impl::collective<T>(mgsim::site_token(s), x, 0, "simd_broadcast_first",
                               [](mgsim::abi::lane *b, uint32_t m) {
-                                mgsim::permute<T>(b, m, [m](uint32_t, uint32_t) {
+                                mgsim::impl::permute<T>(b, m, [m](uint32_t, uint32_t) {
                                   return int64_t(__builtin_ctz(m));
                                 });
                               });
 }
 template <class T>
 MGSIM_ALWAYS_INLINE T simd_broadcast_first(T x) {
-  return mgsim::collective<T>(mgsim::call_site_token(), x, 0, "simd_broadcast_first",
+  return mgsim::impl::collective<T>(mgsim::call_site_token(), x, 0, "simd_broadcast_first",
                               [](mgsim::abi::lane *b, uint32_t m) {
-                                mgsim::permute<T>(b, m, [m](uint32_t, uint32_t) {
+                                mgsim::impl::permute<T>(b, m, [m](uint32_t, uint32_t) {
                                   return int64_t(__builtin_ctz(m));
                                 });
                               });
@@ -790,9 +796,9 @@ inline void vote(mgsim::abi::lane *b, uint32_t m) {
   uint64_t bits = 0;
   for (uint32_t k = m; k; k &= k - 1) {
     uint32_t j = uint32_t(__builtin_ctz(k));
-    if (mgsim::in_of<bool>(b[j])) bits |= uint64_t(1) << j;
+    if (mgsim::impl::in_of<bool>(b[j])) bits |= uint64_t(1) << j;
   }
-  for (uint32_t k = m; k; k &= k - 1) mgsim::set_out(b[__builtin_ctz(k)], bits);
+  for (uint32_t k = m; k; k &= k - 1) mgsim::impl::set_out(b[__builtin_ctz(k)], bits);
 }
 inline uint64_t vote_bits(uint64_t token, bool x, const char *what) {
   // The result type (uint64) differs from the input (bool): vote through a uint64 carrier.

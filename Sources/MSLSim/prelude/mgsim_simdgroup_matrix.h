@@ -16,7 +16,7 @@
 // Addressing (elements_per_row = stride in elements, matrix_origin = (column, row) of the tile):
 //   element (r, c) is src[(origin.y + r) * stride + origin.x + c], or with transpose_matrix
 //   src[(origin.x + c) * stride + origin.y + r]. Memory is reached only through
-//   resolve(row pointer, 8, write), one call per memory row.
+//   mgsim_resolve(row pointer, 8, write), one call per memory row.
 #ifndef MGSIM_SIMDGROUP_MATRIX_H
 #define MGSIM_SIMDGROUP_MATRIX_H
 
@@ -95,8 +95,8 @@ inline ::metal::simdgroup_matrix<T, 8, 8> synced(const ::metal::simdgroup_matrix
   return r;
 }
 template <class P>
-auto row_ptr(const P &p, size_t offset, bool write) -> decltype(resolve(p + offset, size_t(8), write)) {
-  return resolve(p + offset, size_t(8), write);
+auto row_ptr(const P &p, size_t offset, bool write) -> decltype(mgsim_resolve(p + offset, size_t(8), write)) {
+  return mgsim_resolve(p + offset, size_t(8), write);
 }
 template <class P>
 using elem_t = std::remove_cv_t<std::remove_pointer_t<decltype(row_ptr(std::declval<const P &>(), 0, false))>>;

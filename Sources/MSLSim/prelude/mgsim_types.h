@@ -33,10 +33,10 @@
 // Hooks shared with the execution layer (mgsim_exec.h).
 namespace mgsim {
 // Every memory access made by the atomics and simdgroup_load/store goes through an unqualified
-// resolve(p, count, write) call: identity for raw pointers; the execution layer's checked pointer
+// mgsim_resolve(p, count, write) call: identity for raw pointers; the execution layer's checked pointer
 // brings its own overload (found by ADL) that bounds-checks `count` elements and records writes.
 template <class T>
-inline T *resolve(T *p, size_t /*count*/, bool /*write*/) {
+inline T *mgsim_resolve(T *p, size_t /*count*/, bool /*write*/) {
   return p;
 }
 // The calling lane's index in its simdgroup (defined by mgsim_exec.h).
@@ -51,6 +51,12 @@ typedef unsigned long ulong;
 
 namespace mgsim {
 namespace lang {
+
+// Helper functions live in lang::impl: argument-dependent lookup for an MSL value (half, bfloat, a
+// vector) searches lang but ignores its using-directives, so a user function template named like a
+// helper (convert, component, ...) is never ambiguous with it. Only operators stay in lang.
+namespace impl {}
+using namespace impl;
 
 struct half;
 struct bfloat;
@@ -81,11 +87,13 @@ template <class X>
 using value_t = typename unwrap_s<remove_cvref_t<X>>::type;
 template <class X>
 constexpr bool is_proxy_v = !std::is_same<remove_cvref_t<X>, value_t<X>>::value;
+namespace impl {
 template <class X>
 constexpr decltype(auto) unwrap(const X &x) {
   if constexpr (is_proxy_v<X>) return static_cast<value_t<X>>(x);
   else return (x);
 }
+}  // namespace impl
 
 // ---------------------------------------------------------------------------------------------
 // Bit-exact conversions between float/double/integers and the 16-bit floating formats.
@@ -345,9 +353,11 @@ constexpr int ncomp_v = vsize_v<X> ? vsize_v<X> : kind_v<X> ? 1 : -1000;
 
 // May a scalar of kind ks be combined with (converted to) vector elements of kind ke?
 // Integer vectors take only integer/bool scalars; half and bfloat never mix with each other.
+namespace impl {
 constexpr bool scalar_fits(int ks, int ke) {
   return ks != 0 && ke != 0 && (ke <= 2 ? ks <= 2 : !((ks == 4 && ke == 5) || (ks == 5 && ke == 4)));
 }
+}  // namespace impl
 
 template <class T, class = void>
 struct has_type : std::false_type {};
@@ -357,6 +367,7 @@ struct has_type<T, std::void_t<typename T::type>> : std::true_type {};
 // MSL's usual arithmetic conversions between two scalars: integers as in C++; a float (or a
 // double literal) makes float; half or bfloat with integers stays half/bfloat; half with bfloat is
 // an error.
+namespace impl {
 constexpr int pair_case(int ka, int kb) {
   return (ka == 0 || kb == 0)                                 ? 0
          : (ka <= 2 && kb <= 2)                               ? 1
@@ -365,6 +376,7 @@ constexpr int pair_case(int ka, int kb) {
          : (ka == 4 || kb == 4)                               ? 3
                                                               : 4;
 }
+}  // namespace impl
 template <class A, class B, int Case = pair_case(kind_v<A>, kind_v<B>)>
 struct scalar_common {};
 template <class A, class B>
@@ -386,6 +398,7 @@ struct scalar_common<A, B, 4> {
 
 // Value conversion to an element type. Floating -> integer saturates and maps NaN to 0 (defined
 // behaviour instead of C++'s undefined one); everything else is static_cast.
+namespace impl {
 template <class T>
 constexpr T saturate_to_int(double d) {
   if (d != d) return T(0);
@@ -393,6 +406,8 @@ constexpr T saturate_to_int(double d) {
   if (d >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
   return T(d);
 }
+}  // namespace impl
+namespace impl {
 template <class T, class S>
 constexpr T convert(const S &s) {
   if constexpr (is_proxy_v<S>) {
@@ -408,20 +423,25 @@ constexpr T convert(const S &s) {
     return static_cast<T>(s);
   }
 }
+}  // namespace impl
 
 // ---------------------------------------------------------------------------------------------
 // Swizzle proxies: a union member of a vector that reads/writes components C, one hex digit each
 // (lowest digit first; the macros below paste 0x##i3##i2##i1##i0, which parses much faster than
 // shift expressions). Kept to five members: ~1000 of these classes exist per element type.
+namespace impl {
 constexpr int swz_at(unsigned c, int i) {
   return int((c >> (4 * i)) & 15u);
 }
+}  // namespace impl
+namespace impl {
 constexpr bool swz_distinct(unsigned c, int m) {
   for (int i = 0; i < m; ++i)
     for (int j = i + 1; j < m; ++j)
       if (swz_at(c, i) == swz_at(c, j)) return false;
   return true;
 }
+}  // namespace impl
 template <class T, int N, int M, unsigned C>
 struct swizzle {
   T mg_e[N];
@@ -442,6 +462,7 @@ struct swizzle {
   }
 };
 
+namespace impl {
 template <class V>
 constexpr auto to_vec(const V &v) {
   using T = velem_t<V>;
@@ -458,6 +479,7 @@ constexpr auto to_vec(const V &v) {
     return r;
   }
 }
+}  // namespace impl
 
 // Component-name sets, one copy per nesting level (a macro cannot expand itself recursively).
 #define MGSIM_XY_1(F, ...) F(x, 0, __VA_ARGS__) F(y, 1, __VA_ARGS__)
@@ -633,6 +655,7 @@ MGSIM_VEC_SPECIALIZATION(4)
 // Operators. One template per operator covers half/bfloat scalars and every vector form; the
 // traits below reject anything MSL rejects (SFINAE), so built-in operators are unaffected.
 enum op_cat { c_arith, c_mod, c_bit, c_shift, c_cmp, c_logic };
+namespace impl {
 constexpr bool elem_ok(int cat, int k) {
   return cat == c_arith                     ? k >= 2
          : (cat == c_mod || cat == c_shift) ? k == 2
@@ -640,23 +663,30 @@ constexpr bool elem_ok(int cat, int k) {
          : cat == c_cmp                     ? k != 0
                                             : k == 1;
 }
+}  // namespace impl
+namespace impl {
 constexpr bool is_bool_result(int cat) {
   return cat == c_cmp || cat == c_logic;
 }
+}  // namespace impl
 
 // An operand as the element loop sees it: vectors as vec<T, N>, scalars converted to T once (a
 // shift count keeps its own type).
+namespace impl {
 template <class T, bool Keep, class X>
 constexpr auto operand(const X &x) {
   if constexpr (vsize_v<X> != 0) return to_vec(x);
   else if constexpr (Keep) return value_t<X>(unwrap(x));
   else return convert<T>(x);
 }
+}  // namespace impl
+namespace impl {
 template <class X>
 constexpr auto component(const X &x, int i) {
   if constexpr (vsize_v<X> != 0) return x.mg_e[i];
   else return x;
 }
+}  // namespace impl
 
 template <int Cat, class A, class B, int NA = vsize_v<A>, int NB = vsize_v<B>, class = void>
 struct binop {};

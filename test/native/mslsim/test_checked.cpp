@@ -51,7 +51,7 @@ static void run_case(Lib &lib, int plant, const char *what, bool expect_clean, c
   mgsim_function_release(f);
 }
 
-// The atomics header reaches memory through resolve(), which checks checked pointers.
+// The atomics header reaches memory through mgsim_resolve(), which checks checked pointers.
 static void test_atomic_bounds() {
   Lib lib(R"(
 #include <metal_stdlib>

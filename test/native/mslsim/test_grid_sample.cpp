@@ -231,7 +231,7 @@ int main() {
     }
   }
   for (int checked = 0; checked <= 1; ++checked) {
-    // Checked mode also exercises the atomics' resolve() hook on checked pointers.
+    // Checked mode also exercises the atomics' mgsim_resolve() hook on checked pointers.
     Lib lib(std::string(kUtils) + kBackward, checked);
     CHECK(lib.lib, "grid_sample backward (atomics%s) compiles %s", checked ? ", checked mode" : "", lib.error.c_str());
     if (lib.lib) {

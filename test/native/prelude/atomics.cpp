@@ -26,7 +26,7 @@ struct test_ptr {
   T *p;
 };
 template <class T>
-T *resolve(test_ptr<T> q, size_t count, bool write) {
+T *mgsim_resolve(test_ptr<T> q, size_t count, bool write) {
   (write ? g_log.writes : g_log.reads)++;
   g_log.elements += long(count);
   return q.p;

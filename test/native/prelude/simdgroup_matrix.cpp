@@ -3,7 +3,7 @@
 // random floats: within float accumulation error; half/bfloat/mixed element types), diagonal and
 // filled construction, the thread_elements() lane layout against Apple's documented picture, the
 // MLX pattern (lanes write their fragments, multiply, read back) run by 32 real threads with an
-// all-gather, and resolve() use through a mock checked pointer.
+// all-gather, and mgsim_resolve() use through a mock checked pointer.
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -62,7 +62,7 @@ struct test_ptr {
   test_ptr operator+(size_t i) const { return test_ptr{p + i}; }
 };
 template <class T>
-T *resolve(test_ptr<T> q, size_t count, bool write) {
+T *mgsim_resolve(test_ptr<T> q, size_t count, bool write) {
   ++g_rows.calls;
   g_rows.writes += write;
   g_rows.elements += long(count);
