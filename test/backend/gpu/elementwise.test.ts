@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
+import { setForceLargeIndex } from "../../../ts/backend/gpu/encoder.ts";
 import { expectClose, expectDevicesAgree, GPU_FLOAT_DTYPES, GPU_INT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
 const UNARY_FLOAT: [string, (x: MgArray) => MgArray, [number, number]][] = [
@@ -112,6 +113,33 @@ describe("ternary, casts and special values", () => {
     expect(r!.shape).toEqual([0, 3]);
     const one = mg.array([2.5], mg.float32);
     expectDevicesAgree(() => mg.multiply(mg.exp(one), one), "one element");
+  });
+});
+
+describe("64-bit index variants", () => {
+  test("forced on small arrays, single, fused and copy kernels agree with the CPU", () => {
+    const x = input([6, 5], mg.float32, 24);
+    const y = input([5], mg.float32, 25);
+    const c = mg.stream(mg.cpu, () => mg.greater(x, 0));
+    const t = mg.stream(mg.cpu, () => mg.transpose(x));
+    mg.eval(c, t);
+    const ops = () => [mg.exp(x), mg.exp(t), mg.add(x, y), mg.multiply(t, 2), mg.where(c, x, y), mg.divmod(x, y)[1]!, mg.reshape(t, [30])];
+    const previous = mg.setFusion(false);
+    const previousLarge = setForceLargeIndex(true);
+    try {
+      const records = mg.trace(() => mg.stream(mg.gpu, ops)).filter((r) => r.device === "gpu");
+      expect(records.length).toBe(7);
+      expect(records.every((r) => r.layout.endsWith("large-index"))).toBe(true);
+      expectDevicesAgree(ops, "large-index");
+      mg.setFusion(true);
+      const chain = () => mg.tanh(mg.add(mg.multiply(t, 2), mg.exp(t)));
+      const [fused] = mg.trace(() => mg.stream(mg.gpu, chain)).filter((r) => r.device === "gpu");
+      expect(fused!.layout).toBe("fused strided, large-index");
+      expectDevicesAgree(chain, "fused large-index");
+    } finally {
+      setForceLargeIndex(previousLarge);
+      mg.setFusion(previous);
+    }
   });
 });
 

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import * as S from "../../../ts/core/ops/scatter.ts";
-import { setForceLargeIndex } from "../../../ts/backend/gpu/indexing.ts";
+import { setForceLargeIndex } from "../../../ts/backend/gpu/encoder.ts";
 import { accumulationTolerance, toleranceFor } from "../../../ts/testing/tolerances.ts";
 import { expectClose, expectDevicesAgree, GPU_DTYPES, input, layouts, runOn, seededValues } from "./harness.ts";
 

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
-import { setForceLargeIndex } from "../../../ts/backend/gpu/indexing.ts";
+import { setForceLargeIndex } from "../../../ts/backend/gpu/encoder.ts";
 import { expectDevicesAgree, GPU_DTYPES, input, layouts, runOn } from "./harness.ts";
 
 function onCpu(fn: () => MgArray): MgArray {

@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import type { TraceRecord } from "../../../ts/core/trace.ts";
-import { setForceLargeIndex } from "../../../ts/backend/gpu/reduce.ts";
+import { setForceLargeIndex } from "../../../ts/backend/gpu/encoder.ts";
 import { accumulationTolerance, normalizedTolerance } from "../../../ts/testing/tolerances.ts";
 import { expectDevicesAgree, GPU_FLOAT_DTYPES, input, layouts, runOn } from "./harness.ts";
 

@@ -6,7 +6,7 @@ import { bfloat16, complex64, type Dtype, float16 } from "../../core/dtype.ts";
 import type { KernelInstance } from "../../core/primitive.ts";
 import { Precision } from "../../core/trace.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
+import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex } from "./encoder.ts";
 import { kernelPipeline, kernelSource, prepareSources, sourcePipeline } from "./kernels.ts";
 
 /** The MSL functor a node applies (AsType casts to its output type). */
@@ -27,22 +27,6 @@ export function accessOf(a: MgArray, outSize: number): Access {
   if (a.size === 1 || l.strides.every((s, i) => s === 0 || a.shape[i] === 1)) return "scalar";
   if (l.rowContiguous && a.size === outSize) return "contiguous";
   return "strided";
-}
-
-// 2^31: beyond it, indices and offsets need 64-bit arithmetic (the "large-index" variant).
-const INT32_LIMIT = 2 ** 31;
-
-/** True when an index or any element offset of these views can exceed int32. */
-function needsLargeIndex(size: number, inputs: readonly MgArray[]): boolean {
-  if (size >= INT32_LIMIT) return true;
-  for (const a of inputs) {
-    const l = a.layout;
-    if (!l) continue;
-    let span = Math.abs(l.offset);
-    a.shape.forEach((d, i) => (span += Math.abs(l.strides[i]!) * Math.max(d - 1, 0)));
-    if (span >= INT32_LIMIT) return true;
-  }
-  return false;
 }
 
 /** 1-D grid for n threads, or 2-D when n does not fit one grid dimension. */
@@ -109,17 +93,17 @@ function buildChoice(node: Node, access: Access[], large: boolean): SingleChoice
   const ins = node.inputs;
   const f = functorOf(node);
   const n = out.size;
-  const idx = large ? "int64_t" : "uint";
+  const idx = idxType(large);
   const T = mslType(ins.length === 3 ? ins[1]!.dtype : ins[0]!.dtype, node.primitive.name);
   const U = mslType(out.dtype, node.primitive.name);
   const tag = `${ident(f)}_${dtypeTag(ins.length === 3 ? ins[1]!.dtype : ins[0]!.dtype)}_${dtypeTag(out.dtype)}`;
   if (node.primitive.name === "DivMod") {
-    return { kernel: { file: "binary.metal", name: `mg_divmod_g_${tag}_${large ? "i64" : "u32"}`, instantiation: `divmod_g<${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
+    return { kernel: { file: "binary.metal", name: `mg_divmod_g_${tag}_${idxTag(large)}`, instantiation: `divmod_g<${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
   }
   if (ins.length === 1) {
     if (access[0] === "contiguous" && n < 2 ** 32 && !large) return { kernel: { file: "unary.metal", name: `mg_unary_v_${tag}`, instantiation: `unary_v<${f}, ${T}, ${U}>` }, variant: "contiguous" };
     if (access[0] === "contiguous") return { kernel: { file: "unary.metal", name: `mg_unary_v2_${tag}`, instantiation: `unary_v2<${f}, ${T}, ${U}>` }, variant: "contiguous, large-index" };
-    return { kernel: { file: "unary.metal", name: `mg_unary_g_${tag}_${large ? "i64" : "u32"}`, instantiation: `unary_g<${f}, ${T}, ${U}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
+    return { kernel: { file: "unary.metal", name: `mg_unary_g_${tag}_${idxTag(large)}`, instantiation: `unary_g<${f}, ${T}, ${U}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
   }
   if (ins.length === 2) {
     const [a, b] = access;
@@ -130,12 +114,12 @@ function buildChoice(node: Node, access: Access[], large: boolean): SingleChoice
     } else if (a === "contiguous" && b === "contiguous") {
       return { kernel: { file: "binary.metal", name: `mg_binary_v2_${tag}`, instantiation: `binary_v2<${f}, ${T}, ${U}>` }, variant: "contiguous, large-index" };
     }
-    return { kernel: { file: "binary.metal", name: `mg_binary_g_${tag}_${large ? "i64" : "u32"}`, instantiation: `binary_g<${f}, ${T}, ${U}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
+    return { kernel: { file: "binary.metal", name: `mg_binary_g_${tag}_${idxTag(large)}`, instantiation: `binary_g<${f}, ${T}, ${U}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
   }
   if (access.every((x) => x === "contiguous") && !large && n < 2 ** 32) {
     return { kernel: { file: "ternary.metal", name: `mg_ternary_v_${tag}`, instantiation: `ternary_v<${f}, ${T}>` }, variant: "contiguous" };
   }
-  return { kernel: { file: "ternary.metal", name: `mg_ternary_g_${tag}_${large ? "i64" : "u32"}`, instantiation: `ternary_g<${f}, ${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
+  return { kernel: { file: "ternary.metal", name: `mg_ternary_g_${tag}_${idxTag(large)}`, instantiation: `ternary_g<${f}, ${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
 }
 
 /** The static kernel a node will need, when its inputs' layouts can be predicted. */
@@ -238,7 +222,7 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
   }
   const strided = access.includes("strided");
   const large = needsLargeIndex(n, inputs);
-  const idx = large ? "int64_t" : "uint";
+  const idx = idxType(large);
   const names = new Map<MgArray, string>();
   const params: string[] = [];
   const lines: string[] = [];

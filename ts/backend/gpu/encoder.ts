@@ -43,6 +43,40 @@ export function viewExtent(shape: readonly number[], strides: readonly number[],
   return [lo, hi + 1];
 }
 
+// Kernels index in 32 bits unless a thread index or an element offset can reach 2^31; past that
+// every kernel family has a "large-index" variant (int64_t indices).
+const INT32_LIMIT = 2 ** 31;
+let forceLargeIndex = false;
+
+/**
+ * Makes every GPU kernel take its 64-bit-index variant, so tests can check those variants on
+ * arrays small enough to allocate. Returns the previous setting.
+ */
+export function setForceLargeIndex(on: boolean): boolean {
+  const previous = forceLargeIndex;
+  forceLargeIndex = on;
+  return previous;
+}
+
+/** Elements an array's binding spans: its view's extent, or its size before it has data. */
+function extentOf(a: MgArray): number {
+  const l = a.layout;
+  if (!l) return a.size;
+  const [lo, hi] = viewExtent(a.shape, l.strides, l.offset);
+  return hi - lo;
+}
+
+/**
+ * True when a kernel needs its 64-bit-index variant: `count` threads (or elements walked), an
+ * `extra` offset, or an element of one of `arrays` relative to its binding may reach 2^31.
+ */
+export function needsLargeIndex(count: number, arrays: readonly MgArray[], extra = 0): boolean {
+  return forceLargeIndex || count >= INT32_LIMIT || extra >= INT32_LIMIT || arrays.some((a) => a.size >= INT32_LIMIT || extentOf(a) >= INT32_LIMIT);
+}
+/** The index type and name tag of a kernel's 32- or 64-bit variant. */
+export const idxType = (large: boolean): string => (large ? "int64_t" : "uint");
+export const idxTag = (large: boolean): string => (large ? "i64" : "u32");
+
 export class GpuEncoder {
   /** Notes recorded against the next dispatch's trace (copies, fallbacks). */
   private pendingNotes: string[] = [];

@@ -22,7 +22,7 @@ import { readNumbers } from "../cpu/values.ts";
 import type { BufferBinding, InlineBytes, Pipeline } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { elementwiseGrid, elementwisePrecision } from "./elementwise.ts";
-import { type GpuEncoder, int32Bytes, int64Bytes, viewExtent, linearThreadgroup } from "./encoder.ts";
+import { type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex, viewExtent } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -49,35 +49,6 @@ function indexKind(d: Dtype, op: string): number {
   if (k === undefined) throw new Error(`[${op}] indices must be integers, got ${d.name}.`);
   return k;
 }
-
-const INT32_LIMIT = 2 ** 31;
-
-/** Elements an array's binding spans: its view's extent, or its size before it has data. */
-function extentOf(a: MgArray): number {
-  const l = a.layout;
-  if (!l) return a.size;
-  const [lo, hi] = viewExtent(a.shape, l.strides, l.offset);
-  return hi - lo;
-}
-
-let forceLarge = false;
-
-/**
- * Makes every indexing and movement kernel take its 64-bit-index variant, so tests can check
- * those variants on arrays small enough to allocate. Returns the previous setting.
- */
-export function setForceLargeIndex(on: boolean): boolean {
-  const previous = forceLarge;
-  forceLarge = on;
-  return previous;
-}
-
-/** True when a thread index or an element offset may reach 2^31: the int64_t variant. */
-export function largeIndex(count: number, arrays: readonly MgArray[], extra = 0): boolean {
-  return forceLarge || count >= INT32_LIMIT || extra >= INT32_LIMIT || arrays.some((a) => extentOf(a) >= INT32_LIMIT || a.size >= INT32_LIMIT);
-}
-export const idxType = (large: boolean): string => (large ? "int64_t" : "uint");
-export const idxTag = (large: boolean): string => (large ? "i64" : "u32");
 
 /** One thread per element: a 1-D grid (2-D past 2^32), threadgroups of up to 256. */
 export function launch(
@@ -128,7 +99,7 @@ export function encodeCopyStrided(
   trace: { primitive: string; outputs: readonly MgArray[]; layout: string },
   mustWrite = false,
 ): void {
-  const large = largeIndex(src.size, [src], dstBase + src.size);
+  const large = needsLargeIndex(src.size, [src], dstBase + src.size);
   const pipeline = kernelPipeline(copyStridedKernel(src.dtype, large));
   const s = enc.input(src, 0);
   launch(
@@ -306,7 +277,7 @@ function encodeGather(enc: GpuEncoder, node: Node): void {
   const s = enc.input(src, 0);
   const o = enc.output(out, 1);
   const b = bindIndices(enc, idx, p.axes, s.binding, "gather", [out]);
-  const large = largeIndex(out.size, [src, ...idx], b.extent);
+  const large = needsLargeIndex(out.size, [src, ...idx], b.extent);
   launch(
     enc,
     kernelPipeline(gatherKernel(src.dtype, large)),
@@ -328,7 +299,7 @@ function encodeGather(enc: GpuEncoder, node: Node): void {
 
 export const gatherRule: GpuRule = {
   kind: "kernel",
-  kernels: (node) => [gatherKernel(node.inputs[0]!.dtype, largeIndex(node.outputs[0]!.size, node.inputs))],
+  kernels: (node) => [gatherKernel(node.inputs[0]!.dtype, needsLargeIndex(node.outputs[0]!.size, node.inputs))],
   encode: encodeGather,
 };
 
@@ -340,7 +311,7 @@ function encodeGatherAxis(enc: GpuEncoder, node: Node): void {
   const { axis } = node.params as AxisParams;
   const [src, idx] = node.inputs as [MgArray, MgArray];
   const out = node.outputs[0]!;
-  const large = largeIndex(out.size, node.inputs);
+  const large = needsLargeIndex(out.size, node.inputs);
   const s = enc.input(src, 0);
   const o = enc.output(out, 1);
   const i = enc.input(idx, 2);
@@ -365,7 +336,7 @@ function encodeGatherAxis(enc: GpuEncoder, node: Node): void {
 
 export const gatherAxisRule: GpuRule = {
   kind: "kernel",
-  kernels: (node) => [gatherAxisKernel(node.inputs[0]!.dtype, largeIndex(node.outputs[0]!.size, node.inputs))],
+  kernels: (node) => [gatherAxisKernel(node.inputs[0]!.dtype, needsLargeIndex(node.outputs[0]!.size, node.inputs))],
   encode: encodeGatherAxis,
 };
 
@@ -422,7 +393,7 @@ const CLEAR_KERNEL: KernelInstance = { file: "scatter.metal", name: "mg_scatter_
 
 /** Kernels a scatter of `a` with `updates` will need (for compiling up front). */
 function scatterKernels(a: MgArray, updates: MgArray, out: MgArray, mode: UpdateMode, axis: boolean, extra: readonly MgArray[]): KernelInstance[] {
-  const large = largeIndex(Math.max(out.size, updates.size), [a, updates, ...extra]);
+  const large = needsLargeIndex(Math.max(out.size, updates.size), [a, updates, ...extra]);
   if (mode === "none") return [CLEAR_KERNEL, winnerKernel(axis, large), pickKernel(a.dtype, large)];
   const main = axis
     ? { file: "scatter.metal", name: `mg_scatter_axis_atomic_${dtypeTag(a.dtype)}_sum_${idxTag(large)}`, instantiation: `scatter_axis_atomic<${mslType(a.dtype, "scatter")}, UpdateSum, ${idxType(large)}>` }
@@ -483,7 +454,7 @@ function copySource(enc: GpuEncoder, a: MgArray, out: MgArray, primitive: string
 }
 
 /** The copy copySource will use (for compiling up front). */
-const sourceCopyKernel = (a: MgArray): KernelInstance => copyStridedKernel(a.dtype, largeIndex(a.size, [a]));
+const sourceCopyKernel = (a: MgArray): KernelInstance => copyStridedKernel(a.dtype, needsLargeIndex(a.size, [a]));
 
 function encodeScatter(enc: GpuEncoder, node: Node): void {
   const p = node.params as ScatterParams;
@@ -494,7 +465,7 @@ function encodeScatter(enc: GpuEncoder, node: Node): void {
   const idxNdim = updates.ndim - a.ndim;
   const sliceShape = updates.shape.slice(idxNdim);
   const sliceN = shapeSize(sliceShape);
-  const large = largeIndex(Math.max(out.size, updates.size), [a, updates, ...idx]);
+  const large = needsLargeIndex(Math.max(out.size, updates.size), [a, updates, ...idx]);
   if (updates.size === 0) {
     copySource(enc, a, out, "Scatter");
     return;
@@ -555,7 +526,7 @@ function encodeScatterAxis(enc: GpuEncoder, node: Node): void {
   const p = node.params as ScatterAxisParams;
   const [a, idx, updates] = node.inputs as [MgArray, MgArray, MgArray];
   const out = node.outputs[0]!;
-  const large = largeIndex(Math.max(out.size, updates.size), node.inputs);
+  const large = needsLargeIndex(Math.max(out.size, updates.size), node.inputs);
   if (updates.size === 0) {
     copySource(enc, a, out, "ScatterAxis");
     return;
@@ -623,7 +594,7 @@ function encodeSliceUpdate(enc: GpuEncoder, node: Node): void {
   const out = node.outputs[0]!;
   copySource(enc, a, out, "SliceUpdate");
   if (updates.size === 0) return;
-  const large = largeIndex(out.size, node.inputs);
+  const large = needsLargeIndex(out.size, node.inputs);
   const outStrides = rowMajorStrides(out.shape);
   const base = p.start.reduce((acc, s, d) => acc + s * outStrides[d]!, 0);
   const o = enc.output(out, 0, "readwrite");
@@ -654,7 +625,7 @@ export const sliceUpdateRule: GpuRule = {
   kind: "kernel",
   kernels: (node) => {
     const p = node.params as SliceUpdateParams;
-    return [sourceCopyKernel(node.inputs[0]!), sliceUpdateKernel(node.outputs[0]!.dtype, p.mode, largeIndex(node.outputs[0]!.size, node.inputs))];
+    return [sourceCopyKernel(node.inputs[0]!), sliceUpdateKernel(node.outputs[0]!.dtype, p.mode, needsLargeIndex(node.outputs[0]!.size, node.inputs))];
   },
   encode: encodeSliceUpdate,
 };
@@ -674,7 +645,7 @@ function encodeDynamicSlice(enc: GpuEncoder, node: Node): void {
   const p = node.params as DynamicSliceParams;
   const [a, start] = node.inputs as [MgArray, MgArray];
   const out = node.outputs[0]!;
-  const large = largeIndex(out.size, [a]);
+  const large = needsLargeIndex(out.size, [a]);
   const s = enc.input(a, 0);
   const o = enc.output(out, 1);
   const st = enc.input(start, 2);
@@ -699,7 +670,7 @@ function encodeDynamicSlice(enc: GpuEncoder, node: Node): void {
 
 export const dynamicSliceRule: GpuRule = {
   kind: "kernel",
-  kernels: (node) => [dynamicSliceKernel(node.inputs[0]!.dtype, largeIndex(node.outputs[0]!.size, [node.inputs[0]!]))],
+  kernels: (node) => [dynamicSliceKernel(node.inputs[0]!.dtype, needsLargeIndex(node.outputs[0]!.size, [node.inputs[0]!]))],
   encode: encodeDynamicSlice,
 };
 
@@ -713,7 +684,7 @@ function encodeDynamicSliceUpdate(enc: GpuEncoder, node: Node): void {
   const out = node.outputs[0]!;
   copySource(enc, a, out, "DynamicSliceUpdate");
   if (updates.size > 0) {
-    const large = largeIndex(out.size, [a, updates]);
+    const large = needsLargeIndex(out.size, [a, updates]);
     const o = enc.output(out, 0, "readwrite");
     const u = enc.input(updates, 1);
     const st = enc.input(start, 2);
@@ -739,7 +710,7 @@ function encodeDynamicSliceUpdate(enc: GpuEncoder, node: Node): void {
 
 export const dynamicSliceUpdateRule: GpuRule = {
   kind: "kernel",
-  kernels: (node) => [sourceCopyKernel(node.inputs[0]!), dynamicSliceUpdateKernel(node.inputs[0]!.dtype, largeIndex(node.outputs[0]!.size, node.inputs.slice(0, 2)))],
+  kernels: (node) => [sourceCopyKernel(node.inputs[0]!), dynamicSliceUpdateKernel(node.inputs[0]!.dtype, needsLargeIndex(node.outputs[0]!.size, node.inputs.slice(0, 2)))],
   encode: encodeDynamicSliceUpdate,
 };
 

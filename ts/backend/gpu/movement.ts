@@ -10,8 +10,8 @@ import { setView } from "../../core/primitives/views.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
 import { allocateBuffer, Storage } from "../../memory/storage.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { type GpuEncoder, float32Bytes, int32Bytes, int64Bytes } from "./encoder.ts";
-import { bitsTag, bitsType, copyStridedKernel, encodeCopyStrided, idxTag, idxType, largeIndex, launch } from "./indexing.ts";
+import { type GpuEncoder, float32Bytes, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
+import { bitsTag, bitsType, copyStridedKernel, encodeCopyStrided, launch } from "./indexing.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -27,7 +27,7 @@ function encodePad(enc: GpuEncoder, node: Node): void {
   const out = node.outputs[0]!;
   const low = new Array<number>(a.ndim).fill(0);
   p.axes.forEach((ax, i) => (low[ax] = p.low[i]!));
-  const large = largeIndex(out.size, [a]);
+  const large = needsLargeIndex(out.size, [a]);
   // An empty interior binds the value in its place (nothing of it is read).
   const s = a.size > 0 ? enc.input(a, 0) : { ...enc.input(value, 0), strides: a.shape.map(() => 0) };
   const v = enc.input(value, 1);
@@ -52,7 +52,7 @@ function encodePad(enc: GpuEncoder, node: Node): void {
 
 export const padRule: GpuRule = {
   kind: "kernel",
-  kernels: (node) => [padKernel(node.inputs[0]!.dtype, largeIndex(node.outputs[0]!.size, [node.inputs[0]!]))],
+  kernels: (node) => [padKernel(node.inputs[0]!.dtype, needsLargeIndex(node.outputs[0]!.size, [node.inputs[0]!]))],
   encode: encodePad,
 };
 
@@ -82,7 +82,7 @@ function encodeConcatenate(enc: GpuEncoder, node: Node): void {
 export const concatenateRule: GpuRule = {
   kind: "kernel",
   kernels: (node) => {
-    const large = largeIndex(node.outputs[0]!.size, node.inputs);
+    const large = needsLargeIndex(node.outputs[0]!.size, node.inputs);
     return [copyStridedKernel(node.outputs[0]!.dtype, large)];
   },
   encode: encodeConcatenate,
@@ -118,7 +118,7 @@ export const viewRule: GpuRule = {
     const x = node.inputs[0]!;
     const l = x.layout;
     if (!l || x.dtype.size === node.outputs[0]!.dtype.size || l.rowContiguous) return [];
-    return [copyStridedKernel(x.dtype, largeIndex(x.size, [x]))];
+    return [copyStridedKernel(x.dtype, needsLargeIndex(x.size, [x]))];
   },
   encode: encodeView,
 };
@@ -144,7 +144,7 @@ export const contiguousRule: GpuRule = {
   kernels: (node) => {
     const a = node.inputs[0]!;
     // A result computed in this eval is row-contiguous: only strided inputs need the copy.
-    return !a.layout || a.layout.rowContiguous ? [] : [copyStridedKernel(a.dtype, largeIndex(a.size, [a]))];
+    return !a.layout || a.layout.rowContiguous ? [] : [copyStridedKernel(a.dtype, needsLargeIndex(a.size, [a]))];
   },
   encode: encodeContiguous,
 };

@@ -16,7 +16,7 @@ import { Precision } from "../../core/trace.ts";
 import type { Pipeline } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { elementwiseGrid } from "./elementwise.ts";
-import { type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
+import { type GpuEncoder, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -38,17 +38,6 @@ export function knownStrides(a: MgArray): readonly number[] | null {
   // A view's layout is only known once its input is evaluated; kernels write row-major outputs.
   if (!producer || producer.view || producer.gpu?.kind === "view") return null;
   return rowMajorStrides(a.shape);
-}
-
-/** True when some element index or offset of the view can reach 2^31 (64-bit index variants). */
-export function needsLargeIndex(shape: readonly number[], strides: readonly number[], offset = 0): boolean {
-  let size = 1;
-  let span = Math.abs(offset);
-  shape.forEach((d, i) => {
-    size *= d;
-    span += Math.abs(strides[i]!) * Math.max(d - 1, 0);
-  });
-  return size >= INT32_LIMIT || span >= INT32_LIMIT;
 }
 
 /** Merges neighbouring dimensions that are one run in memory (outer.stride = inner.size·inner.stride). */
@@ -152,13 +141,12 @@ export interface ReducePlan {
   large: boolean;
 }
 
-/** How a Reduce over `axes` of a view with `shape`/`strides` runs. */
-export function planReduce(shape: readonly number[], strides: readonly number[], axes: readonly number[], offset = 0): ReducePlan {
+/** How a Reduce over `axes` of a view with `shape`/`strides` runs (with 64-bit indices if `large`). */
+export function planReduce(shape: readonly number[], strides: readonly number[], axes: readonly number[], large = false): ReducePlan {
   const size = shape.reduce((a, b) => a * b, 1);
   let count = 1;
   let outputs = 1;
   shape.forEach((d, i) => (axes.includes(i) ? (count *= d) : (outputs *= d)));
-  const large = needsLargeIndex(shape, strides, offset);
   if (size === 0) return { layout: "empty", kept: [], reduced: [], baseShift: 0, count, outputs, large: false };
   let baseShift = 0;
   const reducedDims: Dim[] = [];
@@ -233,7 +221,7 @@ function reduceKernelsFor(plan: ReducePlan, type: ReduceType, inDtype: Dtype, ou
     // "> >": the simulator's translator takes a nested template-id closed by ">>" for the kernel.
     return { main: { file: "reduce.metal", name: `mg_reduce_init_${type}_${tagU}`, instantiation: `reduce_init<${U}, ${acc.op} >` }, acc };
   }
-  const idx = plan.large ? "int64_t" : "uint";
+  const idx = idxType(plan.large);
   const suffix = plan.large ? "_i64" : "";
   const kernel = kernelLayout(plan);
   const fn = KERNEL_OF[kernel];
@@ -249,25 +237,12 @@ function reduceKernelsFor(plan: ReducePlan, type: ReduceType, inDtype: Dtype, ou
   return { main: { file: "reduce.metal", name: `mg_reduce_${variant}_${type}_${tagT}_${tagU}${suffix}`, instantiation: `${fn}<${T}, ${U}, ${acc.op}, ${idx}>` }, acc };
 }
 
-/** Forces the 64-bit index variants (tests exercise them on small arrays). */
-let forceLargeIndex = false;
-export function setForceLargeIndex(on: boolean): boolean {
-  const previous = forceLargeIndex;
-  forceLargeIndex = on;
-  return previous;
-}
-export function largeIndexForced(): boolean {
-  return forceLargeIndex;
-}
-
 function reducePlanOf(node: Node): ReducePlan | null {
   const a = node.inputs[0]!;
   const strides = knownStrides(a);
   if (!strides) return null;
   const p = node.params as ReduceParams;
-  const plan = planReduce(a.shape, strides, p.axes, a.layout?.offset ?? 0);
-  if (forceLargeIndex && plan.layout !== "empty") plan.large = true;
-  return plan;
+  return planReduce(a.shape, strides, p.axes, needsLargeIndex(a.size, [a]));
 }
 
 function isTwoPass(plan: ReducePlan): boolean {
@@ -425,7 +400,7 @@ function argPlanOf(node: Node): ArgPlan | null {
   const lanes = n === 0 ? 0 : a.size / n;
   // complex64's ordering with NaN parts is only defined as a walk, so it always walks.
   const cooperative = a.dtype !== complex64 && n >= ARG_ROW_MIN && (Math.abs(axisStride) <= 1 || lanes < SIMD);
-  const large = forceLargeIndex || needsLargeIndex(a.shape, strides, a.layout?.offset ?? 0);
+  const large = needsLargeIndex(a.size, [a]);
   return { layout: cooperative ? "row" : "column", others, n, axisStride, lanes, large };
 }
 
@@ -434,7 +409,7 @@ function argKernel(plan: ArgPlan, node: Node): KernelInstance {
   const d = node.inputs[0]!.dtype;
   const T = mslType(d, p.type);
   const fn = plan.layout === "row" ? "arg_reduce_row" : "arg_reduce_col";
-  const idx = plan.large ? "int64_t" : "uint";
+  const idx = idxType(plan.large);
   return {
     file: "arg_reduce.metal",
     name: `mg_${fn}_${p.type}_${dtypeTag(d)}${plan.large ? "_i64" : ""}`,

@@ -10,9 +10,9 @@ import type { ScanParams, ScanType } from "../../core/primitives/scan.ts";
 import { Precision } from "../../core/trace.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { elementwiseGrid } from "./elementwise.ts";
-import { type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
+import { type GpuEncoder, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
-import { accumulatePrecision, type Dim, groupGrid, knownStrides, largeIndexForced, mergeDims, needsLargeIndex, simdThreadgroup, without } from "./reduce.ts";
+import { accumulatePrecision, type Dim, groupGrid, knownStrides, mergeDims, simdThreadgroup, without } from "./reduce.ts";
 
 /** Elements each thread of a row scan handles per chunk (MG_SCAN_READS in scan.metal). */
 const SCAN_READS = 4;
@@ -60,7 +60,7 @@ function scanPlanOf(node: Node): ScanPlan | null {
   const lanes = n === 0 ? 0 : a.size / n;
   const inner = a.shape.slice(p.axis + 1).reduce((x, y) => x * y, 1);
   const cooperative = n >= ROW_MIN && (Math.abs(axisStride) <= 1 || lanes < 32);
-  const large = largeIndexForced() || needsLargeIndex(a.shape, strides, a.layout?.offset ?? 0);
+  const large = needsLargeIndex(a.size, [a]);
   return { layout: cooperative ? "row" : "column", others, n, axisStride, lanes, inner, large };
 }
 
@@ -71,7 +71,7 @@ function scanKernel(plan: ScanPlan, node: Node): KernelInstance {
   const op = OP_NAMES[p.type];
   const { op: opId } = scanOp(p.type, inD, op);
   const fn = plan.layout === "row" ? "scan_row" : "scan_col";
-  const idx = plan.large ? "int64_t" : "uint";
+  const idx = idxType(plan.large);
   return {
     file: "scan.metal",
     name: `mg_${fn}_${p.type}_${dtypeTag(inD)}_${dtypeTag(outD)}${plan.large ? "_i64" : ""}`,

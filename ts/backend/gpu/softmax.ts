@@ -7,9 +7,9 @@ import { bfloat16, type Dtype, float16, float32 } from "../../core/dtype.ts";
 import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
 import type { SoftmaxParams } from "../../core/primitives/softmax.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { type GpuEncoder, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
-import { accumulatePrecision, type Dim, groupGrid, knownStrides, largeIndexForced, mergeDims, needsLargeIndex, simdThreadgroup } from "./reduce.ts";
+import { accumulatePrecision, type Dim, groupGrid, knownStrides, mergeDims, simdThreadgroup } from "./reduce.ts";
 
 interface RowPlan {
   /** Leading dimensions (row order), merged. */
@@ -28,7 +28,7 @@ function rowPlanOf(node: Node): RowPlan | null {
   const n = a.shape[last]!;
   const others = mergeDims(a.shape.slice(0, last).map((size, i) => ({ size, stride: strides[i]! })));
   const rows = n === 0 ? 0 : a.size / n;
-  const large = largeIndexForced() || needsLargeIndex(a.shape, strides, a.layout?.offset ?? 0);
+  const large = needsLargeIndex(a.size, [a]);
   return { others, n, stride: strides[last]!, rows, large };
 }
 
@@ -46,7 +46,7 @@ function softmaxKernel(plan: RowPlan, node: Node): KernelInstance {
   const d = node.inputs[0]!.dtype;
   checkFloat(d, "softmax");
   const acc = softmaxAcc(d, (node.params as SoftmaxParams).precise);
-  const idx = plan.large ? "int64_t" : "uint";
+  const idx = idxType(plan.large);
   return {
     file: "softmax.metal",
     name: `mg_softmax_${dtypeTag(d)}_acc_${dtypeTag(acc)}${plan.large ? "_i64" : ""}`,
@@ -57,7 +57,7 @@ function softmaxKernel(plan: RowPlan, node: Node): KernelInstance {
 function logsumexpKernel(plan: RowPlan, node: Node): KernelInstance {
   const d = node.inputs[0]!.dtype;
   checkFloat(d, "logsumexp");
-  const idx = plan.large ? "int64_t" : "uint";
+  const idx = idxType(plan.large);
   return { file: "softmax.metal", name: `mg_logsumexp_${dtypeTag(d)}${plan.large ? "_i64" : ""}`, instantiation: `logsumexp_rows<${mslType(d)}, ${idx}>` };
 }
 
