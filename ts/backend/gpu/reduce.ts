@@ -16,7 +16,7 @@ import { Precision } from "../../core/trace.ts";
 import type { Pipeline } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { elementwiseGrid } from "./elementwise.ts";
-import { type GpuEncoder, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex } from "./encoder.ts";
+import { type BoundArray, type DispatchTrace, type GpuEncoder, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -81,6 +81,71 @@ export function accumulatePrecision(dtype: Dtype, acc: "fp32" | "fp16" | "bf16")
 /** Removes one axis from a shape-like list. */
 export function without<T>(xs: readonly T[], axis: number): T[] {
   return xs.filter((_, i) => i !== axis);
+}
+
+/** An input read as independent lanes along one axis (arg-reduce, scan, softmax). */
+export interface AxisLanes {
+  /** The other dimensions in row-major lane order, merged. */
+  others: Dim[];
+  /** Elements per lane: the axis' length. */
+  n: number;
+  axisStride: number;
+  lanes: number;
+  large: boolean;
+}
+
+/** How `a` reads as lanes along `axis`, or null while its strides are unknown. */
+export function axisLanes(a: MgArray, axis: number): AxisLanes | null {
+  const strides = knownStrides(a);
+  if (!strides) return null;
+  const n = a.shape[axis]!;
+  const others = mergeDims(a.shape.flatMap((size, i) => (i === axis ? [] : [{ size, stride: strides[i]! }])));
+  return { others, n, axisStride: strides[axis]!, lanes: n === 0 ? 0 : a.size / n, large: needsLargeIndex(a.size, [a]) };
+}
+
+/** Lanes at least this long get a threadgroup each when their axis is contiguous or they are few. */
+const ROW_MIN = 32;
+
+/**
+ * "row": a threadgroup cooperates on each lane (contiguous lanes, or too few lanes to fill the
+ * GPU otherwise); "column": one thread walks each lane, so neighbouring threads read neighbouring
+ * memory along a strided axis.
+ */
+export function laneLayout(l: AxisLanes): "row" | "column" {
+  return l.n >= ROW_MIN && (Math.abs(l.axisStride) <= 1 || l.lanes < SIMD) ? "row" : "column";
+}
+
+/**
+ * Dispatches a lane kernel reading `a` (buffer 0) into `o` (buffer 1). Buffers 2–5 carry the other
+ * dimensions' sizes, strides and count, then base, n, lanes, the axis stride and `extra`. A "row"
+ * kernel runs a threadgroup per lane, each thread taking `perThread` elements at a time; `op`
+ * names the operation in errors.
+ */
+export function dispatchLanes(
+  enc: GpuEncoder,
+  pipeline: Pipeline,
+  l: AxisLanes,
+  layout: "row" | "column",
+  perThread: number,
+  op: string,
+  io: { a: BoundArray; o: BoundArray; extra?: readonly number[] },
+  trace: DispatchTrace,
+): void {
+  const buffers = [io.a.binding, io.o.binding];
+  const bytes = [
+    int32Bytes(2, l.others.map((d) => d.size)),
+    int64Bytes(3, l.others.map((d) => d.stride)),
+    int32Bytes(4, [l.others.length]),
+    int64Bytes(5, [io.a.base, l.n, l.lanes, l.axisStride, ...(io.extra ?? [])]),
+  ];
+  const mustWrite = [io.o.binding.index];
+  if (layout === "row") {
+    const tg = simdThreadgroup(pipeline, Math.ceil(l.n / perThread), op);
+    enc.dispatch({ pipeline, buffers, bytes, grid: groupGrid(l.lanes), threadgroup: [tg, 1, 1], mode: "threadgroups", mustWrite }, trace);
+    return;
+  }
+  const grid = elementwiseGrid(l.lanes);
+  enc.dispatch({ pipeline, buffers, bytes, grid, threadgroup: linearThreadgroup(pipeline, grid[0]), mustWrite }, trace);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -376,32 +441,16 @@ export const reduceRule: GpuRule = { kind: "kernel", kernels: reduceKernels, enc
 // ---------------------------------------------------------------------------------------------
 // ArgReduce
 
-/** Lanes at least this long (and contiguous) are reduced by a whole threadgroup each. */
-const ARG_ROW_MIN = 32;
-
-interface ArgPlan {
+interface ArgPlan extends AxisLanes {
   layout: "row" | "column";
-  /** The other dimensions (output order), merged. */
-  others: Dim[];
-  n: number;
-  axisStride: number;
-  lanes: number;
-  large: boolean;
 }
 
 function argPlanOf(node: Node): ArgPlan | null {
   const a = node.inputs[0]!;
-  const strides = knownStrides(a);
-  if (!strides) return null;
-  const p = node.params as ArgReduceParams;
-  const n = a.shape[p.axis]!;
-  const axisStride = strides[p.axis]!;
-  const others = mergeDims(without(a.shape, p.axis).map((size, i) => ({ size, stride: without(strides, p.axis)[i]! })));
-  const lanes = n === 0 ? 0 : a.size / n;
+  const lanes = axisLanes(a, (node.params as ArgReduceParams).axis);
+  if (!lanes) return null;
   // complex64's ordering with NaN parts is only defined as a walk, so it always walks.
-  const cooperative = a.dtype !== complex64 && n >= ARG_ROW_MIN && (Math.abs(axisStride) <= 1 || lanes < SIMD);
-  const large = needsLargeIndex(a.size, [a]);
-  return { layout: cooperative ? "row" : "column", others, n, axisStride, lanes, large };
+  return { ...lanes, layout: a.dtype === complex64 ? "column" : laneLayout(lanes) };
 }
 
 function argKernel(plan: ArgPlan, node: Node): KernelInstance {
@@ -420,34 +469,16 @@ function argKernel(plan: ArgPlan, node: Node): KernelInstance {
 function encodeArgReduce(enc: GpuEncoder, node: Node): void {
   const x = node.inputs[0]!;
   const out = node.outputs[0]!;
-  const p = node.params as ArgReduceParams;
   const plan = argPlanOf(node)!;
   const pipeline = kernelPipeline(argKernel(plan, node));
-  const a = enc.input(x, 0);
-  const o = enc.output(out, 1);
-  const bytes = [
-    int32Bytes(2, plan.others.map((d) => d.size)),
-    int64Bytes(3, plan.others.map((d) => d.stride)),
-    int32Bytes(4, [plan.others.length]),
-    int64Bytes(5, [a.base, plan.n, plan.lanes, plan.axisStride]),
-  ];
-  const trace = {
+  const io = { a: enc.input(x, 0), o: enc.output(out, 1) };
+  dispatchLanes(enc, pipeline, plan, plan.layout, 4, (node.params as ArgReduceParams).type, io, {
     primitives: ["ArgReduce"],
     inputs: [x],
     outputs: [out],
     layout: `${plan.layout}${plan.large ? ", large-index" : ""}`,
     precision: Precision.exact,
-  };
-  if (plan.layout === "row") {
-    const tg = simdThreadgroup(pipeline, Math.ceil(plan.n / 4), p.type);
-    enc.dispatch({ pipeline, buffers: [a.binding, o.binding], bytes, grid: groupGrid(plan.lanes), threadgroup: [tg, 1, 1], mode: "threadgroups", mustWrite: [1] }, trace);
-    return;
-  }
-  const grid = elementwiseGrid(plan.lanes);
-  enc.dispatch(
-    { pipeline, buffers: [a.binding, o.binding], bytes, grid, threadgroup: linearThreadgroup(pipeline, grid[0]), mustWrite: [1] },
-    trace,
-  );
+  });
 }
 
 export const argReduceRule: GpuRule = {

@@ -9,16 +9,12 @@ import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
 import type { ScanParams, ScanType } from "../../core/primitives/scan.ts";
 import { Precision } from "../../core/trace.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { elementwiseGrid } from "./elementwise.ts";
-import { type GpuEncoder, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex } from "./encoder.ts";
+import { type GpuEncoder, idxType } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
-import { accumulatePrecision, type Dim, groupGrid, knownStrides, mergeDims, simdThreadgroup, without } from "./reduce.ts";
+import { accumulatePrecision, type AxisLanes, axisLanes, dispatchLanes, laneLayout } from "./reduce.ts";
 
 /** Elements each thread of a row scan handles per chunk (MG_SCAN_READS in scan.metal). */
 const SCAN_READS = 4;
-/** Lanes at least this long (with a contiguous axis) are scanned by a threadgroup each. */
-const ROW_MIN = 32;
-
 const OP_NAMES: Record<ScanType, string> = { sum: "cumsum", prod: "cumprod", max: "cummax", min: "cummin", logaddexp: "logcumsumexp" };
 
 function isFloat(d: Dtype): boolean {
@@ -37,31 +33,13 @@ function scanOp(type: ScanType, d: Dtype, op: string): { op: string; acc: string
   return { op: `${name}<${acc}>`, acc };
 }
 
-interface ScanPlan {
+interface ScanPlan extends AxisLanes {
   layout: "row" | "column";
-  /** The other dimensions in row-major lane order (merged). */
-  others: Dim[];
-  n: number;
-  axisStride: number;
-  lanes: number;
-  /** Elements after the axis: the output's stride along it. */
-  inner: number;
-  large: boolean;
 }
 
 function scanPlanOf(node: Node): ScanPlan | null {
-  const a = node.inputs[0]!;
-  const strides = knownStrides(a);
-  if (!strides) return null;
-  const p = node.params as ScanParams;
-  const n = a.shape[p.axis]!;
-  const axisStride = strides[p.axis]!;
-  const others = mergeDims(without(a.shape, p.axis).map((size, i) => ({ size, stride: without(strides, p.axis)[i]! })));
-  const lanes = n === 0 ? 0 : a.size / n;
-  const inner = a.shape.slice(p.axis + 1).reduce((x, y) => x * y, 1);
-  const cooperative = n >= ROW_MIN && (Math.abs(axisStride) <= 1 || lanes < 32);
-  const large = needsLargeIndex(a.size, [a]);
-  return { layout: cooperative ? "row" : "column", others, n, axisStride, lanes, inner, large };
+  const lanes = axisLanes(node.inputs[0]!, (node.params as ScanParams).axis);
+  return lanes && { ...lanes, layout: laneLayout(lanes) };
 }
 
 function scanKernel(plan: ScanPlan, node: Node): KernelInstance {
@@ -93,33 +71,18 @@ function encodeScan(enc: GpuEncoder, node: Node): void {
   if (p.type === "logaddexp" && !isFloat(x.dtype)) throw new Error(`[${op}] ${x.dtype.name} is not supported (floating inputs only).`);
   const plan = scanPlanOf(node)!;
   const pipeline = kernelPipeline(scanKernel(plan, node));
-  const a = enc.input(x, 0);
-  const o = enc.output(out, 1);
+  // The output's stride along the axis: the elements after it.
+  const inner = x.shape.slice(p.axis + 1).reduce((m, d) => m * d, 1);
   const flags = (p.reverse ? 1 : 0) | (p.inclusive ? 2 : 0);
-  const bytes = [
-    int32Bytes(2, plan.others.map((d) => d.size)),
-    int64Bytes(3, plan.others.map((d) => d.stride)),
-    int32Bytes(4, [plan.others.length]),
-    int64Bytes(5, [a.base, plan.n, plan.lanes, plan.axisStride, plan.inner, flags]),
-  ];
+  const io = { a: enc.input(x, 0), o: enc.output(out, 1), extra: [inner, flags] };
   const direction = `${p.reverse ? "reverse" : "forward"}, ${p.inclusive ? "inclusive" : "exclusive"}`;
-  const trace = {
+  dispatchLanes(enc, pipeline, plan, plan.layout, SCAN_READS, op, io, {
     primitives: ["Scan"],
     inputs: [x],
     outputs: [out],
     layout: `${plan.layout} (${direction})${plan.large ? ", large-index" : ""}`,
     precision: scanPrecision(p.type, x.dtype, scanOp(p.type, x.dtype, op).acc),
-  };
-  if (plan.layout === "row") {
-    const tg = simdThreadgroup(pipeline, Math.ceil(plan.n / SCAN_READS), op);
-    enc.dispatch({ pipeline, buffers: [a.binding, o.binding], bytes, grid: groupGrid(plan.lanes), threadgroup: [tg, 1, 1], mode: "threadgroups", mustWrite: [1] }, trace);
-    return;
-  }
-  const grid = elementwiseGrid(plan.lanes);
-  enc.dispatch(
-    { pipeline, buffers: [a.binding, o.binding], bytes, grid, threadgroup: linearThreadgroup(pipeline, grid[0]), mustWrite: [1] },
-    trace,
-  );
+  });
 }
 
 export const scanRule: GpuRule = {
