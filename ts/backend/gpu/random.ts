@@ -4,7 +4,7 @@ import type { Node } from "../../core/array.ts";
 import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
 import { Precision } from "../../core/trace.ts";
 import { streamLayout } from "../../random/threefry.ts";
-import { type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 const ELEMENT: Record<number, string> = { 1: "uint8_t", 2: "uint16_t", 4: "uint32_t" };
@@ -45,7 +45,7 @@ function encodeRandomBits(enc: GpuEncoder, node: Node): void {
       buffers: [k.binding, o.binding],
       bytes: [{ index: 2, data: new Uint8Array(params) }, int32Bytes(3, keys.shape), int64Bytes(4, k.strides)],
       grid: [hashes, numKeys, 1],
-      threadgroup: [Math.max(1, Math.min(256, hashes, pipeline.maxTotalThreadsPerThreadgroup)), 1, 1],
+      threadgroup: linearThreadgroup(pipeline, hashes),
       mustWrite: [1],
     },
     {

@@ -20,7 +20,7 @@ import { type BoundArray, type DispatchTrace, type GpuEncoder, idxType, int32Byt
 import { kernelPipeline } from "./kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
-// Shared helpers (scan.ts and softmax.ts use them too)
+// Shared helpers (scan.ts, softmax.ts and sort.ts use them too)
 
 const INT32_LIMIT = 2 ** 31;
 const SIMD = 32;
@@ -76,6 +76,13 @@ export function groupGrid(count: number): [number, number, number] {
 export function accumulatePrecision(dtype: Dtype, acc: "fp32" | "fp16" | "bf16"): string {
   const operand = dtype === float16 ? "fp16" : dtype === bfloat16 ? "bf16" : dtype === complex64 ? "complex64" : "fp32";
   return Precision.accumulate(acc, operand);
+}
+
+/** The smallest power of two ≥ n (1 for n ≤ 1). */
+export function nextPow2(n: number): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
 }
 
 /** Removes one axis from a shape-like list. */
@@ -428,12 +435,6 @@ function encodeReduce(enc: GpuEncoder, node: Node): void {
     { pipeline, buffers, bytes, grid: groupGrid(plan.outputs), threadgroup: [tg, 1, 1], mode: "threadgroups", mustWrite: [1] },
     trace(`${plan.layout}${largeTag}`),
   );
-}
-
-function nextPow2(n: number): number {
-  let p = 1;
-  while (p < n) p *= 2;
-  return p;
 }
 
 export const reduceRule: GpuRule = { kind: "kernel", kernels: reduceKernels, encode: encodeReduce };

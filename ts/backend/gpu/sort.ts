@@ -11,7 +11,9 @@ import { Precision } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
+import { elementwiseGrid } from "./elementwise.ts";
 import { kernelPipeline } from "./kernels.ts";
+import { nextPow2, without } from "./reduce.ts";
 
 /** Elements one threadgroup sorts (a power of two): 2048 pairs of 64-bit keys use 24 KiB. */
 export const SORT_BLOCK = 2048;
@@ -52,12 +54,6 @@ function pow2Floor(n: number): number {
   return p;
 }
 
-function nextPow2(n: number): number {
-  let p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
 interface SortGeometry {
   inBase: number;
   inStride: number;
@@ -86,10 +82,6 @@ function sortRows(index: number, f: SortGeometry): InlineBytes {
   v.setInt32(44, f.mode, true);
   v.setInt32(48, f.ndim, true);
   return { index, data: new Uint8Array(buf) };
-}
-
-function without<T>(xs: readonly T[], axis: number): T[] {
-  return xs.filter((_, i) => i !== axis);
 }
 
 function layoutName(a: MgArray): string {
@@ -182,7 +174,7 @@ function encodeSort(enc: GpuEncoder, node: Node, axis: number, what: "indices" |
         buffers: [...buffers, ...runBindings(src, 8, 9, "read")],
         bytes: [sortRows(4, { ...base, block: SORT_BLOCK, segment: SORT_BLOCK, width, mode: last ? finalMode : Mode.Runs }), ...geometry],
         grid: [mergeThreads, rows, 1],
-        threadgroup: [Math.min(256, mergeThreads, mergePipeline.maxTotalThreadsPerThreadgroup), 1, 1],
+        threadgroup: linearThreadgroup(mergePipeline, mergeThreads),
         mustWrite: last ? [output.binding.index] : [2, 3],
       },
       { ...trace, layout: `merge runs of ${width}`, notes: [] },
@@ -250,7 +242,7 @@ export const searchSortedRule: GpuRule = {
     const n = out.size;
     // An empty sequence reads nothing: bind the values in its place so the slot is valid.
     const seqBinding = a.size === 0 ? { ...values.binding, index: 0 } : seq.binding;
-    const grid: [number, number, number] = n < 2 ** 32 ? [n, 1, 1] : [2 ** 16, Math.ceil(n / 2 ** 16), 1];
+    const grid = elementwiseGrid(n);
     enc.dispatch(
       {
         pipeline,
