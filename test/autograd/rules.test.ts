@@ -10,8 +10,6 @@ import { describe, expect, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/core/array.ts";
 import type { Primitive } from "../../ts/core/primitive.ts";
-import { resolveStream } from "../../ts/core/device.ts";
-import { makeArray } from "../../ts/core/graph.ts";
 import * as Elementwise from "../../ts/core/primitives/elementwise.ts";
 import * as Join from "../../ts/core/primitives/join.ts";
 import * as Reduce from "../../ts/core/primitives/reduce.ts";
@@ -260,8 +258,6 @@ add({ name: "repeat", fn: (x) => mg.repeat(x, 2, 1), inputs: (r) => [uniform(r, 
 add({ name: "roll", fn: (x) => mg.roll(x, 1, 1), inputs: (r) => [uniform(r, [2, 3])] });
 add({ name: "diagonal and trace", fn: (x) => [mg.diagonal(x, 1), mg.trace(x)], inputs: (r) => [uniform(r, [3, 4])] });
 add({ name: "contiguous", fn: (x) => mg.contiguous(mg.transpose(x)), inputs: (r) => [uniform(r, [2, 3])] });
-// No op builds Copy today; its record is checked directly.
-add({ name: "Copy (record)", fn: (x) => makeArray(Views.Copy, [mg.transpose(x)], {}, resolveStream()), inputs: (r) => [uniform(r, [2, 3])] });
 
 // Indexing with integer arrays (gather and scatter-add of cotangents).
 const idx = (values: number[], shape?: number[]) => mg.array(new Int32Array(values), mg.int32, { shape: shape ?? [values.length] });

@@ -5,7 +5,6 @@ import type { MgArray } from "../array.ts";
 import type { Primitive } from "../primitive.ts";
 import { rowMajorStrides } from "../shape.ts";
 import { copyToContiguous } from "../../backend/cpu/copy.ts";
-import { copyKernel, encodeCopy } from "../../backend/gpu/copy.ts";
 import * as ops from "../ops/shape.ts";
 import { sum } from "../ops/reduce.ts";
 
@@ -252,27 +251,6 @@ export function asStridedRaw(a: MgArray, p: AsStridedParams): MgArray {
   return makeArray(AsStrided, [flat], { shape: [...p.shape], strides: [...p.strides], offset: p.offset }, resolveStream());
 }
 
-/** Materialises a row-contiguous copy (mx.contiguous / internal copies). */
-export const Copy: Primitive<Record<string, never>> = {
-  name: "Copy",
-  gpu: {
-    kind: "kernel",
-    kernels: (node) => copyKernel(node.inputs[0]!),
-    encode: (enc, node) => encodeCopy(enc, node.inputs[0]!, node.outputs[0]!, "Copy"),
-  },
-  outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
-  cpu([a], [out]) {
-    copyToContiguous(a!, out!);
-  },
-  vjp(_p, [g]) {
-    return [g!];
-  },
-  jvp(_p, [t]) {
-    return [t!];
-  },
-  vmap: (inputs, axes) => vmapElementwise(Copy, inputs, axes, {}),
-};
-
 // Ops used by the derivative rules above (imported last: they import these records).
 import { int32 } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
@@ -281,4 +259,3 @@ import { arange, zerosLike } from "../ops/creation.ts";
 import { contiguous } from "../ops/movement.ts";
 import { scatterAdd, sliceUpdateStatic } from "../ops/scatter.ts";
 import { sliceStatic } from "../ops/slicing.ts";
-import { vmapElementwise } from "../../autograd/batching.ts";
