@@ -96,6 +96,12 @@ describe("creation", () => {
     expect(mg.eye(2, 3, 1).tolist()).toEqual([[0, 1, 0], [0, 0, 1]]);
     expect(mg.identity(2, mg.int32).tolist()).toEqual([[1, 0], [0, 1]]);
     expect(mg.tri(3, 3, 0, mg.int32).tolist()).toEqual([[1, 0, 0], [1, 1, 0], [1, 1, 1]]);
+    expect(mg.tri(2, 3, -1).tolist()).toEqual([[0, 0, 0], [1, 0, 0]]);
+    expect(mg.eye(0).shape).toEqual([0, 0]);
+    expect(() => mg.eye(-1)).toThrow("[eye] N and M must be non-negative integers, got -1 and -1.");
+    expect(() => mg.identity(2.5)).toThrow("[eye] N and M must be non-negative integers");
+    expect(() => mg.tri(2, 1.5)).toThrow("[tri] N and M must be non-negative integers, got 2 and 1.5.");
+    expect(() => mg.eye(2, 2, 0.5)).toThrow("[eye] k must be an integer, got 0.5.");
     const a = ar(9, [3, 3]);
     expect(mg.tril(a).tolist()).toEqual([[0, 0, 0], [3, 4, 0], [6, 7, 8]]);
     expect(mg.triu(a, 1).tolist()).toEqual([[0, 1, 2], [0, 0, 5], [0, 0, 0]]);

@@ -91,12 +91,21 @@ export function linspace(start: number, stop: number, num = 50, endpoint = true,
   return astype(add(multiply(tBar, fromValues([start], [], inner), opts), multiply(t, fromValues([stop], [], inner), opts), opts), out, opts);
 }
 
+/** For tri and eye: an n×m grid's row indices plus k (a column) and its column indices (a row). */
+function shiftedRowsAndColumns(op: string, n: number, m: number | null | undefined, k: number, opts: StreamOptions): [MgArray, MgArray] {
+  const cols = m ?? n;
+  if (!Number.isInteger(n) || n < 0 || !Number.isInteger(cols) || cols < 0) {
+    throw new RangeError(`[${op}] N and M must be non-negative integers, got ${n} and ${cols}.`);
+  }
+  if (!Number.isInteger(k)) throw new TypeError(`[${op}] k must be an integer, got ${k}.`);
+  const rows = expandDims(add(arange(0, n, int32, opts), k, opts), 1, opts);
+  return [rows, expandDims(arange(0, cols, int32, opts), 0, opts)];
+}
+
 /** Lower-triangular ones: out[i, j] = 1 when j ≤ i + k, as mx.tri. */
 export function tri(n: number, m?: number | null, k = 0, dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
-  const cols = m ?? n;
-  const rows = expandDims(arange(0, n, int32, opts), 1, opts);
-  const colIdx = expandDims(arange(0, cols, int32, opts), 0, opts);
-  return astype(greaterEqual(add(rows, k, opts), colIdx, opts), dtype, opts);
+  const [rows, cols] = shiftedRowsAndColumns("tri", n, m, k, opts);
+  return astype(greaterEqual(rows, cols, opts), dtype, opts);
 }
 
 /** Zeros above the k-th diagonal of the last two axes. */
@@ -117,10 +126,8 @@ export function triu(x: ArrayInput, k = 0, opts: StreamOptions = {}): MgArray {
 
 /** Ones on the k-th diagonal, as mx.eye. */
 export function eye(n: number, m?: number | null, k = 0, dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
-  const cols = m ?? n;
-  const rows = expandDims(arange(0, n, int32, opts), 1, opts);
-  const colIdx = expandDims(arange(0, cols, int32, opts), 0, opts);
-  return astype(equal(add(rows, k, opts), colIdx, opts), dtype, opts);
+  const [rows, cols] = shiftedRowsAndColumns("eye", n, m, k, opts);
+  return astype(equal(rows, cols, opts), dtype, opts);
 }
 
 export function identity(n: number, dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
