@@ -72,12 +72,17 @@ export function synchronize(stream?: StreamOrDevice): void {
   synchronizeGpu(stream === undefined ? undefined : resolveStream(stream));
 }
 
+/** The arrays inside `args`: nested lists and objects, each object visited once (objects that
+ *  refer back to a parent, as model classes do, must not recurse forever). */
 function arraysIn(args: unknown[]): MgArray[] {
   const out: MgArray[] = [];
+  const seen = new Set<object>();
   const walk = (x: unknown) => {
     if (x instanceof MgArray) out.push(x);
-    else if (Array.isArray(x)) x.forEach(walk);
-    else if (x && typeof x === "object") Object.values(x).forEach(walk);
+    else if (x && typeof x === "object" && !seen.has(x)) {
+      seen.add(x);
+      (Array.isArray(x) ? x : Object.values(x)).forEach(walk);
+    }
   };
   args.forEach(walk);
   return out;

@@ -93,6 +93,11 @@ describe("the lazy graph", () => {
     const b = mg.exp(mg.array([0]));
     mg.eval({ a, list: [b] });
     expect(a.evaluated && b.evaluated).toBe(true);
+    // An object graph with a cycle (a child pointing at its parent) is walked once.
+    const parent: { weight: MgArray; children: { parent: unknown; bias: MgArray }[] } = { weight: mg.exp(mg.array([1])), children: [] };
+    parent.children.push({ parent, bias: mg.exp(mg.array([2])) });
+    mg.eval(parent);
+    expect(parent.weight.evaluated && parent.children[0]!.bias.evaluated).toBe(true);
   });
   test("views share storage: reshape/transpose/slice/broadcast do not copy", () => {
     const a = mg.array(new Float32Array(12));
