@@ -14,10 +14,10 @@ import {
 } from "../core/dtype.ts";
 import { makeNode } from "../core/graph.ts";
 import type { KernelInstance, Primitive } from "../core/primitive.ts";
-import { formatShape } from "../core/shape.ts";
+import { formatShape, rowMajorStrides } from "../core/shape.ts";
 import { constantScalar } from "../core/ops/convert.ts";
 import { Precision } from "../core/trace.ts";
-import { copyKernel } from "../backend/gpu/copy.ts";
+import { copyKernel, encodeCopyInto } from "../backend/gpu/copy.ts";
 import { dtypeTag, mslType } from "../backend/gpu/dtypes.ts";
 import { elementwiseGrid } from "../backend/gpu/elementwise.ts";
 import { type BoundArray, type GpuEncoder, float32Bytes, int32Bytes, int64Bytes, linearThreadgroup } from "../backend/gpu/encoder.ts";
@@ -336,38 +336,13 @@ function kernelsOf(node: CustomKernelNode): KernelInstance[] {
 
 /** Copies a strided input into scratch memory this batch owns; returns its row-contiguous binding. */
 function encodeInputCopy(enc: GpuEncoder, a: MgArray, index: number, note: string): BoundArray {
-  const [kernel] = copyKernel(a);
-  const pipeline = kernelPipeline(kernel!);
-  const bytes = Math.max(a.nbytes, a.dtype.size);
-  const scratch = enc.temporary(bytes);
-  const src = enc.input(a, 0);
-  const strided = kernel!.instantiation.startsWith("unary_g");
-  const n = a.size;
-  const grid = elementwiseGrid(n);
+  const scratch = enc.temporary(a.nbytes);
   enc.note(note);
-  enc.dispatch(
-    {
-      pipeline,
-      buffers: [src.binding, { index: 1, buffer: scratch, offset: 0, length: a.nbytes, access: "write" }],
-      bytes: strided
-        ? [int32Bytes(2, a.shape), int64Bytes(3, [...src.strides]), int32Bytes(4, [a.ndim]), int64Bytes(5, [src.base]), int64Bytes(6, [n])]
-        : [],
-      grid,
-      threadgroup: linearThreadgroup(pipeline, grid[0]),
-      mustWrite: [1],
-    },
-    { primitives: ["CustomKernel"], inputs: [a], outputs: [a], layout: strided ? "strided" : "contiguous", precision: Precision.none },
-  );
-  const strides: number[] = [];
-  let s = 1;
-  for (let i = a.ndim - 1; i >= 0; i--) {
-    strides[i] = s;
-    s *= a.shape[i]!;
-  }
+  encodeCopyInto(enc, a, { index: 1, buffer: scratch, offset: 0, length: a.nbytes, access: "write" }, { primitive: "CustomKernel", outputs: [a] });
   return {
     binding: { index, buffer: scratch, offset: 0, length: a.nbytes, access: "read" },
     base: 0,
-    strides,
+    strides: rowMajorStrides(a.shape),
     rowContiguous: true,
   };
 }

@@ -1,49 +1,55 @@
-// Copies on the GPU: a strided view (or another dtype) into a fresh row-contiguous array, with the
-// unary kernels and the Cast functor. Every copy the user did not ask for is noted in the trace by
-// its caller.
+// Copies on the GPU: a strided view into row-contiguous memory (a fresh array, or scratch a kernel
+// reads instead of its input), with the unary kernels and the Cast functor. Every copy the user
+// did not ask for is noted in the trace by its caller.
 import type { MgArray } from "../../core/array.ts";
 import type { KernelInstance } from "../../core/primitive.ts";
+import { shapeSize } from "../../core/shape.ts";
 import { Precision } from "../../core/trace.ts";
+import type { BufferBinding } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { accessOf, elementwiseGrid } from "./elementwise.ts";
 import { type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
-/** The kernel that copies `src` (converting to `to`, default its own dtype) row-contiguously. */
-export function copyKernel(src: MgArray, to = src.dtype): KernelInstance[] {
-  if (!src.layout) return []; // not materialised yet: compiled on demand when encoded
+/** The kernel that copies `src` row-contiguously (none to compile before `src` has data). */
+export function copyKernel(src: MgArray): KernelInstance[] {
+  if (!src.layout) return [];
   const T = mslType(src.dtype, "copy");
-  const U = mslType(to, "copy");
-  const tag = `${dtypeTag(src.dtype)}_${dtypeTag(to)}`;
+  const tag = `${dtypeTag(src.dtype)}_${dtypeTag(src.dtype)}`;
   const large = needsLargeIndex(src.size, [src]);
-  if (src.layout && accessOf(src, src.size) === "contiguous" && !large) {
-    return [{ file: "unary.metal", name: `mg_copy_v_${tag}`, instantiation: `unary_v<Cast<${U}>, ${T}, ${U}>` }];
+  if (accessOf(src, src.size) === "contiguous" && !large) {
+    return [{ file: "unary.metal", name: `mg_copy_v_${tag}`, instantiation: `unary_v<Cast<${T}>, ${T}, ${T}>` }];
   }
-  return [{ file: "unary.metal", name: `mg_copy_g_${tag}_${idxTag(large)}`, instantiation: `unary_g<Cast<${U}>, ${T}, ${U}, ${idxType(large)}>` }];
+  return [{ file: "unary.metal", name: `mg_copy_g_${tag}_${idxTag(large)}`, instantiation: `unary_g<Cast<${T}>, ${T}, ${T}, ${idxType(large)}>` }];
 }
 
-/** Encodes a copy of `src` into `out` (allocated row-contiguous, same shape). */
-export function encodeCopy(enc: GpuEncoder, src: MgArray, out: MgArray, primitive: string): void {
-  const [kernel] = copyKernel(src, out.dtype);
+/**
+ * Encodes a row-major copy of `src` into `dst` (bound at index 1), walking `shape` with src's
+ * strides: src's own shape by default, or one with broadcast axes cut to 1 (one copy of each
+ * distinct element). The trace names the primitive the copy serves.
+ */
+export function encodeCopyInto(
+  enc: GpuEncoder,
+  src: MgArray,
+  dst: BufferBinding,
+  trace: { primitive: string; outputs: readonly MgArray[] },
+  shape: readonly number[] = src.shape,
+): void {
+  const [kernel] = copyKernel(src);
   const pipeline = kernelPipeline(kernel!);
   const a = enc.input(src, 0);
-  const o = enc.output(out, 1);
-  const n = out.size;
+  const n = shapeSize(shape);
   const strided = kernel!.instantiation.startsWith("unary_g");
-  const bytes = strided
-    ? // Walk the source's own shape with its strides (a reshape copy's output shape differs).
-      [int32Bytes(2, src.shape), int64Bytes(3, [...a.strides]), int32Bytes(4, [src.ndim]), int64Bytes(5, [a.base]), int64Bytes(6, [n])]
-    : [];
+  const bytes = strided ? [int32Bytes(2, shape), int64Bytes(3, [...a.strides]), int32Bytes(4, [shape.length]), int64Bytes(5, [a.base]), int64Bytes(6, [n])] : [];
   const grid = elementwiseGrid(n);
+  const layout = `${strided ? "strided" : "contiguous"}${needsLargeIndex(src.size, [src]) ? ", large-index" : ""}`;
   enc.dispatch(
-    {
-      pipeline,
-      buffers: [a.binding, o.binding],
-      bytes,
-      grid,
-      threadgroup: linearThreadgroup(pipeline, grid[0]),
-      mustWrite: [1],
-    },
-    { primitives: [primitive], inputs: [src], outputs: [out], layout: `${strided ? "strided" : "contiguous"}${needsLargeIndex(src.size, [src]) ? ", large-index" : ""}`, precision: Precision.none },
+    { pipeline, buffers: [a.binding, { ...dst, index: 1 }], bytes, grid, threadgroup: linearThreadgroup(pipeline, grid[0]), mustWrite: [1] },
+    { primitives: [trace.primitive], inputs: [src], outputs: trace.outputs, layout, precision: Precision.none },
   );
+}
+
+/** Encodes a copy of `src` into `out` (allocated row-contiguous; same elements, any shape). */
+export function encodeCopy(enc: GpuEncoder, src: MgArray, out: MgArray, primitive: string): void {
+  encodeCopyInto(enc, src, enc.output(out, 1).binding, { primitive, outputs: [out] });
 }

@@ -18,10 +18,9 @@ import type { TransposeParams } from "../../core/primitives/views.ts";
 import { formatShape, rowMajorStrides } from "../../core/shape.ts";
 import { Precision } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes } from "../runtime.ts";
-import { copyKernel } from "./copy.ts";
+import { copyKernel, encodeCopyInto } from "./copy.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { elementwiseGrid } from "./elementwise.ts";
-import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
+import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
 import { kernelPipeline } from "./kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -316,30 +315,17 @@ function bindInput(enc: GpuEncoder, a: MgArray, index: number): Operand {
  */
 function bindCopy(enc: GpuEncoder, node: Node, a: MgArray, which: string, index: number): Operand {
   const nd = a.ndim;
-  const src = enc.input(a, 0);
-  const kept = a.shape.map((d, i) => (i < nd - 2 && src.strides[i] === 0 ? 1 : d));
-  const count = kept.reduce((x, y) => x * y, 1);
-  const scratch = enc.temporary(count * a.dtype.size);
-  const [kernel] = copyKernel(a); // a is not contiguous: the strided (unary_g) variant
-  const pipeline = kernelPipeline(kernel!);
+  const strides = a.layout!.strides;
+  const kept = a.shape.map((d, i) => (i < nd - 2 && strides[i] === 0 ? 1 : d));
+  const length = kept.reduce((x, y) => x * y, 1) * a.dtype.size;
+  const scratch = enc.temporary(length);
   const distinct = kept.some((d, i) => d !== a.shape[i]) ? ` of its ${formatShape(kept)} distinct matrices` : "";
   enc.note(
-    `copy: ${opName(node)} operand ${which} ${a.describe()} has strides (${src.strides.join(",")}), neither row- nor column-major in its last two axes; the GEMM reads a row-contiguous copy${distinct}`,
+    `copy: ${opName(node)} operand ${which} ${a.describe()} has strides (${strides.join(",")}), neither row- nor column-major in its last two axes; the GEMM reads a row-contiguous copy${distinct}`,
   );
-  const grid = elementwiseGrid(count);
-  enc.dispatch(
-    {
-      pipeline,
-      buffers: [src.binding, { index: 1, buffer: scratch, length: count * a.dtype.size, access: "write" }],
-      bytes: [int32Bytes(2, kept), int64Bytes(3, [...src.strides]), int32Bytes(4, [nd]), int64Bytes(5, [src.base]), int64Bytes(6, [count])],
-      grid,
-      threadgroup: linearThreadgroup(pipeline, grid[0]),
-      mustWrite: [1],
-    },
-    { primitives: [node.primitive.name], inputs: [a], outputs: [a], layout: "strided", precision: Precision.none },
-  );
-  const strides = rowMajorStrides(kept).map((s, i) => (kept[i] !== a.shape[i] ? 0 : s));
-  return { bound: { binding: { index, buffer: scratch, length: count * a.dtype.size, access: "read" }, base: 0, strides, rowContiguous: true }, strides };
+  encodeCopyInto(enc, a, { index: 1, buffer: scratch, length, access: "write" }, { primitive: node.primitive.name, outputs: [a] }, kept);
+  const copied = rowMajorStrides(kept).map((s, i) => (kept[i] !== a.shape[i] ? 0 : s));
+  return { bound: { binding: { index, buffer: scratch, length, access: "read" }, base: 0, strides: copied, rowContiguous: true }, strides: copied };
 }
 
 function encodeMatmul(enc: GpuEncoder, node: Node): void {
