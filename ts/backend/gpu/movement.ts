@@ -8,7 +8,6 @@ import type { ConcatenateParams } from "../../core/primitives/join.ts";
 import type { ContiguousParams, PadParams } from "../../core/primitives/movement.ts";
 import { setView } from "../../core/primitives/views.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
-import { allocateBuffer, Storage } from "../../memory/storage.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type GpuEncoder, float32Bytes, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
 import { bitsTag, bitsType, copyStridedKernel, encodeCopyStrided, launch } from "./indexing.ts";
@@ -107,7 +106,6 @@ function encodeView(enc: GpuEncoder, node: Node): void {
   }
   // The last axis changes length: the bytes must be row-contiguous (and aligned to the new item).
   enc.note(`copy: viewing a ${l.rowContiguous ? "misaligned" : "strided"} ${x.dtype.name} array as ${out.dtype.name} needs its bytes row-contiguous`);
-  out.setLayout(new Storage(allocateBuffer(x.nbytes)), 0, rowMajorStrides(out.shape), false);
   const o = enc.output(out, 1);
   encodeCopyStrided(enc, x, o.binding, 0, rowMajorStrides(x.shape), true, { primitive: "View", outputs: [out], layout: "row-contiguous copy" }, true);
 }
