@@ -8,10 +8,7 @@
 // stream is refused at the call (as MLX's "[metal_kernel] Only supports the GPU.").
 import { MgArray, type Node } from "../core/array.ts";
 import { defaultStream, gpu, resolveStream, type Stream, type StreamOrDevice } from "../core/device.ts";
-import {
-  bfloat16, bool_, complex64, Dtype, float16, float32, float64, int16, int32, int64, int8, isScalar, type Scalar,
-  scalarDtype, uint16, uint32, uint64, uint8,
-} from "../core/dtype.ts";
+import { bfloat16, bool_, Dtype, float16, float32, float64, int32, isScalar, type Scalar, scalarDtype, uint32, uint64 } from "../core/dtype.ts";
 import { makeNode } from "../core/graph.ts";
 import type { KernelInstance, Primitive } from "../core/primitive.ts";
 import { formatShape, rowMajorStrides } from "../core/shape.ts";
@@ -85,28 +82,11 @@ export type MetalKernel = (call: MetalKernelCall) => MgArray[];
 // ---------------------------------------------------------------------------------------------
 // Signature generation (guide §7.3)
 
-/** MLX's type strings (get_type_string): what the generated signatures and names spell. */
-const TYPE_STRINGS = new Map<Dtype, string>([
-  [bool_, "bool"],
-  [uint8, "uint8_t"],
-  [uint16, "uint16_t"],
-  [uint32, "uint32_t"],
-  [uint64, "uint64_t"],
-  [int8, "int8_t"],
-  [int16, "int16_t"],
-  [int32, "int32_t"],
-  [int64, "int64_t"],
-  [float16, "float16_t"],
-  [bfloat16, "bfloat16_t"],
-  [float32, "float"],
-  [complex64, "complex64_t"],
-]);
-
+/** MLX's type strings (get_type_string), which the generated signatures and names spell: the MSL
+ *  types, except that the 16-bit floats are float16_t and bfloat16_t. */
 function typeString(d: Dtype, what: string): string {
-  const t = TYPE_STRINGS.get(d);
-  if (t) return t;
   if (d === float64) throw new Error(`${TAG} float64 is not supported on the GPU (${what}).`);
-  throw new Error(`${TAG} ${String(d)} has no Metal type (${what}).`);
+  return d === float16 ? "float16_t" : d === bfloat16 ? "bfloat16_t" : mslType(d, "metal_kernel");
 }
 
 /** MSL Table 5.8 attributes, with the type MLX declares each with, in MLX's order. */
