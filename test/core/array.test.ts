@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import { MgArray } from "../../ts/core/array.ts";
+import { runtime } from "../../ts/backend/runtime.ts";
 
 describe("construction", () => {
   test("from scalars, nested lists, booleans, bigints, typed arrays and arrays", () => {
@@ -132,6 +133,19 @@ describe("devices and streams", () => {
       }),
     ]);
     expect(seen.sort()).toEqual(["a:gpu", "b:cpu"]);
+  });
+  test("an eval spanning GPU streams submits one batch per stream run, each on its own queue", () => {
+    const s2 = mg.newStream(mg.gpu);
+    const x = mg.array([1, 2, 3], mg.float32);
+    const a = mg.exp(x, { stream: mg.gpu });
+    const b = mg.sin(mg.multiply(a, 2, { stream: s2 }), { stream: s2 });
+    const c = mg.cos(b, { stream: mg.gpu });
+    const before = runtime().counters().batchesSubmitted;
+    mg.eval(c);
+    expect(runtime().counters().batchesSubmitted - before).toBe(3);
+    const want = [1, 2, 3].map((v) => Math.cos(Math.fround(Math.sin(Math.fround(2 * Math.fround(Math.exp(v)))))));
+    (c.tolist() as number[]).forEach((v, i) => expect(v).toBeCloseTo(want[i]!, 5));
+    mg.synchronize(s2);
   });
   test("float64 on the GPU throws at op time", () => {
     expect(() => mg.exp(mg.array([1], mg.float64), { stream: mg.gpu })).toThrow("[Exp] float64 is not supported on the GPU.");

@@ -14,8 +14,9 @@ export interface EvalContext {
 
 export interface Backend {
   /**
-   * Evaluates nodes in the given (topological) order. The backend may batch work and finish it
-   * asynchronously, as long as every output's storage carries a `pending` wait until it is ready.
+   * Evaluates nodes of one stream in the given (topological) order. The backend may batch work and
+   * finish it asynchronously, as long as every output's storage carries a `pending` wait until it
+   * is ready.
    * A backend may leave an output unmaterialised when no one outside its fused kernel reads it
    * (its `graphRefs` are all inside); that array keeps its node and is recomputed if read later.
    */
@@ -114,12 +115,14 @@ export function evalArrays(targets: readonly MgArray[]): void {
   const order = schedule(targets);
   if (order.length === 0) return;
   const ctx: EvalContext = { targets: new Set(targets) };
-  // Group consecutive nodes by device so each backend sees runs it can batch.
+  // Consecutive nodes of one stream form a run: the GPU submits each run as one batch on that
+  // stream's queue (so mg.synchronize(stream) and cross-queue waits see it).
   let start = 0;
   while (start < order.length) {
-    const type = order[start]!.stream.device.type;
+    const stream = order[start]!.stream;
     let end = start + 1;
-    while (end < order.length && order[end]!.stream.device.type === type) end++;
+    while (end < order.length && order[end]!.stream === stream) end++;
+    const type = stream.device.type;
     const backend = backends.get(type);
     if (!backend) {
       throw new Error(

@@ -102,7 +102,7 @@ function plan(nodes: readonly Node[], ctx: EvalContext): Item[] {
     const readsOpen = node.inputs.some((i) => inOpen.has(i));
     if (fusionEnabled && isFusable(node)) {
       const shape = node.outputs[0]!.shape;
-      const fits = open.length === 0 || (shapesEqual(open[0]!.outputs[0]!.shape, shape) && open[0]!.stream === node.stream);
+      const fits = open.length === 0 || shapesEqual(open[0]!.outputs[0]!.shape, shape);
       if (!fits || open.length >= MAX_FUSED_OPS || !withinBufferLimit(open, node, ctx)) close();
       open.push(node);
       inOpen.add(node.outputs[0]!);
