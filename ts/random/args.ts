@@ -6,6 +6,7 @@ import { MgArray } from "../core/array.ts";
 import { Dtype, uint32 } from "../core/dtype.ts";
 import { resolveStream, type Stream, type StreamOrDevice } from "../core/device.ts";
 import { formatShape } from "../core/shape.ts";
+import { isOptionsObject } from "../core/ops/convert.ts";
 
 export interface RandomOptions {
   /** The PRNG key (as the positional `key` parameter); default: split the global key. */
@@ -26,15 +27,6 @@ export type RandomArgs<P extends readonly unknown[]> = P extends readonly [...in
 
 const OPTION_NAMES = new Set(["key", "stream"]);
 
-/** A plain object that is neither a value (array, dtype, {re, im} complex) nor null. */
-export function isOptions(x: unknown): x is RandomOptions {
-  if (x === null || typeof x !== "object") return false;
-  if (x instanceof MgArray || x instanceof Dtype || Array.isArray(x) || ArrayBuffer.isView(x)) return false;
-  const proto = Object.getPrototypeOf(x);
-  if (proto !== Object.prototype && proto !== null) return false;
-  return !("re" in x && "im" in x);
-}
-
 export interface ParsedArgs {
   /** The positional arguments, padded with undefined to the parameter count. */
   positional: unknown[];
@@ -46,7 +38,7 @@ export interface ParsedArgs {
 export function parseArgs(op: string, args: readonly unknown[], names: readonly string[]): ParsedArgs {
   let end = args.length;
   let options: RandomOptions = {};
-  const at = args.findIndex(isOptions);
+  const at = args.findIndex(isOptionsObject);
   if (at >= 0) {
     if (at !== args.length - 1) {
       throw new TypeError(`[${op}] the options object must be the last argument.`);

@@ -38,6 +38,19 @@ function isComplexValue(x: unknown): x is Complex {
     typeof (x as Complex).re === "number" && typeof (x as Complex).im === "number";
 }
 
+/** A trailing options object (MLX's keyword arguments): a plain `{...}` that is not a {re, im} value. */
+export function isOptionsObject(x: unknown): x is Record<string, unknown> {
+  if (x === null || typeof x !== "object") return false;
+  const proto = Object.getPrototypeOf(x);
+  return (proto === Object.prototype || proto === null) && !isComplexValue(x);
+}
+
+/** Splits the trailing options object, if any, off a variadic argument list. */
+export function splitOptions<O extends object = StreamOptions>(args: readonly unknown[]): [ArrayInput[], O] {
+  const last = args[args.length - 1];
+  return isOptionsObject(last) ? [args.slice(0, -1) as ArrayInput[], last as O] : [args as ArrayInput[], {} as O];
+}
+
 /** Walks nested JS arrays: the shape, flat leaves, and the dtype MLX would infer. */
 function flattenNested(value: NestedArray): { shape: number[]; leaves: (Scalar | Complex)[]; dtype: Dtype | null } {
   const shape: number[] = [];

@@ -1,12 +1,11 @@
 // Array creation: full/zeros/ones (broadcast views of one value), arange, linspace, eye, tri …
 import type { MgArray } from "../array.ts";
 import { bool_, Dtype, float32, float64, int32, isScalar, type Scalar } from "../dtype.ts";
-import { MgArray as MgArrayClass } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Arange } from "../primitives/creation.ts";
 import { checkShape } from "../shape.ts";
-import { type ArrayInput, fromValues, type StreamOptions, toArray } from "./convert.ts";
+import { type ArrayInput, fromValues, isOptionsObject, splitOptions, type StreamOptions, toArray } from "./convert.ts";
 import { astype, equal, greaterEqual, add, where, multiply, subtract, divide } from "./elementwise.ts";
 import { broadcastTo, expandDims } from "./shape.ts";
 
@@ -49,8 +48,8 @@ export function onesLike(a: ArrayInput, dtype?: Dtype | null, opts: StreamOption
 export function arange(...args: (number | Dtype | StreamOptions | null | undefined)[]): MgArray {
   let opts: StreamOptions = {};
   const last = args[args.length - 1];
-  if (last !== null && typeof last === "object" && !(last instanceof Dtype)) {
-    opts = last as StreamOptions;
+  if (isOptionsObject(last)) {
+    opts = last;
     args = args.slice(0, -1);
   }
   let dtype: Dtype | null = null;
@@ -142,11 +141,7 @@ export interface MeshgridOptions extends StreamOptions {
 /** Coordinate grids from 1-D arrays, as mx.meshgrid(*arrays, sparse, indexing): Cartesian 'xy' or
  *  matrix 'ij' indexing. A trailing plain object is the options. */
 export function meshgrid(...args: (ArrayInput | MeshgridOptions)[]): MgArray[] {
-  const last = args[args.length - 1];
-  const hasOpts = last !== undefined && typeof last === "object" && !Array.isArray(last) &&
-    !(last instanceof MgArrayClass) && !ArrayBuffer.isView(last);
-  const opts = (hasOpts ? last : {}) as MeshgridOptions;
-  const arrays = (hasOpts ? args.slice(0, -1) : args) as ArrayInput[];
+  const [arrays, opts] = splitOptions<MeshgridOptions>(args);
   const indexing = opts.indexing ?? "xy";
   if (indexing !== "xy" && indexing !== "ij") throw new Error(`[meshgrid] Invalid indexing value '${String(indexing)}'. Must be 'xy' or 'ij'.`);
   const xs = arrays.map((a) => toArray(a, "meshgrid"));

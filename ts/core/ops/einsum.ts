@@ -5,7 +5,7 @@
 import { MgArray } from "../array.ts";
 import { isInexact, uint32 } from "../dtype.ts";
 import { formatShape } from "../shape.ts";
-import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
+import { type ArrayInput, splitOptions, type StreamOptions, toArray } from "./convert.ts";
 import { arange } from "./creation.ts";
 import { multiply } from "./elementwise.ts";
 import { takeAlongAxis } from "./indexing.ts";
@@ -328,13 +328,6 @@ function naive(inputs: readonly Term[], output: Term, xs: readonly MgArray[], op
   const kept = order.filter((c) => output.set.has(c));
   if (summed.length > 0) r = sum(r, summed, false, opts);
   return transpose(r, [...output.str].map((c) => kept.indexOf(c)), opts);
-}
-
-function splitOptions(args: readonly (ArrayInput | StreamOptions)[]): [ArrayInput[], StreamOptions] {
-  const last = args[args.length - 1];
-  const isOptions = last !== undefined && last !== null && typeof last === "object" && !Array.isArray(last) &&
-    !(last instanceof MgArray) && !ArrayBuffer.isView(last) && !("re" in last && "im" in last);
-  return isOptions ? [args.slice(0, -1) as ArrayInput[], last as StreamOptions] : [args as ArrayInput[], {}];
 }
 
 /**

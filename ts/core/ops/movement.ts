@@ -8,7 +8,7 @@ import { makeArray } from "../graph.ts";
 import { AsStrided } from "../primitives/views.ts";
 import { Contiguous, padConstantRaw, View } from "../primitives/movement.ts";
 import { formatShape, normalizeAxis, rowMajorStrides, shapeSize } from "../shape.ts";
-import { type ArrayInput, fromValues, type StreamOptions, toArray, weakScalar } from "./convert.ts";
+import { type ArrayInput, fromValues, splitOptions, type StreamOptions, toArray, weakScalar } from "./convert.ts";
 import { zeros } from "./creation.ts";
 import { astype, multiply, subtract } from "./elementwise.ts";
 import { concatenate, split } from "./join.ts";
@@ -289,14 +289,6 @@ export function asStrided(a: ArrayInput, shape?: readonly number[] | null, strid
   return makeArray(AsStrided, [flat], { shape: s, strides: st, offset }, resolveStream(opts.stream));
 }
 
-/** Splits the trailing options object off a variadic argument list. */
-function variadic(args: readonly (ArrayInput | StreamOptions | undefined)[]): [ArrayInput[], StreamOptions] {
-  const last = args[args.length - 1];
-  const isOpts = last !== undefined && last !== null && typeof last === "object" && !Array.isArray(last) &&
-    !(last instanceof MgArray) && !ArrayBuffer.isView(last) && !("re" in (last as object));
-  return isOpts ? [args.slice(0, -1) as ArrayInput[], last as StreamOptions] : [args as ArrayInput[], {}];
-}
-
 /** MLX's placement of the new axes: (1,), (1, n), (1, n, 1) from 1-D and (m, n, 1) from 2-D. */
 function atleastShape(shape: readonly number[], rank: number): number[] {
   if (rank === 1) return [1];
@@ -305,7 +297,7 @@ function atleastShape(shape: readonly number[], rank: number): number[] {
 }
 
 function atleast(args: readonly (ArrayInput | StreamOptions | undefined)[], rank: number, op: string): MgArray | MgArray[] {
-  const [arrays, opts] = variadic(args);
+  const [arrays, opts] = splitOptions(args);
   const out = arrays.map((a) => {
     const x = toArray(a, op);
     return x.ndim >= rank ? x : reshape(x, atleastShape(x.shape, rank), opts);
