@@ -37,8 +37,14 @@ describe("transposes and broadcasting", () => {
   test("broadcastTo and broadcastArrays", () => {
     expect(mg.broadcastTo(mg.array([1, 2]), [2, 2]).tolist()).toEqual([[1, 2], [1, 2]]);
     expect(() => mg.broadcastTo(mg.zeros([3]), [2, 4])).toThrow("[broadcast_to]");
-    const [a, b] = mg.broadcastArrays([mg.zeros([3, 1]), mg.zeros([4])]);
+    // MLX's broadcast_arrays(*arrays): arrays are positional, the options object trails.
+    const [a, b] = mg.broadcastArrays(mg.zeros([3, 1]), mg.zeros([4]));
     expect([a!.shape, b!.shape]).toEqual([[3, 4], [3, 4]]);
+    const [c, d, e] = mg.broadcastArrays(mg.zeros([2, 1]), 5, mg.zeros([3]), { stream: mg.cpu });
+    expect([c!.shape, d!.shape, e!.shape, c!.stream.device]).toEqual([[2, 3], [2, 3], [2, 3], mg.cpu]);
+    expect(() => mg.broadcastArrays(mg.zeros([2]), mg.zeros([3]))).toThrow("[broadcast_arrays] Shapes (2,) and (3,) cannot be broadcast.");
+    // Ops that broadcast internally name themselves in the error.
+    expect(() => mg.full([2, 3], mg.zeros([4]))).toThrow("[full] Shapes (4,) and (2,3) cannot be broadcast.");
   });
   test("flip is a reversed view", () => {
     expect(mg.flip(ar(6, [2, 3]), 1).tolist()).toEqual([[2, 1, 0], [5, 4, 3]]);

@@ -7,6 +7,7 @@ import { Arange } from "../primitives/creation.ts";
 import { checkShape } from "../shape.ts";
 import { type ArrayInput, fromValues, isOptionsObject, splitOptions, type StreamOptions, toArray } from "./convert.ts";
 import { astype, equal, greaterEqual, add, where, multiply, subtract, divide } from "./elementwise.ts";
+import { broadcastToShape } from "./broadcast.ts";
 import { broadcastTo, expandDims } from "./shape.ts";
 
 /** An array of `shape` filled with `vals`, as mx.full (a broadcast view until written). */
@@ -14,7 +15,7 @@ export function full(shape: number | readonly number[], vals: ArrayInput, dtype?
   const s = checkShape(shape, "full");
   let v = isScalar(vals) && dtype ? fromValues([vals], [], dtype) : toArray(vals, "full");
   if (dtype && v.dtype !== dtype) v = astype(v, dtype, opts);
-  return broadcastTo(v, s, { ...opts, op: "full" });
+  return broadcastToShape(v, s, "full", opts.stream);
 }
 
 export function zeros(shape: number | readonly number[], dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {

@@ -11,6 +11,7 @@ import { multiply } from "./elementwise.ts";
 import { takeAlongAxis } from "./indexing.ts";
 import { matmul } from "./linalg-core.ts";
 import { sum } from "./reduce.ts";
+import { broadcastToShape } from "./broadcast.ts";
 import { broadcastTo, reshape, squeeze, transpose } from "./shape.ts";
 
 /** A subscript as an ordered string of labels (one per axis) plus its label set. */
@@ -296,8 +297,8 @@ function contractPair(a: MgArray, ta: Term, b: MgArray, tb: Term, out: Term, opt
   const shared = [...contract, ...batch];
   const targetA = [...ta.str].map((c, i) => (shared.includes(c) ? Math.max(a.shape[i]!, dimOf(b, tb, c)) : a.shape[i]!));
   const targetB = [...tb.str].map((c, i) => (shared.includes(c) ? Math.max(b.shape[i]!, dimOf(a, ta, c)) : b.shape[i]!));
-  a = broadcastTo(a, targetA, { ...opts, op: "einsum" });
-  b = broadcastTo(b, targetB, { ...opts, op: "einsum" });
+  a = broadcastToShape(a, targetA, "einsum", opts.stream);
+  b = broadcastToShape(b, targetB, "einsum", opts.stream);
   const size = (x: MgArray, t: Term, cs: string[]) => cs.reduce((n, c) => n * dimOf(x, t, c), 1);
   const axesOf = (t: Term, cs: string[]) => cs.map((c) => t.str.indexOf(c));
   const batchShape = batch.map((c) => dimOf(a, ta, c));

@@ -9,7 +9,7 @@ import { makeArray, makeNode } from "../graph.ts";
 import * as P from "../primitives/elementwise.ts";
 import type { Primitive } from "../primitive.ts";
 import { type ArrayInput, fromValues, type StreamOptions, toArray, toArrays, weakScalar } from "./convert.ts";
-import { broadcastArrays } from "./shape.ts";
+import { broadcastAll } from "./broadcast.ts";
 import { fullLike, zerosLike } from "./creation.ts";
 
 export type { ArrayInput, StreamOptions };
@@ -164,7 +164,7 @@ function prepare(a: ArrayInput, b: ArrayInput, op: string, opts: StreamOptions, 
   const [x, y] = toArrays(a, b, op);
   let t = promoteTypes(x.dtype, y.dtype);
   if (dtypeRule) t = dtypeRule(t);
-  const [bx, by] = broadcastArrays([astype(x, t, opts), astype(y, t, opts)], { ...opts, op });
+  const [bx, by] = broadcastAll([astype(x, t, opts), astype(y, t, opts)], op, opts.stream);
   return [bx!, by!, t];
 }
 
@@ -248,7 +248,7 @@ export function where(condition: ArrayInput, x: ArrayInput, y: ArrayInput, opts:
   const c = toArray(condition, "where");
   const [a, b] = toArrays(x, y, "where");
   const t = promoteTypes(a.dtype, b.dtype);
-  const [bc, ba, bb] = broadcastArrays([astype(c, bool_, opts), astype(a, t, opts), astype(b, t, opts)], { ...opts, op: "where" });
+  const [bc, ba, bb] = broadcastAll([astype(c, bool_, opts), astype(a, t, opts), astype(b, t, opts)], "where", opts.stream);
   return makeArray(P.Select, [bc!, ba!, bb!], null, resolveStream(opts.stream));
 }
 

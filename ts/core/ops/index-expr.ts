@@ -25,7 +25,8 @@ import { type ArrayInput, fromValues, type NestedArray, type StreamOptions, toAr
 import { arange } from "./creation.ts";
 import * as ew from "./elementwise.ts";
 import { gather, scatter, sliceUpdateStatic, type UpdateMode } from "./scatter.ts";
-import { broadcastTo, reshape, transpose } from "./shape.ts";
+import { broadcastToShape } from "./broadcast.ts";
+import { reshape, transpose } from "./shape.ts";
 import { sliceStatic } from "./slicing.ts";
 import type { TypedArray } from "../../memory/storage.ts";
 
@@ -286,7 +287,7 @@ export function updateItem(a: MgArray, items: readonly IndexItem[], kind: AtOp, 
   const vals = weakScalar(v, a.dtype, op);
   if (consumedAxes(entries) === 0) {
     // Only newaxis / "...": the whole array, an ordinary (promoting) binary op.
-    const u = broadcastTo(dropLeadingOnes(vals), a.shape, { ...opts, op });
+    const u = broadcastToShape(dropLeadingOnes(vals), a.shape, op, opts.stream);
     return (ew[kind] as (x: ArrayInput, y: ArrayInput, o?: StreamOptions) => MgArray)(a, u, opts);
   }
   let upd = vals;
@@ -302,7 +303,7 @@ export function updateItem(a: MgArray, items: readonly IndexItem[], kind: AtOp, 
   if (!entries.some((e) => e.kind === "array")) {
     const [start, stop, step] = basicBounds(a, entries);
     const region = start.map((s, i) => sliceLength(s, stop[i]!, step[i]!));
-    const u = broadcastTo(upd, basicShape(a, entries), { ...opts, op });
+    const u = broadcastToShape(upd, basicShape(a, entries), op, opts.stream);
     return sliceUpdateStatic(a, reshape(u, region, opts), start, stop, step, mode, { ...opts, op });
   }
   // Advanced: one index array per consumed axis, all broadcasting to the leading result dims;
@@ -337,10 +338,10 @@ export function updateItem(a: MgArray, items: readonly IndexItem[], kind: AtOp, 
       const s = idx.shape;
       for (let j = 0; j < s.length; j++) shape[bAt + nb - s.length + j] = s[j]!;
     }
-    indices.push(broadcastTo(reshape(idx, shape, opts), leadShape, { ...opts, op }));
+    indices.push(broadcastToShape(reshape(idx, shape, opts), leadShape, op, opts.stream));
   });
   const outShape = [...leadShape, ...trailing];
-  const u = broadcastTo(upd, outShape, { ...opts, op });
+  const u = broadcastToShape(upd, outShape, op, opts.stream);
   const updates = reshape(u, [...leadShape, ...new Array<number>(k).fill(1), ...trailing], opts);
   return scatter(a, indices, updates, Array.from({ length: k }, (_, i) => i), mode, { ...opts, op });
 }

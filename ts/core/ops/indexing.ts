@@ -10,7 +10,8 @@ import {
   broadcastOffAxis, dynamicSliceRaw, dynamicSliceUpdateRaw, gather, gatherAxis, indexDtype,
   scatterAxis,
 } from "./scatter.ts";
-import { broadcastArrays, broadcastTo, flatten, reshape, squeeze, transpose } from "./shape.ts";
+import { broadcastAll, broadcastToShape } from "./broadcast.ts";
+import { flatten, reshape, squeeze, transpose } from "./shape.ts";
 import { sliceStatic } from "./slicing.ts";
 
 export { Ellipsis, newaxis } from "./index-expr.ts";
@@ -82,8 +83,8 @@ export function takeAlongAxis(a: ArrayInput, indices: ArrayInput, axis?: number 
   }
   indexDtype([idx], "take_along_axis");
   const [sa, si] = broadcastOffAxis([x.shape, idx.shape], ax, "take_along_axis");
-  const bx = broadcastTo(x, sa!, { ...opts, op: "take_along_axis" });
-  const bi = broadcastTo(idx, si!, { ...opts, op: "take_along_axis" });
+  const bx = broadcastToShape(x, sa!, "take_along_axis", opts.stream);
+  const bi = broadcastToShape(idx, si!, "take_along_axis", opts.stream);
   return gatherAxis(bx, bi, ax, { ...opts, op: "take_along_axis" });
 }
 
@@ -105,10 +106,11 @@ export function putAlongAxis(a: ArrayInput, indices: ArrayInput, values: ArrayIn
   if (x.size === 0) return x;
   let upd = ew.astype(weakScalar(values, x.dtype, "put_along_axis"), x.dtype, opts);
   if (upd.ndim > idx.ndim) upd = squeeze(upd, Array.from({ length: upd.ndim - idx.ndim }, (_, i) => i), opts);
-  const [bi, bu] = broadcastArrays([idx, upd], { ...opts, op: "put_along_axis" });
-  const [sx, si, su] = broadcastOffAxis([x.shape, bi!.shape, bu!.shape], ax, "put_along_axis");
-  const o = { ...opts, op: "put_along_axis" };
-  return scatterAxis(broadcastTo(x, sx!, o), broadcastTo(bi!, si!, o), broadcastTo(bu!, su!, o), ax, "none", o);
+  const op = "put_along_axis";
+  const [bi, bu] = broadcastAll([idx, upd], op, opts.stream);
+  const [sx, si, su] = broadcastOffAxis([x.shape, bi!.shape, bu!.shape], ax, op);
+  const to = (y: MgArray, shape: number[]) => broadcastToShape(y, shape, op, opts.stream);
+  return scatterAxis(to(x, sx!), to(bi!, si!), to(bu!, su!), ax, "none", { ...opts, op });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -166,6 +168,6 @@ export function sliceUpdate(a: ArrayInput, update: ArrayInput, startIndices: Arr
   const lead = x.ndim - u.ndim;
   const shape = [...x.shape.slice(0, lead), ...u.shape.map((d, i) => Math.min(d, x.shape[lead + i]!))];
   for (const a of ax) if (a < lead) shape[a] = 1;
-  const upd = broadcastTo(ew.astype(u, x.dtype, opts), shape, { ...opts, op: "slice_update" });
+  const upd = broadcastToShape(ew.astype(u, x.dtype, opts), shape, "slice_update", opts.stream);
   return dynamicSliceUpdateRaw(x, upd, start, ax, opts);
 }

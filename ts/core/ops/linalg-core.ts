@@ -8,6 +8,7 @@ import { broadcastShapes, formatShape, shapesEqual } from "../shape.ts";
 import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import { add, astype, conjugate, multiply } from "./elementwise.ts";
 import { sum } from "./reduce.ts";
+import { broadcastToShape } from "./broadcast.ts";
 import { broadcastTo, expandDims, flatten, reshape, transpose } from "./shape.ts";
 
 interface Operands {
@@ -53,8 +54,8 @@ function run(op: string, p: Operands, x: MgArray, y: MgArray, build: (a: MgArray
     out = build(a, b, [a.shape[0]!, b.shape[1]!]);
   } else {
     const batch = p.expanded.slice(0, -2);
-    a = broadcastTo(a, [...batch, ...a.shape.slice(-2)], { ...opts, op });
-    b = broadcastTo(b, [...batch, ...b.shape.slice(-2)], { ...opts, op });
+    a = broadcastToShape(a, [...batch, ...a.shape.slice(-2)], op, opts.stream);
+    b = broadcastToShape(b, [...batch, ...b.shape.slice(-2)], op, opts.stream);
     out = build(a, b, p.expanded);
   }
   return reshape(out, p.final, opts);

@@ -13,7 +13,7 @@ import {
 import { broadcastShapes, formatShape, shapesEqual, shapeSize } from "../shape.ts";
 import type { StreamOptions } from "./convert.ts";
 import { add, astype, maximum, minimum, multiply } from "./elementwise.ts";
-import { broadcastArrays, broadcastTo } from "./shape.ts";
+import { broadcastAll, broadcastToShape } from "./broadcast.ts";
 
 export type { UpdateMode };
 
@@ -59,7 +59,7 @@ export function gather(a: MgArray, indices: readonly MgArray[], axes: readonly n
     throw new Error(`[${op}] Got slice_sizes with size ${sliceSizes.length} for array with ${a.ndim} dimensions.`);
   }
   const dtype = indexDtype(indices, op);
-  let idx = indices.length > 0 ? broadcastArrays(indices, { ...opts, op }) : [];
+  let idx = indices.length > 0 ? broadcastAll(indices, op, opts.stream) : [];
   idx = idx.map((x) => astype(x, dtype!, opts));
   if (a.size === 0) {
     const idxSize = idx.length > 0 ? idx[0]!.size : 1;
@@ -90,7 +90,7 @@ export function scatter(a: MgArray, indices: readonly MgArray[], updates: MgArra
   }
   checkAxes(axes, a.ndim, indices.length, op);
   const dtype = indexDtype(indices, op);
-  let idx = indices.length > 0 ? broadcastArrays(indices, { ...opts, op }) : [];
+  let idx = indices.length > 0 ? broadcastAll(indices, op, opts.stream) : [];
   const idxShape = idx.length > 0 ? idx[0]!.shape : [];
   if (updates.ndim !== a.ndim + idxShape.length) {
     throw new Error(`[${op}] Updates with ${updates.ndim} dimensions does not match the sum of the array (${a.ndim}) and indices (${idxShape.length}) dimensions.`);
@@ -177,7 +177,7 @@ export function sliceUpdateStatic(
   }
   const p = { mode, start: [...start], stop: [...stop], strides: [...strides] };
   const region = sliceRegionShape(p);
-  const upd = broadcastTo(astype(update, a.dtype, opts), region, { ...opts, op });
+  const upd = broadcastToShape(astype(update, a.dtype, opts), region, op, opts.stream);
   const whole = shapesEqual(region, a.shape) && p.strides.every((s, i) => s > 0 || region[i]! <= 1) && p.start.every((s, i) => s === 0 || region[i] === 0);
   if (whole) {
     switch (mode) {

@@ -2,9 +2,10 @@
 import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
-import { Broadcast, Reshape, Slice, Transpose } from "../primitives/views.ts";
-import { broadcastShapes, formatShape, normalizeAxes, normalizeAxis, shapeSize, shapesEqual } from "../shape.ts";
-import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
+import { Reshape, Slice, Transpose } from "../primitives/views.ts";
+import { formatShape, normalizeAxes, normalizeAxis, shapeSize, shapesEqual } from "../shape.ts";
+import { broadcastAll, broadcastToShape } from "./broadcast.ts";
+import { type ArrayInput, splitOptions, type StreamOptions, toArray } from "./convert.ts";
 
 /** Resolves one -1 in a requested shape for `size` elements and checks the element count. */
 function resolveShape(size: number, shape: readonly number[], op: string): number[] {
@@ -122,22 +123,16 @@ export function moveaxis(a: ArrayInput, source: number, destination: number, opt
   return transpose(x, perm, opts);
 }
 
-export function broadcastTo(a: ArrayInput, shape: readonly number[], opts: StreamOptions & { op?: string } = {}): MgArray {
-  const x = toArray(a, opts.op ?? "broadcast_to");
-  const target = [...shape];
-  const out = broadcastShapes([x.shape, target], opts.op ?? "broadcast_to");
-  if (!shapesEqual(out, target)) {
-    throw new Error(`[${opts.op ?? "broadcast_to"}] Cannot broadcast array of shape ${formatShape(x.shape)} into shape ${formatShape(target)}.`);
-  }
-  if (shapesEqual(x.shape, target)) return x;
-  return makeArray(Broadcast, [x], { shape: target }, resolveStream(opts.stream));
+/** `a` broadcast to `shape` (a view), as mx.broadcast_to. */
+export function broadcastTo(a: ArrayInput, shape: readonly number[], opts: StreamOptions = {}): MgArray {
+  return broadcastToShape(toArray(a, "broadcast_to"), shape, "broadcast_to", opts.stream);
 }
 
-export function broadcastArrays(arrays: readonly ArrayInput[], opts: StreamOptions & { op?: string } = {}): MgArray[] {
-  const op = opts.op ?? "broadcast_arrays";
-  const xs = arrays.map((a) => toArray(a, op));
-  const shape = broadcastShapes(xs.map((x) => x.shape), op);
-  return xs.map((x) => (shapesEqual(x.shape, shape) ? x : makeArray(Broadcast, [x], { shape }, resolveStream(opts.stream))));
+/** The arrays broadcast to their common shape (views), as mx.broadcast_arrays(*arrays); a trailing
+ *  options object may carry `stream`. */
+export function broadcastArrays(...args: (ArrayInput | StreamOptions)[]): MgArray[] {
+  const [arrays, opts] = splitOptions(args);
+  return broadcastAll(arrays.map((a) => toArray(a, "broadcast_arrays")), "broadcast_arrays", opts.stream);
 }
 
 /** Reverses the order of elements along the given axes (all when omitted), as mx.flip. A view. */
