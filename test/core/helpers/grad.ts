@@ -5,7 +5,7 @@ import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import { schedule } from "../../../ts/core/graph.ts";
 import { isInexact } from "../../../ts/core/dtype.ts";
-import { slice as sliceOp } from "../../../ts/core/ops/slicing.ts";
+import { sliceStatic as sliceOp } from "../../../ts/core/ops/slicing.ts";
 
 type Fn = (...xs: MgArray[]) => MgArray;
 

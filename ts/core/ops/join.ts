@@ -8,7 +8,7 @@ import { formatShape, normalizeAxis } from "../shape.ts";
 import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import { astype } from "./elementwise.ts";
 import { expandDims, flatten } from "./shape.ts";
-import { slice } from "./slicing.ts";
+import { sliceStatic } from "./slicing.ts";
 
 /** Joins arrays along an existing axis (axis null flattens them first), as mx.concatenate. */
 export function concatenate(arrays: readonly ArrayInput[], axis: number | null = 0, opts: StreamOptions = {}): MgArray {
@@ -73,7 +73,7 @@ export function split(a: ArrayInput, indicesOrSections: number | readonly number
     const stop = [...x.shape];
     start[ax] = bounds[i]!;
     stop[ax] = Math.max(bounds[i + 1]!, bounds[i]!);
-    parts.push(slice(x, start, stop, undefined, opts));
+    parts.push(sliceStatic(x, start, stop, undefined, opts));
   }
   return parts;
 }

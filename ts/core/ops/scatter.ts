@@ -113,10 +113,6 @@ export const scatterAdd = (a: MgArray, indices: readonly MgArray[], updates: MgA
   scatter(a, indices, updates, axes, "sum", opts);
 export const scatterProd = (a: MgArray, indices: readonly MgArray[], updates: MgArray, axes: readonly number[], opts: IndexingOptions = {}) =>
   scatter(a, indices, updates, axes, "prod", opts);
-export const scatterMax = (a: MgArray, indices: readonly MgArray[], updates: MgArray, axes: readonly number[], opts: IndexingOptions = {}) =>
-  scatter(a, indices, updates, axes, "max", opts);
-export const scatterMin = (a: MgArray, indices: readonly MgArray[], updates: MgArray, axes: readonly number[], opts: IndexingOptions = {}) =>
-  scatter(a, indices, updates, axes, "min", opts);
 
 /** GatherAxis on arrays that already agree off `axis` (take_along_axis after broadcasting). */
 export function gatherAxis(a: MgArray, indices: MgArray, axis: number, opts: IndexingOptions = {}): MgArray {

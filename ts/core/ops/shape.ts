@@ -40,11 +40,6 @@ export function reshape(a: ArrayInput, shape: readonly number[], opts: StreamOpt
   return makeArray(Reshape, [x], { shape: s }, resolveStream(opts.stream));
 }
 
-export interface FlattenOptions extends StreamOptions {
-  startAxis?: number;
-  endAxis?: number;
-}
-
 /** Flattens axes startAxis..endAxis (inclusive) into one, as mx.flatten. */
 export function flatten(a: ArrayInput, startAxis = 0, endAxis = -1, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "flatten");

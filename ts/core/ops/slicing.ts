@@ -20,9 +20,3 @@ export function sliceStatic(a: ArrayInput, start: readonly number[], stop: reado
   if (identity) return x;
   return makeArray(Slice, [x], { start: [...start], stop: [...stop], strides: st }, resolveStream(opts.stream));
 }
-
-/**
- * The same static slice under its C++ name, for internal callers. The public `mg.slice` is MLX's
- * Python form with start indices given as an array (ts/core/ops/indexing.ts).
- */
-export const slice = sliceStatic;

@@ -4,7 +4,7 @@ import type { Primitive } from "../primitive.ts";
 import { forEachOffset, lanesOf } from "../elements.ts";
 import { storageView } from "../../backend/cpu/values.ts";
 import { concatenateRule } from "../../backend/gpu/movement.ts";
-import { slice } from "../ops/slicing.ts";
+import { sliceStatic } from "../ops/slicing.ts";
 import { zerosLike } from "../ops/creation.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
@@ -59,7 +59,7 @@ export const Concatenate: Primitive<ConcatenateParams> = {
       const stop = [...g!.shape];
       start[p.axis] = starts[i]!;
       stop[p.axis] = starts[i]! + x.shape[p.axis]!;
-      return slice(g!, start, stop);
+      return sliceStatic(g!, start, stop);
     });
   },
   // Linear: the tangent is the concatenation of the inputs' tangents (zero where an input has none).

@@ -272,7 +272,7 @@ function axisWindow(a: MgArray, axis: number, from: number, to: number): MgArray
   const stop = [...a.shape];
   start[axis] = from;
   stop[axis] = to;
-  return slice(a, start, stop);
+  return sliceStatic(a, start, stop);
 }
 
 function cumExtremeVjp(x: MgArray, g: MgArray, p: ScanParams): MgArray {
@@ -298,7 +298,7 @@ import { arange, fullLike, zerosLike } from "../ops/creation.ts";
 import { concatenate } from "../ops/join.ts";
 import { gatherAxis, scatterAxis } from "../ops/scatter.ts";
 import { reshape } from "../ops/shape.ts";
-import { slice } from "../ops/slicing.ts";
+import { sliceStatic } from "../ops/slicing.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import * as ew from "../ops/elementwise.ts";
