@@ -22,7 +22,15 @@ setConvertHooks((arrays) => stackHook(arrays), (a, d) => astypeHook(a, d));
 setDefaultDeviceInternal(chooseDefaultDevice(!runtime().device.isSimulator));
 
 export { MgArray } from "./core/array.ts";
-export * from "./core/dtype.ts";
+// dtype.ts also holds conversion helpers for the backends (bfloat16 bits, weak-scalar rules): only
+// the dtype API is public.
+export {
+  ALL_DTYPES, bfloat16, bool_, canCast, complex64, complexfloating, Dtype, DtypeCategory, Finfo, finfo, float16,
+  float32, float64, floating, generic, Iinfo, iinfo, inexact, int16, int32, int64, int8, integer, isComplex,
+  isdtype, isFloating, isInexact, isInteger, issubdtype, number, promoteTypes, resultType, signedinteger, uint16,
+  uint32, uint64, uint8, unsignedinteger,
+} from "./core/dtype.ts";
+export type { DtypeKind, DtypeKindName, DtypeName, Scalar } from "./core/dtype.ts";
 export {
   cpu, gpu, Device, Stream, defaultDevice, setDefaultDevice, defaultStream, newStream, setDefaultStream, stream,
 } from "./core/device.ts";

@@ -79,16 +79,6 @@ export const ALL_DTYPES: readonly Dtype[] = [
   float16, float32, float64, bfloat16, complex64,
 ];
 
-const BY_NAME = new Map<string, Dtype>(ALL_DTYPES.map((d) => [d.name, d]));
-BY_NAME.set("bool_", bool_);
-
-/** Looks a dtype up by its MLX name ("float32", "bool_" or "bool"). */
-export function dtypeFromName(name: string): Dtype {
-  const d = BY_NAME.get(name);
-  if (!d) throw new TypeError(`[dtype] unknown dtype '${name}'`);
-  return d;
-}
-
 // Jax-style promotion, as MLX's mlx/dtype.cpp. Row/column order: the dtype index above.
 // prettier-ignore
 const PROMOTION: readonly (readonly Dtype[])[] = (() => {
@@ -204,7 +194,6 @@ export const isFloating = (d: Dtype): boolean => d.category === floating;
 export const isComplex = (d: Dtype): boolean => d === complex64;
 export const isInexact = (d: Dtype): boolean => d.category === floating || d === complex64;
 export const isInteger = (d: Dtype): boolean => d.kind === "i" || d.kind === "u";
-export const isUnsigned = (d: Dtype): boolean => d.kind === "u";
 export const is64BitInteger = (d: Dtype): boolean => d === int64 || d === uint64;
 
 /** MLX's at_least_float: integers and bool become float32, inexact types stay. */
