@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -227,6 +228,8 @@ struct DispatchState {
   std::string error;
   std::vector<std::string> violations;
   uint64_t violation_count = 0;
+  // The fault records of the threads that run this dispatch (the watchdog interrupts them).
+  std::vector<FaultRecord *> records;
 
   void fail(const std::string &msg) {
     std::lock_guard<std::mutex> g(mu);
@@ -276,7 +279,18 @@ struct Unguarded {
     if (rec) rec->active = 0;
   }
   ~Unguarded() {
-    if (rec) rec->active = was;
+    if (!rec) return;
+    // The watchdog may have tried to stop this thread while it ran here: stop on the way back
+    // into kernel code (the locals above are gone by now; the caller is kernel code).
+    const uint64_t serial = rec->dispatch_serial.load(std::memory_order_relaxed);
+    if (was && serial != 0 && rec->cancel_serial.load(std::memory_order_relaxed) == serial) {
+      rec->signo = cancel_signal();
+      rec->code = 0;
+      rec->address = nullptr;
+      rec->position_known = false;
+      siglongjmp(rec->jump, 1);
+    }
+    rec->active = was;
   }
 };
 
@@ -431,6 +445,8 @@ void locate_plain_fault(DispatchState &ds, Worker &w, FaultRecord &rec) {
   abi::group G;
   fill_group(ds, w.group_linear, G, w);
   abi::thread_attrs probe{};
+  // A thread re-run here may loop forever (another thread did): the watchdog may stop the search.
+  rec.dispatch_serial.store(ds.serial, std::memory_order_relaxed);
   if (sigsetjmp(rec.jump, 0) == 0) {
     rec.current = &probe;  // the handler copies the position of the thread that faults
     rec.active = 1;
@@ -451,12 +467,104 @@ void locate_plain_fault(DispatchState &ds, Worker &w, FaultRecord &rec) {
     rec.active = 0;  // no thread faulted this time: the position stays unknown
   } else {
     unblock_fault_signal(rec);
+    if (rec.signo == cancel_signal()) rec.position_known = false;  // stopped, not the faulting thread
   }
+  rec.dispatch_serial.store(0, std::memory_order_relaxed);
   rec.current = nullptr;
   rec.signo = signo;
   rec.code = code;
   rec.address = address;
 }
+
+// --- watchdog ---------------------------------------------------------------------------------
+//
+// A GPU faults a command buffer that runs too long; here a dispatch that runs longer than
+// MG_SIM_TIMEOUT_MS (default 60 s, 0 disables) fails naming its kernel. Kernel code cannot be
+// asked to stop (an endless loop checks nothing), so the watchdog thread sends the threads running
+// it a signal whose handler siglongjmps out of the kernel code, as fault recovery does: they stop,
+// write nothing more, and run the next dispatch normally. A thread in the simulator's own code
+// (Unguarded) ignores the signal and is interrupted again on the next round.
+
+constexpr int64_t kDefaultTimeoutMs = 60000;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t timeout_ms() {
+  const char *e = getenv("MG_SIM_TIMEOUT_MS");
+  if (!e || !*e) return kDefaultTimeoutMs;
+  char *end = nullptr;
+  const long long v = strtoll(e, &end, 10);
+  if (!end || *end != '\0' || v < 0) return kDefaultTimeoutMs;
+  return int64_t(v);
+}
+
+struct Watch {
+  DispatchState *ds;
+  int64_t timeout;
+  int64_t deadline;
+  bool fired = false;
+};
+std::mutex g_watch_mu;
+std::condition_variable g_watch_cv;
+std::vector<Watch *> g_watches;
+int64_t g_watch_wake = INT64_MAX;  // when the watchdog looks next (under g_watch_mu)
+
+// Sleeps until the earliest deadline; a dispatch past its deadline fails, and its threads are
+// interrupted every 50 ms until they have all left its kernel code.
+void watchdog_loop() {
+  std::unique_lock<std::mutex> lock(g_watch_mu);
+  for (;;) {
+    int64_t now = now_ms();
+    int64_t wake = now + 1000;
+    for (const Watch *w : g_watches) wake = std::min(wake, w->fired ? now + 50 : w->deadline);
+    g_watch_wake = wake;
+    g_watch_cv.wait_until(lock, std::chrono::steady_clock::time_point(std::chrono::milliseconds(wake)));
+    now = now_ms();
+    for (Watch *w : g_watches) {
+      if (now < w->deadline) continue;
+      DispatchState &ds = *w->ds;
+      if (!w->fired) {
+        w->fired = true;
+        ds.fail(std::string("kernel '") + ds.name + "': the dispatch ran longer than " + std::to_string(w->timeout) +
+                " ms (MG_SIM_TIMEOUT_MS) and was stopped, as a GPU faults a command buffer that runs too long "
+                "(an endless loop?)");
+      }
+      std::vector<FaultRecord *> records;
+      {
+        std::lock_guard<std::mutex> dg(ds.mu);
+        records = ds.records;
+      }
+      for (FaultRecord *r : records) {
+        r->cancel_serial.store(ds.serial, std::memory_order_relaxed);
+        if (r->dispatch_serial.load(std::memory_order_relaxed) == ds.serial) interrupt_thread(r->tid.load());
+      }
+    }
+  }
+}
+
+// Registers a dispatch with the watchdog for as long as it runs.
+struct WatchGuard {
+  Watch w;
+  bool on = false;
+  WatchGuard(DispatchState &ds, int64_t timeout) : w{&ds, timeout, 0} {
+    if (timeout <= 0 || cancel_signal() <= 0) return;
+    static std::once_flag started;
+    std::call_once(started, [] { std::thread(&watchdog_loop).detach(); });
+    w.deadline = now_ms() + timeout;
+    std::lock_guard<std::mutex> g(g_watch_mu);
+    g_watches.push_back(&w);
+    on = true;
+    if (w.deadline < g_watch_wake) g_watch_cv.notify_one();  // rare: only a short limit is sooner
+  }
+  ~WatchGuard() {
+    if (!on) return;
+    std::lock_guard<std::mutex> g(g_watch_mu);
+    g_watches.erase(std::find(g_watches.begin(), g_watches.end(), &w));
+  }
+};
 
 // A small pool: the dispatching thread works too. One dispatch uses the pool at a time; a
 // concurrent dispatch from another thread runs on its own thread instead of waiting.
@@ -618,6 +726,8 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   }
   ds.L.checks = checked ? ds.checks : nullptr;
 
+  WatchGuard watch(ds, timeout_ms());
+  const bool watched = watch.on;
   Pool &pool = Pool::get();
   uint64_t total_threads = ds.total_groups * tg_threads;
   std::atomic<uint64_t> next{0};
@@ -626,15 +736,27 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
     Worker &w = this_worker();
     FaultRecord *const rec = w.rec;
     if (rec && sigsetjmp(rec->jump, 0) != 0) {
-      // Kernel code faulted on this thread (guard.cpp's handler jumped here): the dispatch fails,
-      // and this thread's fibers, abandoned mid-kernel, are never resumed.
+      // Kernel code faulted on this thread, or the watchdog stopped it (guard.cpp's handlers jumped
+      // here): the dispatch fails, and this thread's fibers, abandoned mid-kernel, are never resumed.
       w.parked = 0;
       *w.current = nullptr;
       unblock_fault_signal(*rec);
+      rec->dispatch_serial.store(0, std::memory_order_relaxed);
+      if (rec->signo == cancel_signal()) return;  // the watchdog set the dispatch's error
       if (!ds.kd->needs_fibers) locate_plain_fault(ds, w, *rec);
       ds.fail(describe_fault(*rec, ds.name, w.stacks.data(), w.stacks.size(), w.stack_size, w.guard,
                              ds.kd->needs_fibers != 0));
       return;
+    }
+    if (rec && watched) {
+      static thread_local bool unblocked = false;  // a thread's signal mask is its creator's
+      if (!unblocked) {
+        unblock_cancel_signal();
+        unblocked = true;
+      }
+      rec->dispatch_serial.store(ds.serial, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> g(ds.mu);
+      ds.records.push_back(rec);
     }
     if (rec) rec->active = 1;
     while (!ds.failed.load(std::memory_order_relaxed)) {
@@ -643,7 +765,10 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
       const uint64_t e = std::min(ds.total_groups, b + chunk);
       for (uint64_t g = b; g < e && !ds.failed.load(std::memory_order_relaxed); ++g) run_group(ds, w, g);
     }
-    if (rec) rec->active = 0;
+    if (rec) {
+      rec->active = 0;
+      rec->dispatch_serial.store(0, std::memory_order_relaxed);
+    }
   };
   // Small dispatches are not worth waking the pool.
   if (ds.total_groups == 1 || total_threads < 2048) job();

@@ -93,6 +93,35 @@ void on_fault(int sig, siginfo_t *info, void *context) {
   chain(sig, info, context);
 }
 
+std::atomic<int> g_cancel_signal{0};  // 0: not chosen yet, -1: none free
+
+// The watchdog's signal: stops the thread only if it is running kernel code of the dispatch the
+// watchdog cancelled (asynchronous, so it may land anywhere in that code, as a fault may).
+void on_cancel(int sig, siginfo_t *, void *) {
+  const int saved_errno = errno;
+  const pid_t me = current_tid();
+  const size_t used = g_records_used.load(std::memory_order_acquire);
+  for (size_t i = 0; i < used && i < kMaxRecords; ++i) {
+    FaultRecord &r = g_records[i];
+    if (r.tid.load(std::memory_order_relaxed) != me) continue;
+    const uint64_t serial = r.dispatch_serial.load(std::memory_order_relaxed);
+    if (!r.active || serial == 0 || r.cancel_serial.load(std::memory_order_relaxed) != serial) break;
+    r.active = 0;
+    r.signo = sig;
+    r.code = 0;
+    r.address = nullptr;
+    const abi::thread_attrs *a = r.current;
+    r.position_known = a != nullptr;
+    if (a) {
+      r.position[0] = a->grid[0];
+      r.position[1] = a->grid[1];
+      r.position[2] = a->grid[2];
+    }
+    siglongjmp(r.jump, 1);
+  }
+  errno = saved_errno;
+}
+
 // Releases the thread's record when it exits.
 struct RecordOwner {
   FaultRecord *record = nullptr;
@@ -130,6 +159,7 @@ FaultRecord *this_thread_fault_record() {
   if (!r) return nullptr;
   r->active = 0;
   r->current = nullptr;
+  r->dispatch_serial.store(0, std::memory_order_relaxed);
   r->stack_lo = r->stack_hi = 0;
   pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {
@@ -187,6 +217,46 @@ void ensure_fault_handlers() {
     g_previous[k] = now;
     sigaction(kSignals[k], &ours, nullptr);
   }
+}
+
+int cancel_signal() {
+  int sig = g_cancel_signal.load(std::memory_order_acquire);
+  if (sig != 0) return sig;
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  sig = g_cancel_signal.load(std::memory_order_relaxed);
+  if (sig != 0) return sig;
+  sig = -1;
+  // From the top of the real-time range down: libraries that take one usually start at SIGRTMIN.
+  for (int s = SIGRTMAX; s >= SIGRTMIN; --s) {
+    struct sigaction now;
+    if (sigaction(s, nullptr, &now) != 0) continue;
+    if ((now.sa_flags & SA_SIGINFO) || now.sa_handler != SIG_DFL) continue;  // someone's
+    struct sigaction ours;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = &on_cancel;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&ours.sa_mask);
+    if (sigaction(s, &ours, nullptr) == 0) {
+      sig = s;
+      break;
+    }
+  }
+  g_cancel_signal.store(sig, std::memory_order_release);
+  return sig;
+}
+
+void interrupt_thread(pid_t tid) {
+  const int sig = cancel_signal();
+  if (sig > 0 && tid > 0) syscall(SYS_tgkill, getpid(), tid, sig);
+}
+
+void unblock_cancel_signal() {
+  const int sig = cancel_signal();
+  if (sig <= 0) return;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
 void unblock_fault_signal(const FaultRecord &r) {

@@ -37,6 +37,10 @@ struct FaultRecord {
   void *volatile address = nullptr;
   uint32_t position[3] = {0, 0, 0};
   volatile bool position_known = false;
+  // The dispatch whose kernel code this thread runs (0: none), and the dispatch the watchdog
+  // cancelled: when they are equal, the cancel signal stops the thread like a fault does.
+  std::atomic<uint64_t> dispatch_serial{0};
+  std::atomic<uint64_t> cancel_serial{0};
   // The thread's own stack (plain kernels run on it) and the alternate signal stack, ours or not.
   uintptr_t stack_lo = 0, stack_hi = 0;
   char *own_altstack = nullptr;
@@ -53,6 +57,16 @@ void ensure_fault_handlers();
 
 // After a recovered fault: the handler returned by siglongjmp, leaving the signal blocked.
 void unblock_fault_signal(const FaultRecord &r);
+
+// The signal the dispatch watchdog sends to stop a thread that runs a cancelled dispatch's kernel
+// code: a real-time signal nothing else in the process handles, chosen (and its handler installed)
+// on first use; -1 if none was free. Its handler siglongjmps like a fault's when the receiving
+// thread's record has active kernel code of the cancelled dispatch, and does nothing otherwise.
+int cancel_signal();
+// Sends the cancel signal to thread `tid` of this process (unblocking it first on the calling
+// thread is the receiver's business: dispatch threads call unblock_cancel_signal()).
+void interrupt_thread(pid_t tid);
+void unblock_cancel_signal();
 
 // Describes a recovered fault. `lane_stacks` / `stack_size` / `guard` locate the thread's fiber
 // stacks (a fault in the guard region below one is a lane's stack overflow).

@@ -299,6 +299,8 @@ class Translator {
     match_.assign(t_.size(), SIZE_MAX);
     attr_end_.assign(t_.size(), SIZE_MAX);
     in_function_.assign(t_.size(), false);
+    prefix_.assign(t_.size(), std::string());
+    suffix_.assign(t_.size(), std::string());
     for (const Token &tk : t_) {
       int n = 0;
       std::string file;
@@ -311,6 +313,7 @@ class Translator {
     find_attributes();
     if (!analyze_structure()) return fail(out);
     if (!rewrite_tokens()) return fail(out);
+    if (opt_.checked) wrap_element_accesses();
     if (!build_kernels(out)) return fail(out);
     emit(out);
     return true;
@@ -337,6 +340,17 @@ class Translator {
     std::string file;
   };
   std::vector<Marker> markers_;
+  // Checked mode: names declared as checked pointers (device/constant T*) with their scopes, and
+  // struct members of that type; text inserted around tokens (element-access wrappers).
+  struct CheckedName {
+    std::string name;
+    size_t decl;
+    size_t scope_end;
+    bool array;  // an array of pointers: its elements are two subscripts away
+  };
+  std::vector<CheckedName> checked_names_;
+  std::unordered_set<std::string> checked_members_;
+  std::vector<std::string> prefix_, suffix_;
   std::string err_;
   int err_line_ = 0;
   uint32_t next_site_ = 1;
@@ -1057,20 +1071,200 @@ class Translator {
       for (size_t k = b; k <= e; ++k)
         if (!is(k, "static") && !is(k, "constexpr") && !is(k, "inline")) set(k, "");
       set(i, "mgsim::dptr<" + inner + ">");
-      // keep the original spacing of the first token
+      size_t d = e + 1;
+      while (is(d, "const") || is(d, "volatile") || is(d, "__restrict")) ++d;
+      if (ident(d) && !is(d + 1, "(")) note_checked_name(d);
       return;
     }
     if (is_constant && !has_const) set(i, "const");
     else set(i, "");
   }
 
+  // --- checked mode: element accesses -----------------------------------------------------------
+
+  // Records the checked pointer declared at token d and the extent of its scope.
+  void note_checked_name(size_t d) {
+    size_t k = d, open = SIZE_MAX;
+    while (k > 0) {  // the innermost enclosing '(' or '{'
+      --k;
+      if ((is(k, ")") || is(k, "]") || is(k, "}")) && match_[k] != SIZE_MAX) {
+        k = match_[k];
+        continue;
+      }
+      if (is(k, "(") || is(k, "{")) {
+        open = k;
+        break;
+      }
+    }
+    CheckedName c{text(d), d, t_.size() - 1, is(d + 1, "[") && attr_end_[d + 1] == SIZE_MAX};
+    if (open != SIZE_MAX && is(open, "{")) {
+      const bool ns = open >= 1 && (is(open - 1, "namespace") || (open >= 2 && is(open - 2, "namespace")));
+      if (!in_function_[d] && !ns) {  // a data member of a struct
+        checked_members_.insert(c.name);
+        return;
+      }
+      c.scope_end = match_[open];
+    } else if (open != SIZE_MAX) {
+      // A parameter (or a for-init declaration): in scope through the body or statement after ')'.
+      for (size_t j = match_[open] + 1; j < t_.size(); ++j) {
+        if (is(j, "{")) {
+          c.scope_end = match_[j];
+          break;
+        }
+        if (is(j, ";")) {
+          c.scope_end = j;
+          break;
+        }
+        if ((is(j, "(") || is(j, "[")) && match_[j] != SIZE_MAX) j = match_[j];
+      }
+    }
+    checked_names_.push_back(c);
+  }
+
+  const CheckedName *checked_name_at(size_t i) const {
+    const CheckedName *best = nullptr;
+    for (const CheckedName &c : checked_names_)
+      if (c.name == text(i) && c.decl <= i && i <= c.scope_end && (!best || c.decl > best->decl)) best = &c;
+    return best;
+  }
+
+  static bool is_assign_op(const std::string &s) {
+    return s == "=" || s == "+=" || s == "-=" || s == "*=" || s == "/=" || s == "%=" || s == "&=" || s == "|=" ||
+           s == "^=" || s == "<<=" || s == ">>=";
+  }
+
+  // Where the postfix expression whose last name is token k begins (a.b.p → a, f(x).p → f,
+  // q[j].p → q, (e).p → '(').
+  size_t postfix_start(size_t k) const {
+    static const std::unordered_set<std::string> not_callee = {"return", "case",    "throw",    "else",   "do",
+                                                               "if",     "while",   "for",      "switch", "sizeof",
+                                                               "alignof", "decltype", "co_return", "co_yield"};
+    for (;;) {
+      while (k >= 2 && is(k - 1, "::") && ident(k - 2)) k -= 2;
+      if (k < 2 || !(is(k - 1, ".") || is(k - 1, "->"))) return k;
+      size_t e = k - 2;  // the last token of the object expression
+      for (;;) {
+        if (ident(e)) {
+          k = e;
+          break;
+        }
+        if ((is(e, ")") || is(e, "]")) && match_[e] != SIZE_MAX) {
+          const size_t o = match_[e];
+          // A call or a subscript: continue with what it applies to.
+          if (o >= 1 && ((ident(o - 1) && !not_callee.count(text(o - 1))) || is(o - 1, ")") || is(o - 1, "]"))) {
+            e = o - 1;
+            continue;
+          }
+          return o;  // a parenthesized primary
+        }
+        return k;
+      }
+    }
+  }
+
+  // Checked mode: an element reached through a checked pointer (p[i], s.p[i], *p) is a reference
+  // proxy; where its value is used it is wrapped in mgsim::impl::rd (a value of T, so template
+  // deduction, auto and generic lambdas see T as in Metal), where it is used as an object (p[i].x,
+  // p[i][k], p[i].f(), T& r = p[i]) in mgsim::impl::wr (T&). Assignments to it (p[i] = v, p[i] += v,
+  // ++p[i]) and &p[i] keep the proxy, which checks and records writes precisely. Names are known
+  // from their declarations; a checked pointer reached otherwise ((p + 1)[i], through auto) keeps
+  // the proxy, which converts to T where T is expected.
+  void wrap_element_accesses() {
+    static const std::unordered_set<std::string> expr_keywords = {"return", "case", "throw", "else", "do",
+                                                                  "sizeof", "co_return", "co_yield"};
+    for (size_t i = 1; i < t_.size(); ++i) {
+      if (!in_function_[i] || !ident(i)) continue;
+      const bool via_member = is(i - 1, ".") || is(i - 1, "->");
+      const CheckedName *cn = nullptr;
+      if (!via_member) {
+        if (is(i - 1, "::")) continue;
+        cn = checked_name_at(i);
+        if (cn && cn->decl == i) continue;
+        if (!cn && !checked_members_.count(text(i))) continue;
+        // A name right after a type is being declared (float p[4]), not used.
+        if (ident(i - 1) && !expr_keywords.count(text(i - 1))) continue;
+      } else if (!checked_members_.count(text(i))) {
+        continue;
+      }
+      const size_t start = via_member ? postfix_start(i) : i;
+      if (is(i + 1, "[") && attr_end_[i + 1] == SIZE_MAX) {
+        // The element: one subscript, two for an array of pointers.
+        size_t j = i + 1;
+        const int subs = cn && cn->array ? 2 : 1;
+        bool ok = true;
+        for (int n = 0; n < subs; ++n) {
+          if (!is(j, "[") || match_[j] == SIZE_MAX) {
+            ok = false;
+            break;
+          }
+          j = match_[j] + 1;
+        }
+        if (!ok) continue;
+        const size_t last = j - 1;
+        bool object_use = false, call = false;
+        size_t c = j;
+        for (;;) {  // member access, subscript or call on the element
+          if (is(c, "[") && match_[c] != SIZE_MAX) {
+            object_use = true;
+            c = match_[c] + 1;
+          } else if ((is(c, ".") || is(c, "->")) && ident(c + 1)) {
+            object_use = true;
+            c += 2;
+          } else if (is(c, "(") && match_[c] != SIZE_MAX) {
+            object_use = call = true;
+            c = match_[c] + 1;
+          } else {
+            break;
+          }
+        }
+        const bool assigned = (c < t_.size() && t_[c].kind == Tok::Punct && is_assign_op(text(c))) || is(c, "++") ||
+                              is(c, "--") || (start > 0 && (is(start - 1, "++") || is(start - 1, "--")));
+        const bool address = start > 0 && is(start - 1, "&");
+        const bool ref_init = start >= 3 && is(start - 1, "=") && ident(start - 2) && is(start - 3, "&");
+        if (!object_use && (assigned || address)) continue;  // the proxy itself
+        const bool as_object = object_use ? (assigned || address || call || ref_init) : ref_init;
+        prefix_[start] += as_object ? "mgsim::impl::wr(" : "mgsim::impl::rd(";
+        suffix_[last] = ")" + suffix_[last];
+      } else if (!via_member && is(i - 1, "*") && i >= 2) {
+        // *p: a unary '*' follows an operator or an opening bracket, not an operand.
+        const size_t b = i - 2;
+        const bool unary = t_[b].kind == Tok::Punct ? !(is(b, ")") || is(b, "]")) : expr_keywords.count(text(b)) > 0;
+        if (!unary) continue;
+        const size_t n = i + 1;
+        if (is(n, "[") || is(n, ".") || is(n, "->") || is(n, "(") || is(n, "++") || is(n, "--")) continue;
+        if ((t_[n].kind == Tok::Punct && is_assign_op(text(n))) || is(b, "&") || is(b, "++") || is(b, "--")) continue;
+        const bool ref_init = i >= 4 && is(b, "=") && ident(b - 1) && is(b - 2, "&");
+        prefix_[i - 1] += ref_init ? "mgsim::impl::wr(" : "mgsim::impl::rd(";
+        suffix_[i] = ")" + suffix_[i];
+      }
+    }
+  }
+
   void rewrite_threadgroup(size_t i) {
     size_t e = type_end_after(i);
+    // atomic_float and atomic_ulong exist in device memory only (MSL §6.15.4).
+    size_t atomic_at = SIZE_MAX;
+    for (size_t k = i + 1; k < e; ++k) {
+      const bool device_only = is(k, "atomic_float") || is(k, "atomic_ulong") ||
+                               (is(k, "atomic") && is(k + 1, "<") &&
+                                (is(k + 2, "float") || is(k + 2, "ulong") || is(k + 2, "uint64_t") ||
+                                 (is(k + 2, "unsigned") && is(k + 3, "long"))));
+      if (device_only) {
+        error(t_[k].line, "MSL: atomic_float and atomic_ulong exist in device memory only; threadgroup memory "
+                          "has atomic_int, atomic_uint and atomic_bool (MSL 6.15.4)");
+        return;
+      }
+      if (is(k, "atomic") && is(k + 1, "<")) atomic_at = k;
+    }
     while (is(e, "const") || is(e, "volatile")) ++e;
     if (is(e, "*") || is(e, "&") || !in_function_[i] || !ident(e)) {
       set(i, "");
       return;
     }
+    // A threadgroup atomic<T> whose T the translator cannot see (a template parameter) is checked
+    // when the kernel is instantiated.
+    if (atomic_at != SIZE_MAX && !replaced_[atomic_at])
+      set(atomic_at, is(atomic_at - 1, "::") ? "mgsim_threadgroup_atomic" : "::metal::mgsim_threadgroup_atomic");
     // An object declaration: one instance per threadgroup. A worker runs one threadgroup at a
     // time and its lanes never migrate, so thread-local storage is exactly per-threadgroup.
     set(i, "static thread_local");
@@ -1298,10 +1492,15 @@ class Translator {
 
   void emit(TranslateResult &out) {
     std::string s;
+    // The language version the prelude's checks read (mgsim_types.h: language_version).
+    s += "namespace mgsim { template <> struct language_version_of<program> { static constexpr unsigned value = " +
+         std::to_string(opt_.language_version) + "; }; }\n";
     s += "#line 1 \"program_source\"\n";
     for (size_t i = 0; i < t_.size(); ++i) {
       s += t_[i].pre;
+      s += prefix_[i];
       s += replaced_[i] ? repl_[i] : t_[i].text;
+      s += suffix_[i];
     }
     s += "\n#line 1 \"mgsim_generated\"\n";
     // Function constants: loaded from the dispatch into this thread's copies.

@@ -15,7 +15,8 @@
 // directory), MG_SIM_THREADS (worker threads, default the hardware concurrency), MG_SIM_CHECK=1
 // (checked mode for every library), MG_SIM_NO_PCH=1 (do not precompile the prelude),
 // MG_SIM_KEEP_SOURCES=1 (keep the translated C++ in the cache's tmp/ directory), MG_SIM_STACK_KB
-// (stack of each cooperative lane, default 256).
+// (stack of each cooperative lane, default 256), MG_SIM_TIMEOUT_MS (a dispatch running longer
+// fails and is stopped; default 60000, 0 disables).
 #ifndef MSLSIM_H
 #define MSLSIM_H
 
@@ -98,6 +99,9 @@ typedef struct mgsim_dispatch {
 // kernel's name and the thread's position instead of killing the process: the simulator installs
 // SIGSEGV/SIGBUS/SIGFPE/SIGILL handlers that recover only while one of its threads runs kernel code
 // and pass every other fault to the handler installed before them (or the default action).
+// A dispatch that runs longer than MG_SIM_TIMEOUT_MS fails naming its kernel: a watchdog thread
+// stops the threads running it with a real-time signal no one else in the process handles (their
+// kernel code is left by siglongjmp, as after a fault), and the simulator keeps working.
 int32_t mgsim_dispatch_run(const mgsim_dispatch *dispatch, char **error);
 
 // Simulator-specific per-dispatch hints. The runtime calls this right before encoding a dispatch;

@@ -30,16 +30,42 @@ enum thread_scope {
 
 // Trivially constructible and the size of T: threadgroup memory holding atomics is uninitialised,
 // and device buffers are reinterpreted as arrays of atomic<T>.
+//
+// What Metal defines (MSL §6.15.4), and so what compiles here:
+//   atomic_int, atomic_uint   load, store, exchange, compare_exchange_weak, fetch_add / sub / and /
+//                             or / xor / min / max
+//   atomic_bool               load, store, exchange, compare_exchange_weak
+//   atomic_float (Metal 3)    load, store, exchange, compare_exchange_weak, fetch_add / sub; device
+//                             memory only
+//   atomic_ulong (Metal 2.4)  atomic_max_explicit / atomic_min_explicit (no fetch: they return
+//                             void); device memory only
+// Device-only types are rejected in threadgroup declarations by the translator.
 template <class T>
 struct atomic {
   static_assert(std::is_same<T, int>::value || std::is_same<T, uint>::value || std::is_same<T, float>::value ||
                     std::is_same<T, bool>::value || std::is_same<T, ulong>::value,
-                "metalgrad MSL simulator: atomic<T> supports int, uint, float, bool and ulong");
+                "MSL: atomic<T> supports int, uint, float, bool and ulong");
+  static_assert(!std::is_same<T, float>::value || ::mgsim::version_at_least<T>(300),
+                "MSL: atomic_float requires Metal 3.0 or later");
+  static_assert(!std::is_same<T, ulong>::value || ::mgsim::version_at_least<T>(240),
+                "MSL: atomic_ulong requires Metal 2.4 or later");
   T mg_v;
   atomic() = default;
   atomic(const atomic &) = delete;
   atomic &operator=(const atomic &) = delete;
 };
+// `threadgroup atomic<T> x;` with T a template parameter: the translator spells the type this way,
+// which is atomic<T> once T is known to exist in threadgroup memory.
+template <class T>
+struct mgsim_threadgroup_atomic_of {
+  static_assert(!std::is_same<T, float>::value && !std::is_same<T, ulong>::value,
+                "MSL: atomic_float and atomic_ulong exist in device memory only; threadgroup memory has "
+                "atomic_int, atomic_uint and atomic_bool (MSL 6.15.4)");
+  using type = atomic<T>;
+};
+template <class T>
+using mgsim_threadgroup_atomic = typename mgsim_threadgroup_atomic_of<T>::type;
+
 typedef atomic<int> atomic_int;
 typedef atomic<uint> atomic_uint;
 typedef atomic<float> atomic_float;
@@ -85,12 +111,19 @@ constexpr T combine(T a, T b) {
   else return ::mgsim::lang::math::fn_max::call(a, b);
 }
 
+// The fetch-and-modify functions exist for atomic_int and atomic_uint; atomic_float has fetch_add
+// and fetch_sub only (MSL §6.15.4.5).
 template <int Op, class V, class T>
 inline T rmw(V *p, T v) {
   static_assert(!std::is_same<T, bool>::value,
                 "MSL: atomic<bool> supports only load, store, exchange and compare_exchange");
   static_assert(!(std::is_same<T, float>::value && (Op == r_and || Op == r_or || Op == r_xor)),
                 "MSL: atomic<float> has no bitwise operations");
+  static_assert(!(std::is_same<T, float>::value && (Op == r_min || Op == r_max)),
+                "MSL: atomic<float> has no fetch_min / fetch_max (only fetch_add and fetch_sub, MSL 6.15.4.5)");
+  static_assert(!std::is_same<T, ulong>::value,
+                "MSL: atomic<ulong> has no fetch-and-modify functions; its only operations are "
+                "atomic_max_explicit and atomic_min_explicit (MSL 6.15.4.6)");
   if constexpr (std::is_integral<T>::value && Op == r_add) {
     return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
   } else if constexpr (std::is_integral<T>::value && Op == r_sub) {
@@ -121,6 +154,8 @@ namespace mga = ::mgsim::lang::atomics;
 
 template <class P, class T = typename mga::target<P>::value_type>
 inline T atomic_load_explicit(P object, memory_order) {
+  static_assert(!std::is_same<T, ulong>::value,
+                "MSL: atomic<ulong> supports only atomic_max_explicit and atomic_min_explicit (MSL 6.15.4.6)");
   auto *a = mga::resolved(object, false);
   T r;
   __atomic_load(&a->mg_v, &r, __ATOMIC_SEQ_CST);
@@ -130,6 +165,8 @@ inline T atomic_load_explicit(P object, memory_order) {
 template <class P, class U, class T = typename mga::target<P>::value_type,
           std::enable_if_t<std::is_convertible<U, T>::value, int> = 0>
 inline void atomic_store_explicit(P object, U desired, memory_order) {
+  static_assert(!std::is_same<T, ulong>::value,
+                "MSL: atomic<ulong> supports only atomic_max_explicit and atomic_min_explicit (MSL 6.15.4.6)");
   auto *a = mga::resolved(object, true);
   T v = T(desired);
   __atomic_store(&a->mg_v, &v, __ATOMIC_SEQ_CST);
@@ -138,6 +175,8 @@ inline void atomic_store_explicit(P object, U desired, memory_order) {
 template <class P, class U, class T = typename mga::target<P>::value_type,
           std::enable_if_t<std::is_convertible<U, T>::value, int> = 0>
 inline T atomic_exchange_explicit(P object, U desired, memory_order) {
+  static_assert(!std::is_same<T, ulong>::value,
+                "MSL: atomic<ulong> supports only atomic_max_explicit and atomic_min_explicit (MSL 6.15.4.6)");
   auto *a = mga::resolved(object, true);
   T v = T(desired), r;
   __atomic_exchange(&a->mg_v, &v, &r, __ATOMIC_SEQ_CST);
@@ -148,6 +187,8 @@ inline T atomic_exchange_explicit(P object, U desired, memory_order) {
 template <class P, class E, class U, class T = typename mga::target<P>::value_type,
           std::enable_if_t<std::is_convertible<U, T>::value, int> = 0>
 inline bool atomic_compare_exchange_weak_explicit(P object, E expected, U desired, memory_order, memory_order) {
+  static_assert(!std::is_same<T, ulong>::value,
+                "MSL: atomic<ulong> supports only atomic_max_explicit and atomic_min_explicit (MSL 6.15.4.6)");
   auto *a = mga::resolved(object, true);
   auto *e = mga::resolved(expected, true);
   static_assert(std::is_same<std::remove_cv_t<std::remove_pointer_t<decltype(e)>>, T>::value,
@@ -173,6 +214,27 @@ MGSIM_ATOMIC_FETCH(xor, r_xor)
 MGSIM_ATOMIC_FETCH(min, r_min)
 MGSIM_ATOMIC_FETCH(max, r_max)
 #undef MGSIM_ATOMIC_FETCH
+
+// The 64-bit modify functions (MSL §6.15.4.6): atomic_ulong only, device memory only, no result.
+#define MGSIM_ATOMIC_MODIFY(NAME, OP)                                                              \
+  template <class P, class U, class T = typename mga::target<P>::value_type,                       \
+            std::enable_if_t<std::is_convertible<U, T>::value, int> = 0>                           \
+  inline void atomic_##NAME##_explicit(P object, U operand, memory_order) {                        \
+    static_assert(std::is_same<T, ulong>::value,                                                   \
+                  "MSL: atomic_" #NAME "_explicit is the 64-bit modify function, defined for "     \
+                  "atomic_ulong only (for atomic_int / atomic_uint use atomic_fetch_" #NAME        \
+                  "_explicit)");                                                                   \
+    auto *a = mga::resolved(object, true);                                                         \
+    T old;                                                                                         \
+    __atomic_load(&a->mg_v, &old, __ATOMIC_SEQ_CST);                                               \
+    T desired = mga::combine<mga::OP>(old, T(operand));                                            \
+    while (!__atomic_compare_exchange(&a->mg_v, &old, &desired, false, __ATOMIC_SEQ_CST,           \
+                                      __ATOMIC_SEQ_CST))                                           \
+      desired = mga::combine<mga::OP>(old, T(operand));                                            \
+  }
+MGSIM_ATOMIC_MODIFY(min, r_min)
+MGSIM_ATOMIC_MODIFY(max, r_max)
+#undef MGSIM_ATOMIC_MODIFY
 
 // The fence's flags (metal::mem_flags) belong to the execution layer; any flags type is accepted.
 template <class Flags>

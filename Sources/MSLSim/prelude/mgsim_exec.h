@@ -281,6 +281,12 @@ struct elem_ref {
     return *this = T(U(o));
   }
   MGSIM_ALWAYS_INLINE dptr<T> operator&() const { return dptr<T>(p, b); }
+  // The element as an object, for member access and reference binding: checked (and marked
+  // written) as a write, since what follows may store through it.
+  MGSIM_ALWAYS_INLINE T &mg_object() const {
+    if (check_access(b, p, sizeof(T), true)) return *p;
+    return *oob_slot<T>();
+  }
 
 #define MGSIM_COMPOUND(op)                                             \
   template <class U>                                                   \
@@ -330,6 +336,35 @@ template <class T>
 struct is_dptr : std::false_type {};
 template <class T>
 struct is_dptr<dptr<T>> : std::true_type {};
+
+namespace impl {
+template <class X>
+struct is_elem_ref : std::false_type {};
+template <class T>
+struct is_elem_ref<elem_ref<T>> : std::true_type {};
+
+// In checked mode the translator wraps every element access through a checked pointer whose
+// value is used (p[i] not followed by an assignment): rd gives the element's value, as an element
+// read in Metal is, so template argument deduction (pick(p[i], 2.0f)), auto and generic lambdas
+// see T, not the reference proxy. Anything else passes through unchanged.
+template <class X>
+MGSIM_ALWAYS_INLINE decltype(auto) rd(X &&x) {
+  using R = std::remove_cv_t<std::remove_reference_t<X>>;
+  if constexpr (is_elem_ref<R>::value) {
+    using T = typename R::mgsim_value_type;
+    return T(x.operator T());
+  } else {
+    return std::forward<X>(x);
+  }
+}
+// p[i].member, p[i][k], p[i].f(...) and `T& r = p[i]`: the element as an lvalue of T.
+template <class X>
+MGSIM_ALWAYS_INLINE decltype(auto) wr(X &&x) {
+  using R = std::remove_cv_t<std::remove_reference_t<X>>;
+  if constexpr (is_elem_ref<R>::value) return x.mg_object();
+  else return std::forward<X>(x);
+}
+}  // namespace impl
 
 // A device/constant pointer in checked mode: carries its binding so every access is bounds-checked
 // against the bound length. Pointers that did not come from a binding (b == null) are unchecked.
@@ -657,6 +692,25 @@ inline void permute(abi::lane *base, uint32_t mask, Src src) {
   }
 }
 
+template <class E>
+constexpr bool simd_scalar_ok =
+    std::is_same<E, char>::value || std::is_same<E, signed char>::value || std::is_same<E, unsigned char>::value ||
+    std::is_same<E, short>::value || std::is_same<E, unsigned short>::value || std::is_same<E, int>::value ||
+    std::is_same<E, unsigned int>::value || std::is_same<E, lang::half>::value || std::is_same<E, float>::value ||
+    std::is_same<E, lang::bfloat>::value;
+template <class T>
+struct simd_elem {
+  using type = T;
+};
+template <class T, int N>
+struct simd_elem<lang::vec<T, N>> {
+  using type = T;
+};
+template <class T>
+constexpr bool simd_type_ok = simd_scalar_ok<typename simd_elem<T>::type>;
+template <class T>
+constexpr bool simd_int_ok = simd_type_ok<T> && std::is_integral<typename simd_elem<T>::type>::value;
+
 template <class T>
 MGSIM_ALWAYS_INLINE T op_max(const T &a, const T &b) {
   if constexpr (std::is_arithmetic<T>::value) {
@@ -689,50 +743,59 @@ MGSIM_ALWAYS_INLINE T op_min(const T &a, const T &b) {
 
 namespace metal {
 
-#define MGSIM_REDUCE(NAME, EXPR)                                                            \
-  template <class T>                                                                        \
-  MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, T x) {                                          \
-    return mgsim::impl::collective<T>(mgsim::site_token(s), x, 0, #NAME,                          \
-                                [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::impl::reduce_all<T>(b, m, [](const T &a, const T &c) {   \
-                                    return EXPR;                                            \
-                                  });                                                       \
-                                });                                                         \
-  }                                                                                         \
-  template <class T>                                                                        \
-  MGSIM_ALWAYS_INLINE T NAME(T x) {                                                         \
-    return mgsim::impl::collective<T>(mgsim::call_site_token(), x, 0, #NAME,                      \
-                                [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::impl::reduce_all<T>(b, m, [](const T &a, const T &c) {   \
-                                    return EXPR;                                            \
-                                  });                                                       \
-                                });                                                         \
+// SIMD-group functions take a scalar or vector of char, short, int (signed or unsigned), half,
+// float or bfloat: not bool, long, ulong, size_t or a structure; the bitwise reductions take
+// integers only (MSL §6.9.2). A value proxy (a checked-mode element) is taken as its value.
+#define MGSIM_SIMD_CHECK(NAME, T, INT_ONLY)                                                        \
+  static_assert(mgsim::impl::simd_type_ok<T>,                                                      \
+                "MSL: " #NAME " takes a scalar or vector of char, short, int, half, float or "     \
+                "bfloat (signed or unsigned), not bool, long, ulong or a structure (MSL 6.9.2)");  \
+  static_assert(!(INT_ONLY) || mgsim::impl::simd_int_ok<T>,                                        \
+                "MSL: " #NAME " is a bitwise reduction: it takes an integer scalar or vector "     \
+                "(MSL 6.9.2)")
+
+#define MGSIM_REDUCE(NAME, EXPR, INT_ONLY)                                                         \
+  template <class X, class T = mgsim::lang::value_t<X>>                                            \
+  MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, X x) {                                                 \
+    MGSIM_SIMD_CHECK(NAME, T, INT_ONLY);                                                           \
+    return mgsim::impl::collective<T>(                                                             \
+        mgsim::site_token(s), T(mgsim::impl::rd(x)), 0, #NAME, [](mgsim::abi::lane *b, uint32_t m) { \
+          mgsim::impl::reduce_all<T>(b, m, [](const T &a, const T &c) { return EXPR; });           \
+        });                                                                                        \
+  }                                                                                                \
+  template <class X, class T = mgsim::lang::value_t<X>>                                            \
+  MGSIM_ALWAYS_INLINE T NAME(X x) {                                                                \
+    MGSIM_SIMD_CHECK(NAME, T, INT_ONLY);                                                           \
+    return mgsim::impl::collective<T>(                                                             \
+        mgsim::call_site_token(), T(mgsim::impl::rd(x)), 0, #NAME, [](mgsim::abi::lane *b, uint32_t m) { \
+          mgsim::impl::reduce_all<T>(b, m, [](const T &a, const T &c) { return EXPR; });           \
+        });                                                                                        \
   }
-MGSIM_REDUCE(simd_sum, T(a + c))
-MGSIM_REDUCE(simd_product, T(a * c))
-MGSIM_REDUCE(simd_max, mgsim::impl::op_max<T>(a, c))
-MGSIM_REDUCE(simd_min, mgsim::impl::op_min<T>(a, c))
-MGSIM_REDUCE(simd_and, T(a & c))
-MGSIM_REDUCE(simd_or, T(a | c))
-MGSIM_REDUCE(simd_xor, T(a ^ c))
+MGSIM_REDUCE(simd_sum, T(a + c), false)
+MGSIM_REDUCE(simd_product, T(a * c), false)
+MGSIM_REDUCE(simd_max, mgsim::impl::op_max<T>(a, c), false)
+MGSIM_REDUCE(simd_min, mgsim::impl::op_min<T>(a, c), false)
+MGSIM_REDUCE(simd_and, T(a & c), true)
+MGSIM_REDUCE(simd_or, T(a | c), true)
+MGSIM_REDUCE(simd_xor, T(a ^ c), true)
 #undef MGSIM_REDUCE
 
-#define MGSIM_SCAN(NAME, IDENTITY, INCL, EXPR)                                              \
-  template <class T>                                                                        \
-  MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, T x) {                                          \
-    return mgsim::impl::collective<T>(mgsim::site_token(s), x, 0, #NAME,                          \
-                                [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::impl::scan<T>(b, m, T(IDENTITY), INCL,                   \
-                                                 [](const T &a, const T &c) { return EXPR; }); \
-                                });                                                         \
-  }                                                                                         \
-  template <class T>                                                                        \
-  MGSIM_ALWAYS_INLINE T NAME(T x) {                                                         \
-    return mgsim::impl::collective<T>(mgsim::call_site_token(), x, 0, #NAME,                      \
-                                [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::impl::scan<T>(b, m, T(IDENTITY), INCL,                   \
-                                                 [](const T &a, const T &c) { return EXPR; }); \
-                                });                                                         \
+#define MGSIM_SCAN(NAME, IDENTITY, INCL, EXPR)                                                     \
+  template <class X, class T = mgsim::lang::value_t<X>>                                            \
+  MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, X x) {                                                 \
+    MGSIM_SIMD_CHECK(NAME, T, false);                                                              \
+    return mgsim::impl::collective<T>(                                                             \
+        mgsim::site_token(s), T(mgsim::impl::rd(x)), 0, #NAME, [](mgsim::abi::lane *b, uint32_t m) { \
+          mgsim::impl::scan<T>(b, m, T(IDENTITY), INCL, [](const T &a, const T &c) { return EXPR; }); \
+        });                                                                                        \
+  }                                                                                                \
+  template <class X, class T = mgsim::lang::value_t<X>>                                            \
+  MGSIM_ALWAYS_INLINE T NAME(X x) {                                                                \
+    MGSIM_SIMD_CHECK(NAME, T, false);                                                              \
+    return mgsim::impl::collective<T>(                                                             \
+        mgsim::call_site_token(), T(mgsim::impl::rd(x)), 0, #NAME, [](mgsim::abi::lane *b, uint32_t m) { \
+          mgsim::impl::scan<T>(b, m, T(IDENTITY), INCL, [](const T &a, const T &c) { return EXPR; }); \
+        });                                                                                        \
   }
 MGSIM_SCAN(simd_prefix_inclusive_sum, 0, true, T(a + c))
 MGSIM_SCAN(simd_prefix_exclusive_sum, 0, false, T(a + c))
@@ -741,26 +804,28 @@ MGSIM_SCAN(simd_prefix_exclusive_product, 1, false, T(a * c))
 #undef MGSIM_SCAN
 
 // SRC maps (lane j, its argument a) to the source lane.
-#define MGSIM_PERMUTE(NAME, SRC)                                                            \
-  template <class T, class I>                                                               \
-  MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, T x, I arg) {                                   \
-    return mgsim::impl::collective<T>(mgsim::site_token(s), x, uint32_t(arg), #NAME,              \
-                                [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::impl::permute<T>(b, m, [m](uint32_t j, uint32_t a) {     \
-                                    (void)m;                                                \
-                                    return int64_t(SRC);                                    \
-                                  });                                                       \
-                                });                                                         \
-  }                                                                                         \
-  template <class T, class I>                                                               \
-  MGSIM_ALWAYS_INLINE T NAME(T x, I arg) {                                                  \
-    return mgsim::impl::collective<T>(mgsim::call_site_token(), x, uint32_t(arg), #NAME,          \
-                                [](mgsim::abi::lane *b, uint32_t m) {                       \
-                                  mgsim::impl::permute<T>(b, m, [m](uint32_t j, uint32_t a) {     \
-                                    (void)m;                                                \
-                                    return int64_t(SRC);                                    \
-                                  });                                                       \
-                                });                                                         \
+#define MGSIM_PERMUTE(NAME, SRC)                                                                   \
+  template <class X, class I, class T = mgsim::lang::value_t<X>>                                   \
+  MGSIM_ALWAYS_INLINE T NAME(mgsim::site s, X x, I arg) {                                          \
+    MGSIM_SIMD_CHECK(NAME, T, false);                                                              \
+    return mgsim::impl::collective<T>(mgsim::site_token(s), T(mgsim::impl::rd(x)), uint32_t(arg), #NAME, \
+                                      [](mgsim::abi::lane *b, uint32_t m) {                        \
+                                        mgsim::impl::permute<T>(b, m, [m](uint32_t j, uint32_t a) { \
+                                          (void)m;                                                 \
+                                          return int64_t(SRC);                                     \
+                                        });                                                        \
+                                      });                                                          \
+  }                                                                                                \
+  template <class X, class I, class T = mgsim::lang::value_t<X>>                                   \
+  MGSIM_ALWAYS_INLINE T NAME(X x, I arg) {                                                         \
+    MGSIM_SIMD_CHECK(NAME, T, false);                                                              \
+    return mgsim::impl::collective<T>(mgsim::call_site_token(), T(mgsim::impl::rd(x)), uint32_t(arg), \
+                                      #NAME, [](mgsim::abi::lane *b, uint32_t m) {                 \
+                                        mgsim::impl::permute<T>(b, m, [m](uint32_t j, uint32_t a) { \
+                                          (void)m;                                                 \
+                                          return int64_t(SRC);                                     \
+                                        });                                                        \
+                                      });                                                          \
   }
 MGSIM_PERMUTE(simd_shuffle, a)
 MGSIM_PERMUTE(simd_broadcast, a)
@@ -771,24 +836,27 @@ MGSIM_PERMUTE(simd_shuffle_rotate_up, (j + 32u - (a & 31u)) & 31u)
 MGSIM_PERMUTE(simd_shuffle_rotate_down, (j + a) & 31u)
 #undef MGSIM_PERMUTE
 
-template <class T>
-MGSIM_ALWAYS_INLINE T simd_broadcast_first(mgsim::site s, T x) {
-  return mgsim::impl::collective<T>(mgsim::site_token(s), x, 0, "simd_broadcast_first",
-                              [](mgsim::abi::lane *b, uint32_t m) {
-                                mgsim::impl::permute<T>(b, m, [m](uint32_t, uint32_t) {
-                                  return int64_t(__builtin_ctz(m));
-                                });
-                              });
+template <class X, class T = mgsim::lang::value_t<X>>
+MGSIM_ALWAYS_INLINE T simd_broadcast_first(mgsim::site s, X x) {
+  MGSIM_SIMD_CHECK(simd_broadcast_first, T, false);
+  return mgsim::impl::collective<T>(mgsim::site_token(s), T(mgsim::impl::rd(x)), 0, "simd_broadcast_first",
+                                    [](mgsim::abi::lane *b, uint32_t m) {
+                                      mgsim::impl::permute<T>(b, m, [m](uint32_t, uint32_t) {
+                                        return int64_t(__builtin_ctz(m));
+                                      });
+                                    });
 }
-template <class T>
-MGSIM_ALWAYS_INLINE T simd_broadcast_first(T x) {
-  return mgsim::impl::collective<T>(mgsim::call_site_token(), x, 0, "simd_broadcast_first",
-                              [](mgsim::abi::lane *b, uint32_t m) {
-                                mgsim::impl::permute<T>(b, m, [m](uint32_t, uint32_t) {
-                                  return int64_t(__builtin_ctz(m));
-                                });
-                              });
+template <class X, class T = mgsim::lang::value_t<X>>
+MGSIM_ALWAYS_INLINE T simd_broadcast_first(X x) {
+  MGSIM_SIMD_CHECK(simd_broadcast_first, T, false);
+  return mgsim::impl::collective<T>(mgsim::call_site_token(), T(mgsim::impl::rd(x)), 0, "simd_broadcast_first",
+                                    [](mgsim::abi::lane *b, uint32_t m) {
+                                      mgsim::impl::permute<T>(b, m, [m](uint32_t, uint32_t) {
+                                        return int64_t(__builtin_ctz(m));
+                                      });
+                                    });
 }
+#undef MGSIM_SIMD_CHECK
 
 namespace mgsim_detail {
 // Gives each member the active-set bit mask of lanes whose input was true.

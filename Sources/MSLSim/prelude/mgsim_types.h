@@ -41,6 +41,22 @@ inline T *mgsim_resolve(T *p, size_t /*count*/, bool /*write*/) {
 }
 // The calling lane's index in its simdgroup (defined by mgsim_exec.h).
 unsigned simd_lane_id();
+
+// The MSL version a translated program is compiled for (__METAL_VERSION__, 320 for 3.2): the
+// translator explicitly specialises language_version_of<program> before any user code. Prelude
+// templates read it through language_version<T>, which depends on their own parameter so that it
+// is looked up where they are instantiated. 0: the headers are used without a translated program.
+struct program;
+template <class Tag>
+struct language_version_of {
+  static constexpr unsigned value = 0;
+};
+template <class T>
+constexpr unsigned language_version = language_version_of<std::conditional_t<sizeof(T) != 0, program, void>>::value;
+template <class T>
+constexpr bool version_at_least(unsigned v) {
+  return language_version<T> == 0 || language_version<T> >= v;
+}
 }  // namespace mgsim
 
 // MSL's unsigned scalar names (identical to glibc's <sys/types.h> typedefs where those exist).
