@@ -15,8 +15,14 @@ describe("reshape, flatten, squeeze, expandDims", () => {
     expect(mg.unflatten(mg.arange(12), 0, [3, -1]).shape).toEqual([3, 4]);
     expect(ar(6, [2, 3]).reshape(3, 2).shape).toEqual([3, 2]);
   });
-  test("reshape of a transposed view copies in row-major order", () => {
+  test("reshape of a transposed view copies in row-major order, and the trace says so", () => {
     expect(mg.reshape(mg.transpose(ar(6, [2, 3])), [6]).tolist()).toEqual([0, 3, 1, 4, 2, 5]);
+    const t = mg.transpose(ar(6, [2, 3]), null, { stream: mg.cpu });
+    mg.eval(t);
+    const [copy] = mg.trace(() => mg.reshape(t, [6], { stream: mg.cpu }));
+    expect([copy!.kernel, copy!.notes]).toEqual(["cpu:Reshape", [`copy: Reshape of ${t.describe()} cannot be a view of its layout; its elements are copied row-contiguously`]]);
+    const [view] = mg.trace(() => mg.reshape(t, [3, 1, 2], { stream: mg.cpu }));
+    expect([view!.kernel, view!.notes]).toEqual(["cpu:Reshape", []]);
   });
   test("squeeze and expandDims", () => {
     expect(mg.squeeze(mg.zeros([1, 3, 1])).shape).toEqual([3]);
