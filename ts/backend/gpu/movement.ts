@@ -6,7 +6,7 @@ import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
 import type { ArangeParams } from "../../core/primitives/creation.ts";
 import type { ConcatenateParams } from "../../core/primitives/join.ts";
 import type { ContiguousParams, PadParams } from "../../core/primitives/movement.ts";
-import { setView } from "../../core/primitives/views.ts";
+import { setView, viewBytesInPlace } from "../../core/primitives/views.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type GpuEncoder, float32Bytes, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
@@ -93,18 +93,8 @@ export const concatenateRule: GpuRule = {
 function encodeView(enc: GpuEncoder, node: Node): void {
   const x = node.inputs[0]!;
   const out = node.outputs[0]!;
+  if (viewBytesInPlace(x, out)) return;
   const l = x.layout!;
-  const ib = x.dtype.size;
-  const ob = out.dtype.size;
-  if (ib === ob) {
-    setView(out, x, l.offset, l.strides);
-    return;
-  }
-  if (l.rowContiguous && (l.offset * ib) % ob === 0) {
-    setView(out, x, (l.offset * ib) / ob, rowMajorStrides(out.shape));
-    return;
-  }
-  // The last axis changes length: the bytes must be row-contiguous (and aligned to the new item).
   enc.note(`copy: viewing a ${l.rowContiguous ? "misaligned" : "strided"} ${x.dtype.name} array as ${out.dtype.name} needs its bytes row-contiguous`);
   const o = enc.output(out, 1);
   encodeCopyStrided(enc, x, o.binding, 0, rowMajorStrides(x.shape), true, { primitive: "View", outputs: [out], layout: "row-contiguous copy" }, true);

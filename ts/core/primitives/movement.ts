@@ -10,7 +10,7 @@ import { contiguousRule, padRule, viewRule } from "../../backend/gpu/movement.ts
 import { storageView } from "../../backend/cpu/values.ts";
 import { forEachOffset, lanesOf, storageCtor } from "../elements.ts";
 import { allocateBuffer, Storage } from "../../memory/storage.ts";
-import { setView } from "./views.ts";
+import { setView, viewBytesInPlace } from "./views.ts";
 
 export interface PadParams {
   /** Normalised axes that are padded, with the low/high pad sizes of each. */
@@ -87,17 +87,8 @@ export const View: Primitive<ViewParams> = {
   cpu([a], [out]) {
     const x = a!;
     const o = out!;
+    if (viewBytesInPlace(x, o)) return;
     const l = x.layout!;
-    const ib = x.dtype.size;
-    const ob = o.dtype.size;
-    if (ib === ob) {
-      setView(o, x, l.offset, l.strides);
-      return;
-    }
-    if (l.rowContiguous && (l.offset * ib) % ob === 0) {
-      setView(o, x, (l.offset * ib) / ob, rowMajorStrides(o.shape));
-      return;
-    }
     // A strided (or misaligned) input: pack its items row-major into new storage, then reinterpret.
     const storage = new Storage(allocateBuffer(x.nbytes));
     const to = storage.view(x.dtype, storageCtor(x.dtype));

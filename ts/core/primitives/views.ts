@@ -14,6 +14,21 @@ export function setView(out: MgArray, input: MgArray, offset: number, strides: r
   out.setLayout(l.storage, offset, strides, true);
 }
 
+/**
+ * Makes `out` (mg.view's result) a view of `x`'s bytes as its own dtype when the layout allows:
+ * equal item sizes, or row-contiguous bytes aligned to the new item. False when the bytes must be
+ * packed row-contiguously first (the last axis changes length).
+ */
+export function viewBytesInPlace(x: MgArray, out: MgArray): boolean {
+  const l = x.layout!;
+  const ib = x.dtype.size;
+  const ob = out.dtype.size;
+  if (ib === ob) setView(out, x, l.offset, l.strides);
+  else if (l.rowContiguous && (l.offset * ib) % ob === 0) setView(out, x, (l.offset * ib) / ob, rowMajorStrides(out.shape));
+  else return false;
+  return true;
+}
+
 export interface BroadcastParams {
   shape: number[];
 }
