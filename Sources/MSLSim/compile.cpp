@@ -328,6 +328,15 @@ std::string clean_log(const std::string &log, const std::string &src_path) {
   // The linker names the source by its file name only.
   const std::string base = src_path.substr(src_path.rfind('/') + 1);
   while ((p = s.find(base)) != std::string::npos) s.replace(p, base.size(), "program_source.cpp");
+  // The prelude's copies in the cache (and its precompiled header) are "prelude/<file>".
+  for (const char *kind : {"/prelude-", "/pch-"}) {
+    const std::string dir = cache_directory() + kind;
+    while ((p = s.find(dir)) != std::string::npos) {
+      const size_t slash = s.find('/', p + dir.size());
+      if (slash == std::string::npos) break;
+      s.replace(p, slash + 1 - p, "prelude/");
+    }
+  }
   if (s.size() > 8000) s = s.substr(0, 8000) + "\n... (truncated)";
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
