@@ -30,6 +30,9 @@ describe("customFunction", () => {
     expect(dex!.item()).toBe(7);
     expect(ex!.item()).toBeCloseTo(e1, 5);
     expect(mg.vmap(myExp)(mg.ones([10])).tolist()).toEqual(new Array(10).fill(3));
+    // The node forwards the outputs as views: no copy in the trace.
+    const record = mg.trace(() => mg.stream(mg.cpu, () => myExp(f32(1)))).find((r) => r.kernel === "cpu:CustomTransforms")!;
+    expect(record.notes).toEqual([]);
   });
 
   test("trees in and out, with custom vjp and jvp", () => {

@@ -11,8 +11,7 @@ function runNode(node: Node): void {
     const inexact = node.outputs.some((o) => o.dtype.kind === "f" || o.dtype.kind === "V" || o.dtype.kind === "c");
     // A layout-only primitive whose output got storage of its own had to copy (a reshape of a
     // non-contiguous view, a strided array viewed as a wider dtype): the trace says so.
-    const input = node.inputs[0];
-    const copied = node.primitive.view && input && node.outputs.some((o) => o.layout!.storage !== input.layout!.storage);
+    const copied = node.primitive.view && node.outputs.find((o) => !node.inputs.some((i) => i.layout!.storage === o.layout!.storage));
     record({
       device: "cpu",
       kernel: `cpu:${node.primitive.name}`,
@@ -21,7 +20,7 @@ function runNode(node: Node): void {
       outputDtypes: node.outputs.map((o) => o.dtype.name),
       layout: node.inputs.every((i) => i.layout!.rowContiguous) ? "contiguous" : "strided",
       precision: node.primitive.view ? Precision.none : inexact ? Precision.cpuReference : Precision.exact,
-      notes: copied ? [`copy: ${node.primitive.name} of ${input.describe()} cannot be a view of its layout; its elements are copied row-contiguously`] : [],
+      notes: copied ? [`copy: ${node.primitive.name} of ${node.inputs[0]!.describe()} cannot be a view of its layout; its elements are copied row-contiguously`] : [],
     });
   }
 }
