@@ -88,6 +88,71 @@ function flattenMatching(result: unknown, like: readonly MgArray[], what: string
   return out.map((x, i) => x ?? fill(i));
 }
 
+interface UserRules {
+  vjp: CustomVjp | null;
+  jvp: CustomJvp | null;
+  vmap: CustomVmap | null;
+}
+
+/**
+ * Calls `fn` and wraps its outputs in one CustomTransforms node whose rules are the user's where
+ * given, else the transforms of `fn` itself, re-traced from the primals (what checkpoint wants:
+ * the backward pass recomputes the forward one instead of keeping its intermediates).
+ */
+function callWithRules(fn: AnyFn, args: unknown[], rules: UserRules, tag: string): unknown {
+  const inputs = treeFlatten(args);
+  let outTree: unknown;
+  const inner = (arrays: MgArray[]): MgArray[] => {
+    const out = fn(...(treeUnflatten(args, arrays) as unknown[]));
+    outTree = out;
+    return flattenOutputs(out, tag);
+  };
+  const userArgs = (arrays: readonly unknown[]): unknown => {
+    const rebuilt = treeUnflatten(args, arrays) as unknown[];
+    return rebuilt.length === 1 ? rebuilt[0] : rebuilt;
+  };
+  const fullTangents = (primals: MgArray[], tangents: MgArray[], argnums: number[]): (MgArray | null)[] => {
+    const full: (MgArray | null)[] = primals.map(() => null);
+    argnums.forEach((a, k) => (full[a] = tangents[k]!));
+    return full;
+  };
+  const outputs = inner(inputs).map((o) => stopGradient(o));
+  const structure = outTree;
+  if (outputs.length === 0) return structure;
+  const { vjp, jvp, vmap } = rules;
+
+  const params: CustomTransformsParams = {
+    numOutputs: outputs.length,
+    vjp: vjp
+      ? (primals, cotangents, outs) => {
+          const r = vjp(userArgs(primals), treeUnflatten(structure, cotangents), treeUnflatten(structure, outs));
+          return flattenMatching(r, primals, "vjp result", (i) => zerosLike(primals[i]!));
+        }
+      : (primals, cotangents) => vjpFlat(inner, primals, cotangents, primals.map((_, i) => i), { tag, skipStopGradientOutputs: false }).vjps,
+    jvp: jvp
+      ? (primals, tangents, argnums) => {
+          const r = jvp(userArgs(primals), userArgs(fullTangents(primals, tangents, argnums)));
+          return flattenMatching(r, outputs, "jvp result", (i) => zerosLike(outputs[i]!));
+        }
+      : (primals, tangents, argnums) => jvpFlat(inner, primals, fullTangents(primals, tangents, argnums), tag).jvps,
+    vmap: vmap
+      ? (xs, axes) => {
+          const r = vmap(userArgs(xs), userArgs(axes.map((a) => (a < 0 ? null : a)) as unknown as MgArray[]));
+          if (!Array.isArray(r) || r.length !== 2) {
+            throw new TypeError("[custom_function] The vmap function should return a list [outputs, outAxes].");
+          }
+          const vouts = flattenOutputs(r[0], tag);
+          return [vouts, flattenAxesLike(r[1], vouts.length)];
+        }
+      : (xs, axes) => {
+          const outs = vmapFlat(inner, xs, axes, (o) => o.map(() => 0));
+          return [outs, outs.map(() => 0)];
+        },
+  };
+  const nodeOutputs = makeNode(CustomTransforms, [...inputs, ...outputs], params, outputs[0]?.stream ?? resolveStream());
+  return treeUnflatten(structure, nodeOutputs);
+}
+
 /**
  * Wraps `fn` so that its vjp, jvp and vmap can be replaced, as mx.custom_function. Attach them
  * with `.vjp(...)`, `.jvp(...)`, `.vmap(...)`; those not attached fall back to transforming `fn`.
@@ -96,84 +161,24 @@ function flattenMatching(result: unknown, like: readonly MgArray[], what: string
  */
 export function customFunction<F extends AnyFn>(fn: F): CustomFunction<F> {
   if (typeof fn !== "function") throw new TypeError("[custom_function] expected a function.");
-  let vjpFn: CustomVjp | null = null;
-  let jvpFn: CustomJvp | null = null;
-  let vmapFn: CustomVmap | null = null;
-
-  const call = (...args: unknown[]): unknown => {
-    if (!vjpFn && !jvpFn && !vmapFn) return (fn as AnyFn)(...args);
-    const inputs = treeFlatten(args);
-    let outTree: unknown;
-    const inner = (arrays: MgArray[]): MgArray[] => {
-      const out = (fn as AnyFn)(...(treeUnflatten(args, arrays) as unknown[]));
-      outTree = out;
-      return flattenOutputs(out, "custom_function");
-    };
-    const userArgs = (arrays: readonly unknown[]): unknown => {
-      const rebuilt = treeUnflatten(args, arrays) as unknown[];
-      return rebuilt.length === 1 ? rebuilt[0] : rebuilt;
-    };
-    const outputs = inner(inputs).map((o) => stopGradient(o));
-    const structure = outTree;
-    if (outputs.length === 0) return structure;
-
-    const params: CustomTransformsParams = {
-      numOutputs: outputs.length,
-      vjp: vjpFn
-        ? (primals, cotangents, outs) => {
-            const user = vjpFn!;
-            const r = user(userArgs(primals), treeUnflatten(structure, cotangents), treeUnflatten(structure, outs));
-            return flattenMatching(r, primals, "vjp result", (i) => zerosLike(primals[i]!));
-          }
-        : (primals, cotangents) =>
-            vjpFlat(inner, primals, cotangents, primals.map((_, i) => i), { tag: "custom_function", skipStopGradientOutputs: false }).vjps,
-      jvp: jvpFn
-        ? (primals, tangents, argnums) => {
-            const user = jvpFn!;
-            const full: (MgArray | null)[] = primals.map(() => null);
-            argnums.forEach((a, k) => (full[a] = tangents[k]!));
-            const r = user(userArgs(primals), userArgs(full));
-            return flattenMatching(r, outputs, "jvp result", (i) => zerosLike(outputs[i]!));
-          }
-        : (primals, tangents, argnums) => {
-            const full: (MgArray | null)[] = primals.map(() => null);
-            argnums.forEach((a, k) => (full[a] = tangents[k]!));
-            return jvpFlat(inner, primals, full, "custom_function").jvps;
-          },
-      vmap: vmapFn
-        ? (xs, axes) => {
-            const user = vmapFn!;
-            const r = user(userArgs(xs), userArgs(axes.map((a) => (a < 0 ? null : a)) as unknown as MgArray[]));
-            if (!Array.isArray(r) || r.length !== 2) {
-              throw new TypeError("[custom_function] The vmap function should return a list [outputs, outAxes].");
-            }
-            const vouts = flattenOutputs(r[0], "custom_function");
-            const vaxes = flattenAxesLike(r[1], vouts.length);
-            return [vouts, vaxes];
-          }
-        : (xs, axes) => {
-            const outs = vmapFlat(inner, xs, axes, (o) => o.map(() => 0));
-            return [outs, outs.map(() => 0)];
-          },
-    };
-    const nodeOutputs = makeNode(CustomTransforms, [...inputs, ...outputs], params, outputs[0]?.stream ?? resolveStream());
-    return treeUnflatten(structure, nodeOutputs);
-  };
+  const rules: UserRules = { vjp: null, jvp: null, vmap: null };
+  const call = (...args: unknown[]): unknown =>
+    rules.vjp || rules.jvp || rules.vmap ? callWithRules(fn, args, { ...rules }, "custom_function") : fn(...args);
 
   const f = call as unknown as CustomFunction<F>;
   f.vjp = (g: CustomVjp) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] vjp expects a function.");
-    vjpFn = g;
+    rules.vjp = g;
     return f;
   };
   f.jvp = (g: CustomJvp) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] jvp expects a function.");
-    jvpFn = g;
+    rules.jvp = g;
     return f;
   };
   f.vmap = (g: CustomVmap) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] vmap expects a function.");
-    vmapFn = g;
+    rules.vmap = g;
     return f;
   };
   return f;
@@ -203,34 +208,6 @@ function flattenAxesLike(spec: unknown, count: number): number[] {
  */
 export function checkpoint<F extends AnyFn>(fn: F): F {
   if (typeof fn !== "function") throw new TypeError("[checkpoint] expected a function.");
-  const wrapped = (...args: unknown[]): unknown => {
-    const inputs = treeFlatten(args);
-    let outTree: unknown;
-    const inner = (arrays: MgArray[]): MgArray[] => {
-      const out = (fn as AnyFn)(...(treeUnflatten(args, arrays) as unknown[]));
-      outTree = out;
-      return flattenOutputs(out, "checkpoint");
-    };
-    const outputs = inner(inputs).map((o) => stopGradient(o));
-    const structure = outTree;
-    if (outputs.length === 0) return structure;
-    const params: CustomTransformsParams = {
-      numOutputs: outputs.length,
-      // Recompute: trace `fn` again from the primals and differentiate that fresh graph.
-      vjp: (primals, cotangents) =>
-        vjpFlat(inner, primals, cotangents, primals.map((_, i) => i), { tag: "checkpoint", skipStopGradientOutputs: false }).vjps,
-      jvp: (primals, tangents, argnums) => {
-        const full: (MgArray | null)[] = primals.map(() => null);
-        argnums.forEach((a, k) => (full[a] = tangents[k]!));
-        return jvpFlat(inner, primals, full, "checkpoint").jvps;
-      },
-      vmap: (xs, axes) => {
-        const outs = vmapFlat(inner, xs, axes, (o) => o.map(() => 0));
-        return [outs, outs.map(() => 0)];
-      },
-    };
-    const nodeOutputs = makeNode(CustomTransforms, [...inputs, ...outputs], params, outputs[0]?.stream ?? resolveStream());
-    return treeUnflatten(structure, nodeOutputs);
-  };
-  return wrapped as unknown as F;
+  const noRules: UserRules = { vjp: null, jvp: null, vmap: null };
+  return ((...args: unknown[]) => callWithRules(fn, args, noRules, "checkpoint")) as unknown as F;
 }
