@@ -732,3 +732,125 @@ console.log("survived");
     }
   });
 });
+
+// Kernels that are valid Metal compile and run as on a GPU; kernels Metal's compiler rejects are
+// rejected here too (on a Mac these run against Metal's own compiler).
+describe("fidelity to Metal's compiler", () => {
+  test("a kernel signature and its instantiations built by macros, with the library's macros", () => {
+    const lib = rt.library(
+      `#include <metal_stdlib>
+using namespace metal;
+#define ARGS device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]
+kernel void from_args(ARGS) { out[i] = float(i) * SCALE + float(__METAL_VERSION__ >= 300); }
+template <typename T, typename U>
+[[kernel]] void widened(device T* out [[buffer(0)]], uint i [[thread_position_in_grid]]) { out[i] = T(U(i) * U(3)); }
+template <typename T> struct Id { using type = T; };
+#define INSTANTIATE(name, T, U) \\
+  template [[host_name(name)]] [[kernel]] decltype(widened<T, U>) widened<T, U>;
+INSTANTIATE("widened_f", float, Id<float>::type)
+template [[host_name("widened_i")]] [[kernel]] decltype(widened<int, Id<Id<int>>::type::type>) widened<int, Id<Id<int>>::type::type>;`,
+      { macros: { SCALE: "2.5f" }, languageVersion: 0x30001 },
+    );
+    const out = rt.newBuffer(4 * 37);
+    run({ pipeline: lib.pipeline("from_args"), buffers: [{ index: 0, buffer: out, access: "write" }], grid: 37, threadgroup: 16 });
+    expect(Array.from(out.as(Float32Array))).toEqual(Array.from({ length: 37 }, (_, i) => i * 2.5 + 1));
+    run({ pipeline: lib.pipeline("widened_f"), buffers: [{ index: 0, buffer: out, access: "write" }], grid: 37, threadgroup: 16 });
+    expect(Array.from(out.as(Float32Array))).toEqual(Array.from({ length: 37 }, (_, i) => i * 3));
+    run({ pipeline: lib.pipeline("widened_i"), buffers: [{ index: 0, buffer: out, access: "write" }], grid: 37, threadgroup: 16 });
+    expect(Array.from(out.as(Int32Array))).toEqual(Array.from({ length: 37 }, (_, i) => i * 3));
+  });
+
+  test.if(SIM)("checked mode: an element read through a device pointer deduces a template argument", () => {
+    const lib = rt.library(
+      `#include <metal_stdlib>
+using namespace metal;
+template <class T> T pick(T a, T b) { return a > b ? a : b; }
+kernel void picked(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) { out[i] = pick(out[i], 2.0f); }`,
+      { checked: true },
+    );
+    const values = new Float32Array([0, 1, 2, 3, 4, -5, 7.5, 1.25]);
+    const out = upload(values);
+    run({ pipeline: lib.pipeline("picked"), buffers: [{ index: 0, buffer: out, access: "readwrite" }], grid: 8, threadgroup: 8 });
+    expect(Array.from(out.as(Float32Array))).toEqual(Array.from(values, (v) => Math.max(v, 2)));
+  });
+
+  const rejected: Array<[string, string, string]> = [
+    [
+      "atomic_fetch_max_explicit on atomic_float",
+      "kernel void k(device atomic_float* a [[buffer(0)]]) { atomic_fetch_max_explicit(a, 1.0f, memory_order_relaxed); }",
+      "MSL: atomic<float> has no fetch_min / fetch_max",
+    ],
+    [
+      "atomic_fetch_add_explicit on atomic_ulong",
+      "kernel void k(device atomic_ulong* a [[buffer(0)]]) { atomic_fetch_add_explicit(a, 1ul, memory_order_relaxed); }",
+      "MSL: atomic<ulong> has no fetch-and-modify functions",
+    ],
+    [
+      "simd_sum of a long",
+      "kernel void k(device long* o [[buffer(0)]], uint i [[thread_position_in_grid]]) { o[i] = simd_sum(long(i)); }",
+      "MSL: simd_sum takes a scalar or vector of char, short, int, half, float or bfloat",
+    ],
+  ];
+  for (const [what, body, message] of rejected) {
+    test(`${what} does not compile`, () => {
+      const source = `#include <metal_stdlib>\nusing namespace metal;\n${body}`;
+      let error = "";
+      try {
+        rt.library(source);
+      } catch (e) {
+        error = (e as Error).message;
+      }
+      expect(error).not.toBe("");
+      if (SIM) expect(error).toContain(message);
+    });
+  }
+});
+
+describe.if(SIM)("the dispatch watchdog", () => {
+  test("an endless kernel fails its batch after MG_SIM_TIMEOUT_MS, naming the kernel; the process keeps working", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mg-sim-watchdog-test-"));
+    try {
+      const script = join(dir, "endless.ts");
+      writeFileSync(
+        script,
+        `import { runtime } from ${JSON.stringify(RUNTIME_MODULE)};
+const rt = runtime();
+const lib = rt.library(\`
+kernel void endless(device uint* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  for (uint k = 0;; ++k) o[i] = k;
+}
+kernel void iota(device uint* o [[buffer(0)]], uint i [[thread_position_in_grid]]) { o[i] = i; }\`);
+const o = rt.newBuffer(4 * 4096);
+const run = (name: string) => {
+  const t0 = performance.now();
+  try {
+    rt.newBatch().dispatch({ pipeline: lib.pipeline(name), buffers: [{ index: 0, buffer: o, access: "write" }], grid: 4096, threadgroup: 64 }).submit().wait(60);
+    return { error: "", ms: performance.now() - t0 };
+  } catch (e) {
+    return { error: (e as Error).message, ms: performance.now() - t0 };
+  }
+};
+const stuck = run("endless");
+const after = run("iota");
+const iota = Array.from(o.as(Uint32Array)).every((v, i) => v === i);
+console.log(JSON.stringify({ stuck, after, iota }));
+`,
+      );
+      const child = Bun.spawn(["bun", script], { env: { ...process.env, MG_SIM_TIMEOUT_MS: "400" }, stdout: "pipe", stderr: "pipe" });
+      const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+      const report = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
+        stuck: { error: string; ms: number };
+        after: { error: string };
+        iota: boolean;
+      };
+      expect(report.stuck.error).toContain("kernel 'endless': the dispatch ran longer than 400 ms (MG_SIM_TIMEOUT_MS) and was stopped");
+      expect(report.stuck.ms).toBeGreaterThanOrEqual(400);
+      expect(report.stuck.ms).toBeLessThan(20000);
+      expect(report.after.error).toBe("");
+      expect(report.iota).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
