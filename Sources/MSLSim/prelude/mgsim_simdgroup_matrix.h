@@ -15,7 +15,10 @@
 //
 // Addressing (elements_per_row = stride in elements, matrix_origin = (column, row) of the tile):
 //   element (r, c) is src[(origin.y + r) * stride + origin.x + c], or with transpose_matrix
-//   src[(origin.x + c) * stride + origin.y + r]. Memory is reached only through
+//   src[(origin.x + c) * stride + origin.y + r]: the origin is in the loaded matrix's coordinates
+//   (MSL's Table 6.9 leaves this implicit; lane-level reimplementations written to match the
+//   hardware, such as metal-flash-attention's, address it so; test_simdgroup_matrix pins it).
+//   Memory is reached only through
 //   mgsim_resolve(row pointer, 8, write), one call per memory row.
 #ifndef MGSIM_SIMDGROUP_MATRIX_H
 #define MGSIM_SIMDGROUP_MATRIX_H
