@@ -62,13 +62,16 @@ export function collectValues(
   offset: number,
 ): ElementValue[] {
   const out: ElementValue[] = [];
-  forEachOffset(shape, strides, offset, (o) => {
-    if (dtype === bool_) out.push(view[o] !== 0);
-    else if (dtype === complex64) out.push({ re: view[2 * o] as number, im: view[2 * o + 1] as number });
-    else if (dtype === int64 || dtype === uint64) out.push(view[o] as bigint);
-    else out.push(readNumber(view, dtype, o));
-  });
+  forEachOffset(shape, strides, offset, (o) => out.push(valueAt(view, dtype, o)));
   return out;
+}
+
+/** The item at storage offset `o` as a plain value (as collectValues gives it). */
+export function valueAt(view: TypedArray, dtype: Dtype, o: number): ElementValue {
+  if (dtype === bool_) return view[o] !== 0;
+  if (dtype === complex64) return { re: view[2 * o] as number, im: view[2 * o + 1] as number };
+  if (dtype === int64 || dtype === uint64) return view[o] as bigint;
+  return readNumber(view, dtype, o);
 }
 
 /** Calls fn with the storage offset of every element of a strided view, in row-major order. */

@@ -1,7 +1,7 @@
 // Reading array values into JS: item(), tolist(), typed-array copies, and MLX-style printing.
 import type { MgArray } from "./array.ts";
 import { bfloat16, complex64 } from "./dtype.ts";
-import { collectValues, type ElementValue, storageCtor } from "./elements.ts";
+import { collectValues, type ElementValue, storageCtor, valueAt } from "./elements.ts";
 import type { TypedArray } from "../memory/storage.ts";
 
 /** All elements in row-major order as JS values (evaluates and waits). */
@@ -109,26 +109,21 @@ const SUMMARIZE = 1000;
 
 export function formatArray(a: MgArray): string {
   if (a.disposed) return `array(<disposed>, shape=(${a.shape.join(", ")}), dtype=${a.dtype.name})`;
-  const flat = values(a, "print").map((v) => formatValue(v, a.dtype.name));
+  const l = a.ensureEvaluated("print");
+  // Only the printed items are read: a summarised array of any size shows its edges.
+  const view = l.storage.view(a.dtype, storageCtor(a.dtype));
+  const text = (offset: number) => formatValue(valueAt(view, a.dtype, offset), a.dtype.name);
   const summarize = a.size > SUMMARIZE;
-  const pad = (s: string) => s;
-  const strides: number[] = [];
-  let s = 1;
-  for (let i = a.ndim - 1; i >= 0; i--) {
-    strides[i] = s;
-    s *= a.shape[i]!;
-  }
   const indent = "array(".length;
-  const fmt = (d: number, base: number): string => {
-    if (d === a.ndim) return pad(flat[base]!);
+  const fmt = (d: number, offset: number): string => {
+    if (d === a.ndim) return text(offset);
     const n = a.shape[d]!;
     const parts: string[] = [];
     const idx = summarize && n > 2 * EDGE ? [...Array(EDGE).keys(), -1, ...Array.from({ length: EDGE }, (_, i) => n - EDGE + i)] : [...Array(n).keys()];
-    for (const k of idx) parts.push(k < 0 ? "..." : fmt(d + 1, base + k * strides[d]!));
+    for (const k of idx) parts.push(k < 0 ? "..." : fmt(d + 1, offset + k * l.strides[d]!));
     const sep = d === a.ndim - 1 ? ", " : "," + "\n".repeat(a.ndim - d - 1) + " ".repeat(indent + d + 1);
     return `[${parts.join(sep)}]`;
   };
-  const body = a.ndim === 0 ? flat[0]! : fmt(0, 0);
-  return `array(${body}, dtype=${a.dtype.name})`;
+  return `array(${fmt(0, l.offset)}, dtype=${a.dtype.name})`;
 }
 
