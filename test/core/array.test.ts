@@ -48,6 +48,15 @@ describe("reading", () => {
     expect(mg.array([true, false]).tolist()).toEqual([true, false]);
     expect([...(mg.array([1.5], mg.bfloat16).dataSync() as Float32Array)]).toEqual([1.5]);
   });
+  test("dataSync of strided views, every storage kind, in row-major order", () => {
+    const t = <T>(x: MgArray) => [...(x.T.dataSync() as unknown as Iterable<T>)];
+    expect(t(mg.array([[1, 2], [3, 4]], mg.int64))).toEqual([1n, 3n, 2n, 4n]);
+    expect(t(mg.array([[true, false], [false, true]]))).toEqual([1, 0, 0, 1]);
+    expect(t(mg.array([[1.5, 2], [-3, 4]], mg.bfloat16))).toEqual([1.5, -3, 2, 4]);
+    expect(t(mg.array([[1.5, 2], [-3, 4]], mg.float16))).toEqual([1.5, -3, 2, 4]);
+    const c = mg.array([[{ re: 1, im: -1 }, { re: 2, im: 0 }], [{ re: 3, im: 5 }, { re: 4, im: 0.5 }]]);
+    expect(t(c)).toEqual([1, -1, 3, 5, 2, 0, 4, 0.5]);
+  });
   test("shape properties", () => {
     const a = mg.zeros([2, 3, 4], mg.float16);
     expect([a.ndim, a.size, a.itemsize, a.nbytes]).toEqual([3, 24, 2, 48]);

@@ -1,7 +1,7 @@
 // Reading array values into JS: item(), tolist(), typed-array copies, and MLX-style printing.
 import type { MgArray } from "./array.ts";
-import { bfloat16, complex64 } from "./dtype.ts";
-import { collectValues, type ElementValue, storageCtor, valueAt } from "./elements.ts";
+import { bfloat16, complex64, numberFromBfloat16Bits } from "./dtype.ts";
+import { collectValues, type ElementValue, forEachOffset, storageCtor, valueAt } from "./elements.ts";
 import type { TypedArray } from "../memory/storage.ts";
 
 /** All elements in row-major order as JS values (evaluates and waits). */
@@ -43,32 +43,25 @@ export function dataSync(a: MgArray): TypedArray {
   const n = a.size;
   const dt = a.dtype;
   const src = l.storage.view(dt, storageCtor(dt));
+  // Straight from storage into the result: no intermediate list of JS values.
+  let i = 0;
   if (dt === bfloat16) {
     const out = new Float32Array(n);
-    const vals = collectValues(src, dt, a.shape, l.strides, l.offset);
-    for (let i = 0; i < n; i++) out[i] = vals[i] as number;
+    forEachOffset(a.shape, l.strides, l.offset, (o) => (out[i++] = numberFromBfloat16Bits(src[o] as number)));
     return out;
   }
   if (dt === complex64) {
     const out = new Float32Array(2 * n);
-    const vals = collectValues(src, dt, a.shape, l.strides, l.offset);
-    for (let i = 0; i < n; i++) {
-      const c = vals[i] as { re: number; im: number };
-      out[2 * i] = c.re;
-      out[2 * i + 1] = c.im;
-    }
+    forEachOffset(a.shape, l.strides, l.offset, (o) => {
+      out[i++] = src[2 * o] as number;
+      out[i++] = src[2 * o + 1] as number;
+    });
     return out;
   }
+  if (l.rowContiguous) return (src as Uint8Array).slice(l.offset, l.offset + n);
   const Ctor = storageCtor(dt);
-  if (l.rowContiguous) {
-    return (src as Uint8Array).slice(l.offset, l.offset + n);
-  }
-  const out = new Ctor(new ArrayBuffer(n * (Ctor as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT), 0, n);
-  const vals = collectValues(src, dt, a.shape, l.strides, l.offset);
-  for (let i = 0; i < n; i++) {
-    const v = vals[i]!;
-    out[i] = (typeof v === "boolean" ? (v ? 1 : 0) : v) as number & bigint;
-  }
+  const out = new Ctor(new ArrayBuffer(n * Ctor.BYTES_PER_ELEMENT), 0, n) as Uint8Array;
+  forEachOffset(a.shape, l.strides, l.offset, (o) => (out[i++] = src[o] as number));
   return out;
 }
 
