@@ -507,23 +507,32 @@ struct Watch {
   int64_t deadline;
   bool fired = false;
 };
-std::mutex g_watch_mu;
-std::condition_variable g_watch_cv;
-std::vector<Watch *> g_watches;
-int64_t g_watch_wake = INT64_MAX;  // when the watchdog looks next (under g_watch_mu)
+struct Watchdog {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Watch *> watches;
+  int64_t wake = INT64_MAX;  // when the watchdog looks next (under mu)
+};
+// Never destroyed: its thread waits on it through static destruction (a condition variable
+// destroyed under a waiter blocks exit).
+Watchdog &watchdog() {
+  static Watchdog *w = new Watchdog();
+  return *w;
+}
 
 // Sleeps until the earliest deadline; a dispatch past its deadline fails, and its threads are
 // interrupted every 50 ms until they have all left its kernel code.
 void watchdog_loop() {
-  std::unique_lock<std::mutex> lock(g_watch_mu);
+  Watchdog &wd = watchdog();
+  std::unique_lock<std::mutex> lock(wd.mu);
   for (;;) {
     int64_t now = now_ms();
     int64_t wake = now + 1000;
-    for (const Watch *w : g_watches) wake = std::min(wake, w->fired ? now + 50 : w->deadline);
-    g_watch_wake = wake;
-    g_watch_cv.wait_until(lock, std::chrono::steady_clock::time_point(std::chrono::milliseconds(wake)));
+    for (const Watch *w : wd.watches) wake = std::min(wake, w->fired ? now + 50 : w->deadline);
+    wd.wake = wake;
+    wd.cv.wait_until(lock, std::chrono::steady_clock::time_point(std::chrono::milliseconds(wake)));
     now = now_ms();
-    for (Watch *w : g_watches) {
+    for (Watch *w : wd.watches) {
       if (now < w->deadline) continue;
       DispatchState &ds = *w->ds;
       if (!w->fired) {
@@ -554,15 +563,17 @@ struct WatchGuard {
     static std::once_flag started;
     std::call_once(started, [] { std::thread(&watchdog_loop).detach(); });
     w.deadline = now_ms() + timeout;
-    std::lock_guard<std::mutex> g(g_watch_mu);
-    g_watches.push_back(&w);
+    Watchdog &wd = watchdog();
+    std::lock_guard<std::mutex> g(wd.mu);
+    wd.watches.push_back(&w);
     on = true;
-    if (w.deadline < g_watch_wake) g_watch_cv.notify_one();  // rare: only a short limit is sooner
+    if (w.deadline < wd.wake) wd.cv.notify_one();  // rare: only a short limit is sooner
   }
   ~WatchGuard() {
     if (!on) return;
-    std::lock_guard<std::mutex> g(g_watch_mu);
-    g_watches.erase(std::find(g_watches.begin(), g_watches.end(), &w));
+    Watchdog &wd = watchdog();
+    std::lock_guard<std::mutex> g(wd.mu);
+    wd.watches.erase(std::find(wd.watches.begin(), wd.watches.end(), &w));
   }
 };
 
