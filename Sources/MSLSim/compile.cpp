@@ -373,6 +373,10 @@ std::vector<PPMacro> predefined_macros(uint32_t version, int math_mode) {
   def("__METAL_VERSION__", std::to_string(version));
   def("__METAL_MACOS__", "1");
   if (version >= 300) def("__METAL__", "1");  // "set with -std=metal3.0 or above"
+  // Feature macros Metal's compiler defines for Apple silicon that the simulator implements
+  // (MLX's headers select native bfloat with __HAVE_BFLOAT__).
+  if (version >= 310) def("__HAVE_BFLOAT__", "1");
+  if (version >= 230) def("__HAVE_SIMDGROUP_MATRIX__", "1");
   if (math_mode == MGSIM_MATH_FAST) def("__FAST_MATH__", "1");
   def("__FINITE_MATH_ONLY__", math_mode == MGSIM_MATH_FAST ? "1" : "0");
   return m;

@@ -160,6 +160,12 @@ kernel void info(device int* out [[buffer(0)]], uint i [[thread_position_in_grid
   out[8] = -1;
 #endif
   out[9] = __LINE__;
+#if defined(__HAVE_BFLOAT__) && defined(__HAVE_SIMDGROUP_MATRIX__)
+  bfloat b = bfloat(1.5f);
+  out[10] = int(float(b) * 2.0f);
+#else
+  out[10] = 0;
+#endif
   (void)i;
 }
 )";
@@ -169,12 +175,12 @@ kernel void info(device int* out [[buffer(0)]], uint i [[thread_position_in_grid
   struct Case {
     uint32_t version;
     int math;
-    int want[10];
+    int want[11];
   } cases[] = {
-      {0, MGSIM_MATH_SAFE, {320, 1, 1, 0, 0, 0, 2014, 7, 1, line}},
-      {0x20004u, MGSIM_MATH_RELAXED, {240, 1, 0, 0, 0, 0, 2014, 7, 1, line}},
-      {0x30001u, MGSIM_MATH_FAST, {310, 1, 1, 1, 1, 0, 2014, 7, 1, line}},
-      {0x40000u, MGSIM_MATH_SAFE, {400, 1, 1, 0, 0, 0, 2017, 7, 1, line}},
+      {0, MGSIM_MATH_SAFE, {320, 1, 1, 0, 0, 0, 2014, 7, 1, line, 3}},
+      {0x20004u, MGSIM_MATH_RELAXED, {240, 1, 0, 0, 0, 0, 2014, 7, 1, line, 0}},
+      {0x30001u, MGSIM_MATH_FAST, {310, 1, 1, 1, 1, 0, 2014, 7, 1, line, 3}},
+      {0x40000u, MGSIM_MATH_SAFE, {400, 1, 1, 0, 0, 0, 2017, 7, 1, line, 3}},
   };
   for (const Case &c : cases) {
     Options o;
@@ -184,7 +190,7 @@ kernel void info(device int* out [[buffer(0)]], uint i [[thread_position_in_grid
     o.values = {"7", nullptr};
     mgsim_library *lib = nullptr;
     std::string e = compile(src, o, &lib);
-    std::vector<int> out(10, -99);
+    std::vector<int> out(11, -99);
     if (lib) {
       char *err = nullptr;
       mgsim_function *f = mgsim_function_create(lib, "info", nullptr, 0, &err);
@@ -194,10 +200,12 @@ kernel void info(device int* out [[buffer(0)]], uint i [[thread_position_in_grid
       mgsim_library_release(lib);
     }
     bool ok = e.empty();
-    for (int k = 0; k < 10; ++k) ok = ok && out[size_t(k)] == c.want[k];
+    for (int k = 0; k < 11; ++k) ok = ok && out[size_t(k)] == c.want[k];
     CHECK(ok, "version 0x%x math %d: __METAL_VERSION__ %d, __METAL_MACOS__ %d, __METAL__ %d, __FAST_MATH__ %d, "
-              "__FINITE_MATH_ONLY__ %d, host macros %d, __cplusplus/100 %d, macros %d %d, __LINE__ %d %s",
-          c.version, c.math, out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8], out[9], e.c_str());
+              "__FINITE_MATH_ONLY__ %d, host macros %d, __cplusplus/100 %d, macros %d %d, __LINE__ %d, "
+              "__HAVE_BFLOAT__ && __HAVE_SIMDGROUP_MATRIX__ %d %s",
+          c.version, c.math, out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8], out[9], out[10],
+          e.c_str());
   }
 }
 
