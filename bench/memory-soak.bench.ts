@@ -19,6 +19,7 @@ function loop(name: string, step: (p: MgArray, g: MgArray) => MgArray): void {
   mg.synchronize();
   const trace: string[] = [];
   let peak = 0;
+  const collectionsBefore = mg.pressureCollectionCount(); // the counter is process-wide
   const t0 = performance.now();
   for (let i = 1; i <= STEPS; i++) {
     p = step(p, g);
@@ -31,7 +32,7 @@ function loop(name: string, step: (p: MgArray, g: MgArray) => MgArray): void {
   }
   mg.synchronize();
   const seconds = (performance.now() - t0) / 1000;
-  console.log(`  ${name.padEnd(8)} ${(STEPS / seconds).toFixed(0).padStart(6)} steps/s   active MiB: ${trace.join(" ")}   max ${mib(peak)} MiB   forced GCs ${mg.pressureCollectionCount()}`);
+  console.log(`  ${name.padEnd(8)} ${(STEPS / seconds).toFixed(0).padStart(6)} steps/s   active MiB: ${trace.join(" ")}   max ${mib(peak)} MiB   forced GCs ${mg.pressureCollectionCount() - collectionsBefore}`);
 }
 
 console.log(`memory soak: ${STEPS} steps, 1M float32 parameter, ${device.type} device`);
