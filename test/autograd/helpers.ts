@@ -2,19 +2,9 @@
 // devices the gradcheck table runs on.
 import * as mg from "../../ts/index.ts";
 
-export type Rng = () => number;
+import { mulberry32, type Rng } from "../../ts/testing/rng.ts";
 
-/** mulberry32: small, seeded, reproducible. */
-export function makeRng(seed: number): Rng {
-  let a = seed >>> 0 || 1;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 as makeRng, type Rng };
 
 /** A stable seed from a test name. */
 export function seedOf(name: string): number {

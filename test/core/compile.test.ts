@@ -4,6 +4,7 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/core/array.ts";
+import { mulberry32 } from "../../ts/testing/rng.ts";
 
 setDefaultTimeout(120_000);
 
@@ -15,20 +16,9 @@ afterAll(() => {
   mg.clearCache();
 });
 
-function makeRng(seed: number): () => number {
-  let a = seed >>> 0 || 1;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Seeded values in [-2, 2) as float32 data (cast to `dtype` on the CPU, so no default-device work). */
 function rand(shape: number[], seed: number, dtype: mg.Dtype = mg.float32): MgArray {
-  const next = makeRng(seed);
+  const next = mulberry32(seed);
   const n = shape.reduce((a, b) => a * b, 1);
   const x = mg.array(Float32Array.from({ length: n }, () => 4 * next() - 2), mg.float32).reshape(shape);
   const out = dtype === mg.float32 ? x : mg.astype(x, dtype, { stream: mg.cpu });

@@ -10,6 +10,7 @@ import { astype } from "../core/ops/elementwise.ts";
 import { treeFlatten, treeUnflatten } from "../autograd/tree.ts";
 import { flattenOutputs, vjpFlat } from "../autograd/vjp.ts";
 import { jvpFlat } from "../autograd/jvp.ts";
+import { mulberry32 } from "./rng.ts";
 
 export interface GradcheckOptions {
   /** Finite-difference step (the numerical side is always float64). Default 1e-6. */
@@ -59,17 +60,6 @@ export interface GradcheckReport {
 
 type AnyFn = (...args: any[]) => any;
 
-/** A small seeded generator (mulberry32) so that reports are reproducible. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0 || 0x9e3779b9;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 function normals(n: number, next: () => number): Float64Array {
   const out = new Float64Array(n);
   for (let i = 0; i < n; i++) {
@@ -141,7 +131,7 @@ export function gradcheck(fn: AnyFn, inputs: readonly unknown[], opts: Gradcheck
   if (!(eps > 0)) throw new RangeError(`[gradcheck] eps must be positive, got ${eps}.`);
   const tol = { ...defaults(diff.map((i) => flat[i]!.dtype)), ...pick(opts) };
   const analyticStream = resolveStream(opts.stream ?? null);
-  const next = rng(opts.seed ?? 0);
+  const next = mulberry32(opts.seed ?? 0);
 
   let compared = 0;
   let worst: GradcheckMismatch | null = null;
