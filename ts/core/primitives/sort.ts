@@ -4,6 +4,7 @@
 import { resolveStream } from "../device.ts";
 import { uint32 } from "../dtype.ts";
 import { makeArray } from "../graph.ts";
+import type { MgArray } from "../array.ts";
 import type { Primitive } from "../primitive.ts";
 import {
   argsortLanes, gatherAlongAxisRaw, readKeys, searchSorted,
@@ -28,25 +29,34 @@ export interface PartitionParams {
   axis: number;
 }
 
+/**
+ * Sort and Partition reorder each lane by a permutation P that is locally constant in x, so
+ * y = P x: dx = Pᵀ g (scatter the cotangent back) and the tangent is P t (gather it forward).
+ * Their CPU reference is the same: the fully sorted lane is also a valid partition.
+ */
+function reorderingRules<P extends AxisParams>(
+  permutation: (a: MgArray, p: P) => MgArray,
+): Pick<Primitive<P>, "cpu" | "vjp" | "jvp"> {
+  return {
+    cpu([a], [out], p) {
+      const order = argsortLanes(readKeys(a!), a!.shape, p.axis);
+      gatherAlongAxisRaw(a!, order, a!.shape, p.axis, out!);
+    },
+    vjp([a], [g], _argnums, _outputs, p) {
+      return [putAlongAxis(zerosLike(a!), stopGradient(permutation(a!, p)), g!, p.axis)];
+    },
+    jvp([a], [t], _argnums, _outputs, p) {
+      return [takeAlongAxis(t!, stopGradient(permutation(a!, p)), p.axis)];
+    },
+  };
+}
+
 /** Sorted copy along `axis`. */
 export const Sort: Primitive<AxisParams> = {
   name: "Sort",
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
-  cpu([a], [out], p) {
-    const order = argsortLanes(readKeys(a!), a!.shape, p.axis);
-    gatherAlongAxisRaw(a!, order, a!.shape, p.axis, out!);
-  },
+  ...reorderingRules((a, p) => argsortOp(a, p.axis)),
   gpu: sortRule("values"),
-  // y = P x for the sorting permutation P, which is locally constant in x:
-  // dx = Pᵀ g (scatter the cotangent back), and the tangent is P t (gather it forward).
-  vjp([a], [g], _argnums, _outputs, p) {
-    const perm = stopGradient(argsortOp(a!, p.axis));
-    return [putAlongAxis(zerosLike(a!), perm, g!, p.axis)];
-  },
-  jvp([a], [t], _argnums, _outputs, p) {
-    const perm = stopGradient(argsortOp(a!, p.axis));
-    return [takeAlongAxis(t!, perm, p.axis)];
-  },
   // Sorting along an axis is independent for every other index: the batch axis just shifts it.
   vmap: ([a], [b], p) => [[makeArray(Sort, [a!], { axis: shiftAxis(p.axis, b!) }, resolveStream())], [b!]],
   paramsKey: (p) => String(p.axis),
@@ -76,20 +86,8 @@ export const ArgSort: Primitive<AxisParams> = {
 export const Partition: Primitive<PartitionParams> = {
   name: "Partition",
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
-  cpu([a], [out], p) {
-    const order = argsortLanes(readKeys(a!), a!.shape, p.axis);
-    gatherAlongAxisRaw(a!, order, a!.shape, p.axis, out!);
-  },
+  ...reorderingRules((a, p) => argpartitionOp(a, p.kth, p.axis)),
   gpu: sortRule("values"),
-  // As Sort: a locally constant permutation.
-  vjp([a], [g], _argnums, _outputs, p) {
-    const perm = stopGradient(argpartitionOp(a!, p.kth, p.axis));
-    return [putAlongAxis(zerosLike(a!), perm, g!, p.axis)];
-  },
-  jvp([a], [t], _argnums, _outputs, p) {
-    const perm = stopGradient(argpartitionOp(a!, p.kth, p.axis));
-    return [takeAlongAxis(t!, perm, p.axis)];
-  },
   vmap: ([a], [b], p) => [[makeArray(Partition, [a!], { kth: p.kth, axis: shiftAxis(p.axis, b!) }, resolveStream())], [b!]],
   paramsKey: (p) => `${p.kth}|${p.axis}`,
 };
