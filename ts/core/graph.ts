@@ -4,7 +4,7 @@
 import { MgArray, Node, setEvaluator } from "./array.ts";
 import type { Primitive } from "./primitive.ts";
 import type { DeviceType, Stream } from "./device.ts";
-import { float64 } from "./dtype.ts";
+import { type Dtype, float64 } from "./dtype.ts";
 
 /** What a backend knows about the eval it serves. */
 export interface EvalContext {
@@ -53,16 +53,22 @@ export function makeNode<P>(
   stream: Stream,
 ): MgArray[] {
   const specs = primitive.outputSpecs(inputs, params);
-  if (stream.device.type === "gpu") {
-    // Apple GPUs have no double precision and MLX does not emulate it (guide §1.5).
-    if (inputs.some((i) => i.dtype === float64) || specs.some((s) => s.dtype === float64)) {
-      throw new Error(`[${primitive.name}] float64 is not supported on the GPU.`);
-    }
-  }
+  rejectFloat64OnGpu(primitive.name, [...inputs.map((i) => i.dtype), ...specs.map((s) => s.dtype)], stream);
   const node = new Node(primitive as Primitive<unknown>, params, inputs, stream);
   for (const i of inputs) i.graphRefs++;
   node.outputs = specs.map((s) => new MgArray(s.shape, s.dtype, stream, node));
   return node.outputs;
+}
+
+/**
+ * Apple GPUs have no double precision and MLX does not emulate it (guide §1.5). Ops that build
+ * helper nodes first (a broadcast, a cast) call this with their own name, so that the error names
+ * what the user called.
+ */
+export function rejectFloat64OnGpu(op: string, dtypes: readonly Dtype[], stream: Stream): void {
+  if (stream.device.type === "gpu" && dtypes.includes(float64)) {
+    throw new Error(`[${op}] float64 is not supported on the GPU.`);
+  }
 }
 
 /** Convenience for single-output primitives. */

@@ -197,6 +197,12 @@ describe("GPU errors", () => {
     const x = mg.array([1, 2], mg.float64);
     expect(() => mg.stream(mg.gpu, () => mg.exp(x))).toThrow("float64 is not supported on the GPU");
   });
+
+  test("the error names the op the user called, not the broadcast it builds first", () => {
+    const x = mg.array([1, 2], mg.float64);
+    expect(() => mg.add(x, 1, { stream: mg.gpu })).toThrow("[add] float64 is not supported on the GPU.");
+    expect(() => mg.multiply(x, mg.ones([3, 2]), { stream: mg.gpu })).toThrow("[multiply] float64 is not supported on the GPU.");
+  });
 });
 
 describe("a failed eval leaves no uncomputed data behind", () => {

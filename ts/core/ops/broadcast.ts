@@ -2,7 +2,7 @@
 // re-exports the public mg.broadcastTo and mg.broadcastArrays from shape.ts, not these.
 import type { MgArray } from "../array.ts";
 import { resolveStream, type StreamOrDevice } from "../device.ts";
-import { makeArray } from "../graph.ts";
+import { makeArray, rejectFloat64OnGpu } from "../graph.ts";
 import { Broadcast } from "../primitives/views.ts";
 import { broadcastShapes, formatShape, shapesEqual } from "../shape.ts";
 
@@ -19,5 +19,7 @@ export function broadcastToShape(x: MgArray, shape: readonly number[], op: strin
 /** The arrays as views of their common broadcast shape. */
 export function broadcastAll(xs: readonly MgArray[], op: string, stream?: StreamOrDevice | null): MgArray[] {
   const shape = broadcastShapes(xs.map((x) => x.shape), op);
-  return xs.map((x) => (shapesEqual(x.shape, shape) ? x : makeArray(Broadcast, [x], { shape }, resolveStream(stream))));
+  const s = resolveStream(stream);
+  rejectFloat64OnGpu(op, xs.map((x) => x.dtype), s);
+  return xs.map((x) => (shapesEqual(x.shape, shape) ? x : makeArray(Broadcast, [x], { shape }, s)));
 }

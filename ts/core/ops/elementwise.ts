@@ -1,11 +1,11 @@
 // Elementwise ops: validate, promote (MLX's rules), broadcast, build nodes.
 import type { MgArray } from "../array.ts";
 import {
-  atLeastFloat, bool_, type Dtype, finfo as finfoOf, float32, isComplex, isFloating, isInexact, isInteger,
+  atLeastFloat, bool_, type Dtype, dtypeArgument, finfo as finfoOf, float32, isComplex, isFloating, isInexact, isInteger,
   promoteTypes, uint8,
 } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
-import { makeArray, makeNode } from "../graph.ts";
+import { makeArray, makeNode, rejectFloat64OnGpu } from "../graph.ts";
 import * as P from "../primitives/elementwise.ts";
 import type { Primitive } from "../primitive.ts";
 import { type ArrayInput, fromValues, type StreamOptions, toArray, toArrays, weakScalar } from "./convert.ts";
@@ -17,8 +17,11 @@ export type { ArrayInput, StreamOptions };
 /** Casts to `dtype` (a no-op when equal), as mx.astype. */
 export function astype(a: ArrayInput, dtype: Dtype, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "astype");
+  dtypeArgument("astype", dtype);
   if (x.dtype === dtype) return x;
-  return makeArray(P.AsType, [x], { dtype }, resolveStream(opts.stream));
+  const stream = resolveStream(opts.stream);
+  rejectFloat64OnGpu("astype", [x.dtype, dtype], stream);
+  return makeArray(P.AsType, [x], { dtype }, stream);
 }
 
 function unaryOp(prim: Primitive<null>, x: MgArray, opts: StreamOptions): MgArray {
@@ -164,6 +167,7 @@ function prepare(a: ArrayInput, b: ArrayInput, op: string, opts: StreamOptions, 
   const [x, y] = toArrays(a, b, op);
   let t = promoteTypes(x.dtype, y.dtype);
   if (dtypeRule) t = dtypeRule(t);
+  rejectFloat64OnGpu(op, [x.dtype, y.dtype, t], resolveStream(opts.stream));
   const [bx, by] = broadcastAll([astype(x, t, opts), astype(y, t, opts)], op, opts.stream);
   return [bx!, by!, t];
 }
