@@ -94,3 +94,32 @@ describe("dtypes", () => {
     expect(roundToDtype(300, mg.uint8)).toBe(44);
   });
 });
+
+describe("dtype arguments from untyped callers", () => {
+  // A string where a Dtype belongs used to reach the allocator as a NaN byte count; each entry
+  // point now names itself and what it got.
+  const bad = "float32" as unknown as mg.Dtype;
+  const cases: [string, () => unknown][] = [
+    ["zeros", () => mg.zeros([2], bad)],
+    ["ones", () => mg.ones([2], bad)],
+    ["full", () => mg.full([2], 1, bad)],
+    ["zeros_like", () => mg.zerosLike(mg.ones([2]), bad)],
+    ["array", () => mg.array([1, 2], bad)],
+    ["arange", () => mg.arange(0, 3, 1, bad)],
+    ["linspace", () => mg.linspace(0, 1, 3, true, bad)],
+    ["eye", () => mg.eye(2, null, 0, bad)],
+    ["tri", () => mg.tri(2, 2, 0, bad)],
+    ["astype", () => mg.ones([2]).astype(bad)],
+    ["view", () => mg.view(mg.ones([2]), bad)],
+  ];
+  for (const [op, call] of cases) {
+    test(op, () => {
+      expect(call).toThrow(`[${op}] Expected a dtype such as mg.float32 or mg.int32, got the string "float32".`);
+    });
+  }
+
+  test("issubdtype takes dtypes and categories only", () => {
+    expect(() => mg.issubdtype(bad, mg.floating)).toThrow('[issubdtype] Expected a dtype or a dtype category (mg.floating, ...), got the string "float32".');
+    expect(mg.issubdtype(mg.float16, mg.floating)).toBe(true);
+  });
+});

@@ -159,7 +159,7 @@ describe("arguments", () => {
     expect(() => call(0, 1, { key: R.key(0) }, [3])).toThrow("[uniform] the options object must be the last argument.");
     expect(() => call({ shape: [2] })).toThrow("[uniform] unknown option 'shape' (the options object takes 'key' and 'stream').");
     expect(() => call(0, 1, [2], null, null, null)).toThrow("[uniform] expected at most 5 positional arguments (low, high, shape, dtype, key), got 6.");
-    expect(() => call(0, 1, [2], "float32")).toThrow("[uniform] dtype must be a Dtype, got float32.");
+    expect(() => call(0, 1, [2], "float32")).toThrow('[uniform] Expected a dtype such as mg.float32 or mg.int32, got the string "float32".');
   });
 
   test("stream option places the draw on that stream", () => {

@@ -121,8 +121,20 @@ const SUBCATEGORY: readonly (readonly boolean[])[] = [
   [false, false, false, false, false, false, false, true], // generic
 ];
 
+/** A dtype argument from user code (JS callers can pass anything): the Dtype, or a tagged error. */
+export function dtypeArgument(op: string, d: unknown): Dtype {
+  if (d instanceof Dtype) return d;
+  const got = typeof d === "string" ? `the string "${d}"` : d === null || typeof d !== "object" ? String(d) : "an object";
+  throw new TypeError(`[${op}] Expected a dtype such as mg.float32 or mg.int32, got ${got}.`);
+}
+
 /** MLX's issubdtype: dtype ⊆ dtype only when equal; a category never sits under a dtype. */
 export function issubdtype(a: Dtype | DtypeCategory, b: Dtype | DtypeCategory): boolean {
+  for (const x of [a, b]) {
+    if (!(x instanceof Dtype) && !(x instanceof DtypeCategory)) {
+      throw new TypeError(`[issubdtype] Expected a dtype or a dtype category (mg.floating, ...), got ${typeof x === "string" ? `the string "${x}"` : String(x)}.`);
+    }
+  }
   if (a instanceof Dtype) {
     if (b instanceof Dtype) return a === b;
     return SUBCATEGORY[a.category.index]![b.index]!;

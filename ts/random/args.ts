@@ -3,7 +3,7 @@
 // its call the same way, so `normal([2, 3], { key })` and `normal([2, 3], float32, null, null, key)`
 // mean the same thing.
 import { MgArray } from "../core/array.ts";
-import { Dtype, uint32 } from "../core/dtype.ts";
+import { type Dtype, dtypeArgument, uint32 } from "../core/dtype.ts";
 import { resolveStream, type Stream, type StreamOrDevice } from "../core/device.ts";
 import { formatShape } from "../core/shape.ts";
 import { isOptionsObject } from "../core/ops/convert.ts";
@@ -83,8 +83,7 @@ export function checkRandomShape(shape: unknown, op: string): number[] {
 /** A dtype argument: a Dtype, or null/undefined for the default (MLX's `dtype=None`). */
 export function checkDtype(dtype: unknown, fallback: Dtype, op: string): Dtype {
   if (dtype === undefined || dtype === null) return fallback;
-  if (!(dtype instanceof Dtype)) throw new TypeError(`[${op}] dtype must be a Dtype, got ${describe(dtype)}.`);
-  return dtype;
+  return dtypeArgument(op, dtype);
 }
 
 /** An integer argument. */

@@ -1,7 +1,7 @@
 // Turning JS values into arrays: mg.array(...), and the weak-scalar conversion every op uses.
 import { MgArray } from "../array.ts";
 import {
-  bfloat16, bfloat16BitsFromNumber, bool_, complex64, type Dtype, float16, float32, float64, int16,
+  bfloat16, bfloat16BitsFromNumber, bool_, complex64, type Dtype, dtypeArgument, float16, float32, float64, int16,
   int32, int64, int8, isScalar, type Scalar, scalarDtype, uint16, uint32, uint64, uint8,
   weakScalarDtype,
 } from "../dtype.ts";
@@ -143,6 +143,7 @@ export interface ArrayOptions {
  * values or arrays), a typed array (optionally with a shape) or another array.
  */
 export function array(value: ArrayInput, dtype?: Dtype | null, options: ArrayOptions = {}): MgArray {
+  if (dtype != null) dtypeArgument("array", dtype);
   if (value instanceof MgArray) {
     value.checkUsable("array");
     return dtype && dtype !== value.dtype ? astypeLazy(value, dtype) : value;

@@ -1,6 +1,6 @@
 // Array creation: full/zeros/ones (broadcast views of one value), arange, linspace, eye, tri …
 import type { MgArray } from "../array.ts";
-import { bool_, Dtype, float32, float64, int32, isScalar, type Scalar } from "../dtype.ts";
+import { bool_, type Dtype, dtypeArgument, float32, float64, int32, isScalar, type Scalar } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Arange } from "../primitives/creation.ts";
@@ -13,30 +13,36 @@ import { broadcastTo, expandDims } from "./shape.ts";
 /** An array of `shape` filled with `vals`, as mx.full (a broadcast view until written). */
 export function full(shape: number | readonly number[], vals: ArrayInput, dtype?: Dtype | null, opts: StreamOptions = {}): MgArray {
   const s = checkShape(shape, "full");
+  if (dtype != null) dtypeArgument("full", dtype);
   let v = isScalar(vals) && dtype ? fromValues([vals], [], dtype) : toArray(vals, "full");
   if (dtype && v.dtype !== dtype) v = astype(v, dtype, opts);
   return broadcastToShape(v, s, "full", opts.stream);
 }
 
 export function zeros(shape: number | readonly number[], dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
+  dtypeArgument("zeros", dtype);
   return full(shape, 0, dtype, opts);
 }
 
 export function ones(shape: number | readonly number[], dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
+  dtypeArgument("ones", dtype);
   return full(shape, 1, dtype, opts);
 }
 
 export function fullLike(a: ArrayInput, vals: ArrayInput, dtype?: Dtype | null, opts: StreamOptions = {}): MgArray {
+  if (dtype != null) dtypeArgument("full_like", dtype);
   const x = toArray(a, "full_like");
   return full(x.shape, vals, dtype ?? x.dtype, opts);
 }
 
 export function zerosLike(a: ArrayInput, dtype?: Dtype | null, opts: StreamOptions = {}): MgArray {
+  if (dtype != null) dtypeArgument("zeros_like", dtype);
   const x = toArray(a, "zeros_like");
   return full(x.shape, 0, dtype ?? x.dtype, opts);
 }
 
 export function onesLike(a: ArrayInput, dtype?: Dtype | null, opts: StreamOptions = {}): MgArray {
+  if (dtype != null) dtypeArgument("ones_like", dtype);
   const x = toArray(a, "ones_like");
   return full(x.shape, 1, dtype ?? x.dtype, opts);
 }
@@ -58,7 +64,7 @@ export function arange(...args: (number | Dtype | StreamOptions | null | undefin
   for (const a of args) {
     if (a === null || a === undefined) continue;
     if (typeof a === "number") nums.push(a);
-    else if (a instanceof Dtype) dtype = a;
+    else dtype = dtypeArgument("arange", a);
   }
   let start = 0, stop: number, step = 1;
   if (nums.length === 1) stop = nums[0]!;
@@ -81,6 +87,7 @@ export function arange(...args: (number | Dtype | StreamOptions | null | undefin
  * mx.linspace(start, stop, num, endpoint, dtype) (interpolated as MLX does).
  */
 export function linspace(start: number, stop: number, num = 50, endpoint = true, dtype: Dtype | null = float32, opts: StreamOptions = {}): MgArray {
+  if (dtype != null) dtypeArgument("linspace", dtype);
   if (!Number.isInteger(num) || num < 0) throw new RangeError(`[linspace] number of samples, ${num}, must be non-negative.`);
   const out = dtype ?? float32;
   if (num === 1) return astype(fromValues([start], [1], float32), out, opts);
@@ -104,6 +111,7 @@ function shiftedRowsAndColumns(op: string, n: number, m: number | null | undefin
 
 /** Lower-triangular ones: out[i, j] = 1 when j ≤ i + k, as mx.tri. */
 export function tri(n: number, m?: number | null, k = 0, dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
+  dtypeArgument("tri", dtype);
   const [rows, cols] = shiftedRowsAndColumns("tri", n, m, k, opts);
   return astype(greaterEqual(rows, cols, opts), dtype, opts);
 }
@@ -126,11 +134,13 @@ export function triu(x: ArrayInput, k = 0, opts: StreamOptions = {}): MgArray {
 
 /** Ones on the k-th diagonal, as mx.eye. */
 export function eye(n: number, m?: number | null, k = 0, dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
+  dtypeArgument("eye", dtype);
   const [rows, cols] = shiftedRowsAndColumns("eye", n, m, k, opts);
   return astype(equal(rows, cols, opts), dtype, opts);
 }
 
 export function identity(n: number, dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
+  dtypeArgument("identity", dtype);
   return eye(n, n, 0, dtype, opts);
 }
 

@@ -2,7 +2,7 @@
 // asStrided, atleast1d/2d/3d, unstack, diff, kron. Most are compositions of views, gathers and
 // joins (as in MLX), so their derivatives come from those primitives' rules.
 import { MgArray } from "../array.ts";
-import { type Dtype, int32 } from "../dtype.ts";
+import { type Dtype, dtypeArgument, int32 } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { AsStrided } from "../primitives/views.ts";
@@ -238,6 +238,7 @@ export function trace(a: ArrayInput, offset = 0, axis1 = 0, axis2 = 1, dtype?: D
  */
 export function view(a: ArrayInput, dtype: Dtype, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "view");
+  dtypeArgument("view", dtype);
   if (x.dtype === dtype) return x;
   const ib = x.dtype.size;
   const ob = dtype.size;
