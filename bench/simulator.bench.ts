@@ -3,6 +3,8 @@
 // (new source), cached in memory (same process) and from the on-disk cache (a second process).
 //
 //   bun run bench/simulator.bench.ts          (ROUNDS=n)
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { runtime } from "../ts/backend/runtime.ts";
 import { median, ROUNDS, row } from "./util.ts";
 
@@ -24,24 +26,8 @@ using namespace metal;
 }`;
 
 // One threadgroup sums 1024 inputs: simd_sum per simdgroup, then a tree over threadgroup memory.
-const REDUCTION = `
-#include <metal_stdlib>
-using namespace metal;
-[[kernel]] void block_sum(const device float* x [[buffer(0)]], device float* out [[buffer(1)]],
-                          uint gid [[thread_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
-                          uint lane [[thread_index_in_simdgroup]], uint sg [[simdgroup_index_in_threadgroup]],
-                          uint group [[threadgroup_position_in_grid]]) {
-  threadgroup float partial[32];
-  float v = x[4 * gid] + x[4 * gid + 1] + x[4 * gid + 2] + x[4 * gid + 3];
-  v = simd_sum(v);
-  if (lane == 0) partial[sg] = v;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint stride = 4; stride > 0; stride >>= 1) {
-    if (tid < stride) partial[tid] += partial[tid + stride];
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
-  if (tid == 0) out[group] = partial[0];
-}`;
+// The same kernel as test/native/mslsim/bench_sim.cpp times, from the shared fixture.
+const REDUCTION = readFileSync(join(import.meta.dir, "../test/fixtures/bench-kernels/block_sum.metal"), "utf8");
 
 const N = 16 * 1024 * 1024;
 const x = rt.newBuffer(4 * N);

@@ -1,21 +1,17 @@
 // End to end: TypeScript → FFI → Swift runtime → Metal (or the shim → MSL simulator). The kernels
-// are the guide's §8.1 `myexp` and §8.3 `rownorm`, written out with the full signature MLX's
-// metal_kernel generates for them (§7.3), and checked against float64 references computed here.
+// are the guide's §8.1 `myexp` and §8.3 `rownorm` (bodies from test/fixtures/guide-kernels), with
+// the full signature MLX's metal_kernel generates for them (§7.3) written out here, and checked
+// against float64 references computed here.
 import { describe, expect, test } from "bun:test";
 import { runtime, type NativeBuffer } from "../../ts/backend/runtime.ts";
+import { mulberry32 } from "../../ts/testing/rng.ts";
+import { guideKernel } from "../fixtures/guide-kernels.ts";
 
 const rt = runtime();
 
 /** Deterministic standard normals (mulberry32 + Box–Muller). */
 function normals(count: number, seed: number): Float64Array {
-  let state = seed >>> 0;
-  const uniform = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const uniform = mulberry32(seed);
   const out = new Float64Array(count);
   for (let i = 0; i < count; i++) {
     const u = Math.max(uniform(), 1e-12);
@@ -45,10 +41,7 @@ template <typename T>
     device ${storage}* out [[buffer(1)]],
     uint3 thread_position_in_grid [[thread_position_in_grid]]) {
 
-    uint elem = thread_position_in_grid.x;
-    T tmp = inp[elem];
-    out[elem] = metal::exp(tmp);
-
+${guideKernel("myexp")}
 }
 
 template [[host_name("${name}")]] [[kernel]]
@@ -129,31 +122,7 @@ template <typename T>
     uint thread_index_in_simdgroup [[thread_index_in_simdgroup]],
     uint threads_per_simdgroup [[threads_per_simdgroup]]) {
 
-    // One simdgroup per row. grid.x = n_rows * threads_per_simdgroup.
-    uint gid  = thread_position_in_grid.x;
-    uint lane = thread_index_in_simdgroup;
-    uint simd = threads_per_simdgroup;
-    uint row  = gid / simd;
-
-    int D = x_shape[x_ndim - 1];
-
-    // Pass 1: sum of squares across the row, strided by simd width.
-    float acc = 0.0f;
-    for (int i = int(lane); i < D; i += int(simd)) {
-        float v = float(x[row * uint(D) + uint(i)]);
-        acc += v * v;
-    }
-    float ss = simd_sum(acc);
-
-    // Every lane computes the same scale; no broadcast needed.
-    float scale = metal::rsqrt(ss / float(D) + float(eps[0]));
-
-    // Pass 2: scale and apply the per-feature weight.
-    for (int i = int(lane); i < D; i += int(simd)) {
-        uint idx = row * uint(D) + uint(i);
-        out[idx] = T(float(x[idx]) * scale * float(w[i]));
-    }
-
+${guideKernel("rownorm")}
 }
 
 template [[host_name("${ROWNORM_NAME}")]] [[kernel]]

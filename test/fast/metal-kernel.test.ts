@@ -2,10 +2,13 @@
 // §8.2 grid_sample, §9.4 its backward), the generated source (§7.3), MLX's own test_fast cases,
 // errors, caching, checked mode, and issue 6's acceptance: grid_sample as a custom function whose
 // forward and backward passes are Metal kernels, gradchecked on the gpu stream against float64.
-// Every reference is computed independently here, in float64 TypeScript.
+// Every reference is computed independently here, in float64 TypeScript. The guide's kernel bodies
+// are read from test/fixtures/guide-kernels (the C++ simulator harness reads the same files).
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/core/array.ts";
+import { mulberry32 } from "../../ts/testing/rng.ts";
+import { guideKernel } from "../fixtures/guide-kernels.ts";
 import {
   type Dims, GRID_SAMPLE_SAFE_SOURCE, GRID_SAMPLE_SOURCE, GRID_SAMPLE_VJP_FIXED_SOURCE, GRID_SAMPLE_VJP_SOURCE,
   gridSampleReference, gridSampleVjpReference,
@@ -17,26 +20,15 @@ setDefaultTimeout(120_000);
 
 // Helpers ---------------------------------------------------------------------------------------
 
-function makeRng(seed: number): () => number {
-  let a = seed >>> 0 || 1;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function normals(n: number, seed: number): Float64Array {
-  const next = makeRng(seed);
+  const next = mulberry32(seed);
   const out = new Float64Array(n);
   for (let i = 0; i < n; i++) out[i] = Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
   return out;
 }
 
 function uniforms(n: number, seed: number, lo: number, hi: number): Float64Array {
-  const next = makeRng(seed);
+  const next = mulberry32(seed);
   return Float64Array.from({ length: n }, () => lo + (hi - lo) * next());
 }
 
@@ -103,11 +95,7 @@ afterAll(() => {
 
 // §8.1 ----------------------------------------------------------------------------------------
 
-const MYEXP_SOURCE = `
-        uint elem = thread_position_in_grid.x;
-        T tmp = inp[elem];
-        out[elem] = metal::exp(tmp);
-`;
+const MYEXP_SOURCE = guideKernel("myexp");
 const myexp = mg.fast.metalKernel({ name: "myexp", inputNames: ["inp"], outputNames: ["out"], source: MYEXP_SOURCE });
 
 function expElementwise(a: MgArray, opts: { verbose?: boolean } = {}): MgArray {
@@ -191,14 +179,7 @@ custom_kernel_myexp_float_float16_t_float16_t<float>;`;
 
 // §9.1 ----------------------------------------------------------------------------------------
 
-const STRIDED_SOURCE = `
-    uint elem = thread_position_in_grid.x;
-    // Utils from \`mlx/backend/metal/kernels/utils.h\` are automatically included
-    uint loc = elem_to_loc(elem, inp_shape, inp_strides, inp_ndim);
-    T tmp = inp[loc];
-    // Output arrays are always row contiguous
-    out[elem] = metal::exp(tmp);
-`;
+const STRIDED_SOURCE = guideKernel("myexp_strided");
 const myexpStrided = mg.fast.metalKernel({
   name: "myexp_strided",
   inputNames: ["inp"],
@@ -287,32 +268,7 @@ const ROWNORM = mg.fast.metalKernel({
   name: "rownorm",
   inputNames: ["x", "w", "eps"],
   outputNames: ["out"],
-  source: `
-    // One simdgroup per row. grid.x = n_rows * threads_per_simdgroup.
-    uint gid  = thread_position_in_grid.x;
-    uint lane = thread_index_in_simdgroup;
-    uint simd = threads_per_simdgroup;
-    uint row  = gid / simd;
-
-    int D = x_shape[x_ndim - 1];
-
-    // Pass 1: sum of squares across the row, strided by simd width.
-    float acc = 0.0f;
-    for (int i = int(lane); i < D; i += int(simd)) {
-        float v = float(x[row * uint(D) + uint(i)]);
-        acc += v * v;
-    }
-    float ss = simd_sum(acc);
-
-    // Every lane computes the same scale; no broadcast needed.
-    float scale = metal::rsqrt(ss / float(D) + float(eps[0]));
-
-    // Pass 2: scale and apply the per-feature weight.
-    for (int i = int(lane); i < D; i += int(simd)) {
-        uint idx = row * uint(D) + uint(i);
-        out[idx] = T(float(x[idx]) * scale * float(w[i]));
-    }
-`,
+  source: guideKernel("rownorm"),
 });
 const SIMD_WIDTH = 32;
 

@@ -12,9 +12,8 @@ static double median(std::vector<double> v) {
 }
 
 int main() {
-  const char *src = R"(
-#include <metal_stdlib>
-using namespace metal;
+  // block_sum (the fixture, with the metal_stdlib include) is bench/simulator.bench.ts's kernel.
+  const std::string src = fixture("bench-kernels/block_sum.metal") + R"(
 kernel void scale_shift(device const float* in [[buffer(0)]], device float* out [[buffer(1)]],
                         uint gid [[thread_position_in_grid]]) {
   out[gid] = in[gid] * 2.0f + 1.0f;
@@ -35,23 +34,6 @@ kernel void reduce_sum(device const float* in [[buffer(0)]], device float* parti
     float v = simd_sum(sums[lane]);
     if (lane == 0) partial[tg] = v;
   }
-}
-// bench/simulator.bench.ts's kernel: 4 floats per thread, one threadgroup per 1024 inputs, so the
-// time is mostly the simulator's (fiber switches, collectives, barriers), not the arithmetic.
-kernel void block_sum(const device float* x [[buffer(0)]], device float* out [[buffer(1)]],
-                      uint gid [[thread_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
-                      uint lane [[thread_index_in_simdgroup]], uint sg [[simdgroup_index_in_threadgroup]],
-                      uint group [[threadgroup_position_in_grid]]) {
-  threadgroup float partial[32];
-  float v = x[4 * gid] + x[4 * gid + 1] + x[4 * gid + 2] + x[4 * gid + 3];
-  v = simd_sum(v);
-  if (lane == 0) partial[sg] = v;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint stride = 4; stride > 0; stride >>= 1) {
-    if (tid < stride) partial[tid] += partial[tid + stride];
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
-  if (tid == 0) out[group] = partial[0];
 }
 )";
   for (int checked = 0; checked <= 1; ++checked) {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -105,6 +107,48 @@ inline std::vector<float> randf(size_t n, uint32_t seed) {
     x = float(int32_t(s >> 33) % 100000) / 100000.0f;
   }
   return v;
+}
+
+// The repository's test/fixtures directory: run.sh exports MSLSIM_FIXTURES for the checkout it runs
+// from; run directly, the one beside this header as it was compiled (test/native/mslsim/../../fixtures).
+inline std::string fixtures_dir() {
+  if (const char *d = getenv("MSLSIM_FIXTURES"); d && *d) return d;
+  std::string here = __FILE__;
+  return here.substr(0, here.rfind('/') + 1) + "../../fixtures";
+}
+
+// A fixture file's text, e.g. fixture("bench-kernels/block_sum.metal"). One that cannot be read
+// fails the program (a FAIL line run.sh counts).
+inline std::string fixture(const std::string &relative) {
+  std::string path = fixtures_dir() + "/" + relative;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    printf("FAIL cannot read fixture %s (set MSLSIM_FIXTURES to the repository's test/fixtures)\n", path.c_str());
+    fflush(stdout);
+    exit(1);
+  }
+  std::ostringstream text;
+  text << f.rdbuf();
+  return text.str();
+}
+
+// One of the reference guide's kernel bodies (test/fixtures/guide-kernels/<name>.metal), verbatim:
+// the statements mx.fast.metal_kernel takes as `source`.
+inline std::string guide_kernel(const std::string &name) { return fixture("guide-kernels/" + name + ".metal"); }
+
+// The source mx.fast.metal_kernel generates around a body (guide §7.3): the header, then
+// `template <typename T>`, the signature from `params`, the body, and the host_name instantiation
+// at T = `t`.
+inline std::string metal_kernel_source(const std::string &name, const std::vector<std::string> &params,
+                                       const std::string &body, const std::string &header = "",
+                                       const std::string &t = "float") {
+  std::string s = "#include <metal_stdlib>\nusing namespace metal;\n" + header + "\ntemplate <typename T>\n";
+  s += "[[kernel]] void " + name + "(\n";
+  for (size_t i = 0; i < params.size(); ++i) s += (i ? ",\n    " : "    ") + params[i];
+  s += ") {\n" + body + "\n}\n";
+  std::string inst = name + "<" + t + ">";
+  s += "template [[host_name(\"" + name + "\")]] [[kernel]]\ndecltype(" + inst + ") " + inst + ";\n";
+  return s;
 }
 
 inline int finish() {

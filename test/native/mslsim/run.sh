@@ -39,6 +39,8 @@ tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
   for t in "$here"/test_*.cpp; do tests+=("$(basename "${t%.cpp}")"); done
 fi
+# The harnesses read shared kernel text (the guide's kernel bodies) from this checkout's fixtures.
+export MSLSIM_FIXTURES="$root/test/fixtures"
 # A fresh cache per run unless MG_SIM_CACHE is set, so the cache tests start cold.
 if [ -z "${MG_SIM_CACHE:-}" ]; then
   export MG_SIM_CACHE="$out/cache-$$"

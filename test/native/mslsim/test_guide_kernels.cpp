@@ -1,29 +1,18 @@
 // The reference guide's kernels (§8.1 myexp, §9.1 strided exp with elem_to_loc, §8.3 rownorm) in
-// the form mx.fast.metal_kernel generates them: a template kernel plus a host_name instantiation.
+// the form mx.fast.metal_kernel generates them: a template kernel plus a host_name instantiation,
+// around the guide's body read from test/fixtures/guide-kernels.
 // Expected values are computed here in double precision, independently of the simulator.
 #include "harness.h"
 
 
-static const char *kMyExp = R"(
-#include <metal_stdlib>
-using namespace metal;
-template <typename T>
-[[kernel]] void custom_kernel_myexp_float_float_float(
-    const device float* inp [[buffer(0)]],
-    device float* out [[buffer(1)]],
-    uint thread_position_in_grid [[thread_position_in_grid]]) {
-  uint elem = thread_position_in_grid;
-  T tmp = inp[elem];
-  out[elem] = metal::exp(tmp);
-}
-template [[host_name("custom_kernel_myexp_float_float_float")]] [[kernel]]
-decltype(custom_kernel_myexp_float_float_float<float>) custom_kernel_myexp_float_float_float<float>;
-)";
+static const std::string kMyExp = metal_kernel_source(
+    "custom_kernel_myexp_float_float_float",
+    {"const device float* inp [[buffer(0)]]", "device float* out [[buffer(1)]]",
+     "uint3 thread_position_in_grid [[thread_position_in_grid]]"},
+    guide_kernel("myexp"));
 
-static const char *kStrided = R"(
-#include <metal_stdlib>
-using namespace metal;
-// MLX's utils.h provides this; the project's kernel utilities come later.
+// MLX's utils.h provides elem_to_loc; the project's kernel utilities come later.
+static const char *kElemToLoc = R"(
 template <typename IdxT>
 IdxT elem_to_loc(IdxT elem, constant const int* shape, constant const int64_t* strides, int ndim) {
   IdxT loc = 0;
@@ -33,67 +22,24 @@ IdxT elem_to_loc(IdxT elem, constant const int* shape, constant const int64_t* s
   }
   return loc;
 }
-template <typename T>
-[[kernel]] void custom_kernel_myexp_strided_float(
-    const device float* inp [[buffer(0)]],
-    const constant int* inp_shape [[buffer(1)]],
-    const constant int64_t* inp_strides [[buffer(2)]],
-    const constant int& inp_ndim [[buffer(3)]],
-    device float* out [[buffer(4)]],
-    uint thread_position_in_grid [[thread_position_in_grid]]) {
-  uint elem = thread_position_in_grid;
-  // Utils from `mlx/backend/metal/kernels/utils.h` are automatically included
-  int64_t loc = elem_to_loc(int64_t(elem), inp_shape, inp_strides, inp_ndim);
-  T tmp = inp[loc];
-  // Output arrays are always row contiguous
-  out[elem] = metal::exp(tmp);
-}
-template [[host_name("custom_kernel_myexp_strided_float")]] [[kernel]]
-decltype(custom_kernel_myexp_strided_float<float>) custom_kernel_myexp_strided_float<float>;
 )";
 
-static const char *kRownorm = R"(
-#include <metal_stdlib>
-using namespace metal;
-template <typename T>
-[[kernel]] void custom_kernel_rownorm_float(
-    const device float* x [[buffer(0)]],
-    const constant int* x_shape [[buffer(1)]],
-    const constant int& x_ndim [[buffer(2)]],
-    const device float* w [[buffer(3)]],
-    const device float* eps [[buffer(4)]],
-    device float* out [[buffer(5)]],
-    uint thread_position_in_grid [[thread_position_in_grid]],
-    uint thread_index_in_simdgroup [[thread_index_in_simdgroup]],
-    uint threads_per_simdgroup [[threads_per_simdgroup]]) {
-    // One simdgroup per row. grid.x = n_rows * threads_per_simdgroup.
-    uint gid  = thread_position_in_grid;
-    uint lane = thread_index_in_simdgroup;
-    uint simd = threads_per_simdgroup;
-    uint row  = gid / simd;
+static const std::string kStrided = metal_kernel_source(
+    "custom_kernel_myexp_strided_float",
+    {"const device float* inp [[buffer(0)]]", "const constant int* inp_shape [[buffer(1)]]",
+     "const constant int64_t* inp_strides [[buffer(2)]]", "const constant int& inp_ndim [[buffer(3)]]",
+     "device float* out [[buffer(4)]]", "uint3 thread_position_in_grid [[thread_position_in_grid]]"},
+    guide_kernel("myexp_strided"), kElemToLoc);
 
-    int D = x_shape[x_ndim - 1];
-
-    // Pass 1: sum of squares across the row, strided by simd width.
-    float acc = 0.0f;
-    for (int i = int(lane); i < D; i += int(simd)) {
-        float v = float(x[row * uint(D) + uint(i)]);
-        acc += v * v;
-    }
-    float ss = simd_sum(acc);
-
-    // Every lane computes the same scale; no broadcast needed.
-    float scale = metal::rsqrt(ss / float(D) + float(eps[0]));
-
-    // Pass 2: scale and apply the per-feature weight.
-    for (int i = int(lane); i < D; i += int(simd)) {
-        uint idx = row * uint(D) + uint(i);
-        out[idx] = T(float(x[idx]) * scale * float(w[i]));
-    }
-}
-template [[host_name("custom_kernel_rownorm_float")]] [[kernel]]
-decltype(custom_kernel_rownorm_float<float>) custom_kernel_rownorm_float<float>;
-)";
+static const std::string kRownorm = metal_kernel_source(
+    "custom_kernel_rownorm_float",
+    {"const device float* x [[buffer(0)]]", "const constant int* x_shape [[buffer(1)]]",
+     "const constant int& x_ndim [[buffer(2)]]", "const device float* w [[buffer(3)]]",
+     "const device float* eps [[buffer(4)]]", "device float* out [[buffer(5)]]",
+     "uint3 thread_position_in_grid [[thread_position_in_grid]]",
+     "uint thread_index_in_simdgroup [[thread_index_in_simdgroup]]",
+     "uint threads_per_simdgroup [[threads_per_simdgroup]]"},
+    guide_kernel("rownorm"));
 
 static void test_myexp() {
   Lib lib(kMyExp);
@@ -176,23 +122,12 @@ static void test_rownorm() {
   mgsim_function_release(f);
 }
 
-static const char *kMyExpHalf = R"(
-#include <metal_stdlib>
-using namespace metal;
-typedef half float16_t;  // metal_kernel's automatic utils.h include provides this
-template <typename T>
-[[kernel]] void custom_kernel_myexp_float_float16_t_float16_t(
-        const device float16_t* inp [[buffer(0)]],
-        device float16_t* out [[buffer(1)]],
-        uint3 thread_position_in_grid [[thread_position_in_grid]]) {
-        uint elem = thread_position_in_grid.x;
-        T tmp = inp[elem];
-        out[elem] = metal::exp(tmp);
-}
-template [[host_name("custom_kernel_myexp_float_float16_t_float16_t")]] [[kernel]]
-decltype(custom_kernel_myexp_float_float16_t_float16_t<float>)
-custom_kernel_myexp_float_float16_t_float16_t<float>;
-)";
+// float16_t comes from the utils.h metal_kernel includes automatically; the typedef stands in.
+static const std::string kMyExpHalf = metal_kernel_source(
+    "custom_kernel_myexp_float_float16_t_float16_t",
+    {"const device float16_t* inp [[buffer(0)]]", "device float16_t* out [[buffer(1)]]",
+     "uint3 thread_position_in_grid [[thread_position_in_grid]]"},
+    guide_kernel("myexp"), "typedef half float16_t;\n");
 
 // IEEE binary16 conversions written here, independently of the prelude.
 static float half_to_float(uint16_t h) {
