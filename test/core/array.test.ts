@@ -74,6 +74,16 @@ describe("reading", () => {
       "array([[0, 3, 6, ..., 2991, 2994, 2997],\n       [1, 4, 7, ..., 2992, 2995, 2998],\n       [2, 5, 8, ..., 2993, 2996, 2999]], dtype=int32)",
     );
   });
+  test("an array too large to read into JS fails with the op and the size, and nothing else breaks", () => {
+    // zeros is a broadcast view of one element: 10^12 of them cost nothing until they are read.
+    const huge = mg.zeros([1e6, 1e6], mg.float32, { stream: mg.cpu });
+    expect(() => huge.tolist()).toThrow(/^\[tolist\] array #\d+ \(1000000,1000000\) float32 has 1000000000000 elements, more than a JS array can hold/);
+    expect(() => huge.dataSync()).toThrow(/^\[data\] A copy of array #\d+ \(1000000,1000000\) float32 \(4000000000000 bytes\) could not be allocated in JS/);
+    // The CPU reference of add needs a 10^12-element working array.
+    expect(() => mg.eval(mg.add(huge, 1, { stream: mg.cpu }))).toThrow(/^\[Add\] The CPU device could not allocate working memory for array #\d+ \(1000000,1000000\) float32/);
+    expect(huge.toString()).toStartWith("array([[0, 0, 0, ..., 0, 0, 0],");
+    expect(mg.add(mg.array([1, 2]), 1, { stream: mg.cpu }).tolist()).toEqual([2, 3]);
+  });
 });
 
 describe("the lazy graph", () => {

@@ -1,11 +1,18 @@
 // Reading array values into JS: item(), tolist(), typed-array copies, and MLX-style printing.
-import type { MgArray } from "./array.ts";
+import type { Layout, MgArray } from "./array.ts";
 import { bfloat16, complex64, numberFromBfloat16Bits } from "./dtype.ts";
 import { collectValues, type ElementValue, forEachOffset, storageCtor, valueAt } from "./elements.ts";
 import type { TypedArray } from "../memory/storage.ts";
 
+/** JS arrays hold at most 2^32 - 1 elements. */
+const MAX_JS_ARRAY_LENGTH = 2 ** 32 - 1;
+
 /** All elements in row-major order as JS values (evaluates and waits). */
 export function values(a: MgArray, op = "tolist"): ElementValue[] {
+  if (a.size > MAX_JS_ARRAY_LENGTH) {
+    // Checked before evaluating: a broadcast of this size is cheap to compute, impossible to list.
+    throw new RangeError(`[${op}] ${a.describe()} has ${a.size} elements, more than a JS array can hold (2^32 - 1); read it in slices.`);
+  }
   const l = a.ensureEvaluated(op);
   const view = l.storage.view(a.dtype, storageCtor(a.dtype));
   return collectValues(view, a.dtype, a.shape, l.strides, l.offset);
@@ -40,6 +47,16 @@ export function item(a: MgArray): ElementValue {
  */
 export function dataSync(a: MgArray): TypedArray {
   const l = a.ensureEvaluated("data");
+  try {
+    return copyOut(a, l);
+  } catch (e) {
+    // The engine's own message ("Out of memory") names neither the op nor the size.
+    if (!(e instanceof RangeError)) throw e;
+    throw new RangeError(`[data] A copy of ${a.describe()} (${a.nbytes} bytes) could not be allocated in JS: ${e.message}.`, { cause: e });
+  }
+}
+
+function copyOut(a: MgArray, l: Layout): TypedArray {
   const n = a.size;
   const dt = a.dtype;
   const src = l.storage.view(dt, storageCtor(dt));

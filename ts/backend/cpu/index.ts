@@ -6,7 +6,15 @@ import { Precision, record, tracing } from "../../core/trace.ts";
 function runNode(node: Node): void {
   // Unified memory: a GPU result is readable once the batch that writes it has finished.
   for (const input of node.inputs) input.layout!.storage.sync();
-  node.primitive.cpu(node.inputs, node.outputs, node.params);
+  try {
+    node.primitive.cpu(node.inputs, node.outputs, node.params);
+  } catch (e) {
+    // The CPU references work in JS arrays; the engine's allocation failure ("Out of memory",
+    // "Invalid typed array length") names neither the op nor the size.
+    if (!(e instanceof RangeError) || e.message.startsWith("[")) throw e;
+    const outs = node.outputs.map((o) => o.describe()).join(", ");
+    throw new RangeError(`[${node.primitive.name}] The CPU device could not allocate working memory for ${outs}: ${e.message}.`, { cause: e });
+  }
   if (tracing()) {
     const inexact = node.outputs.some((o) => o.dtype.kind === "f" || o.dtype.kind === "V" || o.dtype.kind === "c");
     // A layout-only primitive whose output got storage of its own had to copy (a reshape of a
