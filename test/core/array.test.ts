@@ -26,6 +26,12 @@ describe("construction", () => {
     expect(() => mg.array([[1, 2], 3] as unknown as number[])).toThrow("non-uniform length");
     expect(() => mg.array(["a"] as unknown as number[])).toThrow("[array] Invalid type string");
     expect(() => mg.array(new Float32Array(5), null, { shape: [2, 2] })).toThrow("does not fit shape");
+    // 64-bit patterns convert as C casts do; wider integers have no 64-bit value.
+    expect(mg.array(-1n, mg.uint64).item()).toBe(2n ** 64n - 1n);
+    expect(mg.array(2n ** 64n - 1n, mg.int64).item()).toBe(-1n);
+    expect(() => mg.array(2n ** 70n)).toThrow("[array] The integer 1180591620717411303424 does not fit in 64 bits.");
+    expect(() => mg.array([1n, -(2n ** 63n) - 1n])).toThrow("does not fit in 64 bits");
+    expect(() => mg.add(mg.array(1n), 2n ** 64n)).toThrow("does not fit in 64 bits");
   });
   test("bfloat16 and float16 are stored bit-exactly (round to nearest even)", () => {
     const bits = new Uint16Array(mg.view(mg.array([1 + 2 ** -8, 1 + 3 * 2 ** -8], mg.bfloat16), mg.uint16).dataSync() as Uint16Array);

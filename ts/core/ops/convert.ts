@@ -121,6 +121,10 @@ function writeLeaf(view: TypedArray, dtype: Dtype, i: number, v: Scalar | Comple
     return;
   }
   if (isComplexValue(v)) throw new TypeError(`[array] cannot store a complex value in a ${dtype.name} array.`);
+  if (typeof v === "bigint" && (v < -(2n ** 63n) || v >= 2n ** 64n)) {
+    // Any 64-bit pattern converts as C does; a wider integer has no 64-bit value to wrap.
+    throw new RangeError(`[array] The integer ${v} does not fit in 64 bits.`);
+  }
   if (dtype === int64 || dtype === uint64) {
     const big = typeof v === "bigint" ? v : typeof v === "boolean" ? (v ? 1n : 0n) : bigFromNumber(v);
     view[i] = dtype === int64 ? BigInt.asIntN(64, big) : BigInt.asUintN(64, big);
