@@ -102,7 +102,9 @@ describe("customFunction", () => {
     f.vjp(() => [f32(1)]);
     expect(() => mg.grad(f)(f32(2), f32(3))).toThrow("[custom_function] The vjp result has 1 arrays but 2 were expected.");
     f.vjp(() => [f32([1, 2]), f32(1)]);
-    expect(() => mg.grad(f)(f32(2), f32(3))).toThrow("[vjp] CustomTransforms returned a cotangent of shape (2,) for an array of shape ()");
+    expect(() => mg.grad(f)(f32(2), f32(3))).toThrow("[custom_function] The vjp result's array 0 has shape (2,) but its primal has shape ().");
+    f.jvp(() => [f32([1, 2, 3])]);
+    expect(() => mg.jvp(f, [f32(2), f32(3)], [f32(1), f32(1)])).toThrow("[custom_function] The jvp result's array 0 has shape (3,) but its output has shape ().");
   });
 });
 

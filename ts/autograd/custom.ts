@@ -3,6 +3,7 @@
 // (behind stop_gradient): evaluating it forwards the outputs, and the transforms call the
 // attached vjp/jvp/vmap instead of looking inside. It is pure: captured arrays are constants.
 import { MgArray } from "../core/array.ts";
+import { formatShape, shapesEqual } from "../core/shape.ts";
 import { resolveStream } from "../core/device.ts";
 import { makeNode } from "../core/graph.ts";
 import type { Primitive } from "../core/primitive.ts";
@@ -85,6 +86,13 @@ function flattenMatching(result: unknown, like: readonly MgArray[], what: string
   if (out.length !== like.length) {
     throw new Error(`[custom_function] The ${what} has ${out.length} arrays but ${like.length} were expected.`);
   }
+  out.forEach((x, i) => {
+    const want = like[i]!;
+    if (x && !shapesEqual(x.shape, want.shape)) {
+      const of = what.startsWith("vjp") ? "primal" : "output";
+      throw new Error(`[custom_function] The ${what}'s array ${i} has shape ${formatShape(x.shape)} but its ${of} has shape ${formatShape(want.shape)}.`);
+    }
+  });
   return out.map((x, i) => x ?? fill(i));
 }
 
