@@ -33,7 +33,7 @@ function samples(): [string, MgArray][] {
     ["uint16", mg.array(v.map((x) => Math.abs(x) * 5000), mg.uint16)],
     ["int32", mg.array(v.map((x) => x * 100000007), mg.int32)],
     ["uint32", mg.array(v.map((x) => Math.abs(x) * 400000000), mg.uint32)],
-    ["int64", mg.array(v.map((x) => BigInt(x) * 1000000000000000001n), mg.int64)],
+    ["int64", mg.array(v.map((x) => BigInt(x) * 800000000000000001n), mg.int64)],
     ["uint64", mg.array(v.map((x) => BigInt(Math.abs(x)) * 1537228672809129301n), mg.uint64)],
     ["float16", mg.array(v.map((x) => x + 0.5), mg.float16)],
     ["bfloat16", mg.array(v.map((x) => x * 0.25), mg.bfloat16)],

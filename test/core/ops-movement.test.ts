@@ -19,7 +19,7 @@ function samples(): [string, MgArray][] {
     ["uint16", mg.array(v.map((x) => Math.abs(x) * 1000), mg.uint16)],
     ["int32", mg.array(v.map((x) => x * 100000007), mg.int32)],
     ["uint32", mg.array(v.map((x) => Math.abs(x) * 700000000), mg.uint32)],
-    ["int64", mg.array(v.map((x) => BigInt(x) * 3000000000000000001n), mg.int64)],
+    ["int64", mg.array(v.map((x) => BigInt(x) * 1500000000000000001n), mg.int64)],
     ["uint64", mg.array(v.map((x) => BigInt(Math.abs(x)) * 3000000000000000001n), mg.uint64)],
     ["float16", mg.array(v.map((x) => x / 4), mg.float16)],
     ["bfloat16", mg.array(v.map((x) => x * 8), mg.bfloat16)],
