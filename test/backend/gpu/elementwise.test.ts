@@ -35,7 +35,8 @@ describe("unary float ops, every float dtype and layout", () => {
 describe("binary ops", () => {
   const ops: [string, (a: MgArray, b: MgArray) => MgArray][] = [
     ["add", mg.add], ["subtract", mg.subtract], ["multiply", mg.multiply], ["maximum", mg.maximum], ["minimum", mg.minimum],
-    ["equal", mg.equal], ["notEqual", mg.notEqual], ["less", mg.less], ["greaterEqual", mg.greaterEqual],
+    ["equal", mg.equal], ["notEqual", mg.notEqual], ["less", mg.less], ["lessEqual", mg.lessEqual],
+    ["greater", mg.greater], ["greaterEqual", mg.greaterEqual],
   ];
   for (const [name, fn] of ops) {
     test(`${name} on every dtype`, () => {
@@ -84,6 +85,24 @@ describe("binary ops", () => {
     const a = mg.array([{ re: 1, im: 2 }, { re: -0.5, im: 3 }, { re: 2, im: -1 }]);
     const b = mg.array([{ re: 0.25, im: -1 }, { re: 2, im: 0.5 }, { re: -1, im: -1 }]);
     expectDevicesAgree(() => [mg.add(a, b), mg.multiply(a, b), mg.divide(a, b), mg.exp(a), mg.abs(a), mg.sqrt(a), mg.conjugate(a)], "complex64");
+    expectDevicesAgree(() => [mg.subtract(a, b), mg.real(a), mg.imag(a), mg.equal(a, b), mg.negative(a)], "complex64 parts");
+    // Strided: the real and imaginary parts of a transposed complex matrix.
+    const m = mg.reshape(mg.array(Array.from({ length: 6 }, (_, i) => ({ re: i - 2, im: 0.5 * i }))), [2, 3]).T;
+    expectDevicesAgree(() => [mg.real(m), mg.imag(m)], "complex64 transposed");
+  });
+  test("logical and, or, not on bool and on numbers (nonzero is true)", () => {
+    const p = mg.array([true, true, false, false, true, false, true]);
+    const q = mg.array([true, false, true, false, false, false, true]);
+    const x = mg.array([0, 1.5, -2, 0, Number.NaN, 3, 0], mg.float32);
+    const n = mg.array([0, 7, 0, -1, 2, 0, 5], mg.int32);
+    expectDevicesAgree(() => [mg.logicalAnd(p, q), mg.logicalOr(p, q), mg.logicalNot(p)], "bool");
+    expectDevicesAgree(() => [mg.logicalAnd(x, n), mg.logicalOr(x, n), mg.logicalNot(x), mg.logicalNot(n)], "float32/int32");
+    const [and, or] = runOn(mg.gpu, () => [mg.logicalAnd(p, q), mg.logicalOr(x, n)]);
+    expect(and!.tolist()).toEqual([true, false, false, false, false, false, true]);
+    expect(or!.tolist()).toEqual([false, true, true, true, true, true, true]);
+    for (const [layout, v] of layouts([4, 6], mg.float32, 21)) {
+      expectDevicesAgree(() => mg.logicalAnd(mg.greater(v, 0), mg.less(v, 0.5)), `logicalAnd ${layout}`);
+    }
   });
 });
 
