@@ -1,13 +1,13 @@
 // argmax / argmin along one axis: the uint32 position of the first extreme element, with the CPU
 // device's rule — walking the lane, an element replaces the best so far only if it compares
-// strictly better (C++ `>` / `<`), so a NaN never replaces anything and a NaN in first place is
-// never replaced. Variants:
+// strictly better, where a NaN beats every number and no other NaN. The answer is the first NaN
+// when there is one, so argmax/argmin agree with max/min (MLX since ml-explore/mlx#4292).
+// Variants:
 //   arg_reduce_row  one threadgroup per lane (cooperative). The walk above equals a maximum
-//                   under the total order "numbers before NaN, then by value, then by lower
-//                   index" — except when the lane starts with a NaN, whose answer is 0.
+//                   under the total order "NaN first, then by value, then by lower index".
 //   arg_reduce_col  one thread per lane walking it in order; used for strided lanes (adjacent
-//                   threads read adjacent lanes) and for complex64, whose partial order with NaN
-//                   parts has no equivalent total order.
+//                   threads read adjacent lanes) and for complex64, whose lexicographic order
+//                   with NaN parts is only partial.
 //
 // Arguments: shape/strides [2],[3] the other dimensions (output order) and their input strides,
 // ndim [4], sizes [5] {input base element, lane length, lane count, axis stride}.
@@ -26,7 +26,7 @@ template <typename T, bool IsMax> MG_FUNC bool precedes(IndexedValue<T> b, Index
   if (a.idx == MG_NO_INDEX) return true;
   const bool bn = is_nan(b.val);
   const bool an = is_nan(a.val);
-  if (bn != an) return an;
+  if (bn != an) return bn;
   if (!bn && b.val != a.val) return IsMax ? b.val > a.val : b.val < a.val;
   return b.idx < a.idx;
 }
@@ -84,7 +84,7 @@ template <typename T, bool IsMax, typename IdxT>
       }
     }
   }
-  if (lid == 0) out[row] = (n == 0 || is_nan(in[lane]) || best.idx == MG_NO_INDEX) ? 0u : best.idx;
+  if (lid == 0) out[row] = (n == 0 || best.idx == MG_NO_INDEX) ? 0u : best.idx;
 }
 
 template <typename T, bool IsMax, typename IdxT>
@@ -106,7 +106,7 @@ template <typename T, bool IsMax, typename IdxT>
   T best_val = n > 0 ? in[lane] : T();
   for (uint k = 1; k < n; ++k) {
     const T v = in[lane + IdxT(k) * axis_stride];
-    if (IsMax ? greater(v, best_val) : greater(best_val, v)) {
+    if ((IsMax ? greater(v, best_val) : greater(best_val, v)) || (is_nan(v) && !is_nan(best_val))) {
       best = k;
       best_val = v;
     }

@@ -75,11 +75,28 @@ describe("argmax / argmin", () => {
     }
   });
 
-  test("NaN as MLX's CPU backend: skipped, unless it comes first", () => {
-    expect(mg.argmax(mg.array([1, NaN, 3, 2])).item()).toBe(2);
-    expect(mg.argmin(mg.array([1, NaN, -3, 2])).item()).toBe(2);
-    expect(mg.argmax(mg.array([NaN, 1, 3])).item()).toBe(0);
-    expect(mg.argmin(mg.array([NaN, 1, 3])).item()).toBe(0);
+  test("the first NaN wins, so argmax/argmin agree with max/min (MLX 0.32.4, numpy, torch)", () => {
+    // The cases of ml-explore/mlx#4274, as MLX 0.32.4 (with #4292) answers them.
+    const cases: [number[], number, number][] = [
+      [[3, NaN, 1, 5], 1, 1],
+      [[NaN, 1, 2], 0, 0],
+      [[1, 2, NaN], 2, 2],
+      [[Infinity, NaN, -Infinity], 1, 1],
+      [[-1, -2, NaN], 2, 2],
+      [[1, NaN, NaN], 1, 1],
+      [[5, 1, 4], 0, 1], // no NaN: unchanged
+    ];
+    for (const [v, amax, amin] of cases) {
+      const x = mg.array(v, mg.float32);
+      expect([mg.argmax(x).item(), mg.argmin(x).item()]).toEqual([amax, amin]);
+      for (const d of [mg.float16, mg.bfloat16, mg.float64]) expect(mg.argmax(x.astype(d)).item()).toBe(amax);
+    }
+    const m = mg.array([[1, NaN, 3], [NaN, 2, NaN]], mg.float32);
+    expect(mg.argmax(m, 0).tolist()).toEqual([1, 0, 1]);
+    expect(mg.argmin(m, 1).tolist()).toEqual([1, 0]);
+    // complex64: a NaN in either part
+    expect(mg.argmax(mg.array([{ re: 1, im: 0 }, { re: NaN, im: 0 }, { re: 3, im: 0 }])).item()).toBe(1);
+    expect(mg.argmin(mg.array([{ re: 1, im: 0 }, { re: 0, im: NaN }, { re: 3, im: 0 }])).item()).toBe(1);
   });
 
   test("every dtype: ints, int64 beyond 2^53, bool, float16, bfloat16, complex (lexicographic)", () => {

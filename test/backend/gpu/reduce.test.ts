@@ -312,7 +312,7 @@ describe("ArgReduce", () => {
     const [s] = runOn(mg.gpu, () => mg.argmax(signed));
     expect(s!.item()).toBe(0); // -0 and 0 are equal: the first wins
   });
-  test("the CPU's NaN rule: a NaN never replaces the best so far, and a leading NaN is never replaced", () => {
+  test("the first NaN wins (MLX 0.32.4), across simdgroups and in long lanes", () => {
     const n = 64;
     const make = (nanAt: number[]) => {
       const v = new Float32Array(n).map((_, i) => Math.cos(i * 1.3));
@@ -324,15 +324,22 @@ describe("ArgReduce", () => {
     rows.forEach((r, i) => data.set(r, i * n));
     for (const dtype of GPU_FLOAT_DTYPES) {
       const x = onCpu(() => mg.astype(mg.array(data, null, { shape: [rows.length, n] }), dtype));
-      const [amax] = runOn(mg.gpu, () => mg.argmax(x, 1));
-      const got = amax!.tolist() as number[];
-      expect(got[0]).toBe(0); // leading NaN
-      expect(got[2]).toBe(0); // all NaN
-      const cosines = Array.from({ length: n }, (_, i) => Math.cos(i * 1.3));
-      expect(got[4]).toBe(cosines.indexOf(Math.max(...cosines)));
+      const [amax, amin] = runOn(mg.gpu, () => [mg.argmax(x, 1), mg.argmin(x, 1)]);
+      // The NaN-free row as stored in this dtype (rounding makes ties: the first index wins).
+      const cosines = (onCpu(() => mg.astype(x, mg.float32)).tolist() as number[][])[4]!;
+      // leading NaN, two NaNs (the first), all NaN, trailing NaN, none
+      expect(amax!.tolist()).toEqual([0, 10, 0, n - 1, cosines.indexOf(Math.max(...cosines))]);
+      expect(amin!.tolist()).toEqual([0, 10, 0, n - 1, cosines.indexOf(Math.min(...cosines))]);
       const xt = onCpu(() => mg.transpose(x));
       expectDevicesAgree(() => [mg.argmax(x, 1), mg.argmin(x, 1), mg.argmax(xt, 0), mg.argmin(xt, 0)], `NaN ${dtype.name}`);
     }
+    // 5000 elements: each thread strides over the lane, NaNs are met out of order.
+    const long = new Float32Array(5000).map((_, i) => Math.sin(i));
+    long[4321] = NaN;
+    long[1234] = NaN;
+    long[2999] = NaN;
+    const [lmax, lmin] = runOn(mg.gpu, () => [mg.argmax(mg.array(long)), mg.argmin(mg.array(long))]);
+    expect([lmax!.item(), lmin!.item()]).toEqual([1234, 1234]);
   });
   test("layouts: transposed, sliced, broadcast and reversed views", () => {
     for (const dtype of [mg.float32, mg.int32]) {

@@ -259,12 +259,18 @@ export function argReduceLanes(keys: Keys, shape: readonly number[], axis: numbe
   return out;
 }
 
-/** better(i, j): element i strictly beats element j (C++ `>` / `<`, false with NaN). */
+/**
+ * better(i, j): element i strictly beats element j. A NaN beats every number and no other NaN, so
+ * the walk settles on the first NaN: argmax/argmin agree with max/min, which propagate NaN
+ * (MLX since ml-explore/mlx#4292; numpy and torch do the same).
+ */
 function improves(keys: Keys, max: boolean): (i: number, j: number) => boolean {
   switch (keys.kind) {
     case "number": {
       const v = keys.v;
-      return max ? (i, j) => v[i]! > v[j]! : (i, j) => v[i]! < v[j]!;
+      return max
+        ? (i, j) => v[i]! > v[j]! || (Number.isNaN(v[i]!) && !Number.isNaN(v[j]!))
+        : (i, j) => v[i]! < v[j]! || (Number.isNaN(v[i]!) && !Number.isNaN(v[j]!));
     }
     case "bigint": {
       const v = keys.v;
@@ -273,8 +279,11 @@ function improves(keys: Keys, max: boolean): (i: number, j: number) => boolean {
     case "complex": {
       // MLX's complex64_t ordering: by real part, then imaginary part.
       const v = keys.v;
+      const nan = (i: number) => Number.isNaN(v[2 * i]!) || Number.isNaN(v[2 * i + 1]!);
       const gt = (i: number, j: number) => v[2 * i]! > v[2 * j]! || (v[2 * i] === v[2 * j] && v[2 * i + 1]! > v[2 * j + 1]!);
-      return max ? gt : (i, j) => gt(j, i);
+      return max
+        ? (i, j) => gt(i, j) || (nan(i) && !nan(j))
+        : (i, j) => gt(j, i) || (nan(i) && !nan(j));
     }
   }
 }
