@@ -167,7 +167,7 @@ struct Sign {
   template <typename T> MG_FUNC T operator()(T x) {
     typedef typename compute_type<T>::type C;
     C v = C(x);
-    return T(v > C(0) ? C(1) : (v < C(0) ? C(-1) : v));  // keeps ±0 and NaN
+    return T(v > C(0) ? C(1) : (v < C(0) ? C(-1) : C(0)));  // MLX: NaN and -0 give +0
   }
   MG_FUNC complex64_t operator()(complex64_t z) {
     float m = metal::precise::sqrt(z.real * z.real + z.imag * z.imag);

@@ -77,6 +77,15 @@ describe("unary float ops", () => {
     expect(mg.abs(mg.array([-7n, 3n], mg.int64)).tolist()).toEqual([7n, 3n]);
     expect(() => mg.negative(mg.array([true]))).toThrow("[negative] Not supported for bool");
   });
+  test("sign of NaN and -0 is +0, as MLX's (x > 0) - (x < 0), on both devices", () => {
+    for (const device of [mg.cpu, mg.gpu]) {
+      for (const dtype of [mg.float32, mg.float16, mg.bfloat16]) {
+        const s = mg.sign(mg.array([NaN, -0.5, -0.0, Infinity, -Infinity], dtype), { stream: device }).tolist() as number[];
+        expect(s).toEqual([0, -1, 0, 1, -1]);
+        expect(Object.is(s[2], 0) && Object.is(s[0], 0)).toBe(true);
+      }
+    }
+  });
   test("complex unary ops", () => {
     const z = mg.array([{ re: 1, im: 1 }]);
     const e = mg.exp(z).tolist() as { re: number; im: number }[];

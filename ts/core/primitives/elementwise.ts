@@ -104,7 +104,8 @@ export const Negative = unary({
 
 export const Sign = unary({
   name: "Sign",
-  num: (x) => (x > 0 ? 1 : x < 0 ? -1 : x === 0 ? 0 : NaN),
+  // MLX's (x > 0) - (x < 0): NaN and -0 give +0.
+  num: (x) => (x > 0 ? 1 : x < 0 ? -1 : 0),
   big: (x) => (x > 0n ? 1n : x < 0n ? -1n : 0n),
   cplx: (re, im) => {
     const m = Math.hypot(re, im);
