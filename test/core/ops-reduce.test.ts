@@ -124,3 +124,34 @@ describe("integer wraparound and complex ordering (exact references)", () => {
     expect(mg.all(mg.array([{ re: 0, im: 1 }, { re: 0, im: 0 }])).item()).toBe(false);
   });
 });
+
+describe("arguments from untyped callers", () => {
+  // JS callers often pass an options object where MLX has a positional argument; each case used to
+  // end in an engine error ("Spread syntax requires ...") or, worse, a silently wrong value.
+  const x = mg.array([[1.5, 2], [3, 4]]);
+  const opts = { keepdims: true } as unknown as number;
+  test("an axis that is neither an integer nor a list", () => {
+    expect(() => mg.sum(x, opts)).toThrow("[sum] axis must be an integer or a list of integers, got an object (keepdims).");
+    expect(() => mg.mean(x, opts)).toThrow("[mean] axis must be an integer or a list of integers");
+    expect(() => mg.softmax(x, { precise: true } as unknown as number)).toThrow("[softmax] axis must be an integer or a list of integers, got an object (precise).");
+    expect(() => mg.squeeze(x, "0" as unknown as number)).toThrow('[squeeze] axis must be an integer or a list of integers, got string 0.');
+    // keepdims in an options object in keepdims' place is accepted on purpose (see kd()).
+    expect(mg.sum(x, 0, { keepdims: true } as unknown as boolean).shape).toEqual([1, 2]);
+  });
+  test("var/std: keepdims a boolean, ddof an integer", () => {
+    expect(() => mg.variance(x, 0, { ddof: 1 } as unknown as boolean)).toThrow("[var] keepdims must be a boolean, got object; the signature is var(a, axis, keepdims, ddof, options).");
+    expect(() => mg.std(x, null, false, "1" as unknown as number)).toThrow("[std] ddof must be an integer, got string.");
+    expect(mg.variance(x, null, false, 1).item()).toBeCloseTo(((1.5 - 2.625) ** 2 + (2 - 2.625) ** 2 + (3 - 2.625) ** 2 + (4 - 2.625) ** 2) / 3, 6);
+  });
+  test("isclose/allclose tolerances are numbers", () => {
+    expect(() => mg.isclose(x, x, { equalNan: true } as unknown as number)).toThrow("[isclose] rtol must be a number, got object; equalNan and stream go in the options object after atol.");
+    expect(() => mg.allclose(x, x, 1e-5, "0" as unknown as number)).toThrow("[allclose] atol must be a number, got string");
+    expect(mg.isclose(mg.array([NaN, 1]), mg.array([NaN, 1]), 1e-5, 1e-8, { equalNan: true }).tolist()).toEqual([true, true]);
+  });
+  test("a missing or string operand names the op", () => {
+    expect(() => mg.add(x, undefined as unknown as number)).toThrow("[add] Expected an array or a number, got undefined.");
+    expect(() => mg.matmul(x, null as unknown as number)).toThrow("[matmul] Expected an array or a number, got null.");
+    expect(() => mg.clip(x, "a" as unknown as number, 3)).toThrow('[clip] Expected an array or a number, got the string "a".');
+    expect(mg.clip(mg.array([1, 5, 9]), undefined as unknown as null, 4).tolist()).toEqual([1, 4, 4]);
+  });
+});

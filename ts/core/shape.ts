@@ -61,6 +61,17 @@ export function normalizeAxis(axis: number, ndim: number, op: string): number {
   return a;
 }
 
+/**
+ * An axis argument as a list: one integer or a list of integers. JS callers can pass anything in
+ * that position — commonly an options object meant for a later one — so the rest is a tagged error.
+ */
+export function axisList(axis: unknown, op: string): readonly number[] {
+  if (typeof axis === "number") return [axis];
+  if (Array.isArray(axis)) return axis as number[];
+  const got = axis !== null && typeof axis === "object" ? `an object (${Object.keys(axis).join(", ") || "no keys"})` : `${typeof axis} ${String(axis)}`;
+  throw new TypeError(`[${op}] axis must be an integer or a list of integers, got ${got}.`);
+}
+
 /** Normalises a list of axes (or all axes when undefined); rejects duplicates. Sorted ascending. */
 export function normalizeAxes(
   axes: number | readonly number[] | undefined | null,
@@ -68,7 +79,7 @@ export function normalizeAxes(
   op: string,
 ): number[] {
   if (axes === undefined || axes === null) return Array.from({ length: ndim }, (_, i) => i);
-  const list = typeof axes === "number" ? [axes] : axes;
+  const list = axisList(axes, op);
   const out = list.map((a) => normalizeAxis(a, ndim, op));
   const seen = new Set<number>();
   for (const a of out) {

@@ -215,11 +215,20 @@ export function constantScalar(value: Scalar, dtype: Dtype): MgArray {
 }
 
 /** Converts an op argument to an array; scalars take their own default dtype. */
+/** Rejects what can never be an array operand, naming the op (a missing or mistyped argument). */
+export function checkOperand(x: unknown, op: string): void {
+  if (x === undefined || x === null || typeof x === "string" || typeof x === "function" || typeof x === "symbol") {
+    const got = typeof x === "string" ? `the string "${x}"` : String(x);
+    throw new TypeError(`[${op}] Expected an array or a number, got ${got}.`);
+  }
+}
+
 export function toArray(x: ArrayInput, op: string): MgArray {
   if (x instanceof MgArray) {
     x.checkUsable(op);
     return x;
   }
+  checkOperand(x, op);
   return array(x);
 }
 

@@ -8,7 +8,7 @@ import { resolveStream } from "../device.ts";
 import { makeArray, makeNode, rejectFloat64OnGpu } from "../graph.ts";
 import * as P from "../primitives/elementwise.ts";
 import type { Primitive } from "../primitive.ts";
-import { type ArrayInput, fromValues, type StreamOptions, toArray, toArrays, weakScalar } from "./convert.ts";
+import { type ArrayInput, checkOperand, fromValues, type StreamOptions, toArray, toArrays, weakScalar } from "./convert.ts";
 import { broadcastAll } from "./broadcast.ts";
 import { fullLike, zerosLike } from "./creation.ts";
 
@@ -259,9 +259,12 @@ export function where(condition: ArrayInput, x: ArrayInput, y: ArrayInput, opts:
 /** Clips to [aMin, aMax]; either bound may be null (not both). */
 export function clip(a: ArrayInput, aMin: ArrayInput | null, aMax: ArrayInput | null, opts: StreamOptions = {}): MgArray {
   let x = toArray(a, "clip");
-  if (aMin === null && aMax === null) throw new Error("[clip] At most one of aMin and aMax may be null.");
-  if (aMin !== null) x = maximum(x, aMin, opts);
-  if (aMax !== null) x = minimum(x, aMax, opts);
+  // null (MLX's None) or undefined: no bound on that side.
+  if (aMin == null && aMax == null) throw new Error("[clip] At most one of aMin and aMax may be null.");
+  if (aMin != null) checkOperand(aMin, "clip");
+  if (aMax != null) checkOperand(aMax, "clip");
+  if (aMin != null) x = maximum(x, aMin, opts);
+  if (aMax != null) x = minimum(x, aMax, opts);
   return x;
 }
 
@@ -319,8 +322,16 @@ export interface IsCloseOptions extends StreamOptions {
 
 /** |a − b| ≤ atol + rtol·|b|, as mx.isclose: infinities are close only to the same infinity.
  *  The tolerances are float32 arrays (not weak scalars), as in MLX. */
+/** rtol and atol are positional numbers; an options object in their place would compare with NaN. */
+export function checkTolerances(op: string, rtol: unknown, atol: unknown): void {
+  for (const [name, v] of [["rtol", rtol], ["atol", atol]] as const) {
+    if (typeof v !== "number") throw new TypeError(`[${op}] ${name} must be a number, got ${typeof v}; equalNan and stream go in the options object after atol.`);
+  }
+}
+
 export function isclose(a: ArrayInput, b: ArrayInput, rtol = 1e-5, atol = 1e-8, opts: IsCloseOptions = {}): MgArray {
   const [x, y] = toArrays(a, b, "isclose");
+  checkTolerances("isclose", rtol, atol);
   const rhs = add(fromValues([atol], [], float32), multiply(fromValues([rtol], [], float32), abs(y, opts), opts), opts);
   const lhs = abs(subtract(x, y, opts), opts);
   let out = lessEqual(lhs, rhs, opts);

@@ -7,7 +7,7 @@ import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Reduce, type ReduceType } from "../primitives/reduce.ts";
 import { Scan, type ScanType } from "../primitives/scan.ts";
-import { normalizeAxis } from "../shape.ts";
+import { axisList, normalizeAxis } from "../shape.ts";
 import { type ArrayInput, fromValues, type StreamOptions, toArray } from "./convert.ts";
 import * as ew from "./elementwise.ts";
 import { flatten, reshape } from "./shape.ts";
@@ -19,7 +19,7 @@ export interface ReduceOptions extends StreamOptions {}
 /** Validates axes as MLX's compute_reduce_shape: sorted, unique, in range; optional empty check. */
 function reduceAxes(a: MgArray, axis: Axes, op: string, noIdentity = false): number[] {
   const nd = a.ndim;
-  const list = axis === undefined || axis === null ? Array.from({ length: nd }, (_, i) => i) : typeof axis === "number" ? [axis] : [...axis];
+  const list = axis === undefined || axis === null ? Array.from({ length: nd }, (_, i) => i) : axisList(axis, op);
   const out: number[] = [];
   for (const ax of list) {
     if (!Number.isInteger(ax)) throw new TypeError(`[${op}] axis must be an integer, got ${ax}.`);
@@ -93,8 +93,16 @@ export interface VarianceOptions extends ReduceOptions {}
 
 /** Variance with `ddof` (MLX's var: N − ddof clamped at 0, so var([1,2], ddof=2) is inf). */
 export function variance(a: ArrayInput, axis?: Axes, keepdims = false, ddof = 0, opts: VarianceOptions = {}): MgArray {
-  const x = toArray(a, "var");
-  const axes = reduceAxes(x, axis, "var");
+  return varianceOf("var", a, axis, keepdims, ddof, opts);
+}
+
+function varianceOf(op: string, a: ArrayInput, axis: Axes, keepdims: boolean, ddof: number, opts: VarianceOptions): MgArray {
+  // keepdims and ddof are positional (MLX's var(a, axis, keepdims, ddof)): an options object or a
+  // string in their place would silently mean keepdims=true or a NaN divisor.
+  if (typeof keepdims !== "boolean") throw new TypeError(`[${op}] keepdims must be a boolean, got ${typeof keepdims}; the signature is ${op}(a, axis, keepdims, ddof, options).`);
+  if (!Number.isInteger(ddof)) throw new TypeError(`[${op}] ddof must be an integer, got ${typeof ddof === "number" ? ddof : typeof ddof}.`);
+  const x = toArray(a, op);
+  const axes = reduceAxes(x, axis, op);
   let dtype = atLeastFloat(x.dtype);
   const mu = mean(x, axes, true, opts);
   const d = ew.subtract(x, mu, opts);
@@ -107,7 +115,7 @@ export function variance(a: ArrayInput, axis?: Axes, keepdims = false, ddof = 0,
 }
 
 export function std(a: ArrayInput, axis?: Axes, keepdims = false, ddof = 0, opts: VarianceOptions = {}): MgArray {
-  return ew.sqrt(variance(a, axis, keepdims, ddof, opts), opts);
+  return ew.sqrt(varianceOf("std", a, axis, keepdims, ddof, opts), opts);
 }
 
 /** Number of nonzero elements (axis and keepdims are keyword-only in MLX). */
@@ -167,5 +175,6 @@ export interface AllCloseOptions extends StreamOptions {
 
 /** all(isclose(a, b, rtol, atol)), as mx.allclose. */
 export function allclose(a: ArrayInput, b: ArrayInput, rtol = 1e-5, atol = 1e-8, opts: AllCloseOptions = {}): MgArray {
+  ew.checkTolerances("allclose", rtol, atol);
   return all(ew.isclose(a, b, rtol, atol, opts), null, false, opts);
 }

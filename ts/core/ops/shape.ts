@@ -3,7 +3,7 @@ import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Reshape, Slice, Transpose } from "../primitives/views.ts";
-import { formatShape, normalizeAxes, normalizeAxis, shapeSize, shapesEqual } from "../shape.ts";
+import { axisList, formatShape, normalizeAxes, normalizeAxis, shapeSize, shapesEqual } from "../shape.ts";
 import { broadcastAll, broadcastToShape } from "./broadcast.ts";
 import { type ArrayInput, splitOptions, type StreamOptions, toArray } from "./convert.ts";
 
@@ -75,7 +75,7 @@ export function squeeze(a: ArrayInput, axis?: number | readonly number[] | null,
 
 export function expandDims(a: ArrayInput, axis: number | readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "expand_dims");
-  const list = typeof axis === "number" ? [axis] : [...axis];
+  const list = axisList(axis, "expand_dims");
   const outNdim = x.ndim + list.length;
   const axes = normalizeAxes(list, outNdim, "expand_dims");
   const shape: number[] = [];

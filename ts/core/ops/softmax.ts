@@ -9,6 +9,7 @@ import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import * as ew from "./elementwise.ts";
 import { max, sum, type Axes } from "./reduce.ts";
 import { reshape, transpose } from "./shape.ts";
+import { axisList } from "../shape.ts";
 
 export interface SoftmaxOptions extends StreamOptions {
   /** Accumulate float16/bfloat16 inputs in float32 (MLX's keyword-only `precise`). */
@@ -22,7 +23,7 @@ export interface LogSumExpOptions extends StreamOptions {
 /** Sorted, unique, in-range axes; all axes when null. */
 function softmaxAxes(x: MgArray, axis: Axes, op: string): number[] {
   if (axis === undefined || axis === null) return Array.from({ length: x.ndim }, (_, i) => i);
-  const list = typeof axis === "number" ? [axis] : [...axis];
+  const list = axisList(axis, op);
   if (x.ndim === 0 && list.length > 0) {
     throw new Error(`[${op}] Received non-empty axes for array with 0 dimensions.`);
   }
