@@ -143,6 +143,21 @@ describe("MLX's autograd facts", () => {
     const g2 = mg.grad((x: MgArray) => mg.sum(mg.multiply(2, mg.imag(x))))(z);
     expect(g2.tolist()).toEqual([{ re: 0, im: 2 }, { re: 0, im: 2 }, { re: 0, im: 2 }]);
   });
+  test("maximum/minimum send a tie's gradient to the second operand (MLX's masks a > b, a <= b)", () => {
+    // Values from MLX 0.32.4: grad(lambda x: sum(maximum(x, 1.0)))([1, 2, 0]) is [0, 1, 0].
+    const x = mg.array([1, 2, 0, NaN], mg.float32);
+    const y = mg.array([1, 1, 1, 1], mg.float32);
+    const [gMaxX, gMaxY] = mg.grad((a: MgArray, b: MgArray) => mg.sum(mg.maximum(a, b)), [0, 1])(x, y) as MgArray[];
+    expect(gMaxX!.tolist()).toEqual([0, 1, 0, 0]);
+    expect(gMaxY!.tolist()).toEqual([1, 0, 1, 0]);
+    const [gMinX, gMinY] = mg.grad((a: MgArray, b: MgArray) => mg.sum(mg.minimum(a, b)), [0, 1])(x, y) as MgArray[];
+    expect(gMinX!.tolist()).toEqual([0, 0, 1, 0]);
+    expect(gMinY!.tolist()).toEqual([1, 1, 0, 0]);
+    // clip is maximum then minimum: at a bound the gradient goes to the bound, not to x.
+    expect(mg.grad((a: MgArray) => mg.sum(mg.clip(a, 0, 1)))(mg.array([0, 0.5, 1, 2], mg.float32)).tolist()).toEqual([0, 1, 0, 0]);
+    const [, tangent] = mg.jvp((a: MgArray) => mg.maximum(a, 1), [x], [mg.onesLike(x)]);
+    expect(tangent[0]!.tolist()).toEqual([0, 1, 0, 0]);
+  });
 });
 
 describe("devices", () => {

@@ -624,23 +624,18 @@ export const Maximum = binary({
   name: "Maximum",
   num: maxNum,
   big: (x, y) => (x > y ? x : y),
-  // Ties split the gradient evenly between the two inputs.
-  vjp: (a, b, _y, g) => tieSplit(g, ew.greater(a, b), ew.equal(a, b)),
+  // MLX's masks: a gets g where a > b, b where a <= b, so a tie sends all of g to b (and a NaN
+  // pair sends it to neither).
+  vjp: (a, b, _y, g) => [ew.multiply(g, ew.greater(a, b)), ew.multiply(g, ew.lessEqual(a, b))],
 });
 
 export const Minimum = binary({
   name: "Minimum",
   num: minNum,
   big: (x, y) => (x < y ? x : y),
-  vjp: (a, b, _y, g) => tieSplit(g, ew.less(a, b), ew.equal(a, b)),
+  // As Maximum, mirrored: a where a < b, b where a >= b.
+  vjp: (a, b, _y, g) => [ew.multiply(g, ew.less(a, b)), ew.multiply(g, ew.greaterEqual(a, b))],
 });
-
-function tieSplit(g: MgArray, aWins: MgArray, tie: MgArray): [MgArray, MgArray] {
-  const half = ew.multiply(g, 0.5);
-  const ga = ew.where(aWins, g, ew.where(tie, half, 0));
-  const gb = ew.where(aWins, 0, ew.where(tie, half, g));
-  return [ga, gb];
-}
 
 export const LogAddExp = binary({
   name: "LogAddExp",
