@@ -574,14 +574,27 @@ export class Queue {
 const MAGIC = 0x3142474d;
 const OP_DISPATCH = 1;
 
-function size3(value: Size3, what: string): [number, number, number] {
-  const dims = typeof value === "number" ? [value, 1, 1] : [value[0], value[1] ?? 1, value[2] ?? 1];
-  for (const d of dims) {
-    if (!Number.isInteger(d) || d! < 0 || d! > 0xffffffff) {
-      throw new Error(`[CommandBatch] ${what} dimensions must be integers in [0, 2^32), got ${JSON.stringify(value)}`);
-    }
+/** Writes a grid or threadgroup size as three words at `at` (no [x, y, z] triple: a hot path). */
+function putSize3(w: Uint32Array, at: number, value: Size3, what: string): void {
+  let x: number | undefined;
+  let y: number | undefined = 1;
+  let z: number | undefined = 1;
+  if (typeof value === "number") x = value;
+  else {
+    x = value[0];
+    y = value[1] ?? 1;
+    z = value[2] ?? 1;
   }
-  return dims as [number, number, number];
+  if (!isDimension(x) || !isDimension(y) || !isDimension(z)) {
+    throw new Error(`[CommandBatch] ${what} dimensions must be integers in [0, 2^32), got ${JSON.stringify(value)}`);
+  }
+  w[at] = x;
+  w[at + 1] = y;
+  w[at + 2] = z;
+}
+
+function isDimension(d: number | undefined): d is number {
+  return Number.isInteger(d) && d! >= 0 && d! <= 0xffffffff;
 }
 
 /**
@@ -626,8 +639,10 @@ export class CommandBatch {
     let inlineWords = 0;
     for (const b of inline) inlineWords += 2 + Math.ceil(b.data.byteLength / 4);
     this.#reserve(15 + buffers.length * 8 + inlineWords + memory.length * 2);
-    const grid = size3(d.grid, "grid");
-    const group = size3(d.threadgroup, "threadgroup");
+    const w = this.#words;
+    let at = this.#length;
+    putSize3(w, at + 4, d.grid, "grid");
+    putSize3(w, at + 7, d.threadgroup, "threadgroup");
     let mustLo = 0;
     let mustHi = 0;
     for (const index of d.mustWrite ?? []) {
@@ -637,19 +652,12 @@ export class CommandBatch {
       if (index < 32) mustLo |= 1 << index;
       else mustHi |= 1 << (index - 32);
     }
-    const w = this.#words;
-    let at = this.#length;
     const pipeline = d.pipeline.handle as number;
     w[at++] = OP_DISPATCH;
     w[at++] = pipeline >>> 0;
     w[at++] = Math.floor(pipeline / TWO_32);
     w[at++] = (d.mode ?? "threads") === "threads" ? 1 : 0;
-    w[at++] = grid[0];
-    w[at++] = grid[1];
-    w[at++] = grid[2];
-    w[at++] = group[0];
-    w[at++] = group[1];
-    w[at++] = group[2];
+    at += 6; // grid and threadgroup, written above
     w[at++] = buffers.length;
     w[at++] = inline.length;
     w[at++] = memory.length;

@@ -4,7 +4,8 @@
 import type { MgArray, Node } from "../../core/array.ts";
 import { bfloat16, complex64, type Dtype, float16 } from "../../core/dtype.ts";
 import type { KernelInstance } from "../../core/primitive.ts";
-import { Precision } from "../../core/trace.ts";
+import { Precision, tracing } from "../../core/trace.ts";
+import type { BufferBinding, InlineBytes, Pipeline, Size3 } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex } from "./encoder.ts";
 import { kernelPipeline, kernelSource, prepareSources, sourcePipeline } from "./kernels.ts";
@@ -24,9 +25,15 @@ export type Access = "contiguous" | "scalar" | "strided";
 
 export function accessOf(a: MgArray, outSize: number): Access {
   const l = a.layout!;
-  if (a.size === 1 || l.strides.every((s, i) => s === 0 || a.shape[i] === 1)) return "scalar";
+  if (a.size === 1 || isBroadcastScalar(a.shape, l.strides)) return "scalar";
   if (l.rowContiguous && a.size === outSize) return "contiguous";
   return "strided";
+}
+
+/** Every dimension either has stride 0 or length 1: one value seen everywhere. */
+function isBroadcastScalar(shape: readonly number[], strides: readonly number[]): boolean {
+  for (let i = 0; i < strides.length; i++) if (strides[i] !== 0 && shape[i] !== 1) return false;
+  return true;
 }
 
 /** 1-D grid for n threads, or 2-D when n does not fit one grid dimension. */
@@ -51,6 +58,12 @@ export function elementwisePrecision(d: Dtype): string {
 interface SingleChoice {
   kernel: KernelInstance;
   variant: string;
+  /** Extra arguments after the buffers: none, the size (`_v2`), or shapes/strides (`_g`). */
+  args: "none" | "size" | "strided";
+  /** The trace's precision label (it depends only on the compute dtype, part of the choice). */
+  precision: string;
+  /** The compiled pipeline, once encodeSingle has looked it up (pipelines live for the process). */
+  pipeline: Pipeline | null;
 }
 
 /** How each input will be addressed: from its layout, or predicted (null when unknown yet). */
@@ -82,13 +95,15 @@ function chooseSingle(node: Node, accessFn: AccessFn = accessOf): SingleChoice |
   if (!perPrimitive) choices.set(node.primitive, (perPrimitive = new Map()));
   let c = perPrimitive.get(code);
   if (!c) {
-    c = buildChoice(node, ins.map((a) => accessFn(a, n)!), large);
+    const { kernel, variant } = buildChoice(node, ins.map((a) => accessFn(a, n)!), large);
+    const args = kernel.instantiation.includes("_g<") ? "strided" : kernel.instantiation.includes("_v2<") ? "size" : "none";
+    c = { kernel, variant, args, precision: elementwisePrecision(ins[ins.length === 3 ? 1 : 0]!.dtype), pipeline: null };
     perPrimitive.set(code, c);
   }
   return c;
 }
 
-function buildChoice(node: Node, access: Access[], large: boolean): SingleChoice {
+function buildChoice(node: Node, access: Access[], large: boolean): { kernel: KernelInstance; variant: string } {
   const out = node.outputs[0]!;
   const ins = node.inputs;
   const f = functorOf(node);
@@ -128,41 +143,50 @@ export function singleKernels(node: Node): KernelInstance[] {
   return c ? [c.kernel] : [];
 }
 
-/** Encodes one elementwise node with its static kernel. */
+/** Encodes one elementwise node with its static kernel. The common contiguous case is a hot path
+ *  (thousands of small ops per eval): it builds no intermediate arrays and, unless tracing, no
+ *  trace record. */
 export function encodeSingle(enc: GpuEncoder, node: Node): void {
-  const { kernel, variant } = chooseSingle(node)!;
-  const pipeline = kernelPipeline(kernel);
-  const n = node.outputs[0]!.size;
-  const ins = node.inputs.map((a, i) => enc.input(a, i));
-  const outs = node.outputs.map((o, i) => enc.output(o, node.inputs.length + i));
-  let next = node.inputs.length + node.outputs.length;
-  const bytes = [];
-  if (kernel.instantiation.includes("_g<")) {
-    bytes.push(int32Bytes(next++, node.outputs[0]!.shape));
+  const c = chooseSingle(node)!;
+  const pipeline = (c.pipeline ??= kernelPipeline(c.kernel));
+  const inputs = node.inputs;
+  const outputs = node.outputs;
+  const n = outputs[0]!.size;
+  const buffers: BufferBinding[] = [];
+  const mustWrite: number[] = [];
+  const bytes: InlineBytes[] = [];
+  let next = inputs.length + outputs.length;
+  if (c.args === "strided") {
+    const ins: BoundArray[] = [];
+    for (let i = 0; i < inputs.length; i++) {
+      const b = enc.input(inputs[i]!, i);
+      ins.push(b);
+      buffers.push(b.binding);
+    }
+    bytes.push(int32Bytes(next++, outputs[0]!.shape));
     bytes.push(int64Bytes(next++, ins.flatMap((b) => (b.strides.length ? [...b.strides] : [0]))));
-    bytes.push(int32Bytes(next++, [node.outputs[0]!.ndim]));
+    bytes.push(int32Bytes(next++, [outputs[0]!.ndim]));
     bytes.push(int64Bytes(next++, ins.length === 1 ? [ins[0]!.base] : ins.map((b) => b.base)));
     bytes.push(int64Bytes(next++, [n]));
-  } else if (kernel.instantiation.includes("_v2<")) {
-    bytes.push(int64Bytes(next++, [n]));
+  } else {
+    for (let i = 0; i < inputs.length; i++) buffers.push(enc.inputBinding(inputs[i]!, i));
+    if (c.args === "size") bytes.push(int64Bytes(next++, [n]));
   }
-  const grid = elementwiseGrid(n);
+  for (let i = 0; i < outputs.length; i++) {
+    buffers.push(enc.outputBinding(outputs[i]!, inputs.length + i));
+    mustWrite.push(inputs.length + i);
+  }
+  // A 1-D grid (the usual case) is passed as plain numbers: no [x, 1, 1] triples to allocate.
+  let grid: Size3 = n;
+  let threadgroup: Size3;
+  if (n < 2 ** 32) threadgroup = Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, n));
+  else {
+    grid = elementwiseGrid(n);
+    threadgroup = linearThreadgroup(pipeline, grid[0]);
+  }
   enc.dispatch(
-    {
-      pipeline,
-      buffers: [...ins, ...outs].map((b) => b.binding),
-      bytes,
-      grid,
-      threadgroup: linearThreadgroup(pipeline, grid[0]),
-      mustWrite: outs.map((o) => o.binding.index),
-    },
-    {
-      primitives: [node.primitive.name],
-      inputs: node.inputs,
-      outputs: node.outputs,
-      layout: variant,
-      precision: elementwisePrecision(node.inputs[node.inputs.length === 3 ? 1 : 0]!.dtype),
-    },
+    { pipeline, buffers, bytes, grid, threadgroup, mustWrite },
+    tracing() ? { primitives: [node.primitive.name], inputs, outputs, layout: c.variant, precision: c.precision } : null,
   );
 }
 

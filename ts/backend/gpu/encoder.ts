@@ -58,12 +58,20 @@ export function setForceLargeIndex(on: boolean): boolean {
   return previous;
 }
 
-/** Elements an array's binding spans: its view's extent, or its size before it has data. */
+/** Elements an array's binding spans: its view's extent, or its size before it has data.
+ *  (viewExtent's hi - lo, computed without the pair: this runs for every kernel choice.) */
 function extentOf(a: MgArray): number {
   const l = a.layout;
   if (!l) return a.size;
-  const [lo, hi] = viewExtent(a.shape, l.strides, l.offset);
-  return hi - lo;
+  const shape = a.shape;
+  const strides = l.strides;
+  let span = 1;
+  for (let i = 0; i < shape.length; i++) {
+    const d = shape[i]!;
+    if (d === 0) return 0;
+    span += Math.abs((d - 1) * strides[i]!);
+  }
+  return span;
 }
 
 /**
@@ -71,7 +79,12 @@ function extentOf(a: MgArray): number {
  * `extra` offset, or an element of one of `arrays` relative to its binding may reach 2^31.
  */
 export function needsLargeIndex(count: number, arrays: readonly MgArray[], extra = 0): boolean {
-  return forceLargeIndex || count >= INT32_LIMIT || extra >= INT32_LIMIT || arrays.some((a) => a.size >= INT32_LIMIT || extentOf(a) >= INT32_LIMIT);
+  if (forceLargeIndex || count >= INT32_LIMIT || extra >= INT32_LIMIT) return true;
+  for (let k = 0; k < arrays.length; k++) {
+    const a = arrays[k]!;
+    if (a.size >= INT32_LIMIT || extentOf(a) >= INT32_LIMIT) return true;
+  }
+  return false;
 }
 /** The index type and name tag of a kernel's 32- or 64-bit variant. */
 export const idxType = (large: boolean): string => (large ? "int64_t" : "uint");
@@ -121,28 +134,50 @@ export class GpuEncoder {
   /** Binds an evaluated (or already allocated, pending) array for reading at `index`. */
   input(a: MgArray, index: number): BoundArray {
     const l = a.layout!;
-    const item = a.dtype.size;
-    const [lo, hi] = viewExtent(a.shape, l.strides, l.offset);
+    const binding = this.inputBinding(a, index);
     return {
-      binding: { index, buffer: nativeOf(a), offset: lo * item, length: Math.max(hi - lo, 0) * item, access: "read" },
-      base: l.offset - lo,
+      binding,
+      base: l.offset - binding.offset! / a.dtype.size,
       strides: l.strides,
       rowContiguous: l.rowContiguous,
     };
   }
 
+  /** `input(a, index).binding` alone, for kernels that need no base or strides. */
+  inputBinding(a: MgArray, index: number): BufferBinding {
+    const l = a.layout!;
+    const item = a.dtype.size;
+    // viewExtent inlined: no [lo, hi] pair per binding.
+    const shape = a.shape;
+    const strides = l.strides;
+    let lo = l.offset;
+    let hi = l.offset + 1;
+    for (let i = 0; i < shape.length; i++) {
+      const d = shape[i]!;
+      if (d === 0) {
+        lo = hi = l.offset;
+        break;
+      }
+      const span = (d - 1) * strides[i]!;
+      if (span < 0) lo += span;
+      else hi += span;
+    }
+    return { index, buffer: nativeOf(a), offset: lo * item, length: (hi - lo) * item, access: "read" };
+  }
+
   /** Allocates `a` (row-contiguous) if needed and binds it for writing at `index`. */
   output(a: MgArray, index: number, access: "write" | "readwrite" = "write"): BoundArray {
-    if (!a.layout) a.allocate();
+    const binding = this.outputBinding(a, index, access);
     const l = a.layout!;
+    return { binding, base: 0, strides: l.strides, rowContiguous: l.rowContiguous };
+  }
+
+  /** `output(a, index, access).binding` alone. */
+  outputBinding(a: MgArray, index: number, access: "write" | "readwrite" = "write"): BufferBinding {
+    const l = a.layout ?? a.allocate();
     this.written.add(l.storage);
     const item = a.dtype.size;
-    return {
-      binding: { index, buffer: nativeOf(a), offset: l.offset * item, length: a.size * item, access },
-      base: 0,
-      strides: l.strides,
-      rowContiguous: l.rowContiguous,
-    };
+    return { index, buffer: nativeOf(a), offset: l.offset * item, length: a.size * item, access };
   }
 
   /** Records a copy or fallback for the next dispatch's trace record. */
@@ -150,27 +185,34 @@ export class GpuEncoder {
     this.pendingNotes.push(text);
   }
 
-  dispatch(d: Dispatch, trace: DispatchTrace): void {
+  /**
+   * Appends `d` to the batch and records its trace. `trace` may be null only when `tracing()` is
+   * false: hot paths skip building a record no one will read.
+   */
+  dispatch(d: Dispatch, trace: DispatchTrace | null): void {
     this.batch.dispatch(d);
     this.dispatches++;
+    if (!tracing()) {
+      if (this.pendingNotes.length > 0) this.pendingNotes = [];
+      return;
+    }
     const notes = this.pendingNotes;
     this.pendingNotes = [];
-    if (tracing()) {
-      const grid = (typeof d.grid === "number" ? [d.grid, 1, 1] : [d.grid[0], d.grid[1] ?? 1, d.grid[2] ?? 1]) as [number, number, number];
-      const tg = (typeof d.threadgroup === "number" ? [d.threadgroup, 1, 1] : [d.threadgroup[0], d.threadgroup[1] ?? 1, d.threadgroup[2] ?? 1]) as [number, number, number];
-      record({
-        device: "gpu",
-        kernel: d.pipeline.name,
-        primitives: trace.primitives,
-        inputDtypes: trace.inputs.map((i) => i.dtype.name),
-        outputDtypes: trace.outputs.map((o) => o.dtype.name),
-        layout: trace.layout,
-        grid,
-        threadgroup: tg,
-        precision: trace.precision,
-        notes: [...notes, ...(trace.notes ?? [])],
-      });
-    }
+    if (trace === null) throw new Error(`[gpu] internal: ${d.pipeline.name} dispatched without its trace record while tracing`);
+    const grid = (typeof d.grid === "number" ? [d.grid, 1, 1] : [d.grid[0], d.grid[1] ?? 1, d.grid[2] ?? 1]) as [number, number, number];
+    const tg = (typeof d.threadgroup === "number" ? [d.threadgroup, 1, 1] : [d.threadgroup[0], d.threadgroup[1] ?? 1, d.threadgroup[2] ?? 1]) as [number, number, number];
+    record({
+      device: "gpu",
+      kernel: d.pipeline.name,
+      primitives: trace.primitives,
+      inputDtypes: trace.inputs.map((i) => i.dtype.name),
+      outputDtypes: trace.outputs.map((o) => o.dtype.name),
+      layout: trace.layout,
+      grid,
+      threadgroup: tg,
+      precision: trace.precision,
+      notes: [...notes, ...(trace.notes ?? [])],
+    });
   }
 }
 
