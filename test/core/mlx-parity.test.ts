@@ -1,0 +1,72 @@
+// metalgrad against MLX itself. test/fixtures/mlx-parity/cases.txt pairs an MLX Python expression
+// with the metalgrad expression that means the same; expected.json holds what a real MLX returned
+// for the Python side (scripts/mlx-parity.py regenerates it). Each case runs on the cpu and on the
+// gpu device and must give MLX's dtype and shape, its values (exactly for integers and bool, within
+// ts/testing/tolerances.ts for floats, NaN for NaN), or throw where MLX throws.
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import * as mg from "../../ts/index.ts";
+import { toleranceFor } from "../../ts/testing/tolerances.ts";
+
+const dir = join(import.meta.dir, "../fixtures/mlx-parity");
+
+type Plain = number | boolean | string | Plain[];
+type Expected = { value: Plain; dtype?: string; shape?: number[] } | { error: string };
+
+const expected = JSON.parse(readFileSync(join(dir, "expected.json"), "utf8")) as { mlx: string; cases: Record<string, Expected> };
+const cases = readFileSync(join(dir, "cases.txt"), "utf8")
+  .split("\n")
+  .filter((line) => line.trim() !== "" && !line.startsWith("#"))
+  .map((line) => {
+    const [name, , ts] = line.split("|") as [string, string, string];
+    return { name, ts };
+  });
+
+/** tolist() output in expected.json's encoding (non-finite floats as strings, bigints as numbers). */
+function plain(v: unknown): Plain {
+  if (Array.isArray(v)) return v.map(plain);
+  if (typeof v === "bigint") return Number(v);
+  if (typeof v === "number" && !Number.isFinite(v)) return Number.isNaN(v) ? "nan" : v > 0 ? "inf" : "-inf";
+  return v as Plain;
+}
+
+function expectValuesClose(got: Plain, want: Plain, rtol: number, atol: number, where: string): void {
+  if (Array.isArray(want)) {
+    expect(Array.isArray(got) && got.length === want.length, `${where}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`).toBe(true);
+    want.forEach((w, i) => expectValuesClose((got as Plain[])[i]!, w, rtol, atol, `${where}[${i}]`));
+    return;
+  }
+  if (typeof want === "number" && typeof got === "number") {
+    expect(Math.abs(got - want) <= atol + rtol * Math.abs(want), `${where}: got ${got}, MLX ${want}`).toBe(true);
+    return;
+  }
+  expect(got, where).toEqual(want);
+}
+
+describe(`parity with MLX ${expected.mlx}`, () => {
+  test("every case has an MLX result", () => {
+    expect(cases.length).toBeGreaterThan(150);
+    expect(cases.filter((c) => !(c.name in expected.cases)).map((c) => c.name)).toEqual([]);
+  });
+
+  for (const device of [mg.cpu, mg.gpu]) {
+    test.each(cases)(`$name on ${device.type}`, ({ name, ts }) => {
+      const want = expected.cases[name]!;
+      const run = (): unknown => mg.stream(device, () => new Function("mg", `return (${ts});`)(mg));
+      if ("error" in want) {
+        expect(run).toThrow();
+        return;
+      }
+      const got = run();
+      if (!(got instanceof mg.MgArray)) {
+        expect(plain(got)).toEqual(want.value);
+        return;
+      }
+      expect(got.dtype.name as string).toBe(want.dtype!);
+      expect(got.shape).toEqual(want.shape!);
+      const { rtol, atol } = toleranceFor(got.dtype);
+      expectValuesClose(plain(got.tolist()), want.value, rtol, atol, name);
+    });
+  }
+});
