@@ -9,6 +9,7 @@ import { dlopen, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
 import { existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
+import type { BufferLike } from "../memory/storage.ts";
 
 const LIB_NAME = process.platform === "darwin" ? "libMetalGradRuntime.dylib" : "libMetalGradRuntime.so";
 const PACKAGE_ROOT = resolve(import.meta.dir, "../..");
@@ -426,7 +427,7 @@ type ToArrayBufferWithDeallocator = (
  * native deallocator drops the view pin and, if `release()` was never called, the ownership too,
  * so garbage collection alone frees an undisposed buffer.
  */
-export class NativeBuffer {
+export class NativeBuffer implements BufferLike {
   readonly handle: Pointer;
   readonly byteLength: number;
   #view: ArrayBuffer | null;
@@ -469,6 +470,15 @@ export class NativeBuffer {
 
   get released(): boolean {
     return this.#released;
+  }
+
+  // BufferLike (ts/memory/storage.ts): storages hold NativeBuffers directly, no wrapper per buffer.
+  get bytes(): ArrayBuffer {
+    return this.arrayBuffer;
+  }
+
+  get native(): NativeBuffer {
+    return this;
   }
 
   /** A typed-array view of the whole buffer (cheap: shares the one ArrayBuffer). */

@@ -77,6 +77,8 @@ let nextId = 1;
 export class MgArray {
   readonly id: number;
   readonly shape: readonly number[];
+  /** Element count, computed once (shape never changes; kernels ask for it constantly). */
+  readonly size: number;
   readonly dtype: Dtype;
   readonly stream: Stream;
   /** Producer while unevaluated; null once evaluated (detached) or for constants. */
@@ -98,6 +100,7 @@ export class MgArray {
   constructor(shape: readonly number[], dtype: Dtype, stream: Stream, node: Node | null, shared = false) {
     this.id = nextId++;
     this.shape = shape;
+    this.size = shapeSize(shape);
     this.dtype = dtype;
     this.stream = stream;
     this.node = node;
@@ -107,9 +110,6 @@ export class MgArray {
 
   get ndim(): number {
     return this.shape.length;
-  }
-  get size(): number {
-    return shapeSize(this.shape);
   }
   get itemsize(): number {
     return this.dtype.size;

@@ -34,13 +34,5 @@ setAllocator((nbytes: number): BufferLike => {
     sinceCheck = 0;
     checkPressure();
   }
-  const buffer = runtime().newBuffer(nbytes);
-  return {
-    byteLength: nbytes,
-    get bytes() {
-      return buffer.arrayBuffer;
-    },
-    release: () => buffer.release(),
-    native: buffer,
-  };
+  return runtime().newBuffer(nbytes);
 });
