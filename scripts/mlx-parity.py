@@ -25,6 +25,8 @@ def plain(v):
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
         return v
+    if isinstance(v, complex):
+        return {"re": plain(v.real), "im": plain(v.imag)}
     if isinstance(v, (list, tuple)):
         return [plain(x) for x in v]
     return v
@@ -37,7 +39,9 @@ def evaluate(expr):
         return {"error": f"{type(e).__name__}: {e}"}
     if isinstance(r, mx.array):
         return {"value": plain(r.tolist()), "dtype": str(r.dtype).replace("mlx.core.", ""), "shape": list(r.shape)}
-    return {"value": plain(list(r) if isinstance(r, tuple) else r)}
+    if isinstance(r, (tuple, list)):  # several gradients, a split, ...
+        return {"value": [plain(x.tolist()) if isinstance(x, mx.array) else plain(x) for x in r]}
+    return {"value": plain(r)}
 
 
 def main():

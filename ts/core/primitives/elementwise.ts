@@ -603,15 +603,16 @@ export const Power = binary({
     return cexp(er, ei);
   },
   // d aᵇ = b aᵇ⁻¹ da + aᵇ log a db. The a-rule is written as b·a^(b−1) so that it is 0 at
-  // a = 0 for b > 1 (grad of x**1.5 at 0 is 0); the b-rule is 0 where a = 0 (MLX's convention).
+  // a = 0 for b > 1 (grad of x**1.5 at 0 is 0); the b-rule is 0 where aᵇ is 0 (MLX's "0 · log 0
+  // → 0"), so at a = 0 it is 0 for b > 0 but −inf for b = 0, as in MLX.
   vjp: (a, b, y, g) => [
     ew.multiply(g, ew.multiply(b, ew.power(a, ew.subtract(b, 1)))),
-    ew.multiply(g, ew.where(ew.equal(a, 0), 0, ew.multiply(y, ew.log(a)))),
+    ew.multiply(g, ew.where(ew.notEqual(y, 0), ew.multiply(y, ew.log(a)), 0)),
   ],
   jvp: (a, b, y, ta, tb) =>
     sumTangents(
       ta ? ew.multiply(ta, ew.multiply(b, ew.power(a, ew.subtract(b, 1)))) : null,
-      tb ? ew.multiply(tb, ew.where(ew.equal(a, 0), 0, ew.multiply(y, ew.log(a)))) : null,
+      tb ? ew.multiply(tb, ew.where(ew.notEqual(y, 0), ew.multiply(y, ew.log(a)), 0)) : null,
       y,
     ),
 });
