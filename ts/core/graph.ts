@@ -136,7 +136,8 @@ export function evalArrays(targets: readonly MgArray[]): void {
           (type === "gpu" ? " (the GPU backend did not load)." : "."),
       );
     }
-    backend.run(order.slice(start, end), ctx);
+    // One stream (the usual case): hand over the schedule itself rather than a copy.
+    backend.run(start === 0 && end === order.length ? order : order.slice(start, end), ctx);
     start = end;
   }
   if (retainGraphDepth > 0) {
@@ -149,7 +150,7 @@ export function evalArrays(targets: readonly MgArray[]): void {
 /** Forgets a computed node: outputs keep their data, inputs lose one consumer. A node fused away
  *  (no output materialised) keeps its inputs so that it can be recomputed if read later. */
 export function detach(node: Node): void {
-  if (node.outputs.every((o) => o.layout === null)) return;
+  if (!anyMaterialised(node.outputs)) return;
   for (const o of node.outputs) {
     if (o.node === node) o.node = null;
     o.releaseIfUnused(); // a sibling the user already disposed: free its new data
@@ -157,6 +158,11 @@ export function detach(node: Node): void {
   const inputs = node.inputs;
   node.inputs = [];
   for (const i of inputs) i.dropGraphRef();
+}
+
+function anyMaterialised(arrays: readonly MgArray[]): boolean {
+  for (let i = 0; i < arrays.length; i++) if (arrays[i]!.layout !== null) return true;
+  return false;
 }
 
 setEvaluator((arrays) => evalArrays(arrays));

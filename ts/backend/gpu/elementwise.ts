@@ -138,9 +138,8 @@ function buildChoice(node: Node, access: Access[], large: boolean): { kernel: Ke
 }
 
 /** The static kernel a node will need, when its inputs' layouts can be predicted. */
-export function singleKernels(node: Node): KernelInstance[] {
-  const c = chooseSingle(node, predictedAccess);
-  return c ? [c.kernel] : [];
+export function singleKernel(node: Node): KernelInstance | null {
+  return chooseSingle(node, predictedAccess)?.kernel ?? null;
 }
 
 /** Encodes one elementwise node with its static kernel. The common contiguous case is a hot path

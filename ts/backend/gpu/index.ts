@@ -9,7 +9,7 @@ import { reshapeStrides, setView } from "../../core/primitives/views.ts";
 import { shapesEqual } from "../../core/shape.ts";
 import type { PendingWork } from "../../memory/storage.ts";
 import { type Queue, runtime, type SubmittedBatch } from "../runtime.ts";
-import { encodeFused, encodeSingle, FUSED_MAX_BUFFERS, prepareFused, type Region, regionInputs, singleKernels } from "./elementwise.ts";
+import { encodeFused, encodeSingle, FUSED_MAX_BUFFERS, prepareFused, type Region, regionInputs, singleKernel } from "./elementwise.ts";
 import { GpuEncoder } from "./encoder.ts";
 import { encodeCopy, copyKernel } from "./copy.ts";
 import { prepareKernels } from "./kernels.ts";
@@ -84,22 +84,28 @@ function gpuRuleOf(node: Node) {
 /** Splits nodes into view steps, single kernels and fused regions, in an order that respects
  *  every dependency. A region is a run of elementwise nodes of one output shape; a node that
  *  does not read the open region is planned ahead of it, one that does closes it first. */
-function plan(nodes: readonly Node[], ctx: EvalContext): Item[] {
+function plan(nodes: readonly Node[], ctx: EvalContext): { items: Item[]; regions: Region[] } {
   const items: Item[] = [];
+  const regions: Region[] = [];
   let open: Node[] = [];
   let inOpen = new Set<MgArray>();
 
   const close = () => {
     if (open.length === 0) return;
     if (open.length === 1) items.push({ kind: "single", node: open[0]! });
-    else items.push({ kind: "region", region: { nodes: open, outputs: regionOutputs(open, ctx) } });
+    else {
+      const region: Region = { nodes: open, outputs: regionOutputs(open, ctx) };
+      items.push({ kind: "region", region });
+      regions.push(region);
+    }
     open = [];
     inOpen = new Set();
   };
 
   for (const node of nodes) {
     const rule = gpuRuleOf(node);
-    const readsOpen = node.inputs.some((i) => inOpen.has(i));
+    // Nothing can read an empty region (always the case with fusion off): skip the lookups.
+    const readsOpen = open.length > 0 && readsAny(node.inputs, inOpen);
     if (fusionEnabled && isFusable(node)) {
       const shape = node.outputs[0]!.shape;
       const fits = open.length === 0 || shapesEqual(open[0]!.outputs[0]!.shape, shape);
@@ -114,7 +120,17 @@ function plan(nodes: readonly Node[], ctx: EvalContext): Item[] {
     else items.push({ kind: "kernel", node });
   }
   close();
-  return items;
+  return { items, regions };
+}
+
+function readsAny(inputs: readonly MgArray[], arrays: ReadonlySet<MgArray>): boolean {
+  for (let i = 0; i < inputs.length; i++) if (arrays.has(inputs[i]!)) return true;
+  return false;
+}
+
+function allEmpty(arrays: readonly MgArray[]): boolean {
+  for (let i = 0; i < arrays.length; i++) if (arrays[i]!.size !== 0) return false;
+  return true;
 }
 
 /** A region node's output must be written if eval asked for it or a node outside the region reads it. */
@@ -151,11 +167,14 @@ function encodeView(enc: GpuEncoder, node: Node): void {
 registerBackend("gpu", {
   run(nodes, ctx) {
     if (nodes.length === 0) return;
-    const items = plan(nodes, ctx);
+    const { items, regions } = plan(nodes, ctx);
     // Compile every static kernel this eval needs in as few compiler runs as possible.
     const wanted: KernelInstance[] = [];
     for (const it of items) {
-      if (it.kind === "single") wanted.push(...singleKernels(it.node));
+      if (it.kind === "single") {
+        const k = singleKernel(it.node);
+        if (k) wanted.push(k);
+      }
       else if (it.kind === "view" && it.node.primitive.name === "Reshape") {
         // Only a reshape that cannot be a view needs the copy kernel.
         const a = it.node.inputs[0]!;
@@ -168,7 +187,7 @@ registerBackend("gpu", {
       }
     }
     prepareKernels(wanted);
-    prepareFused(items.flatMap((it) => (it.kind === "region" ? [it.region] : [])));
+    prepareFused(regions);
 
     const stream = nodes[0]!.stream;
     const queue = queueFor(stream);
@@ -183,12 +202,13 @@ registerBackend("gpu", {
       }
     }
     // If anything fails before the batch is submitted, no output may keep uncomputed storage.
-    const fresh = nodes.flatMap((n) => n.outputs).filter((o) => o.layout === null);
+    const fresh: MgArray[] = [];
+    for (const n of nodes) for (const o of n.outputs) if (o.layout === null) fresh.push(o);
     try {
       for (const it of items) {
         // Nothing to compute for empty outputs: give them (empty) storage and launch nothing.
         const outs = it.kind === "region" ? it.region.outputs : it.node.outputs;
-        if (it.kind !== "view" && outs.every((o) => o.size === 0)) {
+        if (it.kind !== "view" && allEmpty(outs)) {
           for (const o of outs) if (!o.layout) o.allocate();
           continue;
         }
