@@ -67,9 +67,14 @@ describe("unary float ops", () => {
   test("round: half to even, with decimals", () => {
     expect(vals(mg.round(mg.array([0.5, -0.5, 1.5, -1.5, -21.03, 19.98])))).toEqual([0, -0, 2, -2, -21, 20]);
     expect(Object.is(vals(mg.round(mg.array([-0.5])))[0], -0)).toBe(true);
-    // x·100 then rint then /100, as MLX (and NumPy): -2.675·100 is exactly -267.5 in float64
+    // x·100 then rint then /100 (NumPy's way back; MLX multiplies by a float32 0.01, an ulp off):
+    // -2.675·100 is exactly -267.5 in float64
     expect(vals(mg.round(mg.array([1.2345, -2.675], mg.float64), 2))).toEqual([1.23, -2.68]);
     expect(mg.round(mg.array([3, 4], mg.int32)).tolist()).toEqual([3, 4]);
+    // Integers round too when decimals < 0 (MLX 0.32.4: [0, 20, 20, 0]; 25·0.1 is 2.5 in float32).
+    expect(mg.round(mg.array([5, 15, 25, -5], mg.int32), -1).tolist()).toEqual([0, 20, 20, 0]);
+    expect(mg.round(mg.array([5, 15], mg.uint8), -1).dtype).toBe(mg.uint8);
+    expect(mg.round(mg.array([7]), 1).tolist()).toEqual([7]);
   });
   test("sign, negative and abs on integers keep the dtype; negative of bool throws", () => {
     expect(mg.sign(mg.array([-3, 0, 5], mg.int8)).tolist()).toEqual([-1, 0, 1]);

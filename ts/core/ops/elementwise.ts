@@ -108,10 +108,14 @@ export function trunc(a: ArrayInput, opts: StreamOptions = {}): MgArray {
 export function round(a: ArrayInput, decimals = 0, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "round");
   if (!Number.isInteger(decimals)) throw new TypeError("[round] decimals must be an integer.");
-  if (!isInexact(x.dtype)) return x;
-  if (decimals === 0) return unaryOp(P.Round, x, opts);
+  if (decimals === 0) return isInexact(x.dtype) ? unaryOp(P.Round, x, opts) : x;
+  // As MLX: scale in the array's float type (float32 for integers), round half to even, scale
+  // back and cast to the input dtype, so round(int32 [5, 15, 25], -1) is [0, 20, 20]. The way back
+  // divides by 10^d (NumPy's rule, the nearest float); MLX multiplies by a float32 10^-d, which can
+  // land one ulp off.
   const scale = 10 ** decimals;
-  return divide(unaryOp(P.Round, multiply(x, scale, opts), opts), scale, opts);
+  const xf = astype(x, atLeastFloat(x.dtype), opts);
+  return astype(divide(unaryOp(P.Round, multiply(xf, scale, opts), opts), scale, opts), x.dtype, opts);
 }
 
 export function logicalNot(a: ArrayInput, opts: StreamOptions = {}): MgArray {
