@@ -12,6 +12,8 @@ import { zerosLike } from "../ops/creation.ts";
 import * as ew from "../ops/elementwise.ts";
 import { cumprod, sum } from "../ops/reduce.ts";
 import { broadcastTo, flip, reshape as reshapeTo, transpose as transposeTo } from "../ops/shape.ts";
+import { argmax, argmin } from "../ops/sort.ts";
+import { takeAlongAxis } from "../ops/indexing.ts";
 import { reduceRule } from "../../backend/gpu/reduce.ts";
 
 export type ReduceType = "sum" | "prod" | "max" | "min" | "and" | "or";
@@ -231,11 +233,10 @@ export const Reduce: Primitive<ReduceParams> = {
       case "prod":
         return [sum(ew.multiply(t!, productOfOthers(x, p.axes)), p.axes, true)];
       case "max":
-      case "min": {
-        const mask = ew.astype(ew.equal(x, broadcastTo(y!, x.shape)), x.dtype);
-        const count = sum(mask, p.axes, true);
-        return [ew.divide(sum(ew.multiply(t!, mask), p.axes, true), count)];
-      }
+      case "min":
+        // MLX's rule: the tangent of the first extreme element (argmax/argmin), not the mean over
+        // ties the vjp uses — MLX's two rules differ at ties, and metalgrad follows both.
+        return [tangentAtFirstExtreme(x, t!, p.axes, p.type === "max")];
       default:
         return [zerosLike(y!)];
     }
@@ -248,17 +249,28 @@ export const Reduce: Primitive<ReduceParams> = {
   paramsKey: (p) => `${p.type}|${p.axes.join(",")}`,
 };
 
+/** Moves `axes` last and flattens them into one: [array, the permutation used]. */
+function reducedAxesLast(x: MgArray, axes: readonly number[]): [MgArray, number[]] {
+  const keep = Array.from({ length: x.ndim }, (_, i) => i).filter((i) => !axes.includes(i));
+  const perm = [...keep, ...axes];
+  const n = axes.reduce((acc, i) => acc * x.shape[i]!, 1);
+  return [reshapeTo(transposeTo(x, perm), [...keep.map((i) => x.shape[i]!), n]), perm];
+}
+
+/** t at the first maximum (minimum) of x over `axes`, shaped as the reduction's output. */
+function tangentAtFirstExtreme(x: MgArray, t: MgArray, axes: readonly number[], isMax: boolean): MgArray {
+  const [xs] = reducedAxesLast(x, axes);
+  const [ts] = reducedAxesLast(broadcastTo(t, x.shape), axes);
+  const at = isMax ? argmax(xs, -1, true) : argmin(xs, -1, true);
+  return reshapeTo(takeAlongAxis(ts, at, -1), x.shape.map((d, i) => (axes.includes(i) ? 1 : d)));
+}
+
 /** For each element, the product of the other elements along the reduced axes. */
 function productOfOthers(x: MgArray, axes: readonly number[]): MgArray {
   // Move the reduced axes last and flatten them; then "product of the others" is the product of
   // an exclusive prefix scan and an exclusive suffix scan — no division, so zeros are fine.
   const nd = x.ndim;
-  const keep = Array.from({ length: nd }, (_, i) => i).filter((i) => !axes.includes(i));
-  const perm = [...keep, ...axes];
-  const moved = transposeTo(x, perm);
-  const lead = keep.map((i) => x.shape[i]!);
-  const n = axes.reduce((acc, i) => acc * x.shape[i]!, 1);
-  const flat = reshapeTo(moved, [...lead, n]);
+  const [flat, perm] = reducedAxesLast(x, axes);
   const left = cumprod(flat, -1, { inclusive: false });
   const right = flip(cumprod(flip(flat, -1), -1, { inclusive: false }), -1);
   const others = ew.multiply(left, right);
