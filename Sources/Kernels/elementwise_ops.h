@@ -288,12 +288,18 @@ struct Maximum {
   MG_FUNC float operator()(float a, float b) { return metal::isnan(a) ? a : (a > b ? a : b); }
   MG_FUNC half operator()(half a, half b) { return metal::isnan(a) ? a : (a > b ? a : b); }
   MG_FUNC bfloat operator()(bfloat a, bfloat b) { return metal::isnan(float(a)) ? a : (float(a) > float(b) ? a : b); }
+  MG_FUNC complex64_t operator()(complex64_t a, complex64_t b) {
+    return (metal::isnan(a.real) || metal::isnan(a.imag) || a > b) ? a : b;
+  }
 };
 struct Minimum {
   template <typename T> MG_FUNC T operator()(T a, T b) { return a < b ? a : b; }
   MG_FUNC float operator()(float a, float b) { return metal::isnan(a) ? a : (a < b ? a : b); }
   MG_FUNC half operator()(half a, half b) { return metal::isnan(a) ? a : (a < b ? a : b); }
   MG_FUNC bfloat operator()(bfloat a, bfloat b) { return metal::isnan(float(a)) ? a : (float(a) < float(b) ? a : b); }
+  MG_FUNC complex64_t operator()(complex64_t a, complex64_t b) {
+    return (metal::isnan(a.real) || metal::isnan(a.imag) || a < b) ? a : b;
+  }
 };
 
 struct LogAddExp {
@@ -304,6 +310,19 @@ struct LogAddExp {
     C m = metal::max(x, y);
     if (metal::isinf(m)) return T(m);  // both -inf, or one +inf
     return T(m + log1p_impl(metal::precise::exp(metal::min(x, y) - m)));
+  }
+  // MLX's complex form: the larger operand (lexicographic) plus log(1 + exp(smaller − larger)).
+  MG_FUNC complex64_t operator()(complex64_t a, complex64_t b) {
+    if (metal::isnan(a.real) || metal::isnan(a.imag) || metal::isnan(b.real) || metal::isnan(b.imag)) {
+      return make_complex(NAN, 0.0f);
+    }
+    complex64_t hi = a > b ? a : b;
+    complex64_t lo = a > b ? b : a;
+    if (lo.real == -INFINITY || hi.real == INFINITY) return hi;
+    float e = metal::precise::exp(lo.real - hi.real);
+    float re = 1.0f + e * metal::precise::cos(lo.imag - hi.imag);
+    float im = e * metal::precise::sin(lo.imag - hi.imag);
+    return make_complex(hi.real + metal::precise::log(metal::precise::sqrt(re * re + im * im)), hi.imag + metal::precise::atan2(im, re));
   }
 };
 

@@ -37,6 +37,11 @@ MG_FUNC complex64_t operator/(complex64_t a, complex64_t b) {
 }
 MG_FUNC bool operator==(complex64_t a, complex64_t b) { return a.real == b.real && a.imag == b.imag; }
 MG_FUNC bool operator!=(complex64_t a, complex64_t b) { return !(a == b); }
+// Lexicographic order, real part first (MLX's complex64_t comparisons; NaN parts compare false).
+MG_FUNC bool operator>(complex64_t a, complex64_t b) { return a.real > b.real || (a.real == b.real && a.imag > b.imag); }
+MG_FUNC bool operator>=(complex64_t a, complex64_t b) { return a.real > b.real || (a.real == b.real && a.imag >= b.imag); }
+MG_FUNC bool operator<(complex64_t a, complex64_t b) { return b > a; }
+MG_FUNC bool operator<=(complex64_t a, complex64_t b) { return b >= a; }
 
 // Conversions to and from complex64 (C-cast semantics: complex → real keeps the real part).
 template <typename T> struct ComplexCast {

@@ -1,7 +1,7 @@
 // Elementwise ops: validate, promote (MLX's rules), broadcast, build nodes.
 import type { MgArray } from "../array.ts";
 import {
-  atLeastFloat, bool_, type Dtype, dtypeArgument, finfo as finfoOf, float32, isComplex, isFloating, isInexact, isInteger,
+  atLeastFloat, bool_, complex64, type Dtype, dtypeArgument, finfo as finfoOf, float32, isComplex, isFloating, isInexact, isInteger,
   promoteTypes, uint8,
 } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
@@ -177,7 +177,9 @@ function prepare(a: ArrayInput, b: ArrayInput, op: string, opts: StreamOptions, 
 }
 
 function binaryOp(prim: Primitive<null>, op: string, a: ArrayInput, b: ArrayInput, opts: StreamOptions, dtypeRule?: (d: Dtype) => Dtype): MgArray {
-  const [x, y] = prepare(a, b, op, opts, dtypeRule);
+  const [x, y, t] = prepare(a, b, op, opts, dtypeRule);
+  // Checked here, not when the kernel runs: the CPU would fail at eval, the GPU at compile time.
+  if (t === complex64 && !P.supportsComplex(prim)) throw new TypeError(`[${op}] Not supported for complex64.`);
   return makeArray(prim, [x, y], null, resolveStream(opts.stream));
 }
 

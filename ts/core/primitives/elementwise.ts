@@ -443,6 +443,10 @@ interface BinaryDef extends ScalarFns2 {
   holomorphic?: boolean;
 }
 
+const complexCapable = new WeakSet<Primitive<null>>();
+/** Whether a binary primitive computes complex64 (its op rejects complex inputs otherwise). */
+export const supportsComplex = (p: Primitive<null>): boolean => complexCapable.has(p);
+
 /** Elementwise primitive of two same-shaped, same-dtype inputs. */
 export function binary(def: BinaryDef): Primitive<null> {
   const vjp: Rule2 | undefined =
@@ -480,6 +484,7 @@ export function binary(def: BinaryDef): Primitive<null> {
       : undefined,
     vmap: (inputs, axes) => vmapElementwise(prim, inputs, axes, null),
   };
+  if (def.cplx || def.cplxToNum) complexCapable.add(prim);
   return prim;
 }
 
@@ -618,6 +623,10 @@ export const Power = binary({
 });
 
 // NaN propagates from either side (maximum(nan, 0) is nan).
+// complex64 is ordered lexicographically, real part first (MLX's complex64_t operators).
+const cgt = (ar: number, ai: number, br: number, bi: number) => ar > br || (ar === br && ai > bi);
+const cge = (ar: number, ai: number, br: number, bi: number) => ar > br || (ar === br && ai >= bi);
+const cnan = (re: number, im: number) => re !== re || im !== im;
 const maxNum = (x: number, y: number) => (x !== x ? x : x > y ? x : y);
 const minNum = (x: number, y: number) => (x !== x ? x : x < y ? x : y);
 
@@ -625,6 +634,8 @@ export const Maximum = binary({
   name: "Maximum",
   num: maxNum,
   big: (x, y) => (x > y ? x : y),
+  // As for floats, a NaN first operand wins (MLX's Metal rule).
+  cplx: (ar, ai, br, bi) => (cnan(ar, ai) || cgt(ar, ai, br, bi) ? [ar, ai] : [br, bi]),
   // MLX's masks: a gets g where a > b, b where a <= b, so a tie sends all of g to b (and a NaN
   // pair sends it to neither).
   vjp: (a, b, _y, g) => [ew.multiply(g, ew.greater(a, b)), ew.multiply(g, ew.lessEqual(a, b))],
@@ -634,13 +645,25 @@ export const Minimum = binary({
   name: "Minimum",
   num: minNum,
   big: (x, y) => (x < y ? x : y),
+  cplx: (ar, ai, br, bi) => (cnan(ar, ai) || cgt(br, bi, ar, ai) ? [ar, ai] : [br, bi]),
   // As Maximum, mirrored: a where a < b, b where a >= b.
   vjp: (a, b, _y, g) => [ew.multiply(g, ew.less(a, b)), ew.multiply(g, ew.greaterEqual(a, b))],
 });
 
 export const LogAddExp = binary({
   name: "LogAddExp",
+  holomorphic: true,
   num: logaddexp,
+  // MLX's complex form: m + log1p(exp(n − m)) with m, n the larger and smaller operand in the
+  // lexicographic order; any NaN part gives NaN.
+  cplx: (ar, ai, br, bi) => {
+    if (cnan(ar, ai) || cnan(br, bi)) return [NaN, 0];
+    const [mr, mi, nr, ni] = cgt(ar, ai, br, bi) ? [ar, ai, br, bi] : [br, bi, ar, ai];
+    if (nr === -Infinity || mr === Infinity) return [mr, mi];
+    const e = Math.exp(nr - mr);
+    const [lr, li] = clog(1 + e * Math.cos(ni - mi), e * Math.sin(ni - mi));
+    return [mr + lr, mi + li];
+  },
   // ∂/∂a log(eᵃ + eᵇ) = eᵃ⁻ʸ
   vjp: (a, b, y, g) => [ew.multiply(g, ew.exp(ew.subtract(a, y))), ew.multiply(g, ew.exp(ew.subtract(b, y)))],
   jvp: (a, b, y, ta, tb) =>
@@ -677,10 +700,10 @@ export const Equal = cmp("Equal", (x, y) => x === y, (x, y) => x === y, (ar, ai,
 export const EqualNan = cmp("Equal", (x, y) => x === y || (x !== x && y !== y), (x, y) => x === y,
   (ar, ai, br, bi) => (ar === br || (ar !== ar && br !== br)) && (ai === bi || (ai !== ai && bi !== bi)), "EqualNan");
 export const NotEqual = cmp("NotEqual", (x, y) => x !== y, (x, y) => x !== y, (ar, ai, br, bi) => ar !== br || ai !== bi);
-export const Greater = cmp("Greater", (x, y) => x > y, (x, y) => x > y);
-export const GreaterEqual = cmp("GreaterEqual", (x, y) => x >= y, (x, y) => x >= y);
-export const Less = cmp("Less", (x, y) => x < y, (x, y) => x < y);
-export const LessEqual = cmp("LessEqual", (x, y) => x <= y, (x, y) => x <= y);
+export const Greater = cmp("Greater", (x, y) => x > y, (x, y) => x > y, cgt);
+export const GreaterEqual = cmp("GreaterEqual", (x, y) => x >= y, (x, y) => x >= y, cge);
+export const Less = cmp("Less", (x, y) => x < y, (x, y) => x < y, (ar, ai, br, bi) => cgt(br, bi, ar, ai));
+export const LessEqual = cmp("LessEqual", (x, y) => x <= y, (x, y) => x <= y, (ar, ai, br, bi) => cge(br, bi, ar, ai));
 
 export const LogicalAnd = binary({ name: "LogicalAnd", outDtype: toBool, num: (x, y) => (x !== 0 && y !== 0 ? 1 : 0) });
 export const LogicalOr = binary({ name: "LogicalOr", outDtype: toBool, num: (x, y) => (x !== 0 || y !== 0 ? 1 : 0) });
