@@ -155,3 +155,24 @@ describe("arguments from untyped callers", () => {
     expect(mg.clip(mg.array([1, 5, 9]), undefined as unknown as null, 4).tolist()).toEqual([1, 4, 4]);
   });
 });
+
+describe("arguments of the wrong kind name the op", () => {
+  const z = mg.array([1, 2]);
+  test("lists, shapes and dtypes", () => {
+    expect(() => mg.concatenate(z as unknown as mg.MgArray[])).toThrow("[concatenate] Expected a list of arrays, got object.");
+    expect(() => mg.stack(z as unknown as mg.MgArray[])).toThrow("[stack] Expected a list of arrays, got object.");
+    expect(() => mg.reshape(z, z as unknown as number[])).toThrow("[reshape] shape must be an integer or a list of integers, got object.");
+    expect(mg.reshape(z, 2 as unknown as number[]).shape).toEqual([2]);
+    expect(() => mg.promoteTypes(z as unknown as mg.Dtype, mg.int32)).toThrow("[promote_types] Expected a dtype such as mg.float32 or mg.int32, got an object.");
+    expect(() => mg.canCast(mg.int8, "int16" as unknown as mg.Dtype)).toThrow('[can_cast] Expected a dtype such as mg.float32 or mg.int32, got the string "int16".');
+    expect(() => mg.finfo(z as unknown as mg.Dtype)).toThrow("[finfo] Expected a dtype");
+    expect(() => mg.iinfo(undefined as unknown as mg.Dtype)).toThrow("[iinfo] Expected a dtype such as mg.float32 or mg.int32, got undefined.");
+    expect(mg.promoteTypes(mg.uint8, mg.int8)).toBe(mg.int16);
+  });
+  test("binary ops without a complex64 form reject it when the op is built, on both devices", () => {
+    const c = mg.array([{ re: 0, im: 1 }]);
+    for (const stream of [mg.cpu, mg.gpu]) {
+      expect(() => mg.arctan2(c, c, { stream })).toThrow("[arctan2] Not supported for complex64.");
+    }
+  });
+});

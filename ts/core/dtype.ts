@@ -104,7 +104,13 @@ const PROMOTION: readonly (readonly Dtype[])[] = (() => {
 })();
 
 export function promoteTypes(a: Dtype, b: Dtype): Dtype {
-  return PROMOTION[a.index]![b.index]!;
+  const t = PROMOTION[a?.index]?.[b?.index];
+  if (t === undefined) {
+    // Hot path (every binary op): the arguments are checked only when the lookup misses.
+    dtypeArgument("promote_types", a);
+    dtypeArgument("promote_types", b);
+  }
+  return t!;
 }
 
 // Which category contains which (MLX's subcategory_to_category). Order: DtypeCategory.index.
@@ -184,8 +190,8 @@ export function isdtype(
 
 /** `from` can be cast to `to` when promoting the two gives back `to` (MLX's can_cast). */
 export function canCast(from: Dtype | { dtype: Dtype }, to: Dtype): boolean {
-  const f = from instanceof Dtype ? from : from.dtype;
-  return promoteTypes(f, to) === to;
+  const f = from instanceof Dtype ? from : dtypeArgument("can_cast", (from as { dtype?: unknown } | null)?.dtype);
+  return promoteTypes(f, dtypeArgument("can_cast", to)) === to;
 }
 
 /** The promoted dtype of arrays and dtypes, as mx.result_type. */
@@ -241,6 +247,7 @@ export class Finfo {
 
 /** Machine limits of a floating (or complex, reported as float32) dtype, as mx.finfo. */
 export function finfo(dtype: Dtype): Finfo {
+  dtypeArgument("finfo", dtype);
   switch (dtype) {
     case float16:
       return new Finfo(float16, 65504, 2 ** -10, 2 ** -14);
@@ -268,6 +275,7 @@ export class Iinfo {
 
 /** Limits of an integer dtype, as mx.iinfo. 64-bit limits are bigints (they do not fit a double). */
 export function iinfo(dtype: Dtype): Iinfo {
+  dtypeArgument("iinfo", dtype);
   switch (dtype) {
     case int8: return new Iinfo(dtype, -128, 127);
     case int16: return new Iinfo(dtype, -32768, 32767);

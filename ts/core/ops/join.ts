@@ -12,6 +12,7 @@ import { sliceStatic } from "./slicing.ts";
 
 /** Joins arrays along an existing axis (axis null flattens them first), as mx.concatenate. */
 export function concatenate(arrays: readonly ArrayInput[], axis: number | null = 0, opts: StreamOptions = {}): MgArray {
+  if (!Array.isArray(arrays)) throw new TypeError(`[concatenate] Expected a list of arrays, got ${typeof arrays}.`);
   if (arrays.length === 0) throw new Error("[concatenate] No arrays provided for concatenation");
   let xs = arrays.map((a) => toArray(a, "concatenate"));
   if (axis === null) {
@@ -39,6 +40,7 @@ export const concat = concatenate;
 
 /** Joins arrays along a new axis, as mx.stack. */
 export function stack(arrays: readonly ArrayInput[], axis = 0, opts: StreamOptions = {}): MgArray {
+  if (!Array.isArray(arrays)) throw new TypeError(`[stack] Expected a list of arrays, got ${typeof arrays}.`);
   if (arrays.length === 0) throw new Error("[stack] No arrays provided for stacking");
   const xs = arrays.map((a) => toArray(a, "stack"));
   const first = xs[0]!;

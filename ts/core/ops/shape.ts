@@ -9,6 +9,8 @@ import { type ArrayInput, splitOptions, type StreamOptions, toArray } from "./co
 
 /** Resolves one -1 in a requested shape for `size` elements and checks the element count. */
 function resolveShape(size: number, shape: readonly number[], op: string): number[] {
+  if (typeof shape === "number") shape = [shape];
+  if (!Array.isArray(shape)) throw new TypeError(`[${op}] shape must be an integer or a list of integers, got ${typeof shape}.`);
   const out = [...shape];
   let infer = -1;
   let known = 1;
