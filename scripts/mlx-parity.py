@@ -32,11 +32,13 @@ def plain(v):
     return v
 
 
-def evaluate(expr):
+def evaluate(name, expr):
     try:
         r = eval(expr, {"mx": mx})
     except Exception as e:  # the case expects an error; its text is informative only
         return {"error": f"{type(e).__name__}: {e}"}
+    if name.startswith("repr_"):  # the printed form, character for character
+        return {"repr": repr(r)}
     if isinstance(r, mx.array):
         return {"value": plain(r.tolist()), "dtype": str(r.dtype).replace("mlx.core.", ""), "shape": list(r.shape)}
     if isinstance(r, (tuple, list)):  # several gradients, a split, ...
@@ -52,7 +54,7 @@ def main():
         name, python, _ = line.split("|")
         if name in cases:
             raise SystemExit(f"duplicate case {name}")
-        cases[name] = evaluate(python)
+        cases[name] = evaluate(name, python)
     out = {"mlx": mx.__version__, "platform": f"{platform.system()} {platform.machine()}", "cases": cases}
     (HERE / "expected.json").write_text(json.dumps(out, indent=1) + "\n")
     print(f"{len(cases)} cases, MLX {mx.__version__}")

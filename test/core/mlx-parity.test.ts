@@ -2,7 +2,8 @@
 // with the metalgrad expression that means the same; expected.json holds what a real MLX returned
 // for the Python side (scripts/mlx-parity.py regenerates it). Each case runs on the cpu and on the
 // gpu device and must give MLX's dtype and shape, its values (exactly for integers and bool, within
-// ts/testing/tolerances.ts for floats, NaN for NaN), or throw where MLX throws.
+// ts/testing/tolerances.ts for floats, NaN for NaN), or throw where MLX throws. repr_ cases compare
+// the printed form character for character.
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,7 +13,7 @@ import { toleranceFor } from "../../ts/testing/tolerances.ts";
 const dir = join(import.meta.dir, "../fixtures/mlx-parity");
 
 type Plain = number | boolean | string | Plain[] | { re: Plain; im: Plain };
-type Expected = { value: Plain; dtype?: string; shape?: number[] } | { error: string };
+type Expected = { value: Plain; dtype?: string; shape?: number[] } | { error: string } | { repr: string };
 
 const expected = JSON.parse(readFileSync(join(dir, "expected.json"), "utf8")) as { mlx: string; cases: Record<string, Expected> };
 const cases = readFileSync(join(dir, "cases.txt"), "utf8")
@@ -67,6 +68,10 @@ describe(`parity with MLX ${expected.mlx}`, () => {
         return;
       }
       const got = run();
+      if ("repr" in want) {
+        expect(String(got)).toBe(want.repr);
+        return;
+      }
       if (!(got instanceof mg.MgArray)) {
         // Several arrays (gradients for argnums, a split) or a plain value (a shape): float32 math.
         const { rtol, atol } = toleranceFor(mg.float32);

@@ -131,7 +131,8 @@ export function formatArray(a: MgArray): string {
     const parts: string[] = [];
     const idx = summarize && n > 2 * EDGE ? [...Array(EDGE).keys(), -1, ...Array.from({ length: EDGE }, (_, i) => n - EDGE + i)] : [...Array(n).keys()];
     for (const k of idx) parts.push(k < 0 ? "..." : fmt(d + 1, offset + k * l.strides[d]!));
-    const sep = d === a.ndim - 1 ? ", " : "," + "\n".repeat(a.ndim - d - 1) + " ".repeat(indent + d + 1);
+    // One newline between rows at every depth (MLX; NumPy adds a blank line per extra dimension).
+    const sep = d === a.ndim - 1 ? ", " : ",\n" + " ".repeat(indent + d + 1);
     return `[${parts.join(sep)}]`;
   };
   return `array(${fmt(0, l.offset)}, dtype=${a.dtype.name})`;
