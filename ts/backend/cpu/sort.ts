@@ -239,10 +239,9 @@ export function searchSorted(sorted: MgArray, values: MgArray, right: boolean): 
 }
 
 /**
- * Index of the first maximum (or minimum) along `axis` for every lane, as MLX's CPU ArgReduce:
- * start from the lane's first element and move only on a strict improvement, so ties keep the
- * first index and a NaN compares false both ways — it is skipped, unless it is the first element,
- * which then stays the answer.
+ * Index of the first maximum (or minimum) along `axis` for every lane, as MLX's ArgReduce:
+ * start from the lane's first element and move only on a strict improvement (see `improves`), so
+ * ties keep the first index and the first NaN, once reached, stays the answer.
  */
 export function argReduceLanes(keys: Keys, shape: readonly number[], axis: number, max: boolean): Float64Array {
   const n = shape[axis]!;
