@@ -582,6 +582,8 @@ export class Queue {
 // Command batches
 
 const MAGIC = 0x3142474d;
+/** Stands for an absent optional list in a dispatch, so none is allocated per call. */
+const NONE: readonly never[] = [];
 const OP_DISPATCH = 1;
 
 /** Writes a grid or threadgroup size as three words at `at` (no [x, y, z] triple: a hot path). */
@@ -616,8 +618,9 @@ export class CommandBatch {
   #length = 2;
   #count = 0;
   readonly #runtime: Runtime;
-  /** Buffers bound so far, kept reachable until submit so the GC cannot release them mid-batch. */
-  #buffers = new Set<NativeBuffer>();
+  /** Buffers bound so far, kept reachable until submit so the GC cannot release them mid-batch
+   *  (a list, repeats and all: cheaper per binding than a Set). */
+  #buffers: NativeBuffer[] = [];
 
   /** @internal use Runtime.newBatch */
   constructor(rt: Runtime) {
@@ -643,9 +646,9 @@ export class CommandBatch {
   }
 
   dispatch(d: Dispatch): this {
-    const buffers = d.buffers ?? [];
-    const inline = d.bytes ?? [];
-    const memory = d.threadgroupMemory ?? [];
+    const buffers = d.buffers ?? NONE;
+    const inline = d.bytes ?? NONE;
+    const memory = d.threadgroupMemory ?? NONE;
     let inlineWords = 0;
     for (const b of inline) inlineWords += 2 + Math.ceil(b.data.byteLength / 4);
     this.#reserve(15 + buffers.length * 8 + inlineWords + memory.length * 2);
@@ -655,7 +658,7 @@ export class CommandBatch {
     putSize3(w, at + 7, d.threadgroup, "threadgroup");
     let mustLo = 0;
     let mustHi = 0;
-    for (const index of d.mustWrite ?? []) {
+    for (const index of d.mustWrite ?? NONE) {
       if (!Number.isInteger(index) || index < 0 || index > 63) {
         throw new Error(`[CommandBatch] mustWrite index ${index} is not in [0, 63]`);
       }
@@ -690,7 +693,7 @@ export class CommandBatch {
       w[at++] = length >>> 0;
       w[at++] = Math.floor(length / TWO_32);
       w[at++] = access;
-      this.#buffers.add(b.buffer);
+      this.#buffers.push(b.buffer);
     }
     for (const b of inline) {
       const n = b.data.byteLength;
@@ -726,7 +729,7 @@ export class CommandBatch {
   reset(): void {
     this.#length = 2;
     this.#count = 0;
-    this.#buffers = new Set();
+    this.#buffers = [];
   }
 }
 

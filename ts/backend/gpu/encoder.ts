@@ -94,8 +94,9 @@ export class GpuEncoder {
   /** Notes recorded against the next dispatch's trace (copies, fallbacks). */
   private pendingNotes: string[] = [];
   dispatches = 0;
-  /** Storages this batch writes: they get the submitted batch as their pending work. */
-  readonly written = new Set<Storage>();
+  /** Storages this batch writes: they get the submitted batch as their pending work (a list:
+   *  a storage written twice is only marked twice). */
+  readonly written: Storage[] = [];
 
   /** Scratch memory of multi-pass kernels, released once the batch is submitted. */
   private readonly temporaries: BufferLike[] = [];
@@ -175,7 +176,7 @@ export class GpuEncoder {
   /** `output(a, index, access).binding` alone. */
   outputBinding(a: MgArray, index: number, access: "write" | "readwrite" = "write"): BufferBinding {
     const l = a.layout ?? a.allocate();
-    this.written.add(l.storage);
+    this.written.push(l.storage);
     const item = a.dtype.size;
     return { index, buffer: nativeOf(a), offset: l.offset * item, length: a.size * item, access };
   }
