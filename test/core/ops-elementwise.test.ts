@@ -206,3 +206,29 @@ describe("ternary, predicates and comparisons of whole arrays", () => {
     expect(mg.astype(mg.array([70000]), mg.float16).tolist()).toEqual([Infinity]);
   });
 });
+
+describe("array-API spellings", () => {
+  test("acos … atan2, pow and the bitwise shifts are MLX's functions under their other names", () => {
+    const pairs: [unknown, unknown][] = [
+      [mg.acos, mg.arccos], [mg.acosh, mg.arccosh], [mg.asin, mg.arcsin], [mg.asinh, mg.arcsinh],
+      [mg.atan, mg.arctan], [mg.atanh, mg.arctanh], [mg.atan2, mg.arctan2], [mg.pow, mg.power],
+      [mg.bitwiseLeftShift, mg.leftShift], [mg.bitwiseRightShift, mg.rightShift],
+    ];
+    for (const [alias, fn] of pairs) expect(alias).toBe(fn);
+  });
+  test("their values against float64 references", () => {
+    const x = [-0.75, 0, 0.5];
+    const close = (a: MgArray, ref: number[]) => (a.tolist() as number[]).forEach((v, i) => expect(v).toBeCloseTo(ref[i]!, 6));
+    close(mg.acos(mg.array(x)), x.map(Math.acos));
+    close(mg.asin(mg.array(x)), x.map(Math.asin));
+    close(mg.atan(mg.array(x)), x.map(Math.atan));
+    close(mg.atanh(mg.array(x)), x.map(Math.atanh));
+    close(mg.asinh(mg.array(x)), x.map(Math.asinh));
+    close(mg.acosh(mg.array([1, 2.5])), [0, Math.acosh(2.5)]);
+    close(mg.atan2(mg.array([1, -1]), mg.array([-2, -2])), [Math.atan2(1, -2), Math.atan2(-1, -2)]);
+    expect(mg.pow(mg.array([2, 3]), 3).tolist()).toEqual([8, 27]);
+    expect(mg.bitwiseLeftShift(mg.array([1], mg.uint8), 7).tolist()).toEqual([128]);
+    expect(mg.bitwiseRightShift(mg.array([-8]), 2).tolist()).toEqual([-2]);
+    expect(() => mg.acos(mg.array([{ re: 1, im: 1 }]))).toThrow("[arccos] Not supported for complex64.");
+  });
+});

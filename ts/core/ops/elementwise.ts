@@ -83,6 +83,13 @@ export const tanh = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Ta
 export const arcsinh = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ArcSinh, "arcsinh", a, opts, false);
 export const arccosh = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ArcCosh, "arccosh", a, opts, false);
 export const arctanh = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ArcTanh, "arctanh", a, opts, false);
+// Array-API spellings, the same functions as in MLX (mx.acos is mx.arccos ...).
+export const acos = arccos;
+export const acosh = arccosh;
+export const asin = arcsin;
+export const asinh = arcsinh;
+export const atan = arctan;
+export const atanh = arctanh;
 export const sigmoid = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Sigmoid, "sigmoid", a, opts, false);
 export const erf = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.Erf, "erf", a, opts, false);
 export const erfinv = (a: ArrayInput, opts: StreamOptions = {}) => floatUnary(P.ErfInv, "erfinv", a, opts, false);
@@ -217,6 +224,9 @@ export const maximum = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) 
 export const minimum = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.Minimum, "minimum", a, b, opts);
 export const logaddexp = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.LogAddExp, "logaddexp", a, b, opts, atLeastFloat);
 export const arctan2 = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.ArcTan2, "arctan2", a, b, opts, atLeastFloat);
+/** Array-API spellings of arctan2 and power (the same functions in MLX). */
+export const atan2 = arctan2;
+export const pow = power;
 
 /** Elementwise ==; `equalNan` (internal, for array_equal and isclose) treats NaN == NaN. */
 export const equal = (a: ArrayInput, b: ArrayInput, opts: StreamOptions & { equalNan?: boolean } = {}) =>
@@ -249,6 +259,9 @@ export const bitwiseXor = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {
 const shiftRule = (op: string) => (t: Dtype) => (t === bool_ ? uint8 : bitwiseRule(op)(t));
 export const leftShift = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.LeftShift, "left_shift", a, b, opts, shiftRule("left_shift"));
 export const rightShift = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.RightShift, "right_shift", a, b, opts, shiftRule("right_shift"));
+/** Array-API spellings of leftShift and rightShift (the same functions in MLX). */
+export const bitwiseLeftShift = leftShift;
+export const bitwiseRightShift = rightShift;
 
 // ---------------------------------------------------------------------------------------------
 // Ternary and composites
