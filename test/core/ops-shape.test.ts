@@ -124,3 +124,63 @@ describe("creation", () => {
     expect(i!.shape).toEqual([3, 2]);
   });
 });
+
+describe("array-API shape functions", () => {
+  test("permuteDims is transpose; matrixTranspose swaps the last two axes", () => {
+    expect(mg.permuteDims).toBe(mg.transpose);
+    expect(mg.permuteDims(mg.zeros([2, 3, 4]), [2, 0, 1]).shape).toEqual([4, 2, 3]);
+    expect(mg.matrixTranspose(ar(6, [2, 3])).tolist()).toEqual([[0, 3], [1, 4], [2, 5]]);
+    const b = mg.matrixTranspose(ar(24, [2, 3, 4]));
+    expect(b.shape).toEqual([2, 4, 3]);
+    expect((b.tolist() as number[][][])[1]![3]).toEqual([15, 19, 23]);
+    expect(() => mg.matrixTranspose(mg.array([1, 2]))).toThrow("[matrix_transpose] Input array must have at least 2 dimensions, got 1.");
+    expect(() => mg.matrixTranspose(mg.array(1))).toThrow("[matrix_transpose] Input array must have at least 2 dimensions, got 0.");
+  });
+  test("broadcastShapes returns a plain list and rejects what cannot broadcast", () => {
+    expect(mg.broadcastShapes([1], [3, 1])).toEqual([3, 1]);
+    expect(mg.broadcastShapes([6, 7], [5, 6, 1], [7])).toEqual([5, 6, 7]);
+    expect(mg.broadcastShapes([5, 1, 4], [1, 3, 1])).toEqual([5, 3, 4]);
+    expect(mg.broadcastShapes([2, 0], [1])).toEqual([2, 0]);
+    expect(mg.broadcastShapes([], [2])).toEqual([2]);
+    expect(() => mg.broadcastShapes()).toThrow("[broadcast_shapes] Must provide at least one shape.");
+    expect(() => mg.broadcastShapes([2, 3], [4])).toThrow("[broadcast_shapes] Shapes (2,3) and (4,) cannot be broadcast.");
+    expect(() => mg.broadcastShapes([-1], [3])).toThrow("[broadcast_shapes] Each dimension must be a non-negative integer, got -1");
+    expect(() => mg.broadcastShapes([2.5], [3])).toThrow("[broadcast_shapes] Each dimension must be a non-negative integer, got 2.5");
+    expect(() => (mg.broadcastShapes as (...s: unknown[]) => number[])(3, [3])).toThrow("[broadcast_shapes] Each shape must be a list of integers, got number.");
+  });
+});
+
+describe("asarray, empty, emptyLike", () => {
+  test("empty and emptyLike are zeros and zerosLike, as in MLX", () => {
+    expect(mg.empty).toBe(mg.zeros);
+    expect(mg.emptyLike).toBe(mg.zerosLike);
+    expect(mg.empty([2], mg.int32).tolist()).toEqual([0, 0]);
+    expect(mg.emptyLike(mg.array([1.5, 2]), mg.int8).dtype).toBe(mg.int8);
+  });
+  test("asarray converts JS values and casts, like array", () => {
+    expect(mg.asarray([1, 2.5]).dtype).toBe(mg.float32);
+    expect(mg.asarray(3).dtype).toBe(mg.int32);
+    expect(mg.asarray([1, 2], mg.int8).tolist()).toEqual([1, 2]);
+    expect(mg.asarray(new Float32Array([1, 2, 3, 4]), null, { shape: [2, 2] }).tolist()).toEqual([[1, 2], [3, 4]]);
+    const a = mg.array([1, 2]);
+    const f = mg.asarray(a, mg.float32);
+    expect(f.dtype).toBe(mg.float32);
+    expect(f.tolist()).toEqual([1, 2]);
+  });
+  test("copy: absent or null shares an array, true gives a new handle, false refuses to copy", () => {
+    const a = mg.array([1, 2]);
+    expect(mg.asarray(a)).toBe(a);
+    expect(mg.asarray(a, mg.int32, { copy: false })).toBe(a);
+    const c = mg.asarray(a, null, { copy: true });
+    expect(c).not.toBe(a);
+    c.dispose();
+    expect(a.tolist()).toEqual([1, 2]); // the copy has its own lifetime
+    const d = mg.asarray(a, null, { copy: true });
+    a.dispose();
+    expect(d.tolist()).toEqual([1, 2]);
+    expect(() => mg.asarray([1, 2], null, { copy: false })).toThrow("[asarray] Unable to avoid copy");
+    expect(() => mg.asarray(mg.array([1]), mg.float32, { copy: false })).toThrow("[asarray] Unable to avoid copy");
+    expect(() => mg.asarray(mg.array([1]), null, { copy: 1 as unknown as boolean })).toThrow("[asarray] copy must be a boolean or null, got number.");
+    expect(() => mg.asarray("1" as unknown as number)).toThrow("[asarray] Expected an array or a number");
+  });
+});

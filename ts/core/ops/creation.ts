@@ -1,11 +1,13 @@
 // Array creation: full/zeros/ones (broadcast views of one value), arange, linspace, eye, tri …
-import type { MgArray } from "../array.ts";
+import { MgArray } from "../array.ts";
 import { bool_, type Dtype, dtypeArgument, float32, float64, int32, isScalar, type Scalar } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Arange } from "../primitives/creation.ts";
 import { checkShape } from "../shape.ts";
-import { type ArrayInput, fromValues, isOptionsObject, splitOptions, type StreamOptions, toArray } from "./convert.ts";
+import {
+  array, type ArrayInput, type ArrayOptions, checkOperand, fromValues, isOptionsObject, splitOptions, type StreamOptions, toArray,
+} from "./convert.ts";
 import { astype, equal, greaterEqual, add, where, multiply, subtract, divide } from "./elementwise.ts";
 import { broadcastToShape } from "./broadcast.ts";
 import { broadcastTo, expandDims } from "./shape.ts";
@@ -29,6 +31,9 @@ export function ones(shape: number | readonly number[], dtype: Dtype = float32, 
   return full(shape, 1, dtype, opts);
 }
 
+/** As mx.empty, which is mx.zeros: arrays are never uninitialised, so an empty array is zeros. */
+export const empty = zeros;
+
 export function fullLike(a: ArrayInput, vals: ArrayInput, dtype?: Dtype | null, opts: StreamOptions = {}): MgArray {
   if (dtype != null) dtypeArgument("full_like", dtype);
   const x = toArray(a, "full_like");
@@ -45,6 +50,40 @@ export function onesLike(a: ArrayInput, dtype?: Dtype | null, opts: StreamOption
   if (dtype != null) dtypeArgument("ones_like", dtype);
   const x = toArray(a, "ones_like");
   return full(x.shape, 1, dtype ?? x.dtype, opts);
+}
+
+/** As mx.empty_like, which is mx.zeros_like. */
+export const emptyLike = zerosLike;
+
+export interface AsarrayOptions extends ArrayOptions {
+  /**
+   * true: always a new array (arrays are immutable, so a copy of an array may share its storage;
+   * it has its own handle and lifetime). false: never copy; an error when a copy is needed. null
+   * or absent: copy only when needed.
+   */
+  copy?: boolean | null;
+}
+
+/**
+ * Converts the input to an array, as mx.asarray(a, dtype, *, copy). An array of the requested dtype
+ * is returned as is unless `copy` is true; anything else (JS numbers, lists, typed arrays, another
+ * dtype) is copied into a new array, so `copy: false` fails for it.
+ */
+export function asarray(a: ArrayInput, dtype?: Dtype | null, opts: AsarrayOptions = {}): MgArray {
+  if (dtype != null) dtypeArgument("asarray", dtype);
+  const copy = opts.copy ?? null;
+  if (copy !== null && typeof copy !== "boolean") throw new TypeError(`[asarray] copy must be a boolean or null, got ${typeof copy}.`);
+  if (a instanceof MgArray) {
+    a.checkUsable("asarray");
+    if (dtype != null && dtype !== a.dtype) {
+      if (copy === false) throw new Error(`[asarray] Unable to avoid copy while creating an array as requested: casting ${a.dtype.name} to ${dtype.name} makes a new array.`);
+      return astype(a, dtype);
+    }
+    return copy === true ? contiguous(a) : a;
+  }
+  checkOperand(a, "asarray");
+  if (copy === false) throw new Error("[asarray] Unable to avoid copy while creating an array as requested: JS values are always copied into array memory.");
+  return array(a, dtype, opts);
 }
 
 /**
@@ -172,5 +211,6 @@ export function meshgrid(...args: (ArrayInput | MeshgridOptions)[]): MgArray[] {
   return outs.map((o) => broadcastTo(o, full, opts));
 }
 import { reshape as reshapeTo } from "./shape.ts";
+import { contiguous } from "./movement.ts";
 
 export type { Scalar };

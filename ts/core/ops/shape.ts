@@ -3,7 +3,7 @@ import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Reshape, Slice, Transpose } from "../primitives/views.ts";
-import { axisList, formatShape, normalizeAxes, normalizeAxis, shapeSize, shapesEqual } from "../shape.ts";
+import { axisList, broadcastShapes as broadcastShapeList, formatShape, normalizeAxes, normalizeAxis, shapeSize, shapesEqual } from "../shape.ts";
 import { broadcastAll, broadcastToShape } from "./broadcast.ts";
 import { type ArrayInput, splitOptions, type StreamOptions, toArray } from "./convert.ts";
 
@@ -101,6 +101,16 @@ export function transpose(a: ArrayInput, axes?: readonly number[] | null, opts: 
   return makeArray(Transpose, [x], { axes: perm }, resolveStream(opts.stream));
 }
 
+/** The array-API spelling of transpose, as mx.permute_dims (the same function). */
+export const permuteDims = transpose;
+
+/** Swaps the last two axes, as mx.matrix_transpose (a view); the array must be at least 2-D. */
+export function matrixTranspose(a: ArrayInput, opts: StreamOptions = {}): MgArray {
+  const x = toArray(a, "matrix_transpose");
+  if (x.ndim < 2) throw new Error(`[matrix_transpose] Input array must have at least 2 dimensions, got ${x.ndim}.`);
+  return swapaxes(x, -2, -1, opts);
+}
+
 export function swapaxes(a: ArrayInput, axis1: number, axis2: number, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "swapaxes");
   const i = normalizeAxis(axis1, x.ndim, "swapaxes");
@@ -130,6 +140,25 @@ export function broadcastTo(a: ArrayInput, shape: readonly number[], opts: Strea
 export function broadcastArrays(...args: (ArrayInput | StreamOptions)[]): MgArray[] {
   const [arrays, opts] = splitOptions(args);
   return broadcastAll(arrays.map((a) => toArray(a, "broadcast_arrays")), "broadcast_arrays", opts.stream);
+}
+
+/**
+ * The shape the given shapes broadcast to, as mx.broadcast_shapes(*shapes): broadcastShapes([1],
+ * [3, 1]) is [3, 1]. Throws when they cannot be broadcast together.
+ */
+export function broadcastShapes(...shapes: (readonly number[])[]): number[] {
+  if (shapes.length === 0) throw new Error("[broadcast_shapes] Must provide at least one shape.");
+  for (const s of shapes) {
+    if (!Array.isArray(s)) {
+      throw new TypeError(`[broadcast_shapes] Each shape must be a list of integers, got ${s === null ? "null" : typeof s}.`);
+    }
+    for (const d of s as unknown[]) {
+      if (typeof d !== "number" || !Number.isInteger(d) || d < 0) {
+        throw new TypeError(`[broadcast_shapes] Each dimension must be a non-negative integer, got ${String(d)} in ${formatShape(s)}.`);
+      }
+    }
+  }
+  return broadcastShapeList(shapes, "broadcast_shapes");
 }
 
 /** Reverses the order of elements along the given axes (all when omitted), as mx.flip. A view. */
