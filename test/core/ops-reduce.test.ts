@@ -98,6 +98,99 @@ describe("scans", () => {
     expect(mg.cumsum(mg.array([true, true])).dtype).toBe(mg.int32);
     expect(mg.cumsum(mg.array([1, 2]), 0, { dtype: mg.float32 }).dtype).toBe(mg.float32);
   });
+  test("the dtype option casts first, as MLX: a bool sum counts in int32, a bool product stays bool", () => {
+    for (const stream of [mg.cpu, mg.gpu]) {
+      const sumBool = mg.cumsum(mg.array([0, 2, 3]), null, { dtype: mg.bool_, stream });
+      expect(sumBool.dtype).toBe(mg.int32);
+      expect(sumBool.tolist()).toEqual([0, 1, 2]);
+      const prodBool = mg.cumprod(mg.array([true, true, false, true]), null, { stream });
+      expect(prodBool.dtype).toBe(mg.bool_);
+      expect(prodBool.tolist()).toEqual([true, true, false, false]);
+      expect(mg.cumprod(mg.array([true, true, false, true]), null, { inclusive: false, stream }).tolist()).toEqual([true, true, true, false]);
+      expect(mg.cumprod(mg.array([1, 2, 0, 3]), null, { dtype: mg.bool_, reverse: true, stream }).tolist()).toEqual([false, false, false, true]);
+      // Cast before summing: 1.5 + 2.5 + 3.5 in int32 is 1 + 2 + 3.
+      expect(mg.cumsum(mg.array([1.5, 2.5, 3.5]), null, { dtype: mg.int32, stream }).tolist()).toEqual([1, 3, 6]);
+      expect(mg.cumsum(mg.array([-1, 2]), null, { dtype: mg.uint8, stream }).tolist()).toEqual([255, 1]);
+    }
+    expect(() => mg.cumsum(mg.array([1]), null, { dtype: "float32" as unknown as mg.Dtype })).toThrow("[cumsum]");
+    expect(() => mg.cummax(mg.array([1]), null, { dtype: mg.float32 } as mg.ScanOptions)).toThrow("[cummax] takes no dtype (only cumsum and cumprod do).");
+  });
+  test("cumulativeSum and cumulativeProd are cumsum and cumprod, as in MLX", () => {
+    expect(mg.cumulativeSum).toBe(mg.cumsum);
+    expect(mg.cumulativeProd).toBe(mg.cumprod);
+    expect(mg.cumulativeSum(mg.array([[1, 2], [3, 4]]), 1, { reverse: true, dtype: mg.float32 }).tolist()).toEqual([[3, 2], [7, 4]]);
+    expect(mg.cumulativeProd(mg.array([[1, 2], [3, 4]]), 0, { inclusive: false }).tolist()).toEqual([[1, 1], [1, 2]]);
+  });
+});
+
+describe("minmax and median", () => {
+  test("minmax is [min, max] with axis and keepdims", () => {
+    const [lo, hi] = mg.minmax(mg.array([[3, 1], [0, 5]]), 1, true);
+    expect(lo.tolist()).toEqual([[1], [0]]);
+    expect(hi.tolist()).toEqual([[3], [5]]);
+    const [a, b] = mg.minmax(mg.array([4, -2, 7]));
+    expect([a.item(), b.item()]).toEqual([-2, 7]);
+    expect(() => mg.minmax(mg.zeros([0]))).toThrow("[min] Cannot min reduce over axis 0 with size 0.");
+    expect(() => mg.minmax(undefined as unknown as number)).toThrow("[minmax] Expected an array or a number");
+  });
+
+  /** The median of each row of a float64 matrix: sorted middle, or the mean of the two middles. */
+  const medianRef = (row: number[]) => {
+    if (row.some(Number.isNaN)) return NaN;
+    const s = [...row].sort((p, q) => p - q);
+    const n = s.length;
+    return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
+  };
+  test("median over axes against a sorted reference, odd and even counts, on both devices", () => {
+    // Deterministic values with repeats: (7i mod 11) − 5.
+    const vals = Array.from({ length: 60 }, (_, i) => ((7 * i) % 11) - 5 + (i % 3) * 0.25);
+    for (const stream of [mg.cpu, mg.gpu]) {
+      const x = mg.reshape(mg.array(vals, mg.float32), [3, 4, 5]);
+      // axes (0, 2): 15 values per output; axis 1: 4 per output.
+      const m02 = mg.median(x, [2, 0], false, { stream }).tolist() as number[];
+      m02.forEach((v, j) => {
+        const row: number[] = [];
+        for (let i = 0; i < 3; i++) for (let k = 0; k < 5; k++) row.push(vals[i * 20 + j * 5 + k]!);
+        expect(v).toBeCloseTo(medianRef(row), 6);
+      });
+      const m1 = mg.median(x, 1, true, { stream });
+      expect(m1.shape).toEqual([3, 1, 5]);
+      (m1.tolist() as number[][][]).forEach((plane, i) => plane[0]!.forEach((v, k) => {
+        expect(v).toBeCloseTo(medianRef([0, 1, 2, 3].map((j) => vals[i * 20 + j * 5 + k]!)), 6);
+      }));
+      expect(mg.median(x, null, false, { stream }).item()).toBeCloseTo(medianRef(vals), 6);
+    }
+  });
+  test("median dtypes: integers and bool give float32, floats keep theirs; a NaN makes the output NaN", () => {
+    expect(mg.median(mg.array([100, 101], mg.int8)).tolist()).toBe(100.5);
+    expect(mg.median(mg.array([true, false])).dtype).toBe(mg.float32);
+    expect(mg.median(mg.array([1, 2], mg.float16)).dtype).toBe(mg.float16);
+    expect(mg.median(mg.array([1, 2], mg.float64)).dtype).toBe(mg.float64);
+    expect(mg.median(mg.array(5)).tolist()).toBe(5);
+    // Odd count: the middle of [2, 3, NaN] after sorting would be 3; MLX gives NaN.
+    expect(mg.median(mg.array([3, NaN, 2])).item()).toBeNaN();
+    const rows = mg.median(mg.array([[NaN, 1, 2, 3], [1, 2, 3, 4]]), 1).tolist() as number[];
+    expect(rows[0]).toBeNaN();
+    expect(rows[1]).toBe(2.5);
+    // (lo + hi) · 0.5 in float16 overflows, as in MLX.
+    expect(mg.median(mg.array([65504, 65000], mg.float16)).item()).toBe(Infinity);
+  });
+  test("median's gradient goes to the middle element(s), the later one among ties (a stable sort)", () => {
+    const g = (v: number[]) => mg.grad((x: mg.MgArray) => mg.median(x))(mg.array(v, mg.float32)).tolist();
+    expect(g([3, 1, 2, 4])).toEqual([0.5, 0, 0.5, 0]);
+    expect(g([3, 1, 1])).toEqual([0, 0, 1]);
+  });
+  test("median errors are tagged", () => {
+    const x = mg.reshape(mg.arange(12), [3, 4]);
+    expect(() => mg.median(mg.zeros([0]))).toThrow("[median] Cannot take median along empty axis.");
+    expect(() => mg.median(mg.zeros([2, 0]), 1)).toThrow("[median] Cannot take median along empty axis.");
+    expect(mg.median(mg.zeros([2, 0]), 0).shape).toEqual([0]);
+    expect(() => mg.median(x, [1, -1])).toThrow("[median] Received duplicate axis.");
+    expect(() => mg.median(x, 2)).toThrow("[median]");
+    expect(() => mg.median(x, [])).toThrow("[median] axis must name at least one axis, got an empty list.");
+    expect(() => mg.median(x, "1" as unknown as number)).toThrow("[median] axis must be an integer or a list of integers");
+    expect(() => mg.median(null as unknown as number)).toThrow("[median] Expected an array or a number");
+  });
 });
 
 describe("integer wraparound and complex ordering (exact references)", () => {

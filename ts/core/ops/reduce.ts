@@ -1,16 +1,18 @@
 // Reductions and scans: sum, prod, max, min, all, any, mean, variance, std, cumulative ops.
 import type { MgArray } from "../array.ts";
 import {
-  atLeastFloat, bool_, complex64, type Dtype, float32, int32, int64, isComplex, uint32, uint64,
+  atLeastFloat, bool_, complex64, type Dtype, dtypeArgument, float32, int32, int64, isComplex, isInexact, uint32, uint64,
 } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Reduce, type ReduceType } from "../primitives/reduce.ts";
 import { Scan, type ScanType } from "../primitives/scan.ts";
 import { axisList, normalizeAxis } from "../shape.ts";
+import { sliceStatic } from "./slicing.ts";
+import { sort } from "./sort.ts";
 import { type ArrayInput, fromValues, type StreamOptions, toArray } from "./convert.ts";
 import * as ew from "./elementwise.ts";
-import { flatten, reshape } from "./shape.ts";
+import { flatten, reshape, transpose } from "./shape.ts";
 
 export type Axes = number | readonly number[] | null | undefined;
 
@@ -74,6 +76,48 @@ function kd(k: boolean | ReduceOptions & { keepdims?: boolean }): boolean {
 }
 function merge(k: boolean | ReduceOptions, opts: ReduceOptions): ReduceOptions {
   return typeof k === "boolean" ? opts : { ...k, ...opts };
+}
+
+/** The minimum and the maximum over the axes, as mx.minmax: [min, max]. */
+export function minmax(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}): [MgArray, MgArray] {
+  const x = toArray(a, "minmax");
+  return [min(x, axis, keepdims, opts), max(x, axis, keepdims, opts)];
+}
+
+/**
+ * The median over the axes (all when omitted), as mx.median: the middle element of the sorted
+ * values, or the mean of the two middle ones — (lo + hi) · 0.5 in the result dtype, so float16
+ * can overflow as in MLX. Integers and bool give float32; float and complex keep their dtype. A
+ * NaN anywhere along the reduced axes makes the result NaN.
+ */
+export function median(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}): MgArray {
+  const o = merge(keepdims, opts);
+  const keep = kd(keepdims);
+  const x = toArray(a, "median");
+  const nd = x.ndim;
+  let axes: number[];
+  if (axis === undefined || axis === null) axes = Array.from({ length: nd }, (_, i) => i);
+  else {
+    const list = axisList(axis, "median");
+    if (list.length === 0) throw new Error("[median] axis must name at least one axis, got an empty list.");
+    axes = list.map((ax) => normalizeAxis(ax, nd, "median"));
+    if (new Set(axes).size !== axes.length) throw new Error("[median] Received duplicate axis.");
+  }
+  const kept = Array.from({ length: nd }, (_, i) => i).filter((i) => !axes.includes(i));
+  const keptShape = kept.map((i) => x.shape[i]!);
+  const n = axes.reduce((acc, ax) => acc * x.shape[ax]!, 1);
+  if (n === 0) throw new Error("[median] Cannot take median along empty axis.");
+  const dtype = atLeastFloat(x.dtype);
+  // The reduced elements of each output on one last axis, sorted (NaN last).
+  const rows = reshape(transpose(x, [...kept, ...axes], o), [...keptShape, n], o);
+  const sorted = sort(rows, -1, o);
+  const at = (k: number): MgArray => {
+    const part = sliceStatic(sorted, [...keptShape.map(() => 0), k], [...keptShape, k + 1], undefined, o);
+    return ew.astype(reshape(part, keptShape, o), dtype, o);
+  };
+  let m = n % 2 === 1 ? at((n - 1) / 2) : ew.multiply(ew.add(at(n / 2 - 1), at(n / 2), o), 0.5, o);
+  if (isInexact(dtype)) m = ew.where(any(ew.isnan(rows, o), -1, false, o), NaN, m, o);
+  return keep ? reshape(m, x.shape.map((d, i) => (axes.includes(i) ? 1 : d)), o) : m;
 }
 
 /** The reciprocal of the number of reduced elements, in `dtype`. */
@@ -144,9 +188,15 @@ function scanOp(type: ScanType, op: string, a: ArrayInput, axis: number | null |
   if (x.ndim === 0) x = reshape(x, [1], opts);
   const ax = normalizeAxis(axis, x.ndim, op);
   if (type === "sum" || type === "prod") {
-    const t = opts.dtype ?? (x.dtype === bool_ ? int32 : x.dtype);
-    x = ew.astype(x, t, opts);
-  } else if (type === "logaddexp") {
+    // As MLX: cast to `dtype` first; a bool sum then counts in int32, a bool product stays bool.
+    if (opts.dtype != null) x = ew.astype(x, dtypeArgument(op, opts.dtype), opts);
+    if (type === "sum" && x.dtype === bool_) x = ew.astype(x, int32, opts);
+    // A product of booleans is their AND, a running minimum (bool has no gradient to preserve).
+    if (type === "prod" && x.dtype === bool_) type = "min";
+  } else if (opts.dtype != null) {
+    throw new TypeError(`[${op}] takes no dtype (only cumsum and cumprod do).`);
+  }
+  if (type === "logaddexp") {
     if (x.dtype === complex64) throw new TypeError(`[${op}] Not supported for complex64.`);
     x = ew.astype(x, atLeastFloat(x.dtype), opts);
   }
@@ -155,6 +205,9 @@ function scanOp(type: ScanType, op: string, a: ArrayInput, axis: number | null |
 
 export const cumsum = (a: ArrayInput, axis?: number | null, opts: CumOptions = {}) => scanOp("sum", "cumsum", a, axis, opts);
 export const cumprod = (a: ArrayInput, axis?: number | null, opts: CumOptions = {}) => scanOp("prod", "cumprod", a, axis, opts);
+/** The array-API spellings of cumsum and cumprod (the same functions in MLX). */
+export const cumulativeSum = cumsum;
+export const cumulativeProd = cumprod;
 export const cummax = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("max", "cummax", a, axis, opts);
 export const cummin = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("min", "cummin", a, axis, opts);
 export const logcumsumexp = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("logaddexp", "logcumsumexp", a, axis, opts);
