@@ -12,7 +12,9 @@ import { setConvertHooks } from "./core/ops/convert.ts";
 import { evalArrays, evalAsync } from "./core/graph.ts";
 import { MgArray } from "./core/array.ts";
 import { runtime } from "./backend/runtime.ts";
-import { chooseDefaultDevice, defaultDevice as currentDefaultDevice, setDefaultDevice as setDefaultDeviceInternal } from "./core/device.ts";
+import {
+  chooseDefaultDevice, defaultDevice as currentDefaultDevice, setDefaultDevice as setDefaultDeviceInternal, setDeviceCount,
+} from "./core/device.ts";
 import { collectTrace, type TraceRecord } from "./core/trace.ts";
 import { trace as diagonalTrace } from "./core/ops/movement.ts";
 import type { Dtype } from "./core/dtype.ts";
@@ -20,6 +22,9 @@ import type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
 
 setConvertHooks((arrays) => stackHook(arrays), (a, d) => astypeHook(a, d));
 setDefaultDeviceInternal(chooseDefaultDevice(!runtime().device.isSimulator));
+// The runtime loaded (runtime() throws otherwise), so the GPU backend has its device: Metal, or
+// the simulator where there is none.
+setDeviceCount("gpu", 1);
 
 export { MgArray } from "./core/array.ts";
 // dtype.ts also holds conversion helpers for the backends (bfloat16 bits, weak-scalar rules): only
@@ -32,7 +37,8 @@ export {
 } from "./core/dtype.ts";
 export type { DtypeKind, DtypeKindName, DtypeName, Scalar } from "./core/dtype.ts";
 export {
-  cpu, gpu, Device, Stream, defaultDevice, setDefaultDevice, defaultStream, newStream, setDefaultStream, stream,
+  cpu, gpu, Device, Stream, defaultDevice, setDefaultDevice, defaultStream, newStream, setDefaultStream, stream, deviceCount,
+  isAvailable,
 } from "./core/device.ts";
 export type { DeviceType, StreamOrDevice } from "./core/device.ts";
 export { array } from "./core/ops/convert.ts";
@@ -48,6 +54,9 @@ export * from "./core/ops/sort.ts";
 export * from "./core/ops/softmax.ts";
 export * from "./core/ops/linalg-core.ts";
 export * from "./core/ops/einsum.ts";
+export * from "./core/ops/windows.ts";
+export * from "./core/ops/constants.ts";
+export { depends } from "./core/ops/depends.ts";
 export * as random from "./random/index.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";

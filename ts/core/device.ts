@@ -81,6 +81,45 @@ export function setDefaultDevice(device: Device): void {
 
 export type StreamOrDevice = Stream | Device;
 
+// Devices per type. The CPU device is always there. The GPU device is counted once index.ts has
+// loaded the native runtime (it fails to import without one): real Metal on a Mac, elsewhere the
+// Metal simulator.
+const deviceCounts: Record<DeviceType, number> = { cpu: 1, gpu: 0 };
+
+/** Records how many devices of a type can run work (index.ts, after loading the runtime). */
+export function setDeviceCount(type: DeviceType, count: number): void {
+  deviceCounts[type] = count;
+}
+
+function deviceTypeArgument(x: unknown, op: string): DeviceType {
+  if (x instanceof Device) return x.type;
+  if (x === "cpu" || x === "gpu") return x;
+  const got = typeof x === "string" ? `'${x}'` : x === null ? "null" : typeof x;
+  throw new TypeError(`[${op}] expected a device type ('cpu' or 'gpu') or a Device, got ${got}.`);
+}
+
+/**
+ * How many devices of `deviceType` can run work, as mx.device_count: 1 for "cpu" and 1 for
+ * "gpu". The GPU counts wherever metalgrad runs, because where there is no Metal its kernels run
+ * on the Metal simulator, with Metal's semantics but CPU speed (`mg.deviceInfo().is_simulator`
+ * says which); MLX's CPU-only builds report 0 GPUs instead. A Device is accepted for its type,
+ * since mg.cpu and mg.gpu are Devices where MLX's mx.cpu and mx.gpu are device types.
+ */
+export function deviceCount(deviceType: DeviceType | Device): number {
+  return deviceCounts[deviceTypeArgument(deviceType, "device_count")];
+}
+
+/**
+ * Whether work can run on a device or a device type, as mx.is_available: a type when it has a
+ * device (see deviceCount: the GPU is available, as the simulator where there is no Metal), a
+ * Device when its index is below its type's count (new Device("cpu", 1) is not available).
+ */
+export function isAvailable(device: Device | DeviceType): boolean {
+  const type = deviceTypeArgument(device, "is_available");
+  const count = deviceCounts[type];
+  return device instanceof Device ? device.index < count : count > 0;
+}
+
 const scope = new AsyncLocalStorage<Stream>();
 
 /** The stream an op runs on: the explicit one, else the innermost `stream()` scope, else the
