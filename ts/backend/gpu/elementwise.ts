@@ -153,9 +153,10 @@ export function encodeSingle(enc: GpuEncoder, node: Node): void {
   const n = outputs[0]!.size;
   const buffers: BufferBinding[] = [];
   const mustWrite: number[] = [];
-  const bytes: InlineBytes[] = [];
+  let bytes: InlineBytes[] | undefined; // contiguous kernels take none
   let next = inputs.length + outputs.length;
   if (c.args === "strided") {
+    bytes = [];
     const ins: BoundArray[] = [];
     for (let i = 0; i < inputs.length; i++) {
       const b = enc.input(inputs[i]!, i);
@@ -169,7 +170,7 @@ export function encodeSingle(enc: GpuEncoder, node: Node): void {
     bytes.push(int64Bytes(next++, [n]));
   } else {
     for (let i = 0; i < inputs.length; i++) buffers.push(enc.inputBinding(inputs[i]!, i));
-    if (c.args === "size") bytes.push(int64Bytes(next++, [n]));
+    if (c.args === "size") bytes = [int64Bytes(next++, [n])];
   }
   for (let i = 0; i < outputs.length; i++) {
     buffers.push(enc.outputBinding(outputs[i]!, inputs.length + i));

@@ -193,17 +193,18 @@ registerBackend("gpu", {
     const queue = queueFor(stream);
     const rt = runtime();
     const enc = new GpuEncoder(rt.newBatch());
-    // Inputs produced on another queue are waited for here (same-queue work is ordered).
+    // One pass over the nodes: inputs produced on another queue are waited for here (same-queue
+    // work is ordered), and the outputs without data are listed, because if anything fails before
+    // the batch is submitted, no output may keep uncomputed storage.
+    const fresh: MgArray[] = [];
     for (const node of nodes) {
       for (const i of node.inputs) {
         const p = i.layout?.storage.pending;
         if (p instanceof BatchWork && p.queue !== queue) i.layout!.storage.sync();
         else if (p && !(p instanceof BatchWork)) i.layout!.storage.sync();
       }
+      for (const o of node.outputs) if (o.layout === null) fresh.push(o);
     }
-    // If anything fails before the batch is submitted, no output may keep uncomputed storage.
-    const fresh: MgArray[] = [];
-    for (const n of nodes) for (const o of n.outputs) if (o.layout === null) fresh.push(o);
     try {
       for (const it of items) {
         // Nothing to compute for empty outputs: give them (empty) storage and launch nothing.
