@@ -191,8 +191,6 @@ function scanOp(type: ScanType, op: string, a: ArrayInput, axis: number | null |
     // As MLX: cast to `dtype` first; a bool sum then counts in int32, a bool product stays bool.
     if (opts.dtype != null) x = ew.astype(x, dtypeArgument(op, opts.dtype), opts);
     if (type === "sum" && x.dtype === bool_) x = ew.astype(x, int32, opts);
-    // A product of booleans is their AND, a running minimum (bool has no gradient to preserve).
-    if (type === "prod" && x.dtype === bool_) type = "min";
   } else if (opts.dtype != null) {
     throw new TypeError(`[${op}] takes no dtype (only cumsum and cumprod do).`);
   }

@@ -106,7 +106,7 @@ export const Scan: Primitive<ScanParams> = {
     let init = IDENTITY[p.type];
     if (isInt && p.type === "max") init = d.kind === "u" ? 0 : -(2 ** (d.size * 8 - 1));
     if (isInt && p.type === "min") init = d.kind === "u" ? 2 ** (d.size * 8) - 1 : 2 ** (d.size * 8 - 1) - 1;
-    if (d === bool_) init = p.type === "min" ? 1 : 0;
+    if (d === bool_) init = p.type === "min" || p.type === "prod" ? 1 : 0;
     forEachLane(x.shape, p.axis, (base, stride, n) => {
       let acc = init;
       for (let k = 0; k < n; k++) {
