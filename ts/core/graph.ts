@@ -120,7 +120,13 @@ export function evalArrays(targets: readonly MgArray[]): void {
   for (const t of targets) t.checkUsable("eval");
   const order = schedule(targets);
   if (order.length === 0) return;
-  const ctx: EvalContext = { targets: new Set(targets) };
+  // The set of targets is built on first use: only fused regions ask for it.
+  let targetSet: Set<MgArray> | null = null;
+  const ctx: EvalContext = {
+    get targets() {
+      return (targetSet ??= new Set(targets));
+    },
+  };
   // Consecutive nodes of one stream form a run: the GPU submits each run as one batch on that
   // stream's queue (so mg.synchronize(stream) and cross-queue waits see it).
   let start = 0;

@@ -193,20 +193,23 @@ registerBackend("gpu", {
     const queue = queueFor(stream);
     const rt = runtime();
     const enc = new GpuEncoder(rt.newBatch());
-    // One pass over the nodes: inputs produced on another queue are waited for here (same-queue
-    // work is ordered), and the outputs without data are listed, because if anything fails before
-    // the batch is submitted, no output may keep uncomputed storage.
+    // Before a node is encoded, inputs produced on another queue are waited for (same-queue work
+    // is ordered) and its outputs without data are listed: if anything fails before the batch is
+    // submitted, no output may keep uncomputed storage. This happens per item rather than in a
+    // pass of its own, because encoding touches the same nodes right after (they are cache-hot).
     const fresh: MgArray[] = [];
-    for (const node of nodes) {
+    const admit = (node: Node) => {
       for (const i of node.inputs) {
         const p = i.layout?.storage.pending;
         if (p instanceof BatchWork && p.queue !== queue) i.layout!.storage.sync();
         else if (p && !(p instanceof BatchWork)) i.layout!.storage.sync();
       }
       for (const o of node.outputs) if (o.layout === null) fresh.push(o);
-    }
+    };
     try {
       for (const it of items) {
+        if (it.kind === "region") for (const n of it.region.nodes) admit(n);
+        else admit(it.node);
         // Nothing to compute for empty outputs: give them (empty) storage and launch nothing.
         const outs = it.kind === "region" ? it.region.outputs : it.node.outputs;
         if (it.kind !== "view" && allEmpty(outs)) {
