@@ -136,6 +136,9 @@ describe("memory API", () => {
   test("a memory limit turns an oversized allocation into a clear error; setters return the previous value", () => {
     const limit = mg.getActiveMemory() + 1024 * 1024;
     const previous = mg.setMemoryLimit(limit);
+    // Default: 1.5 × the recommended working set, as MLX.
+    expect(previous).toBe(Math.floor(1.5 * mg.deviceInfo().memory_size));
+    expect(mg.getMemoryLimit()).toBe(limit);
     try {
       expect(() => mg.array(new Float32Array(1024 * 1024))).toThrow(/memory limit/);
       const small = mg.array(new Float32Array(16)); // still fine under the limit

@@ -36,6 +36,11 @@ export function setMemoryLimit(limit: number): number {
   return runtime().setMemoryLimit(limit);
 }
 
+/** The memory limit in bytes (MLX's default: 1.5 × the device's recommended working set). */
+export function getMemoryLimit(): number {
+  return runtime().memoryStats().memoryLimit;
+}
+
 /** Sets the cache limit in bytes (0 disables caching); returns the previous one. */
 export function setCacheLimit(limit: number): number {
   return runtime().setCacheLimit(limit);
