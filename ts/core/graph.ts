@@ -63,7 +63,9 @@ export function makeNode<P>(
   return node.outputs;
 }
 
-const isFloat64 = (x: { dtype: Dtype }) => x.dtype === float64;
+function isFloat64(x: { dtype: Dtype }): boolean {
+  return x.dtype === float64;
+}
 
 /**
  * Apple GPUs have no double precision and MLX does not emulate it (guide §1.5). Ops that build
