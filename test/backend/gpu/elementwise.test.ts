@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import { setForceLargeIndex } from "../../../ts/backend/gpu/encoder.ts";
+import { inFlightBatchCount } from "../../../ts/backend/gpu/index.ts";
 import { expectClose, expectDevicesAgree, GPU_FLOAT_DTYPES, GPU_INT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
 const UNARY_FLOAT: [string, (x: MgArray) => MgArray, [number, number]][] = [
@@ -247,5 +248,22 @@ describe("a failed eval leaves no uncomputed data behind", () => {
     expect(a.evaluated).toBe(false);
     expect(a.tolist()).toEqual([1, 2, 3].map((v) => Math.fround(Math.exp(v))));
     expect(() => mg.eval(bad)).toThrow("planted encode failure");
+  });
+});
+
+describe("pacing", () => {
+  test("at most 10 batches run ahead of the host (MLX's MAX_ACTIVE_TASKS), and results stay right", () => {
+    const x = mg.array(new Float32Array(1 << 18).fill(1));
+    mg.eval(x);
+    let y = x;
+    let most = 0;
+    for (let i = 0; i < 40; i++) {
+      y = mg.add(y, 1, { stream: mg.gpu });
+      mg.eval(y); // one batch per eval, never waited for here
+      most = Math.max(most, inFlightBatchCount());
+    }
+    expect(most).toBeLessThanOrEqual(10);
+    expect(most).toBeGreaterThan(0);
+    expect((y.dataSync() as Float32Array)[12345]).toBe(41);
   });
 });

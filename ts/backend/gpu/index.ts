@@ -59,6 +59,40 @@ class BatchWork implements PendingWork {
 /** The newest batch submitted per stream (batches on one queue finish in order). */
 const lastWork = new Map<Stream, BatchWork>();
 
+/**
+ * Batches submitted and maybe still running, oldest first. As MLX's eval (MAX_ACTIVE_TASKS), at
+ * most this many run ahead of the host: beyond it the host waits for the oldest, so a loop that
+ * evaluates faster than the GPU computes cannot pile up the memory of every in-flight step.
+ */
+const MAX_ACTIVE_BATCHES = 10;
+const inFlight: SubmittedBatch[] = [];
+
+/** Batches that may still be running (for tests: never more than MAX_ACTIVE_BATCHES). */
+export function inFlightBatchCount(): number {
+  return inFlight.filter((b) => !b.completed).length;
+}
+
+function limitInFlight(batch: SubmittedBatch): void {
+  inFlight.push(batch);
+  if (inFlight.length <= MAX_ACTIVE_BATCHES) return;
+  while (inFlight.length > 0 && (inFlight[0]!.completed || pollQuietly(inFlight[0]!))) inFlight.shift();
+  if (inFlight.length > MAX_ACTIVE_BATCHES) {
+    const oldest = inFlight.shift()!;
+    // A failed batch keeps its error for whoever reads its outputs; this wait only paces the host.
+    try {
+      oldest.wait();
+    } catch {}
+  }
+}
+
+function pollQuietly(batch: SubmittedBatch): boolean {
+  try {
+    return batch.poll();
+  } catch {
+    return true; // failed, therefore finished; its readers get the error
+  }
+}
+
 /** Waits for all GPU work submitted so far (on one stream, or on every stream), as mx.synchronize. */
 export function synchronize(stream?: Stream): void {
   for (const [s, w] of lastWork) {
@@ -246,6 +280,7 @@ registerBackend("gpu", {
     enc.releaseTemporaries();
     const work = new BatchWork(submitted, queue);
     lastWork.set(stream, work);
+    limitInFlight(submitted);
     for (const s of enc.written) s.pending = work;
     enc.runAfterSubmit();
   },
