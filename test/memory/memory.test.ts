@@ -137,7 +137,7 @@ describe("memory API", () => {
     const limit = mg.getActiveMemory() + 1024 * 1024;
     const previous = mg.setMemoryLimit(limit);
     // Default: 1.5 × the recommended working set, as MLX.
-    expect(previous).toBe(Math.floor(1.5 * mg.deviceInfo().memory_size));
+    expect(previous).toBe(Math.floor(1.5 * Number(mg.deviceInfo().memory_size)));
     expect(mg.getMemoryLimit()).toBe(limit);
     try {
       expect(() => mg.array(new Float32Array(1024 * 1024))).toThrow(/memory limit/);
