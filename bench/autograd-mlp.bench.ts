@@ -69,11 +69,18 @@ console.log("  device   forward   forward+backward   backward/forward");
 for (const device of DEVICES) {
   const name = device.type.padEnd(6);
   try {
-    const forward = () => mg.stream(device, () => mg.eval(loss(params, x, y)));
+    // Each run waits for the device: eval returns once GPU work is submitted, so timing eval alone
+    // would measure only the host's share.
+    const forward = () =>
+      mg.stream(device, () => {
+        mg.eval(loss(params, x, y));
+        mg.synchronize();
+      });
     const step = () =>
       mg.stream(device, () => {
         const [value, grads] = mg.valueAndGrad(loss)(params, x, y);
         mg.eval(value, grads);
+        mg.synchronize();
       });
     // Same loss on every device (a wrong device would make the timing meaningless).
     const [v] = mg.stream(device, () => mg.valueAndGrad(loss)(params, x, y));
