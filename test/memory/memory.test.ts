@@ -29,8 +29,9 @@ async function collectUntil(pred: () => boolean, rounds = 50): Promise<boolean> 
 }
 
 describe("dispose and tidy", () => {
-  test("dispose frees the storage immediately and is idempotent; using a disposed array throws naming it", () => {
-    mg.synchronize();
+  test("dispose frees the storage immediately and is idempotent; using a disposed array throws naming it", async () => {
+    // Earlier files' garbage first: a collection during the test would free it mid-measurement.
+    await settle();
     const before = mg.getActiveMemory();
     const a = mg.array(new Float32Array(10000));
     expect(mg.getActiveMemory() - before).toBe(rounded(40000));
@@ -40,7 +41,8 @@ describe("dispose and tidy", () => {
     expect(() => mg.exp(a)).toThrow(new RegExp(`\\[exp\\] array #${a.id} \\(10000,\\) float32 was disposed`));
   });
 
-  test("using-declarations dispose at scope end", () => {
+  test("using-declarations dispose at scope end", async () => {
+    await settle();
     const before = mg.getActiveMemory();
     {
       using a = mg.array(new Float32Array(5000));
@@ -50,9 +52,10 @@ describe("dispose and tidy", () => {
     expect(mg.getActiveMemory()).toBe(before);
   });
 
-  test("tidy frees everything created inside except what it returns (trees included) and what is kept", () => {
+  test("tidy frees everything created inside except what it returns (trees included) and what is kept", async () => {
     // Weak scalars (3, 1) become shared cached constants on first use: create them before measuring.
     mg.eval(mg.multiply(mg.array([1], mg.float32), 3), mg.add(mg.array([1], mg.float32), 1));
+    await settle();
     const before = mg.getActiveMemory();
     let kept: MgArray | undefined;
     let inner: MgArray | undefined;
@@ -73,8 +76,9 @@ describe("dispose and tidy", () => {
     expect(mg.getActiveMemory()).toBe(before);
   });
 
-  test("disposing an intermediate that a returned, unevaluated array needs is safe", () => {
+  test("disposing an intermediate that a returned, unevaluated array needs is safe", async () => {
     mg.eval(mg.multiply(mg.array([1], mg.float32), 2)); // the shared constant 2 exists before measuring
+    await settle();
     const before = mg.getActiveMemory();
     const y = mg.tidy(() => {
       const x = mg.array([1, 2, 3], mg.float32);
