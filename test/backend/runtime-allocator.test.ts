@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { runtime, type NativeBuffer } from "../../ts/backend/runtime.ts";
+import { synchronize } from "../../ts/backend/gpu/index.ts";
 
 const rt = runtime();
 const KiB = 1024;
@@ -38,8 +39,10 @@ afterAll(() => {
   rt.setCacheLimit(savedLimits.cache);
 });
 
-/** A clean slate: pending GC frees flushed, the cache emptied, the peak reset. */
+/** A clean slate: earlier files' GPU work finished (it holds buffers until then), pending GC frees
+ *  flushed, the cache emptied, the peak reset. */
 function settle(): { active: number } {
+  synchronize();
   Bun.gc(true);
   rt.clearCache();
   rt.resetPeakMemory();
