@@ -227,6 +227,13 @@ std::vector<std::string> base_flags(int math_mode) {
                                 // undefined behaviour the optimiser may exploit (no measurable cost
                                 // on the bench kernels or int-indexed loops).
                                 "-fwrapv"};
+#if defined(__x86_64__)
+  // The prelude's 8x8 multiply-accumulate uses hardware fused multiply-add where this CPU has it
+  // (otherwise fmaf is a libm call, 512 per lane and product): same results, one rounding either
+  // way. Only that function is compiled for FMA — -mfma for the whole kernel made barrier-free
+  // elementwise kernels ~25% slower. The macro is part of every cache key.
+  if (__builtin_cpu_supports("fma")) f.push_back("-DMGSIM_HAVE_FMA=1");
+#endif
   // Not -mtls-dialect=gnu2 (cheaper thread_local access): glibc before 2.40 clobbers vector
   // registers when _dl_tlsdesc_dynamic allocates a dlopen'ed object's TLS (BZ #31372), which
   // corrupted kernels that keep pointers in xmm registers.

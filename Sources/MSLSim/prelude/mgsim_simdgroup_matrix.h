@@ -104,6 +104,25 @@ auto row_ptr(const P &p, size_t offset, bool write) -> decltype(mgsim_resolve(p 
 template <class P>
 using elem_t = std::remove_cv_t<std::remove_pointer_t<decltype(row_ptr(std::declval<const P &>(), 0, false))>>;
 
+// d = a * b + c on row-major 8x8 float tiles. Row by row, k outer and j inner: every element
+// accumulates k = 0..7 in order from c's element with one rounding per step, and the j loop is one
+// vector operation per k. Built for the CPU's FMA unit when the compile driver found one
+// (MGSIM_HAVE_FMA); kept out of line so only this function carries that instruction set.
+#if defined(MGSIM_HAVE_FMA)
+__attribute__((target("fma"), noinline))
+#endif
+inline void mma8(float *d, const float *a, const float *b, const float *c) {
+  for (int i = 0; i < 8; ++i) {
+    float s[8];
+    for (int j = 0; j < 8; ++j) s[j] = c[i * 8 + j];
+    for (int k = 0; k < 8; ++k) {
+      const float a_ik = a[i * 8 + k];
+      for (int j = 0; j < 8; ++j) s[j] = __builtin_fmaf(a_ik, b[k * 8 + j], s[j]);
+    }
+    for (int j = 0; j < 8; ++j) d[i * 8 + j] = s[j];
+  }
+}
+
 }  // namespace sgm
 }  // namespace lang
 }  // namespace mgsim
@@ -154,13 +173,14 @@ inline void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8> &d, const s
   const auto A = mgsim::lang::sgm::synced(a);
   const auto B = mgsim::lang::sgm::synced(b);
   const auto C = mgsim::lang::sgm::synced(c);
-  for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 8; ++j) {
-      float s = float(C.mg_at(i * 8 + j));
-      for (int k = 0; k < 8; ++k) s = __builtin_fmaf(float(A.mg_at(i * 8 + k)), float(B.mg_at(k * 8 + j)), s);
-      d.mg_at(i * 8 + j) = static_cast<TD>(s);
-    }
+  float fa[64], fb[64], fc[64], fd[64];
+  for (int i = 0; i < 64; ++i) {
+    fa[i] = float(A.mg_at(i));
+    fb[i] = float(B.mg_at(i));
+    fc[i] = float(C.mg_at(i));
   }
+  mgsim::lang::sgm::mma8(fd, fa, fb, fc);
+  for (int i = 0; i < 64; ++i) d.mg_at(i) = static_cast<TD>(fd[i]);
   d.mg_sync = nullptr;
 }
 
