@@ -66,28 +66,37 @@ void chain(int sig, siginfo_t *info, void *context) {
   if (guarded) g_chaining_tid.store(0);
 }
 
+// The calling thread's record, or null: a scan of plain atomics, safe in a signal handler.
+FaultRecord *own_record() {
+  const pid_t me = current_tid();
+  const size_t used = g_records_used.load(std::memory_order_acquire);
+  for (size_t i = 0; i < used && i < kMaxRecords; ++i)
+    if (g_records[i].tid.load(std::memory_order_relaxed) == me) return &g_records[i];
+  return nullptr;
+}
+
+// Leaves kernel code as a fault does: records the cause and the thread's grid position, then jumps
+// back to the dispatch loop that armed the record.
+[[noreturn]] void leave_kernel(FaultRecord &r, int sig, int code, void *address) {
+  r.active = 0;
+  r.signo = sig;
+  r.code = code;
+  r.address = address;
+  const abi::thread_attrs *a = r.current;
+  r.position_known = a != nullptr;
+  if (a) {
+    r.position[0] = a->grid[0];
+    r.position[1] = a->grid[1];
+    r.position[2] = a->grid[2];
+  }
+  siglongjmp(r.jump, 1);
+}
+
 void on_fault(int sig, siginfo_t *info, void *context) {
   const int saved_errno = errno;
   if (info && info->si_code > 0) {  // a fault raised by an instruction, not a sent signal
-    const pid_t me = current_tid();
-    const size_t used = g_records_used.load(std::memory_order_acquire);
-    for (size_t i = 0; i < used && i < kMaxRecords; ++i) {
-      FaultRecord &r = g_records[i];
-      if (r.tid.load(std::memory_order_relaxed) != me) continue;
-      if (!r.active) break;
-      r.active = 0;
-      r.signo = sig;
-      r.code = info->si_code;
-      r.address = info->si_addr;
-      const abi::thread_attrs *a = r.current;
-      r.position_known = a != nullptr;
-      if (a) {
-        r.position[0] = a->grid[0];
-        r.position[1] = a->grid[1];
-        r.position[2] = a->grid[2];
-      }
-      siglongjmp(r.jump, 1);
-    }
+    FaultRecord *r = own_record();
+    if (r && r->active) leave_kernel(*r, sig, info->si_code, info->si_addr);
   }
   errno = saved_errno;
   chain(sig, info, context);
@@ -99,25 +108,10 @@ std::atomic<int> g_cancel_signal{0};  // 0: not chosen yet, -1: none free
 // watchdog cancelled (asynchronous, so it may land anywhere in that code, as a fault may).
 void on_cancel(int sig, siginfo_t *, void *) {
   const int saved_errno = errno;
-  const pid_t me = current_tid();
-  const size_t used = g_records_used.load(std::memory_order_acquire);
-  for (size_t i = 0; i < used && i < kMaxRecords; ++i) {
-    FaultRecord &r = g_records[i];
-    if (r.tid.load(std::memory_order_relaxed) != me) continue;
-    const uint64_t serial = r.dispatch_serial.load(std::memory_order_relaxed);
-    if (!r.active || serial == 0 || r.cancel_serial.load(std::memory_order_relaxed) != serial) break;
-    r.active = 0;
-    r.signo = sig;
-    r.code = 0;
-    r.address = nullptr;
-    const abi::thread_attrs *a = r.current;
-    r.position_known = a != nullptr;
-    if (a) {
-      r.position[0] = a->grid[0];
-      r.position[1] = a->grid[1];
-      r.position[2] = a->grid[2];
-    }
-    siglongjmp(r.jump, 1);
+  FaultRecord *r = own_record();
+  if (r && r->active) {
+    const uint64_t serial = r->dispatch_serial.load(std::memory_order_relaxed);
+    if (serial != 0 && r->cancel_serial.load(std::memory_order_relaxed) == serial) leave_kernel(*r, sig, 0, nullptr);
   }
   errno = saved_errno;
 }
