@@ -188,6 +188,28 @@ export class MgArray {
     return this.layout!;
   }
 
+  /**
+   * Allocates this output, or takes over the buffer of an input this node is the last to read, as
+   * MLX donates buffers: only for kernels that have read every input element they need before (or
+   * at the same index as) writing it, and only from an input no one else can read — internal or
+   * disposed, read by no other pending node, the sole holder of its storage, dense from offset 0,
+   * with exactly this output's byte length and element count (so elements line up).
+   */
+  allocateInPlace(): Layout {
+    const node = this.node;
+    if (node && node.outputs.length === 1) {
+      for (const d of node.inputs) {
+        if (donatable(d, this)) {
+          const storage = d.layout!.storage;
+          storage.sync();
+          this.setLayout(storage, 0, rowMajorStrides(this.shape), true);
+          return this.layout!;
+        }
+      }
+    }
+    return this.allocate();
+  }
+
   /** Evaluates this array (and its graph) if needed and waits for its data. */
   ensureEvaluated(op = "eval"): Layout {
     this.checkUsable(op);
@@ -263,4 +285,19 @@ export class MgArray {
 /** No handle outside the graph can read this array: the user disposed it or it is internal. */
 function unreachable(a: MgArray): boolean {
   return a.disposed || a.internal;
+}
+
+function donatable(d: MgArray, out: MgArray): boolean {
+  const l = d.layout;
+  return (
+    l !== null &&
+    (d.internal || d.disposed) &&
+    d.graphRefs === 1 &&
+    l.offset === 0 &&
+    l.rowContiguous &&
+    d.size === out.size &&
+    d.dtype.size === out.dtype.size &&
+    l.storage.holders === 1 &&
+    !d.shared
+  );
 }
