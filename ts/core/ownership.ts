@@ -156,3 +156,8 @@ export function libraryFunctions<T extends object>(ns: T): T {
 function isClass(fn: unknown): boolean {
   return typeof fn === "function" && /^class[\s{]/.test(Function.prototype.toString.call(fn));
 }
+
+/** True for functions wrapped by libraryFunction (the public-API test checks every export). */
+export function isLibraryFunction(fn: unknown): boolean {
+  return typeof fn === "function" && wrappers.get(fn) === fn;
+}
