@@ -7,13 +7,18 @@ import { libraryCall, retain } from "../../ts/core/ownership.ts";
 
 const MiB = 2 ** 20;
 
-/** Waits for GPU work and collects earlier garbage until active memory stops changing. */
+/**
+ * Waits for GPU work and collects earlier garbage until active memory stops changing. The cache is
+ * emptied too: a request may reuse a cached block up to twice its size, which active memory counts.
+ */
 async function settle(): Promise<number> {
   mg.synchronize();
+  mg.clearCache();
   let last = -1;
   for (let i = 0; i < 20; i++) {
     Bun.gc(true);
     await Bun.sleep(2);
+    mg.clearCache();
     const now = mg.getActiveMemory();
     if (now === last) return now;
     last = now;
