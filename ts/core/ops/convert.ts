@@ -1,7 +1,7 @@
 // Turning JS values into arrays: mg.array(...), and the weak-scalar conversion every op uses.
 import { MgArray } from "../array.ts";
 import {
-  bfloat16, bfloat16BitsFromNumber, bool_, complex64, type Dtype, dtypeArgument, float16, float32, float64, int16,
+  bfloat16, bfloat16BitsFromNumber, bool_, complex64, type Dtype, dtypeArgument, float16, float32, float64, floatToInteger, int16,
   int32, int64, int8, isScalar, type Scalar, scalarDtype, uint16, uint32, uint64, uint8,
   weakScalarDtype,
 } from "../dtype.ts";
@@ -109,6 +109,10 @@ export function fromValues(
   return a;
 }
 
+/** Integral numbers within int64's range are integers (wrapped into narrower dtypes as C does);
+ *  other numbers are floats, converted by floatToInteger (NaN → int32 is INT32_MIN). */
+const isIntegerValue = (v: number): boolean => Number.isInteger(v) && v >= -(2 ** 63) && v < 2 ** 63;
+
 function writeLeaf(view: TypedArray, dtype: Dtype, i: number, v: Scalar | Complex): void {
   if (dtype === complex64) {
     if (isComplexValue(v)) {
@@ -126,14 +130,15 @@ function writeLeaf(view: TypedArray, dtype: Dtype, i: number, v: Scalar | Comple
     throw new RangeError(`[array] The integer ${v} does not fit in 64 bits.`);
   }
   if (dtype === int64 || dtype === uint64) {
-    const big = typeof v === "bigint" ? v : typeof v === "boolean" ? (v ? 1n : 0n) : bigFromNumber(v);
+    const big = typeof v === "bigint" ? v : typeof v === "boolean" ? (v ? 1n : 0n)
+      : isIntegerValue(v) ? bigFromNumber(v) : (floatToInteger(v, dtype) as bigint);
     view[i] = dtype === int64 ? BigInt.asIntN(64, big) : BigInt.asUintN(64, big);
     return;
   }
   const num = typeof v === "boolean" ? (v ? 1 : 0) : Number(v);
   if (dtype === bfloat16) view[i] = bfloat16BitsFromNumber(num);
   else if (dtype === bool_) view[i] = num !== 0 ? 1 : 0;
-  else if (dtype.kind === "i" || dtype.kind === "u") view[i] = Number.isFinite(num) ? Math.trunc(num) : 0;
+  else if (dtype.kind === "i" || dtype.kind === "u") view[i] = isIntegerValue(num) ? num : (floatToInteger(num, dtype) as number);
   else view[i] = num;
 }
 
