@@ -84,6 +84,22 @@ for (const device of [mg.cpu, mg.gpu]) {
       y!.dispose();
     });
 
+    test("a chain of matmuls reuses the buffer of an intermediate once its reader ran (or is encoded)", async () => {
+      const x = mg.random.normal([256, 256], mg.float32, 0, 0.05, mg.random.key(4), s);
+      mg.eval(x);
+      const before = await settle();
+      let y: MgArray | undefined;
+      const [peak] = measure(before, () => {
+        y = mg.tidy(() => mg.matmul(mg.matmul(mg.matmul(mg.matmul(x, x, s), x, s), x, s), x, s));
+        mg.eval(y);
+      });
+      // Four products of 256 KiB each. The GPU holds at most two at once (the one read and the one
+      // written, whose buffer the next product takes); the CPU computes each product before storing
+      // it, so it stores into the buffer of the product it read.
+      expect(peak).toBe((device.type === "gpu" ? 2 : 1) * 256 * 1024);
+      y!.dispose();
+    });
+
     test("a value and gradient under tidy hold only the loss and gradients after eval", async () => {
       const w = mg.random.normal([128, 64], mg.float32, 0, 0.1, mg.random.key(2), s);
       const x = mg.random.normal([32, 128], mg.float32, 0, 1, mg.random.key(3), s);
