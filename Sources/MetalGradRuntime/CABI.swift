@@ -161,6 +161,17 @@ public func mg_buffer_length(_ buffer: UnsafeMutableRawPointer?) -> Double {
     guarded("mg_buffer_length", -1) { Double(try $0.bufferSize(handleBits(buffer))) }
 }
 
+/// 0 when the buffer's contents are valid; 1 when its last GPU write failed or was computed from a
+/// failed buffer (the reason in mg_last_error). Meaningful once the batch that wrote it completed.
+@_cdecl("mg_buffer_failure")
+public func mg_buffer_failure(_ buffer: UnsafeMutableRawPointer?) -> Int32 {
+    guarded("mg_buffer_failure", 1) { runtime in
+        guard let message = try runtime.bufferFailure(handleBits(buffer)) else { return 0 }
+        recordError("mg_buffer_failure", RuntimeError(message))
+        return 1
+    }
+}
+
 /// Drops the owner's hold. Idempotent; thread-safe.
 @_cdecl("mg_buffer_release")
 public func mg_buffer_release(_ buffer: UnsafeMutableRawPointer?) -> Int32 {

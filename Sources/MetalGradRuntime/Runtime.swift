@@ -126,9 +126,13 @@ final class Runtime: @unchecked Sendable {
     var libraryCache: [LibraryKey: UInt64] = [:]
     var pipelineCache: [PipelineKey: UInt64] = [:]
     var counters = RuntimeCounters()
+    /// Bound in place of a zero-byte buffer (Metal has no zero-length buffers; a kernel's buffer
+    /// argument must be bound even when an empty input means it reads nothing).
+    let emptyPlaceholder: (any MTLBuffer)?
 
     private init() throws {
         device = try Device()
+        emptyPlaceholder = device.device.makeBuffer(length: 16, options: [.storageModeShared, .hazardTrackingModeUntracked])
         allocator = Allocator(
             device: device.device, recommendedMaxWorkingSetSize: device.recommendedMaxWorkingSetSize,
             maxBufferLength: device.maxBufferLength)
@@ -176,6 +180,13 @@ final class Runtime: @unchecked Sendable {
 
     func bufferContents(_ handle: UInt64) throws -> UnsafeMutableRawPointer? {
         try lock.withLock { try ownedBuffer(handle).allocation?.buffer.contents() }
+    }
+
+    func bufferFailure(_ handle: UInt64) throws -> String? {
+        try lock.withLock {
+            guard let record = buffers[handle] else { throw unknownHandle(handle, .buffer) }
+            return record.failure
+        }
     }
 
     func bufferSize(_ handle: UInt64) throws -> Int {

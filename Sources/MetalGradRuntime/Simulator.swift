@@ -8,6 +8,7 @@
 import Foundation
 #if !canImport(Metal)
 import MSLSim
+import MetalShim
 
 let runningOnSimulator = true
 
@@ -20,6 +21,16 @@ func annotateNextDispatch(viewLengths: UnsafePointer<UInt64>, mustWrite: UInt64)
     }
     annotation.must_write_mask = mustWrite
     mgsim_annotate_next_dispatch(&annotation)
+}
+
+/// The dispatches of a failed command buffer that failed (ordinals within it, with their
+/// messages); the simulator runs the others. nil: unknown (the whole command buffer failed).
+func failedDispatchOrdinals(_ error: any Error) -> [(Int, String)]? {
+    guard let entries = (error as NSError).userInfo[shimFailedDispatchesKey] as? [[Any]] else { return nil }
+    return entries.compactMap { entry in
+        guard entry.count == 2, let ordinal = entry[0] as? Int, let message = entry[1] as? String else { return nil }
+        return (ordinal, message)
+    }
 }
 
 func simulatorStatsJSON() -> String {
@@ -41,6 +52,17 @@ func simulatorStatsJSON() -> String {
 #else
 let runningOnSimulator = false
 func annotateNextDispatch(viewLengths: UnsafePointer<UInt64>, mustWrite: UInt64) {}
+func failedDispatchOrdinals(_ error: any Error) -> [(Int, String)]? { nil }
+/// The dispatches of a failed command buffer that failed (ordinals within it, with their
+/// messages); the simulator runs the others. nil: unknown (the whole command buffer failed).
+func failedDispatchOrdinals(_ error: any Error) -> [(Int, String)]? {
+    guard let entries = (error as NSError).userInfo[shimFailedDispatchesKey] as? [[Any]] else { return nil }
+    return entries.compactMap { entry in
+        guard entry.count == 2, let ordinal = entry[0] as? Int, let message = entry[1] as? String else { return nil }
+        return (ordinal, message)
+    }
+}
+
 func simulatorStatsJSON() -> String { "{\"simulator\":false}" }
 #endif
 

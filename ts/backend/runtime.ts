@@ -31,6 +31,7 @@ const SYMBOLS = {
   mg_buffer_contents: { args: [P], returns: P },
   mg_buffer_length: { args: [P], returns: f64 },
   mg_buffer_release: { args: [P], returns: i32 },
+  mg_buffer_failure: { args: [P], returns: i32 },
   mg_buffer_view_release: { args: [P, P], returns: VOID },
   mg_buffer_view_deallocator: { args: [], returns: P },
   mg_library_new: { args: [P, P, i32, u32, i32], returns: P },
@@ -234,6 +235,13 @@ export interface Dispatch {
   mode?: "threads" | "threadgroups";
   /** Buffer indices every byte of which the kernel must write (simulator checked mode). */
   mustWrite?: readonly number[];
+  /**
+   * For written buffers whose values come from only some of the inputs (a fused kernel computing
+   * independent chains): the binding indices each is computed from, as a bit mask. Only failure
+   * isolation uses it (a failed input fails the outputs computed from it); a written buffer not
+   * listed depends on everything the dispatch reads.
+   */
+  dependencies?: readonly { index: number; readMask: number }[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,6 +496,13 @@ export class NativeBuffer {
     return new ctor(this.arrayBuffer);
   }
 
+  /** Why the contents are invalid (its last GPU write failed, or was computed from a failed
+   *  buffer), or null when they are valid. Meaningful once the batch that wrote it completed. */
+  failure(): string | null {
+    if (this.#released || this.#runtime.native.mg_buffer_failure(this.handle) === 0) return null;
+    return String(this.#runtime.native.mg_last_error()).replace(/^\[mg_buffer_failure\] /, "");
+  }
+
   /** Gives the memory back to the allocator once in-flight batches finish. Idempotent. */
   release(): void {
     if (this.#released) return;
@@ -651,9 +666,10 @@ export class CommandBatch {
     const buffers = d.buffers ?? NONE;
     const inline = d.bytes ?? NONE;
     const memory = d.threadgroupMemory ?? NONE;
+    const deps = d.dependencies ?? NONE;
     let inlineWords = 0;
     for (const b of inline) inlineWords += 2 + Math.ceil(b.data.byteLength / 4);
-    this.#reserve(15 + buffers.length * 8 + inlineWords + memory.length * 2);
+    this.#reserve(15 + buffers.length * 8 + inlineWords + memory.length * 2 + (deps.length > 0 ? 1 + 2 * deps.length : 0));
     const w = this.#words;
     let at = this.#length;
     putSize3(w, at + 4, d.grid, "grid");
@@ -671,7 +687,7 @@ export class CommandBatch {
     w[at++] = OP_DISPATCH;
     w[at++] = pipeline >>> 0;
     w[at++] = Math.floor(pipeline / TWO_32);
-    w[at++] = (d.mode ?? "threads") === "threads" ? 1 : 0;
+    w[at++] = ((d.mode ?? "threads") === "threads" ? 1 : 0) | (deps.length > 0 ? 2 : 0);
     at += 6; // grid and threadgroup, written above
     w[at++] = buffers.length;
     w[at++] = inline.length;
@@ -709,6 +725,13 @@ export class CommandBatch {
     for (const m of memory) {
       w[at++] = m.index;
       w[at++] = m.length;
+    }
+    if (deps.length > 0) {
+      w[at++] = deps.length;
+      for (const e of deps) {
+        w[at++] = e.index;
+        w[at++] = e.readMask >>> 0;
+      }
     }
     this.#length = at;
     this.#count++;

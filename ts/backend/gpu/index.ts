@@ -7,7 +7,7 @@ import { type EvalContext, registerBackend } from "../../core/graph.ts";
 import { applyViews } from "../../core/layout.ts";
 import type { ViewOf } from "../../core/primitive.ts";
 import { shapesEqual } from "../../core/shape.ts";
-import type { PendingWork } from "../../memory/storage.ts";
+import type { PendingWork, Storage } from "../../memory/storage.ts";
 import { type Queue, runtime, type SubmittedBatch } from "../runtime.ts";
 import { encodeFused, encodeSingle, FUSED_MAX_BUFFERS, prepareFused, type Region, regionInputs, singleKernel } from "./elementwise.ts";
 import { GpuEncoder } from "./encoder.ts";
@@ -58,12 +58,28 @@ class BatchWork implements PendingWork {
     readonly batch: SubmittedBatch,
     readonly queue: Queue,
   ) {}
-  wait(): void {
-    this.batch.wait();
+  wait(storage?: Storage): void {
+    try {
+      this.batch.wait();
+    } catch (e) {
+      storageFailure(storage, e);
+    }
   }
-  finished(): Promise<void> {
-    return this.batch.done();
+  async finished(storage?: Storage): Promise<void> {
+    try {
+      await this.batch.done();
+    } catch (e) {
+      storageFailure(storage, e);
+    }
   }
+}
+
+/** After a failed batch: throws for a storage the failure reached (the runtime marks exactly the
+ *  buffers computed from a failed dispatch), or the batch's error when asked for no storage. */
+function storageFailure(storage: Storage | undefined, batchError: unknown): void {
+  if (!storage) throw batchError;
+  const failure = storage.buffer.native?.failure() ?? null;
+  if (failure !== null) throw new Error(failure);
 }
 
 /** The newest batch submitted per stream (batches on one queue finish in order). */
