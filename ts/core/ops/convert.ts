@@ -57,11 +57,7 @@ function flattenNested(value: NestedArray): { shape: number[]; leaves: (Scalar |
   const leaves: (Scalar | Complex)[] = [];
   let dtype: Dtype | null = null;
   // Determine the shape from the first element at each depth, then check every list against it.
-  let probe: unknown = value;
-  while (Array.isArray(probe)) {
-    shape.push(probe.length);
-    probe = probe[0];
-  }
+  const probe = firstLeaf(value, shape);
   if (probe instanceof MgArray) {
     throw new Error("[array] internal: arrays inside lists are handled by stacking");
   }
@@ -179,9 +175,25 @@ export function array(value: ArrayInput, dtype?: Dtype | null, options: ArrayOpt
 }
 
 function containsArrays(value: NestedArray): boolean {
-  let probe: unknown = value;
-  while (Array.isArray(probe)) probe = probe[0];
-  return probe instanceof MgArray;
+  return firstLeaf(value, []) instanceof MgArray;
+}
+
+/** Deepest lists a literal may nest (far beyond any array's rank; bounds the walk's recursion). */
+const MAX_NESTING = 1024;
+
+/** Follows first elements down to a non-list, pushing each list's length onto `shape`. A list that
+ *  contains itself is an error, not an endless loop. */
+function firstLeaf(value: unknown, shape: number[]): unknown {
+  let probe = value;
+  const seen = new Set<unknown>();
+  while (Array.isArray(probe)) {
+    if (seen.has(probe)) throw new Error("[array] The nested list contains itself (a cycle); it has no finite shape.");
+    if (seen.size >= MAX_NESTING) throw new Error(`[array] Lists nested more than ${MAX_NESTING} deep.`);
+    seen.add(probe);
+    shape.push(probe.length);
+    probe = probe[0];
+  }
+  return probe;
 }
 
 // Lists of arrays (possibly nested) become a stacked array, as MLX does.
@@ -194,8 +206,13 @@ export function setConvertHooks(stack: (arrays: MgArray[]) => MgArray, astype: (
 function astypeLazy(a: MgArray, d: Dtype): MgArray {
   return astypeHook!(a, d);
 }
-function stackNested(value: NestedArray, dtype?: Dtype): MgArray {
-  const parts = value.map((v) => (v instanceof MgArray ? v : array(v as ArrayInput)));
+function stackNested(value: NestedArray, dtype?: Dtype, path: Set<unknown> = new Set()): MgArray {
+  if (path.has(value)) throw new Error("[array] The nested list contains itself (a cycle); it has no finite shape.");
+  if (path.size >= MAX_NESTING) throw new Error(`[array] Lists nested more than ${MAX_NESTING} deep.`);
+  path.add(value);
+  const parts = value.map((v) =>
+    v instanceof MgArray ? v : Array.isArray(v) && containsArrays(v) ? stackNested(v, undefined, path) : array(v as ArrayInput));
+  path.delete(value);
   const out = stackHook!(parts);
   return dtype && dtype !== out.dtype ? astypeLazy(out, dtype) : out;
 }

@@ -348,7 +348,10 @@ export function diff(a: ArrayInput, n = 1, axis = -1, opts: StreamOptions = {}):
   if (!Number.isInteger(axis) || ax < 0 || ax >= x.ndim) throw new RangeError("[diff] Axis is out of bounds for the array.");
   checkInt(n, "n", "diff");
   if (n < 0) throw new RangeError("[diff] Order `n` must be non-negative.");
-  for (let i = 0; i < n; i++) {
+  // Each difference shortens the axis by one: past its length every further one is the same
+  // empty array, so n beyond length + 1 changes nothing (diff(x, 2**53) must not loop 2^53 times).
+  const rounds = Math.min(n, x.shape[ax]! + 1);
+  for (let i = 0; i < rounds; i++) {
     const len = x.shape[ax]!;
     const start = x.shape.map(() => 0);
     const stop = [...x.shape];
