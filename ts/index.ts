@@ -62,6 +62,8 @@ export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
 export * as fast from "./fast/index.ts";
 export { compile, disableCompile, enableCompile } from "./core/compile.ts";
+export { load, LoadError, save, savez, savezCompressed, saveGguf, saveSafetensors } from "./io/index.ts";
+export type { FileArg, GgufMetadataInput, GgufMetadataValue, LoadFormat, LoadOptions, LoadResult, Metadata } from "./io/index.ts";
 export type { CompileOptions } from "./core/compile.ts";
 
 /**
