@@ -23,16 +23,13 @@ export function colMajorStrides(shape: readonly number[]): number[] {
   return strides;
 }
 
-/**
- * The byte size of `shape` × `itemBytes`, or null when it exceeds `limit` (a file's size: no
- * tensor can be larger than the file holding it, so nothing larger is ever allocated).
- */
-export function byteSize(shape: readonly number[], itemBytes: number, limit: number): number | null {
-  let n = itemBytes;
+/** The byte size of `shape` × `itemBytes`, or null beyond 2^53 (no file is that large). */
+export function byteSize(shape: readonly number[], itemBytes: number): number | null {
   if (shape.includes(0)) return 0;
+  let n = itemBytes;
   for (const d of shape) {
     n *= d;
-    if (n > limit) return null;
+    if (n > Number.MAX_SAFE_INTEGER) return null;
   }
   return n;
 }

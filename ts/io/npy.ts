@@ -82,9 +82,9 @@ export function readNpyHeader(src: ByteSource, what = "the .npy header"): NpyHea
   }
   const { dtype, bigEndian } = parseDescr(descr, (m) => src.fail(`${what}: ${m}`));
   const dataOffset = start + headerLength;
-  const dataBytes = byteSize(dims, dtype.size, src.size);
+  const dataBytes = byteSize(dims, dtype.size);
   if (dataBytes === null || dataOffset + dataBytes > src.size) {
-    src.fail(`shape ${formatShape(dims)} of ${descr} needs ${dataBytes ?? "more"} bytes after the ${dataOffset}-byte header, ` +
+    src.fail(`shape ${formatShape(dims)} of ${descr} needs ${dataBytes ?? "over 2^53"} bytes after the ${dataOffset}-byte header, ` +
       `but only ${Math.max(0, src.size - dataOffset)} follow; the file is truncated or its header is corrupt`);
   }
   return { dtype, descr, shape: dims, fortran, bigEndian, dataOffset, dataBytes };

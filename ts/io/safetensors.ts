@@ -104,9 +104,9 @@ export function readSafetensorsHeader(src: ByteSource): SafetensorsHeader {
       src.fail(`${what}: data_offsets [${begin}, ${end}] lie outside the ${dataSize} bytes of tensor data; ` +
         "the file is truncated or corrupt");
     }
-    const need = byteSize(dims, dtype.size, dataSize);
+    const need = byteSize(dims, dtype.size);
     if (need !== end - begin) {
-      src.fail(`${describeTensor(name, dims, type)} needs ${need ?? "more than the file's"} bytes but data_offsets ` +
+      src.fail(`${describeTensor(name, dims, type)} needs ${need ?? "over 2^53"} bytes but data_offsets ` +
         `[${begin}, ${end}] hold ${end - begin}`);
     }
     tensors.push({ name, type, dtype, shape: dims, begin, end });
