@@ -140,13 +140,20 @@ final class SimBuffer: NSObject, MTLBuffer, @unchecked Sendable {
 
     init?(device: SimDevice, length: Int, bytes: UnsafeRawPointer?) {
         guard length > 0, length <= device.maxBufferLength else { return nil }
-        var raw: UnsafeMutableRawPointer?
-        guard posix_memalign(&raw, SimBuffer.allocationAlignment(length), length) == 0, let raw else { return nil }
-        if let bytes {
-            raw.copyMemory(from: bytes, byteCount: length)
+        let raw: UnsafeMutableRawPointer
+        if length >= SimBuffer.alignment {
+            // Page-sized buffers come straight from the kernel: zeroed (as Metal's are) and faulted in
+            // on first touch, so a buffer about to be overwritten (a file read, a kernel's output) is
+            // not cleared first — the memset cost as much as the write that followed.
+            guard let pages = SimBuffer.mapZeroedPages(length) else { return nil }
+            raw = pages
         } else {
-            memset(raw, 0, length)  // Metal hands out zeroed pages
+            var small: UnsafeMutableRawPointer?
+            guard posix_memalign(&small, SimBuffer.allocationAlignment(length), length) == 0, let small else { return nil }
+            memset(small, 0, length)  // Metal hands out zeroed pages
+            raw = small
         }
+        if let bytes { raw.copyMemory(from: bytes, byteCount: length) }
         self.device = device
         memory = raw
         self.length = length
@@ -154,6 +161,33 @@ final class SimBuffer: NSObject, MTLBuffer, @unchecked Sendable {
         ownsMemory = true
         super.init()
         device.noteAllocation(length)
+    }
+
+    /// Transparent huge pages back buffers of this size and more (numpy's threshold is similar):
+    /// first-touch faults then cost one per 2 MiB instead of one per 4 KiB page.
+    static let hugePageSize = 2 << 20
+
+    /// Anonymous memory aligned to `alignment` (2 MiB from that size up, with huge pages asked
+    /// for): map a little more, then unmap the misaligned head and the tail.
+    private static func mapZeroedPages(_ length: Int) -> UnsafeMutableRawPointer? {
+        let align = length >= hugePageSize ? hugePageSize : alignment
+        let mapped = mmap(nil, length + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let mapped, mapped != MAP_FAILED else { return nil }
+        let start = Int(bitPattern: mapped)
+        let aligned = (start + align - 1) / align * align
+        let head = aligned - start
+        if head > 0 { munmap(mapped, head) }
+        let end = aligned + pageRounded(length)
+        let tail = start + length + align - end
+        if tail > 0 { munmap(UnsafeMutableRawPointer(bitPattern: end), tail) }
+        let memory = UnsafeMutableRawPointer(bitPattern: aligned)
+        if align == hugePageSize { _ = madvise(memory, pageRounded(length), MADV_HUGEPAGE) }
+        return memory
+    }
+
+    private static func pageRounded(_ length: Int) -> Int {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        return (length + page - 1) / page * page
     }
 
     init(device: SimDevice, noCopy: UnsafeMutableRawPointer, length: Int,
@@ -170,7 +204,7 @@ final class SimBuffer: NSObject, MTLBuffer, @unchecked Sendable {
     deinit {
         device.noteAllocation(-length)
         if ownsMemory {
-            free(memory)
+            if length >= SimBuffer.alignment { munmap(memory, SimBuffer.pageRounded(length)) } else { free(memory) }
         } else {
             deallocator?(memory, length)
         }

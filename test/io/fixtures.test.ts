@@ -23,7 +23,7 @@ interface FileExpectation {
 const expected = (await Bun.file(join(DIR, "expected.json")).json()) as { files: Record<string, FileExpectation> };
 
 function expectTensor(a: mg.MgArray, e: TensorExpectation, what: string): void {
-  expect({ what, dtype: a.dtype.name, shape: [...a.shape] }).toEqual({ what, dtype: e.dtype, shape: e.shape });
+  expect({ what, dtype: a.dtype.name as string, shape: [...a.shape] }).toEqual({ what, dtype: e.dtype, shape: e.shape });
   expect({ what, hex: rowMajorHex(a) }).toEqual({ what, hex: e.hex });
 }
 
