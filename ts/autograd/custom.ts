@@ -3,6 +3,7 @@
 // (behind stop_gradient): evaluating it forwards the outputs, and the transforms call the
 // attached vjp/jvp/vmap instead of looking inside. It is pure: captured arrays are constants.
 import { MgArray } from "../core/array.ts";
+import { libraryFunction, userFunction } from "../core/ownership.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { resolveStream } from "../core/device.ts";
 import { makeNode } from "../core/graph.ts";
@@ -170,23 +171,24 @@ function callWithRules(fn: AnyFn, args: unknown[], rules: UserRules, tag: string
 export function customFunction<F extends AnyFn>(fn: F): CustomFunction<F> {
   if (typeof fn !== "function") throw new TypeError("[custom_function] expected a function.");
   const rules: UserRules = { vjp: null, jvp: null, vmap: null };
-  const call = (...args: unknown[]): unknown =>
-    rules.vjp || rules.jvp || rules.vmap ? callWithRules(fn, args, { ...rules }, "custom_function") : fn(...args);
+  const userFn = userFunction(fn);
+  const call = libraryFunction((...args: unknown[]): unknown =>
+    rules.vjp || rules.jvp || rules.vmap ? callWithRules(userFn, args, { ...rules }, "custom_function") : userFn(...args));
 
   const f = call as unknown as CustomFunction<F>;
   f.vjp = (g: CustomVjp) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] vjp expects a function.");
-    rules.vjp = g;
+    rules.vjp = userFunction(g);
     return f;
   };
   f.jvp = (g: CustomJvp) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] jvp expects a function.");
-    rules.jvp = g;
+    rules.jvp = userFunction(g);
     return f;
   };
   f.vmap = (g: CustomVmap) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] vmap expects a function.");
-    rules.vmap = g;
+    rules.vmap = userFunction(g);
     return f;
   };
   return f;
@@ -217,5 +219,6 @@ function flattenAxesLike(spec: unknown, count: number): number[] {
 export function checkpoint<F extends AnyFn>(fn: F): F {
   if (typeof fn !== "function") throw new TypeError("[checkpoint] expected a function.");
   const noRules: UserRules = { vjp: null, jvp: null, vmap: null };
-  return ((...args: unknown[]) => callWithRules(fn, args, noRules, "checkpoint")) as unknown as F;
+  const userFn = userFunction(fn);
+  return libraryFunction((...args: unknown[]) => callWithRules(userFn, args, noRules, "checkpoint")) as unknown as F;
 }

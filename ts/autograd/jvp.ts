@@ -1,6 +1,7 @@
 // Forward mode: trace the function on tracer copies of the primals, then walk the traced graph
 // forwards calling each primitive's jvp rule with the tangents of its inputs.
 import { MgArray } from "../core/array.ts";
+import { libraryFunction, userCall } from "../core/ownership.ts";
 import { type Dtype, isInexact } from "../core/dtype.ts";
 import { withRetainedGraph } from "../core/graph.ts";
 import { missingRule, type Primitive } from "../core/primitive.ts";
@@ -92,7 +93,7 @@ export function jvpFlat(
  * Computes the Jacobian-vector product, as mx.jvp: `fn(...primals)` returns an array or a list
  * (tree) of arrays; `tangents` match the primals. Returns `[outputs, jvps]`, both flat lists.
  */
-export function jvp<P extends readonly unknown[]>(
+export const jvp = libraryFunction(function jvp<P extends readonly unknown[]>(
   fn: AnyFn,
   primals: P,
   tangents: readonly unknown[],
@@ -106,9 +107,9 @@ export function jvp<P extends readonly unknown[]>(
     throw new Error("[jvp] Number of inputs does not match number of tangents.");
   }
   const { outputs, jvps } = jvpFlat(
-    (tracers) => flattenOutputs((fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[])), "jvp"),
+    (tracers) => flattenOutputs(userCall(() => (fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[]))), "jvp"),
     flatPrimals,
     flatTangents,
   );
   return [outputs, jvps];
-}
+});

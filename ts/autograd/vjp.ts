@@ -8,6 +8,7 @@ import { missingRule, type Primitive } from "../core/primitive.ts";
 import { StopGradient } from "../core/primitives/elementwise.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { fromValues } from "../core/ops/convert.ts";
+import { libraryFunction, userCall } from "../core/ownership.ts";
 import { add, astype } from "../core/ops/elementwise.ts";
 import { zerosLike } from "../core/ops/creation.ts";
 import { buildTape, checkRuleResult, isDifferentiable, makeTracer, onStream, streamOf } from "./trace.ts";
@@ -139,7 +140,7 @@ export function flattenOutputs(out: unknown, tag: string): MgArray[] {
  * (tree) of arrays; `cotangents` match its outputs. Returns `[outputs, vjps]`: the outputs as a
  * flat list and one cotangent per primal (each shaped like its primal, trees allowed).
  */
-export function vjp<P extends readonly unknown[]>(
+export const vjp = libraryFunction(function vjp<P extends readonly unknown[]>(
   fn: AnyFn,
   primals: P,
   cotangents: readonly unknown[],
@@ -150,14 +151,14 @@ export function vjp<P extends readonly unknown[]>(
   const flatPrimals = treeFlatten(primals, true, "vjp");
   const flatCots = treeFlatten(cotangents, true, "vjp");
   const { outputs, vjps } = vjpFlat(
-    (tracers) => flattenOutputs((fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[])), "vjp"),
+    (tracers) => flattenOutputs(userCall(() => (fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[]))), "vjp"),
     flatPrimals,
     flatCots,
     flatPrimals.map((_, i) => i),
     { tag: "vjp", skipStopGradientOutputs: true },
   );
   return [outputs, treeUnflatten(primals, vjps) as P];
-}
+});
 
 /** The scalar seed of grad: 1 (float32, cast to the output's dtype as MLX does). */
 export function gradSeed(): MgArray {

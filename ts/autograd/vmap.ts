@@ -2,6 +2,7 @@
 // element, then rewrite the traced graph with each primitive's vmap rule so that it runs over the
 // whole batch at once. A primitive without a vmap rule is an error naming it (no silent loop).
 import { MgArray, Node } from "../core/array.ts";
+import { libraryFunction, userCall } from "../core/ownership.ts";
 import type { Dtype } from "../core/dtype.ts";
 import { makeArray } from "../core/graph.ts";
 import { missingRule, type Primitive } from "../core/primitive.ts";
@@ -223,7 +224,7 @@ export function vmap<F extends AnyFn>(fn: F, inAxes: AxesSpec = 0, outAxes: Axes
     let outTree: unknown;
     const outs = vmapFlat(
       (xs) => {
-        outTree = (fn as AnyFn)(...(treeUnflatten(args, xs) as unknown[]));
+        outTree = userCall(() => (fn as AnyFn)(...(treeUnflatten(args, xs) as unknown[])));
         if (outTree instanceof MgArray) return [outTree];
         return treeFlatten(outTree, true, "vmap");
       },
@@ -233,5 +234,5 @@ export function vmap<F extends AnyFn>(fn: F, inAxes: AxesSpec = 0, outAxes: Axes
     );
     return treeUnflatten(outTree, outs);
   };
-  return vfn as unknown as F;
+  return libraryFunction(vfn) as unknown as F;
 }

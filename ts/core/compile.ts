@@ -22,6 +22,7 @@
 //   first trace instead. JS values fn computes from shapes and passes as weak scalars are frozen,
 //   as MLX warns.
 import { MgArray, type Node } from "./array.ts";
+import { libraryFunction, retain, userCall } from "./ownership.ts";
 import { resolveStream, type Stream } from "./device.ts";
 import { Dtype, float32, float64 } from "./dtype.ts";
 import { makeNode } from "./graph.ts";
@@ -421,7 +422,7 @@ export function compile<F extends AnyFn>(fn: F, options: CompileOptions = {}): F
   const cache = new Map<string, Entry>();
 
   const compiled = (...args: unknown[]): unknown => {
-    if (!enabled) return fn(...args);
+    if (!enabled) return userCall(() => fn(...args));
     const inputs = treeFlatten(args);
     for (const x of inputs) x.checkUsable("compile");
     const key = `${streamKey(resolveStream())}|${keyOf(args, shapeless)}`;
@@ -433,7 +434,7 @@ export function compile<F extends AnyFn>(fn: F, options: CompileOptions = {}): F
     const outputs = replay(entry, inputs, shapeless, fnName);
     return treeUnflatten(entry.outTree, outputs);
   };
-  return compiled as unknown as F;
+  return libraryFunction(compiled) as unknown as F;
 }
 
 /** Where a placeholder lives: its input's producer stream, else the default (as a transform's
@@ -450,7 +451,7 @@ function trace(fn: AnyFn, args: readonly unknown[], inputs: readonly MgArray[], 
   const placeholders = inputs.map((x) => makeNode(CompileInput, [], { shape: [...x.shape], dtype: x.dtype }, placeholderStream(x))[0]!);
   let out: unknown;
   try {
-    out = fn(...(treeUnflatten(args, placeholders) as unknown[]));
+    out = userCall(() => fn(...(treeUnflatten(args, placeholders) as unknown[])));
   } catch (e) {
     for (const p of placeholders) p.dispose();
     throw e;
@@ -468,7 +469,7 @@ function trace(fn: AnyFn, args: readonly unknown[], inputs: readonly MgArray[], 
     throw e;
   }
   // Constants fn created while tracing belong to the compiled function now, not to a tidy scope.
-  keep(constants.filter((c) => c.id >= traceStart));
+  retain(keep(constants.filter((c) => c.id >= traceStart)));
   if (drawsRandomNumbers(constants)) {
     warnOnce(
       `compile-random-${id}`,

@@ -7,6 +7,7 @@
 // simulator, which runs the same Metal source. The CPU device cannot run a Metal kernel, so a CPU
 // stream is refused at the call (as MLX's "[metal_kernel] Only supports the GPU.").
 import { MgArray, type Node } from "../core/array.ts";
+import { libraryFunction } from "../core/ownership.ts";
 import { defaultStream, gpu, resolveStream, type Stream, type StreamOrDevice } from "../core/device.ts";
 import { bfloat16, bool_, Dtype, float16, float32, float64, int32, isScalar, type Scalar, scalarDtype, uint32, uint64 } from "../core/dtype.ts";
 import { makeNode } from "../core/graph.ts";
@@ -516,7 +517,8 @@ export function metalKernel(options: MetalKernelOptions): MetalKernel {
 
   const variants = new Map<string, { sig: Signature; pipeline: Pipeline }>();
 
-  return (call: MetalKernelCall): MgArray[] => {
+  // A library call: casts and copies of its inputs are freed after the kernel has read them.
+  return libraryFunction((call: MetalKernelCall): MgArray[] => {
     if (call === null || typeof call !== "object") throw new TypeError(`${TAG} expected { inputs, outputShapes, outputDtypes, grid, threadgroup, … }.`);
     if (!Array.isArray(call.inputs)) throw new TypeError(`${TAG} inputs must be a list of arrays and scalars.`);
     if (!Array.isArray(call.outputShapes)) throw new TypeError(`${TAG} outputShapes must be a list of shapes.`);
@@ -601,7 +603,7 @@ export function metalKernel(options: MetalKernelOptions): MetalKernel {
       checked: spec.checked,
     };
     return makeNode(CustomKernel, inputs, params, stream);
-  };
+  });
 }
 
 /** Compiles (once per distinct source and options) the generated kernel behind the preamble. */

@@ -34,7 +34,10 @@ function runNode(node: Node): void {
 }
 
 registerBackend("cpu", {
-  run(nodes) {
-    for (const node of nodes) runNode(node);
+  run(nodes, ctx) {
+    for (const node of nodes) {
+      runNode(node);
+      ctx.finished(node);
+    }
   },
 });
