@@ -4,6 +4,7 @@
 import { MgArray } from "../core/array.ts";
 import { resolveStream, type StreamOrDevice } from "../core/device.ts";
 import { isOptionsObject } from "../core/ops/convert.ts";
+import { libraryFunction } from "../core/ownership.ts";
 import { type FileArg, filePath, LoadError, withExtension, withSink, withSource } from "./file.ts";
 import { type GgufMetadataInput, type GgufMetadataValue, loadGguf, writeGguf } from "./gguf.ts";
 import { loadNpy, npyHeader } from "./npy.ts";
@@ -75,12 +76,12 @@ function inferFormat(path: string): LoadFormat {
  * comes from the extension unless given. A corrupt, truncated or hostile file is a
  * `[load] <file>: …` error naming what is wrong, checked before anything is allocated.
  */
-export function load(file: FileArg, format: "npy", returnMetadata?: false | null, opts?: LoadOptions): MgArray;
-export function load(file: FileArg, format: "npz", returnMetadata?: false | null, opts?: LoadOptions): Record<string, MgArray>;
-export function load(file: FileArg, format: LoadFormat | null | undefined, returnMetadata: true, opts?: LoadOptions): [Record<string, MgArray>, Metadata];
-export function load(file: FileArg, opts: LoadOptions & { returnMetadata: true }): [Record<string, MgArray>, Metadata];
-export function load(file: FileArg, ...rest: unknown[]): LoadResult;
-export function load(...args: unknown[]): LoadResult {
+function loadImpl(file: FileArg, format: "npy", returnMetadata?: false | null, opts?: LoadOptions): MgArray;
+function loadImpl(file: FileArg, format: "npz", returnMetadata?: false | null, opts?: LoadOptions): Record<string, MgArray>;
+function loadImpl(file: FileArg, format: LoadFormat | null | undefined, returnMetadata: true, opts?: LoadOptions): [Record<string, MgArray>, Metadata];
+function loadImpl(file: FileArg, opts: LoadOptions & { returnMetadata: true }): [Record<string, MgArray>, Metadata];
+function loadImpl(file: FileArg, ...rest: unknown[]): LoadResult;
+function loadImpl(...args: unknown[]): LoadResult {
   const { positional, options } = parseCall("load", args, ["file", "format", "returnMetadata"], ["format", "returnMetadata", "stream"]);
   const path = filePath(positional[0], "load");
   const formatArg = positional[1];
@@ -125,7 +126,7 @@ function checkArrays(op: string, arrays: unknown): Record<string, MgArray> {
 }
 
 /** Saves an array as .npy (".npy" is appended to the name unless present), as mx.save. */
-export function save(file: FileArg, arr: MgArray): void {
+function saveImpl(file: FileArg, arr: MgArray): void {
   const path = withExtension(filePath(file, "save"), ".npy");
   const a = checkArray("save", "arr", arr);
   const data = arrayBytes(a, "save", true);
@@ -162,17 +163,17 @@ function savezImpl(op: string, compress: boolean, args: unknown[]): void {
  * Saves arrays as an uncompressed .npz, as mx.savez: positional arrays are named arr_0, arr_1, …;
  * a trailing object adds named ones (MLX's keyword arguments).
  */
-export function savez(file: FileArg, ...args: (MgArray | Record<string, MgArray>)[]): void {
+function savezImpl2(file: FileArg, ...args: (MgArray | Record<string, MgArray>)[]): void {
   savezImpl("savez", false, [file, ...args]);
 }
 
 /** As savez, with every entry deflate-compressed (mx.savez_compressed). */
-export function savezCompressed(file: FileArg, ...args: (MgArray | Record<string, MgArray>)[]): void {
+function savezCompressedImpl(file: FileArg, ...args: (MgArray | Record<string, MgArray>)[]): void {
   savezImpl("savez_compressed", true, [file, ...args]);
 }
 
 /** Saves arrays (and string metadata) as .safetensors, as mx.save_safetensors. */
-export function saveSafetensors(file: FileArg, arrays: Record<string, MgArray>, metadata?: Record<string, string> | null): void {
+function saveSafetensorsImpl(file: FileArg, arrays: Record<string, MgArray>, metadata?: Record<string, string> | null): void {
   const path = withExtension(filePath(file, "save_safetensors"), ".safetensors");
   const checked = checkArrays("save_safetensors", arrays);
   const meta = metadata ?? {};
@@ -187,10 +188,19 @@ export function saveSafetensors(file: FileArg, arrays: Record<string, MgArray>, 
  * Saves arrays as .gguf, as mx.save_gguf. Metadata values: arrays (0-d or 1-d), strings, lists of
  * strings, and JS numbers/booleans/bigints (int32 or float32, bool, int64 by the literal rule).
  */
-export function saveGguf(file: FileArg, arrays: Record<string, MgArray>, metadata?: Record<string, GgufMetadataInput> | null): void {
+function saveGgufImpl(file: FileArg, arrays: Record<string, MgArray>, metadata?: Record<string, GgufMetadataInput> | null): void {
   const path = withExtension(filePath(file, "save_gguf"), ".gguf");
   const checked = checkArrays("save_gguf", arrays);
   const meta = metadata ?? {};
   if (!isOptionsObject(meta)) throw new TypeError("[save_gguf] metadata must be an object.");
   withSink(path, "save_gguf", (sink) => writeGguf(sink, checked, meta, "save_gguf"));
 }
+
+// Library calls (ts/core/ownership.ts): a loaded array belongs to the caller; a contiguous copy made
+// for saving is internal and freed at once.
+export const load = libraryFunction(loadImpl);
+export const save = libraryFunction(saveImpl);
+export const savez = libraryFunction(savezImpl2);
+export const savezCompressed = libraryFunction(savezCompressedImpl);
+export const saveSafetensors = libraryFunction(saveSafetensorsImpl);
+export const saveGguf = libraryFunction(saveGgufImpl);
