@@ -129,9 +129,13 @@ export function deviceInfo(): Record<string, string | number | boolean | number[
     max_threads_per_threadgroup: d.maxThreadsPerThreadgroup,
     unified_memory: d.hasUnifiedMemory,
     is_simulator: d.isSimulator,
+    apple_gpu_family: d.appleFamily,
+    supports_simdgroup_matrix: d.supportsSimdgroupMatrix,
+    supports_atomic_float: d.supportsAtomicFloat,
     performance: d.isSimulator
       ? "the Metal simulator runs kernels on the CPU with Metal's semantics: correct, not a performance device"
       : "Apple GPU",
     default_device: currentDefaultDevice().type,
+    runtime_library: runtime().libraryPath,
   };
 }

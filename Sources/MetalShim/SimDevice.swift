@@ -40,6 +40,9 @@ final class SimDevice: NSObject, MTLDevice, @unchecked Sendable {
     }
 
     private static func appleFamily(forArchitecture arch: String) -> Int {
+        // "air64_v27": the Apple Paravirtual device of hosted macOS runners, which reports apple5
+        // (MG_GPU_ARCH=air64_v27 lets Linux see what those runners see).
+        if arch.hasPrefix("air64") { return 5 }
         let chars = Array(arch)
         guard chars.count >= 3, let gen = Int(String(chars[(chars.count - 3)..<(chars.count - 1)])) else {
             return 7
@@ -64,10 +67,14 @@ final class SimDevice: NSObject, MTLDevice, @unchecked Sendable {
         switch gpuFamily {
         case .apple1, .apple2, .apple3, .apple4, .apple5, .apple6, .apple7, .apple8, .apple9, .apple10:
             return gpuFamily.rawValue - 1000 <= appleFamily
-        case .mac2, .common1, .common2, .common3, .metal3:
+        case .mac2, .common1, .common2, .common3:
             return true
+        case .metal3:
+            return appleFamily >= 7
         case .metal4:
             return appleFamily >= 9
+        default:
+            return false
         }
     }
 

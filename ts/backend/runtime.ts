@@ -142,6 +142,11 @@ export interface DeviceInfo {
   registryID: string;
   isSimulator: boolean;
   maxThreadgroupMemoryLength: number;
+  /** The highest MTLGPUFamily.appleN the device reports (hosted macOS runners' paravirtual GPU: 5). */
+  appleFamily: number;
+  /** Advertised from apple7: kernels using them may fail elsewhere (the error then says so). */
+  supportsSimdgroupMatrix: boolean;
+  supportsAtomicFloat: boolean;
 }
 
 export interface MemoryStats {
