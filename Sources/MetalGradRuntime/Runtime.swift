@@ -124,6 +124,8 @@ final class Runtime: @unchecked Sendable {
     var queues: [UInt64: QueueRecord] = [:]
     var batches: [UInt64: BatchRecord] = [:]
     var libraryCache: [LibraryKey: UInt64] = [:]
+    /// Libraries loaded from .metallib files, by path.
+    var fileLibraryCache: [String: UInt64] = [:]
     var pipelineCache: [PipelineKey: UInt64] = [:]
     var counters = RuntimeCounters()
 
@@ -264,6 +266,25 @@ final class Runtime: @unchecked Sendable {
                 libraries[id] = LibraryRecord(id: id, library: library)
                 libraryCache[key] = id
                 counters.librariesCompiled += 1
+                return id
+            }
+        }
+    }
+
+    func library(contentsOf path: String) throws -> UInt64 {
+        try compileLock.withLock {
+            if let cached = lock.withLock({ fileLibraryCache[path] }) { return cached }
+            guard FileManager.default.fileExists(atPath: path) else { throw RuntimeError("\(path) does not exist") }
+            let library: any MTLLibrary
+            do {
+                library = try device.device.makeLibrary(URL: URL(fileURLWithPath: path))
+            } catch {
+                throw RuntimeError("\(path) could not be loaded: \(describeError(error))")
+            }
+            return lock.withLock {
+                let id = newID(.library)
+                libraries[id] = LibraryRecord(id: id, library: library)
+                fileLibraryCache[path] = id
                 return id
             }
         }

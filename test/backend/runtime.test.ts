@@ -110,7 +110,7 @@ describe("device", () => {
   test.if(rt.device.isSimulator)("a paravirtual device (as hosted macOS runners expose) is accepted and reports what it lacks", () => {
     const code = `import { runtime } from ${JSON.stringify(`${import.meta.dir}/../../ts/backend/runtime.ts`)};
       console.log(JSON.stringify(runtime().device));`;
-    const r = Bun.spawnSync([process.execPath, "-e", code], { env: { ...process.env, MG_GPU_ARCH: "air64_v27" }, stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawnSync([process.execPath, "-e", code], { env: { ...process.env, MG_GPU_ARCH: "air64_v27", MG_TRACE: undefined }, stdout: "pipe", stderr: "pipe" });
     expect(r.stderr.toString()).toBe("");
     const d = JSON.parse(r.stdout.toString());
     expect(d).toMatchObject({ architecture: "air64_v27", generation: 0, sizeClass: "", appleFamily: 5, supportsSimdgroupMatrix: false, supportsAtomicFloat: false });

@@ -56,7 +56,7 @@ describe.skipIf(!built)(`bun run pack → bun add offline → a script without S
     // The offline way: a registry nobody listens on. The platform package comes from its tarball;
     // the other platform's optional package fails to resolve, which optional dependencies allow.
     writeFileSync(join(project, "bunfig.toml"), '[install]\nregistry = "http://127.0.0.1:9/"\n');
-    const env = { ...process.env, BUN_INSTALL_CACHE_DIR: cache, MG_RUNTIME_LIB: undefined };
+    const env = { ...process.env, BUN_INSTALL_CACHE_DIR: cache, MG_RUNTIME_LIB: undefined, MG_TRACE: undefined };
     const add = run([process.execPath, "add", join(dist, `metalgrad-${version}.tgz`), join(dist, `metalgrad-${platform}-${version}.tgz`)], project, env);
     expect(add.code).toBe(0);
     const installed = join(project, "node_modules", `metalgrad-${platform}`, library);

@@ -35,6 +35,7 @@ const SYMBOLS = {
   mg_buffer_view_release: { args: [P, P], returns: VOID },
   mg_buffer_view_deallocator: { args: [], returns: P },
   mg_library_new: { args: [P, P, i32, u32, i32], returns: P },
+  mg_library_from_file: { args: [P], returns: P },
   mg_library_function_names_json: { args: [P], returns: cstring },
   mg_pipeline_new: { args: [P, P, P, i32], returns: P },
   mg_pipeline_info: { args: [P, P], returns: i32 },
@@ -383,6 +384,13 @@ export class Runtime {
     return new Library(this, handle);
   }
 
+  /** A precompiled library (.metallib); fails on the simulator, which runs MSL source only. */
+  libraryFromFile(path: string): Library {
+    const handle = handleOf(this.native.mg_library_from_file(cString(path)));
+    if (handle === null) this.fail();
+    return new Library(this, handle);
+  }
+
   newQueue(): Queue {
     const handle = handleOf(this.native.mg_queue_new());
     if (handle === null) this.fail();
@@ -569,6 +577,8 @@ export class Library {
 }
 
 export class Pipeline {
+  /** Where it came from, for the trace: the precompiled metallib, or source and why (kernels.ts). */
+  origin: string | undefined;
   constructor(
     readonly handle: Pointer,
     readonly name: string,
