@@ -1,6 +1,8 @@
 // metalgrad: an MLX-class array and autograd framework for Bun.
 //   import * as mg from "metalgrad";
 import "./memory/allocator.ts";
+// Registration side effects: the derivative rules of every record, then each backend's kernels.
+import "./core/rules/index.ts";
 import "./backend/cpu/index.ts";
 import "./backend/gpu/index.ts";
 import "./core/methods.ts";

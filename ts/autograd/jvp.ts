@@ -4,11 +4,13 @@ import { MgArray } from "../core/array.ts";
 import { libraryFunction, userCall } from "../core/ownership.ts";
 import { type Dtype, isInexact } from "../core/dtype.ts";
 import { withRetainedGraph } from "../core/graph.ts";
-import { missingRule, type Primitive } from "../core/primitive.ts";
+import { missingRule } from "../core/primitive.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { astype } from "../core/ops/elementwise.ts";
 import { zeros } from "../core/ops/creation.ts";
 import { buildTape, checkRuleResult, isDifferentiable, makeTracer, onStream, streamOf } from "./trace.ts";
+// The rules every transform reads (attached to the records as this module loads).
+import "../core/rules/index.ts";
 import { treeFlatten, treeUnflatten } from "./tree.ts";
 import { flattenOutputs } from "./vjp.ts";
 
@@ -57,7 +59,7 @@ export function jvpFlat(
 
     for (const node of tape) {
       const rule = node.primitive.jvp;
-      if (!rule) throw missingRule(node.primitive as Primitive<never>, "jvp");
+      if (!rule) throw missingRule(node.primitive, "jvp");
       const argnums: number[] = [];
       const ts: MgArray[] = [];
       node.inputs.forEach((x, i) => {

@@ -4,7 +4,7 @@
 import { MgArray } from "../core/array.ts";
 import { float32 } from "../core/dtype.ts";
 import { withRetainedGraph } from "../core/graph.ts";
-import { missingRule, type Primitive } from "../core/primitive.ts";
+import { missingRule } from "../core/primitive.ts";
 import { StopGradient } from "../core/primitives/elementwise.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { fromValues } from "../core/ops/convert.ts";
@@ -12,6 +12,8 @@ import { libraryFunction, userCall } from "../core/ownership.ts";
 import { add, astype } from "../core/ops/elementwise.ts";
 import { zerosLike } from "../core/ops/creation.ts";
 import { buildTape, checkRuleResult, isDifferentiable, makeTracer, onStream, streamOf } from "./trace.ts";
+// The rules every transform reads (attached to the records as this module loads).
+import "../core/rules/index.ts";
 import { treeFlatten, treeUnflatten } from "./tree.ts";
 
 type AnyFn = (...args: any[]) => any;
@@ -94,7 +96,7 @@ export function vjpFlat(
       const outs = node.outputs;
       if (!outs.some((o) => cot.has(o))) continue;
       const rule = node.primitive.vjp;
-      if (!rule) throw missingRule(node.primitive as Primitive<never>, "vjp");
+      if (!rule) throw missingRule(node.primitive, "vjp");
       const argnumsOfNode: number[] = [];
       node.inputs.forEach((x, i) => {
         if (active.has(x)) argnumsOfNode.push(i);

@@ -9,6 +9,8 @@ import { missingRule, type Primitive } from "../core/primitive.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { broadcastTo, expandDims, moveaxis } from "../core/ops/shape.ts";
 import { buildTape, onStream } from "./trace.ts";
+// The rules every transform reads (attached to the records as this module loads).
+import "../core/rules/index.ts";
 import { describeLeaf, isPlainObject, treeFlatten, treeUnflatten } from "./tree.ts";
 
 type AnyFn = (...args: any[]) => any;
@@ -22,12 +24,11 @@ interface PlaceholderParams {
 const VmapInput: Primitive<PlaceholderParams> = {
   name: "VmapInput",
   outputSpecs: (_i, p) => [{ shape: [...p.shape], dtype: p.dtype }],
-  cpu() {
-    throw new Error(
+  placeholder: () =>
+    new Error(
       "[vmap] Attempting to eval an array during function transformations like vmap is not allowed " +
         "(the value depends on a vmapped input: item, tolist, eval and data are not available inside vmap).",
-    );
-  },
+    ),
 };
 
 /** Axes spec: a number, null (not mapped) or a tree prefix of the arguments/outputs. */
@@ -91,7 +92,7 @@ function releaseTrace(tape: readonly Node[]): void {
     node.inputs = [];
     for (const o of node.outputs) {
       if (o.node !== node) continue;
-      const dead = new Node(VmapInput as Primitive<unknown>, { shape: [...o.shape], dtype: o.dtype }, [], node.stream);
+      const dead: Node = new Node(VmapInput, { shape: [...o.shape], dtype: o.dtype }, [], node.stream);
       dead.outputs = [o];
       o.node = dead;
     }
@@ -151,7 +152,7 @@ export function vmapFlat(
   try {
     for (const node of tape) {
       const rule = node.primitive.vmap;
-      if (!rule) throw missingRule(node.primitive as Primitive<never>, "vmap");
+      if (!rule) throw missingRule(node.primitive, "vmap");
       const vin: MgArray[] = [];
       const vax: number[] = [];
       for (const x of node.inputs) {

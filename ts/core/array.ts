@@ -43,14 +43,15 @@ export function isColContiguous(shape: readonly number[], strides: readonly numb
   return true;
 }
 
-/** One application of a primitive; its outputs are siblings (split, divmod …). */
-export class Node {
+/** One application of a primitive; its outputs are siblings (split, divmod …). `P` types the
+ *  params for a backend rule registered against the record (a node in a graph is a Node<unknown>). */
+export class Node<P = unknown> {
   outputs: MgArray[] = [];
   /** Scheduling mark (graph.ts): the epoch of the last schedule that visited this node. */
   mark = 0;
   constructor(
-    readonly primitive: Primitive<unknown>,
-    readonly params: unknown,
+    readonly primitive: Primitive<P>,
+    readonly params: P,
     public inputs: MgArray[],
     readonly stream: Stream,
   ) {}

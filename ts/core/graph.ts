@@ -64,7 +64,7 @@ export function makeNode<P>(
   if (stream.device.type === "gpu" && (inputs.some(isFloat64) || specs.some(isFloat64))) {
     rejectFloat64OnGpu(primitive.name, [float64], stream);
   }
-  const node = new Node(primitive as Primitive<unknown>, params, inputs, stream);
+  const node: Node = new Node(primitive, params, inputs, stream);
   for (const i of inputs) i.graphRefs++;
   node.outputs = specs.map((s) => new MgArray(s.shape, s.dtype, stream, node));
   return node.outputs;
