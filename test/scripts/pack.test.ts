@@ -83,4 +83,25 @@ console.log(JSON.stringify(out));
     if (hasCxx || process.platform === "darwin") expect(got.gpuResult).toBe(90);
     else console.log("no C++ compiler on PATH: the GPU check was skipped (the simulator needs one at run time)");
   }, 180_000);
+
+  test("without its platform package (an unsupported platform), the import works and the CPU computes", () => {
+    const project = join(work, "bare");
+    const cache = join(work, "bun-cache-bare");
+    run(["mkdir", "-p", project, cache], work);
+    writeFileSync(join(project, "package.json"), JSON.stringify({ name: "mg-bare-check", private: true, type: "module" }));
+    writeFileSync(join(project, "bunfig.toml"), '[install]\nregistry = "http://127.0.0.1:9/"\n');
+    const env = { ...process.env, BUN_INSTALL_CACHE_DIR: cache, MG_RUNTIME_LIB: undefined, MG_TRACE: undefined };
+    expect(run([process.execPath, "add", join(dist, `metalgrad-${version}.tgz`)], project, env).code).toBe(0);
+    expect(existsSync(join(project, "node_modules", `metalgrad-${platform}`))).toBe(false);
+    writeFileSync(join(project, "check.ts"), `
+import * as mg from "metalgrad";
+const info = mg.deviceInfo();
+console.log(JSON.stringify({ gpu: mg.isAvailable(mg.gpu), error: info.runtime_error, v: mg.sum(mg.arange(5)).item() }));
+`);
+    const r = run([process.execPath, "check.ts"], project, { ...env, PATH: pathWithoutSwift(), LD_LIBRARY_PATH: undefined });
+    expect(r.err).toBe("");
+    const got = JSON.parse(r.out);
+    expect([got.gpu, got.v]).toEqual([false, 10]);
+    expect(got.error).toContain(`the package metalgrad-${platform} is not installed`);
+  }, 120_000);
 });
