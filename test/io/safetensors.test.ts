@@ -63,7 +63,13 @@ describe("round trips", () => {
     const [got] = loadBytes(stFile(null, new Uint8Array([42]), '{"__proto__":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'));
     expect(Object.hasOwn(got, "__proto__")).toBe(true);
     expect(Object.getPrototypeOf(got)).toBe(Object.prototype);
-    expect((Object.getOwnPropertyDescriptor(got, "__proto__")!.value as mg.MgArray).tolist()).toEqual([42]);
+    const proto = Object.getOwnPropertyDescriptor(got, "__proto__")!.value as mg.MgArray;
+    expect(proto.tolist()).toEqual([42]);
+    // …and saving it writes it back under that name.
+    const file = tmp.path("proto.safetensors");
+    mg.saveSafetensors(file, got);
+    const [again] = mg.load(file, null, true);
+    expect((Object.getOwnPropertyDescriptor(again, "__proto__")!.value as mg.MgArray).tolist()).toEqual([42]);
   });
 });
 

@@ -150,14 +150,14 @@ export function writeSafetensors(
   sink: FileSink, arrays: Record<string, MgArray>, metadata: Record<string, string>, op: string,
 ): void {
   const header: Record<string, unknown> = {};
-  if (Object.keys(metadata).length > 0) header.__metadata__ = metadata;
+  if (Object.keys(metadata).length > 0) setEntry(header, "__metadata__", metadata);
   let offset = 0;
   const entries = Object.entries(arrays);
   for (const [name, a] of entries) {
     if (name === "__metadata__") throw new Error(`[${op}] '__metadata__' is reserved and cannot name a tensor.`);
     const type = NAMES.get(a.dtype);
     if (type === undefined) throw new Error(`[${op}] dtype ${a.dtype.name} of '${name}' has no safetensors type.`);
-    header[name] = { dtype: type, shape: [...a.shape], data_offsets: [offset, offset + a.nbytes] };
+    setEntry(header, name, { dtype: type, shape: [...a.shape], data_offsets: [offset, offset + a.nbytes] });
     offset += a.nbytes;
   }
   // Pad with spaces so the data starts 8-byte aligned (as the reference writer does).
