@@ -10,6 +10,9 @@
 //
 //   bun run bench/io.bench.ts            (ROUNDS=5; MG_MLX_PYTHON=/path/to/python with mlx+numpy)
 //
+// Rounds alternate between metalgrad and a Python worker (MLX, numpy) holding the same files, so
+// both see the same machine load: on a shared machine, timing one after the other skews ratios.
+//
 // Goal (issue 14): metalgrad's load at least as fast as MLX's.
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -93,105 +96,138 @@ const t0 = performance.now(); mg.load(${JSON.stringify(file)}); console.log(perf
   return Number(r.stdout.toString().trim().split("\n").pop());
 }
 
-// metalgrad: write each file (timed as the save), then time loads.
-const results: Record<string, { bytes: number; save: number; load: number; first: number }> = {};
-for (const c of cases) {
-  const arrays = c.make();
-  const bytes = Object.values(arrays).reduce((n, a) => n + a.nbytes, 0);
-  const saveMs: number[] = [];
-  const saveFile = join(SAVE_DIR, c.file.slice(c.file.lastIndexOf("/") + 1));
-  for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
-    const t0 = performance.now();
-    save(c, arrays, saveFile);
-    saveMs.push(performance.now() - t0);
-    rmSync(saveFile, { force: true });
-  }
-  if (!existsSync(c.file) || statSync(c.file).size < bytes) save(c, arrays, c.file);
-  disposeResult(arrays);
-  disposeResult(mg.load(c.file)); // page cache and allocator warm
-  const loadMs: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    const t0 = performance.now();
-    const out = mg.load(c.file);
-    loadMs.push(performance.now() - t0);
-    disposeResult(out);
-  }
-  Bun.gc(true);
-  mg.clearCache();
-  const first = median(Array.from({ length: ROUNDS }, () => firstLoadMs(c.file)));
-  results[c.name] = { bytes, save: gbs(bytes, median(saveMs)), load: gbs(bytes, median(loadMs)), first: gbs(bytes, first) };
-}
-
-// MLX and numpy on the same files, in a child process (same machine, same page cache).
-const script = `
-import json, os, subprocess, sys, time, statistics
-rounds = ${ROUNDS}
-save_dir = ${JSON.stringify(SAVE_DIR)}
-cases = json.loads(sys.argv[1])
-out = {}
+// The Python side: one worker answering one timed operation per line ("<op> <format> <file>").
+const WORKER = `
+import json, os, subprocess, sys, time
 try:
     import mlx.core as mx
 except ImportError:
     mx = None
 import numpy as np
-def med(f, n):
-    ts = []
-    for _ in range(n):
-        t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)
-    return statistics.median(ts) * 1e3
-for c in cases:
-    r = {}
-    f = c["file"]
-    if mx is not None:
-        def mlx_load():
-            d = mx.load(f); mx.eval(d)
-            return d
-        mlx_load()
-        r["mlx_load"] = med(lambda: mlx_load(), rounds)
-        first = []
-        for _ in range(rounds):
-            code = "import time, mlx.core as mx; t = time.perf_counter(); mx.eval(mx.load(%r)); print((time.perf_counter() - t) * 1e3)" % f
-            first.append(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout))
-        r["mlx_first"] = statistics.median(first)
-        arrays = mlx_load()
-        tmp = os.path.join(save_dir, "mlx-save")
-        if c["format"] == "safetensors": r["mlx_save"] = med(lambda: mx.save_safetensors(tmp, arrays), min(rounds, 3))
-        elif c["format"] == "gguf": r["mlx_save"] = med(lambda: mx.save_gguf(tmp, arrays), min(rounds, 3))
-        else: r["mlx_save"] = med(lambda: mx.save(tmp, arrays), min(rounds, 3))
-        for p in [tmp, tmp + ".npy", tmp + ".safetensors", tmp + ".gguf"]:
-            if os.path.exists(p): os.remove(p)
-        del arrays
-    if c["format"] == "npy":
-        np.load(f)
-        r["numpy_load"] = med(lambda: np.load(f), rounds)
-        a = np.load(f)
-        r["numpy_save"] = med(lambda: np.save(os.path.join(save_dir, "np-save.npy"), a), min(rounds, 3))
-        os.remove(os.path.join(save_dir, "np-save.npy"))
-    out[c["name"]] = r
-print(json.dumps(out))
+held = {}
+def timed(f):
+    t = time.perf_counter(); f(); return (time.perf_counter() - t) * 1e3
+for line in sys.stdin:
+    op, fmt, f = line.split(" ", 2); f = f.strip()
+    ms = None
+    if op == "mlx_load" and mx is not None:
+        def go():
+            d = mx.load(f); mx.eval(d); held[f] = d
+        held.pop(f, None); ms = timed(go)
+    elif op == "mlx_first" and mx is not None:
+        code = "import time, mlx.core as mx; t = time.perf_counter(); mx.eval(mx.load(%r)); print((time.perf_counter() - t) * 1e3)" % f
+        ms = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    elif op == "mlx_save" and mx is not None:
+        arrays = held.get(f)
+        if arrays is None:
+            arrays = mx.load(f); mx.eval(arrays); held[f] = arrays
+        out = os.path.join(${JSON.stringify(SAVE_DIR)}, "mlx-save." + fmt)
+        save = {"safetensors": mx.save_safetensors, "gguf": mx.save_gguf, "npy": mx.save}[fmt]
+        ms = timed(lambda: save(out, arrays)); os.remove(out)
+    elif op == "numpy_load" and fmt == "npy":
+        held.pop(f, None); ms = timed(lambda: held.__setitem__(f, np.load(f)))
+    elif op == "numpy_save" and fmt == "npy":
+        a = np.load(f); out = os.path.join(${JSON.stringify(SAVE_DIR)}, "np-save.npy")
+        ms = timed(lambda: np.save(out, a)); os.remove(out)
+    elif op == "drop":
+        held.clear(); ms = 0
+    print(json.dumps(ms), flush=True)
 `;
-let py: Record<string, Record<string, number>> = {};
 let pyNote = "";
+let worker: ReturnType<typeof Bun.spawn> | null = null;
+let lines: AsyncIterator<string> | null = null;
 try {
-  const r = Bun.spawnSync([PYTHON, "-c", script, JSON.stringify(cases.map(({ name, file, format }) => ({ name, file, format })))], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode === 0) py = JSON.parse(r.stdout.toString());
-  else pyNote = `python failed: ${r.stderr.toString().trim().split("\n").pop()}`;
+  worker = Bun.spawn([PYTHON, "-c", WORKER], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  const decoder = new TextDecoder();
+  lines = (async function* () {
+    let buf = "";
+    for await (const chunk of worker!.stdout as ReadableStream<Uint8Array>) {
+      buf += decoder.decode(chunk);
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        yield buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+      }
+    }
+  })();
 } catch (e) {
-  pyNote = `${PYTHON} not runnable (${(e as Error).message}): MLX and numpy columns are empty`;
+  pyNote = `${PYTHON} not runnable (${(e as Error).message}): the MLX and numpy columns are empty`;
 }
 
-const fmt = (v: number | undefined) => (v === undefined ? "—" : v.toFixed(2));
-const ratio = (a: number, b: number | undefined) => (b === undefined ? "—" : `${(a / b).toFixed(2)}×`);
-console.log(`io: GB/s (10^9 bytes/s), medians of ${ROUNDS} rounds; files in ${DIR} (page cache warm), saves into ${SAVE_DIR}`);
-if (pyNote) console.log(`  (${pyNote})`);
-console.log(`  ${"case".padEnd(44)} ${"op".padEnd(11)} ${"metalgrad".padStart(9)} ${"MLX".padStart(7)} ${"numpy".padStart(7)}  mg/MLX`);
+/** One timed operation in the Python worker (milliseconds), or undefined where it has none. */
+async function py(op: string, c: Case): Promise<number | undefined> {
+  if (!worker || !lines) return undefined;
+  (worker.stdin as import("bun").FileSink).write(`${op} ${c.format} ${c.file}\n`);
+  (worker.stdin as import("bun").FileSink).flush();
+  const next = await lines.next();
+  if (next.done) {
+    pyNote ||= "the Python worker stopped (is mlx installed for MG_MLX_PYTHON?)";
+    worker = null;
+    return undefined;
+  }
+  const v = JSON.parse(next.value) as number | null;
+  return v ?? undefined;
+}
+
+type Row = Record<string, number[]>;
+const results = new Map<Case, { bytes: number; row: Row }>();
+const push = (row: Row, k: string, v: number | undefined) => {
+  if (v !== undefined) (row[k] ??= []).push(v);
+};
 for (const c of cases) {
-  const m = results[c.name]!;
-  const p = py[c.name] ?? {};
-  const g = (k: string) => (p[k] === undefined ? undefined : gbs(m.bytes, p[k]!));
-  const size = `${(statSync(c.file).size / MiB).toFixed(0)} MiB file`;
-  console.log(`  ${`${c.name} (${size})`.padEnd(44)} ${"load".padEnd(11)} ${fmt(m.load).padStart(9)} ${fmt(g("mlx_load")).padStart(7)} ${fmt(g("numpy_load")).padStart(7)}  ${ratio(m.load, g("mlx_load"))}`);
-  console.log(`  ${"".padEnd(44)} ${"first load".padEnd(11)} ${fmt(m.first).padStart(9)} ${fmt(g("mlx_first")).padStart(7)} ${"".padStart(7)}  ${ratio(m.first, g("mlx_first"))}`);
-  console.log(`  ${"".padEnd(44)} ${"save".padEnd(11)} ${fmt(m.save).padStart(9)} ${fmt(g("mlx_save")).padStart(7)} ${fmt(g("numpy_save")).padStart(7)}  ${ratio(m.save, g("mlx_save"))}`);
+  const arrays = c.make();
+  const bytes = Object.values(arrays).reduce((n, a) => n + a.nbytes, 0);
+  const row: Row = {};
+  if (!existsSync(c.file) || statSync(c.file).size < bytes) save(c, arrays, c.file);
+  // Saves, alternating.
+  const saveFile = join(SAVE_DIR, c.file.slice(c.file.lastIndexOf("/") + 1));
+  for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
+    const t0 = performance.now();
+    save(c, arrays, saveFile);
+    push(row, "save", performance.now() - t0);
+    rmSync(saveFile, { force: true });
+    push(row, "mlx_save", await py("mlx_save", c));
+    push(row, "numpy_save", await py("numpy_save", c));
+  }
+  disposeResult(arrays);
+  await py("drop", c);
+  // Repeated loads, alternating (each side keeps only its latest result, freeing the one before).
+  disposeResult(mg.load(c.file));
+  await py("mlx_load", c);
+  let kept: unknown = null;
+  for (let r = 0; r < ROUNDS; r++) {
+    disposeResult(kept);
+    const t0 = performance.now();
+    kept = mg.load(c.file);
+    push(row, "load", performance.now() - t0);
+    push(row, "mlx_load", await py("mlx_load", c));
+    push(row, "numpy_load", await py("numpy_load", c));
+  }
+  disposeResult(kept);
+  await py("drop", c);
+  Bun.gc(true);
+  mg.clearCache();
+  // First loads in fresh processes, alternating.
+  for (let r = 0; r < ROUNDS; r++) {
+    push(row, "first", firstLoadMs(c.file));
+    push(row, "mlx_first", await py("mlx_first", c));
+  }
+  results.set(c, { bytes, row });
+}
+(worker?.stdin as import("bun").FileSink | undefined)?.end();
+
+const fmt = (v: number | undefined) => (v === undefined ? "—" : v.toFixed(2));
+const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "—" : `${(a / b).toFixed(2)}×`);
+console.log(`io: GB/s (10^9 bytes/s), medians of ${ROUNDS} alternating rounds; files in ${DIR} (page cache warm), saves into ${SAVE_DIR}`);
+if (pyNote) console.log(`  (${pyNote})`);
+console.log(`  ${"case".padEnd(50)} ${"op".padEnd(11)} ${"metalgrad".padStart(9)} ${"MLX".padStart(7)} ${"numpy".padStart(7)}  mg/MLX`);
+for (const c of cases) {
+  const { bytes, row } = results.get(c)!;
+  const g = (k: string) => (row[k] ? gbs(bytes, median(row[k]!)) : undefined);
+  const size = `${(statSync(c.file).size / MiB).toFixed(0)} MiB`;
+  const label = `${c.name} (${size})`;
+  for (const [op, mine, mlx, np] of [["load", "load", "mlx_load", "numpy_load"], ["first load", "first", "mlx_first", ""], ["save", "save", "mlx_save", "numpy_save"]] as const) {
+    console.log(`  ${(op === "load" ? label : "").padEnd(50)} ${op.padEnd(11)} ${fmt(g(mine)).padStart(9)} ${fmt(g(mlx)).padStart(7)} ${fmt(np ? g(np) : undefined).padStart(7)}  ${ratio(g(mine), g(mlx))}`);
+  }
 }
 rmSync(SAVE_DIR, { recursive: true, force: true });

@@ -170,12 +170,15 @@ final class SimBuffer: NSObject, MTLBuffer, @unchecked Sendable {
         device.noteAllocation(length)
     }
 
-    /// Transparent huge pages back buffers of this size and more (numpy's threshold is similar):
-    /// first-touch faults then cost one per 2 MiB instead of one per 4 KiB page.
+    /// Buffers of this size and more are aligned to it, so that where transparent huge pages are
+    /// enabled system-wide the kernel can back them with huge pages. They are not requested with
+    /// madvise: on a busy VM, first-touch faults of requested huge pages measured 3-5× slower than of
+    /// 4 KiB pages (though faster once a process recycles them), and first touch is what loading a
+    /// model costs.
     static let hugePageSize = 2 << 20
 
-    /// Anonymous memory aligned to `alignment` (2 MiB from that size up, with huge pages asked
-    /// for): map a little more, then unmap the misaligned head and the tail.
+    /// Anonymous memory aligned to `alignment` (2 MiB from that size up): map a little more, then
+    /// unmap the misaligned head and the tail.
     private static func mapZeroedPages(_ length: Int) -> UnsafeMutableRawPointer? {
         let align = length >= hugePageSize ? hugePageSize : alignment
         let mapped = mmap(nil, length + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -187,9 +190,7 @@ final class SimBuffer: NSObject, MTLBuffer, @unchecked Sendable {
         let end = aligned + pageRounded(length)
         let tail = start + length + align - end
         if tail > 0 { munmap(UnsafeMutableRawPointer(bitPattern: end), tail) }
-        let memory = UnsafeMutableRawPointer(bitPattern: aligned)
-        if align == hugePageSize { _ = madvise(memory, pageRounded(length), MADV_HUGEPAGE) }
-        return memory
+        return UnsafeMutableRawPointer(bitPattern: aligned)
     }
 
     private static func pageRounded(_ length: Int) -> Int {
