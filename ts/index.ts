@@ -145,3 +145,5 @@ export function deviceInfo(): Record<string, string | number | boolean | number[
     default_device: currentDefaultDevice().type,
   };
 }
+export * as nn from "./nn/index.ts";
+export * as utils from "./utils/index.ts";
