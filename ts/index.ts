@@ -146,4 +146,5 @@ export function deviceInfo(): Record<string, string | number | boolean | number[
   };
 }
 export * as nn from "./nn/index.ts";
+export * as optimizers from "./optimizers/index.ts";
 export * as utils from "./utils/index.ts";

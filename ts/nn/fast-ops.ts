@@ -56,7 +56,7 @@ export interface RopeOptions {
  * (or ·1/freqs[j]); `traditional` rotates adjacent pairs, otherwise the two halves.
  */
 export function rope(x: MgArray, dims: number, o: RopeOptions): MgArray {
-  if (x.ndim < 2) throw new Error(`[rope] Input must have at least 2 dimensions but got ${formatShape(x.shape)}.`);
+  if (x.ndim < 3) throw new Error(`[rope] Input must have at least 3 dimensions but got input with ${x.ndim} dimensions.`);
   const d = x.shape[x.ndim - 1]!;
   if (dims > d || dims % 2 !== 0) throw new Error(`[rope] dims must be even and at most ${d}, got ${dims}.`);
   if ((o.base === null) === (o.freqs == null)) throw new Error("[rope] Exactly one of base and freqs must be None.");
