@@ -94,3 +94,41 @@ test("Optimizer.update steps a model, and state arrays survive tidy", () => {
   expect(model.weight.index(0, 0).item()).toBeCloseTo(w, 5);
   expect(opt.state.weight.m.disposed).toBe(false);
 });
+
+test("on the GPU a whole update is one fused kernel per parameter, plus the step's scalars", () => {
+  mg.stream(mg.gpu, () => {
+    mg.random.seed(0);
+    const model = new mg.nn.Sequential(new mg.nn.Linear(8, 16), new mg.nn.ReLU(), new mg.nn.Linear(16, 4), new mg.nn.LayerNorm(4));
+    const K = model.namedParameters().length;
+    const x = mg.random.normal([5, 8]);
+    const lossAndGrad = mg.nn.valueAndGrad(model, (xb: mg.MgArray) => mg.sum(mg.square(model.forward(xb))));
+    const optimizers: [string, mg.optimizers.Optimizer, number][] = [
+      ["SGD momentum", new mg.optimizers.SGD(0.1, { momentum: 0.9, weightDecay: 0.01 }), 1],
+      ["Adam", new mg.optimizers.Adam(1e-3), 1],
+      ["Adam bias-corrected", new mg.optimizers.Adam(1e-3, { biasCorrection: true }), 3],
+      ["AdamW", new mg.optimizers.AdamW(1e-3), 2],
+      ["Adamax", new mg.optimizers.Adamax(1e-3), 1],
+      ["Lion", new mg.optimizers.Lion(1e-3, { weightDecay: 0.1 }), 2],
+      ["RMSprop", new mg.optimizers.RMSprop(1e-3), 1],
+      ["Adagrad", new mg.optimizers.Adagrad(1e-3), 1],
+      ["AdaDelta", new mg.optimizers.AdaDelta(1.0), 1],
+    ];
+    for (const [name, opt, scalars] of optimizers) {
+      const [, first] = lossAndGrad(x);
+      opt.update(model, first);
+      mg.eval(model.parameters(), opt.state);
+      const [, grads] = lossAndGrad(x);
+      mg.eval(grads);
+      const trace = mg.trace(() => {
+        opt.update(model, grads);
+        return [model.parameters(), opt.state];
+      });
+      // At most K parameter updates (each one fused kernel writing the parameter and its state;
+      // consecutive parameters of one shape share a kernel), the step counter, and the per-step
+      // scalars (bias corrections, weight-decay factors).
+      const kernels = trace.map((r) => r.kernel);
+      expect(trace.length, `${name}: ${kernels.join(", ")}`).toBeLessThanOrEqual(K + scalars);
+      expect(kernels.filter((k) => k.startsWith("mg_fused")).length, `${name}: ${kernels.join(", ")}`).toBeGreaterThanOrEqual(3);
+    }
+  });
+});

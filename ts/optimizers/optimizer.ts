@@ -5,9 +5,9 @@
 // and the state together runs a whole step, and on the GPU each parameter's chain of elementwise
 // ops fuses into one kernel.
 import { MgArray } from "../core/array.ts";
-import { float32, uint64 } from "../core/dtype.ts";
+import { type Dtype, float32, uint64 } from "../core/dtype.ts";
 import { array } from "../core/ops/convert.ts";
-import { add } from "../core/ops/elementwise.ts";
+import { add, astype } from "../core/ops/elementwise.ts";
 import { keep } from "../memory/scope.ts";
 import type { Module } from "../nn/module.ts";
 import { dictEntries, treeFlatten, treeMap, treeMerge, treeUnflatten, type FlatTree } from "../utils/tree.ts";
@@ -29,6 +29,8 @@ export abstract class Optimizer {
   protected _initialized = false;
   protected _state: State;
   protected readonly _schedulers: Record<string, Schedule>;
+  /** Scalars of the current step shared by every parameter's update (see perStep). */
+  private readonly _perStep = new Map<string, MgArray>();
 
   constructor(schedulers: Record<string, Schedule> | null = null) {
     this._state = { step: array(0n, uint64) };
@@ -79,9 +81,26 @@ export abstract class Optimizer {
     if (!this._initialized) this.init(gradients);
     for (const [name, schedule] of Object.entries(this._schedulers)) this.state[name] = schedule(this.step);
     this.state.step = add(this.step, 1);
+    this._perStep.clear();
     const out = treeMap((g: MgArray, p: MgArray, s: State) => this.applySingle(g, p, s), gradients, parameters, this.state);
     keep(this.state);
     return out;
+  }
+
+  /**
+   * A scalar of this step (the learning rate in a dtype, a bias correction) made once and shared
+   * by every parameter's update: on the GPU a 0-d result is its own dispatch, so making it per
+   * parameter would add a dispatch per parameter to the one fused update kernel.
+   */
+  protected perStep(key: string, make: () => MgArray): MgArray {
+    let v = this._perStep.get(key);
+    if (!v) this._perStep.set(key, (v = make()));
+    return v;
+  }
+
+  /** The learning rate in `dtype` (MLX's learning_rate.astype(gradient.dtype)), once per step. */
+  protected lr(dtype: Dtype): MgArray {
+    return this.perStep(`lr/${dtype.name}`, () => astype(this.learningRate, dtype));
   }
 
   /** The updated parameter (and updated `state`) for one gradient. */

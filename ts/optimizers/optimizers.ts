@@ -7,12 +7,24 @@ import { zeros, zerosLike } from "../core/ops/creation.ts";
 import {
   abs, add, astype, divide, maximum, minimum, multiply, power, rsqrt, sign, sqrt, square, subtract,
 } from "../core/ops/elementwise.ts";
+import { depends } from "../core/ops/depends.ts";
 import { addmm, matmul } from "../core/ops/linalg-core.ts";
 import { mean, sum } from "../core/ops/reduce.ts";
 import { expandDims, reshape } from "../core/ops/shape.ts";
 import { resolveOptions, type Trailing } from "../utils/options.ts";
 import { treeMap, treeReduce } from "../utils/tree.ts";
 import { Optimizer, type Scheduled, type State } from "./optimizer.ts";
+
+/**
+ * The new parameter, evaluated after `state` (a view of it that depends on the state). A state
+ * update the parameter's update does not read (Lion's m, AdaDelta's u) is otherwise evaluated
+ * apart, after every parameter, and the GPU fuses it into a second kernel per parameter; planned
+ * just before the parameter it joins the parameter's one fused kernel.
+ */
+function fuseWith(parameter: MgArray, state: MgArray, scalars: MgArray[] = []): MgArray {
+  // The step's scalars come first, so that they do not cut the state's kernel from the parameter's.
+  return depends(parameter, [...scalars, state]);
+}
 
 /**
  * Stochastic gradient descent with optional momentum, weight decay, dampening and Nesterov
@@ -45,7 +57,7 @@ export class SGD extends Optimizer {
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     if (this.weightDecay !== 0) gradient = add(gradient, multiply(this.weightDecay, parameter));
-    const lr = astype(this.learningRate, gradient.dtype);
+    const lr = this.lr(gradient.dtype);
     if (this.momentum <= 0) return subtract(parameter, multiply(lr, gradient));
     let v = multiply(this.momentum, state.v);
     v = this.dampening > 0 ? add(v, multiply(1 - this.dampening, gradient)) : add(v, gradient);
@@ -72,7 +84,7 @@ export class RMSprop extends Optimizer {
     state.v = zerosLike(parameter);
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
-    const lr = astype(this.learningRate, gradient.dtype);
+    const lr = this.lr(gradient.dtype);
     const v = add(multiply(this.alpha, state.v), multiply(1 - this.alpha, square(gradient)));
     state.v = v;
     return subtract(parameter, divide(multiply(lr, gradient), add(sqrt(v), this.eps)));
@@ -93,7 +105,7 @@ export class Adagrad extends Optimizer {
     state.v = zerosLike(parameter);
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
-    const lr = astype(this.learningRate, gradient.dtype);
+    const lr = this.lr(gradient.dtype);
     const v = add(state.v, square(gradient));
     state.v = v;
     return subtract(parameter, divide(multiply(lr, gradient), add(sqrt(v), this.eps)));
@@ -118,14 +130,14 @@ export class AdaDelta extends Optimizer {
     state.u = zerosLike(parameter);
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
-    const lr = astype(this.learningRate, gradient.dtype);
+    const lr = this.lr(gradient.dtype);
     const { rho, eps } = this;
     const v = add(multiply(rho, state.v), multiply(1 - rho, square(gradient)));
     const d = multiply(divide(sqrt(add(state.u, eps)), sqrt(add(v, eps))), gradient);
     const u = add(multiply(rho, state.u), multiply(1 - rho, square(d)));
     state.v = v;
     state.u = u;
-    return subtract(parameter, multiply(lr, d));
+    return fuseWith(subtract(parameter, multiply(lr, d)), u, [lr]);
   }
 }
 
@@ -161,7 +173,7 @@ export class Adam extends Optimizer {
     state.v = zerosLike(parameter);
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
-    const lr = astype(this.learningRate, gradient.dtype);
+    const lr = this.lr(gradient.dtype);
     const [b1, b2] = this.betas;
     const step = this.step;
     const m = add(multiply(b1, state.m), multiply(1 - b1, gradient));
@@ -169,8 +181,9 @@ export class Adam extends Optimizer {
     state.m = m;
     state.v = v;
     if (this.biasCorrection) {
-      const c1 = astype(divide(lr, subtract(1, power(b1, step))), gradient.dtype);
-      const c2 = astype(rsqrt(subtract(1, power(b2, step))), gradient.dtype);
+      const d = gradient.dtype;
+      const c1 = this.perStep(`c1/${d.name}`, () => astype(divide(lr, subtract(1, power(b1, step))), d));
+      const c2 = this.perStep(`c2/${d.name}`, () => astype(rsqrt(subtract(1, power(b2, step))), d));
       return subtract(parameter, divide(multiply(c1, m), add(multiply(sqrt(v), c2), this.eps)));
     }
     return subtract(parameter, divide(multiply(lr, m), add(sqrt(v), this.eps)));
@@ -195,8 +208,9 @@ export class AdamW extends Adam {
     this.weightDecay = o.weightDecay;
   }
   override applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
-    const lr = astype(this.learningRate, gradient.dtype);
-    return super.applySingle(gradient, multiply(parameter, subtract(1, multiply(lr, this.weightDecay))), state);
+    const lr = this.lr(gradient.dtype);
+    const decay = this.perStep(`decay/${gradient.dtype.name}`, () => subtract(1, multiply(lr, this.weightDecay)));
+    return super.applySingle(gradient, multiply(parameter, decay), state);
   }
 }
 
@@ -207,7 +221,7 @@ export class Adamax extends Adam {
     super(learningRate, o.betas, o.eps);
   }
   override applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
-    const lr = astype(this.learningRate, gradient.dtype);
+    const lr = this.lr(gradient.dtype);
     const [b1, b2] = this.betas;
     const m = add(multiply(b1, state.m), multiply(1 - b1, gradient));
     const v = maximum(multiply(b2, state.v), abs(gradient));
@@ -233,13 +247,19 @@ export class Lion extends Optimizer {
     state.m = zerosLike(parameter);
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
-    const lr = astype(this.learningRate, gradient.dtype);
+    const lr = this.lr(gradient.dtype);
     const [b1, b2] = this.betas;
     const m = state.m as MgArray;
     const c = add(multiply(b1, m), multiply(1 - b1, gradient));
     state.m = add(multiply(b2, m), multiply(1 - b2, gradient));
-    if (this.weightDecay > 0) parameter = multiply(subtract(1, multiply(lr, this.weightDecay)), parameter);
-    return subtract(parameter, multiply(lr, sign(c)));
+    const next = state.m as MgArray;
+    const scalars = [lr];
+    if (this.weightDecay > 0) {
+      const decay = this.perStep(`decay/${gradient.dtype.name}`, () => subtract(1, multiply(lr, this.weightDecay)));
+      scalars.push(decay);
+      parameter = multiply(decay, parameter);
+    }
+    return fuseWith(subtract(parameter, multiply(lr, sign(c))), next, scalars);
   }
 }
 
@@ -402,7 +422,7 @@ export class Muon extends Optimizer {
     v = add(v, multiply(1 - this.momentum, gradient));
     state.v = v;
     let update = this.nesterov ? add(multiply(gradient, 1 - this.momentum), multiply(v, this.momentum)) : v;
-    let lr = astype(this.learningRate, gradient.dtype);
+    let lr = this.lr(gradient.dtype);
     if (update.ndim >= 2) {
       const shape = update.shape;
       const reshaped = update.ndim > 2;
