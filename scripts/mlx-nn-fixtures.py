@@ -228,9 +228,10 @@ for cls, args_py, args_ts in [("ReLU", "", ""), ("ReLU2", "", ""), ("ReLU6", "",
 # ---------------------------------------------------------------- functions (activations, losses, clip)
 
 function_cases = []
+conv_cases = []
 
 
-def function(name, py, ts, inputs, grad=(), tol=None):
+def function(name, py, ts, inputs, grad=(), tol=None, into=None):
     """inputs: {name: array}; grad: the input names to differentiate sum(out * cot) by."""
     scope = {"nn": nn, "mx": mx, "optim": optim, **inputs}
     out = eval(py, scope)
@@ -252,7 +253,7 @@ def function(name, py, ts, inputs, grad=(), tol=None):
         gs = gs if len(grad) > 1 else (gs,)
         case["cotangents"] = enc(cots)
         case["grads"] = {k: enc(g) for k, g in zip(grad, gs)}
-    function_cases.append(case)
+    (function_cases if into is None else into).append(case)
 
 
 xa = randn(3, 5, scale=3.0)
@@ -319,6 +320,43 @@ function("clip_grad_norm", "optim.clip_grad_norm({'a': a, 'b': [b]}, 1.0)", "mg.
          {"a": randn(3, 4), "b": randn(5)})
 function("clip_grad_norm_noclip", "optim.clip_grad_norm([a, b], 100.0)", "mg.optimizers.clipGradNorm([a, b], 100.0)",
          {"a": randn(3, 4), "b": randn(5)})
+
+
+# ---------------------------------------------------------------- convolutions (core ops)
+
+for name, py, ts, xs, ws in [
+    ("conv1d", "mx.conv1d(x, w)", "mg.conv1d(x, w)", (2, 9, 3), (4, 3, 3)),
+    ("conv1d_args", "mx.conv1d(x, w, 2, 1, 2)", "mg.conv1d(x, w, 2, 1, 2)", (2, 9, 3), (4, 3, 3)),
+    ("conv1d_groups", "mx.conv1d(x, w, stride=1, padding=2, groups=2)", "mg.conv1d(x, w, { padding: 2, groups: 2 })", (1, 6, 4), (6, 3, 2)),
+    ("conv1d_depthwise", "mx.conv1d(x, w, groups=4)", "mg.conv1d(x, w, 1, 0, 1, 4)", (2, 7, 4), (4, 3, 1)),
+    ("conv1d_pointwise", "mx.conv1d(x, w)", "mg.conv1d(x, w)", (2, 5, 3), (6, 1, 3)),
+    ("conv2d", "mx.conv2d(x, w)", "mg.conv2d(x, w)", (2, 6, 5, 3), (4, 3, 3, 3)),
+    ("conv2d_args", "mx.conv2d(x, w, stride=(2, 1), padding=(1, 2), dilation=(1, 2))", "mg.conv2d(x, w, [2, 1], [1, 2], [1, 2])", (2, 7, 6, 2), (3, 3, 2, 2)),
+    ("conv2d_groups", "mx.conv2d(x, w, padding=1, groups=3)", "mg.conv2d(x, w, { padding: 1, groups: 3 })", (2, 4, 4, 6), (9, 3, 3, 2)),
+    ("conv2d_depthwise", "mx.conv2d(x, w, stride=2, padding=1, groups=5)", "mg.conv2d(x, w, 2, 1, 1, 5)", (1, 7, 7, 5), (5, 3, 3, 1)),
+    ("conv2d_pointwise_stride", "mx.conv2d(x, w, stride=2)", "mg.conv2d(x, w, 2)", (1, 5, 5, 4), (3, 1, 1, 4)),
+    ("conv2d_wide", "mx.conv2d(x, w, padding=1)", "mg.conv2d(x, w, 1, 1)", (2, 8, 8, 16), (32, 3, 3, 16)),
+    ("conv3d", "mx.conv3d(x, w, stride=(1, 2, 1), padding=(0, 1, 1))", "mg.conv3d(x, w, [1, 2, 1], [0, 1, 1])", (1, 4, 5, 4, 2), (3, 2, 3, 2, 2)),
+    ("conv_transpose1d", "mx.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1)", "mg.convTranspose1d(x, w, 2, 1, 1, 1)", (2, 5, 3), (4, 3, 3)),
+    ("conv_transpose2d", "mx.conv_transpose2d(x, w, stride=2)", "mg.convTranspose2d(x, w, { stride: 2 })", (1, 3, 4, 2), (3, 3, 3, 2)),
+    ("conv_transpose2d_groups", "mx.conv_transpose2d(x, w, stride=(1, 2), padding=1, dilation=2, groups=2)", "mg.convTranspose2d(x, w, [1, 2], 1, 2, 0, 2)", (1, 4, 3, 4), (4, 2, 2, 2)),
+    ("conv_transpose3d", "mx.conv_transpose3d(x, w, stride=2, padding=1)", "mg.convTranspose3d(x, w, 2, 1)", (1, 2, 3, 2, 2), (2, 3, 2, 2, 2)),
+    ("conv_general", "mx.conv_general(x, w, stride=2, padding=([1, 0], [2, 1]), kernel_dilation=(2, 1), input_dilation=(1, 3), flip=True)",
+     "mg.convGeneral(x, w, 2, [[1, 0], [2, 1]], [2, 1], [1, 3], 1, true)", (2, 6, 4, 3), (4, 2, 3, 3)),
+    ("conv_general_negpad", "mx.conv_general(x, w, padding=-1, groups=2)", "mg.convGeneral(x, w, { padding: -1, groups: 2 })", (1, 8, 4), (2, 3, 2)),
+]:
+    function("conv_" + name, py, ts, {"x": randn(*xs), "w": randn(*ws, scale=0.5)}, grad=("x", "w"), into=conv_cases)
+function("conv_f16", "mx.conv2d(x.astype(mx.float16), w.astype(mx.float16), padding=1)", "mg.conv2d(mg.astype(x, mg.float16), mg.astype(w, mg.float16), 1, 1)",
+         {"x": randn(1, 5, 5, 4), "w": randn(3, 3, 3, 4, scale=0.5)}, into=conv_cases, tol={"rtol": 4e-3, "atol": 4e-3})
+function("conv_bf16", "mx.conv1d(x.astype(mx.bfloat16), w.astype(mx.bfloat16), padding=1)", "mg.conv1d(mg.astype(x, mg.bfloat16), mg.astype(w, mg.bfloat16), 1, 1)",
+         {"x": randn(2, 6, 8), "w": randn(5, 3, 8, scale=0.5)}, into=conv_cases, tol={"rtol": 3e-2, "atol": 3e-2})
+function("conv_mixed", "mx.conv1d(x.astype(mx.bfloat16), w.astype(mx.float16))", "mg.conv1d(mg.astype(x, mg.bfloat16), mg.astype(w, mg.float16))",
+         {"x": randn(1, 5, 2), "w": randn(3, 2, 2)}, into=conv_cases, tol={"rtol": 1e-2, "atol": 1e-2})
+for i, (py, ts, a, v) in enumerate([
+    ("mx.convolve(a, v)", "mg.convolve(a, v)", 7, 3), ("mx.convolve(a, v, 'same')", "mg.convolve(a, v, 'same')", 6, 4),
+    ("mx.convolve(a, v, mode='valid')", "mg.convolve(a, v, { mode: 'valid' })", 6, 3), ("mx.convolve(a, v, 'same')", "mg.convolve(a, v, 'same')", 2, 5),
+]):
+    function(f"conv_convolve_{i}", py, ts, {"a": randn(a), "v": randn(v)}, grad=("a", "v"), into=conv_cases)
 
 
 # ---------------------------------------------------------------- init (exact, from the same seeds)
@@ -511,7 +549,7 @@ train("transformer_adam", TinyTransformer(), "optim.Adam(0.003)", "new mg.optimi
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     meta = {"mlx": mx.__version__}
-    for fname, cases in [("layers", layer_cases), ("functions", function_cases), ("init", init_cases),
+    for fname, cases in [("layers", layer_cases), ("functions", function_cases), ("conv", conv_cases), ("init", init_cases),
                          ("optimizers", opt_cases), ("schedules", schedule_cases), ("training", training_cases)]:
         (OUT / f"{fname}.json").write_text(json.dumps({**meta, "cases": cases}, separators=(",", ":")) + "\n")
         print(f"{fname}: {len(cases)} cases")

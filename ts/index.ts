@@ -55,6 +55,8 @@ export * from "./core/ops/softmax.ts";
 export * from "./core/ops/linalg-core.ts";
 export * from "./core/ops/einsum.ts";
 export * from "./core/ops/windows.ts";
+export { conv1d, conv2d, conv3d, convGeneral, convolve, convTranspose1d, convTranspose2d, convTranspose3d } from "./core/ops/convolution.ts";
+export type { ConvolveMode, GeneralPadding, PerAxis } from "./core/ops/convolution.ts";
 export * from "./core/ops/constants.ts";
 export { depends } from "./core/ops/depends.ts";
 export * as random from "./random/index.ts";
