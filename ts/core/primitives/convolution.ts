@@ -7,6 +7,7 @@
 import type { MgArray } from "../array.ts";
 import type { Primitive } from "../primitive.ts";
 import { convolutionCpu } from "../../backend/cpu/convolution.ts";
+import { convolutionGpu } from "../../backend/gpu/convolution.ts";
 import { convolutionJvp, convolutionVjp, convolutionVmap } from "../rules/convolution.ts";
 
 export interface ConvolutionParams {
@@ -37,6 +38,7 @@ export const Convolution: Primitive<ConvolutionParams> = {
   name: "Convolution",
   outputSpecs: ([x, w], p) => [{ shape: convOutputShape(x!.shape, w!.shape, p), dtype: x!.dtype }],
   cpu: convolutionCpu,
+  gpu: convolutionGpu,
   vjp: convolutionVjp,
   jvp: convolutionJvp,
   vmap: convolutionVmap,
