@@ -194,6 +194,16 @@ layer("gru_hidden", "nn.GRU(3, 4)", "new mg.nn.GRU(3, 4)", [randn(5, 3), randn(4
 layer("gru_nobias", "nn.GRU(3, 4, bias=False)", "new mg.nn.GRU(3, 4, false)", [randn(2, 4, 3), randn(2, 4)])
 layer("lstm", "nn.LSTM(3, 4)", "new mg.nn.LSTM(3, 4)", [randn(2, 5, 3)])
 layer("lstm_state", "nn.LSTM(3, 4, bias=False)", "new mg.nn.LSTM(3, 4, { bias: false })", [randn(2, 4, 3), randn(2, 4), randn(2, 4)])
+layer("conv1d", "nn.Conv1d(3, 4, 3)", "new mg.nn.Conv1d(3, 4, 3)", [randn(2, 7, 3)])
+layer("conv1d_opts", "nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2, bias=False)",
+      "new mg.nn.Conv1d(4, 6, 3, { stride: 2, padding: 1, dilation: 2, groups: 2, bias: false })", [randn(2, 9, 4)])
+layer("conv2d", "nn.Conv2d(3, 5, 3, stride=2, padding=1)", "new mg.nn.Conv2d(3, 5, 3, { stride: 2, padding: 1 })", [randn(2, 6, 5, 3)])
+layer("conv2d_tuple", "nn.Conv2d(4, 8, (2, 3), (1, 2), (0, 1), 1, 2)", "new mg.nn.Conv2d(4, 8, [2, 3], [1, 2], [0, 1], 1, 2)", [randn(1, 5, 6, 4)])
+layer("conv3d", "nn.Conv3d(2, 3, 2, padding=1)", "new mg.nn.Conv3d(2, 3, 2, { padding: 1 })", [randn(1, 3, 3, 4, 2)])
+layer("conv_transpose1d", "nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1)",
+      "new mg.nn.ConvTranspose1d(3, 4, 3, { stride: 2, padding: 1, outputPadding: 1 })", [randn(2, 5, 3)])
+layer("conv_transpose2d", "nn.ConvTranspose2d(3, 2, (3, 2), stride=2, bias=False)", "new mg.nn.ConvTranspose2d(3, 2, [3, 2], 2, 0, 1, 0, false)", [randn(1, 3, 4, 3)])
+layer("conv_transpose3d", "nn.ConvTranspose3d(2, 3, 2, stride=(1, 2, 1))", "new mg.nn.ConvTranspose3d(2, 3, 2, { stride: [1, 2, 1] })", [randn(1, 2, 3, 2, 2)])
 layer("maxpool1d", "nn.MaxPool1d(2)", "new mg.nn.MaxPool1d(2)", [randn(2, 8, 3)])
 layer("maxpool1d_pad", "nn.MaxPool1d(3, stride=2, padding=1)", "new mg.nn.MaxPool1d(3, { stride: 2, padding: 1 })", [randn(2, 7, 3)])
 layer("avgpool1d", "nn.AvgPool1d(3, 1)", "new mg.nn.AvgPool1d(3, 1)", [randn(1, 6, 2)])
@@ -378,6 +388,8 @@ for i, (py, ts) in enumerate([
     ("nn.RNN(3, 4)", "new mg.nn.RNN(3, 4)"), ("nn.GRU(3, 4)", "new mg.nn.GRU(3, 4)"), ("nn.LSTM(2, 3)", "new mg.nn.LSTM(2, 3)"),
     ("nn.LayerNorm(4)", "new mg.nn.LayerNorm(4)"), ("nn.BatchNorm(3)", "new mg.nn.BatchNorm(3)"), ("nn.PReLU(2)", "new mg.nn.PReLU(2)"),
     ("nn.TransformerEncoderLayer(8, 2)", "new mg.nn.TransformerEncoderLayer(8, 2)"),
+    ("nn.Conv2d(3, 4, 3, groups=1)", "new mg.nn.Conv2d(3, 4, 3)"), ("nn.Conv1d(4, 6, 2, groups=2)", "new mg.nn.Conv1d(4, 6, 2, { groups: 2 })"),
+    ("nn.ConvTranspose2d(3, 2, 2)", "new mg.nn.ConvTranspose2d(3, 2, 2)"), ("nn.Conv3d(2, 2, 2)", "new mg.nn.Conv3d(2, 2, 2)"),
     ("nn.init.constant(0.5)(mx.zeros((2, 3)))", "mg.nn.init.constant(0.5)(mg.zeros([2, 3]))"),
     ("nn.init.constant(3, mx.int32)(mx.zeros((2,)))", "mg.nn.init.constant(3, mg.int32)(mg.zeros([2]))"),
     ("nn.init.normal()(mx.zeros((3, 4)))", "mg.nn.init.normal()(mg.zeros([3, 4]))"),
@@ -510,6 +522,20 @@ class TinyTransformer(nn.Module):
         return self.out(self.encoder(x, mask))
 
 
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(16 * 2 * 2, 4)
+
+    def __call__(self, x):
+        x = self.pool(nn.relu(self.conv1(x)))
+        x = self.pool(nn.relu(self.conv2(x)))
+        return self.fc(x.reshape(x.shape[0], -1))
+
+
 def train(name, model, opt_py, opt_ts, x, y, loss_py, loss_ts, steps):
     mx.random.seed(0)
     init = tree_flatten(model.parameters())
@@ -544,6 +570,12 @@ tokens = mx.array(rng.integers(0, 11, (4, 6)).astype(np.int32))
 targets = mx.array(rng.integers(0, 11, (4, 6)).astype(np.int32))
 train("transformer_adam", TinyTransformer(), "optim.Adam(0.003)", "new mg.optimizers.Adam(0.003)", tokens, targets,
       "nn.losses.cross_entropy(model(x), y, reduction='mean')", "mg.nn.losses.crossEntropy(model.forward(x), y, { reduction: 'mean' })", 12)
+
+mx.random.seed(4)
+images = randn(8, 8, 8, 1)
+labels = mx.array(rng.integers(0, 4, (8,)).astype(np.int32))
+train("cnn_sgd", SmallCNN(), "optim.SGD(0.05, momentum=0.9)", "new mg.optimizers.SGD(0.05, { momentum: 0.9 })", images, labels,
+      "nn.losses.cross_entropy(model(x), y, reduction='mean')", "mg.nn.losses.crossEntropy(model.forward(x), y, { reduction: 'mean' })", 15)
 
 
 def main():

@@ -32,6 +32,25 @@ class TinyTransformer extends mg.nn.Module {
   }
 }
 
+class SmallCNN extends mg.nn.Module {
+  declare conv1: mg.nn.Conv2d;
+  declare conv2: mg.nn.Conv2d;
+  declare pool: mg.nn.MaxPool2d;
+  declare fc: mg.nn.Linear;
+  constructor() {
+    super();
+    this.conv1 = new mg.nn.Conv2d(1, 8, 3, { padding: 1 });
+    this.conv2 = new mg.nn.Conv2d(8, 16, 3, { padding: 1 });
+    this.pool = new mg.nn.MaxPool2d(2);
+    this.fc = new mg.nn.Linear(16 * 2 * 2, 4);
+  }
+  override forward(x: mg.MgArray): mg.MgArray {
+    x = this.pool.forward(mg.nn.relu(this.conv1.forward(x)));
+    x = this.pool.forward(mg.nn.relu(this.conv2.forward(x)));
+    return this.fc.forward(mg.reshape(x, [x.shape[0]!, -1]));
+  }
+}
+
 interface TrainingCase {
   name: string;
   opt_ts: string;
@@ -49,7 +68,7 @@ describe(`training matches MLX ${fixture.mlx}`, () => {
   for (const device of DEVICES) {
     test.each(fixture.cases.map((c) => [c.name, c] as const))(`%s on ${device.type}`, (_n, c) => {
       mg.stream(device, () => {
-        const model = c.name.startsWith("transformer") ? new TinyTransformer() : new MLP();
+        const model = c.name.startsWith("transformer") ? new TinyTransformer() : c.name.startsWith("cnn") ? new SmallCNN() : new MLP();
         model.loadWeights(decodePairs(c.weights));
         const opt = evalTs(c.opt_ts) as mg.optimizers.Optimizer;
         const x = decode(c.x) as mg.MgArray;

@@ -16,6 +16,8 @@ export {
 } from "./layers/transformer.ts";
 export type { Activation } from "./layers/transformer.ts";
 export { GRU, LSTM, RNN } from "./layers/recurrent.ts";
+export { Conv1d, Conv2d, Conv3d } from "./layers/convolution.ts";
+export { ConvTranspose1d, ConvTranspose2d, ConvTranspose3d } from "./layers/convolution-transpose.ts";
 export { AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d } from "./layers/pooling.ts";
 export { Upsample, upsampleCubic, upsampleLinear, upsampleNearest } from "./layers/upsample.ts";
 export type { UpsampleMode } from "./layers/upsample.ts";
