@@ -12,7 +12,7 @@ import { max } from "../core/ops/reduce.ts";
 import { logsumexp, softmax as mgSoftmax } from "../core/ops/softmax.ts";
 import { split } from "../core/ops/join.ts";
 import { resolveOptions, type Trailing } from "../utils/options.ts";
-import { Module } from "./module.ts";
+import { libraryForward, Module } from "./module.ts";
 
 export function sigmoid(x: ArrayInput): MgArray {
   return mgSigmoid(x);
@@ -287,3 +287,8 @@ export class GELU extends Module {
     return geluApprox(x);
   }
 }
+
+libraryForward(
+  Sigmoid, Mish, ReLU, ReLU2, ReLU6, Softmax, Softplus, Softsign, SiLU, LogSoftmax, LogSigmoid, Tanh, Hardswish, SELU, HardTanh, Softmin,
+  GLU, LeakyReLU, ELU, CELU, Softshrink, HardShrink, Step, PReLU, GELU,
+);

@@ -10,6 +10,7 @@ import { type Dtype, floating, issubdtype } from "../core/dtype.ts";
 import { astype } from "../core/ops/elementwise.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { isPlainObject } from "../autograd/tree.ts";
+import { isLibraryFunction, libraryFunction, retain, userCall } from "../core/ownership.ts";
 import { keep } from "../memory/scope.ts";
 import { checkOptionNames, resolveOptions, type Trailing } from "../utils/options.ts";
 import { treeFlatten, treeUnflatten, TREE_NODE, type FlatTree } from "../utils/tree.ts";
@@ -369,7 +370,8 @@ export class Module {
 /** Module.update's walk (MLX's `apply` inside update). */
 function updateTree(dst: unknown, parameters: unknown, strict: boolean, keepArrays: boolean): void {
   const store = (container: any, key: string | number, value: unknown) => {
-    if (keepArrays && value instanceof MgArray) keep(value);
+    // A module's arrays outlive the library call (ownership) and the tidy scope that made them.
+    if (keepArrays && value instanceof MgArray) keep(retain(value));
     container[key] = value;
   };
   const visit = (d: any, p: unknown): void => {
@@ -427,4 +429,22 @@ function updateModuleTree(dst: any, modules: unknown, strict: boolean): void {
       visitEntry(dst, i, modules[i]);
     }
   } else if (strict) throw new TypeError(`[Module.update_modules] Received invalid type: ${typeName(modules)}.`);
+}
+
+/**
+ * Makes the forward of built-in layers a library call (ts/core/ownership.ts): the intermediates it
+ * creates and does not return are freed after their last use. Layers that run the user's code
+ * (their activation, a user's submodule) call it through `callUser`.
+ */
+export function libraryForward(...classes: (abstract new (...args: any[]) => Module)[]): void {
+  for (const c of classes) {
+    const proto = c.prototype as unknown as { forward: (...args: unknown[]) => unknown };
+    proto.forward = libraryFunction(proto.forward);
+  }
+}
+
+/** Applies a function or module that may be the user's: as user code unless it is a library call. */
+export function callUser(f: ((x: any) => any) | Module, x: unknown): any {
+  if (f instanceof Module) return isLibraryFunction(f.forward) ? f.forward(x) : userCall(() => f.forward(x));
+  return isLibraryFunction(f) ? f(x) : userCall(() => f(x));
 }

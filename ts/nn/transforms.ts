@@ -4,6 +4,7 @@
 // keeps a module from accumulating views of views across calls).
 import { valueAndGrad as mgValueAndGrad } from "../autograd/grad.ts";
 import { checkpoint as mgCheckpoint } from "../autograd/custom.ts";
+import { libraryFunction } from "../core/ownership.ts";
 import { Module } from "./module.ts";
 
 type AnyFn = (...args: any[]) => any;
@@ -24,14 +25,14 @@ export function valueAndGrad<F extends AnyFn>(model: Module, fn: F): (...args: P
     return fn(...args);
   };
   const valueGrad = mgValueAndGrad(inner);
-  return (...args: Parameters<F>) => {
+  return libraryFunction((...args: Parameters<F>) => {
     const params = model.trainableParameters();
     try {
       return valueGrad(params, ...args) as [ReturnType<F>, any];
     } finally {
       model.updateUnkept(params);
     }
-  };
+  });
 }
 
 /**
@@ -46,12 +47,12 @@ export function checkpoint<F extends AnyFn>(module: Module, fn?: F): F {
     return call(...args);
   };
   const checkpointed = mgCheckpoint(inner);
-  return ((...args: unknown[]) => {
+  return libraryFunction((...args: unknown[]) => {
     const params = module.trainableParameters();
     try {
       return checkpointed(params, ...args);
     } finally {
       module.updateUnkept(params);
     }
-  }) as F;
+  }) as unknown as F;
 }

@@ -8,8 +8,9 @@ import { MgArray } from "../core/array.ts";
 import { type Dtype, float32, uint64 } from "../core/dtype.ts";
 import { array } from "../core/ops/convert.ts";
 import { add, astype } from "../core/ops/elementwise.ts";
+import { libraryCall, retain } from "../core/ownership.ts";
 import { keep } from "../memory/scope.ts";
-import type { Module } from "../nn/module.ts";
+import { callUser, type Module } from "../nn/module.ts";
 import { dictEntries, treeFlatten, treeMap, treeMerge, treeUnflatten, type FlatTree } from "../utils/tree.ts";
 import { isPlainObject } from "../autograd/tree.ts";
 
@@ -39,7 +40,9 @@ export abstract class Optimizer {
 
   /** Applies the gradients to the model's parameters (model.update(applyGradients(grads, model))). */
   update(model: Module, gradients: Record<string, any>): void {
-    model.update(this.applyGradients(gradients, model));
+    // One library call: the update's intermediates are freed after their last use; the new
+    // parameters are retained by model.update and the state by applyGradients.
+    libraryCall(() => model.update(this.applyGradients(gradients, model)));
   }
 
   /**
@@ -66,7 +69,7 @@ export abstract class Optimizer {
     treeMap((p: unknown, s: unknown) => {
       if (p instanceof MgArray && isPlainObject(s) && Object.keys(s).length === 0) this.initSingle(p, s);
     }, parameters, this._state);
-    keep(this._state);
+    keepState(this._state);
     this._initialized = true;
   }
 
@@ -78,13 +81,15 @@ export abstract class Optimizer {
    * `parameters` (a tree or the model itself, read at the gradients' places).
    */
   applyGradients(gradients: Record<string, any>, parameters: Record<string, any> | Module): Record<string, any> {
-    if (!this._initialized) this.init(gradients);
-    for (const [name, schedule] of Object.entries(this._schedulers)) this.state[name] = schedule(this.step);
-    this.state.step = add(this.step, 1);
-    this._perStep.clear();
-    const out = treeMap((g: MgArray, p: MgArray, s: State) => this.applySingle(g, p, s), gradients, parameters, this.state);
-    keep(this.state);
-    return out;
+    return libraryCall(() => {
+      if (!this._initialized) this.init(gradients);
+      for (const [name, schedule] of Object.entries(this._schedulers)) this.state[name] = callUser(schedule, this.step);
+      this.state.step = add(this.step, 1);
+      this._perStep.clear();
+      const out = treeMap((g: MgArray, p: MgArray, s: State) => this.applySingle(g, p, s), gradients, parameters, this.state);
+      keepState(this.state);
+      return out;
+    });
   }
 
   /**
@@ -124,7 +129,7 @@ export abstract class Optimizer {
     return this.state.learning_rate as MgArray;
   }
   set learningRate(lr: number | MgArray) {
-    this.state.learning_rate = keep(scalar(lr));
+    this.state.learning_rate = keepState(scalar(lr));
   }
 
   /** Stores a hyperparameter: a schedule is evaluated at each step, a value becomes a scalar array. */
@@ -132,9 +137,9 @@ export abstract class Optimizer {
     let value: MgArray;
     if (typeof param === "function") {
       this._schedulers[name] = param;
-      value = param(this.step);
+      value = callUser(param, this.step);
     } else value = scalar(param);
-    this.state[name] = keep(value);
+    this.state[name] = keepState(value);
   }
 }
 
@@ -206,4 +211,9 @@ export class MultiOptimizer extends Optimizer {
   override set learningRate(lr: number | MgArray) {
     for (const o of this.optimizers) o.learningRate = lr;
   }
+}
+
+/** Optimizer state outlives the call that made it (ownership) and any tidy scope around a step. */
+function keepState<T>(state: T): T {
+  return keep(retain(state));
 }

@@ -3,10 +3,11 @@
 // The weight is first rearranged to [group][tap][c_in][c_out] so the innermost loop runs over
 // contiguous output channels.
 import type { MgArray } from "../../core/array.ts";
-import { convGeometry, type ConvolutionParams } from "../../core/primitives/convolution.ts";
+import { Convolution, convGeometry, type ConvolutionParams } from "../../core/primitives/convolution.ts";
+import { registerCpu } from "./registry.ts";
 import { readNumbers, writeNumbers } from "./values.ts";
 
-export function convolutionCpu(inputs: readonly MgArray[], outputs: readonly MgArray[], p: ConvolutionParams): void {
+function convolutionCpu(inputs: readonly MgArray[], outputs: readonly MgArray[], p: ConvolutionParams): void {
   const [x, w] = inputs as [MgArray, MgArray];
   const out = outputs[0]!;
   const g = convGeometry(x, w, out, p);
@@ -100,3 +101,5 @@ export function convolutionCpu(inputs: readonly MgArray[], outputs: readonly MgA
   }
   writeNumbers(out, result);
 }
+
+registerCpu(Convolution, convolutionCpu);

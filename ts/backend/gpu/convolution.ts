@@ -10,14 +10,14 @@
 // Operands that are not row-contiguous are copied into scratch first, noted in the trace.
 import type { MgArray, Node } from "../../core/array.ts";
 import { bfloat16, type Dtype, float16, float32 } from "../../core/dtype.ts";
-import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
-import { convGeometry, type ConvolutionParams } from "../../core/primitives/convolution.ts";
+import { Convolution, convGeometry, type ConvolutionParams } from "../../core/primitives/convolution.ts";
 import type { BufferBinding, InlineBytes } from "../runtime.ts";
 import { copyKernel, encodeCopyInto } from "./copy.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import type { GpuEncoder } from "./encoder.ts";
-import { kernelPipeline } from "./kernels.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
 import { matmulPrecision } from "./matmul.ts";
+import { registerGpu } from "./registry.ts";
 
 const INT32_MAX = 2 ** 31 - 1;
 /** Below this many output channels per group (or taps · channels) the direct kernel runs. */
@@ -147,4 +147,4 @@ function encodeConvolution(enc: GpuEncoder, node: Node): void {
   );
 }
 
-export const convolutionGpu: GpuRule = { kind: "kernel", kernels: convKernels, encode: encodeConvolution };
+registerGpu(Convolution, { kind: "kernel", kernels: convKernels, encode: encodeConvolution });

@@ -4,11 +4,9 @@
 // (negative padding crops), and correlated with the kernel dilated by kernelDilation at `stride`;
 // `flip` reverses the kernel (a true convolution). Output channel c reads input channel group
 // ⌊c / (C_out / groups)⌋. Transposed convolutions are this primitive with inputDilation = stride.
+// Rules: ts/core/rules/convolution.ts; each backend registers its kernels for it.
 import type { MgArray } from "../array.ts";
 import type { Primitive } from "../primitive.ts";
-import { convolutionCpu } from "../../backend/cpu/convolution.ts";
-import { convolutionGpu } from "../../backend/gpu/convolution.ts";
-import { convolutionJvp, convolutionVjp, convolutionVmap } from "../rules/convolution.ts";
 
 export interface ConvolutionParams {
   stride: number[];
@@ -36,12 +34,8 @@ export function convOutputShape(input: readonly number[], weight: readonly numbe
 
 export const Convolution: Primitive<ConvolutionParams> = {
   name: "Convolution",
+  opName: () => "conv",
   outputSpecs: ([x, w], p) => [{ shape: convOutputShape(x!.shape, w!.shape, p), dtype: x!.dtype }],
-  cpu: convolutionCpu,
-  gpu: convolutionGpu,
-  vjp: convolutionVjp,
-  jvp: convolutionJvp,
-  vmap: convolutionVmap,
   paramsKey: (p) => `${p.stride}|${p.paddingLo}|${p.paddingHi}|${p.kernelDilation}|${p.inputDilation}|${p.groups}|${p.flip}`,
 };
 

@@ -1,11 +1,12 @@
-// Derivative and batching rules of Convolution, written in ops. Per spatial axis, with stride s,
+// Derivative and batching rules of Convolution (ts/core/primitives/convolution.ts), written in ops. Per spatial axis, with stride s,
 // kernel dilation kd, input dilation id, padding lo/hi, kernel size K, input length L and output
 // length O, the forward pass is
 //   y[n, o, c] = Σ_k Σ_ci xp[n, o·s + k·kd, g(c)·Cig + ci] · w[c, flip ? K−1−k : k, ci]
 // where xp is x dilated by id and padded.
 import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
-import type { ConvolutionParams } from "../primitives/convolution.ts";
+import { defineRules } from "../primitive.ts";
+import { Convolution, type ConvolutionParams } from "../primitives/convolution.ts";
 import { convolutionNode, flipKernel } from "../ops/convolution.ts";
 import { zerosLike } from "../ops/creation.ts";
 import { add } from "../ops/elementwise.ts";
@@ -89,7 +90,7 @@ function weightGradient(x: MgArray, w: MgArray, dy: MgArray, p: ConvolutionParam
   return p.flip ? flipKernel(dw) : dw;
 }
 
-export function convolutionVjp(
+function convolutionVjp(
   [x, w]: readonly MgArray[],
   [dy]: readonly MgArray[],
   argnums: readonly number[],
@@ -100,7 +101,7 @@ export function convolutionVjp(
 }
 
 /** The convolution is bilinear: dy = conv(dx, w) + conv(x, dw). */
-export function convolutionJvp(
+function convolutionJvp(
   [x, w]: readonly MgArray[],
   tangents: readonly MgArray[],
   argnums: readonly number[],
@@ -115,7 +116,7 @@ export function convolutionJvp(
  * A batched input folds its batch into N; a batched weight folds its batch into each group's
  * output channels; both batched fold the batch into the groups (input channels and weights).
  */
-export function convolutionVmap(inputs: readonly MgArray[], axes: readonly number[], p: ConvolutionParams): [MgArray[], number[]] {
+function convolutionVmap(inputs: readonly MgArray[], axes: readonly number[], p: ConvolutionParams): [MgArray[], number[]] {
   const [x0, w0] = inputs as [MgArray, MgArray];
   const [bx, bw] = axes as [number, number];
   const s = resolveStream();
@@ -151,3 +152,5 @@ export function convolutionVmap(inputs: readonly MgArray[], axes: readonly numbe
   const yb = moveaxis(reshape(y, [...lead, B, cout]), lead.length, 0);
   return [[yb], [0]];
 }
+
+defineRules(Convolution, { vjp: convolutionVjp, jvp: convolutionJvp, vmap: convolutionVmap });

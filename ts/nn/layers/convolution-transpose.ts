@@ -6,7 +6,7 @@ import { add } from "../../core/ops/elementwise.ts";
 import { convTranspose1d, convTranspose2d, convTranspose3d, type PerAxis } from "../../core/ops/convolution.ts";
 import { uniform } from "../../random/distributions.ts";
 import { resolveOptions, type Trailing } from "../../utils/options.ts";
-import { Module } from "../module.ts";
+import { libraryForward, Module } from "../module.ts";
 
 const tuple = (v: PerAxis, n: number): number[] => (typeof v === "number" ? Array.from({ length: n }, () => v) : [...v]);
 const show = (v: PerAxis) => (typeof v === "number" ? String(v) : `(${v.join(", ")})`);
@@ -75,3 +75,5 @@ export class ConvTranspose3d extends ConvTransposeNd {
     return this.addBias(convTranspose3d(x, this.weight, this.stride, this.padding, this.dilation, this.outputPadding));
   }
 }
+
+libraryForward(ConvTranspose1d, ConvTranspose2d, ConvTranspose3d);

@@ -6,7 +6,7 @@ import { add } from "../../core/ops/elementwise.ts";
 import { conv1d, conv2d, conv3d, type PerAxis } from "../../core/ops/convolution.ts";
 import { uniform } from "../../random/distributions.ts";
 import { resolveOptions, type Trailing } from "../../utils/options.ts";
-import { Module } from "../module.ts";
+import { libraryForward, Module } from "../module.ts";
 
 const tuple = (v: PerAxis, n: number): number[] => (typeof v === "number" ? Array.from({ length: n }, () => v) : [...v]);
 const show = (v: PerAxis) => (typeof v === "number" ? String(v) : `(${v.join(", ")})`);
@@ -90,3 +90,5 @@ export class Conv3d extends ConvNd {
     return this.addBias(conv3d(x, this.weight, this.stride, this.padding, this.dilation));
   }
 }
+
+libraryForward(Conv1d, Conv2d, Conv3d);

@@ -4,7 +4,7 @@ import type { MgArray } from "../../core/array.ts";
 import { multiply } from "../../core/ops/elementwise.ts";
 import { bernoulli } from "../../random/distributions.ts";
 import { resolveOptions, type Trailing } from "../../utils/options.ts";
-import { Module } from "../module.ts";
+import { libraryForward, Module } from "../module.ts";
 
 function keepProbability(op: string, rest: unknown[]): number {
   const { p } = resolveOptions(op, rest, { p: 0.5 });
@@ -69,3 +69,5 @@ export class Dropout3d extends Module {
     return drop(x, this.p1, shape);
   }
 }
+
+libraryForward(Dropout, Dropout2d, Dropout3d);

@@ -4,7 +4,8 @@ import type { ArrayInput } from "../../core/ops/convert.ts";
 import { take } from "../../core/ops/indexing.ts";
 import { matmul } from "../../core/ops/linalg-core.ts";
 import { normal } from "../../random/distributions.ts";
-import { Module } from "../module.ts";
+import { libraryFunction } from "../../core/ownership.ts";
+import { libraryForward, Module } from "../module.ts";
 
 /** A (numEmbeddings, dims) lookup table initialised from N(0, 1/dims). */
 export class Embedding extends Module {
@@ -23,6 +24,9 @@ export class Embedding extends Module {
   }
   /** x·weightᵀ: the embedding used as an output projection (tied weights). */
   asLinear(x: ArrayInput): MgArray {
-    return matmul(x, this.weight.T);
+    return matmulT(x, this.weight);
   }
 }
+
+libraryForward(Embedding);
+const matmulT = libraryFunction((x: ArrayInput, w: MgArray) => matmul(x, w.T));

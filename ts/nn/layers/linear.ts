@@ -5,7 +5,7 @@ import { addmm, matmul } from "../../core/ops/linalg-core.ts";
 import { reshape, squeeze, swapaxes } from "../../core/ops/shape.ts";
 import { uniform } from "../../random/distributions.ts";
 import { resolveOptions, type Trailing } from "../../utils/options.ts";
-import { Module } from "../module.ts";
+import { libraryForward, Module } from "../module.ts";
 
 /** Returns its input; takes (and ignores) any arguments, as MLX's. */
 export class Identity extends Module {
@@ -72,3 +72,5 @@ export class Bilinear extends Module {
     return y;
   }
 }
+
+libraryForward(Linear, Bilinear);

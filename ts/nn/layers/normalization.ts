@@ -5,10 +5,11 @@ import { ones, zeros } from "../../core/ops/creation.ts";
 import { add, multiply, rsqrt, subtract } from "../../core/ops/elementwise.ts";
 import { mean, variance } from "../../core/ops/reduce.ts";
 import { reshape, transpose } from "../../core/ops/shape.ts";
+import { retain } from "../../core/ownership.ts";
 import { keep } from "../../memory/scope.ts";
 import { resolveOptions, type Trailing } from "../../utils/options.ts";
 import { layerNorm, rmsNorm } from "../fast-ops.ts";
-import { type FreezeOptions, Module } from "../module.ts";
+import { type FreezeOptions, libraryForward, Module } from "../module.ts";
 
 function checkEps(op: string, eps: number): void {
   if (!(eps > 0)) throw new RangeError(`[${op}] 'eps' must be positive but got ${eps}.`);
@@ -220,9 +221,9 @@ export class BatchNorm extends Module {
     if (this.training && this.trackRunningStats) {
       const m = this.momentum;
       const [, runningVar] = this.stats(x, 1);
-      // Module state: it outlives a tidy scope around the training step.
-      this.running_mean = keep(add(multiply(1 - m, this.running_mean!), multiply(m, mu)));
-      this.running_var = keep(add(multiply(1 - m, this.running_var!), multiply(m, runningVar)));
+      // Module state: it outlives this call (ownership) and a tidy scope around the training step.
+      this.running_mean = keep(retain(add(multiply(1 - m, this.running_mean!), multiply(m, mu))));
+      this.running_var = keep(retain(add(multiply(1 - m, this.running_var!), multiply(m, runningVar))));
     } else if (this.trackRunningStats) {
       mu = this.running_mean!;
       v = this.running_var!;
@@ -231,3 +232,5 @@ export class BatchNorm extends Module {
     return this.has("weight") ? add(multiply(this.weight!, y), this.bias!) : y;
   }
 }
+
+libraryForward(InstanceNorm, LayerNorm, RMSNorm, GroupNorm, BatchNorm);

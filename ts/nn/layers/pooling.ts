@@ -5,7 +5,7 @@ import { asStrided, pad } from "../../core/ops/movement.ts";
 import { max, mean } from "../../core/ops/reduce.ts";
 import { reshape, transpose } from "../../core/ops/shape.ts";
 import { resolveOptions, type Trailing } from "../../utils/options.ts";
-import { Module } from "../module.ts";
+import { libraryForward, Module } from "../module.ts";
 
 type IntOrTuple = number | readonly number[];
 
@@ -128,3 +128,5 @@ export class AvgPool3d extends Pool {
     super(meanOf, 0, 3, kernelSize, rest);
   }
 }
+
+libraryForward(Pool);

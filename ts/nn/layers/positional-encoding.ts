@@ -7,9 +7,10 @@ import { arange } from "../../core/ops/creation.ts";
 import { abs, add, astype, cos, divide, exp, multiply, negative, sin, subtract } from "../../core/ops/elementwise.ts";
 import { concatenate } from "../../core/ops/join.ts";
 import { expandDims } from "../../core/ops/shape.ts";
+import { libraryFunction } from "../../core/ownership.ts";
 import { resolveOptions, type Trailing } from "../../utils/options.ts";
 import { rope } from "../fast-ops.ts";
-import { Module } from "../module.ts";
+import { libraryForward, Module } from "../module.ts";
 
 /**
  * Rotary positional encoding of the first `dims` features (positions along the second-to-last
@@ -86,6 +87,19 @@ function alibiSlopes(n: number): number[] {
   return [...alibiSlopes(closest), ...alibiSlopes(2 * closest).filter((_, i) => i % 2 === 0).slice(0, n - closest)];
 }
 
+const alibiSlope = libraryFunction((numHeads: number, rest: unknown[]): MgArray => {
+  const { dtype } = resolveOptions("ALiBi.create_alibi_slope", rest, { dtype: float32 as Dtype });
+  return expandDims(array(alibiSlopes(numHeads), dtype), [-1, -2]);
+});
+
+const alibiMatrix = libraryFunction((qSequenceLength: number, kSequenceLength: number, numHeads: number, rest: unknown[]): MgArray => {
+  const { offset, dtype } = resolveOptions("ALiBi.create_alibi_matrix", rest, { offset: 0, dtype: float32 as Dtype });
+  const x1 = arange(offset, qSequenceLength);
+  const x2 = arange(0, kSequenceLength);
+  const distance = negative(abs(expandDims(subtract(expandDims(x1, 1), expandDims(x2, 0)), [0, 1])));
+  return astype(multiply(distance, alibiSlope(numHeads, [dtype])), dtype);
+});
+
 /** Attention with linear biases: adds −slope_h·|i − j| to the attention scores of head h. */
 export class ALiBi extends Module {
   static createAlibiMatrix(
@@ -94,17 +108,11 @@ export class ALiBi extends Module {
     numHeads: number,
     ...rest: Trailing<[offset: number, dtype: Dtype], { offset?: number; dtype?: Dtype }>
   ): MgArray {
-    const { offset, dtype } = resolveOptions("ALiBi.create_alibi_matrix", rest, { offset: 0, dtype: float32 as Dtype });
-    const x1 = arange(offset, qSequenceLength);
-    const x2 = arange(0, kSequenceLength);
-    const distance = negative(abs(expandDims(subtract(expandDims(x1, 1), expandDims(x2, 0)), [0, 1])));
-    const slope = ALiBi.createAlibiSlope(numHeads, dtype);
-    return astype(multiply(distance, slope), dtype);
+    return alibiMatrix(qSequenceLength, kSequenceLength, numHeads, rest);
   }
 
   static createAlibiSlope(numHeads: number, ...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }>): MgArray {
-    const { dtype } = resolveOptions("ALiBi.create_alibi_slope", rest, { dtype: float32 as Dtype });
-    return expandDims(array(alibiSlopes(numHeads), dtype), [-1, -2]);
+    return alibiSlope(numHeads, rest);
   }
 
   override forward(
@@ -123,3 +131,5 @@ export class ALiBi extends Module {
     return add(attentionScores, alibi);
   }
 }
+
+libraryForward(RoPE, SinusoidalPositionalEncoding, ALiBi);

@@ -8,7 +8,7 @@ import { sliceStatic } from "../../core/ops/slicing.ts";
 import { uniform } from "../../random/distributions.ts";
 import { resolveOptions, type Trailing } from "../../utils/options.ts";
 import { tanh } from "../activations.ts";
-import { Module } from "../module.ts";
+import { callUser, libraryForward, Module } from "../module.ts";
 
 /** x[..., i, :] (a view). */
 function timeStep(x: MgArray, i: number): MgArray {
@@ -60,7 +60,7 @@ export class RNN extends Module {
     for (let i = 0; i < x.shape[x.ndim - 2]!; i++) {
       const xi = timeStep(x, i);
       let h = hidden ? addmm(xi, hidden, this.Whh.T) : xi;
-      h = f instanceof Module ? f.forward(h) : f(h);
+      h = callUser(f, h);
       hidden = h;
       all.push(h);
     }
@@ -156,3 +156,5 @@ export class LSTM extends Module {
     return [stack(allHidden, -2), stack(allCell, -2)];
   }
 }
+
+libraryForward(RNN, GRU, LSTM);

@@ -5,10 +5,11 @@ import { type Dtype, finfo, float32 } from "../../core/dtype.ts";
 import { arange } from "../../core/ops/creation.ts";
 import { add, astype, less, multiply } from "../../core/ops/elementwise.ts";
 import { expandDims, flatten, transpose, unflatten } from "../../core/ops/shape.ts";
+import { libraryFunction } from "../../core/ownership.ts";
 import { resolveOptions, type Trailing } from "../../utils/options.ts";
 import { relu } from "../activations.ts";
 import { type AttentionMask, scaledDotProductAttention } from "../fast-ops.ts";
-import { Module } from "../module.ts";
+import { callUser, libraryForward, Module } from "../module.ts";
 import { checkpoint } from "../transforms.ts";
 import { Dropout } from "./dropout.ts";
 import { Linear } from "./linear.ts";
@@ -18,7 +19,7 @@ import { LayerNorm } from "./normalization.ts";
 export type Activation = ((x: MgArray) => MgArray) | Module;
 
 function activate(f: Activation, x: MgArray): MgArray {
-  return f instanceof Module ? f.forward(x) : f(x);
+  return callUser(f, x);
 }
 
 interface AttentionOptions {
@@ -86,12 +87,16 @@ export class MultiHeadAttention extends Module {
 
   /** An (N, N) additive mask: 0 on and below the diagonal, the dtype's lowest value above. */
   static createAdditiveCausalMask(N: number, ...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }>): MgArray {
-    const { dtype } = resolveOptions("create_additive_causal_mask", rest, { dtype: float32 as Dtype });
-    const indices = arange(N);
-    const mask = less(expandDims(indices, 1), expandDims(indices, 0));
-    return multiply(astype(mask, dtype), finfo(dtype).min);
+    return causalMask(N, rest);
   }
 }
+
+const causalMask = libraryFunction((N: number, rest: unknown[]): MgArray => {
+  const { dtype } = resolveOptions("create_additive_causal_mask", rest, { dtype: float32 as Dtype });
+  const indices = arange(N);
+  const mask = less(expandDims(indices, 1), expandDims(indices, 0));
+  return multiply(astype(mask, dtype), finfo(dtype).min);
+});
 
 type LayerArgs = [mlpDims: number | null, dropout: number, activation: Activation, normFirst: boolean];
 interface LayerOptions {
@@ -303,3 +308,5 @@ export class Transformer extends Module {
     return this.decoder.forward(tgt, memory, tgtMask, memoryMask);
   }
 }
+
+libraryForward(MultiHeadAttention, TransformerEncoderLayer, TransformerDecoderLayer);

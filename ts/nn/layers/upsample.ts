@@ -10,7 +10,7 @@ import { getItem, type IndexItem } from "../../core/ops/index-expr.ts";
 import { take } from "../../core/ops/indexing.ts";
 import { broadcastTo, expandDims, reshape } from "../../core/ops/shape.ts";
 import { resolveOptions, type Trailing } from "../../utils/options.ts";
-import { Module } from "../module.ts";
+import { libraryForward, Module } from "../module.ts";
 
 type Taps = [MgArray, MgArray][];
 
@@ -242,3 +242,5 @@ export class Upsample extends Module {
     return upsampleCubic(x, scale, this.alignCorners, this.antialias);
   }
 }
+
+libraryForward(Upsample);
