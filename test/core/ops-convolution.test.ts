@@ -58,3 +58,22 @@ test("a 1×1 convolution runs as a matrix product", () => {
   expect(trace.map((r) => r.primitives).flat()).toContain("Matmul");
   expect(trace.map((r) => r.primitives).flat()).not.toContain("Convolution");
 });
+
+test("vmap over the input, the weight, or both equals the stacked convolutions", () => {
+  for (const device of [mg.cpu, mg.gpu]) {
+    mg.stream(device, () => {
+      mg.random.seed(11);
+      const xs = mg.random.normal([3, 2, 6, 5, 4]);
+      const ws = mg.random.normal([3, 6, 3, 2, 2]);
+      const conv = (x: mg.MgArray, w: mg.MgArray) => mg.conv2d(x, w, 1, [1, 0], 1, 2);
+      const expected = (bx: boolean, bw: boolean) =>
+        mg.stack([0, 1, 2].map((i) => conv(bx ? xs.index(i) : xs.index(0), bw ? ws.index(i) : ws.index(0))));
+      const close = (a: mg.MgArray, b: mg.MgArray) => expect(mg.allclose(a, b, 1e-4, 1e-5).item()).toBe(true);
+      close(mg.vmap(conv, [0, null])(xs, ws.index(0)), expected(true, false));
+      close(mg.vmap(conv, [null, 0])(xs.index(0), ws), expected(false, true));
+      close(mg.vmap(conv)(xs, ws), expected(true, true));
+      // A batch axis elsewhere than first.
+      close(mg.vmap(conv, [2, 0])(mg.moveaxis(xs, 0, 2), ws), expected(true, true));
+    });
+  }
+});
