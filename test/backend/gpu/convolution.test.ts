@@ -60,6 +60,8 @@ const cases: Case[] = [
   },
   { name: "conv3d", x: [1, 4, 4, 4, 8], w: [16, 2, 2, 2, 8], conv: (x, w) => mg.conv3d(x, w, 1, [1, 0, 1]), kernel: "mg_conv_gemm_{t}_bm32_bn16" },
   { name: "convTranspose2d", x: [1, 4, 4, 16], w: [24, 3, 3, 16], conv: (x, w) => mg.convTranspose2d(x, w, 2, 1, 1, 1), kernel: "mg_conv_gemm_{t}_bm32_bn32" },
+  { name: "conv1d, long K: split-K", x: [1, 40, 64], w: [16, 20, 64], conv: (x, w) => mg.conv1d(x, w), kernel: "mg_conv_gemm_splitk_{t}_bm32_bn16" },
+  { name: "conv1d, long K, 8 channels: split-K", x: [1, 40, 64], w: [8, 20, 64], conv: (x, w) => mg.conv1d(x, w, 1, 2), kernel: "mg_conv_gemm_splitk_{t}_bm32_bn16" },
   { name: "depthwise conv2d", x: [2, 5, 5, 6], w: [6, 3, 3, 1], conv: (x, w) => mg.conv2d(x, w, 2, 1, 1, 6), kernel: "mg_conv_direct_{t}" },
   { name: "narrow groups", x: [1, 9, 12], w: [8, 3, 3], conv: (x, w) => mg.conv1d(x, w, 1, 0, 2, 4), kernel: "mg_conv_direct_{t}" },
 ];
@@ -91,8 +93,8 @@ describe("Convolution on the GPU", () => {
     expectConvClose(out[0]!, conv, x, w, 144, "view");
   });
 
-  test("gradients on the GPU agree with the CPU's (implicit-GEMM sizes)", () => {
-    for (const c of cases.slice(0, 6)) {
+  test("gradients on the GPU agree with the CPU's (implicit-GEMM and split-K sizes)", () => {
+    for (const c of cases.filter((k) => !k.kernel.includes("direct"))) {
       const x = input(c.x, mg.float32, 7);
       const w = input(c.w, mg.float32, 8, -0.5, 0.5);
       const grads = (device: mg.Device) =>

@@ -3,6 +3,8 @@
 //   gemm    implicit GEMM on simdgroup matrices, one GEMM per group: M = batch · output positions,
 //           N = output channels per group, K = taps · input channels per group. Tiles of 32 or 64
 //           rows and 16 or 32 channels (the smaller when a group has ≤ 16 output channels).
+//   split-k the same tiles over partitions of K into float32 partial sums, then summed in order:
+//           few output tiles and a long K (the weight gradient: K = batch · output positions).
 //   direct  one thread per output element: depthwise and narrow groups (fewer than 16 output
 //           channels per group), or taps · channels below 16, where GEMM tiles would be padding.
 //   (1×1 kernels never get here: the op runs them as a matmul.)
@@ -24,6 +26,15 @@ const INT32_MAX = 2 ** 31 - 1;
 export const GEMM_MIN_CHANNELS = 16;
 /** 64-row tiles once they alone give this many threadgroups. */
 const LARGE_TILE_MIN_GROUPS = 32;
+/** Split-K (as matmul's): at most this many 32-row output tiles, K at least this long and at
+ *  least SPLITK_K_OVER_MN × max(M, channels); partitions of at least 256, at most 32 of them,
+ *  aiming at 64 threadgroups. */
+const SPLITK_MAX_TILES = 16;
+const SPLITK_MIN_K = 1024;
+const SPLITK_K_OVER_MN = 4;
+const SPLITK_MIN_PARTITION = 256;
+const SPLITK_MAX_PARTITIONS = 32;
+const SPLITK_TARGET_GROUPS = 64;
 
 interface Shape {
   M: number;
@@ -32,7 +43,10 @@ interface Shape {
   groups: number;
 }
 
-type Plan = { path: "direct"; kernel: KernelInstance } | { path: "gemm"; kernel: KernelInstance; bm: number; bn: number };
+type Plan =
+  | { path: "direct"; kernel: KernelInstance }
+  | { path: "gemm"; kernel: KernelInstance; bm: number; bn: number }
+  | { path: "split-k"; kernel: KernelInstance; reduce: KernelInstance; bm: number; bn: number; parts: number; kSplit: number };
 
 function shapeOf(node: Node): Shape {
   const [x, w] = node.inputs as [MgArray, MgArray];
@@ -52,6 +66,22 @@ function plan(node: Node): Plan {
   const T = mslType(dtype, "conv");
   const tag = dtypeTag(dtype);
   const s = shapeOf(node);
+  const bnFor = s.cog <= 16 ? 16 : 32;
+  const tiles = s.groups * Math.ceil(s.M / 32) * Math.ceil(s.cog / bnFor);
+  if (tiles <= SPLITK_MAX_TILES && s.K >= SPLITK_MIN_K && s.K >= SPLITK_K_OVER_MN * Math.max(s.M, s.cog)) {
+    const wanted = Math.min(Math.floor(s.K / SPLITK_MIN_PARTITION), Math.ceil(SPLITK_TARGET_GROUPS / tiles));
+    const parts = Math.max(2, Math.min(SPLITK_MAX_PARTITIONS, wanted));
+    const kSplit = Math.ceil(Math.ceil(s.K / parts) / 16) * 16;
+    return {
+      path: "split-k",
+      kernel: { file: "conv.metal", name: `mg_conv_gemm_splitk_${tag}_bm32_bn${bnFor}`, instantiation: `conv_gemm_splitk<${T}, 32, ${bnFor}, 16, 2, 2>` },
+      reduce: { file: "conv.metal", name: `mg_conv_splitk_reduce_${tag}`, instantiation: `conv_splitk_reduce<${T}>` },
+      bm: 32,
+      bn: bnFor,
+      parts: Math.ceil(s.K / kSplit),
+      kSplit,
+    };
+  }
   if (s.cog < GEMM_MIN_CHANNELS || s.K < GEMM_MIN_CHANNELS) {
     return { path: "direct", kernel: { file: "conv.metal", name: `mg_conv_direct_${tag}`, instantiation: `conv_direct<${T}>` } };
   }
@@ -67,7 +97,9 @@ function plan(node: Node): Plan {
 
 function convKernels(node: Node): KernelInstance[] {
   if (node.outputs[0]!.size === 0) return [];
-  const list = [plan(node).kernel];
+  const pl = plan(node);
+  const list = [pl.kernel];
+  if (pl.path === "split-k") list.push(pl.reduce);
   for (const a of node.inputs) if (a.layout && !a.layout.rowContiguous) list.push(...copyKernel(a));
   return list;
 }
@@ -130,6 +162,32 @@ function encodeConvolution(enc: GpuEncoder, node: Node): void {
     outputs: [out],
     precision: matmulPrecision(out.dtype),
   };
+  if (pl.path === "split-k") {
+    const n = s.M * out.shape[out.ndim - 1]!;
+    const scratchBytes = pl.parts * n * 4;
+    const scratch = enc.temporary(scratchBytes);
+    const grid: [number, number, number] = [Math.ceil(s.cog / pl.bn), Math.ceil(s.M / pl.bm), s.groups * pl.parts];
+    enc.dispatch(
+      {
+        pipeline, buffers: [xb.binding, wb.binding, { index: 2, buffer: scratch, length: scratchBytes, access: "write" }],
+        bytes: [params, { index: 4, data: Int32Array.from([pl.kSplit]) }], grid, threadgroup: [128, 1, 1], mode: "threadgroups", mustWrite: [2],
+      },
+      { ...trace, layout: `implicit GEMM 32x${pl.bn} tiles, split-K: ${pl.parts} partitions of ${pl.kSplit}` },
+    );
+    const reduce = kernelPipeline(pl.reduce);
+    enc.dispatch(
+      {
+        pipeline: reduce,
+        buffers: [{ index: 0, buffer: scratch, length: scratchBytes, access: "read" }, { ...o.binding, index: 1 }],
+        bytes: [{ index: 2, data: BigInt64Array.from([BigInt(n)]) }, { index: 3, data: Int32Array.from([pl.parts]) }],
+        grid: [n, 1, 1],
+        threadgroup: [Math.min(256, reduce.maxTotalThreadsPerThreadgroup, n), 1, 1],
+        mustWrite: [1],
+      },
+      { ...trace, inputs: [], layout: `split-K reduction of ${pl.parts} partitions` },
+    );
+    return;
+  }
   if (pl.path === "gemm") {
     const grid: [number, number, number] = [Math.ceil(s.cog / pl.bn), Math.ceil(s.M / pl.bm), s.groups];
     enc.dispatch(
