@@ -153,3 +153,6 @@ export function deviceInfo(): Record<string, string | number | boolean | number[
     runtime_library: rt.libraryPath,
   };
 }
+export * as nn from "./nn/index.ts";
+export * as optimizers from "./optimizers/index.ts";
+export * as utils from "./utils/index.ts";
