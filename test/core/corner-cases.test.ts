@@ -33,6 +33,10 @@ describe.each(devices)("on %p", (device) => {
     const [q, r] = mg.stream(device, () => mg.divmod(mg.array([5, -5, 0]), mg.array([0, 0, 0])));
     expect(q!.tolist()).toEqual([0, 0, 0]);
     expect(r!.tolist()).toEqual([5, -5, 0]);
+    // bool is an integer type: found by the differential fuzzer (remainder(false, false) was true on the cpu)
+    const [bq, br] = mg.stream(device, () => mg.divmod(mg.array([false, false, true, true]), mg.array([false, true, false, true])));
+    expect(bq!.tolist()).toEqual([false, false, false, true]);
+    expect(br!.tolist()).toEqual([false, false, true, false]);
   });
 
   test("float → uint32 of NaN, -inf and values below -2^31 goes through int64 (MLX x86: 0 or 2^31 by code path)", () => {

@@ -72,7 +72,7 @@ export function cpuUnary(op: string, fns: ScalarFns1, x: MgArray, out: MgArray):
   const v = readNumbers(x);
   const n = v.length;
   const r = new Float64Array(n);
-  if ((d.kind === "i" || d.kind === "u") && fns.int) {
+  if ((d.kind === "i" || d.kind === "u" || d.kind === "b") && fns.int) {
     const fn = fns.int;
     for (let i = 0; i < n; i++) r[i] = fn(v[i]!, d);
   } else {
@@ -120,7 +120,8 @@ export function cpuBinary(op: string, fns: ScalarFns2, a: MgArray, b: MgArray, o
   const va = readNumbers(a);
   const vb = readNumbers(b);
   const r = new Float64Array(n);
-  if ((d.kind === "i" || d.kind === "u") && fns.int) {
+  // bool is an integer type here (0 and 1), as in C: remainder(True, False) is True (x % 0 = x)
+  if ((d.kind === "i" || d.kind === "u" || d.kind === "b") && fns.int) {
     const fn = fns.int;
     for (let i = 0; i < n; i++) r[i] = fn(va[i]!, vb[i]!, d);
   } else {
@@ -279,8 +280,9 @@ registerCpu(P.DivMod, ([a, b], [q, r]) => {
   const vb = readNumbers(b!);
   const qv = new Float64Array(va.length);
   const rv = new Float64Array(va.length);
+  const integer = isInt(d) || d === bool_;
   for (let i = 0; i < va.length; i++) {
-    if (isInt(d)) {
+    if (integer) {
       qv[i] = floorDivInt(va[i]!, vb[i]!);
       rv[i] = floorModInt(va[i]!, vb[i]!);
     } else {

@@ -1,0 +1,24 @@
+// The differential fuzzer with a larger budget than CI's (test/fuzz/engine.ts):
+//   bun run scripts/fuzz.ts [--runs 2000] [--seed N | --seed random] [--steps 10] [--rank 4] [--dim 6] [--path P]
+// Exits nonzero with the shrunk program (as metalgrad code) on the first disagreement.
+import { CI_SIZES, fuzzDifferential } from "../test/fuzz/engine.ts";
+
+const args = process.argv.slice(2);
+const arg = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < args.length ? args[i + 1]! : fallback;
+};
+const seedArg = arg("seed", "random");
+const seed = seedArg === "random" ? Math.floor(Math.random() * 2 ** 31) : Number(seedArg);
+const runs = Number(arg("runs", "2000"));
+const sizes = { maxInputs: CI_SIZES.maxInputs, maxSteps: Number(arg("steps", "10")), maxRank: Number(arg("rank", "4")), maxDim: Number(arg("dim", "6")) };
+const path = args.includes("--path") ? arg("path", "") : undefined;
+console.log(`fuzz: ${runs} programs, seed ${seed}, sizes ${JSON.stringify(sizes)}`);
+const t0 = performance.now();
+try {
+  const { steps, programs } = fuzzDifferential({ runs, seed, sizes, path });
+  console.log(`fuzz: ${programs} programs, ${steps} steps agree on both devices (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+} catch (e) {
+  console.error((e as Error).message);
+  process.exit(1);
+}
