@@ -1,6 +1,8 @@
 // The differential fuzzer with a larger budget than CI's (test/fuzz/engine.ts):
 //   bun run scripts/fuzz.ts [--runs 2000] [--seed N | --seed random] [--steps 10] [--rank 4] [--dim 6] [--path P]
+//   bun run scripts/fuzz.ts --bad [--runs 200000] [--seed N]     the bad-argument fuzzer
 // Exits nonzero with the shrunk program (as metalgrad code) on the first disagreement.
+import { fuzzBadArguments } from "../test/fuzz/bad-arguments.ts";
 import { CI_SIZES, fuzzDifferential } from "../test/fuzz/engine.ts";
 
 const args = process.argv.slice(2);
@@ -13,6 +15,19 @@ const seed = seedArg === "random" ? Math.floor(Math.random() * 2 ** 31) : Number
 const runs = Number(arg("runs", "2000"));
 const sizes = { maxInputs: CI_SIZES.maxInputs, maxSteps: Number(arg("steps", "10")), maxRank: Number(arg("rank", "4")), maxDim: Number(arg("dim", "6")) };
 const path = args.includes("--path") ? arg("path", "") : undefined;
+if (args.includes("--bad")) {
+  const calls = Number(arg("runs", "200000"));
+  console.log(`bad-argument fuzz: ${calls} calls, seed ${seed}`);
+  const t = performance.now();
+  try {
+    fuzzBadArguments({ runs: calls, seed, path });
+    console.log(`bad-argument fuzz: ${calls} calls, all returned or threw tagged errors (${((performance.now() - t) / 1000).toFixed(1)} s)`);
+    process.exit(0);
+  } catch (e) {
+    console.error((e as Error).message);
+    process.exit(1);
+  }
+}
 console.log(`fuzz: ${runs} programs, seed ${seed}, sizes ${JSON.stringify(sizes)}`);
 const t0 = performance.now();
 try {

@@ -36,9 +36,14 @@ export { MgArray } from "./core/array.ts";
 export {
   ALL_DTYPES, bfloat16, bool_, canCast, complex64, complexfloating, Dtype, DtypeCategory, Finfo, finfo, float16,
   float32, float64, floating, generic, Iinfo, iinfo, inexact, int16, int32, int64, int8, integer, isComplex,
-  isdtype, isFloating, isInexact, isInteger, issubdtype, number, promoteTypes, resultType, signedinteger, uint16,
+  isdtype, issubdtype, number, promoteTypes, resultType, signedinteger, uint16,
   uint32, uint64, uint8, unsignedinteger,
 } from "./core/dtype.ts";
+import { dtypeArgument, isFloating as isFloatingDtype, isInexact as isInexactDtype, isInteger as isIntegerDtype } from "./core/dtype.ts";
+// The dtype predicates check their argument here (internally they run on known dtypes, per op).
+export const isFloating = (d: Dtype): boolean => isFloatingDtype(dtypeArgument("is_floating", d));
+export const isInexact = (d: Dtype): boolean => isInexactDtype(dtypeArgument("is_inexact", d));
+export const isInteger = (d: Dtype): boolean => isIntegerDtype(dtypeArgument("is_integer", d));
 export type { DtypeKind, DtypeKindName, DtypeName, Scalar } from "./core/dtype.ts";
 export {
   cpu, gpu, Device, Stream, defaultDevice, setDefaultDevice, defaultStream, newStream, setDefaultStream, stream, deviceCount,

@@ -11,6 +11,9 @@ import { gradSeed, vjpFlat } from "./vjp.ts";
 export type Argnums = number | readonly number[] | null | undefined;
 
 function normalizeArgnums(argnums: Argnums, tag: string): number[] {
+  if (argnums !== undefined && argnums !== null && typeof argnums !== "number" && !Array.isArray(argnums)) {
+    throw new TypeError(`[${tag}] argnums must be an integer or a list of integers, got ${describeLeaf(argnums)}.`);
+  }
   const list = argnums === undefined || argnums === null ? [0] : typeof argnums === "number" ? [argnums] : [...argnums];
   if (list.length === 0) throw new Error(`[${tag}] Gradient wrt no argument requested.`);
   for (const a of list) {
@@ -116,12 +119,14 @@ function flattenLoss(out: unknown, tag: "grad" | "value_and_grad"): MgArray[] {
  * The gradient is that of the argument `argnums` (default 0), or a list for several.
  */
 export function valueAndGrad<F extends AnyFn>(fn: F, argnums?: Argnums): (...args: Parameters<F>) => [ReturnType<F>, any] {
+  if (typeof fn !== "function") throw new TypeError(`[value_and_grad] fun must be a function, got ${describeLeaf(fn)}.`);
   const impl = valueAndGradImpl(userFunction(fn), argnums, "value_and_grad");
   return libraryFunction((...args: unknown[]) => impl(...args)) as (...args: Parameters<F>) => [ReturnType<F>, any];
 }
 
 /** Returns a function computing the gradient of the scalar function `fn`, as mx.grad. */
 export function grad<F extends AnyFn>(fn: F, argnums?: Argnums): (...args: Parameters<F>) => any {
+  if (typeof fn !== "function") throw new TypeError(`[grad] fun must be a function, got ${describeLeaf(fn)}.`);
   const impl = valueAndGradImpl(userFunction(fn), argnums, "grad");
   return libraryFunction((...args: unknown[]) => impl(...args)[1]) as (...args: Parameters<F>) => any;
 }

@@ -39,6 +39,7 @@ let nextStreamIndex = 0;
 const defaultStreams = new Map<Device, Stream>();
 
 export function defaultStream(device: Device): Stream {
+  if (!(device instanceof Device)) throw new TypeError(`[default_stream] Expected a device such as mg.cpu or mg.gpu, got ${String(device)}.`);
   if (device.type === "gpu" && gpuUnavailable !== null) throw gpuUnavailableError();
   let s = defaultStreams.get(device);
   if (!s) {
@@ -154,5 +155,6 @@ export function resolveStream(s?: StreamOrDevice | null): Stream {
  * the scope follows the async context, so interleaved scopes do not leak into each other.
  */
 export function stream<T>(s: StreamOrDevice, fn: () => T): T {
+  if (typeof fn !== "function") throw new TypeError(`[stream] Expected a function to run on the stream, got ${typeof fn}.`);
   return scope.run(resolveStream(s), fn);
 }

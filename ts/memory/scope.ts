@@ -76,6 +76,7 @@ function finish(scope: Scope, result: unknown): void {
  * async scope are freed when its promise settles, and interleaved scopes stay separate.
  */
 export function tidy<T>(fn: () => T): T {
+  if (typeof fn !== "function") throw new TypeError(`[tidy] Expected a function, got ${typeof fn}.`);
   const scope = new Scope(current.getStore());
   let result: T;
   try {

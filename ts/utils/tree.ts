@@ -50,9 +50,10 @@ function splitTrailing(rest: unknown[], names: readonly string[]): [unknown[], R
  * that key is read as the options, never as an extra tree).
  */
 export function treeMap(fn: (...leaves: any[]) => unknown, tree: unknown, ...rest: unknown[]): any {
+  checkFunction(fn, "tree_map");
   const [trees, options] = splitTrailing(rest, ["isLeaf"]);
   const isLeaf = options.isLeaf as IsLeaf;
-  const walk = (t: unknown, others: unknown[]): unknown => {
+  const walk = acyclic("tree_map", (t: unknown, others: unknown[]): unknown => {
     if (isLeaf && isLeaf(t)) return fn(t, ...others);
     if (Array.isArray(t)) return t.map((c, i) => walk(c, others.map((r) => child(r, i, "tree_map"))));
     const entries = dictEntries(t);
@@ -62,7 +63,7 @@ export function treeMap(fn: (...leaves: any[]) => unknown, tree: unknown, ...res
       return out;
     }
     return fn(t, ...others);
-  };
+  });
   return walk(tree, trees);
 }
 
@@ -71,9 +72,10 @@ export function treeMap(fn: (...leaves: any[]) => unknown, tree: unknown, ...res
  * mlx.utils.tree_map_with_path. Options: `{ isLeaf, path }` (`path` prefixes every path).
  */
 export function treeMapWithPath(fn: (path: string, ...leaves: any[]) => unknown, tree: unknown, ...rest: unknown[]): any {
+  checkFunction(fn, "tree_map_with_path");
   const [trees, options] = splitTrailing(rest, ["isLeaf", "path"]);
   const isLeaf = options.isLeaf as IsLeaf;
-  const walk = (t: unknown, others: unknown[], path: string | undefined): unknown => {
+  const walk = acyclic("tree_map_with_path", (t: unknown, others: unknown[], path: string | undefined): unknown => {
     if (isLeaf && isLeaf(t)) return fn(path as string, t, ...others);
     const prefix = path ? `${path}.` : "";
     if (Array.isArray(t)) {
@@ -86,7 +88,7 @@ export function treeMapWithPath(fn: (path: string, ...leaves: any[]) => unknown,
       return out;
     }
     return fn(path as string, t, ...others);
-  };
+  });
   return walk(tree, trees, options.path as string | undefined);
 }
 
@@ -115,17 +117,18 @@ export function treeFlatten(tree: unknown, ...rest: unknown[]): FlatTree | Recor
   const isLeaf = (rest[1] as IsLeaf) ?? opts.isLeaf ?? null;
   const destination = (rest[2] as FlatTree | Record<string, unknown> | null | undefined) ?? opts.destination ?? [];
   if (typeof prefix !== "string") throw new TypeError("[tree_flatten] prefix must be a string.");
+  if (isLeaf !== null) checkFunction(isLeaf, "tree_flatten", "isLeaf");
   let add: (key: string, value: unknown) => void;
   if (Array.isArray(destination)) add = (k, v) => void destination.push([k, v]);
   else if (isOptionsObject(destination)) add = (k, v) => void ((destination as Record<string, unknown>)[k] = v);
   else throw new TypeError("[tree_flatten] Destination should be either a list or a dictionary or None");
-  const walk = (t: unknown, p: string): void => {
+  const walk = acyclic("tree_flatten", (t: unknown, p: string): void => {
     if (isLeaf && isLeaf(t)) return add(p.slice(1), t);
     if (Array.isArray(t)) return t.forEach((c, i) => walk(c, `${p}.${i}`));
     const entries = dictEntries(t);
     if (entries) return entries.forEach(([k, c]) => walk(c, `${p}.${k}`));
     add(p.slice(1), t);
-  };
+  });
   walk(tree, prefix);
   return destination;
 }
@@ -136,6 +139,7 @@ export function treeFlatten(tree: unknown, ...rest: unknown[]): FlatTree | Recor
  * empty objects), any other level an object.
  */
 export function treeUnflatten(tree: FlatTree | Record<string, unknown>): any {
+  if (tree === null || typeof tree !== "object") throw new TypeError(`[tree_unflatten] expected a list of [key, value] pairs or an object, got ${String(tree)}.`);
   const items: [string, unknown][] = Array.isArray(tree) ? tree : Object.entries(tree);
   for (const item of items) {
     if (!Array.isArray(item) || item.length !== 2 || typeof item[0] !== "string") {
@@ -180,7 +184,9 @@ export function treeUnflatten(tree: FlatTree | Record<string, unknown>): any {
  * initializer=None, is_leaf=None): without an initializer the first leaf starts the reduction.
  */
 export function treeReduce(fn: (acc: any, leaf: any) => unknown, tree: unknown, initializer?: unknown, isLeaf?: IsLeaf): any {
-  const walk = (t: unknown, acc: unknown): unknown => {
+  checkFunction(fn, "tree_reduce");
+  if (isLeaf != null) checkFunction(isLeaf, "tree_reduce", "isLeaf");
+  const walk = acyclic("tree_reduce", (t: unknown, acc: unknown): unknown => {
     if (isLeaf && isLeaf(t)) return acc == null ? t : fn(acc, t);
     if (Array.isArray(t)) {
       for (const c of t) acc = walk(c, acc);
@@ -192,7 +198,7 @@ export function treeReduce(fn: (acc: any, leaf: any) => unknown, tree: unknown, 
       return acc;
     }
     return acc == null ? t : fn(acc, t);
-  };
+  });
   return walk(tree, initializer ?? null);
 }
 
@@ -207,6 +213,7 @@ function isEmptyContainer(x: unknown): boolean {
  * empty containers are empty subtrees; leaves present in both need `mergeFn`.
  */
 export function treeMerge(treeA: unknown, treeB: unknown, mergeFn?: ((a: any, b: any) => unknown) | null): any {
+  if (mergeFn != null) checkFunction(mergeFn, "tree_merge", "mergeFn");
   const emptyA = isEmptyContainer(treeA);
   const emptyB = isEmptyContainer(treeB);
   if (emptyA && emptyB) {
@@ -232,4 +239,28 @@ export function treeMerge(treeA: unknown, treeB: unknown, mergeFn?: ((a: any, b:
   }
   if (!mergeFn) throw new Error("[tree_merge] Trees contain elements at the same locations but no merge function was provided");
   return mergeFn(a, b);
+}
+
+/** A function argument, or a tagged error naming what was given. */
+function checkFunction(fn: unknown, op: string, what = "fn"): void {
+  if (typeof fn !== "function") {
+    const got = typeof fn === "string" ? `the string "${fn}"` : typeof fn === "object" ? (fn === null ? "null" : "an object") : typeof fn === "symbol" ? "a symbol" : String(fn);
+    throw new TypeError(`[${op}] ${what} must be a function, got ${got}.`);
+  }
+}
+
+/** Wraps a tree walk so that a container met again on its own path is an error: a tree that
+ *  contains itself has no end (it overflowed the stack after seconds of building key paths). */
+function acyclic<A extends unknown[], R>(op: string, walk: (t: unknown, ...rest: A) => R): (t: unknown, ...rest: A) => R {
+  const path = new Set<unknown>();
+  return (t: unknown, ...rest: A): R => {
+    if (t === null || typeof t !== "object") return walk(t, ...rest);
+    if (path.has(t)) throw new TypeError(`[${op}] The tree contains itself (a cycle).`);
+    path.add(t);
+    try {
+      return walk(t, ...rest);
+    } finally {
+      path.delete(t);
+    }
+  };
 }
