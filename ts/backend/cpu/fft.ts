@@ -1,0 +1,494 @@
+// FFTs of any length in float64: mixed-radix Stockham passes (radix 4, 2, 3, 5, 7 butterflies
+// written out, a direct DFT butterfly for other primes up to MAX_DIRECT_RADIX) and Bluestein's
+// chirp-z for lengths with a larger prime factor; real transforms through a half-length complex
+// FFT. Data is split complex (separate re/im arrays); a plan per (length, direction) holds the
+// twiddles. The CPU backend's reference (MLX computes complex64: callers round the results).
+//
+// Stockham pass with radix R after a product Ns of earlier radices (autosort: no bit reversal):
+//   for j in [0, n/R):  v_r = x[j + r·n/R] · ω^(r·(j mod Ns)), ω = e^(∓2πi/(Ns·R)),
+//                       v = DFT_R(v),  y[(j div Ns)·Ns·R + (j mod Ns) + r·Ns] = v_r.
+
+export const MAX_DIRECT_RADIX = 61;
+
+/** Twiddle cos/sin(2π k / n) with k reduced to the first octant, so e^(2πik/n) and its
+ *  symmetric partners are bit-identical and exact at multiples of π/4. */
+function unitRoot(k: number, n: number): [number, number] {
+  k %= n;
+  if (k < 0) k += n;
+  // Work in units of n/8 using integer arithmetic on 8k.
+  const k8 = 8 * k;
+  let oct = Math.floor(k8 / n);
+  let rem = k8 - oct * n; // in [0, n): the angle within the octant is 2π·rem/(8n)
+  // Mirror odd octants so the reduced angle lies in [0, π/4].
+  let mirrored = false;
+  if (oct & 1) {
+    rem = n - rem;
+    mirrored = true;
+  }
+  const a = (2 * Math.PI * rem) / (8 * n);
+  let c = rem === 0 ? 1 : rem === n ? Math.SQRT1_2 : Math.cos(a);
+  let s = rem === 0 ? 0 : rem === n ? Math.SQRT1_2 : Math.sin(a);
+  if (mirrored) [c, s] = [s, c];
+  // Rotate by oct·π/4 quadrant-wise: octants 0..7 → (c, s) in the right quadrant.
+  oct = oct >> 1; // quadrant
+  const q = (oct & 3) as 0 | 1 | 2 | 3;
+  switch (q) {
+    case 0: return [c, s];
+    case 1: return [-s, c];
+    case 2: return [-c, -s];
+    default: return [s, -c];
+  }
+}
+
+/** e^(sign·2πik/n) as [re, im]. */
+export function twiddle(k: number, n: number, sign: 1 | -1): [number, number] {
+  const [c, s] = unitRoot(k, n);
+  return [c, sign * s];
+}
+
+function factorize(n: number): number[] {
+  const f: number[] = [];
+  while (n % 4 === 0) (f.push(4), (n /= 4));
+  while (n % 2 === 0) (f.push(2), (n /= 2));
+  for (let p = 3; p * p <= n; p += 2) while (n % p === 0) (f.push(p), (n /= p));
+  if (n > 1) f.push(n);
+  return f;
+}
+
+interface Pass {
+  radix: number;
+  ns: number;
+  /** Twiddles ω^(r·b) for b in [0, ns), r in [1, radix): index b·(radix-1) + r-1. */
+  twRe: Float64Array;
+  twIm: Float64Array;
+  /** Direct-DFT butterflies: the radix's roots of unity. */
+  rootRe?: Float64Array;
+  rootIm?: Float64Array;
+}
+
+interface StockhamPlan {
+  kind: "stockham";
+  n: number;
+  sign: 1 | -1;
+  passes: Pass[];
+}
+
+interface BluesteinPlan {
+  kind: "bluestein";
+  n: number;
+  sign: 1 | -1;
+  m: number;
+  /** chirp w_k = e^(sign·πi k²/n) */
+  chirpRe: Float64Array;
+  chirpIm: Float64Array;
+  /** FFT (forward, length m) of the conjugate chirp arranged circularly. */
+  bRe: Float64Array;
+  bIm: Float64Array;
+  fwd: StockhamPlan;
+  inv: StockhamPlan;
+}
+
+export type FftPlan = StockhamPlan | BluesteinPlan;
+
+const planCache = new Map<string, FftPlan>();
+
+/** The plan for length n; sign −1 is the forward transform (e^(−2πi jk/n)), +1 the inverse
+ *  without its 1/n. */
+export function fftPlan(n: number, sign: 1 | -1): FftPlan {
+  const key = `${n}|${sign}`;
+  let plan = planCache.get(key);
+  if (!plan) {
+    const factors = factorize(n);
+    plan = factors.some((p) => p > MAX_DIRECT_RADIX) ? bluesteinPlan(n, sign) : stockhamPlan(n, sign, factors);
+    if (planCache.size > 256) planCache.clear();
+    planCache.set(key, plan);
+  }
+  return plan;
+}
+
+function stockhamPlan(n: number, sign: 1 | -1, factors: number[]): StockhamPlan {
+  const passes: Pass[] = [];
+  let ns = 1;
+  for (const radix of factors) {
+    const twRe = new Float64Array(ns * (radix - 1));
+    const twIm = new Float64Array(ns * (radix - 1));
+    for (let b = 0; b < ns; b++) {
+      for (let r = 1; r < radix; r++) {
+        const [c, s] = twiddle(r * b, ns * radix, sign);
+        twRe[b * (radix - 1) + r - 1] = c;
+        twIm[b * (radix - 1) + r - 1] = s;
+      }
+    }
+    const pass: Pass = { radix, ns, twRe, twIm };
+    if (radix !== 2 && radix !== 3 && radix !== 4 && radix !== 5 && radix !== 7) {
+      pass.rootRe = new Float64Array(radix);
+      pass.rootIm = new Float64Array(radix);
+      for (let k = 0; k < radix; k++) [pass.rootRe[k], pass.rootIm[k]] = twiddle(k, radix, sign);
+    }
+    passes.push(pass);
+    ns *= radix;
+  }
+  return { kind: "stockham", n, sign, passes };
+}
+
+function bluesteinPlan(n: number, sign: 1 | -1): BluesteinPlan {
+  let m = 1;
+  while (m < 2 * n - 1) m *= 2;
+  const chirpRe = new Float64Array(n);
+  const chirpIm = new Float64Array(n);
+  for (let k = 0; k < n; k++) {
+    // k² mod 2n keeps the angle argument small and exact.
+    const k2 = Number((BigInt(k) * BigInt(k)) % BigInt(2 * n));
+    [chirpRe[k], chirpIm[k]] = twiddle(k2, 2 * n, sign);
+  }
+  const bRe = new Float64Array(m);
+  const bIm = new Float64Array(m);
+  bRe[0] = chirpRe[0]!;
+  bIm[0] = -chirpIm[0]!;
+  for (let k = 1; k < n; k++) {
+    bRe[k] = bRe[m - k] = chirpRe[k]!;
+    bIm[k] = bIm[m - k] = -chirpIm[k]!;
+  }
+  const fwd = stockhamPlan(m, -1, factorize(m));
+  const inv = stockhamPlan(m, 1, factorize(m));
+  const sRe = new Float64Array(m);
+  const sIm = new Float64Array(m);
+  runStockham(fwd, bRe, bIm, sRe, sIm);
+  return { kind: "bluestein", n, sign, m, chirpRe, chirpIm, bRe, bIm, fwd, inv };
+}
+
+/** Transforms (re, im) in place (length plan.n); `sRe/sIm` are scratch of at least that length
+ *  (Bluestein allocates its own). */
+export function runFft(plan: FftPlan, re: Float64Array, im: Float64Array, sRe?: Float64Array, sIm?: Float64Array): void {
+  if (plan.kind === "bluestein") return runBluestein(plan, re, im);
+  if (plan.n <= 1) return;
+  runStockham(plan, re, im, sRe ?? new Float64Array(plan.n), sIm ?? new Float64Array(plan.n));
+}
+
+function runBluestein(p: BluesteinPlan, re: Float64Array, im: Float64Array): void {
+  const { n, m, chirpRe, chirpIm } = p;
+  const aRe = new Float64Array(m);
+  const aIm = new Float64Array(m);
+  for (let k = 0; k < n; k++) {
+    const xr = re[k]!, xi = im[k]!, cr = chirpRe[k]!, ci = chirpIm[k]!;
+    aRe[k] = xr * cr - xi * ci;
+    aIm[k] = xr * ci + xi * cr;
+  }
+  const sRe = new Float64Array(m);
+  const sIm = new Float64Array(m);
+  runStockham(p.fwd, aRe, aIm, sRe, sIm);
+  for (let k = 0; k < m; k++) {
+    const ar = aRe[k]!, ai = aIm[k]!, br = p.bRe[k]!, bi = p.bIm[k]!;
+    aRe[k] = ar * br - ai * bi;
+    aIm[k] = ar * bi + ai * br;
+  }
+  runStockham(p.inv, aRe, aIm, sRe, sIm);
+  const inv = 1 / m;
+  for (let k = 0; k < n; k++) {
+    const ar = aRe[k]! * inv, ai = aIm[k]! * inv, cr = chirpRe[k]!, ci = chirpIm[k]!;
+    re[k] = ar * cr - ai * ci;
+    im[k] = ar * ci + ai * cr;
+  }
+}
+
+const SIN60 = Math.sqrt(3) / 2;
+const C5_1 = Math.cos((2 * Math.PI) / 5), C5_2 = Math.cos((4 * Math.PI) / 5);
+const S5_1 = Math.sin((2 * Math.PI) / 5), S5_2 = Math.sin((4 * Math.PI) / 5);
+const C7 = [1, 2, 3].map((k) => Math.cos((2 * Math.PI * k) / 7));
+const S7 = [1, 2, 3].map((k) => Math.sin((2 * Math.PI * k) / 7));
+
+/** Runs the passes, ping-ponging between (re, im) and the scratch; the result ends in (re, im). */
+function runStockham(plan: StockhamPlan, re: Float64Array, im: Float64Array, sRe: Float64Array, sIm: Float64Array): void {
+  const n = plan.n;
+  let xr = re, xi = im, yr = sRe, yi = sIm;
+  for (const pass of plan.passes) {
+    stockhamPass(pass, n, plan.sign, xr, xi, yr, yi);
+    [xr, yr] = [yr, xr];
+    [xi, yi] = [yi, xi];
+  }
+  if (xr !== re) {
+    re.set(xr.subarray(0, n));
+    im.set(xi.subarray(0, n));
+  }
+}
+
+function stockhamPass(
+  pass: Pass, n: number, sign: 1 | -1,
+  xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array,
+): void {
+  const R = pass.radix;
+  const ns = pass.ns;
+  const stride = n / R;
+  const groups = stride / ns; // j = a·ns + b
+  const tr = pass.twRe, ti = pass.twIm;
+  const R1 = R - 1;
+  if (R === 2) {
+    for (let b = 0; b < ns; b++) {
+      const w1r = tr[b]!, w1i = ti[b]!;
+      for (let a = 0; a < groups; a++) {
+        const j = a * ns + b;
+        const x1r0 = xr[j + stride]!, x1i0 = xi[j + stride]!;
+        const x1r = x1r0 * w1r - x1i0 * w1i, x1i = x1r0 * w1i + x1i0 * w1r;
+        const x0r = xr[j]!, x0i = xi[j]!;
+        const d = a * ns * 2 + b;
+        yr[d] = x0r + x1r; yi[d] = x0i + x1i;
+        yr[d + ns] = x0r - x1r; yi[d + ns] = x0i - x1i;
+      }
+    }
+    return;
+  }
+  if (R === 4) {
+    // sign·i rotation: forward (−1) multiplies by −i.
+    for (let b = 0; b < ns; b++) {
+      const t = b * 3;
+      const w1r = tr[t]!, w1i = ti[t]!, w2r = tr[t + 1]!, w2i = ti[t + 1]!, w3r = tr[t + 2]!, w3i = ti[t + 2]!;
+      for (let a = 0; a < groups; a++) {
+        const j = a * ns + b;
+        const x0r = xr[j]!, x0i = xi[j]!;
+        let ur = xr[j + stride]!, ui = xi[j + stride]!;
+        const x1r = ur * w1r - ui * w1i, x1i = ur * w1i + ui * w1r;
+        ur = xr[j + 2 * stride]!; ui = xi[j + 2 * stride]!;
+        const x2r = ur * w2r - ui * w2i, x2i = ur * w2i + ui * w2r;
+        ur = xr[j + 3 * stride]!; ui = xi[j + 3 * stride]!;
+        const x3r = ur * w3r - ui * w3i, x3i = ur * w3i + ui * w3r;
+        const s02r = x0r + x2r, s02i = x0i + x2i, d02r = x0r - x2r, d02i = x0i - x2i;
+        const s13r = x1r + x3r, s13i = x1i + x3i, d13r = x1r - x3r, d13i = x1i - x3i;
+        // (sign·i)·d13
+        const rr = -sign * d13i, ri = sign * d13r;
+        const d = a * ns * 4 + b;
+        yr[d] = s02r + s13r; yi[d] = s02i + s13i;
+        yr[d + ns] = d02r + rr; yi[d + ns] = d02i + ri;
+        yr[d + 2 * ns] = s02r - s13r; yi[d + 2 * ns] = s02i - s13i;
+        yr[d + 3 * ns] = d02r - rr; yi[d + 3 * ns] = d02i - ri;
+      }
+    }
+    return;
+  }
+  if (R === 3) {
+    const s60 = sign * SIN60;
+    for (let b = 0; b < ns; b++) {
+      const t = b * 2;
+      const w1r = tr[t]!, w1i = ti[t]!, w2r = tr[t + 1]!, w2i = ti[t + 1]!;
+      for (let a = 0; a < groups; a++) {
+        const j = a * ns + b;
+        const x0r = xr[j]!, x0i = xi[j]!;
+        let ur = xr[j + stride]!, ui = xi[j + stride]!;
+        const x1r = ur * w1r - ui * w1i, x1i = ur * w1i + ui * w1r;
+        ur = xr[j + 2 * stride]!; ui = xi[j + 2 * stride]!;
+        const x2r = ur * w2r - ui * w2i, x2i = ur * w2i + ui * w2r;
+        const sr = x1r + x2r, si = x1i + x2i;
+        const mr = x0r - 0.5 * sr, mi = x0i - 0.5 * si;
+        const dr = -s60 * (x1i - x2i), di = s60 * (x1r - x2r);
+        const d = a * ns * 3 + b;
+        yr[d] = x0r + sr; yi[d] = x0i + si;
+        yr[d + ns] = mr + dr; yi[d + ns] = mi + di;
+        yr[d + 2 * ns] = mr - dr; yi[d + 2 * ns] = mi - di;
+      }
+    }
+    return;
+  }
+  if (R === 5) {
+    const s1 = sign * S5_1, s2 = sign * S5_2;
+    for (let b = 0; b < ns; b++) {
+      const t = b * 4;
+      for (let a = 0; a < groups; a++) {
+        const j = a * ns + b;
+        const x0r = xr[j]!, x0i = xi[j]!;
+        const vr = [0, 0, 0, 0], vi = [0, 0, 0, 0];
+        for (let r = 1; r < 5; r++) {
+          const ur = xr[j + r * stride]!, ui = xi[j + r * stride]!;
+          const wr = tr[t + r - 1]!, wi = ti[t + r - 1]!;
+          vr[r - 1] = ur * wr - ui * wi;
+          vi[r - 1] = ur * wi + ui * wr;
+        }
+        const a1r = vr[0]! + vr[3]!, a1i = vi[0]! + vi[3]!, b1r = vr[0]! - vr[3]!, b1i = vi[0]! - vi[3]!;
+        const a2r = vr[1]! + vr[2]!, a2i = vi[1]! + vi[2]!, b2r = vr[1]! - vr[2]!, b2i = vi[1]! - vi[2]!;
+        const c1r = x0r + C5_1 * a1r + C5_2 * a2r, c1i = x0i + C5_1 * a1i + C5_2 * a2i;
+        const c2r = x0r + C5_2 * a1r + C5_1 * a2r, c2i = x0i + C5_2 * a1i + C5_1 * a2i;
+        // i·(s·b): re = −s·b_im, im = s·b_re
+        const e1r = -(s1 * b1i + s2 * b2i), e1i = s1 * b1r + s2 * b2r;
+        const e2r = -(s2 * b1i - s1 * b2i), e2i = s2 * b1r - s1 * b2r;
+        const d = a * ns * 5 + b;
+        yr[d] = x0r + a1r + a2r; yi[d] = x0i + a1i + a2i;
+        yr[d + ns] = c1r + e1r; yi[d + ns] = c1i + e1i;
+        yr[d + 2 * ns] = c2r + e2r; yi[d + 2 * ns] = c2i + e2i;
+        yr[d + 3 * ns] = c2r - e2r; yi[d + 3 * ns] = c2i - e2i;
+        yr[d + 4 * ns] = c1r - e1r; yi[d + 4 * ns] = c1i - e1i;
+      }
+    }
+    return;
+  }
+  if (R === 7) {
+    const s = S7.map((v) => sign * v);
+    const vr = new Float64Array(6), vi = new Float64Array(6);
+    for (let b = 0; b < ns; b++) {
+      const t = b * 6;
+      for (let a = 0; a < groups; a++) {
+        const j = a * ns + b;
+        const x0r = xr[j]!, x0i = xi[j]!;
+        for (let r = 1; r < 7; r++) {
+          const ur = xr[j + r * stride]!, ui = xi[j + r * stride]!;
+          const wr = tr[t + r - 1]!, wi = ti[t + r - 1]!;
+          vr[r - 1] = ur * wr - ui * wi;
+          vi[r - 1] = ur * wi + ui * wr;
+        }
+        const d = a * ns * 7 + b;
+        let sumr = x0r, sumi = x0i;
+        for (let r = 0; r < 6; r++) (sumr += vr[r]!, (sumi += vi[r]!));
+        yr[d] = sumr; yi[d] = sumi;
+        // Pairs (k, 7−k): A_k = v_k + v_{7−k}, B_k = v_k − v_{7−k}.
+        for (let k = 1; k <= 3; k++) {
+          let cr = x0r, ci = x0i, er = 0, ei = 0;
+          for (let q = 1; q <= 3; q++) {
+            const idx = ((k * q) % 7);
+            const ci7 = idx <= 3 ? C7[idx - 1]! : C7[7 - idx - 1]!;
+            const si7 = idx <= 3 ? s[idx - 1]! : -s[7 - idx - 1]!;
+            const Ar = vr[q - 1]! + vr[6 - q]!, Ai = vi[q - 1]! + vi[6 - q]!;
+            const Br = vr[q - 1]! - vr[6 - q]!, Bi = vi[q - 1]! - vi[6 - q]!;
+            cr += ci7 * Ar; ci += ci7 * Ai;
+            er -= si7 * Bi; ei += si7 * Br;
+          }
+          yr[d + k * ns] = cr + er; yi[d + k * ns] = ci + ei;
+          yr[d + (7 - k) * ns] = cr - er; yi[d + (7 - k) * ns] = ci - ei;
+        }
+      }
+    }
+    return;
+  }
+  // Direct DFT butterfly for another prime radix.
+  const rr = pass.rootRe!, ri = pass.rootIm!;
+  const vr = new Float64Array(R), vi = new Float64Array(R);
+  for (let b = 0; b < ns; b++) {
+    const t = b * R1;
+    for (let a = 0; a < groups; a++) {
+      const j = a * ns + b;
+      vr[0] = xr[j]!; vi[0] = xi[j]!;
+      for (let r = 1; r < R; r++) {
+        const ur = xr[j + r * stride]!, ui = xi[j + r * stride]!;
+        const wr = tr[t + r - 1]!, wi = ti[t + r - 1]!;
+        vr[r] = ur * wr - ui * wi;
+        vi[r] = ur * wi + ui * wr;
+      }
+      const d = a * ns * R + b;
+      for (let k = 0; k < R; k++) {
+        let sr = 0, si = 0;
+        let idx = 0;
+        for (let r = 0; r < R; r++) {
+          const cr = rr[idx]!, ci = ri[idx]!;
+          sr += vr[r]! * cr - vi[r]! * ci;
+          si += vr[r]! * ci + vi[r]! * cr;
+          idx += k;
+          if (idx >= R) idx -= R;
+        }
+        yr[d + k * ns] = sr;
+        yi[d + k * ns] = si;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batched lines and real transforms
+
+/** Complex FFT of `count` lines of length n, line i at offset base(i) with element stride
+ *  `stride` in interleaved (re, im) data `src`, written to `dst` likewise (may alias). The
+ *  transform is forward (sign −1) or unscaled inverse (+1); `scale` multiplies every output. */
+export function fftLines(
+  src: Float64Array, dst: Float64Array, n: number, count: number,
+  base: (i: number) => number, stride: number, sign: 1 | -1, scale: number,
+  dstBase: (i: number) => number = base, dstStride = stride,
+): void {
+  const plan = fftPlan(n, sign);
+  const re = new Float64Array(n), im = new Float64Array(n);
+  const sRe = new Float64Array(n), sIm = new Float64Array(n);
+  for (let i = 0; i < count; i++) {
+    let o = base(i);
+    for (let k = 0; k < n; k++, o += stride) {
+      re[k] = src[2 * o]!;
+      im[k] = src[2 * o + 1]!;
+    }
+    runFft(plan, re, im, sRe, sIm);
+    o = dstBase(i);
+    for (let k = 0; k < n; k++, o += dstStride) {
+      dst[2 * o] = re[k]! * scale;
+      dst[2 * o + 1] = im[k]! * scale;
+    }
+  }
+}
+
+/**
+ * Forward FFT of one real line of length n into n/2 + 1 complex bins (re, im arrays of that
+ * length). Even n runs one complex FFT of length n/2 on the packed pairs (x[2k], x[2k+1]).
+ */
+export function rfftLine(x: Float64Array, n: number, outRe: Float64Array, outIm: Float64Array): void {
+  const h = n >> 1;
+  if (n % 2 === 1 || n < 4) {
+    const re = Float64Array.from(x.subarray(0, n)), im = new Float64Array(n);
+    runFft(fftPlan(n, -1), re, im);
+    for (let k = 0; k <= h; k++) (outRe[k] = re[k]!, (outIm[k] = im[k]!));
+    return;
+  }
+  const zr = new Float64Array(h), zi = new Float64Array(h);
+  for (let k = 0; k < h; k++) (zr[k] = x[2 * k]!, (zi[k] = x[2 * k + 1]!));
+  runFft(fftPlan(h, -1), zr, zi);
+  const tw = halfTwiddles(n);
+  // X_k = (Z_k + conj Z_{h−k})/2 − i·e^(−2πik/n)·(Z_k − conj Z_{h−k})/2
+  for (let k = 0; k <= h; k++) {
+    const a = k % h, b = (h - k) % h;
+    const pr = zr[a]!, pi = zi[a]!, qr = zr[b]!, qi = -zi[b]!;
+    const er = 0.5 * (pr + qr), ei = 0.5 * (pi + qi);
+    const orr = 0.5 * (pr - qr), oi = 0.5 * (pi - qi);
+    // w = e^(−2πik/n); −i·w·o
+    const wr = tw.re[k]!, wi = tw.im[k]!;
+    const tr = wr * orr - wi * oi, ti = wr * oi + wi * orr;
+    outRe[k] = er + ti;
+    outIm[k] = ei - tr;
+  }
+}
+
+/**
+ * Inverse of rfftLine without the 1/n: n real outputs from bins 0..n/2 (the imaginary parts of
+ * bin 0 and, for even n, bin n/2 are ignored, as numpy and MLX do).
+ */
+export function irfftLine(inRe: Float64Array, inIm: Float64Array, n: number, out: Float64Array): void {
+  const h = n >> 1;
+  if (n % 2 === 1 || n < 4) {
+    const re = new Float64Array(n), im = new Float64Array(n);
+    for (let k = 0; k <= h; k++) (re[k] = inRe[k]!, (im[k] = inIm[k]!));
+    im[0] = 0;
+    if (n % 2 === 0) im[h] = 0;
+    for (let k = h + 1; k < n; k++) (re[k] = re[n - k]!, (im[k] = -im[n - k]!));
+    runFft(fftPlan(n, 1), re, im);
+    out.set(re.subarray(0, n));
+    return;
+  }
+  const tw = halfTwiddles(n);
+  const zr = new Float64Array(h), zi = new Float64Array(h);
+  // Z_k = E_k + i·e^(+2πik/n)·O_k, E_k = (X_k + conj X_{h−k}), O_k = (X_k − conj X_{h−k})
+  for (let k = 0; k < h; k++) {
+    const xr = inRe[k]!, xi = k === 0 ? 0 : inIm[k]!;
+    const yr = inRe[h - k]!, yi = k === 0 ? 0 : -inIm[h - k]!; // conj X_{h−k}; X_h's imag ignored
+    const er = xr + yr, ei = xi + yi;
+    const or = xr - yr, oi = xi - yi;
+    // e^(+2πik/n) = conj(tw)
+    const wr = tw.re[k]!, wi = -tw.im[k]!;
+    const tr = wr * or - wi * oi, ti = wr * oi + wi * or;
+    zr[k] = er - ti;
+    zi[k] = ei + tr;
+  }
+  runFft(fftPlan(h, 1), zr, zi);
+  for (let k = 0; k < h; k++) (out[2 * k] = zr[k]!, (out[2 * k + 1] = zi[k]!));
+}
+
+const halfTwiddleCache = new Map<number, { re: Float64Array; im: Float64Array }>();
+function halfTwiddles(n: number): { re: Float64Array; im: Float64Array } {
+  let t = halfTwiddleCache.get(n);
+  if (!t) {
+    const h = n >> 1;
+    t = { re: new Float64Array(h + 1), im: new Float64Array(h + 1) };
+    for (let k = 0; k <= h; k++) [t.re[k], t.im[k]] = twiddle(k, n, -1);
+    if (halfTwiddleCache.size > 256) halfTwiddleCache.clear();
+    halfTwiddleCache.set(n, t);
+  }
+  return t;
+}
