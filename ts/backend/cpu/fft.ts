@@ -194,8 +194,6 @@ function runBluestein(p: BluesteinPlan, re: Float64Array, im: Float64Array): voi
 const SIN60 = Math.sqrt(3) / 2;
 const C5_1 = Math.cos((2 * Math.PI) / 5), C5_2 = Math.cos((4 * Math.PI) / 5);
 const S5_1 = Math.sin((2 * Math.PI) / 5), S5_2 = Math.sin((4 * Math.PI) / 5);
-const C7 = [1, 2, 3].map((k) => Math.cos((2 * Math.PI * k) / 7));
-const S7 = [1, 2, 3].map((k) => Math.sin((2 * Math.PI * k) / 7));
 
 /** Runs the passes, ping-ponging between (re, im) and the scratch; the result ends in (re, im). */
 function runStockham(plan: StockhamPlan, re: Float64Array, im: Float64Array, sRe: Float64Array, sIm: Float64Array): void {
@@ -219,138 +217,20 @@ function stockhamPass(
   const R = pass.radix;
   const ns = pass.ns;
   const stride = n / R;
-  const groups = stride / ns; // j = a·ns + b
+  const groups = stride / ns; // j = a·ns + b: the twiddle depends on b only
   const tr = pass.twRe, ti = pass.twIm;
   const R1 = R - 1;
-  if (R === 2) {
-    for (let b = 0; b < ns; b++) {
-      const w1r = tr[b]!, w1i = ti[b]!;
-      for (let a = 0; a < groups; a++) {
-        const j = a * ns + b;
-        const x1r0 = xr[j + stride]!, x1i0 = xi[j + stride]!;
-        const x1r = x1r0 * w1r - x1i0 * w1i, x1i = x1r0 * w1i + x1i0 * w1r;
-        const x0r = xr[j]!, x0i = xi[j]!;
-        const d = a * ns * 2 + b;
-        yr[d] = x0r + x1r; yi[d] = x0i + x1i;
-        yr[d + ns] = x0r - x1r; yi[d + ns] = x0i - x1i;
-      }
-    }
-    return;
-  }
-  if (R === 4) {
-    // sign·i rotation: forward (−1) multiplies by −i.
-    for (let b = 0; b < ns; b++) {
-      const t = b * 3;
-      const w1r = tr[t]!, w1i = ti[t]!, w2r = tr[t + 1]!, w2i = ti[t + 1]!, w3r = tr[t + 2]!, w3i = ti[t + 2]!;
-      for (let a = 0; a < groups; a++) {
-        const j = a * ns + b;
-        const x0r = xr[j]!, x0i = xi[j]!;
-        let ur = xr[j + stride]!, ui = xi[j + stride]!;
-        const x1r = ur * w1r - ui * w1i, x1i = ur * w1i + ui * w1r;
-        ur = xr[j + 2 * stride]!; ui = xi[j + 2 * stride]!;
-        const x2r = ur * w2r - ui * w2i, x2i = ur * w2i + ui * w2r;
-        ur = xr[j + 3 * stride]!; ui = xi[j + 3 * stride]!;
-        const x3r = ur * w3r - ui * w3i, x3i = ur * w3i + ui * w3r;
-        const s02r = x0r + x2r, s02i = x0i + x2i, d02r = x0r - x2r, d02i = x0i - x2i;
-        const s13r = x1r + x3r, s13i = x1i + x3i, d13r = x1r - x3r, d13i = x1i - x3i;
-        // (sign·i)·d13
-        const rr = -sign * d13i, ri = sign * d13r;
-        const d = a * ns * 4 + b;
-        yr[d] = s02r + s13r; yi[d] = s02i + s13i;
-        yr[d + ns] = d02r + rr; yi[d + ns] = d02i + ri;
-        yr[d + 2 * ns] = s02r - s13r; yi[d + 2 * ns] = s02i - s13i;
-        yr[d + 3 * ns] = d02r - rr; yi[d + 3 * ns] = d02i - ri;
-      }
-    }
-    return;
-  }
-  if (R === 3) {
-    const s60 = sign * SIN60;
-    for (let b = 0; b < ns; b++) {
-      const t = b * 2;
-      const w1r = tr[t]!, w1i = ti[t]!, w2r = tr[t + 1]!, w2i = ti[t + 1]!;
-      for (let a = 0; a < groups; a++) {
-        const j = a * ns + b;
-        const x0r = xr[j]!, x0i = xi[j]!;
-        let ur = xr[j + stride]!, ui = xi[j + stride]!;
-        const x1r = ur * w1r - ui * w1i, x1i = ur * w1i + ui * w1r;
-        ur = xr[j + 2 * stride]!; ui = xi[j + 2 * stride]!;
-        const x2r = ur * w2r - ui * w2i, x2i = ur * w2i + ui * w2r;
-        const sr = x1r + x2r, si = x1i + x2i;
-        const mr = x0r - 0.5 * sr, mi = x0i - 0.5 * si;
-        const dr = -s60 * (x1i - x2i), di = s60 * (x1r - x2r);
-        const d = a * ns * 3 + b;
-        yr[d] = x0r + sr; yi[d] = x0i + si;
-        yr[d + ns] = mr + dr; yi[d + ns] = mi + di;
-        yr[d + 2 * ns] = mr - dr; yi[d + 2 * ns] = mi - di;
-      }
-    }
-    return;
-  }
-  if (R === 5) {
-    const s1 = sign * S5_1, s2 = sign * S5_2;
-    for (let b = 0; b < ns; b++) {
-      const t = b * 4;
-      for (let a = 0; a < groups; a++) {
-        const j = a * ns + b;
-        const x0r = xr[j]!, x0i = xi[j]!;
-        const vr = [0, 0, 0, 0], vi = [0, 0, 0, 0];
-        for (let r = 1; r < 5; r++) {
-          const ur = xr[j + r * stride]!, ui = xi[j + r * stride]!;
-          const wr = tr[t + r - 1]!, wi = ti[t + r - 1]!;
-          vr[r - 1] = ur * wr - ui * wi;
-          vi[r - 1] = ur * wi + ui * wr;
-        }
-        const a1r = vr[0]! + vr[3]!, a1i = vi[0]! + vi[3]!, b1r = vr[0]! - vr[3]!, b1i = vi[0]! - vi[3]!;
-        const a2r = vr[1]! + vr[2]!, a2i = vi[1]! + vi[2]!, b2r = vr[1]! - vr[2]!, b2i = vi[1]! - vi[2]!;
-        const c1r = x0r + C5_1 * a1r + C5_2 * a2r, c1i = x0i + C5_1 * a1i + C5_2 * a2i;
-        const c2r = x0r + C5_2 * a1r + C5_1 * a2r, c2i = x0i + C5_2 * a1i + C5_1 * a2i;
-        // i·(s·b): re = −s·b_im, im = s·b_re
-        const e1r = -(s1 * b1i + s2 * b2i), e1i = s1 * b1r + s2 * b2r;
-        const e2r = -(s2 * b1i - s1 * b2i), e2i = s2 * b1r - s1 * b2r;
-        const d = a * ns * 5 + b;
-        yr[d] = x0r + a1r + a2r; yi[d] = x0i + a1i + a2i;
-        yr[d + ns] = c1r + e1r; yi[d + ns] = c1i + e1i;
-        yr[d + 2 * ns] = c2r + e2r; yi[d + 2 * ns] = c2i + e2i;
-        yr[d + 3 * ns] = c2r - e2r; yi[d + 3 * ns] = c2i - e2i;
-        yr[d + 4 * ns] = c1r - e1r; yi[d + 4 * ns] = c1i - e1i;
-      }
-    }
-    return;
-  }
-  if (R === 7) {
-    const s = S7.map((v) => sign * v);
-    const vr = new Float64Array(6), vi = new Float64Array(6);
-    for (let b = 0; b < ns; b++) {
-      const t = b * 6;
-      for (let a = 0; a < groups; a++) {
-        const j = a * ns + b;
-        const x0r = xr[j]!, x0i = xi[j]!;
-        for (let r = 1; r < 7; r++) {
-          const ur = xr[j + r * stride]!, ui = xi[j + r * stride]!;
-          const wr = tr[t + r - 1]!, wi = ti[t + r - 1]!;
-          vr[r - 1] = ur * wr - ui * wi;
-          vi[r - 1] = ur * wi + ui * wr;
-        }
-        const d = a * ns * 7 + b;
-        let sumr = x0r, sumi = x0i;
-        for (let r = 0; r < 6; r++) (sumr += vr[r]!, (sumi += vi[r]!));
-        yr[d] = sumr; yi[d] = sumi;
-        // Pairs (k, 7−k): A_k = v_k + v_{7−k}, B_k = v_k − v_{7−k}.
-        for (let k = 1; k <= 3; k++) {
-          let cr = x0r, ci = x0i, er = 0, ei = 0;
-          for (let q = 1; q <= 3; q++) {
-            const idx = ((k * q) % 7);
-            const ci7 = idx <= 3 ? C7[idx - 1]! : C7[7 - idx - 1]!;
-            const si7 = idx <= 3 ? s[idx - 1]! : -s[7 - idx - 1]!;
-            const Ar = vr[q - 1]! + vr[6 - q]!, Ai = vi[q - 1]! + vi[6 - q]!;
-            const Br = vr[q - 1]! - vr[6 - q]!, Bi = vi[q - 1]! - vi[6 - q]!;
-            cr += ci7 * Ar; ci += ci7 * Ai;
-            er -= si7 * Bi; ei += si7 * Br;
-          }
-          yr[d + k * ns] = cr + er; yi[d + k * ns] = ci + ei;
-          yr[d + (7 - k) * ns] = cr - er; yi[d + (7 - k) * ns] = ci - ei;
-        }
+  // Early passes (small ns) keep one twiddle set for a long run over a; later ones walk b
+  // innermost, so reads and writes stay contiguous.
+  const bOuter = ns < 8;
+  const outer = bOuter ? ns : groups;
+  const inner = bOuter ? groups : ns;
+  const bf = R === 4 ? bf4 : R === 2 ? bf2 : R === 3 ? bf3 : R === 5 ? bf5 : R === 7 ? bf7 : null;
+  if (bf) {
+    for (let o = 0; o < outer; o++) {
+      for (let i = 0; i < inner; i++) {
+        const a = bOuter ? i : o, b = bOuter ? o : i;
+        bf(xr, xi, yr, yi, a * ns + b, stride, a * ns * R + b, ns, tr, ti, b * R1, sign);
       }
     }
     return;
@@ -386,6 +266,124 @@ function stockhamPass(
     }
   }
 }
+
+// Butterflies: read x[j + r·stride] (r = 0..R−1), twist input r by twiddle t + r − 1, apply
+// DFT_R and write y[d + k·ns].
+type Butterfly = (
+  xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array,
+  j: number, stride: number, d: number, ns: number, tr: Float64Array, ti: Float64Array, t: number, sign: number,
+) => void;
+
+const bf2: Butterfly = (xr, xi, yr, yi, j, stride, d, ns, tr, ti, t) => {
+  const wr = tr[t]!, wi = ti[t]!;
+  const ur = xr[j + stride]!, ui = xi[j + stride]!;
+  const x1r = ur * wr - ui * wi, x1i = ur * wi + ui * wr;
+  const x0r = xr[j]!, x0i = xi[j]!;
+  yr[d] = x0r + x1r; yi[d] = x0i + x1i;
+  yr[d + ns] = x0r - x1r; yi[d + ns] = x0i - x1i;
+};
+
+const bf4: Butterfly = (xr, xi, yr, yi, j, stride, d, ns, tr, ti, t, sign) => {
+  const x0r = xr[j]!, x0i = xi[j]!;
+  let ur = xr[j + stride]!, ui = xi[j + stride]!;
+  let wr = tr[t]!, wi = ti[t]!;
+  const x1r = ur * wr - ui * wi, x1i = ur * wi + ui * wr;
+  ur = xr[j + 2 * stride]!; ui = xi[j + 2 * stride]!;
+  wr = tr[t + 1]!; wi = ti[t + 1]!;
+  const x2r = ur * wr - ui * wi, x2i = ur * wi + ui * wr;
+  ur = xr[j + 3 * stride]!; ui = xi[j + 3 * stride]!;
+  wr = tr[t + 2]!; wi = ti[t + 2]!;
+  const x3r = ur * wr - ui * wi, x3i = ur * wi + ui * wr;
+  const s02r = x0r + x2r, s02i = x0i + x2i, d02r = x0r - x2r, d02i = x0i - x2i;
+  const s13r = x1r + x3r, s13i = x1i + x3i, d13r = x1r - x3r, d13i = x1i - x3i;
+  // (sign·i)·d13: forward (−1) multiplies by −i
+  const rr = -sign * d13i, ri = sign * d13r;
+  yr[d] = s02r + s13r; yi[d] = s02i + s13i;
+  yr[d + ns] = d02r + rr; yi[d + ns] = d02i + ri;
+  yr[d + 2 * ns] = s02r - s13r; yi[d + 2 * ns] = s02i - s13i;
+  yr[d + 3 * ns] = d02r - rr; yi[d + 3 * ns] = d02i - ri;
+};
+
+const bf3: Butterfly = (xr, xi, yr, yi, j, stride, d, ns, tr, ti, t, sign) => {
+  const s60 = sign * SIN60;
+  const x0r = xr[j]!, x0i = xi[j]!;
+  let ur = xr[j + stride]!, ui = xi[j + stride]!;
+  let wr = tr[t]!, wi = ti[t]!;
+  const x1r = ur * wr - ui * wi, x1i = ur * wi + ui * wr;
+  ur = xr[j + 2 * stride]!; ui = xi[j + 2 * stride]!;
+  wr = tr[t + 1]!; wi = ti[t + 1]!;
+  const x2r = ur * wr - ui * wi, x2i = ur * wi + ui * wr;
+  const sr = x1r + x2r, si = x1i + x2i;
+  const mr = x0r - 0.5 * sr, mi = x0i - 0.5 * si;
+  const dr = -s60 * (x1i - x2i), di = s60 * (x1r - x2r);
+  yr[d] = x0r + sr; yi[d] = x0i + si;
+  yr[d + ns] = mr + dr; yi[d + ns] = mi + di;
+  yr[d + 2 * ns] = mr - dr; yi[d + 2 * ns] = mi - di;
+};
+
+const bf5: Butterfly = (xr, xi, yr, yi, j, stride, d, ns, tr, ti, t, sign) => {
+  const s1 = sign * S5_1, s2 = sign * S5_2;
+  const x0r = xr[j]!, x0i = xi[j]!;
+  let ur = xr[j + stride]!, ui = xi[j + stride]!, wr = tr[t]!, wi = ti[t]!;
+  const v1r = ur * wr - ui * wi, v1i = ur * wi + ui * wr;
+  ur = xr[j + 2 * stride]!; ui = xi[j + 2 * stride]!; wr = tr[t + 1]!; wi = ti[t + 1]!;
+  const v2r = ur * wr - ui * wi, v2i = ur * wi + ui * wr;
+  ur = xr[j + 3 * stride]!; ui = xi[j + 3 * stride]!; wr = tr[t + 2]!; wi = ti[t + 2]!;
+  const v3r = ur * wr - ui * wi, v3i = ur * wi + ui * wr;
+  ur = xr[j + 4 * stride]!; ui = xi[j + 4 * stride]!; wr = tr[t + 3]!; wi = ti[t + 3]!;
+  const v4r = ur * wr - ui * wi, v4i = ur * wi + ui * wr;
+  const a1r = v1r + v4r, a1i = v1i + v4i, b1r = v1r - v4r, b1i = v1i - v4i;
+  const a2r = v2r + v3r, a2i = v2i + v3i, b2r = v2r - v3r, b2i = v2i - v3i;
+  const c1r = x0r + C5_1 * a1r + C5_2 * a2r, c1i = x0i + C5_1 * a1i + C5_2 * a2i;
+  const c2r = x0r + C5_2 * a1r + C5_1 * a2r, c2i = x0i + C5_2 * a1i + C5_1 * a2i;
+  // i·(s·b): re = −s·b_im, im = s·b_re
+  const e1r = -(s1 * b1i + s2 * b2i), e1i = s1 * b1r + s2 * b2r;
+  const e2r = -(s2 * b1i - s1 * b2i), e2i = s2 * b1r - s1 * b2r;
+  yr[d] = x0r + a1r + a2r; yi[d] = x0i + a1i + a2i;
+  yr[d + ns] = c1r + e1r; yi[d + ns] = c1i + e1i;
+  yr[d + 2 * ns] = c2r + e2r; yi[d + 2 * ns] = c2i + e2i;
+  yr[d + 3 * ns] = c2r - e2r; yi[d + 3 * ns] = c2i - e2i;
+  yr[d + 4 * ns] = c1r - e1r; yi[d + 4 * ns] = c1i - e1i;
+};
+
+const C7_1 = Math.cos((2 * Math.PI) / 7), C7_2 = Math.cos((4 * Math.PI) / 7), C7_3 = Math.cos((6 * Math.PI) / 7);
+const S7_1 = Math.sin((2 * Math.PI) / 7), S7_2 = Math.sin((4 * Math.PI) / 7), S7_3 = Math.sin((6 * Math.PI) / 7);
+
+const bf7: Butterfly = (xr, xi, yr, yi, j, stride, d, ns, tr, ti, t, sign) => {
+  const s1 = sign * S7_1, s2 = sign * S7_2, s3 = sign * S7_3;
+  const x0r = xr[j]!, x0i = xi[j]!;
+  let ur = xr[j + stride]!, ui = xi[j + stride]!, wr = tr[t]!, wi = ti[t]!;
+  const v1r = ur * wr - ui * wi, v1i = ur * wi + ui * wr;
+  ur = xr[j + 2 * stride]!; ui = xi[j + 2 * stride]!; wr = tr[t + 1]!; wi = ti[t + 1]!;
+  const v2r = ur * wr - ui * wi, v2i = ur * wi + ui * wr;
+  ur = xr[j + 3 * stride]!; ui = xi[j + 3 * stride]!; wr = tr[t + 2]!; wi = ti[t + 2]!;
+  const v3r = ur * wr - ui * wi, v3i = ur * wi + ui * wr;
+  ur = xr[j + 4 * stride]!; ui = xi[j + 4 * stride]!; wr = tr[t + 3]!; wi = ti[t + 3]!;
+  const v4r = ur * wr - ui * wi, v4i = ur * wi + ui * wr;
+  ur = xr[j + 5 * stride]!; ui = xi[j + 5 * stride]!; wr = tr[t + 4]!; wi = ti[t + 4]!;
+  const v5r = ur * wr - ui * wi, v5i = ur * wi + ui * wr;
+  ur = xr[j + 6 * stride]!; ui = xi[j + 6 * stride]!; wr = tr[t + 5]!; wi = ti[t + 5]!;
+  const v6r = ur * wr - ui * wi, v6i = ur * wi + ui * wr;
+  // A_q = v_q + v_{7−q}, B_q = v_q − v_{7−q}
+  const a1r = v1r + v6r, a1i = v1i + v6i, b1r = v1r - v6r, b1i = v1i - v6i;
+  const a2r = v2r + v5r, a2i = v2i + v5i, b2r = v2r - v5r, b2i = v2i - v5i;
+  const a3r = v3r + v4r, a3i = v3i + v4i, b3r = v3r - v4r, b3i = v3i - v4i;
+  yr[d] = x0r + a1r + a2r + a3r; yi[d] = x0i + a1i + a2i + a3i;
+  // y_k = x0 + Σ_q A_q cos(2πqk/7) + i·Σ_q B_q·sign·sin(2πqk/7); y_{7−k} flips the sine part.
+  const c1r = x0r + C7_1 * a1r + C7_2 * a2r + C7_3 * a3r, c1i = x0i + C7_1 * a1i + C7_2 * a2i + C7_3 * a3i;
+  const c2r = x0r + C7_2 * a1r + C7_3 * a2r + C7_1 * a3r, c2i = x0i + C7_2 * a1i + C7_3 * a2i + C7_1 * a3i;
+  const c3r = x0r + C7_3 * a1r + C7_1 * a2r + C7_2 * a3r, c3i = x0i + C7_3 * a1i + C7_1 * a2i + C7_2 * a3i;
+  // sin(2π·qk/7) with qk mod 7: k=1 → (1,2,3); k=2 → (2,4→−3,6→−1); k=3 → (3,6→−1,9→2→... )
+  const e1r = -(s1 * b1i + s2 * b2i + s3 * b3i), e1i = s1 * b1r + s2 * b2r + s3 * b3r;
+  const e2r = -(s2 * b1i - s3 * b2i - s1 * b3i), e2i = s2 * b1r - s3 * b2r - s1 * b3r;
+  const e3r = -(s3 * b1i - s1 * b2i + s2 * b3i), e3i = s3 * b1r - s1 * b2r + s2 * b3r;
+  yr[d + ns] = c1r + e1r; yi[d + ns] = c1i + e1i;
+  yr[d + 2 * ns] = c2r + e2r; yi[d + 2 * ns] = c2i + e2i;
+  yr[d + 3 * ns] = c3r + e3r; yi[d + 3 * ns] = c3i + e3i;
+  yr[d + 4 * ns] = c3r - e3r; yi[d + 4 * ns] = c3i - e3i;
+  yr[d + 5 * ns] = c2r - e2r; yi[d + 5 * ns] = c2i - e2i;
+  yr[d + 6 * ns] = c1r - e1r; yi[d + 6 * ns] = c1i - e1i;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Batched lines and real transforms
