@@ -1,0 +1,633 @@
+// Spectral decompositions in float64 on one row-major matrix: the SVD by one-sided Jacobi
+// (Hestenes), the symmetric eigenproblem by cyclic Jacobi, and the general real eigenproblem by
+// Householder reduction to Hessenberg form and Francis double-shift QR (real Schur form, then
+// back substitution for the eigenvectors). Jacobi methods are slower than LAPACK's
+// divide-and-conquer but reach full relative accuracy, which a reference wants. Singular and
+// eigen-vectors are unique only up to sign (phase); tests compare invariants, not signs.
+
+import { LinalgError } from "./factor.ts";
+
+const EPS = 2 ** -52;
+
+export interface SvdResult {
+  /** m×m orthogonal (null without vectors). */
+  u: Float64Array | null;
+  /** min(m, n) singular values, descending. */
+  s: Float64Array;
+  /** n×n orthogonal, Vᵀ (null without vectors). */
+  vt: Float64Array | null;
+}
+
+/** A = U·diag(S)·Vᵀ with full U (m×m) and Vᵀ (n×n), as LAPACK's gesdd with jobz = 'A'. */
+export function svd(a: ArrayLike<number>, m: number, n: number, computeUv: boolean): SvdResult {
+  for (let i = 0; i < m * n; i++) {
+    if (!Number.isFinite(a[i]!)) throw new LinalgError("SVD failed: the input contains NaN or infinity");
+  }
+  if (m < n) {
+    // Aᵀ = U'·S·V'ᵀ  ⇒  A = V'·S·U'ᵀ
+    const t = new Float64Array(n * m);
+    for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) t[j * m + i] = a[i * n + j]!;
+    const r = svdTall(t, n, m, computeUv);
+    if (!computeUv) return { u: null, s: r.s, vt: null };
+    return { u: transpose(r.vt!, m, m), s: r.s, vt: transpose(r.u!, n, n) };
+  }
+  return svdTall(a, m, n, computeUv);
+}
+
+function transpose(x: Float64Array, r: number, c: number): Float64Array {
+  const t = new Float64Array(r * c);
+  for (let i = 0; i < r; i++) for (let j = 0; j < c; j++) t[j * r + i] = x[i * c + j]!;
+  return t;
+}
+
+/** m ≥ n. Columns are orthogonalized by plane rotations applied on the right: A·V = U·S. */
+function svdTall(a: ArrayLike<number>, m: number, n: number, computeUv: boolean): SvdResult {
+  // Column-major copies: cols[j] is column j of A (length m); vcols[j] column j of V.
+  const cols: Float64Array[] = [];
+  for (let j = 0; j < n; j++) {
+    const c = new Float64Array(m);
+    for (let i = 0; i < m; i++) c[i] = a[i * n + j]!;
+    cols.push(c);
+  }
+  const vcols: Float64Array[] = [];
+  for (let j = 0; j < n; j++) {
+    const c = new Float64Array(n);
+    c[j] = 1;
+    vcols.push(c);
+  }
+  const norms = cols.map((c) => dot(c, c, m));
+  const tol = EPS * m;
+  for (let sweep = 0; sweep < 80; sweep++) {
+    let rotated = false;
+    for (let p = 0; p < n - 1; p++) {
+      for (let q = p + 1; q < n; q++) {
+        const cp = cols[p]!, cq = cols[q]!;
+        const alpha = norms[p]!, beta = norms[q]!;
+        const gamma = dot(cp, cq, m);
+        if (gamma === 0 || Math.abs(gamma) <= tol * Math.sqrt(alpha * beta)) continue;
+        rotated = true;
+        const zeta = (beta - alpha) / (2 * gamma);
+        const t = (zeta >= 0 ? 1 : -1) / (Math.abs(zeta) + Math.sqrt(1 + zeta * zeta));
+        const c = 1 / Math.sqrt(1 + t * t);
+        const s = c * t;
+        rotate(cp, cq, c, s, m);
+        rotate(vcols[p]!, vcols[q]!, c, s, n);
+        // Exact updates of the squared norms would drift; recompute them.
+        norms[p] = dot(cp, cp, m);
+        norms[q] = dot(cq, cq, m);
+      }
+    }
+    if (!rotated) break;
+  }
+  const sv = norms.map((x) => Math.sqrt(x));
+  const order = Array.from({ length: n }, (_, i) => i).sort((i, j) => sv[j]! - sv[i]! || i - j);
+  const s = Float64Array.from(order, (i) => sv[i]!);
+  if (!computeUv) return { u: null, s, vt: null };
+  // U's first columns: A·v_j / σ_j; the rest completes an orthonormal basis of R^m.
+  const ucols: Float64Array[] = [];
+  for (const j of order) {
+    if (sv[j]! > 0 && sv[j]! > s[0]! * EPS * 1e-3) {
+      const c = cols[j]!.slice();
+      const inv = 1 / sv[j]!;
+      for (let i = 0; i < m; i++) c[i]! *= inv;
+      ucols.push(c);
+    } else {
+      ucols.push(new Float64Array(0)); // placeholder, filled by completion
+    }
+  }
+  completeBasis(ucols, m);
+  const u = new Float64Array(m * m);
+  for (let j = 0; j < m; j++) for (let i = 0; i < m; i++) u[i * m + j] = ucols[j]![i]!;
+  const vt = new Float64Array(n * n);
+  order.forEach((j, r) => {
+    for (let i = 0; i < n; i++) vt[r * n + i] = vcols[j]![i]!;
+  });
+  return { u, s, vt };
+}
+
+function dot(x: Float64Array, y: Float64Array, n: number): number {
+  let s = 0;
+  for (let i = 0; i < n; i++) s += x[i]! * y[i]!;
+  return s;
+}
+
+function rotate(x: Float64Array, y: Float64Array, c: number, s: number, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const xi = x[i]!, yi = y[i]!;
+    x[i] = c * xi - s * yi;
+    y[i] = s * xi + c * yi;
+  }
+}
+
+/** Fills empty entries (and appends up to `dim` columns) with unit vectors orthogonal to the
+ *  others: Gram-Schmidt (twice) of the standard basis vectors, the most orthogonal first. */
+function completeBasis(cols: Float64Array[], dim: number): void {
+  const have = () => cols.filter((c) => c.length === dim);
+  while (cols.length < dim) cols.push(new Float64Array(0));
+  for (let slot = 0; slot < cols.length; slot++) {
+    if (cols[slot]!.length === dim) continue;
+    const basis = have();
+    let best: Float64Array | null = null;
+    let bestNorm = -1;
+    for (let e = 0; e < dim; e++) {
+      const v = new Float64Array(dim);
+      v[e] = 1;
+      for (let pass = 0; pass < 2; pass++) {
+        for (const b of basis) {
+          const d = dot(v, b, dim);
+          for (let i = 0; i < dim; i++) v[i]! -= d * b[i]!;
+        }
+      }
+      const nv = Math.sqrt(dot(v, v, dim));
+      if (nv > bestNorm) (bestNorm = nv), (best = v);
+      if (nv > 0.7) break;
+    }
+    for (let i = 0; i < dim; i++) best![i]! /= bestNorm;
+    cols[slot] = best!;
+  }
+}
+
+export interface EighResult {
+  /** Eigenvalues, ascending. */
+  w: Float64Array;
+  /** n×n, eigenvector j in column j (null without vectors). */
+  v: Float64Array | null;
+}
+
+/** Symmetric eigenproblem of the matrix built from the lower (uplo "L") or upper triangle. */
+export function eighJacobi(a: ArrayLike<number>, n: number, uplo: "L" | "U", computeVectors: boolean): EighResult {
+  const s = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j <= i; j++) {
+      const v = uplo === "L" ? a[i * n + j]! : a[j * n + i]!;
+      s[i * n + j] = v;
+      s[j * n + i] = v;
+    }
+  }
+  for (let i = 0; i < n * n; i++) if (!Number.isFinite(s[i]!)) throw new LinalgError("eigendecomposition failed: the input contains NaN or infinity");
+  const v = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) v[i * n + i] = 1;
+  for (let sweep = 0; sweep < 100; sweep++) {
+    let off = 0, diag = 0;
+    for (let i = 0; i < n; i++) {
+      diag += s[i * n + i]! ** 2;
+      for (let j = i + 1; j < n; j++) off += s[i * n + j]! ** 2;
+    }
+    if (off === 0 || off <= EPS * EPS * 1e-2 * diag) break;
+    for (let p = 0; p < n - 1; p++) {
+      for (let q = p + 1; q < n; q++) {
+        const apq = s[p * n + q]!;
+        if (apq === 0) continue;
+        const app = s[p * n + p]!, aqq = s[q * n + q]!;
+        // Negligible next to both diagonal entries: drop it instead of rotating.
+        if (Math.abs(apq) <= EPS * 1e-3 * Math.sqrt(Math.abs(app * aqq))) {
+          s[p * n + q] = s[q * n + p] = 0;
+          continue;
+        }
+        const theta = (aqq - app) / (2 * apq);
+        const t = (theta >= 0 ? 1 : -1) / (Math.abs(theta) + Math.sqrt(1 + theta * theta));
+        const c = 1 / Math.sqrt(1 + t * t);
+        const sn = t * c;
+        // A ← Jᵀ A J on rows/columns p, q.
+        for (let k = 0; k < n; k++) {
+          const akp = s[k * n + p]!, akq = s[k * n + q]!;
+          s[k * n + p] = c * akp - sn * akq;
+          s[k * n + q] = sn * akp + c * akq;
+        }
+        for (let k = 0; k < n; k++) {
+          const apk = s[p * n + k]!, aqk = s[q * n + k]!;
+          s[p * n + k] = c * apk - sn * aqk;
+          s[q * n + k] = sn * apk + c * aqk;
+        }
+        s[p * n + q] = s[q * n + p] = 0;
+        if (computeVectors) {
+          for (let k = 0; k < n; k++) {
+            const vkp = v[k * n + p]!, vkq = v[k * n + q]!;
+            v[k * n + p] = c * vkp - sn * vkq;
+            v[k * n + q] = sn * vkp + c * vkq;
+          }
+        }
+      }
+    }
+  }
+  const order = Array.from({ length: n }, (_, i) => i).sort((i, j) => s[i * n + i]! - s[j * n + j]! || i - j);
+  const w = Float64Array.from(order, (i) => s[i * n + i]!);
+  if (!computeVectors) return { w, v: null };
+  const vs = new Float64Array(n * n);
+  order.forEach((src, dst) => {
+    for (let k = 0; k < n; k++) vs[k * n + dst] = v[k * n + src]!;
+  });
+  return { w, v: vs };
+}
+
+export interface EigResult {
+  wr: Float64Array;
+  wi: Float64Array;
+  /** n×n eigenvectors (column j for eigenvalue j), real and imaginary parts, each of unit
+   *  2-norm with its largest component real (geev's normalization); null without vectors. */
+  vr: Float64Array | null;
+  vi: Float64Array | null;
+}
+
+/** The general real eigenproblem: Hessenberg reduction, Francis QR to real Schur form T = QᵀAQ,
+ *  eigenvectors of T by back substitution, mapped back with Q. */
+export function eigGeneral(a: ArrayLike<number>, n: number, computeVectors: boolean): EigResult {
+  for (let i = 0; i < n * n; i++) if (!Number.isFinite(a[i]!)) throw new LinalgError("eigendecomposition failed: the input contains NaN or infinity");
+  const h: number[][] = [];
+  for (let i = 0; i < n; i++) h.push(Array.from({ length: n }, (_, j) => a[i * n + j]!));
+  const z: number[][] = Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
+  hessenberg(h, z, n);
+  const wr = new Float64Array(n), wi = new Float64Array(n);
+  schur(h, z, n, wr, wi);
+  if (!computeVectors) return { wr, wi, vr: null, vi: null };
+  schurVectors(h, z, n, wr, wi);
+  // z now holds the eigenvectors: a real pair (x, y) at columns (j, j+1) is x ± i·y.
+  const vr = new Float64Array(n * n), vi = new Float64Array(n * n);
+  for (let j = 0; j < n; j++) {
+    if (wi[j] === 0) {
+      let nrm = 0;
+      for (let i = 0; i < n; i++) nrm += z[i]![j]! ** 2;
+      nrm = Math.sqrt(nrm) || 1;
+      for (let i = 0; i < n; i++) vr[i * n + j] = z[i]![j]! / nrm;
+    } else if (wi[j]! > 0) {
+      let nrm = 0;
+      for (let i = 0; i < n; i++) nrm += z[i]![j]! ** 2 + z[i]![j + 1]! ** 2;
+      nrm = Math.sqrt(nrm) || 1;
+      // Rotate so the component of largest modulus is real and positive.
+      let k = 0, big = -1;
+      for (let i = 0; i < n; i++) {
+        const mod = z[i]![j]! ** 2 + z[i]![j + 1]! ** 2;
+        if (mod > big) (big = mod), (k = i);
+      }
+      const pr = z[k]![j]!, pi = z[k]![j + 1]!;
+      const pm = Math.hypot(pr, pi) || 1;
+      // multiply by conj(p)/|p|
+      const cr = pr / pm, ci = -pi / pm;
+      for (let i = 0; i < n; i++) {
+        const xr = z[i]![j]! / nrm, xi = z[i]![j + 1]! / nrm;
+        const rr = xr * cr - xi * ci, ri = xr * ci + xi * cr;
+        vr[i * n + j] = rr;
+        vi[i * n + j] = ri;
+        vr[i * n + j + 1] = rr;
+        vi[i * n + j + 1] = -ri;
+      }
+      vi[k * n + j] = 0;
+      vi[k * n + j + 1] = 0;
+    }
+  }
+  return { wr, wi, vr, vi };
+}
+
+/** Householder reduction to upper Hessenberg form; z ← the product of the reflections. */
+function hessenberg(h: number[][], z: number[][], n: number): void {
+  // Reflector m: u (scaled) in vecs[m][m..n-1], applied as I − u·uᵀ/(−u_m·g·scale).
+  const vecs: (Float64Array | null)[] = Array.from({ length: n }, () => null);
+  const denom = new Float64Array(n);
+  const ort = new Float64Array(n);
+  for (let m = 1; m < n - 1; m++) {
+    let scale = 0;
+    for (let i = m; i < n; i++) scale += Math.abs(h[i]![m - 1]!);
+    if (scale === 0) continue;
+    let hh = 0;
+    for (let i = n - 1; i >= m; i--) {
+      ort[i] = h[i]![m - 1]! / scale;
+      hh += ort[i]! * ort[i]!;
+    }
+    let g = Math.sqrt(hh);
+    if (ort[m]! > 0) g = -g;
+    hh -= ort[m]! * g;
+    ort[m] = ort[m]! - g;
+    // H ← (I − u uᵀ/hh) H (I − u uᵀ/hh)
+    for (let j = m; j < n; j++) {
+      let f = 0;
+      for (let i = n - 1; i >= m; i--) f += ort[i]! * h[i]![j]!;
+      f /= hh;
+      for (let i = m; i < n; i++) h[i]![j] = h[i]![j]! - f * ort[i]!;
+    }
+    for (let i = 0; i < n; i++) {
+      let f = 0;
+      for (let j = n - 1; j >= m; j--) f += ort[j]! * h[i]![j]!;
+      f /= hh;
+      for (let j = m; j < n; j++) h[i]![j] = h[i]![j]! - f * ort[j]!;
+    }
+    const u = new Float64Array(n);
+    for (let i = m; i < n; i++) u[i] = ort[i]!;
+    vecs[m] = u;
+    denom[m] = hh;
+    h[m]![m - 1] = scale * g;
+    for (let i = m + 1; i < n; i++) h[i]![m - 1] = 0;
+  }
+  // z = P_1·P_2·…: apply the reflectors to the identity from the last one back.
+  for (let m = n - 2; m >= 1; m--) {
+    const u = vecs[m];
+    if (!u) continue;
+    const hh = denom[m]!;
+    for (let j = m; j < n; j++) {
+      let f = 0;
+      for (let i = m; i < n; i++) f += u[i]! * z[i]![j]!;
+      f /= hh;
+      for (let i = m; i < n; i++) z[i]![j] = z[i]![j]! - f * u[i]!;
+    }
+  }
+}
+
+/** Francis double-shift QR on the Hessenberg matrix h (in place → real Schur form), with the
+ *  transformations accumulated into z; eigenvalues into (wr, wi). */
+function schur(h: number[][], z: number[][], n: number, wr: Float64Array, wi: Float64Array): void {
+  let exshift = 0;
+  let p = 0, q = 0, r = 0, s = 0, zz = 0, w: number, x = 0, y: number;
+  let norm = 0;
+  for (let i = 0; i < n; i++) for (let j = Math.max(i - 1, 0); j < n; j++) norm += Math.abs(h[i]![j]!);
+  let iter = 0;
+  let nn = n - 1;
+  while (nn >= 0) {
+    // Find a small subdiagonal element.
+    let l = nn;
+    while (l > 0) {
+      s = Math.abs(h[l - 1]![l - 1]!) + Math.abs(h[l]![l]!);
+      if (s === 0) s = norm;
+      if (Math.abs(h[l]![l - 1]!) < EPS * s) break;
+      l--;
+    }
+    if (l === nn) {
+      // One root.
+      h[nn]![nn] = h[nn]![nn]! + exshift;
+      wr[nn] = h[nn]![nn]!;
+      wi[nn] = 0;
+      nn--;
+      iter = 0;
+    } else if (l === nn - 1) {
+      // Two roots.
+      w = h[nn]![nn - 1]! * h[nn - 1]![nn]!;
+      p = (h[nn - 1]![nn - 1]! - h[nn]![nn]!) / 2;
+      q = p * p + w;
+      zz = Math.sqrt(Math.abs(q));
+      h[nn]![nn] = h[nn]![nn]! + exshift;
+      h[nn - 1]![nn - 1] = h[nn - 1]![nn - 1]! + exshift;
+      x = h[nn]![nn]!;
+      if (q >= 0) {
+        // A real pair: standardize the 2×2 block to upper triangular.
+        zz = p >= 0 ? p + zz : p - zz;
+        wr[nn - 1] = x + zz;
+        wr[nn] = zz !== 0 ? x - w / zz : x + zz;
+        wi[nn - 1] = 0;
+        wi[nn] = 0;
+        x = h[nn]![nn - 1]!;
+        s = Math.abs(x) + Math.abs(zz);
+        p = x / s;
+        q = zz / s;
+        r = Math.sqrt(p * p + q * q);
+        p /= r;
+        q /= r;
+        for (let j = nn - 1; j < n; j++) {
+          zz = h[nn - 1]![j]!;
+          h[nn - 1]![j] = q * zz + p * h[nn]![j]!;
+          h[nn]![j] = q * h[nn]![j]! - p * zz;
+        }
+        for (let i = 0; i <= nn; i++) {
+          zz = h[i]![nn - 1]!;
+          h[i]![nn - 1] = q * zz + p * h[i]![nn]!;
+          h[i]![nn] = q * h[i]![nn]! - p * zz;
+        }
+        for (let i = 0; i < n; i++) {
+          zz = z[i]![nn - 1]!;
+          z[i]![nn - 1] = q * zz + p * z[i]![nn]!;
+          z[i]![nn] = q * z[i]![nn]! - p * zz;
+        }
+      } else {
+        // A complex conjugate pair.
+        wr[nn - 1] = x + p;
+        wr[nn] = x + p;
+        wi[nn - 1] = zz;
+        wi[nn] = -zz;
+      }
+      nn -= 2;
+      iter = 0;
+    } else {
+      // No convergence yet: a double-shift step.
+      x = h[nn]![nn]!;
+      y = 0;
+      w = 0;
+      if (l < nn) {
+        y = h[nn - 1]![nn - 1]!;
+        w = h[nn]![nn - 1]! * h[nn - 1]![nn]!;
+      }
+      if (iter === 10) {
+        // Wilkinson's exceptional shift.
+        exshift += x;
+        for (let i = 0; i <= nn; i++) h[i]![i] = h[i]![i]! - x;
+        s = Math.abs(h[nn]![nn - 1]!) + Math.abs(h[nn - 1]![nn - 2]!);
+        x = y = 0.75 * s;
+        w = -0.4375 * s * s;
+      }
+      if (iter === 30) {
+        // MATLAB's ad hoc shift.
+        s = (y - x) / 2;
+        s = s * s + w;
+        if (s > 0) {
+          s = Math.sqrt(s);
+          if (y < x) s = -s;
+          s = x - w / ((y - x) / 2 + s);
+          for (let i = 0; i <= nn; i++) h[i]![i] = h[i]![i]! - s;
+          exshift += s;
+          x = y = w = 0.964;
+        }
+      }
+      iter++;
+      if (iter > 60 * Math.max(n, 1)) throw new LinalgError("eigendecomposition failed: QR iteration did not converge");
+      // Look for two consecutive small subdiagonal elements.
+      let m = nn - 2;
+      while (m >= l) {
+        zz = h[m]![m]!;
+        r = x - zz;
+        s = y - zz;
+        p = (r * s - w) / h[m + 1]![m]! + h[m]![m + 1]!;
+        q = h[m + 1]![m + 1]! - zz - r - s;
+        r = h[m + 2]![m + 1]!;
+        s = Math.abs(p) + Math.abs(q) + Math.abs(r);
+        p /= s;
+        q /= s;
+        r /= s;
+        if (m === l) break;
+        if (Math.abs(h[m]![m - 1]!) * (Math.abs(q) + Math.abs(r)) <
+          EPS * (Math.abs(p) * (Math.abs(h[m - 1]![m - 1]!) + Math.abs(zz) + Math.abs(h[m + 1]![m + 1]!)))) break;
+        m--;
+      }
+      for (let i = m + 2; i <= nn; i++) {
+        h[i]![i - 2] = 0;
+        if (i > m + 2) h[i]![i - 3] = 0;
+      }
+      // Double QR step on rows l..nn, columns m..nn.
+      for (let k = m; k <= nn - 1; k++) {
+        const notlast = k !== nn - 1;
+        if (k !== m) {
+          p = h[k]![k - 1]!;
+          q = h[k + 1]![k - 1]!;
+          r = notlast ? h[k + 2]![k - 1]! : 0;
+          x = Math.abs(p) + Math.abs(q) + Math.abs(r);
+          if (x === 0) continue;
+          p /= x;
+          q /= x;
+          r /= x;
+        }
+        s = Math.sqrt(p * p + q * q + r * r);
+        if (p < 0) s = -s;
+        if (s !== 0) {
+          if (k !== m) h[k]![k - 1] = -s * x;
+          else if (l !== m) h[k]![k - 1] = -h[k]![k - 1]!;
+          p += s;
+          x = p / s;
+          y = q / s;
+          zz = r / s;
+          q /= p;
+          r /= p;
+          for (let j = k; j < n; j++) {
+            p = h[k]![j]! + q * h[k + 1]![j]!;
+            if (notlast) {
+              p += r * h[k + 2]![j]!;
+              h[k + 2]![j] = h[k + 2]![j]! - p * zz;
+            }
+            h[k]![j] = h[k]![j]! - p * x;
+            h[k + 1]![j] = h[k + 1]![j]! - p * y;
+          }
+          for (let i = 0; i <= Math.min(nn, k + 3); i++) {
+            p = x * h[i]![k]! + y * h[i]![k + 1]!;
+            if (notlast) {
+              p += zz * h[i]![k + 2]!;
+              h[i]![k + 2] = h[i]![k + 2]! - p * r;
+            }
+            h[i]![k] = h[i]![k]! - p;
+            h[i]![k + 1] = h[i]![k + 1]! - p * q;
+          }
+          for (let i = 0; i < n; i++) {
+            p = x * z[i]![k]! + y * z[i]![k + 1]!;
+            if (notlast) {
+              p += zz * z[i]![k + 2]!;
+              z[i]![k + 2] = z[i]![k + 2]! - p * r;
+            }
+            z[i]![k] = z[i]![k]! - p;
+            z[i]![k + 1] = z[i]![k + 1]! - p * q;
+          }
+        }
+      }
+    }
+  }
+}
+
+/** Back substitution for the eigenvectors of the real Schur form h, then z ← z·(those). */
+function schurVectors(h: number[][], z: number[][], n: number, wr: Float64Array, wi: Float64Array): void {
+  let norm = 0;
+  for (let i = 0; i < n; i++) for (let j = Math.max(i - 1, 0); j < n; j++) norm += Math.abs(h[i]![j]!);
+  if (norm === 0) return;
+  let p: number, q: number, r = 0, s = 0, t: number, w: number, x: number, y: number, zz = 0;
+  for (let nn = n - 1; nn >= 0; nn--) {
+    p = wr[nn]!;
+    q = wi[nn]!;
+    if (q === 0) {
+      // Real vector.
+      let l = nn;
+      h[nn]![nn] = 1;
+      for (let i = nn - 1; i >= 0; i--) {
+        w = h[i]![i]! - p;
+        r = 0;
+        for (let j = l; j <= nn; j++) r += h[i]![j]! * h[j]![nn]!;
+        if (wi[i]! < 0) {
+          zz = w;
+          s = r;
+        } else {
+          l = i;
+          if (wi[i] === 0) {
+            h[i]![nn] = w !== 0 ? -r / w : -r / (EPS * norm);
+          } else {
+            x = h[i]![i + 1]!;
+            y = h[i + 1]![i]!;
+            q = (wr[i]! - p) * (wr[i]! - p) + wi[i]! * wi[i]!;
+            t = (x * s - zz * r) / q;
+            h[i]![nn] = t;
+            h[i + 1]![nn] = Math.abs(x) > Math.abs(zz) ? (-r - w * t) / x : (-s - y * t) / zz;
+          }
+          // Overflow control.
+          t = Math.abs(h[i]![nn]!);
+          if (EPS * t * t > 1) for (let j = i; j <= nn; j++) h[j]![nn] = h[j]![nn]! / t;
+        }
+      }
+    } else if (q < 0) {
+      // Complex vector for the pair (nn−1, nn), stored as (re, im) in columns nn−1, nn.
+      let l = nn - 1;
+      if (Math.abs(h[nn]![nn - 1]!) > Math.abs(h[nn - 1]![nn]!)) {
+        h[nn - 1]![nn - 1] = q / h[nn]![nn - 1]!;
+        h[nn - 1]![nn] = -(h[nn]![nn]! - p) / h[nn]![nn - 1]!;
+      } else {
+        const [cr, ci] = cdiv(0, -h[nn - 1]![nn]!, h[nn - 1]![nn - 1]! - p, q);
+        h[nn - 1]![nn - 1] = cr;
+        h[nn - 1]![nn] = ci;
+      }
+      h[nn]![nn - 1] = 0;
+      h[nn]![nn] = 1;
+      for (let i = nn - 2; i >= 0; i--) {
+        let ra = 0, sa = 0;
+        for (let j = l; j <= nn; j++) {
+          ra += h[i]![j]! * h[j]![nn - 1]!;
+          sa += h[i]![j]! * h[j]![nn]!;
+        }
+        w = h[i]![i]! - p;
+        if (wi[i]! < 0) {
+          zz = w;
+          r = ra;
+          s = sa;
+        } else {
+          l = i;
+          if (wi[i] === 0) {
+            const [cr, ci] = cdiv(-ra, -sa, w, q);
+            h[i]![nn - 1] = cr;
+            h[i]![nn] = ci;
+          } else {
+            x = h[i]![i + 1]!;
+            y = h[i + 1]![i]!;
+            let vr = (wr[i]! - p) * (wr[i]! - p) + wi[i]! * wi[i]! - q * q;
+            const vi = (wr[i]! - p) * 2 * q;
+            if (vr === 0 && vi === 0) vr = EPS * norm * (Math.abs(w) + Math.abs(q) + Math.abs(x) + Math.abs(y) + Math.abs(zz));
+            const [cr, ci] = cdiv(x * r - zz * ra + q * sa, x * s - zz * sa - q * ra, vr, vi);
+            h[i]![nn - 1] = cr;
+            h[i]![nn] = ci;
+            if (Math.abs(x) > Math.abs(zz) + Math.abs(q)) {
+              h[i + 1]![nn - 1] = (-ra - w * h[i]![nn - 1]! + q * h[i]![nn]!) / x;
+              h[i + 1]![nn] = (-sa - w * h[i]![nn]! - q * h[i]![nn - 1]!) / x;
+            } else {
+              const [dr, di] = cdiv(-r - y * h[i]![nn - 1]!, -s - y * h[i]![nn]!, zz, q);
+              h[i + 1]![nn - 1] = dr;
+              h[i + 1]![nn] = di;
+            }
+          }
+          t = Math.max(Math.abs(h[i]![nn - 1]!), Math.abs(h[i]![nn]!));
+          if (EPS * t * t > 1) {
+            for (let j = i; j <= nn; j++) {
+              h[j]![nn - 1] = h[j]![nn - 1]! / t;
+              h[j]![nn] = h[j]![nn]! / t;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Back transformation: z ← z·(upper triangular eigenvector matrix of T).
+  for (let j = n - 1; j >= 0; j--) {
+    for (let i = 0; i < n; i++) {
+      let acc = 0;
+      for (let k = 0; k <= j; k++) acc += z[i]![k]! * h[k]![j]!;
+      z[i]![j] = acc;
+    }
+  }
+  // For a complex pair at (j, j+1) with wi[j] > 0, the vector is z[:, j] + i·z[:, j+1]; the
+  // substitution above stored it at (nn−1, nn) with wi[nn] < 0, i.e. re in column j and im
+  // in column j+1 for wi[j] > 0 — the layout eigGeneral reads.
+}
+
+function cdiv(xr: number, xi: number, yr: number, yi: number): [number, number] {
+  if (Math.abs(yr) > Math.abs(yi)) {
+    const r = yi / yr, d = yr + r * yi;
+    return [(xr + r * xi) / d, (xi - r * xr) / d];
+  }
+  const r = yr / yi, d = yi + r * yr;
+  return [(r * xr + xi) / d, (r * xi - xr) / d];
+}
