@@ -58,6 +58,7 @@ export * from "./core/ops/windows.ts";
 export * from "./core/ops/constants.ts";
 export { depends } from "./core/ops/depends.ts";
 export * as random from "./random/index.ts";
+export * as linalg from "./core/ops/linalg.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
 export * as fast from "./fast/index.ts";
