@@ -150,6 +150,30 @@ attach<Record<string, never>>(QRF, {
     const Ybar = mm(Q!, Vbar);
     return [concatenate([Xbar, Ybar], -1)];
   },
+  // m ≥ n: C = Qᵀ·dA·R⁻¹ = Qᵀ·dQ + dR·R⁻¹ with Qᵀ·dQ antisymmetric (Ω, from C's strict lower
+  // part) and dR·R⁻¹ upper: dR = (C − Ω)·R, dQ = dA·R⁻¹ − Q·(C − Ω). Wide: the square part
+  // X = Q·U as above, then Y = Q·V gives dV = Qᵀ·(dY − dQ·V).
+  jvp([a], [t], _n, [Q, R]) {
+    const m = a!.shape[a!.ndim - 2]!, n = a!.shape[a!.ndim - 1]!;
+    const tall = (q: MgArray, r: MgArray, da: MgArray): [MgArray, MgArray] => {
+      const Ri = triInvOf(r, true);
+      const daRi = mm(da, Ri);
+      const C = mm(T(q), daRi);
+      const lower = tril(C, -1);
+      const CmO = subtract(C, subtract(lower, T(lower)));
+      return [subtract(daRi, mm(q, CmO)), mm(CmO, r)];
+    };
+    if (m >= n) return tall(Q!, R!, t!);
+    const lead = R!.shape.slice(0, -2);
+    const z = lead.map(() => 0);
+    const U = sliceStatic(R!, [...z, 0, 0], [...lead, m, m]);
+    const Vr = sliceStatic(R!, [...z, 0, m], [...lead, m, n]);
+    const dX = sliceStatic(t!, [...z, 0, 0], [...lead, m, m]);
+    const dY = sliceStatic(t!, [...z, 0, m], [...lead, m, n]);
+    const [dQ, dU] = tall(Q!, U, dX);
+    const dV = mm(T(Q!), subtract(dY, mm(dQ, Vr)));
+    return [dQ, concatenate([dU, dV], -1)];
+  },
   vmap: (inputs, axes) => vmapLeading(inputs, axes, ([x]) => makeNode(QRF, [x!], {}, stream(x!))),
 });
 
@@ -181,6 +205,31 @@ attach<SvdParams>(SVD, {
     if (m > k) ga = add(ga, mm(subtract(eye(m, m, 0, a!.dtype), mm(U, T(U))), Ubar, Sinv, T(V)));
     if (n > k) ga = add(ga, mm(U, Sinv, T(Vbar), subtract(eye(n, n, 0, a!.dtype), mm(V, T(V)))));
     return [ga];
+  },
+  // dP = Uᵀ·dA·V: dS = diag(dP), dU = U·(F∘(dP·S + S·dPᵀ)) + (I − UUᵀ)·dA·V·S⁻¹,
+  // dV = V·(F∘(S·dP + dPᵀ·S)) + (I − VVᵀ)·dAᵀ·U·S⁻¹; the completing columns get zero tangents.
+  jvp([a], [t], _n, outputs, p) {
+    const m = a!.shape[a!.ndim - 2]!, n = a!.shape[a!.ndim - 1]!;
+    const k = Math.min(m, n);
+    const full = p.computeUv ? (outputs as MgArray[]) : makeNode(SVD, [a!], { computeUv: true }, stream(a!));
+    const [Uf, S, Vtf] = full as [MgArray, MgArray, MgArray];
+    const lead = a!.shape.slice(0, -2);
+    const z = lead.map(() => 0);
+    const U = sliceStatic(Uf, [...z, 0, 0], [...lead, m, k]);
+    const V = T(sliceStatic(Vtf, [...z, 0, 0], [...lead, k, n]));
+    const dP = mm(T(U), t!, V);
+    const dS = diagonal(dP, 0, -2, -1);
+    if (!p.computeUv) return [dS];
+    const F = gapMatrix(multiply(S, S));
+    const Smat = diagEmbed(S);
+    const Sinv = diagEmbed(divide(1, S));
+    let dU = mm(U, multiply(F, add(mm(dP, Smat), mm(Smat, T(dP)))));
+    let dV = mm(V, multiply(F, add(mm(Smat, dP), mm(T(dP), Smat))));
+    if (m > k) dU = add(dU, mm(subtract(eye(m, m, 0, a!.dtype), mm(U, T(U))), t!, V, Sinv));
+    if (n > k) dV = add(dV, mm(subtract(eye(n, n, 0, a!.dtype), mm(V, T(V))), T(t!), U, Sinv));
+    const dUf = m > k ? concatenate([dU, zeros([...lead, m, m - k], a!.dtype)], -1) : dU;
+    const dVt = n > k ? concatenate([T(dV), zeros([...lead, n - k, n], a!.dtype)], -2) : T(dV);
+    return [dUf, dS, dVt];
   },
   vmap: (inputs, axes, p) => vmapLeading(inputs, axes, ([x]) => makeNode(SVD, [x!], p, stream(x!))),
 });
