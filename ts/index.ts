@@ -59,6 +59,7 @@ export * from "./core/ops/constants.ts";
 export { depends } from "./core/ops/depends.ts";
 export * as random from "./random/index.ts";
 export * as linalg from "./core/ops/linalg.ts";
+export * as fft from "./core/ops/fft.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
 export * as fast from "./fast/index.ts";

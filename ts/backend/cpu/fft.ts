@@ -490,3 +490,103 @@ function halfTwiddles(n: number): { re: Float64Array; im: Float64Array } {
   }
   return t;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The FFT primitive's CPU kernel
+
+export interface FftParams {
+  /** Axes transformed (normalized, distinct). For real transforms the last one is the real axis. */
+  axes: number[];
+  inverse: boolean;
+  real: boolean;
+  /** irfft: the output length of the last axis (its input holds n/2 + 1 bins). */
+  n: number;
+}
+
+function rowMajor(shape: readonly number[]): number[] {
+  const s = new Array<number>(shape.length);
+  let acc = 1;
+  for (let i = shape.length - 1; i >= 0; i--) (s[i] = acc), (acc *= shape[i]!);
+  return s;
+}
+
+/** Element offsets of the first element of every line along `axis` of a row-major `shape`. */
+function lineStarts(shape: readonly number[], axis: number): Int32Array {
+  const strides = rowMajor(shape);
+  const total = shape.reduce((a, b) => a * b, 1);
+  const len = shape[axis]!;
+  const count = len === 0 ? 0 : total / len;
+  const starts = new Int32Array(count);
+  const other = shape.map((d, i) => (i === axis ? 1 : d));
+  const idx = new Array<number>(shape.length).fill(0);
+  for (let l = 0; l < count; l++) {
+    let off = 0;
+    for (let d = 0; d < shape.length; d++) off += idx[d]! * strides[d]!;
+    starts[l] = off;
+    for (let d = shape.length - 1; d >= 0; d--) {
+      if (++idx[d]! < other[d]!) break;
+      idx[d] = 0;
+    }
+  }
+  return starts;
+}
+
+/** Complex transforms along `axes` of interleaved row-major data, in place. */
+function c2cAxes(data: Float64Array, shape: readonly number[], axes: readonly number[], sign: 1 | -1): void {
+  const strides = rowMajor(shape);
+  for (const ax of axes) {
+    const n = shape[ax]!;
+    if (n <= 1) continue;
+    const starts = lineStarts(shape, ax);
+    fftLines(data, data, n, starts.length, (i) => starts[i]!, strides[ax]!, sign, sign > 0 ? 1 / n : 1);
+  }
+}
+
+/**
+ * MLX's FFT primitive: complex→complex over `axes`; real→complex (rfft on the last axis, then
+ * complex over the others); complex→real (complex over all but the last axis, then irfft on it).
+ * Inverses include the 1/n of each axis. `input` holds interleaved complex values (or plain real
+ * values for rfft); returns the output's values in the same encoding.
+ */
+export function fftValues(input: Float64Array, inShape: readonly number[], outShape: readonly number[], p: FftParams): Float64Array {
+  const last = p.axes[p.axes.length - 1]!;
+  const others = p.axes.slice(0, -1);
+  if (!p.real) {
+    const data = input.slice();
+    c2cAxes(data, inShape, p.axes, p.inverse ? 1 : -1);
+    return data;
+  }
+  if (!p.inverse) {
+    // rfft along the last axis into the (…, n/2 + 1, …) output, then complex over the others.
+    const n = inShape[last]!;
+    const h = outShape[last]!;
+    const out = new Float64Array(2 * outShape.reduce((a, b) => a * b, 1));
+    const inStarts = lineStarts(inShape, last), outStarts = lineStarts(outShape, last);
+    const inStride = rowMajor(inShape)[last]!, outStride = rowMajor(outShape)[last]!;
+    const line = new Float64Array(n), re = new Float64Array(h), im = new Float64Array(h);
+    for (let l = 0; l < inStarts.length; l++) {
+      for (let k = 0, o = inStarts[l]!; k < n; k++, o += inStride) line[k] = input[o]!;
+      if (n > 0) rfftLine(line, n, re, im);
+      for (let k = 0, o = outStarts[l]!; k < h; k++, o += outStride) (out[2 * o] = re[k]!), (out[2 * o + 1] = im[k]!);
+    }
+    c2cAxes(out, outShape, others, -1);
+    return out;
+  }
+  // irfft: complex inverse over the other axes, then Hermitian → real along the last.
+  const data = input.slice();
+  c2cAxes(data, inShape, others, 1);
+  const n = p.n;
+  const h = inShape[last]!;
+  const out = new Float64Array(outShape.reduce((a, b) => a * b, 1));
+  const inStarts = lineStarts(inShape, last), outStarts = lineStarts(outShape, last);
+  const inStride = rowMajor(inShape)[last]!, outStride = rowMajor(outShape)[last]!;
+  const re = new Float64Array(Math.max(h, (n >> 1) + 1)), im = new Float64Array(re.length), line = new Float64Array(n);
+  for (let l = 0; l < inStarts.length; l++) {
+    re.fill(0);
+    im.fill(0);
+    for (let k = 0, o = inStarts[l]!; k < Math.min(h, (n >> 1) + 1); k++, o += inStride) (re[k] = data[2 * o]!), (im[k] = data[2 * o + 1]!);
+    if (n > 0) irfftLine(re, im, n, line);
+    for (let k = 0, o = outStarts[l]!; k < n; k++, o += outStride) out[o] = line[k]! / n;
+  }
+  return out;
+}

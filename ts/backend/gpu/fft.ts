@@ -126,10 +126,11 @@ export function fftKernels(kind: FftKind, n: number): KernelInstance[] {
   return ks;
 }
 
-/** A binding of a buffer from a byte offset (an array's storage). */
+/** A binding of a buffer from a byte offset (an array's storage), optionally bounded. */
 export interface FftBinding {
   buffer: NativeBuffer;
-  offset: number;
+  offset?: number;
+  length?: number;
 }
 
 /** Where dispatches go: the GPU encoder in the backend, a raw batch in kernel tests. */
@@ -185,7 +186,7 @@ function lineBytes(j: FftJob): InlineBytes[] {
 export function encodeFft(d: FftDispatcher, j: FftJob): void {
   const n = j.n;
   const plan = gpuFftPlan(n, j.sign);
-  const inB = { index: 0, buffer: j.input.buffer, offset: j.input.offset, access: "read" as const };
+  const inB = { index: 0, buffer: j.input.buffer, offset: j.input.offset, length: j.input.length, access: "read" as const };
   if (plan.kind === "stockham" && n <= FFT_THREADGROUP_MAX) {
     const pipeline = kernelPipeline(LINE(j.kind));
     const threads = Math.min(pipeline.maxTotalThreadsPerThreadgroup, 256, Math.max(32, Math.ceil(n / Math.min(...plan.s.passes.map((p) => p.radix), n || 1) / 32) * 32));
@@ -193,7 +194,7 @@ export function encodeFft(d: FftDispatcher, j: FftJob): void {
       pipeline,
       buffers: [
         inB,
-        { index: 1, buffer: j.output.buffer, offset: j.output.offset, access: "write" },
+        { index: 1, buffer: j.output.buffer, offset: j.output.offset, length: j.output.length, access: "write" },
         { index: 2, buffer: plan.s.table, access: "read" },
       ],
       bytes: [paramsBytes(3, j, n), { index: 4, data: plan.s.planWords }, ...lineBytes(j)],
@@ -249,7 +250,7 @@ export function encodeFft(d: FftDispatcher, j: FftJob): void {
   }
   d.dispatch({
     pipeline: kernelPipeline(STORE(j.kind)),
-    buffers: [{ index: 0, buffer: result, access: "read" }, { index: 1, buffer: j.output.buffer, offset: j.output.offset, access: "write" }],
+    buffers: [{ index: 0, buffer: result, access: "read" }, { index: 1, buffer: j.output.buffer, offset: j.output.offset, length: j.output.length, access: "write" }],
     bytes: [paramsBytes(3, j, n), ...lineBytes(j)],
     grid: [j.nOut, lines, 1],
     threadgroup: [Math.min(256, j.nOut), 1, 1],
@@ -275,4 +276,95 @@ function runPasses(d: FftDispatcher, s: GpuStockham, a: NativeBuffer, b: NativeB
     [x, y] = [y, x];
   }
   return x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The FFT primitive's GPU rule
+
+interface FftNodeParams {
+  axes: number[];
+  inverse: boolean;
+  real: boolean;
+  n: number;
+}
+
+interface Step {
+  kind: FftKind;
+  axis: number;
+  n: number;
+  /** Shapes of the step's source and destination. */
+  src: number[];
+  dst: number[];
+}
+
+const rowMajorStrides = (shape: readonly number[]): number[] => {
+  const s = new Array<number>(shape.length);
+  let acc = 1;
+  for (let i = shape.length - 1; i >= 0; i--) (s[i] = acc), (acc *= shape[i]!);
+  return s;
+};
+
+/** The 1-D transforms of an FFT node, in order (MLX's: rfft first, irfft last). */
+function fftSteps(inShape: readonly number[], outShape: readonly number[], p: FftNodeParams): Step[] {
+  const last = p.axes[p.axes.length - 1]!;
+  const others = p.axes.slice(0, -1);
+  const steps: Step[] = [];
+  if (!p.real) {
+    for (const ax of p.axes) steps.push({ kind: "c2c", axis: ax, n: inShape[ax]!, src: [...inShape], dst: [...inShape] });
+  } else if (!p.inverse) {
+    steps.push({ kind: "r2c", axis: last, n: inShape[last]!, src: [...inShape], dst: [...outShape] });
+    for (const ax of others) steps.push({ kind: "c2c", axis: ax, n: outShape[ax]!, src: [...outShape], dst: [...outShape] });
+  } else {
+    for (const ax of others) steps.push({ kind: "c2c", axis: ax, n: inShape[ax]!, src: [...inShape], dst: [...inShape] });
+    steps.push({ kind: "c2r", axis: last, n: p.n, src: [...inShape], dst: [...outShape] });
+  }
+  return steps.filter((s) => s.src.every((d) => d > 0));
+}
+
+/** Kernel instances an FFT node needs. */
+export function fftNodeKernels(inShape: readonly number[], outShape: readonly number[], p: FftNodeParams): KernelInstance[] {
+  return fftSteps(inShape, outShape, p).flatMap((s) => fftKernels(s.kind, s.n));
+}
+
+/** A source or destination of a step: a binding plus how its elements are addressed. */
+export interface FftOperand {
+  binding: FftBinding;
+  base: number;
+  strides: readonly number[];
+}
+
+/**
+ * Encodes an FFT node: each 1-D step reads the previous one's result (the first reads `input`
+ * with its strides) and writes row-contiguous complex64 scratch, the last step the output.
+ */
+export function encodeFftNode(d: FftDispatcher, input: FftOperand, output: FftOperand, inShape: readonly number[], outShape: readonly number[], p: FftNodeParams): void {
+  const steps = fftSteps(inShape, outShape, p);
+  let src = input;
+  steps.forEach((s, i) => {
+    const lastStep = i === steps.length - 1;
+    const dst: FftOperand = lastStep
+      ? output
+      : { binding: { buffer: d.temporary(8 * s.dst.reduce((a, b) => a * b, 1)), offset: 0 }, base: 0, strides: rowMajorStrides(s.dst) };
+    const without = (xs: readonly number[]) => xs.filter((_, k) => k !== s.axis);
+    const lineShape = without(s.src);
+    encodeFft(d, {
+      kind: s.kind,
+      n: s.n,
+      nIn: s.src[s.axis]!,
+      nOut: s.dst[s.axis]!,
+      lines: lineShape.reduce((a, b) => a * b, 1),
+      lineShape,
+      inLineStrides: without(src.strides),
+      outLineStrides: without(dst.strides),
+      inBase: src.base,
+      outBase: dst.base,
+      inStride: src.strides[s.axis]!,
+      outStride: dst.strides[s.axis]!,
+      sign: p.inverse ? 1 : -1,
+      scale: p.inverse ? 1 / s.n : 1,
+      input: src.binding,
+      output: dst.binding,
+    });
+    src = dst;
+  });
 }
