@@ -53,6 +53,7 @@ export * from "./core/ops/movement.ts";
 export * from "./core/ops/sort.ts";
 export * from "./core/ops/softmax.ts";
 export * from "./core/ops/linalg-core.ts";
+export * from "./core/ops/quantized.ts";
 export * from "./core/ops/einsum.ts";
 export * from "./core/ops/windows.ts";
 export * from "./core/ops/constants.ts";

@@ -348,9 +348,11 @@ template <typename T, int MODE>
     device uint* wq [[buffer(1)]],
     device uchar* scales [[buffer(2)]],
     constant const uint& groups [[buffer(3)]],
-    constant const float& global_encode [[buffer(4)]],  // nvfp4: 448·6 / global_scale, else 1
+    device const float* global_scale [[buffer(4)]],  // nvfp4's global scale (read when has_global)
+    constant const uint& has_global [[buffer(5)]],
     uint g [[thread_position_in_grid]]) {
   if (g >= groups) return;
+  const float global_encode = has_global ? (448.0f * 6.0f) / global_scale[0] : 1.0f;
   constexpr int GS = MODE == MODE_NVFP4 ? 16 : 32;
   constexpr int BITS = MODE == MODE_MXFP8 ? 8 : 4;
   const float maxval = BITS == 4 ? 6.0f : 448.0f;
@@ -416,7 +418,8 @@ template <typename U, int MODE>
     device const uchar* scales [[buffer(1)]],
     device U* out [[buffer(2)]],
     constant const uint& size [[buffer(3)]],
-    constant const float& global_decode [[buffer(4)]],  // nvfp4: global_scale / (448·6) or 0 (none)
+    device const float* global_scale [[buffer(4)]],  // nvfp4's global scale (read when has_global)
+    constant const uint& has_global [[buffer(5)]],
     uint i [[thread_position_in_grid]]) {
   if (i >= size) return;
   constexpr int GS = MODE == MODE_NVFP4 ? 16 : 32;
@@ -426,8 +429,8 @@ template <typename U, int MODE>
   const float v = fp_code_value<MODE>(code);
   if (MODE == MODE_NVFP4) {
     float s = float(U(fp8_e4m3_value(sb)));
-    if (global_decode != 0.0f) {
-      s = s * global_decode;
+    if (has_global) {
+      s = s * (global_scale[0] / (448.0f * 6.0f));
       out[i] = U(v * s);
     } else {
       out[i] = U(float(U(v)) * s);

@@ -34,11 +34,11 @@ function upload(data: ArrayBufferView): NativeBuffer {
 const u32 = (v: number) => Uint32Array.of(v);
 const f32 = (v: number) => Float32Array.of(v);
 
-function run(k: KernelInstance, buffers: NativeBuffer[], bytes: { index: number; data: ArrayBufferView }[], grid: [number, number, number], tg: [number, number, number], mode: "threads" | "threadgroups" = "threads"): void {
+function run(k: KernelInstance, buffers: (NativeBuffer | null)[], bytes: { index: number; data: ArrayBufferView }[], grid: [number, number, number], tg: [number, number, number], mode: "threads" | "threadgroups" = "threads"): void {
   rt.newBatch()
     .dispatch({
       pipeline: kernelPipeline(k),
-      buffers: buffers.map((buffer, index) => ({ index, buffer, access: "readwrite" as const })),
+      buffers: buffers.flatMap((buffer, index) => (buffer ? [{ index, buffer, access: "readwrite" as const }] : [])),
       bytes,
       grid,
       threadgroup: tg,
@@ -106,22 +106,21 @@ describe("quantize / dequantize kernels equal the CPU reference bit for bit", ()
           const w = genValues(kind, t, rows, cols, gs, ++seed).map(ROUND[t]);
           const ref = fpQuantize(w, mode as "mxfp4", gs, bits, ROUND[t], global);
           const groups = (rows * cols) / gs;
-          const encodeScale = global === undefined ? 1 : Math.fround(Math.fround(448 * 6) / global);
+          const gb = upload(f32(global ?? 0));
           const wb = upload(encode(w, t)), qb = rt.newBuffer(ref.wq.byteLength), sb = rt.newBuffer(groups);
-          run(fq(t, mode), [wb, qb, sb], [{ index: 3, data: u32(groups) }, { index: 4, data: f32(encodeScale) }], [groups, 1, 1], [64, 1, 1]);
+          run(fq(t, mode), [wb, qb, sb, null, gb], [{ index: 3, data: u32(groups) }, { index: 5, data: u32(global === undefined ? 0 : 1) }], [groups, 1, 1], [64, 1, 1]);
           const label = `${t} ${mode} ${kind} global=${global}`;
           expect({ label, wq: Array.from(qb.as(Uint32Array).subarray(0, ref.wq.length)) }).toEqual({ label, wq: Array.from(ref.wq) });
           expect({ label, s: Array.from(sb.as(Uint8Array).subarray(0, groups)) }).toEqual({ label, s: Array.from(ref.scales) });
           // dequantize into the input's dtype (float32 when a global scale promotes)
           const ut: FloatDtypeName = global === undefined ? t : "float32";
           const ob = rt.newBuffer(rows * cols * 4);
-          const decodeScale = global === undefined ? 0 : Math.fround(global / 2688);
-          run(fdq(ut, mode), [qb, sb, ob], [{ index: 3, data: u32(rows * cols) }, { index: 4, data: f32(decodeScale) }], [rows * cols, 1, 1], [256, 1, 1]);
+          run(fdq(ut, mode), [qb, sb, ob, null, gb], [{ index: 3, data: u32(rows * cols) }, { index: 5, data: u32(global === undefined ? 0 : 1) }], [rows * cols, 1, 1], [256, 1, 1]);
           const want = fpDequantize(ref.wq, ref.scales, mode as "mxfp4", gs, bits, ROUND[t], global);
           const got = decode(ob, ut, rows * cols);
           const bad = Array.from(got).findIndex((v, i) => !(Object.is(v, want[i]) || (Number.isNaN(v) && Number.isNaN(want[i]!))));
           expect({ label, bad, got: got[bad], want: want[bad] }).toEqual({ label, bad: -1, got: undefined, want: undefined });
-          for (const b of [wb, qb, sb, ob]) b.release();
+          for (const b of [wb, qb, sb, ob, gb]) b.release();
         }
       }
     }

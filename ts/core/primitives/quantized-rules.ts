@@ -1,0 +1,55 @@
+// Derivative rules of QuantizedMatmul (./quantized.ts), as MLX's: the product is linear in x, so
+// x̄ = ȳ·W (the same quantized weights, the other orientation) and the jvp is the product of the
+// tangent; affine scales and biases get the per-group sums of the dense weight gradient.
+// The packed weights are integers and carry no gradient: the trace records that.
+import type { MgArray } from "../array.ts";
+import { resolveStream } from "../device.ts";
+import { makeNode } from "../graph.ts";
+import { record, tracing } from "../trace.ts";
+import { contiguous } from "../ops/movement.ts";
+import { matmul } from "../ops/linalg-core.ts";
+import { onesLike, zerosLike } from "../ops/creation.ts";
+import { multiply } from "../ops/elementwise.ts";
+import { sum } from "../ops/reduce.ts";
+import { flatten, reshape, swapaxes } from "../ops/shape.ts";
+import { Dequantize, QuantizedMatmul, type QuantizedMatmulParams } from "./quantized.ts";
+
+function qmm(x: MgArray, inputs: readonly MgArray[], p: QuantizedMatmulParams, transpose: boolean): MgArray {
+  return makeNode(QuantizedMatmul, [contiguous(x), ...inputs.slice(1)], { ...p, transpose }, resolveStream())[0]!;
+}
+
+Object.assign(QuantizedMatmul, {
+  vjp(primals: readonly MgArray[], [g]: readonly MgArray[], argnums: readonly number[], _o: readonly MgArray[], p: QuantizedMatmulParams): MgArray[] {
+    if (tracing()) {
+      record({
+        device: resolveStream().device.type, kernel: "vjp:QuantizedMatmul", primitives: ["QuantizedMatmul"],
+        inputDtypes: primals.map((a) => a.dtype.name), outputDtypes: [], layout: "-", precision: "-",
+        notes: ["the packed weights (uint32) carry no gradient: only x" + (p.mode === "affine" ? ", the scales and the biases are" : " is") + " differentiated"],
+      });
+    }
+    let dense: MgArray | null = null;
+    const denseGrad = (): MgArray => {
+      // dW (as the weights' dense layout) = ȳᵀ·x (transpose) or xᵀ·ȳ, over every leading axis,
+      // then grouped along the packed axis.
+      const w = primals[1]!;
+      const fc = flatten(g!, 0, -w.ndim), fx = flatten(primals[0]!, 0, -w.ndim);
+      const dw = p.transpose ? matmul(swapaxes(fc, -1, -2), fx) : matmul(swapaxes(fx, -1, -2), fc);
+      return reshape(dw, [...dw.shape.slice(0, -1), dw.shape[dw.ndim - 1]! / p.groupSize, p.groupSize]);
+    };
+    return argnums.map((i) => {
+      if (i === 0) return qmm(g!, primals, p, !p.transpose);
+      if (i === 1) throw new Error("[quantized_matmul] The quantized weights carry no gradient.");
+      dense ??= denseGrad();
+      if (i === 3) return sum(dense, -1);
+      // scales: Σ_group dW·q with q the codes (dequantized with scale 1, bias 0)
+      const s = primals[2]!;
+      const codes = makeNode(Dequantize, [contiguous(primals[1]!), contiguous(onesLike(s)), contiguous(zerosLike(s))], { mode: p.mode, groupSize: p.groupSize, bits: p.bits, dtype: s.dtype }, resolveStream())[0]!;
+      const q = reshape(codes, [...codes.shape.slice(0, -1), codes.shape[codes.ndim - 1]! / p.groupSize, p.groupSize]);
+      return sum(multiply(dense, q), -1);
+    });
+  },
+  jvp(primals: readonly MgArray[], tangents: readonly MgArray[], argnums: readonly number[], _o: readonly MgArray[], p: QuantizedMatmulParams): MgArray[] {
+    if (argnums.length !== 1 || argnums[0] !== 0) throw new Error("[quantized_matmul] The jvp is implemented with respect to x only.");
+    return [qmm(tangents[0]!, primals, p, p.transpose)];
+  },
+});
