@@ -9,7 +9,8 @@ import { record, tracing } from "../trace.ts";
 import { contiguous } from "../ops/movement.ts";
 import { matmul } from "../ops/linalg-core.ts";
 import { onesLike, zerosLike } from "../ops/creation.ts";
-import { multiply } from "../ops/elementwise.ts";
+import { add, multiply } from "../ops/elementwise.ts";
+import { repeat } from "../ops/movement.ts";
 import { sum } from "../ops/reduce.ts";
 import { flatten, reshape, swapaxes } from "../ops/shape.ts";
 import { Dequantize, QuantizedMatmul, type QuantizedMatmulParams } from "./quantized.ts";
@@ -48,8 +49,28 @@ Object.assign(QuantizedMatmul, {
       return sum(multiply(dense, q), -1);
     });
   },
+  // dy = dx·Wᵀ + x·dWᵀ with dW = codes·ds + db per group (affine scales and biases).
   jvp(primals: readonly MgArray[], tangents: readonly MgArray[], argnums: readonly number[], _o: readonly MgArray[], p: QuantizedMatmulParams): MgArray[] {
-    if (argnums.length !== 1 || argnums[0] !== 0) throw new Error("[quantized_matmul] The jvp is implemented with respect to x only.");
-    return [qmm(tangents[0]!, primals, p, p.transpose)];
+    const parts: MgArray[] = [];
+    let dW: MgArray | null = null;
+    argnums.forEach((i, k) => {
+      const t = tangents[k]!;
+      if (i === 0) parts.push(qmm(t, primals, p, p.transpose));
+      else if (i === 1) throw new Error("[quantized_matmul] The quantized weights carry no derivative.");
+      else {
+        const perGroup = (v: MgArray) => repeat(v, p.groupSize, -1);
+        let term: MgArray;
+        if (i === 2) {
+          const s = primals[2]!;
+          const codes = makeNode(Dequantize, [contiguous(primals[1]!), contiguous(onesLike(s)), contiguous(zerosLike(s))], { mode: p.mode, groupSize: p.groupSize, bits: p.bits, dtype: s.dtype }, resolveStream())[0]!;
+          term = multiply(codes, perGroup(t));
+        } else {
+          term = perGroup(t);
+        }
+        dW = dW ? add(dW, term) : term;
+      }
+    });
+    if (dW) parts.push(matmul(primals[0]!, p.transpose ? swapaxes(dW, -1, -2) : dW));
+    return [parts.reduce((a, b) => add(a, b))];
   },
 });

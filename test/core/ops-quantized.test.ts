@@ -1,0 +1,112 @@
+// Quantization ops beyond the parity cases: the GPU quantizes bit for bit like the CPU (itself
+// MLX's, test/backend/cpu/quantize.test.ts), products on both devices against a float64
+// product of the dequantised weights at decode and prefill shapes, derivatives by gradcheck on
+// both devices, the trace's kernels and notes, errors.
+import { describe, expect, test } from "bun:test";
+import * as mg from "../../ts/index.ts";
+import type { MgArray } from "../../ts/core/array.ts";
+import { Xorshift32 } from "../fixtures/quantize/inputs.ts";
+
+function rnd(shape: number[], seed: number, dtype = mg.float32): MgArray {
+  const r = new Xorshift32(seed);
+  const n = shape.reduce((a, b) => a * b, 1);
+  return mg.astype(mg.array(Float32Array.from({ length: n }, () => r.next() / 2 ** 31 - 1), mg.float32, { shape }), dtype);
+}
+
+const MODES: [string, number | null, number | null][] = [
+  ["affine", 64, 4], ["affine", 32, 3], ["affine", 128, 8], ["affine", 64, 5], ["affine", 32, 2], ["affine", 64, 6],
+  ["mxfp4", null, null], ["mxfp8", null, null], ["nvfp4", null, null],
+];
+
+describe("quantize on the GPU equals the CPU bit for bit", () => {
+  for (const dtype of [mg.float32, mg.float16, mg.bfloat16]) {
+    test(dtype.name, () => {
+      const w = rnd([6, 256], 3, dtype);
+      for (const [mode, gs, bits] of MODES) {
+        const c = mg.quantize(w, gs, bits, mode, { stream: mg.cpu });
+        const g = mg.quantize(w, gs, bits, mode, { stream: mg.gpu });
+        c.forEach((a, i) => expect({ mode, i, v: g[i]!.tolist() }).toEqual({ mode, i, v: a.tolist() }));
+      }
+    });
+  }
+});
+
+describe("quantized products on both devices", () => {
+  // Decode (1 and 5 rows) and prefill (33 rows) against float64 products of the dequantised
+  // weights; the GPU accumulates in float32.
+  for (const device of [mg.cpu, mg.gpu]) {
+    test(`decode and prefill, ${device.type}`, () => {
+      const s = { stream: device };
+      for (const [mode, gs, bits] of MODES) {
+        for (const transpose of [true, false]) {
+          const N = 128, K = 256;
+          const w = rnd(transpose ? [N, K] : [K, N], 7);
+          const q = mg.quantize(w, gs, bits, mode, { stream: mg.cpu });
+          const args = mode === "affine" ? q : [q[0]!, q[1]!, null];
+          const deq = mg.astype(mg.dequantize(args[0]!, args[1]!, args[2], gs, bits, mode, { dtype: mg.float32, stream: mg.cpu }), mg.float64, { stream: mg.cpu });
+          for (const M of [1, 5, 33]) {
+            const x = rnd([M, K], 11 + M);
+            const y = mg.quantizedMatmul(x, args[0]!, args[1]!, args[2], transpose, gs, bits, mode, s);
+            const ref = mg.matmul(mg.astype(x, mg.float64, { stream: mg.cpu }), transpose ? mg.transpose(deq) : deq, { stream: mg.cpu });
+            const err = mg.max(mg.abs(mg.subtract(mg.astype(y, mg.float64, { stream: mg.cpu }), ref, { stream: mg.cpu }), { stream: mg.cpu }), null, false, { stream: mg.cpu }).item() as number;
+            expect({ mode, bits, transpose, M, ok: err < 1e-4 }).toEqual({ mode, bits, transpose, M, ok: true });
+          }
+        }
+      }
+    }, 300_000);
+  }
+
+  test("the trace names qmv for decode and qmm for prefill, reading packed weights", () => {
+    const [wq, sc, b] = mg.quantize(rnd([64, 128], 5), { stream: mg.cpu });
+    const dec = mg.trace(() => mg.quantizedMatmul(rnd([2, 128], 6), wq!, sc!, b, { stream: mg.gpu }));
+    expect(dec.some((r) => r.kernel.startsWith("mg_qmv_") && r.notes.some((n) => n.includes("packed weights")))).toBe(true);
+    const pre = mg.trace(() => mg.quantizedMatmul(rnd([40, 128], 6), wq!, sc!, b, { stream: mg.gpu }));
+    expect(pre.some((r) => r.kernel.startsWith("mg_qmm_"))).toBe(true);
+  });
+});
+
+describe("quantizedMatmul derivatives", () => {
+  for (const device of [mg.cpu, mg.gpu]) {
+    test(`gradcheck w.r.t. x (both transposes, affine and mxfp4), ${device.type}`, () => {
+      const [wq, sc, b] = mg.quantize(rnd([16, 64], 21), { stream: mg.cpu });
+      const [fq, fs] = mg.quantize(rnd([16, 64], 22), null, null, "mxfp4", { stream: mg.cpu });
+      const checks: [(x: MgArray) => MgArray, MgArray][] = [
+        [(x) => mg.quantizedMatmul(x, wq!, sc!, b), rnd([3, 64], 23)],
+        [(x) => mg.quantizedMatmul(x, wq!, sc!, b, false), rnd([2, 16], 24)],
+        [(x) => mg.quantizedMatmul(x, fq!, fs!, null, true, null, null, "mxfp4"), rnd([2, 64], 25)],
+      ];
+      for (const [fn, x] of checks) {
+        // Linear in x: large steps keep the float32 rounding of the finite differences small.
+        const report = mg.testing.gradcheck(fn, [x], { stream: device, eps: 1e-2, atol: 2e-3, rtol: 2e-3, raiseException: false });
+        expect({ ok: report.ok, message: report.message }).toEqual({ ok: true, message: report.message });
+      }
+    }, 300_000);
+
+    test(`gradcheck w.r.t. affine scales and biases, ${device.type}`, () => {
+      const [wq, sc, b] = mg.quantize(rnd([8, 64], 26), { stream: mg.cpu });
+      const x = rnd([3, 64], 27);
+      const report = mg.testing.gradcheck((s: MgArray, bb: MgArray) => mg.quantizedMatmul(x, wq!, s, bb), [sc!, b!], {
+        stream: device, eps: 1e-2, atol: 2e-3, rtol: 2e-3, raiseException: false,
+      });
+      expect({ ok: report.ok, message: report.message }).toEqual({ ok: true, message: report.message });
+    }, 300_000);
+  }
+
+  test("the trace says the packed weights carry no gradient", () => {
+    const [wq, sc, b] = mg.quantize(rnd([8, 64], 28), { stream: mg.cpu });
+    const records = mg.trace(() => mg.grad((x: MgArray) => mg.sum(mg.quantizedMatmul(x, wq!, sc!, b)))(rnd([2, 64], 29)));
+    expect(records.some((r) => r.kernel === "vjp:QuantizedMatmul" && r.notes.some((n) => n.includes("carry no gradient")))).toBe(true);
+  });
+});
+
+describe("quantization errors", () => {
+  test("tagged, and options by name", () => {
+    const w = rnd([4, 64], 30);
+    expect(() => mg.quantize(w, { groupSize: 64, bogus: 1 } as never)).toThrow("[quantize] Unknown option 'bogus'");
+    expect(() => mg.quantize(w, 64, 4, "mxfp4")).toThrow("[quantize] mxfp4 quantization requires group size 32 but got 64.");
+    const [wq, sc, b] = mg.quantize(w);
+    expect(() => mg.quantizedMatmul(rnd([2, 32], 31), wq!, sc!, b)).toThrow("[quantized_matmul] Last dimension of first input");
+    expect(() => mg.quantizedMatmul(rnd([2, 64], 31), wq!, sc!, null)).toThrow("[quantized_matmul] Biases must be provided");
+    expect(() => mg.quantizedMatmul(rnd([2, 64], 31), mg.stack([wq!, wq!]), mg.stack([sc!, sc!]), mg.stack([b!, b!]))).toThrow("[quantized_matmul] The weights have batch axes");
+  });
+});
