@@ -8,6 +8,10 @@
 //   for j in [0, n/R):  v_r = x[j + r·n/R] · ω^(r·(j mod Ns)), ω = e^(∓2πi/(Ns·R)),
 //                       v = DFT_R(v),  y[(j div Ns)·Ns·R + (j mod Ns) + r·Ns] = v_r.
 
+import { FFT, type FftParams } from "../../core/primitives/fft.ts";
+import { readComplex, readNumbers, writeComplex, writeNumbers } from "./values.ts";
+import { registerCpu } from "./registry.ts";
+
 export const MAX_DIRECT_RADIX = 61;
 
 /** Twiddle cos/sin(2π k / n) with k reduced to the first octant, so e^(2πik/n) and its
@@ -494,14 +498,6 @@ function halfTwiddles(n: number): { re: Float64Array; im: Float64Array } {
 // ---------------------------------------------------------------------------------------------
 // The FFT primitive's CPU kernel
 
-export interface FftParams {
-  /** Axes transformed (normalized, distinct). For real transforms the last one is the real axis. */
-  axes: number[];
-  inverse: boolean;
-  real: boolean;
-  /** irfft: the output length of the last axis (its input holds n/2 + 1 bins). */
-  n: number;
-}
 
 function rowMajor(shape: readonly number[]): number[] {
   const s = new Array<number>(shape.length);
@@ -590,3 +586,10 @@ export function fftValues(input: Float64Array, inShape: readonly number[], outSh
   }
   return out;
 }
+
+registerCpu(FFT, ([a], [out], p) => {
+  const input = p.real && !p.inverse ? readNumbers(a!) : readComplex(a!);
+  const values = fftValues(input, a!.shape, out!.shape, p);
+  if (p.real && p.inverse) writeNumbers(out!, values);
+  else writeComplex(out!, values);
+});

@@ -17,20 +17,9 @@
 // Values are plain JS numbers that already hold a value of their dtype; `Rounding` maps a real
 // number to the dtype's nearest value (Math.fround for float32 …).
 
-export type QuantizationMode = "affine" | "mxfp4" | "mxfp8" | "nvfp4";
+import { type QuantizationMode } from "../../core/primitives/quantized.ts";
+export { defaultQuantizationParams, QUANTIZATION_MODES, type QuantizationMode } from "../../core/primitives/quantized.ts";
 export type Rounding = (x: number) => number;
-
-export const QUANTIZATION_MODES: readonly QuantizationMode[] = ["affine", "mxfp4", "mxfp8", "nvfp4"];
-
-/** MLX's default (group size, bits) per mode. */
-export function defaultQuantizationParams(mode: QuantizationMode): { groupSize: number; bits: number } {
-  switch (mode) {
-    case "affine": return { groupSize: 64, bits: 4 };
-    case "nvfp4": return { groupSize: 16, bits: 4 };
-    case "mxfp4": return { groupSize: 32, bits: 4 };
-    case "mxfp8": return { groupSize: 32, bits: 8 };
-  }
-}
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);

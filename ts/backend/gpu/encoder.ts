@@ -233,10 +233,5 @@ export function float32Bytes(index: number, values: readonly number[]): InlineBy
   return { index, data: Float32Array.from(values.length ? values : [0]) };
 }
 
-/** A 1-D threadgroup for a grid `width` threads wide: 256 threads (MLX's choice), fewer when the
- *  pipeline allows fewer (register-limited pipelines do) or the grid is narrower. */
-export function linearThreadgroup(pipeline: { maxTotalThreadsPerThreadgroup: number }, width: number): [number, number, number] {
-  return [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, width)), 1, 1];
-}
 
 export type { Node };

@@ -4,10 +4,12 @@
 // lines and one dispatch per Stockham pass (Bluestein: chirp, FFT of the padded length m,
 // pointwise product with the chirp's transform, inverse FFT, chirp).
 import { fftPlan, MAX_DIRECT_RADIX, runFft, twiddle } from "../cpu/fft.ts";
-import type { KernelInstance } from "../../core/primitive.ts";
+import { FFT } from "../../core/primitives/fft.ts";
+import { tracing } from "../../core/trace.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
+import { registerGpu } from "./registry.ts";
 import type { Dispatch, InlineBytes, NativeBuffer } from "../runtime.ts";
 import { runtime } from "../runtime.ts";
-import { kernelPipeline } from "./kernels.ts";
 
 /** Largest length transformed by one threadgroup (two float2 buffers in 32 KiB). */
 export const FFT_THREADGROUP_MAX = 2048;
@@ -368,3 +370,20 @@ export function encodeFftNode(d: FftDispatcher, input: FftOperand, output: FftOp
     src = dst;
   });
 }
+
+registerGpu(FFT, {
+  kind: "kernel",
+  kernels: (node) => fftNodeKernels(node.inputs[0]!.shape, node.outputs[0]!.shape, node.params),
+  encode(enc, node) {
+    const a = node.inputs[0]!, out = node.outputs[0]!;
+    const i = enc.input(a, 0), o = enc.output(out, 1);
+    if (out.size === 0 || a.size === 0) return;
+    const trace = { primitives: ["FFT"], inputs: [a], outputs: [out], layout: i.rowContiguous ? "contiguous" : "strided", precision: "IEEE fp32 (float64 twiddle tables)" };
+    encodeFftNode(
+      { dispatch: (d) => enc.dispatch(d, tracing() ? trace : null), temporary: (bytes) => enc.temporary(bytes) },
+      { binding: i.binding, base: i.base, strides: i.strides },
+      { binding: o.binding, base: o.base, strides: o.strides },
+      a.shape, out.shape, node.params,
+    );
+  },
+});

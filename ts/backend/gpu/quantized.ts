@@ -3,11 +3,12 @@
 // the tiled qmm otherwise. The ops hand these row-contiguous operands (a copy only when a view
 // is not), so kernels index matrices densely and batch entries through strides.
 import type { MgArray, Node } from "../../core/array.ts";
-import type { KernelInstance } from "../../core/primitive.ts";
+import { Dequantize, Quantize, QuantizedMatmul } from "../../core/primitives/quantized.ts";
 import { tracing } from "../../core/trace.ts";
 import { type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { kernelPipeline } from "./kernels.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
+import { registerGpu } from "./registry.ts";
 import type { QuantizationMode } from "../cpu/quantize.ts";
 
 const MODE_ID: Record<QuantizationMode, number> = { affine: 0, mxfp4: 1, mxfp8: 2, nvfp4: 3 };
@@ -173,3 +174,7 @@ export const quantizedMatmulGpu = {
   },
 };
 
+
+registerGpu(Quantize, quantizeGpu);
+registerGpu(Dequantize, dequantizeGpu);
+registerGpu(QuantizedMatmul, quantizedMatmulGpu);

@@ -17,7 +17,6 @@ import { expandDims, reshape, swapaxes } from "./shape.ts";
 import { bindArgs } from "./signature.ts";
 import { sliceStatic } from "./slicing.ts";
 import { take } from "./indexing.ts";
-import "../primitives/fft-rules.ts";
 
 type Norm = "backward" | "ortho" | "forward";
 

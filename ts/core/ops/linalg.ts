@@ -20,7 +20,6 @@ import { broadcastTo, expandDims, flatten, moveaxis, reshape, squeeze, swapaxes 
 import { bindArgs } from "./signature.ts";
 import { sliceStatic } from "./slicing.ts";
 import { argsort } from "./sort.ts";
-import "../primitives/linalg-rules.ts";
 
 type Options = StreamOptions;
 

@@ -1,13 +1,13 @@
 // mg.quantize, mg.dequantize, mg.quantizedMatmul and mg.gatherQmm: MLX 0.32.4's signatures,
 // validation and dtype rules (mlx/ops.cpp), on both devices. Packed layouts and roundings are
-// MLX's bit for bit (ts/backend/cpu/quantize.ts, test/backend/cpu/quantize.test.ts).
+// MLX's bit for bit (the CPU backend's quantize.ts, tested against MLX's own outputs).
 import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { bfloat16, type Dtype, float32, isFloating, promoteTypes, resultType, uint32, uint8 } from "../dtype.ts";
 import { makeNode } from "../graph.ts";
 import { Dequantize, Quantize, QuantizedMatmul } from "../primitives/quantized.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
-import { defaultQuantizationParams, QUANTIZATION_MODES, type QuantizationMode } from "../../backend/cpu/quantize.ts";
+import { defaultQuantizationParams, QUANTIZATION_MODES, type QuantizationMode } from "../primitives/quantized.ts";
 import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import { arange } from "./creation.ts";
 import { astype } from "./elementwise.ts";
@@ -15,7 +15,6 @@ import { take } from "./indexing.ts";
 import { contiguous } from "./movement.ts";
 import { broadcastArrays, broadcastTo, flatten, reshape } from "./shape.ts";
 import { bindArgs } from "./signature.ts";
-import "../primitives/quantized-rules.ts";
 
 export type { QuantizationMode };
 

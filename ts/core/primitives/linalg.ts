@@ -1,10 +1,10 @@
 // MLX's linalg primitives: LUF, QRF, SVD, Inverse, Cholesky, Eigh, Eig. Inputs are (batch…, m, n)
 // float32/float64 arrays on a CPU stream (the ops check); every other linalg function is composed
-// from these and ordinary ops, as in MLX. Derivative rules: ./linalg-rules.ts.
+// from these and ordinary ops, as in MLX. Rules: ts/core/rules/linalg.ts; CPU kernels:
+// the CPU backend's linalg/kernels.ts (no GPU kernels, as in MLX).
 import type { MgArray } from "../array.ts";
 import { complex64, type Dtype, uint32 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
-import { choleskyCpu, eigCpu, eighCpu, inverseCpu, luCpu, qrCpu, svdCpu } from "../../backend/cpu/linalg/kernels.ts";
 
 const batchShape = (a: MgArray) => a.shape.slice(0, -2);
 const dims = (a: MgArray) => [a.shape[a.ndim - 2]!, a.shape[a.ndim - 1]!] as const;
@@ -12,6 +12,7 @@ const dims = (a: MgArray) => [a.shape[a.ndim - 2]!, a.shape[a.ndim - 1]!] as con
 /** A = P·L·U: [LU packed (a's shape), pivots (batch…, min(m, n)) uint32, rows (batch…, m) uint32]. */
 export const LUF: Primitive<Record<string, never>> = {
   name: "LUF",
+  opName: () => "linalg.lu_factor",
   outputSpecs: ([a]) => {
     const [m, n] = dims(a!);
     return [
@@ -20,12 +21,12 @@ export const LUF: Primitive<Record<string, never>> = {
       { shape: [...batchShape(a!), m], dtype: uint32 },
     ];
   },
-  cpu: (inputs, outputs) => luCpu(inputs, outputs),
 };
 
 /** A = Q·R, reduced: Q (…, m, k), R (…, k, n), k = min(m, n). */
 export const QRF: Primitive<Record<string, never>> = {
   name: "QRF",
+  opName: () => "linalg.qr",
   outputSpecs: ([a]) => {
     const [m, n] = dims(a!);
     const k = Math.min(m, n);
@@ -34,7 +35,6 @@ export const QRF: Primitive<Record<string, never>> = {
       { shape: [...batchShape(a!), k, n], dtype: a!.dtype },
     ];
   },
-  cpu: (inputs, outputs) => qrCpu(inputs, outputs),
 };
 
 export interface SvdParams {
@@ -44,13 +44,13 @@ export interface SvdParams {
 /** A = U·diag(S)·Vᵀ with full U (…, m, m) and Vᵀ (…, n, n); S (…, min(m, n)) descending. */
 export const SVD: Primitive<SvdParams> = {
   name: "SVD",
+  opName: () => "linalg.svd",
   outputSpecs: ([a], p) => {
     const [m, n] = dims(a!);
     const s = { shape: [...batchShape(a!), Math.min(m, n)], dtype: a!.dtype };
     if (!p.computeUv) return [s];
     return [{ shape: [...batchShape(a!), m, m], dtype: a!.dtype }, s, { shape: [...batchShape(a!), n, n], dtype: a!.dtype }];
   },
-  cpu: (inputs, outputs, p) => svdCpu(inputs, outputs, p.computeUv),
   paramsKey: (p) => `${p.computeUv}`,
 };
 
@@ -62,8 +62,8 @@ export interface InverseParams {
 
 export const Inverse: Primitive<InverseParams> = {
   name: "Inverse",
+  opName: (p) => (p.tri ? "linalg.tri_inv" : "linalg.inv"),
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
-  cpu: (inputs, outputs, p) => inverseCpu(inputs, outputs, p.tri, p.upper),
   paramsKey: (p) => `${p.tri}|${p.upper}`,
 };
 
@@ -73,8 +73,8 @@ export interface CholeskyParams {
 
 export const Cholesky: Primitive<CholeskyParams> = {
   name: "Cholesky",
+  opName: () => "linalg.cholesky",
   outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
-  cpu: (inputs, outputs, p) => choleskyCpu(inputs, outputs, p.upper),
   paramsKey: (p) => `${p.upper}`,
 };
 
@@ -86,11 +86,11 @@ export interface EighParams {
 /** Symmetric eigendecomposition from one triangle: [w ascending (…, n)] (+ [V (…, n, n)]). */
 export const Eigh: Primitive<EighParams> = {
   name: "Eigh",
+  opName: (p) => (p.computeEigenvectors ? "linalg.eigh" : "linalg.eigvalsh"),
   outputSpecs: ([a], p) => {
     const w = { shape: a!.shape.slice(0, -1), dtype: a!.dtype };
     return p.computeEigenvectors ? [w, { shape: [...a!.shape], dtype: a!.dtype }] : [w];
   },
-  cpu: (inputs, outputs, p) => eighCpu(inputs, outputs, p.uplo, p.computeEigenvectors),
   paramsKey: (p) => `${p.uplo}|${p.computeEigenvectors}`,
 };
 
@@ -101,10 +101,10 @@ export interface EigParams {
 /** General eigendecomposition: complex64 eigenvalues (…, n) (+ eigenvectors (…, n, n)). */
 export const Eig: Primitive<EigParams> = {
   name: "Eig",
+  opName: (p) => (p.computeEigenvectors ? "linalg.eig" : "linalg.eigvals"),
   outputSpecs: ([a], p) => {
     const w = { shape: a!.shape.slice(0, -1), dtype: complex64 as Dtype };
     return p.computeEigenvectors ? [w, { shape: [...a!.shape], dtype: complex64 as Dtype }] : [w];
   },
-  cpu: (inputs, outputs, p) => eigCpu(inputs, outputs, p.computeEigenvectors),
   paramsKey: (p) => `${p.computeEigenvectors}`,
 };

@@ -1,12 +1,23 @@
-// Quantization primitives in MLX's packed formats (ts/backend/cpu/quantize.ts): Quantize
+// Quantization primitives in MLX's packed formats (described in the CPU backend's quantize.ts): Quantize
 // ([w (, global scale)] → [wq, scales (, biases)]), Dequantize and QuantizedMatmul. The ops
 // (ts/core/ops/quantized.ts) validate modes, shapes and dtypes and make the operands
-// row-contiguous. Derivative rules: ./quantized-rules.ts.
+// row-contiguous. Rules: ts/core/rules/quantized.ts; kernels: quantized.ts of each backend.
 import { type Dtype, uint32, uint8 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
-import type { QuantizationMode } from "../../backend/cpu/quantize.ts";
-import { dequantizeCpu, quantizeCpu, quantizedMatmulCpu } from "../../backend/cpu/quantized-ops.ts";
-import { dequantizeGpu, quantizedMatmulGpu, quantizeGpu } from "../../backend/gpu/quantized.ts";
+export type QuantizationMode = "affine" | "mxfp4" | "mxfp8" | "nvfp4";
+
+export const QUANTIZATION_MODES: readonly QuantizationMode[] = ["affine", "mxfp4", "mxfp8", "nvfp4"];
+
+/** MLX's default (group size, bits) per mode. */
+export function defaultQuantizationParams(mode: QuantizationMode): { groupSize: number; bits: number } {
+  switch (mode) {
+    case "affine": return { groupSize: 64, bits: 4 };
+    case "nvfp4": return { groupSize: 16, bits: 4 };
+    case "mxfp4": return { groupSize: 32, bits: 4 };
+    case "mxfp8": return { groupSize: 32, bits: 8 };
+  }
+}
+
 
 export interface QuantizeParams {
   mode: QuantizationMode;
@@ -18,6 +29,7 @@ const key = (p: QuantizeParams) => `${p.mode}|${p.groupSize}|${p.bits}`;
 
 export const Quantize: Primitive<QuantizeParams> = {
   name: "Quantize",
+  opName: () => "quantize",
   outputSpecs([w], p) {
     const K = w!.shape[w!.ndim - 1]!;
     const wq = { shape: [...w!.shape.slice(0, -1), (K * p.bits) / 32], dtype: uint32 as Dtype };
@@ -25,8 +37,6 @@ export const Quantize: Primitive<QuantizeParams> = {
     if (p.mode === "affine") return [wq, { shape: sshape, dtype: w!.dtype }, { shape: [...sshape], dtype: w!.dtype }];
     return [wq, { shape: sshape, dtype: uint8 as Dtype }];
   },
-  cpu: (inputs, outputs, p) => quantizeCpu(inputs, outputs, p),
-  gpu: quantizeGpu,
   paramsKey: key,
 };
 
@@ -36,12 +46,11 @@ export interface DequantizeParams extends QuantizeParams {
 
 export const Dequantize: Primitive<DequantizeParams> = {
   name: "Dequantize",
+  opName: () => "dequantize",
   outputSpecs([wq], p) {
     const words = wq!.shape[wq!.ndim - 1]!;
     return [{ shape: [...wq!.shape.slice(0, -1), (words * 32) / p.bits], dtype: p.dtype }];
   },
-  cpu: (inputs, outputs, p) => dequantizeCpu(inputs, outputs, p),
-  gpu: dequantizeGpu,
   paramsKey: (p) => `${key(p)}|${p.dtype.name}`,
 };
 
@@ -53,12 +62,11 @@ export interface QuantizedMatmulParams extends QuantizeParams {
  *  like x. */
 export const QuantizedMatmul: Primitive<QuantizedMatmulParams> = {
   name: "QuantizedMatmul",
+  opName: () => "quantized_matmul",
   outputSpecs([x, w], p) {
     const N = p.transpose ? w!.shape[w!.ndim - 2]! : (w!.shape[w!.ndim - 1]! * 32) / p.bits;
     return [{ shape: [...x!.shape.slice(0, -1), N], dtype: x!.dtype }];
   },
-  cpu: (inputs, outputs, p) => quantizedMatmulCpu(inputs, outputs, p),
-  gpu: quantizedMatmulGpu,
   paramsKey: (p) => `${key(p)}|${p.transpose}`,
 };
 

@@ -2,6 +2,8 @@
 // the float64 factorizations of factor.ts / spectral.ts; results are stored with the output
 // dtype's rounding. A LAPACK-style failure becomes an error naming the op and the matrix.
 import type { MgArray } from "../../../core/array.ts";
+import { Cholesky, Eig, Eigh, Inverse, LUF, QRF, SVD } from "../../../core/primitives/linalg.ts";
+import { registerCpu } from "../registry.ts";
 import { readNumbers, writeComplex, writeNumbers } from "../values.ts";
 import { cholesky, householderQr, inverse, LinalgError, luFactor, permutationFromPivots, triInverse } from "./factor.ts";
 import { eigGeneral, eighJacobi, svd } from "./spectral.ts";
@@ -144,3 +146,11 @@ export function eigCpu(inputs: readonly MgArray[], outputs: readonly MgArray[], 
   writeComplex(outputs[0]!, w);
   if (v) writeComplex(outputs[1]!, v);
 }
+
+registerCpu(LUF, (inputs, outputs) => luCpu(inputs, outputs));
+registerCpu(QRF, (inputs, outputs) => qrCpu(inputs, outputs));
+registerCpu(SVD, (inputs, outputs, p) => svdCpu(inputs, outputs, p.computeUv));
+registerCpu(Inverse, (inputs, outputs, p) => inverseCpu(inputs, outputs, p.tri, p.upper));
+registerCpu(Cholesky, (inputs, outputs, p) => choleskyCpu(inputs, outputs, p.upper));
+registerCpu(Eigh, (inputs, outputs, p) => eighCpu(inputs, outputs, p.uplo, p.computeEigenvectors));
+registerCpu(Eig, (inputs, outputs, p) => eigCpu(inputs, outputs, p.computeEigenvectors));

@@ -1,4 +1,4 @@
-// Derivative rules of QuantizedMatmul (./quantized.ts), as MLX's: the product is linear in x, so
+// Derivative rules of QuantizedMatmul (ts/core/primitives/quantized.ts), as MLX's: the product is linear in x, so
 // x̄ = ȳ·W (the same quantized weights, the other orientation) and the jvp is the product of the
 // tangent; affine scales and biases get the per-group sums of the dense weight gradient.
 // The packed weights are integers and carry no gradient: the trace records that.
@@ -13,14 +13,15 @@ import { add, multiply } from "../ops/elementwise.ts";
 import { repeat } from "../ops/movement.ts";
 import { sum } from "../ops/reduce.ts";
 import { flatten, reshape, swapaxes } from "../ops/shape.ts";
-import { Dequantize, QuantizedMatmul, type QuantizedMatmulParams } from "./quantized.ts";
+import { defineRules } from "../primitive.ts";
+import { Dequantize, QuantizedMatmul, type QuantizedMatmulParams } from "../primitives/quantized.ts";
 
 function qmm(x: MgArray, inputs: readonly MgArray[], p: QuantizedMatmulParams, transpose: boolean): MgArray {
   return makeNode(QuantizedMatmul, [contiguous(x), ...inputs.slice(1)], { ...p, transpose }, resolveStream())[0]!;
 }
 
-Object.assign(QuantizedMatmul, {
-  vjp(primals: readonly MgArray[], [g]: readonly MgArray[], argnums: readonly number[], _o: readonly MgArray[], p: QuantizedMatmulParams): MgArray[] {
+defineRules(QuantizedMatmul, {
+  vjp(primals, [g], argnums, _o, p) {
     if (tracing()) {
       record({
         device: resolveStream().device.type, kernel: "vjp:QuantizedMatmul", primitives: ["QuantizedMatmul"],
@@ -50,7 +51,7 @@ Object.assign(QuantizedMatmul, {
     });
   },
   // dy = dx·Wᵀ + x·dWᵀ with dW = codes·ds + db per group (affine scales and biases).
-  jvp(primals: readonly MgArray[], tangents: readonly MgArray[], argnums: readonly number[], _o: readonly MgArray[], p: QuantizedMatmulParams): MgArray[] {
+  jvp(primals, tangents, argnums, _o, p) {
     const parts: MgArray[] = [];
     let dW: MgArray | null = null;
     argnums.forEach((i, k) => {

@@ -1,15 +1,17 @@
-// Sources/Kernels/quantized.metal run directly through the runtime (the ops that will dispatch
-// them are not wired yet): quantize/dequantize must equal the CPU reference — itself bit-exact
-// with MLX — bit for bit; qmv/qmm must match a float64 product of the dequantised weights.
+// Sources/Kernels/quantized.metal run directly through the runtime: quantize/dequantize must
+// equal the CPU reference — itself bit-exact with MLX — bit for bit; qmv/qmm must match a
+// float64 product of the dequantised weights. Then the ops on the GPU against the CPU device.
 import { describe, expect, test } from "bun:test";
 import { prepareKernels, kernelPipeline } from "../../../ts/backend/gpu/kernels.ts";
 import { runtime, type NativeBuffer } from "../../../ts/backend/runtime.ts";
-import type { KernelInstance } from "../../../ts/core/primitive.ts";
+import type { KernelInstance } from "../../../ts/backend/gpu/kernels.ts";
 import {
   affineDequantize, affineQuantize, fpDequantize, fpQuantize, type QuantizationMode, type Rounding,
 } from "../../../ts/backend/cpu/quantize.ts";
 import { bfloat16BitsFromNumber, numberFromBfloat16Bits, roundBfloat16 } from "../../../ts/core/dtype.ts";
 import { genValues, Xorshift32, type FloatDtypeName } from "../../fixtures/quantize/inputs.ts";
+import * as mg from "../../../ts/index.ts";
+import { expectClose, runOn } from "./harness.ts";
 
 const rt = runtime();
 const MSL: Record<FloatDtypeName, string> = { float32: "float", float16: "half", bfloat16: "bfloat" };
@@ -222,5 +224,34 @@ describe("quantized products", () => {
   ];
   test("qmm (prefill, both transposes)", () => {
     qmmCases.forEach((c, i) => quantizedProduct(c, 80 + i, "qmm"));
+  }, 300_000);
+});
+
+describe("quantization ops: GPU against the CPU device", () => {
+  test("quantize and dequantize (bit for bit), quantizedMatmul decode and prefill, gatherQmm", () => {
+    for (const [mode, gs, bits] of [["affine", 64, 4], ["affine", 32, 3], ["mxfp8", null, null], ["nvfp4", null, null]] as const) {
+      const w = mg.astype(mg.reshape(mg.array(Float32Array.from(genValues("normal", "float32", 24, 128, 32, 900))), [24, 128]), mg.float16);
+      const q = () => mg.quantize(w, gs, bits, mode);
+      const gq = runOn(mg.gpu, q), cq = runOn(mg.cpu, q);
+      gq.forEach((a, i) => expectClose(a, cq[i]!, { rtol: 0, atol: 0 }, `${mode} quantize output ${i}`));
+      const biases = mode === "affine" ? cq[2]! : null;
+      const dq = () => mg.dequantize(cq[0]!, cq[1]!, biases, gs, bits, mode);
+      expectClose(runOn(mg.gpu, dq)[0]!, runOn(mg.cpu, dq)[0]!, { rtol: 0, atol: 0 }, `${mode} dequantize`);
+      for (const M of [1, 3, 40]) {
+        const x = mg.astype(mg.reshape(mg.array(Float32Array.from(genValues("normal", "float32", M, 128, 32, 901 + M))), [M, 128]), mg.float16);
+        const mm = () => mg.quantizedMatmul(x, cq[0]!, cq[1]!, biases, true, gs, bits, mode);
+        // float16: the CPU reference uses MLX's dequantised (float16-rounded) weights, the GPU
+        // s·q + b in float32, so sums of 128 terms (|y| ≲ 10) differ by a few float16 ulps.
+        expectClose(runOn(mg.gpu, mm)[0]!, runOn(mg.cpu, mm)[0]!, { rtol: 4e-3, atol: 3e-2 }, `${mode} qmm M=${M} float16`);
+        const x32 = mg.astype(x, mg.float32);
+        const mm32 = () => mg.quantizedMatmul(x32, cq[0]!, cq[1]!, biases, true, gs, bits, mode);
+        expectClose(runOn(mg.gpu, mm32)[0]!, runOn(mg.cpu, mm32)[0]!, { rtol: 1e-3, atol: 2e-2 }, `${mode} qmm M=${M} float32 x`);
+      }
+    }
+    const w3 = mg.reshape(mg.array(Float32Array.from(genValues("normal", "float32", 3 * 16, 64, 64, 950))), [3, 16, 64]);
+    const [wq, sc, b] = runOn(mg.cpu, () => mg.quantize(w3));
+    const x = mg.reshape(mg.array(Float32Array.from(genValues("normal", "float32", 2, 64, 64, 951))), [2, 1, 64]);
+    const gather = () => mg.gatherQmm(x, wq!, sc!, b, { lhsIndices: mg.array([1, 0, 1]), rhsIndices: mg.array([2, 2, 0]) });
+    expectClose(runOn(mg.gpu, gather)[0]!, runOn(mg.cpu, gather)[0]!, { rtol: 1e-5, atol: 1e-5 }, "gather_qmm");
   }, 300_000);
 });

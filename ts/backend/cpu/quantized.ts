@@ -4,7 +4,9 @@
 // accumulate in float64.
 import type { MgArray } from "../../core/array.ts";
 import { roundToDtype, type Dtype } from "../../core/dtype.ts";
+import { Dequantize, Quantize, QuantizedMatmul } from "../../core/primitives/quantized.ts";
 import { readNumbers, writeNumbers } from "./values.ts";
+import { registerCpu } from "./registry.ts";
 import {
   affineDequantize, affineQuantize, fpDequantize, fpQuantize, type QuantizationMode, type Rounding, unpackCodes,
   FP4_E2M1, fromFp8E4m3,
@@ -131,3 +133,7 @@ export function quantizedMatmulCpu(inputs: readonly MgArray[], outputs: readonly
   }
   writeNumbers(out, res);
 }
+
+registerCpu(Quantize, quantizeCpu);
+registerCpu(Dequantize, dequantizeCpu);
+registerCpu(QuantizedMatmul, quantizedMatmulCpu);

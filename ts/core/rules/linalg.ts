@@ -1,7 +1,7 @@
-// Derivative and batching rules of the linalg primitives (./linalg.ts). MLX 0.32.4 has none for
+// Derivative and batching rules of the linalg primitives (ts/core/primitives/linalg.ts). MLX 0.32.4 has none for
 // these (mx.grad through inv or eigh raises); these are the standard ones, gradchecked in float64
-// (test/core/ops-linalg.test.ts). Rules call the primitives directly (not ops/linalg.ts, which
-// imports this file) and run on the node's stream, the CPU.
+// (test/core/ops-linalg.test.ts). Rules call the primitives directly and run on the node's
+// stream, the CPU.
 //
 // A triangle-reading primitive (Cholesky, Eigh, tri Inverse) sees only one triangle of A as the
 // symmetric (or triangular) matrix it factors; a gradient Ĝ with respect to that matrix becomes,
@@ -10,7 +10,7 @@
 import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { makeNode } from "../graph.ts";
-import type { Primitive } from "../primitive.ts";
+import { defineRules } from "../primitive.ts";
 import { eye, tril, triu, zeros } from "../ops/creation.ts";
 import { add, divide, multiply, negative, subtract, where, equal } from "../ops/elementwise.ts";
 import { takeAlongAxis } from "../ops/indexing.ts";
@@ -20,7 +20,7 @@ import { diagonal } from "../ops/movement.ts";
 import { expandDims, moveaxis, swapaxes } from "../ops/shape.ts";
 import { sliceStatic } from "../ops/slicing.ts";
 import { argsort } from "../ops/sort.ts";
-import { Cholesky, type CholeskyParams, Eig, Eigh, type EighParams, Inverse, type InverseParams, LUF, QRF, SVD, type SvdParams } from "./linalg.ts";
+import { Cholesky, type CholeskyParams, Eig, Eigh, type EighParams, Inverse, type InverseParams, LUF, QRF, SVD, type SvdParams } from "../primitives/linalg.ts";
 
 const T = (x: MgArray) => swapaxes(x, -1, -2);
 const mm = (...xs: MgArray[]) => xs.reduce((a, b) => matmul(a, b));
@@ -29,6 +29,15 @@ const stream = (_x: MgArray) => resolveStream();
 
 function triInvOf(x: MgArray, upper: boolean): MgArray {
   return makeNode(Inverse, [x], { tri: true, upper }, stream(x))[0]!;
+}
+
+/** An output still usable by a rule: a library call may have released a sibling output that
+ *  nothing consumed (a dropped pivots array, an unused U), keeping neither node nor data. */
+const usable = (a: MgArray | undefined): boolean => !!a && !a.disposed && (a.layout !== null || a.node !== null);
+
+/** The node's outputs, or those of a fresh node on the same input when one was released. */
+function outputsOf<P>(record: Parameters<typeof makeNode<P>>[0], a: MgArray, outputs: readonly MgArray[], p: P): MgArray[] {
+  return outputs.every(usable) ? [...outputs] : makeNode(record, [a], p, stream(a));
 }
 
 /** A matrix with the last axis's entries of v on the diagonal. */
@@ -70,13 +79,9 @@ function vmapLeading(inputs: readonly MgArray[], axes: readonly number[], f: (xs
   return [outs, outs.map(() => 0)];
 }
 
-function attach<P>(p: Primitive<P>, rules: Pick<Primitive<P>, "vjp" | "jvp" | "vmap">): void {
-  Object.assign(p, rules);
-}
-
 // ---------------------------------------------------------------------------------------------
 
-attach<InverseParams>(Inverse, {
+defineRules(Inverse, {
   // Y = A⁻¹: dY = −Y·dA·Y, so Ā = −Yᵀ·Ȳ·Yᵀ (for tri, only the read triangle).
   vjp(_p, [g], _a, [y], p) {
     const ga = negative(mm(T(y!), g!, T(y!)));
@@ -89,7 +94,7 @@ attach<InverseParams>(Inverse, {
   vmap: (inputs, axes, p) => vmapLeading(inputs, axes, ([x]) => makeNode(Inverse, [x!], p, stream(x!))),
 });
 
-attach<CholeskyParams>(Cholesky, {
+defineRules(Cholesky, {
   // A = L·Lᵀ: L⁻¹·dA·L⁻ᵀ = X + Xᵀ with X = L⁻¹·dL lower, so dL = L·Φ(L⁻¹·dA·L⁻ᵀ) and
   // Ĝ = L⁻ᵀ·Φ(Lᵀ·L̄)·L⁻¹. Upper: U = Lᵀ of the same factorization.
   vjp(_p, [g], _a, [out], p) {
@@ -108,17 +113,17 @@ attach<CholeskyParams>(Cholesky, {
   vmap: (inputs, axes, p) => vmapLeading(inputs, axes, ([x]) => makeNode(Cholesky, [x!], p, stream(x!))),
 });
 
-attach<EighParams>(Eigh, {
+defineRules(Eigh, {
   // A = V·diag(w)·Vᵀ: Ĝ = V·(diag(w̄) + F∘(Vᵀ·V̄))·Vᵀ with F_ij = 1/(w_j − w_i).
   vjp([a], cotangents, _a, outputs, p) {
-    const [w, V] = p.computeEigenvectors ? [outputs[0]!, outputs[1]!] : makeNode(Eigh, [a!], { uplo: p.uplo, computeEigenvectors: true }, stream(a!));
+    const [w, V] = p.computeEigenvectors ? outputsOf(Eigh, a!, outputs, p) : makeNode(Eigh, [a!], { uplo: p.uplo, computeEigenvectors: true }, stream(a!));
     let inner = diagEmbed(cotangents[0]!);
     if (p.computeEigenvectors) inner = add(inner, multiply(gapMatrix(w!), mm(T(V!), cotangents[1]!)));
     return [ontoTriangle(mm(V!, inner, T(V!)), p.uplo === "U")];
   },
   // dw = diag(Vᵀ·dA·V), dV = V·(F∘(Vᵀ·dA·V))
   jvp([a], [t], _n, outputs, p) {
-    const [w, V] = p.computeEigenvectors ? [outputs[0]!, outputs[1]!] : makeNode(Eigh, [a!], { uplo: p.uplo, computeEigenvectors: true }, stream(a!));
+    const [w, V] = p.computeEigenvectors ? outputsOf(Eigh, a!, outputs, p) : makeNode(Eigh, [a!], { uplo: p.uplo, computeEigenvectors: true }, stream(a!));
     const m = mm(T(V!), symmetricFrom(t!, p.uplo === "U"), V!);
     const dw = diagonal(m, 0, -2, -1);
     return p.computeEigenvectors ? [dw, mm(V!, multiply(gapMatrix(w!), m))] : [dw];
@@ -134,8 +139,9 @@ function qrVjpTall(Q: MgArray, R: MgArray, Qbar: MgArray, Rbar: MgArray): MgArra
   return mm(B, T(triInvOf(R, true)));
 }
 
-attach<Record<string, never>>(QRF, {
-  vjp([a], [gq, gr], _n, [Q, R]) {
+defineRules(QRF, {
+  vjp([a], [gq, gr], _n, outputs) {
+    const [Q, R] = outputsOf(QRF, a!, outputs, {});
     const m = a!.shape[a!.ndim - 2]!, n = a!.shape[a!.ndim - 1]!;
     if (m >= n) return [qrVjpTall(Q!, R!, gq!, gr!)];
     // Wide: A = [X | Y] with X = Q·U square, Y = Q·V (R = [U | V]).
@@ -153,7 +159,8 @@ attach<Record<string, never>>(QRF, {
   // m ≥ n: C = Qᵀ·dA·R⁻¹ = Qᵀ·dQ + dR·R⁻¹ with Qᵀ·dQ antisymmetric (Ω, from C's strict lower
   // part) and dR·R⁻¹ upper: dR = (C − Ω)·R, dQ = dA·R⁻¹ − Q·(C − Ω). Wide: the square part
   // X = Q·U as above, then Y = Q·V gives dV = Qᵀ·(dY − dQ·V).
-  jvp([a], [t], _n, [Q, R]) {
+  jvp([a], [t], _n, outputs) {
+    const [Q, R] = outputsOf(QRF, a!, outputs, {});
     const m = a!.shape[a!.ndim - 2]!, n = a!.shape[a!.ndim - 1]!;
     const tall = (q: MgArray, r: MgArray, da: MgArray): [MgArray, MgArray] => {
       const Ri = triInvOf(r, true);
@@ -177,14 +184,14 @@ attach<Record<string, never>>(QRF, {
   vmap: (inputs, axes) => vmapLeading(inputs, axes, ([x]) => makeNode(QRF, [x!], {}, stream(x!))),
 });
 
-attach<SvdParams>(SVD, {
+defineRules(SVD, {
   // Reduced parts (k = min(m, n)); the completing columns of a full U or V carry no gradient.
   // Ā = U[(F∘(UᵀŪ − ŪᵀU))·S + diag(S̄) + S·(F∘(VᵀV̄ − V̄ᵀV))]Vᵀ
   //     + (I − UUᵀ)·Ū·S⁻¹·Vᵀ + U·S⁻¹·V̄ᵀ·(I − VVᵀ),   F_ij = 1/(s_j² − s_i²)
   vjp([a], cotangents, _n, outputs, p) {
     const m = a!.shape[a!.ndim - 2]!, n = a!.shape[a!.ndim - 1]!;
     const k = Math.min(m, n);
-    const full = p.computeUv ? (outputs as MgArray[]) : makeNode(SVD, [a!], { computeUv: true }, stream(a!));
+    const full = p.computeUv ? outputsOf(SVD, a!, outputs, p) : makeNode(SVD, [a!], { computeUv: true }, stream(a!));
     const [Uf, S, Vtf] = full as [MgArray, MgArray, MgArray];
     const lead = a!.shape.slice(0, -2);
     const z = lead.map(() => 0);
@@ -211,7 +218,7 @@ attach<SvdParams>(SVD, {
   jvp([a], [t], _n, outputs, p) {
     const m = a!.shape[a!.ndim - 2]!, n = a!.shape[a!.ndim - 1]!;
     const k = Math.min(m, n);
-    const full = p.computeUv ? (outputs as MgArray[]) : makeNode(SVD, [a!], { computeUv: true }, stream(a!));
+    const full = p.computeUv ? outputsOf(SVD, a!, outputs, p) : makeNode(SVD, [a!], { computeUv: true }, stream(a!));
     const [Uf, S, Vtf] = full as [MgArray, MgArray, MgArray];
     const lead = a!.shape.slice(0, -2);
     const z = lead.map(() => 0);
@@ -234,11 +241,12 @@ attach<SvdParams>(SVD, {
   vmap: (inputs, axes, p) => vmapLeading(inputs, axes, ([x]) => makeNode(SVD, [x!], p, stream(x!))),
 });
 
-attach<Record<string, never>>(LUF, {
+defineRules(LUF, {
   // P·A = L·U (square): with X = L⁻¹·P·dA·U⁻¹, dL = L·tril(X, −1), dU = triu(X)·U, so
   // Ā = Pᵀ·L⁻ᵀ·(tril(Lᵀ·L̄, −1) + triu(Ū·Uᵀ))·U⁻ᵀ; the packed cotangent splits into L̄ and Ū,
   // and Pᵀ is the row gather by MLX's third output (A = (L·U)[rows]).
-  vjp([a], [g], _n, [LU, , rows]) {
+  vjp([a], [g], _n, outputs) {
+    const [LU, , rows] = outputsOf(LUF, a!, outputs, {});
     const m = a!.shape[a!.ndim - 2]!, n = a!.shape[a!.ndim - 1]!;
     if (m !== n) throw new Error("[linalg.lu] The derivative of LU is implemented for square matrices only.");
     const L = add(tril(LU!, -1), eye(n, n, 0, LU!.dtype));
@@ -247,7 +255,8 @@ attach<Record<string, never>>(LUF, {
     const Y = mm(T(triInvOf(L, false)), M, T(triInvOf(U, true)));
     return [takeAlongAxis(Y, expandDims(rows!, -1), -2)];
   },
-  jvp([a], [t], _n, [LU, , rows]) {
+  jvp([a], [t], _n, outputs) {
+    const [LU, , rows] = outputsOf(LUF, a!, outputs, {});
     const n = a!.shape[a!.ndim - 1]!;
     const L = add(tril(LU!, -1), eye(n, n, 0, LU!.dtype));
     const U = triu(LU!, 0);
@@ -258,7 +267,7 @@ attach<Record<string, never>>(LUF, {
   vmap: (inputs, axes) => vmapLeading(inputs, axes, ([x]) => makeNode(LUF, [x!], {}, stream(x!))),
 });
 
-attach<{ computeEigenvectors: boolean }>(Eig, {
+defineRules(Eig, {
   vmap: (inputs, axes, p) => vmapLeading(inputs, axes, ([x]) => makeNode(Eig, [x!], p, stream(x!))),
 });
 

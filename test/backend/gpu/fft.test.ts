@@ -1,10 +1,12 @@
-// Sources/Kernels/fft.metal through ts/backend/gpu/fft.ts, run directly on the runtime (the
-// ops are not wired yet), against the float64 CPU library.
+// Sources/Kernels/fft.metal through ts/backend/gpu/fft.ts: the kernels run directly on the runtime
+// against the float64 CPU library, then the FFT ops on the GPU against the CPU device.
 import { describe, expect, test } from "bun:test";
 import { encodeFft, type FftJob, type FftKind } from "../../../ts/backend/gpu/fft.ts";
 import { fftPlan, runFft } from "../../../ts/backend/cpu/fft.ts";
 import { runtime, type NativeBuffer, type Dispatch } from "../../../ts/backend/runtime.ts";
 import { Xorshift32 } from "../../fixtures/quantize/inputs.ts";
+import * as mg from "../../../ts/index.ts";
+import { expectClose, runOn } from "./harness.ts";
 
 const rt = runtime();
 
@@ -148,6 +150,30 @@ describe("GPU FFT kernels against the float64 library", () => {
         expect(got[(c * rows + k) * 2]!).toBeCloseTo(wr[k]!, 5);
         expect(got[(c * rows + k) * 2 + 1]!).toBeCloseTo(wi[k]!, 5);
       }
+    }
+  }, 300_000);
+});
+
+// The FFT primitive through the ops, GPU against the CPU device (the differential suite).
+describe("FFT ops: GPU against the CPU device", () => {
+  test("fft, ifft, rfft, irfft, fftn, rfftn on strided and padded inputs", () => {
+    const base = mg.reshape(mg.array(random(2 * 6 * 10, 401)), [2, 6, 10]);
+    const x = mg.transpose(base, [0, 2, 1]); // (2, 10, 6), strided
+    const z = mg.add(x, mg.multiply(mg.flip(x, 1), { re: 0, im: 0.5 }));
+    const cases: [string, () => mg.MgArray][] = [
+      ["fft", () => mg.fft.fft(z)],
+      ["ifft n=9", () => mg.fft.ifft(z, 9, 1)],
+      ["rfft", () => mg.fft.rfft(x, null, 1)],
+      ["irfft", () => mg.fft.irfft(z, 10)],
+      ["fftn", () => mg.fft.fftn(z, null, [0, 2])],
+      ["rfftn", () => mg.fft.rfftn(x, [2, 12, 5], [0, 1, 2], "ortho")],
+      ["irfftn", () => mg.fft.irfftn(z, [4, 7], [1, 2])],
+    ];
+    for (const [what, fn] of cases) {
+      const [g] = runOn(mg.gpu, fn), [c] = runOn(mg.cpu, fn);
+      // float32 FFT errors scale with the spectrum's norm: compare relative to its largest value
+      const scale = mg.max(mg.abs(c!)).item() as number;
+      expectClose(g!, c!, { rtol: 0, atol: 2e-5 * scale + 1e-6 }, what);
     }
   }, 300_000);
 });

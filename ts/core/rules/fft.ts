@@ -1,15 +1,16 @@
-// Derivative and batching rules of the FFT primitive (./fft.ts), as MLX's FFT::vjp/jvp: the
+// Derivative and batching rules of the FFT primitive (ts/core/primitives/fft.ts), as MLX's FFT::vjp/jvp: the
 // transforms are linear, so the jvp transforms the tangent and the vjp applies the adjoint — the
 // opposite transform rescaled; real transforms weight the bins that stand for two (a conjugate
-// pair) by ½ or 2. Rules call the primitive directly (ops/fft.ts imports this file).
+// pair) by ½ or 2. Rules call the primitive directly.
 import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { complex64, float32 } from "../dtype.ts";
 import { makeNode } from "../graph.ts";
-import { arange } from "./../ops/creation.ts";
+import { arange } from "../ops/creation.ts";
+import { defineRules } from "../primitive.ts";
 import { astype, greater, less, logicalAnd, multiply, where } from "../ops/elementwise.ts";
 import { moveaxis, reshape } from "../ops/shape.ts";
-import { FFT, type FftParams } from "./fft.ts";
+import { FFT, type FftParams } from "../primitives/fft.ts";
 
 const fftNode = (x: MgArray, p: FftParams): MgArray => makeNode(FFT, [x], p, resolveStream())[0]!;
 
@@ -26,8 +27,8 @@ function count(shape: readonly number[], axes: readonly number[]): number {
   return axes.reduce((acc, ax) => acc * shape[ax]!, 1);
 }
 
-Object.assign(FFT, {
-  vjp([x]: readonly MgArray[], [g]: readonly MgArray[], _a: readonly number[], _o: readonly MgArray[], p: FftParams): MgArray[] {
+defineRules(FFT, {
+  vjp([x], [g], _a, _o, p) {
     const last = p.axes[p.axes.length - 1]!;
     if (p.real && p.inverse) {
       // y = irfft(X): X̄ = rfft(ȳ) with interior bins ×2/N, DC and Nyquist ×1/N.
@@ -50,11 +51,11 @@ Object.assign(FFT, {
     const t = fftNode(g!, { ...p, inverse: !p.inverse });
     return [multiply(t, astype(p.inverse ? 1 / N : N, complex64))];
   },
-  jvp(_x: readonly MgArray[], [t]: readonly MgArray[], _a: readonly number[], _o: readonly MgArray[], p: FftParams): MgArray[] {
+  jvp(_x, [t], _a, _o, p) {
     const input = p.real && !p.inverse ? astype(t!, float32) : astype(t!, complex64);
     return [fftNode(input, p)];
   },
-  vmap([x]: readonly MgArray[], [ax]: readonly number[], p: FftParams): [MgArray[], number[]] {
+  vmap([x], [ax], p) {
     const moved = moveaxis(x!, ax!, 0);
     return [[fftNode(moved, { ...p, axes: p.axes.map((a) => a + 1) })], [0]];
   },
