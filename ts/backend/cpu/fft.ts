@@ -171,15 +171,14 @@ export function runFft(plan: FftPlan, re: Float64Array, im: Float64Array, sRe?: 
 
 function runBluestein(p: BluesteinPlan, re: Float64Array, im: Float64Array): void {
   const { n, m, chirpRe, chirpIm } = p;
-  const aRe = new Float64Array(m);
-  const aIm = new Float64Array(m);
+  const [aRe, aIm, sRe, sIm] = scratch(m, 4, 4) as [Float64Array, Float64Array, Float64Array, Float64Array];
+  aRe.fill(0, n);
+  aIm.fill(0, n);
   for (let k = 0; k < n; k++) {
     const xr = re[k]!, xi = im[k]!, cr = chirpRe[k]!, ci = chirpIm[k]!;
     aRe[k] = xr * cr - xi * ci;
     aIm[k] = xr * ci + xi * cr;
   }
-  const sRe = new Float64Array(m);
-  const sIm = new Float64Array(m);
   runStockham(p.fwd, aRe, aIm, sRe, sIm);
   for (let k = 0; k < m; k++) {
     const ar = aRe[k]!, ai = aIm[k]!, br = p.bRe[k]!, bi = p.bIm[k]!;
@@ -193,6 +192,20 @@ function runBluestein(p: BluesteinPlan, re: Float64Array, im: Float64Array): voi
     re[k] = ar * cr - ai * ci;
     im[k] = ar * ci + ai * cr;
   }
+}
+
+/** Reusable float64 scratch arrays of length n (`count` of them, from slot `first`): the
+ *  transforms are synchronous, so one set per slot suffices. Slots 0–3 serve the real-transform
+ *  helpers, 4–7 Bluestein (which those helpers may call). */
+const scratchSlots: Float64Array[] = [];
+function scratch(n: number, count: number, first = 0): Float64Array[] {
+  const out: Float64Array[] = [];
+  for (let i = first; i < first + count; i++) {
+    let a = scratchSlots[i];
+    if (!a || a.length < n) scratchSlots[i] = a = new Float64Array(Math.max(n, 2 * (a?.length ?? 0)));
+    out.push(a.subarray(0, n));
+  }
+  return out;
 }
 
 const SIN60 = Math.sqrt(3) / 2;
@@ -430,9 +443,9 @@ export function rfftLine(x: Float64Array, n: number, outRe: Float64Array, outIm:
     for (let k = 0; k <= h; k++) (outRe[k] = re[k]!, (outIm[k] = im[k]!));
     return;
   }
-  const zr = new Float64Array(h), zi = new Float64Array(h);
+  const [zr, zi, sr, si] = scratch(h, 4) as [Float64Array, Float64Array, Float64Array, Float64Array];
   for (let k = 0; k < h; k++) (zr[k] = x[2 * k]!, (zi[k] = x[2 * k + 1]!));
-  runFft(fftPlan(h, -1), zr, zi);
+  runFft(fftPlan(h, -1), zr, zi, sr, si);
   const tw = halfTwiddles(n);
   // X_k = (Z_k + conj Z_{h−k})/2 − i·e^(−2πik/n)·(Z_k − conj Z_{h−k})/2
   for (let k = 0; k <= h; k++) {
@@ -465,7 +478,7 @@ export function irfftLine(inRe: Float64Array, inIm: Float64Array, n: number, out
     return;
   }
   const tw = halfTwiddles(n);
-  const zr = new Float64Array(h), zi = new Float64Array(h);
+  const [zr, zi, sr, si] = scratch(h, 4) as [Float64Array, Float64Array, Float64Array, Float64Array];
   // Z_k = E_k + i·e^(+2πik/n)·O_k, E_k = (X_k + conj X_{h−k}), O_k = (X_k − conj X_{h−k})
   for (let k = 0; k < h; k++) {
     const xr = inRe[k]!, xi = k === 0 ? 0 : inIm[k]!;
@@ -478,7 +491,7 @@ export function irfftLine(inRe: Float64Array, inIm: Float64Array, n: number, out
     zr[k] = er - ti;
     zi[k] = ei + tr;
   }
-  runFft(fftPlan(h, 1), zr, zi);
+  runFft(fftPlan(h, 1), zr, zi, sr, si);
   for (let k = 0; k < h; k++) (out[2 * k] = zr[k]!, (out[2 * k + 1] = zi[k]!));
 }
 
@@ -548,9 +561,9 @@ export function fftValues(input: Float64Array, inShape: readonly number[], outSh
   const last = p.axes[p.axes.length - 1]!;
   const others = p.axes.slice(0, -1);
   if (!p.real) {
-    const data = input.slice();
-    c2cAxes(data, inShape, p.axes, p.inverse ? 1 : -1);
-    return data;
+    // `input` is the kernel's own copy of the values: transform it in place.
+    c2cAxes(input, inShape, p.axes, p.inverse ? 1 : -1);
+    return input;
   }
   if (!p.inverse) {
     // rfft along the last axis into the (…, n/2 + 1, …) output, then complex over the others.
@@ -569,7 +582,7 @@ export function fftValues(input: Float64Array, inShape: readonly number[], outSh
     return out;
   }
   // irfft: complex inverse over the other axes, then Hermitian → real along the last.
-  const data = input.slice();
+  const data = input;
   c2cAxes(data, inShape, others, 1);
   const n = p.n;
   const h = inShape[last]!;
