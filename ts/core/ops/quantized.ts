@@ -3,7 +3,7 @@
 // MLX's bit for bit (the CPU backend's quantize.ts, tested against MLX's own outputs).
 import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
-import { bfloat16, type Dtype, float32, isFloating, promoteTypes, resultType, uint32, uint8 } from "../dtype.ts";
+import { bfloat16, type Dtype, float32, float64, isFloating, promoteTypes, resultType, uint32, uint8 } from "../dtype.ts";
 import { makeNode } from "../graph.ts";
 import { Dequantize, Quantize, QuantizedMatmul } from "../primitives/quantized.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
@@ -65,6 +65,9 @@ export function quantize(w: ArrayInput, ...rest: unknown[]): MgArray[] {
   if (x.ndim < 2) throw new Error(`[quantize] The matrix to be quantized must have at least 2 dimension but it has only ${x.ndim}.`);
   if (x.shape[x.ndim - 1]! % groupSize !== 0) {
     throw new Error(`[quantize] The last dimension of the matrix needs to be divisible by the quantization group size ${groupSize}. However the provided matrix has shape ${formatShape(x.shape)}`);
+  }
+  if (mode === "affine" && x.dtype === float64) {
+    throw new TypeError("[quantize] Affine quantization supports float16, bfloat16 and float32 inputs (MLX's kernel), not float64.");
   }
   const g = globalScaleArg(op, mode, p.globalScale);
   const stream = resolveStream(p.stream);
@@ -175,6 +178,7 @@ function setupQmm(op: string, xIn: ArrayInput, wIn: ArrayInput, sIn: ArrayInput,
     throw new Error(`[${op}] Last dimension of first input with shape (..., ${x.shape[x.ndim - 1]}) does not match the expanded quantized matrix (${inner}, ${outer}) computed from shape ${formatShape(w.shape)} with group_size=${groupSize}, bits=${bits} and transpose=${transpose ? "true" : "false"}`);
   }
   if (!isFloating(dtype)) throw new TypeError(`[${op}] Only real floating types are supported but x.dtype() == ${x.dtype.name}.`);
+  if (dtype === float64) throw new TypeError(`[${op}] float64 is not supported (MLX's kernels take float16, bfloat16 and float32).`);
   return { x, w, s, b, mode, groupSize, bits, transpose, dtype, N: outer };
 }
 
