@@ -178,7 +178,7 @@ function setupQmm(op: string, xIn: ArrayInput, wIn: ArrayInput, sIn: ArrayInput,
     throw new Error(`[${op}] Last dimension of first input with shape (..., ${x.shape[x.ndim - 1]}) does not match the expanded quantized matrix (${inner}, ${outer}) computed from shape ${formatShape(w.shape)} with group_size=${groupSize}, bits=${bits} and transpose=${transpose ? "true" : "false"}`);
   }
   if (!isFloating(dtype)) throw new TypeError(`[${op}] Only real floating types are supported but x.dtype() == ${x.dtype.name}.`);
-  if (dtype === float64) throw new TypeError(`[${op}] float64 is not supported (MLX's kernels take float16, bfloat16 and float32).`);
+  // float64 products run on the CPU (MLX refuses them; gradcheck's float64 side needs them).
   return { x, w, s, b, mode, groupSize, bits, transpose, dtype, N: outer };
 }
 
