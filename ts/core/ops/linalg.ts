@@ -163,7 +163,12 @@ export function qr(a: ArrayInput, opts: Options = {}): [MgArray, MgArray] {
 export function svd(a: ArrayInput, ...rest: unknown[]): [MgArray, MgArray, MgArray] | MgArray {
   const p = bindArgs("linalg.svd", rest, [{ name: "computeUv" }]);
   const computeUv = (p.computeUv as boolean | undefined) ?? true;
-  const x = factorInput("svd", a, p.stream, false);
+  const x = toArray(a, "linalg.svd");
+  checkCpuStream("svd", p.stream);
+  if (x.dtype !== float32 && x.dtype !== float64 && !isComplex(x.dtype)) {
+    throw new TypeError(`[linalg.svd] Arrays must have type float32, float64 or complex64. Received array with type ${x.dtype.name}.`);
+  }
+  if (x.ndim < 2) throw new Error(`[linalg.svd] Input array must have >= 2 dimensions. Received array with ${x.ndim} dimensions.`);
   const outs = makeNode(SVD, [x], { computeUv }, resolveStream(p.stream));
   return computeUv ? [outs[0]!, outs[1]!, outs[2]!] : outs[0]!;
 }
@@ -282,8 +287,8 @@ export function cross(a: ArrayInput, b: ArrayInput, ...rest: unknown[]): MgArray
 function eigInput(op: string, a: ArrayInput, stream: StreamOrDevice | null | undefined): MgArray {
   const x = toArray(a, `linalg.${op}`);
   checkCpuStream(op, stream);
-  if (isComplex(x.dtype)) throw new TypeError(`[linalg.${op}] complex64 inputs are not supported yet (float32 and float64 are).`);
-  if (x.dtype !== float32 && x.dtype !== float64) {
+  if (isComplex(x.dtype) && (op === "eig" || op === "eigvals")) throw new TypeError(`[linalg.${op}] complex64 inputs are not supported yet (float32 and float64 are; eigh handles Hermitian complex64).`);
+  if (x.dtype !== float32 && x.dtype !== float64 && !isComplex(x.dtype)) {
     throw new TypeError(`[linalg.${op}] Arrays must have type float32, float64 or complex64. Received array with type ${x.dtype.name}.`);
   }
   if (x.ndim < 2) throw new Error(`[linalg.${op}] Arrays must have >= 2 dimensions. Received array with ${x.ndim} dimensions.`);

@@ -3,7 +3,7 @@
 // from these and ordinary ops, as in MLX. Rules: ts/core/rules/linalg.ts; CPU kernels:
 // the CPU backend's linalg/kernels.ts (no GPU kernels, as in MLX).
 import type { MgArray } from "../array.ts";
-import { complex64, type Dtype, uint32 } from "../dtype.ts";
+import { complex64, type Dtype, float32, uint32 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
 
 const batchShape = (a: MgArray) => a.shape.slice(0, -2);
@@ -47,7 +47,8 @@ export const SVD: Primitive<SvdParams> = {
   opName: () => "linalg.svd",
   outputSpecs: ([a], p) => {
     const [m, n] = dims(a!);
-    const s = { shape: [...batchShape(a!), Math.min(m, n)], dtype: a!.dtype };
+    // complex64 input: real singular values (float32), complex U and Vᴴ.
+    const s = { shape: [...batchShape(a!), Math.min(m, n)], dtype: a!.dtype === complex64 ? float32 : a!.dtype };
     if (!p.computeUv) return [s];
     return [{ shape: [...batchShape(a!), m, m], dtype: a!.dtype }, s, { shape: [...batchShape(a!), n, n], dtype: a!.dtype }];
   },
@@ -88,7 +89,8 @@ export const Eigh: Primitive<EighParams> = {
   name: "Eigh",
   opName: (p) => (p.computeEigenvectors ? "linalg.eigh" : "linalg.eigvalsh"),
   outputSpecs: ([a], p) => {
-    const w = { shape: a!.shape.slice(0, -1), dtype: a!.dtype };
+    // complex64 (Hermitian) input: real eigenvalues (float32), complex eigenvectors.
+    const w = { shape: a!.shape.slice(0, -1), dtype: a!.dtype === complex64 ? float32 : a!.dtype };
     return p.computeEigenvectors ? [w, { shape: [...a!.shape], dtype: a!.dtype }] : [w];
   },
   paramsKey: (p) => `${p.uplo}|${p.computeEigenvectors}`,

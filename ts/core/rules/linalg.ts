@@ -9,6 +9,7 @@
 // two entries of the symmetric matrix.
 import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
+import { complex64 } from "../dtype.ts";
 import { makeNode } from "../graph.ts";
 import { defineRules } from "../primitive.ts";
 import { eye, tril, triu, zeros } from "../ops/creation.ts";
@@ -38,6 +39,11 @@ const usable = (a: MgArray | undefined): boolean => !!a && !a.disposed && (a.lay
 /** The node's outputs, or those of a fresh node on the same input when one was released. */
 function outputsOf<P>(record: Parameters<typeof makeNode<P>>[0], a: MgArray, outputs: readonly MgArray[], p: P): MgArray[] {
   return outputs.every(usable) ? [...outputs] : makeNode(record, [a], p, stream(a));
+}
+
+/** The rules below are real derivations (MLX has none): complex inputs are refused. */
+function realOnly(op: string, a: MgArray): void {
+  if (a.dtype === complex64) throw new Error(`[${op}] Derivatives of complex64 factorizations are not implemented.`);
 }
 
 /** A matrix with the last axis's entries of v on the diagonal. */
@@ -116,6 +122,7 @@ defineRules(Cholesky, {
 defineRules(Eigh, {
   // A = V·diag(w)·Vᵀ: Ĝ = V·(diag(w̄) + F∘(Vᵀ·V̄))·Vᵀ with F_ij = 1/(w_j − w_i).
   vjp([a], cotangents, _a, outputs, p) {
+    realOnly("linalg.eigh", a!);
     const [w, V] = p.computeEigenvectors ? outputsOf(Eigh, a!, outputs, p) : makeNode(Eigh, [a!], { uplo: p.uplo, computeEigenvectors: true }, stream(a!));
     let inner = diagEmbed(cotangents[0]!);
     if (p.computeEigenvectors) inner = add(inner, multiply(gapMatrix(w!), mm(T(V!), cotangents[1]!)));
@@ -123,6 +130,7 @@ defineRules(Eigh, {
   },
   // dw = diag(Vᵀ·dA·V), dV = V·(F∘(Vᵀ·dA·V))
   jvp([a], [t], _n, outputs, p) {
+    realOnly("linalg.eigh", a!);
     const [w, V] = p.computeEigenvectors ? outputsOf(Eigh, a!, outputs, p) : makeNode(Eigh, [a!], { uplo: p.uplo, computeEigenvectors: true }, stream(a!));
     const m = mm(T(V!), symmetricFrom(t!, p.uplo === "U"), V!);
     const dw = diagonal(m, 0, -2, -1);
@@ -189,6 +197,7 @@ defineRules(SVD, {
   // Ā = U[(F∘(UᵀŪ − ŪᵀU))·S + diag(S̄) + S·(F∘(VᵀV̄ − V̄ᵀV))]Vᵀ
   //     + (I − UUᵀ)·Ū·S⁻¹·Vᵀ + U·S⁻¹·V̄ᵀ·(I − VVᵀ),   F_ij = 1/(s_j² − s_i²)
   vjp([a], cotangents, _n, outputs, p) {
+    realOnly("linalg.svd", a!);
     const m = a!.shape[a!.ndim - 2]!, n = a!.shape[a!.ndim - 1]!;
     const k = Math.min(m, n);
     const full = p.computeUv ? outputsOf(SVD, a!, outputs, p) : makeNode(SVD, [a!], { computeUv: true }, stream(a!));
@@ -216,6 +225,7 @@ defineRules(SVD, {
   // dP = Uᵀ·dA·V: dS = diag(dP), dU = U·(F∘(dP·S + S·dPᵀ)) + (I − UUᵀ)·dA·V·S⁻¹,
   // dV = V·(F∘(S·dP + dPᵀ·S)) + (I − VVᵀ)·dAᵀ·U·S⁻¹; the completing columns get zero tangents.
   jvp([a], [t], _n, outputs, p) {
+    realOnly("linalg.svd", a!);
     const m = a!.shape[a!.ndim - 2]!, n = a!.shape[a!.ndim - 1]!;
     const k = Math.min(m, n);
     const full = p.computeUv ? outputsOf(SVD, a!, outputs, p) : makeNode(SVD, [a!], { computeUv: true }, stream(a!));

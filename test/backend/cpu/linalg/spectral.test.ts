@@ -1,7 +1,7 @@
 // SVD, symmetric and general eigendecompositions: values against MLX 0.32.4 (float64), vectors
 // by their defining identities (they are unique only up to sign or phase).
 import { describe, expect, test } from "bun:test";
-import { eighJacobi, eigGeneral, svd } from "../../../../ts/backend/cpu/linalg/spectral.ts";
+import { eighJacobi, eighJacobiComplex, eigGeneral, svd, svdComplex } from "../../../../ts/backend/cpu/linalg/spectral.ts";
 import { LinalgError } from "../../../../ts/backend/cpu/linalg/factor.ts";
 import { fixture, matmul, maxAbsDiff, transpose } from "./helpers.ts";
 import { Xorshift32 } from "../../../fixtures/quantize/inputs.ts";
@@ -109,5 +109,64 @@ describe("edge cases", () => {
     expect(() => svd([NaN, 1, 2, 3], 2, 2, true)).toThrow(LinalgError);
     expect(() => eighJacobi([Infinity, 1, 1, 3], 2, "L", true)).toThrow(LinalgError);
     expect(() => eigGeneral([NaN, 1, 1, 3], 2, true)).toThrow(LinalgError);
+  });
+});
+
+describe("complex (Hermitian) variants", () => {
+  const r = new Xorshift32(77);
+  const rnd = (n: number) => Float64Array.from({ length: n }, () => r.next() / 2 ** 31 - 1);
+
+  /** (A·B) for split complex row-major matrices. */
+  function cmm(ar: Float64Array, ai: Float64Array, br: Float64Array, bi: Float64Array, m: number, k: number, n: number): [Float64Array, Float64Array] {
+    const cr = new Float64Array(m * n), ci = new Float64Array(m * n);
+    for (let i = 0; i < m; i++) for (let p = 0; p < k; p++) for (let j = 0; j < n; j++) {
+      cr[i * n + j]! += ar[i * k + p]! * br[p * n + j]! - ai[i * k + p]! * bi[p * n + j]!;
+      ci[i * n + j]! += ar[i * k + p]! * bi[p * n + j]! + ai[i * k + p]! * br[p * n + j]!;
+    }
+    return [cr, ci];
+  }
+  const ct = (re: Float64Array, im: Float64Array, r0: number, c0: number): [Float64Array, Float64Array] => [transpose(re, r0, c0), transpose(im, r0, c0).map((v) => -v)];
+
+  test("svdComplex: U·S·Vᴴ = A with unitary U and Vᴴ (tall, wide, square, rank-deficient)", () => {
+    for (const [m, n] of [[4, 3], [3, 5], [4, 4], [1, 3]] as const) {
+      const ar = rnd(m * n), ai = rnd(m * n);
+      if (m === 4 && n === 4) for (let i = 0; i < 4; i++) (ar[i * 4 + 3] = 2 * ar[i * 4]!), (ai[i * 4 + 3] = 2 * ai[i * 4]!);
+      const { uRe, uIm, s, vtRe, vtIm } = svdComplex(ar, ai, m, n, true);
+      const k = Math.min(m, n);
+      const usr = new Float64Array(m * n), usi = new Float64Array(m * n);
+      for (let i = 0; i < m; i++) for (let j = 0; j < k; j++) (usr[i * n + j] = uRe![i * m + j]! * s[j]!), (usi[i * n + j] = uIm![i * m + j]! * s[j]!);
+      const [rr, ri] = cmm(usr, usi, vtRe!, vtIm!, m, n, n);
+      expect(maxAbsDiff(rr, ar)).toBeLessThan(1e-12);
+      expect(maxAbsDiff(ri, ai)).toBeLessThan(1e-12);
+      const [uhr, uhi] = ct(uRe!, uIm!, m, m);
+      const [er, ei] = cmm(uhr, uhi, uRe!, uIm!, m, m, m);
+      expect(maxAbsDiff(er, identity(m))).toBeLessThan(1e-12);
+      expect(maxAbsDiff(ei, new Float64Array(m * m))).toBeLessThan(1e-12);
+      const [vr, vi] = ct(vtRe!, vtIm!, n, n);
+      const [fr, fi] = cmm(vtRe!, vtIm!, vr, vi, n, n, n);
+      expect(maxAbsDiff(fr, identity(n))).toBeLessThan(1e-12);
+      expect(maxAbsDiff(fi, new Float64Array(n * n))).toBeLessThan(1e-12);
+    }
+  });
+
+  test("eighJacobiComplex: A·V = V·diag(w) for the Hermitian matrix of either triangle", () => {
+    for (const n of [1, 2, 5]) {
+      for (const uplo of ["L", "U"] as const) {
+        const ar = rnd(n * n), ai = rnd(n * n);
+        const { w, vRe, vIm } = eighJacobiComplex(ar, ai, n, uplo, true);
+        const hr = new Float64Array(n * n), hi = new Float64Array(n * n);
+        for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
+          const lowerHalf = (uplo === "L") === i >= j;
+          const [si, sj] = lowerHalf ? [i, j] : [j, i];
+          hr[i * n + j] = ar[si * n + sj]!;
+          hi[i * n + j] = i === j ? 0 : lowerHalf ? ai[si * n + sj]! : -ai[si * n + sj]!;
+        }
+        const [avr, avi] = cmm(hr, hi, vRe!, vIm!, n, n, n);
+        const vwr = vRe!.map((v, idx) => v * w[idx % n]!), vwi = vIm!.map((v, idx) => v * w[idx % n]!);
+        expect(maxAbsDiff(avr, vwr)).toBeLessThan(1e-12);
+        expect(maxAbsDiff(avi, vwi)).toBeLessThan(1e-12);
+        for (let j = 1; j < n; j++) expect(w[j]!).toBeGreaterThanOrEqual(w[j - 1]!);
+      }
+    }
   });
 });

@@ -4,9 +4,10 @@
 import type { MgArray } from "../../../core/array.ts";
 import { Cholesky, Eig, Eigh, Inverse, LUF, QRF, SVD } from "../../../core/primitives/linalg.ts";
 import { registerCpu } from "../registry.ts";
-import { readNumbers, writeComplex, writeNumbers } from "../values.ts";
+import { readComplex, readNumbers, writeComplex, writeNumbers } from "../values.ts";
+import { complex64 } from "../../../core/dtype.ts";
 import { cholesky, householderQr, inverse, LinalgError, luFactor, permutationFromPivots, triInverse } from "./factor.ts";
-import { eigGeneral, eighJacobi, svd } from "./spectral.ts";
+import { eigGeneral, eighJacobi, eighJacobiComplex, svd, svdComplex } from "./spectral.ts";
 
 function batchOf(a: MgArray): { count: number; m: number; n: number } {
   const m = a.shape[a.ndim - 2]!, n = a.shape[a.ndim - 1]!;
@@ -54,8 +55,48 @@ export function qrCpu(inputs: readonly MgArray[], outputs: readonly MgArray[]): 
   writeNumbers(outputs[1]!, r);
 }
 
+/** Split complex values (re, im) of a complex64 array. */
+function readSplit(a: MgArray): [Float64Array, Float64Array] {
+  const z = readComplex(a);
+  const re = new Float64Array(a.size), im = new Float64Array(a.size);
+  for (let i = 0; i < a.size; i++) (re[i] = z[2 * i]!), (im[i] = z[2 * i + 1]!);
+  return [re, im];
+}
+
+function interleave(re: Float64Array, im: Float64Array): Float64Array {
+  const z = new Float64Array(2 * re.length);
+  for (let i = 0; i < re.length; i++) (z[2 * i] = re[i]!), (z[2 * i + 1] = im[i]!);
+  return z;
+}
+
+function svdComplexCpu(a: MgArray, outputs: readonly MgArray[], computeUv: boolean): void {
+  const { count, m, n } = batchOf(a);
+  const k = Math.min(m, n);
+  const [re, im] = readSplit(a);
+  const s = new Float64Array(count * k);
+  const uRe = new Float64Array(computeUv ? count * m * m : 0), uIm = new Float64Array(uRe.length);
+  const vRe = new Float64Array(computeUv ? count * n * n : 0), vIm = new Float64Array(vRe.length);
+  for (let b = 0; b < count; b++) {
+    try {
+      const r = svdComplex(re.subarray(b * m * n, (b + 1) * m * n), im.subarray(b * m * n, (b + 1) * m * n), m, n, computeUv);
+      s.set(r.s, b * k);
+      if (computeUv) {
+        uRe.set(r.uRe!, b * m * m); uIm.set(r.uIm!, b * m * m);
+        vRe.set(r.vtRe!, b * n * n); vIm.set(r.vtIm!, b * n * n);
+      }
+    } catch (e) {
+      failed("linalg.svd", e, b, count);
+    }
+  }
+  if (!computeUv) return writeNumbers(outputs[0]!, s);
+  writeComplex(outputs[0]!, interleave(uRe, uIm));
+  writeNumbers(outputs[1]!, s);
+  writeComplex(outputs[2]!, interleave(vRe, vIm));
+}
+
 export function svdCpu(inputs: readonly MgArray[], outputs: readonly MgArray[], computeUv: boolean): void {
   const a = inputs[0]!;
+  if (a.dtype === complex64) return svdComplexCpu(a, outputs, computeUv);
   const { count, m, n } = batchOf(a);
   const k = Math.min(m, n);
   const vals = readNumbers(a);
@@ -110,6 +151,23 @@ export function choleskyCpu(inputs: readonly MgArray[], outputs: readonly MgArra
 export function eighCpu(inputs: readonly MgArray[], outputs: readonly MgArray[], uplo: "L" | "U", vectors: boolean): void {
   const a = inputs[0]!;
   const { count, n } = batchOf(a);
+  if (a.dtype === complex64) {
+    const [re, im] = readSplit(a);
+    const w = new Float64Array(count * n);
+    const vRe = new Float64Array(vectors ? count * n * n : 0), vIm = new Float64Array(vRe.length);
+    for (let b = 0; b < count; b++) {
+      try {
+        const r = eighJacobiComplex(re.subarray(b * n * n, (b + 1) * n * n), im.subarray(b * n * n, (b + 1) * n * n), n, uplo, vectors);
+        w.set(r.w, b * n);
+        if (vectors) (vRe.set(r.vRe!, b * n * n), vIm.set(r.vIm!, b * n * n));
+      } catch (e) {
+        failed(vectors ? "linalg.eigh" : "linalg.eigvalsh", e, b, count);
+      }
+    }
+    writeNumbers(outputs[0]!, w);
+    if (vectors) writeComplex(outputs[1]!, interleave(vRe, vIm));
+    return;
+  }
   const vals = readNumbers(a);
   const w = new Float64Array(count * n);
   const v = vectors ? new Float64Array(count * n * n) : null;

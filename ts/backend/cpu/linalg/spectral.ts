@@ -631,3 +631,240 @@ function cdiv(xr: number, xi: number, yr: number, yi: number): [number, number] 
   const r = yr / yi, d = yi + r * yr;
   return [(r * xr + xi) / d, (r * xi - xr) / d];
 }
+
+// ---------------------------------------------------------------------------------------------
+// Complex (Hermitian) variants: the same Jacobi methods, each rotation preceded by a phase that
+// makes the pivot entry real. Matrices are split complex (re, im), row-major.
+
+export interface ComplexEighResult {
+  w: Float64Array;
+  vRe: Float64Array | null;
+  vIm: Float64Array | null;
+}
+
+/** Hermitian eigenproblem of the matrix built from one triangle (the diagonal's imaginary parts
+ *  are ignored, as LAPACK's heevd assumes them zero). */
+export function eighJacobiComplex(aRe: ArrayLike<number>, aIm: ArrayLike<number>, n: number, uplo: "L" | "U", computeVectors: boolean): ComplexEighResult {
+  const re = new Float64Array(n * n), im = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j <= i; j++) {
+      // The stored entry (i, j) of the lower triangle, or (j, i) of the upper one conjugated.
+      const r = uplo === "L" ? aRe[i * n + j]! : aRe[j * n + i]!;
+      const m = i === j ? 0 : uplo === "L" ? aIm[i * n + j]! : -aIm[j * n + i]!;
+      re[i * n + j] = r; im[i * n + j] = m;
+      re[j * n + i] = r; im[j * n + i] = -m;
+    }
+  }
+  for (let i = 0; i < n * n; i++) if (!Number.isFinite(re[i]!) || !Number.isFinite(im[i]!)) throw new LinalgError("eigendecomposition failed: the input contains NaN or infinity");
+  const vr = new Float64Array(n * n), vi = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) vr[i * n + i] = 1;
+  for (let sweep = 0; sweep < 100; sweep++) {
+    let off = 0, diag = 0;
+    for (let i = 0; i < n; i++) {
+      diag += re[i * n + i]! ** 2;
+      for (let j = i + 1; j < n; j++) off += re[i * n + j]! ** 2 + im[i * n + j]! ** 2;
+    }
+    if (off === 0 || off <= EPS * EPS * 1e-2 * diag) break;
+    for (let p = 0; p < n - 1; p++) {
+      for (let q = p + 1; q < n; q++) {
+        const br = re[p * n + q]!, bi = im[p * n + q]!;
+        const r = Math.hypot(br, bi);
+        if (r === 0) continue;
+        const app = re[p * n + p]!, aqq = re[q * n + q]!;
+        if (r <= EPS * 1e-3 * Math.sqrt(Math.abs(app * aqq))) {
+          re[p * n + q] = im[p * n + q] = re[q * n + p] = im[q * n + p] = 0;
+          continue;
+        }
+        // Phase: column q times e^(−iφ), row q times e^(iφ) makes a_pq = r real.
+        const cr = br / r, ci = -bi / r; // e^(−iφ)
+        for (let k = 0; k < n; k++) {
+          const xr = re[k * n + q]!, xi = im[k * n + q]!;
+          re[k * n + q] = xr * cr - xi * ci;
+          im[k * n + q] = xr * ci + xi * cr;
+        }
+        for (let k = 0; k < n; k++) {
+          const xr = re[q * n + k]!, xi = im[q * n + k]!;
+          re[q * n + k] = xr * cr + xi * ci;
+          im[q * n + k] = xi * cr - xr * ci;
+        }
+        if (computeVectors) {
+          for (let k = 0; k < n; k++) {
+            const xr = vr[k * n + q]!, xi = vi[k * n + q]!;
+            vr[k * n + q] = xr * cr - xi * ci;
+            vi[k * n + q] = xr * ci + xi * cr;
+          }
+        }
+        const theta = (aqq - app) / (2 * r);
+        const t = (theta >= 0 ? 1 : -1) / (Math.abs(theta) + Math.sqrt(1 + theta * theta));
+        const c = 1 / Math.sqrt(1 + t * t);
+        const sn = t * c;
+        for (const m of [re, im]) {
+          for (let k = 0; k < n; k++) {
+            const akp = m[k * n + p]!, akq = m[k * n + q]!;
+            m[k * n + p] = c * akp - sn * akq;
+            m[k * n + q] = sn * akp + c * akq;
+          }
+          for (let k = 0; k < n; k++) {
+            const apk = m[p * n + k]!, aqk = m[q * n + k]!;
+            m[p * n + k] = c * apk - sn * aqk;
+            m[q * n + k] = sn * apk + c * aqk;
+          }
+        }
+        re[p * n + q] = im[p * n + q] = re[q * n + p] = im[q * n + p] = 0;
+        if (computeVectors) {
+          for (const m of [vr, vi]) {
+            for (let k = 0; k < n; k++) {
+              const xp = m[k * n + p]!, xq = m[k * n + q]!;
+              m[k * n + p] = c * xp - sn * xq;
+              m[k * n + q] = sn * xp + c * xq;
+            }
+          }
+        }
+      }
+    }
+  }
+  const order = Array.from({ length: n }, (_, i) => i).sort((i, j) => re[i * n + i]! - re[j * n + j]! || i - j);
+  const w = Float64Array.from(order, (i) => re[i * n + i]!);
+  if (!computeVectors) return { w, vRe: null, vIm: null };
+  const oRe = new Float64Array(n * n), oIm = new Float64Array(n * n);
+  order.forEach((src, dst) => {
+    for (let k = 0; k < n; k++) (oRe[k * n + dst] = vr[k * n + src]!), (oIm[k * n + dst] = vi[k * n + src]!);
+  });
+  return { w, vRe: oRe, vIm: oIm };
+}
+
+export interface ComplexSvdResult {
+  uRe: Float64Array | null;
+  uIm: Float64Array | null;
+  s: Float64Array;
+  /** Vᴴ (n×n). */
+  vtRe: Float64Array | null;
+  vtIm: Float64Array | null;
+}
+
+/** A = U·diag(S)·Vᴴ for complex A (full U and Vᴴ), one-sided Jacobi with phased rotations. */
+export function svdComplex(aRe: ArrayLike<number>, aIm: ArrayLike<number>, m: number, n: number, computeUv: boolean): ComplexSvdResult {
+  for (let i = 0; i < m * n; i++) if (!Number.isFinite(aRe[i]!) || !Number.isFinite(aIm[i]!)) throw new LinalgError("SVD failed: the input contains NaN or infinity");
+  if (m < n) {
+    // Aᴴ = U'·S·V'ᴴ  ⇒  A = V'·S·U'ᴴ
+    const tr = new Float64Array(n * m), ti = new Float64Array(n * m);
+    for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) (tr[j * m + i] = aRe[i * n + j]!), (ti[j * m + i] = -aIm[i * n + j]!);
+    const r = svdComplex(tr, ti, n, m, computeUv);
+    if (!computeUv) return r;
+    // U = V' = (V'ᴴ)ᴴ, Vᴴ = U'ᴴ
+    const [uRe, uIm] = conjTranspose(r.vtRe!, r.vtIm!, m, m);
+    const [vtRe, vtIm] = conjTranspose(r.uRe!, r.uIm!, n, n);
+    return { uRe, uIm, s: r.s, vtRe, vtIm };
+  }
+  const cr: Float64Array[] = [], ci: Float64Array[] = [];
+  for (let j = 0; j < n; j++) {
+    const xr = new Float64Array(m), xi = new Float64Array(m);
+    for (let i = 0; i < m; i++) (xr[i] = aRe[i * n + j]!), (xi[i] = aIm[i * n + j]!);
+    cr.push(xr);
+    ci.push(xi);
+  }
+  const vr: Float64Array[] = [], vi: Float64Array[] = [];
+  for (let j = 0; j < n; j++) {
+    const x = new Float64Array(n);
+    x[j] = 1;
+    vr.push(x);
+    vi.push(new Float64Array(n));
+  }
+  const norm2 = (j: number) => dot(cr[j]!, cr[j]!, m) + dot(ci[j]!, ci[j]!, m);
+  const norms = Array.from({ length: n }, (_, j) => norm2(j));
+  const tol = EPS * m;
+  const phase = (xr: Float64Array, xi: Float64Array, c: number, s: number, len: number) => {
+    for (let k = 0; k < len; k++) {
+      const a = xr[k]!, b = xi[k]!;
+      xr[k] = a * c - b * s;
+      xi[k] = a * s + b * c;
+    }
+  };
+  for (let sweep = 0; sweep < 80; sweep++) {
+    let rotated = false;
+    for (let p = 0; p < n - 1; p++) {
+      for (let q = p + 1; q < n; q++) {
+        // γ = a_pᴴ·a_q
+        let gr = 0, gi = 0;
+        const pr = cr[p]!, pi = ci[p]!, qr = cr[q]!, qi = ci[q]!;
+        for (let k = 0; k < m; k++) {
+          gr += pr[k]! * qr[k]! + pi[k]! * qi[k]!;
+          gi += pr[k]! * qi[k]! - pi[k]! * qr[k]!;
+        }
+        const g = Math.hypot(gr, gi);
+        const alpha = norms[p]!, beta = norms[q]!;
+        if (g === 0 || g <= tol * Math.sqrt(alpha * beta)) continue;
+        rotated = true;
+        // a_q ← a_q·e^(−iφ) makes γ real (= g).
+        const c0 = gr / g, s0 = -gi / g;
+        phase(qr, qi, c0, s0, m);
+        phase(vr[q]!, vi[q]!, c0, s0, n);
+        const zeta = (beta - alpha) / (2 * g);
+        const t = (zeta >= 0 ? 1 : -1) / (Math.abs(zeta) + Math.sqrt(1 + zeta * zeta));
+        const c = 1 / Math.sqrt(1 + t * t);
+        const s = c * t;
+        rotate(pr, qr, c, s, m);
+        rotate(pi, qi, c, s, m);
+        rotate(vr[p]!, vr[q]!, c, s, n);
+        rotate(vi[p]!, vi[q]!, c, s, n);
+        norms[p] = norm2(p);
+        norms[q] = norm2(q);
+      }
+    }
+    if (!rotated) break;
+  }
+  const sv = norms.map((x) => Math.sqrt(x));
+  const order = Array.from({ length: n }, (_, i) => i).sort((i, j) => sv[j]! - sv[i]! || i - j);
+  const s = Float64Array.from(order, (i) => sv[i]!);
+  if (!computeUv) return { uRe: null, uIm: null, s, vtRe: null, vtIm: null };
+  // U columns: a_j/σ_j, completed to a unitary basis (complex Gram-Schmidt on unit vectors).
+  const ur: Float64Array[] = [], ui: Float64Array[] = [];
+  for (const j of order) {
+    if (sv[j]! > 0 && sv[j]! > s[0]! * EPS * 1e-3) {
+      const inv = 1 / sv[j]!;
+      ur.push(cr[j]!.map((v) => v * inv));
+      ui.push(ci[j]!.map((v) => v * inv));
+    } else {
+      ur.push(new Float64Array(0));
+      ui.push(new Float64Array(0));
+    }
+  }
+  while (ur.length < m) (ur.push(new Float64Array(0)), ui.push(new Float64Array(0)));
+  for (let slot = 0; slot < m; slot++) {
+    if (ur[slot]!.length === m) continue;
+    let best: [Float64Array, Float64Array] | null = null, bestNorm = -1;
+    for (let e = 0; e < m; e++) {
+      const xr = new Float64Array(m), xi = new Float64Array(m);
+      xr[e] = 1;
+      for (let pass = 0; pass < 2; pass++) {
+        for (let b = 0; b < m; b++) {
+          const br = ur[b]!, bi = ui[b]!;
+          if (br.length !== m) continue;
+          // projection coefficient bᴴ·x
+          let pr = 0, pi = 0;
+          for (let k = 0; k < m; k++) (pr += br[k]! * xr[k]! + bi[k]! * xi[k]!), (pi += br[k]! * xi[k]! - bi[k]! * xr[k]!);
+          for (let k = 0; k < m; k++) (xr[k] = xr[k]! - (pr * br[k]! - pi * bi[k]!)), (xi[k] = xi[k]! - (pr * bi[k]! + pi * br[k]!));
+        }
+      }
+      const nv = Math.sqrt(dot(xr, xr, m) + dot(xi, xi, m));
+      if (nv > bestNorm) (bestNorm = nv), (best = [xr, xi]);
+      if (nv > 0.7) break;
+    }
+    ur[slot] = best![0].map((v) => v / bestNorm);
+    ui[slot] = best![1].map((v) => v / bestNorm);
+  }
+  const uRe = new Float64Array(m * m), uIm = new Float64Array(m * m);
+  for (let j = 0; j < m; j++) for (let i = 0; i < m; i++) (uRe[i * m + j] = ur[j]![i]!), (uIm[i * m + j] = ui[j]![i]!);
+  // Vᴴ: row r is the conjugate of V's column order[r].
+  const vtRe = new Float64Array(n * n), vtIm = new Float64Array(n * n);
+  order.forEach((j, r) => {
+    for (let i = 0; i < n; i++) (vtRe[r * n + i] = vr[j]![i]!), (vtIm[r * n + i] = -vi[j]![i]!);
+  });
+  return { uRe, uIm, s, vtRe, vtIm };
+}
+
+function conjTranspose(re: Float64Array, im: Float64Array, r: number, c: number): [Float64Array, Float64Array] {
+  const tr = new Float64Array(r * c), ti = new Float64Array(r * c);
+  for (let i = 0; i < r; i++) for (let j = 0; j < c; j++) (tr[j * r + i] = re[i * c + j]!), (ti[j * r + i] = -im[i * c + j]!);
+  return [tr, ti];
+}
