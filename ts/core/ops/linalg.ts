@@ -287,7 +287,6 @@ export function cross(a: ArrayInput, b: ArrayInput, ...rest: unknown[]): MgArray
 function eigInput(op: string, a: ArrayInput, stream: StreamOrDevice | null | undefined): MgArray {
   const x = toArray(a, `linalg.${op}`);
   checkCpuStream(op, stream);
-  if (isComplex(x.dtype) && (op === "eig" || op === "eigvals")) throw new TypeError(`[linalg.${op}] complex64 inputs are not supported yet (float32 and float64 are; eigh handles Hermitian complex64).`);
   if (x.dtype !== float32 && x.dtype !== float64 && !isComplex(x.dtype)) {
     throw new TypeError(`[linalg.${op}] Arrays must have type float32, float64 or complex64. Received array with type ${x.dtype.name}.`);
   }

@@ -1,7 +1,7 @@
 // SVD, symmetric and general eigendecompositions: values against MLX 0.32.4 (float64), vectors
 // by their defining identities (they are unique only up to sign or phase).
 import { describe, expect, test } from "bun:test";
-import { eighJacobi, eighJacobiComplex, eigGeneral, svd, svdComplex } from "../../../../ts/backend/cpu/linalg/spectral.ts";
+import { eigComplex, eighJacobi, eighJacobiComplex, eigGeneral, svd, svdComplex } from "../../../../ts/backend/cpu/linalg/spectral.ts";
 import { LinalgError } from "../../../../ts/backend/cpu/linalg/factor.ts";
 import { fixture, matmul, maxAbsDiff, transpose } from "./helpers.ts";
 import { Xorshift32 } from "../../../fixtures/quantize/inputs.ts";
@@ -168,5 +168,48 @@ describe("complex (Hermitian) variants", () => {
         for (let j = 1; j < n; j++) expect(w[j]!).toBeGreaterThanOrEqual(w[j - 1]!);
       }
     }
+  });
+});
+
+describe("complex general eigenproblem", () => {
+  const r = new Xorshift32(99);
+  const rnd = (n: number) => Float64Array.from({ length: n }, () => r.next() / 2 ** 31 - 1);
+  test("eigComplex: A·v = λ·v, unit vectors with their largest component real", () => {
+    for (const n of [1, 2, 3, 6, 12]) {
+      const ar = rnd(n * n), ai = rnd(n * n);
+      const { wr, wi, vr, vi } = eigComplex(ar, ai, n, true);
+      for (let k = 0; k < n; k++) {
+        let nrm = 0, big = -1, bigIm = 0;
+        for (let i = 0; i < n; i++) {
+          let sr = 0, si = 0;
+          for (let j = 0; j < n; j++) {
+            sr += ar[i * n + j]! * vr![j * n + k]! - ai[i * n + j]! * vi![j * n + k]!;
+            si += ar[i * n + j]! * vi![j * n + k]! + ai[i * n + j]! * vr![j * n + k]!;
+          }
+          const lr = wr[k]! * vr![i * n + k]! - wi[k]! * vi![i * n + k]!;
+          const li = wr[k]! * vi![i * n + k]! + wi[k]! * vr![i * n + k]!;
+          expect(Math.hypot(sr - lr, si - li)).toBeLessThan(1e-10);
+          const mod = vr![i * n + k]! ** 2 + vi![i * n + k]! ** 2;
+          nrm += mod;
+          if (mod > big + 1e-12) (big = mod), (bigIm = vi![i * n + k]!);
+        }
+        expect(Math.abs(nrm - 1)).toBeLessThan(1e-12);
+        expect(Math.abs(bigIm)).toBeLessThan(1e-12);
+      }
+      // Σλ = trace
+      let tr = 0, ti = 0;
+      for (let i = 0; i < n; i++) (tr += ar[i * n + i]!), (ti += ai[i * n + i]!);
+      expect(Math.abs(wr.reduce((a, b) => a + b, 0) - tr)).toBeLessThan(1e-10);
+      expect(Math.abs(wi.reduce((a, b) => a + b, 0) - ti)).toBeLessThan(1e-10);
+    }
+  });
+
+  test("real input through the complex path agrees with the real algorithm", () => {
+    const n = 5;
+    const a = rnd(n * n);
+    const c = eigComplex(a, new Float64Array(n * n), n, false);
+    const g = eigGeneral(a, n, false);
+    const key = (re: ArrayLike<number>, im: ArrayLike<number>) => Array.from(re, (v, i) => [Math.round(v * 1e8) / 1e8, Math.round(im[i]! * 1e8) / 1e8 + 0].join()).sort();
+    expect(key(c.wr, c.wi)).toEqual(key(g.wr, g.wi));
   });
 });

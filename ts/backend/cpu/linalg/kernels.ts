@@ -7,7 +7,7 @@ import { registerCpu } from "../registry.ts";
 import { readComplex, readNumbers, writeComplex, writeNumbers } from "../values.ts";
 import { complex64 } from "../../../core/dtype.ts";
 import { cholesky, householderQr, inverse, LinalgError, luFactor, permutationFromPivots, triInverse } from "./factor.ts";
-import { eigGeneral, eighJacobi, eighJacobiComplex, svd, svdComplex } from "./spectral.ts";
+import { eigComplex, eigGeneral, eighJacobi, eighJacobiComplex, svd, svdComplex } from "./spectral.ts";
 
 function batchOf(a: MgArray): { count: number; m: number; n: number } {
   const m = a.shape[a.ndim - 2]!, n = a.shape[a.ndim - 1]!;
@@ -187,12 +187,15 @@ export function eighCpu(inputs: readonly MgArray[], outputs: readonly MgArray[],
 export function eigCpu(inputs: readonly MgArray[], outputs: readonly MgArray[], vectors: boolean): void {
   const a = inputs[0]!;
   const { count, n } = batchOf(a);
-  const vals = readNumbers(a);
+  const complex = a.dtype === complex64;
+  const [vals, imag] = complex ? readSplit(a) : [readNumbers(a), null];
   const w = new Float64Array(2 * count * n);
   const v = vectors ? new Float64Array(2 * count * n * n) : null;
   for (let b = 0; b < count; b++) {
     try {
-      const res = eigGeneral(vals.subarray(b * n * n, (b + 1) * n * n), n, vectors);
+      const res = imag
+        ? eigComplex(vals.subarray(b * n * n, (b + 1) * n * n), imag.subarray(b * n * n, (b + 1) * n * n), n, vectors)
+        : eigGeneral(vals.subarray(b * n * n, (b + 1) * n * n), n, vectors);
       for (let i = 0; i < n; i++) (w[2 * (b * n + i)] = res.wr[i]!), (w[2 * (b * n + i) + 1] = res.wi[i]!);
       if (v) {
         for (let i = 0; i < n * n; i++) (v[2 * (b * n * n + i)] = res.vr![i]!), (v[2 * (b * n * n + i) + 1] = res.vi![i]!);

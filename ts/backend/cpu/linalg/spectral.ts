@@ -868,3 +868,198 @@ function conjTranspose(re: Float64Array, im: Float64Array, r: number, c: number)
   for (let i = 0; i < r; i++) for (let j = 0; j < c; j++) (tr[j * r + i] = re[i * c + j]!), (ti[j * r + i] = -im[i * c + j]!);
   return [tr, ti];
 }
+
+/**
+ * The general complex eigenproblem: Householder reduction to Hessenberg form, single-shift
+ * complex QR (Wilkinson shifts, Givens rotations) to the Schur form T = QᴴAQ, eigenvectors of
+ * the triangular T by back substitution, mapped back with Q and normalized as geev's (unit norm,
+ * the largest component real).
+ */
+export function eigComplex(aRe: ArrayLike<number>, aIm: ArrayLike<number>, n: number, computeVectors: boolean): EigResult {
+  for (let i = 0; i < n * n; i++) if (!Number.isFinite(aRe[i]!) || !Number.isFinite(aIm[i]!)) throw new LinalgError("eigendecomposition failed: the input contains NaN or infinity");
+  const hr = Float64Array.from(aRe as ArrayLike<number>), hi = Float64Array.from(aIm as ArrayLike<number>);
+  const qr = new Float64Array(n * n), qi = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) qr[i * n + i] = 1;
+  const at = (i: number, j: number) => i * n + j;
+  // Hessenberg reduction: for column k, a reflector on rows k+1..n-1.
+  const vr = new Float64Array(n), vi = new Float64Array(n);
+  for (let k = 0; k < n - 2; k++) {
+    let norm = 0;
+    for (let i = k + 1; i < n; i++) norm += hr[at(i, k)]! ** 2 + hi[at(i, k)]! ** 2;
+    norm = Math.sqrt(norm);
+    if (norm === 0) continue;
+    const x0r = hr[at(k + 1, k)]!, x0i = hi[at(k + 1, k)]!;
+    const x0 = Math.hypot(x0r, x0i);
+    // v = x + e^(i·arg x0)·‖x‖·e1, H = I − 2vvᴴ/‖v‖²
+    const pr = x0 === 0 ? 1 : x0r / x0, pi = x0 === 0 ? 0 : x0i / x0;
+    vr.fill(0); vi.fill(0);
+    for (let i = k + 1; i < n; i++) (vr[i] = hr[at(i, k)]!), (vi[i] = hi[at(i, k)]!);
+    vr[k + 1] = vr[k + 1]! + pr * norm;
+    vi[k + 1] = vi[k + 1]! + pi * norm;
+    let vv = 0;
+    for (let i = k + 1; i < n; i++) vv += vr[i]! ** 2 + vi[i]! ** 2;
+    const f = 2 / vv;
+    // H ← P·H: rows k+1.., every column: h_j ← h_j − f·v·(vᴴ·h_j)
+    for (let j = 0; j < n; j++) {
+      let sr = 0, si = 0;
+      for (let i = k + 1; i < n; i++) (sr += vr[i]! * hr[at(i, j)]! + vi[i]! * hi[at(i, j)]!), (si += vr[i]! * hi[at(i, j)]! - vi[i]! * hr[at(i, j)]!);
+      sr *= f; si *= f;
+      for (let i = k + 1; i < n; i++) (hr[at(i, j)] = hr[at(i, j)]! - (vr[i]! * sr - vi[i]! * si)), (hi[at(i, j)] = hi[at(i, j)]! - (vr[i]! * si + vi[i]! * sr));
+    }
+    // H ← H·P and Q ← Q·P: columns k+1..: row_i ← row_i − f·(row_i·v)·vᴴ
+    for (const [mr, mi] of [[hr, hi], [qr, qi]] as const) {
+      for (let i = 0; i < n; i++) {
+        let sr = 0, si = 0;
+        for (let j = k + 1; j < n; j++) (sr += mr[at(i, j)]! * vr[j]! - mi[at(i, j)]! * vi[j]!), (si += mr[at(i, j)]! * vi[j]! + mi[at(i, j)]! * vr[j]!);
+        sr *= f; si *= f;
+        for (let j = k + 1; j < n; j++) (mr[at(i, j)] = mr[at(i, j)]! - (sr * vr[j]! + si * vi[j]!)), (mi[at(i, j)] = mi[at(i, j)]! - (si * vr[j]! - sr * vi[j]!));
+      }
+    }
+    for (let i = k + 2; i < n; i++) hr[at(i, k)] = hi[at(i, k)] = 0;
+  }
+  // Shifted QR on the active window [lo, hi], deflating from the bottom.
+  const cabs = (i: number, j: number) => Math.hypot(hr[at(i, j)]!, hi[at(i, j)]!);
+  let end = n - 1;
+  let iter = 0;
+  const cs = new Float64Array(3 * n); // per k: c, s_re, s_im
+  while (end > 0) {
+    let lo = end;
+    while (lo > 0) {
+      const s = cabs(lo - 1, lo - 1) + cabs(lo, lo);
+      if (cabs(lo, lo - 1) <= EPS * (s === 0 ? 1 : s)) {
+        hr[at(lo, lo - 1)] = hi[at(lo, lo - 1)] = 0;
+        break;
+      }
+      lo--;
+    }
+    if (lo === end) {
+      end--;
+      iter = 0;
+      continue;
+    }
+    if (++iter > 60 * n) throw new LinalgError("eigendecomposition failed: QR iteration did not converge");
+    // Wilkinson shift: the eigenvalue of the trailing 2×2 nearer to its last diagonal entry.
+    const ar = hr[at(end - 1, end - 1)]!, ai = hi[at(end - 1, end - 1)]!;
+    const br = hr[at(end - 1, end)]!, bi = hi[at(end - 1, end)]!;
+    const cr0 = hr[at(end, end - 1)]!, ci0 = hi[at(end, end - 1)]!;
+    const dr = hr[at(end, end)]!, di = hi[at(end, end)]!;
+    let mur: number, mui: number;
+    if (iter % 11 === 0) {
+      // Exceptional shift against cycles.
+      mur = dr + 0.75 * Math.abs(cr0);
+      mui = di;
+    } else {
+      const tr = (ar - dr) / 2, ti = (ai - di) / 2;
+      // disc = sqrt(t² + b·c)
+      const bcr = br * cr0 - bi * ci0, bci = br * ci0 + bi * cr0;
+      const xr = tr * tr - ti * ti + bcr, xi = 2 * tr * ti + bci;
+      const mod = Math.hypot(xr, xi);
+      let sr = Math.sqrt((mod + xr) / 2), si = Math.sqrt(Math.max(0, (mod - xr) / 2));
+      if (xi < 0) si = -si;
+      // choose the root making d + t ± disc nearer to d
+      if (tr * sr + ti * si < 0) (sr = -sr), (si = -si);
+      // μ = d − b·c/(t + disc)
+      const denr = tr + sr, deni = ti + si;
+      const den = denr * denr + deni * deni;
+      if (den === 0) {
+        mur = dr; mui = di;
+      } else {
+        const qr0 = (bcr * denr + bci * deni) / den, qi0 = (bci * denr - bcr * deni) / den;
+        mur = dr - qr0; mui = di - qi0;
+      }
+    }
+    for (let k = lo; k <= end; k++) (hr[at(k, k)] = hr[at(k, k)]! - mur), (hi[at(k, k)] = hi[at(k, k)]! - mui);
+    // Row rotations G_k zeroing h[k+1][k], k = lo..end−1, over columns k..n−1.
+    for (let k = lo; k < end; k++) {
+      const xr = hr[at(k, k)]!, xi = hi[at(k, k)]!, yr = hr[at(k + 1, k)]!, yi = hi[at(k + 1, k)]!;
+      const xa = Math.hypot(xr, xi), nrm = Math.hypot(xa, Math.hypot(yr, yi));
+      let c: number, sr: number, si: number;
+      if (nrm === 0) (c = 1), (sr = 0), (si = 0);
+      else if (xa === 0) (c = 0), (sr = yr / nrm), (si = -yi / nrm);
+      else {
+        c = xa / nrm;
+        // s = (x/|x|)·conj(y)/nrm
+        const ur = xr / xa, ui = xi / xa;
+        sr = (ur * yr + ui * yi) / nrm;
+        si = (ui * yr - ur * yi) / nrm;
+      }
+      cs[3 * k] = c; cs[3 * k + 1] = sr; cs[3 * k + 2] = si;
+      // [row k; row k+1] ← [[c, s], [−conj s, c]]·[row k; row k+1]
+      for (let j = k; j < n; j++) {
+        const pr = hr[at(k, j)]!, pi = hi[at(k, j)]!, qr1 = hr[at(k + 1, j)]!, qi1 = hi[at(k + 1, j)]!;
+        hr[at(k, j)] = c * pr + (sr * qr1 - si * qi1);
+        hi[at(k, j)] = c * pi + (sr * qi1 + si * qr1);
+        hr[at(k + 1, j)] = -(sr * pr + si * pi) + c * qr1;
+        hi[at(k + 1, j)] = -(sr * pi - si * pr) + c * qi1;
+      }
+    }
+    // Column rotations Gᴴ on columns k, k+1 (rows 0..min(k+2, end)), and on Q (all rows).
+    for (let k = lo; k < end; k++) {
+      const c = cs[3 * k]!, sr = cs[3 * k + 1]!, si = cs[3 * k + 2]!;
+      const rot = (mr: Float64Array, mi: Float64Array, rows: number) => {
+        for (let i = 0; i < rows; i++) {
+          const pr = mr[at(i, k)]!, pi = mi[at(i, k)]!, qr1 = mr[at(i, k + 1)]!, qi1 = mi[at(i, k + 1)]!;
+          // [col k, col k+1] ← [col k, col k+1]·[[c, −s], [conj s, c]]
+          mr[at(i, k)] = c * pr + (sr * qr1 + si * qi1);
+          mi[at(i, k)] = c * pi + (sr * qi1 - si * qr1);
+          mr[at(i, k + 1)] = -(sr * pr - si * pi) + c * qr1;
+          mi[at(i, k + 1)] = -(sr * pi + si * pr) + c * qi1;
+        }
+      };
+      rot(hr, hi, Math.min(k + 2, end) + 1);
+      rot(qr, qi, n);
+    }
+    for (let k = lo; k <= end; k++) (hr[at(k, k)] = hr[at(k, k)]! + mur), (hi[at(k, k)] = hi[at(k, k)]! + mui);
+  }
+  const wr = new Float64Array(n), wi = new Float64Array(n);
+  for (let i = 0; i < n; i++) (wr[i] = hr[at(i, i)]!), (wi[i] = hi[at(i, i)]!);
+  if (!computeVectors) return { wr, wi, vr: null, vi: null };
+  // Eigenvectors of T (upper triangular): x_k = 1, x_j = 0 for j > k, back substitution above.
+  let tnorm = 0;
+  for (let i = 0; i < n; i++) for (let j = i; j < n; j++) tnorm = Math.max(tnorm, cabs(i, j));
+  const small = EPS * Math.max(tnorm, Number.MIN_VALUE);
+  const xr = new Float64Array(n * n), xi = new Float64Array(n * n);
+  for (let k = 0; k < n; k++) {
+    xr[at(k, k)] = 1;
+    for (let i = k - 1; i >= 0; i--) {
+      let sr = 0, si = 0;
+      for (let j = i + 1; j <= k; j++) {
+        const tr = hr[at(i, j)]!, ti = hi[at(i, j)]!, ur = xr[at(j, k)]!, ui = xi[at(j, k)]!;
+        sr += tr * ur - ti * ui;
+        si += tr * ui + ti * ur;
+      }
+      // (t_ii − λ_k)·x_i = −s
+      let dr = hr[at(i, i)]! - wr[k]!, di = hi[at(i, i)]! - wi[k]!;
+      if (Math.hypot(dr, di) < small) dr = small, di = 0;
+      const den = dr * dr + di * di;
+      xr[at(i, k)] = -(sr * dr + si * di) / den;
+      xi[at(i, k)] = -(si * dr - sr * di) / den;
+    }
+  }
+  // V = Q·X, then each column normalized with its largest component real and positive.
+  const outR = new Float64Array(n * n), outI = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) for (let k = 0; k < n; k++) {
+    let sr = 0, si = 0;
+    for (let j = 0; j <= k; j++) (sr += qr[at(i, j)]! * xr[at(j, k)]! - qi[at(i, j)]! * xi[at(j, k)]!), (si += qr[at(i, j)]! * xi[at(j, k)]! + qi[at(i, j)]! * xr[at(j, k)]!);
+    outR[at(i, k)] = sr;
+    outI[at(i, k)] = si;
+  }
+  for (let k = 0; k < n; k++) {
+    let nrm = 0, big = -1, bi = 0;
+    for (let i = 0; i < n; i++) {
+      const m = outR[at(i, k)]! ** 2 + outI[at(i, k)]! ** 2;
+      nrm += m;
+      if (m > big) (big = m), (bi = i);
+    }
+    nrm = Math.sqrt(nrm) || 1;
+    const pr = outR[at(bi, k)]!, pi = outI[at(bi, k)]!, pm = Math.hypot(pr, pi) || 1;
+    const cr = pr / pm, ci = -pi / pm;
+    for (let i = 0; i < n; i++) {
+      const a = outR[at(i, k)]! / nrm, b = outI[at(i, k)]! / nrm;
+      outR[at(i, k)] = a * cr - b * ci;
+      outI[at(i, k)] = a * ci + b * cr;
+    }
+    outI[at(bi, k)] = 0;
+  }
+  return { wr, wi, vr: outR, vi: outI };
+}
