@@ -158,20 +158,6 @@ template <typename T, typename S, int BITS, int GS, int MODE, int MR>
   }
 }
 
-// The dequantised value of W's element (n, k) (transpose: W is (N, K) packed along K) or (k, n)
-// (W is (K, N) packed along N), rounded to T as MLX's kernels stage it.
-template <typename T, typename S, int BITS, int GS, int MODE, bool TRANSPOSE>
-MG_FUNC T dequant_at(device const uint* w, device const S* scales, device const T* biases, int k, int n, constant const QuantParams& p) {
-  const int row = TRANSPOSE ? n : k;
-  const int col = TRANSPOSE ? k : n;
-  const int cols = TRANSPOSE ? p.K : p.N;
-  device const uint* words = w + int64_t(row) * (int64_t(cols) * BITS / 32);
-  const uint code = extract_code<BITS>(words, col);
-  const int64_t gi = int64_t(row) * (cols / GS) + col / GS;
-  if (MODE == MODE_AFFINE) return T(float(scales[gi]) * float(code) + float(biases[gi]));
-  return T(fp_scale_value<MODE>(uint(scales[gi])) * fp_code_value<MODE>(code));
-}
-
 // grid: (ceil(N / 32), ceil(M / 32), batch entries) threadgroups of 128 threads (2×2 simdgroups,
 // each a 16×16 block of the 32×32 tile).
 template <typename T, typename S, int BITS, int GS, int MODE, bool TRANSPOSE>
@@ -215,10 +201,37 @@ template <typename T, typename S, int BITS, int GS, int MODE, bool TRANSPOSE>
       const int m = m0 + r, k = k0 + c;
       Xs[r * XP + c] = (m < p.M && k < p.K) ? xb[int64_t(m) * p.K + k] : T(0.0f);
     }
-    for (int i = int(tid); i < BK * BN; i += NT) {
-      const int r = i / BN, c = i % BN;  // Ws[k][n]
-      const int k = k0 + r, n = n0 + c;
-      Ws[r * WP + c] = (k < p.K && n < p.N) ? dequant_at<T, S, BITS, GS, MODE, TRANSPOSE>(wb, sb, bb, k, n, p) : T(0.0f);
+    // W's slice: each thread dequantises 8 consecutive codes of one packed row (one group, one
+    // scale and bias read), 32 rows × 4 chunks = the 128 threads.
+    {
+      const int r = int(tid) / 4, chunk = int(tid) % 4;
+      const int row = TRANSPOSE ? n0 + r : k0 + r;       // packed row (n, or k)
+      const int col0 = (TRANSPOSE ? k0 : n0) + 8 * chunk; // first code along the packed axis
+      const int rows = TRANSPOSE ? p.N : p.K;
+      const int cols = TRANSPOSE ? p.K : p.N;
+      T vals[8];
+      if (row < rows && col0 < cols) {
+        device const uint* words = wb + int64_t(row) * (int64_t(cols) * BITS / 32);
+        const int64_t gi = int64_t(row) * (cols / GS) + col0 / GS;
+        const float sc = MODE == MODE_AFFINE ? float(sb[gi]) : fp_scale_value<MODE>(uint(sb[gi]));
+        const float bi = MODE == MODE_AFFINE ? float(bb[gi]) : 0.0f;
+        for (int e = 0; e < 8; ++e) {
+          const int c = col0 + e;
+          if (c < cols) {
+            const uint code = extract_code<BITS>(words, c);
+            vals[e] = MODE == MODE_AFFINE ? T(sc * float(code) + bi) : T(sc * fp_code_value<MODE>(code));
+          } else {
+            vals[e] = T(0.0f);
+          }
+        }
+      } else {
+        for (int e = 0; e < 8; ++e) vals[e] = T(0.0f);
+      }
+      for (int e = 0; e < 8; ++e) {
+        // Ws[k][n]: the tile's k runs along the packed axis when transposed, n otherwise.
+        if (TRANSPOSE) Ws[(8 * chunk + e) * WP + r] = vals[e];
+        else Ws[r * WP + 8 * chunk + e] = vals[e];
+      }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (int kk = 0; kk < BK; kk += 8) {
