@@ -7,6 +7,8 @@
 //   qmm              prefill products (any M, either transpose): BM×BN output tiles, x's BK-slice
 //                    staged in threadgroup memory and W's slice dequantised there (never a full
 //                    dequantised copy), multiplied on simdgroup matrices with float accumulators.
+//   GATHER (both): batch entry z multiplies x's matrix lhs[z] by W's matrix rhs[z] (gather_qmm,
+//                    mixtures of experts) — the experts are read in place, never copied.
 //   affine_quantize / fp_quantize      one thread per group, the CPU reference's arithmetic (so
 //                    the packed words equal MLX's bit for bit);
 //   affine_dequantize / fp_dequantize  one thread per element.
@@ -67,8 +69,17 @@ struct QuantOffsets {
   int64_t s;
 };
 
-MG_FUNC QuantOffsets quant_offsets(uint z, constant const QuantParams& p, constant const int* shape, constant const int64_t* strides) {
+// GATHER: strides holds the matrix strides of x, W and the scales; lhs/rhs pick the matrices.
+template <bool GATHER>
+MG_FUNC QuantOffsets quant_offsets(uint z, constant const QuantParams& p, constant const int* shape, constant const int64_t* strides,
+                                   device const uint* lhs, device const uint* rhs) {
   QuantOffsets o;
+  if (GATHER) {
+    o.x = int64_t(lhs[z]) * strides[0];
+    o.w = int64_t(rhs[z]) * strides[1];
+    o.s = int64_t(rhs[z]) * strides[2];
+    return o;
+  }
   o.x = 0;
   o.w = 0;
   o.s = 0;
@@ -83,7 +94,7 @@ MG_FUNC QuantOffsets quant_offsets(uint z, constant const QuantParams& p, consta
 
 // grid: (ceil(N / 8), ceil(M / MR), batch entries) threadgroups of 64 threads (2 simdgroups × 4
 // outputs). x is (M, K), w (N, K·BITS/32), scales/biases (N, K/GS), all row-contiguous per entry.
-template <typename T, typename S, int BITS, int GS, int MODE, int MR>
+template <typename T, typename S, int BITS, int GS, int MODE, int MR, bool GATHER>
 [[kernel]] void qmv(
     device const T* x [[buffer(0)]],
     device const uint* w [[buffer(1)]],
@@ -93,6 +104,8 @@ template <typename T, typename S, int BITS, int GS, int MODE, int MR>
     constant const QuantParams& p [[buffer(5)]],
     constant const int* batch_shape [[buffer(6)]],
     constant const int64_t* batch_strides [[buffer(7)]],
+    device const uint* lhs [[buffer(8)]],
+    device const uint* rhs [[buffer(9)]],
     uint3 tgid [[threadgroup_position_in_grid]],
     uint sgid [[simdgroup_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]]) {
@@ -102,7 +115,7 @@ template <typename T, typename S, int BITS, int GS, int MODE, int MR>
   if (n0 >= p.N) return;
   const int m0 = int(tgid.y) * MR;
   const int mr = min(MR, p.M - m0);
-  const QuantOffsets o = quant_offsets(tgid.z, p, batch_shape, batch_strides);
+  const QuantOffsets o = quant_offsets<GATHER>(tgid.z, p, batch_shape, batch_strides, lhs, rhs);
   const int64_t words_per_row = int64_t(p.K) * BITS / 32;
   const int groups_per_row = p.K / GS;
   device const T* xb = x + o.x + int64_t(m0) * p.K;
@@ -160,7 +173,7 @@ template <typename T, typename S, int BITS, int GS, int MODE, int MR>
 
 // grid: (ceil(N / 32), ceil(M / 32), batch entries) threadgroups of 128 threads (2×2 simdgroups,
 // each a 16×16 block of the 32×32 tile).
-template <typename T, typename S, int BITS, int GS, int MODE, bool TRANSPOSE>
+template <typename T, typename S, int BITS, int GS, int MODE, bool TRANSPOSE, bool GATHER>
 [[kernel]] void qmm(
     device const T* x [[buffer(0)]],
     device const uint* w [[buffer(1)]],
@@ -170,6 +183,8 @@ template <typename T, typename S, int BITS, int GS, int MODE, bool TRANSPOSE>
     constant const QuantParams& p [[buffer(5)]],
     constant const int* batch_shape [[buffer(6)]],
     constant const int64_t* batch_strides [[buffer(7)]],
+    device const uint* lhs [[buffer(8)]],
+    device const uint* rhs [[buffer(9)]],
     uint3 tgid [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint sgid [[simdgroup_index_in_threadgroup]],
@@ -182,7 +197,7 @@ template <typename T, typename S, int BITS, int GS, int MODE, bool TRANSPOSE>
   threadgroup T Ws[BK * WP];
   threadgroup float stage[4 * 64];
 
-  const QuantOffsets o = quant_offsets(tgid.z, p, batch_shape, batch_strides);
+  const QuantOffsets o = quant_offsets<GATHER>(tgid.z, p, batch_shape, batch_strides, lhs, rhs);
   device const T* xb = x + o.x;
   device const uint* wb = w + o.w;
   device const S* sb = scales + o.s;

@@ -92,6 +92,20 @@ describe("quantizedMatmul derivatives", () => {
     }, 300_000);
   }
 
+  for (const device of [mg.cpu, mg.gpu]) {
+    test(`gatherQmm: gradcheck w.r.t. x, scales and biases; no copy of the experts, ${device.type}`, () => {
+      const [wq, sc, b] = mg.quantize(rnd([3, 8, 64], 40), { stream: mg.cpu });
+      const lhs = mg.array([1, 0, 1, 1]), rhs = mg.array([2, 2, 0, 1]);
+      const x = rnd([2, 2, 64], 41);
+      const fn = (xx: MgArray, s: MgArray, bb: MgArray) => mg.gatherQmm(xx, wq!, s, bb, { lhsIndices: lhs, rhsIndices: rhs });
+      const report = mg.testing.gradcheck(fn, [x, sc!, b!], { stream: device, eps: 1e-2, atol: 2e-3, rtol: 2e-3, raiseException: false });
+      expect({ ok: report.ok, message: report.message }).toEqual({ ok: true, message: report.message });
+      const records = mg.trace(() => mg.gatherQmm(x, wq!, sc!, b, { lhsIndices: lhs, rhsIndices: rhs, stream: device }));
+      expect(records.some((r) => r.primitives.includes("Gather"))).toBe(false);
+      expect(records.some((r) => r.primitives.includes("GatherQMM"))).toBe(true);
+    }, 300_000);
+  }
+
   test("the trace says the packed weights carry no gradient", () => {
     const [wq, sc, b] = mg.quantize(rnd([8, 64], 28), { stream: mg.cpu });
     const records = mg.trace(() => mg.grad((x: MgArray) => mg.sum(mg.quantizedMatmul(x, wq!, sc!, b)))(rnd([2, 64], 29)));

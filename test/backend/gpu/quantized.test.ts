@@ -180,13 +180,13 @@ function quantizedProduct(c: Product, seed: number, kernel: "qmv" | "qmm"): void
   const S = mode === "affine" ? MSL[t] : "uchar";
   const MR = Math.min(M, 8);
   const inst: KernelInstance = kernel === "qmv"
-    ? { file: "quantized.metal", name: `t_qmv_${t}_${mode}_${bits}_${gs}_${MR}`, instantiation: `qmv<${MSL[t]}, ${S}, ${bits}, ${gs}, ${MODE_ID[mode]}, ${MR}>` }
-    : { file: "quantized.metal", name: `t_qmm_${t}_${mode}_${bits}_${gs}_${transpose}`, instantiation: `qmm<${MSL[t]}, ${S}, ${bits}, ${gs}, ${MODE_ID[mode]}, ${transpose}>` };
+    ? { file: "quantized.metal", name: `t_qmv_${t}_${mode}_${bits}_${gs}_${MR}`, instantiation: `qmv<${MSL[t]}, ${S}, ${bits}, ${gs}, ${MODE_ID[mode]}, ${MR}, false>` }
+    : { file: "quantized.metal", name: `t_qmm_${t}_${mode}_${bits}_${gs}_${transpose}`, instantiation: `qmm<${MSL[t]}, ${S}, ${bits}, ${gs}, ${MODE_ID[mode]}, ${transpose}, false>` };
   const xb = upload(encode(x, t)), wb = upload(wq), sb = upload(scaleData), bb = upload(biasData);
   const ob = rt.newBuffer(M * N * 4);
   const params = Int32Array.of(M, N, K, 0);
   const grid: [number, number, number] = kernel === "qmv" ? [Math.ceil(N / 8), Math.ceil(M / MR), 1] : [Math.ceil(N / 32), Math.ceil(M / 32), 1];
-  run(inst, [xb, wb, sb, bb, ob], [{ index: 5, data: params }, { index: 6, data: Int32Array.of(0) }, { index: 7, data: BigInt64Array.of(0n) }],
+  run(inst, [xb, wb, sb, bb, ob, null, null, null, xb, xb], [{ index: 5, data: params }, { index: 6, data: Int32Array.of(0) }, { index: 7, data: BigInt64Array.of(0n) }],
     grid, [kernel === "qmv" ? 64 : 128, 1, 1], "threadgroups");
   const got = decode(ob, t, M * N);
   // float32 accumulation of K products, then one rounding to T

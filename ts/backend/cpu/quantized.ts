@@ -4,7 +4,7 @@
 // accumulate in float64.
 import type { MgArray } from "../../core/array.ts";
 import { roundToDtype, type Dtype } from "../../core/dtype.ts";
-import { Dequantize, Quantize, QuantizedMatmul } from "../../core/primitives/quantized.ts";
+import { Dequantize, GatherQMM, Quantize, QuantizedMatmul } from "../../core/primitives/quantized.ts";
 import { readNumbers, writeNumbers } from "./values.ts";
 import { registerCpu } from "./registry.ts";
 import {
@@ -87,6 +87,16 @@ function dequantRow(
  * (W (K, N)); x and the weights share their batch shape (the op broadcast them) or W is 2-D.
  */
 export function quantizedMatmulCpu(inputs: readonly MgArray[], outputs: readonly MgArray[], p: QmmKernelParams): void {
+  productCpu(inputs, outputs, p, null);
+}
+
+/** [x (Bx, M, K), wq (E, …), scales (, biases), lhs, rhs] → out (I, M, N). */
+export function gatherQmmCpu(inputs: readonly MgArray[], outputs: readonly MgArray[], p: QmmKernelParams): void {
+  const lhs = readNumbers(inputs[inputs.length - 2]!), rhs = readNumbers(inputs[inputs.length - 1]!);
+  productCpu(inputs.slice(0, -2), outputs, p, { lhs, rhs });
+}
+
+function productCpu(inputs: readonly MgArray[], outputs: readonly MgArray[], p: QmmKernelParams, gather: { lhs: Float64Array; rhs: Float64Array } | null): void {
   const [x, w, s] = inputs as MgArray[];
   const b = p.mode === "affine" ? inputs[3]! : null;
   const out = outputs[0]!;
@@ -99,7 +109,7 @@ export function quantizedMatmulCpu(inputs: readonly MgArray[], outputs: readonly
   const bv = b ? readNumbers(b) : null;
   const round = rounding(p.mode === "affine" ? s!.dtype : x!.dtype);
   const wBatch = w!.ndim > 2 ? w!.size / (w!.shape[w!.ndim - 1]! * w!.shape[w!.ndim - 2]!) : 1;
-  const batches = M * K === 0 ? 0 : xv.length / (M * K);
+  const batches = gather ? gather.lhs.length : M * K === 0 ? 0 : xv.length / (M * K);
   const wRows = p.transpose ? N : K;
   const rowLen = p.transpose ? K : N;
   const wordsPerRow = (rowLen * p.bits) / 32;
@@ -107,11 +117,15 @@ export function quantizedMatmulCpu(inputs: readonly MgArray[], outputs: readonly
   const res = new Float64Array(batches * M * N);
   const row = new Float64Array(rowLen);
   for (let bi = 0; bi < batches; bi++) {
-    const wi = wBatch === 1 ? 0 : bi;
+    const wi = gather ? gather.rhs[bi]! : wBatch === 1 ? 0 : bi;
+    const xi = gather ? gather.lhs[bi]! : bi;
+    if (gather && (wi >= wBatch || xi * M * K >= xv.length)) {
+      throw new RangeError(`[gather_qmm] index pair (${xi}, ${wi}) is out of range for ${xv.length / Math.max(1, M * K)} inputs and ${wBatch} weight matrices.`);
+    }
     const wqb = wq.subarray(wi * wRows * wordsPerRow, (wi + 1) * wRows * wordsPerRow);
     const sb = sv.subarray(wi * groupsPerMatrix, (wi + 1) * groupsPerMatrix);
     const bb = bv ? bv.subarray(wi * groupsPerMatrix, (wi + 1) * groupsPerMatrix) : null;
-    const xo = bi * M * K, oo = bi * M * N;
+    const xo = xi * M * K, oo = bi * M * N;
     for (let r = 0; r < wRows; r++) {
       dequantRow(p, wqb, wordsPerRow, r, rowLen, sb, bb, round, row);
       if (p.transpose) {
@@ -137,3 +151,4 @@ export function quantizedMatmulCpu(inputs: readonly MgArray[], outputs: readonly
 registerCpu(Quantize, quantizeCpu);
 registerCpu(Dequantize, dequantizeCpu);
 registerCpu(QuantizedMatmul, quantizedMatmulCpu);
+registerCpu(GatherQMM, gatherQmmCpu);

@@ -3,7 +3,7 @@
 // the tiled qmm otherwise. The ops hand these row-contiguous operands (a copy only when a view
 // is not), so kernels index matrices densely and batch entries through strides.
 import type { MgArray, Node } from "../../core/array.ts";
-import { Dequantize, Quantize, QuantizedMatmul } from "../../core/primitives/quantized.ts";
+import { Dequantize, GatherQMM, Quantize, QuantizedMatmul } from "../../core/primitives/quantized.ts";
 import { tracing } from "../../core/trace.ts";
 import { type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
@@ -123,58 +123,72 @@ export const dequantizeGpu = {
 /** Rows per qmv dispatch (MR): the matrix's rows when few, else the product uses qmm. */
 export const QMV_MAX_ROWS = 8;
 
-function productKernel(node: Node): { k: KernelInstance; qmv: boolean; mr: number } {
+function productKernel(node: Node, gather: boolean): { k: KernelInstance; qmv: boolean; mr: number } {
   const p = node.params as QmmGpuParams;
   const x = node.inputs[0]!;
   const M = x.shape[x.ndim - 2]!;
   const t = mslType(x.dtype, "quantized_matmul");
   const s = p.mode === "affine" ? t : "uchar";
-  const tag = `${dtypeTag(x.dtype)}_${p.mode}_${p.bits}_${p.groupSize}`;
+  const tag = `${dtypeTag(x.dtype)}_${p.mode}_${p.bits}_${p.groupSize}${gather ? "_gather" : ""}`;
   if (p.transpose && M <= QMV_MAX_ROWS) {
     const mr = Math.max(1, M);
-    return { k: inst(`mg_qmv_${tag}_${mr}`, `qmv<${t}, ${s}, ${p.bits}, ${p.groupSize}, ${MODE_ID[p.mode]}, ${mr}>`), qmv: true, mr };
+    return { k: inst(`mg_qmv_${tag}_${mr}`, `qmv<${t}, ${s}, ${p.bits}, ${p.groupSize}, ${MODE_ID[p.mode]}, ${mr}, ${gather}>`), qmv: true, mr };
   }
-  return { k: inst(`mg_qmm_${tag}_${p.transpose ? "t" : "n"}`, `qmm<${t}, ${s}, ${p.bits}, ${p.groupSize}, ${MODE_ID[p.mode]}, ${p.transpose}>`), qmv: false, mr: 0 };
+  return { k: inst(`mg_qmm_${tag}_${p.transpose ? "t" : "n"}`, `qmm<${t}, ${s}, ${p.bits}, ${p.groupSize}, ${MODE_ID[p.mode]}, ${p.transpose}, ${gather}>`), qmv: false, mr: 0 };
 }
 
-export const quantizedMatmulGpu = {
-  kind: "kernel" as const,
-  kernels: (node: Node) => [productKernel(node).k],
-  encode(enc: GpuEncoder, node: Node): void {
-    const p = node.params as QmmGpuParams;
-    const [x, w, s] = node.inputs as MgArray[];
-    const out = node.outputs[0]!;
-    const K = x!.shape[x!.ndim - 1]!, M = x!.shape[x!.ndim - 2]!, N = out.shape[out.ndim - 1]!;
-    for (const a of node.inputs) requireDense("quantized_matmul", a, true);
-    const xb = enc.input(x!, 0), wb = enc.input(w!, 1), sb = enc.input(s!, 2);
-    // fp modes have no biases: bind the scales again (never read).
-    const bb = p.mode === "affine" ? enc.inputBinding(node.inputs[3]!, 3) : { ...sb.binding, index: 3 };
-    const ob = enc.outputBinding(out, 4);
-    if (out.size === 0) return;
-    // Batch axes: x's leading axes; W's and the scales' strides are 0 where they broadcast.
-    const batch = x!.shape.slice(0, -2);
-    const nd = batch.length;
-    const bstride = (a: MgArray, strides: readonly number[]) => (a.ndim > 2 ? strides.slice(0, -2) : batch.map(() => 0));
-    const count = batch.reduce((a, b) => a * b, 1);
-    const { k, qmv, mr } = productKernel(node);
-    const pipeline = kernelPipeline(k);
-    const grid: [number, number, number] = qmv ? [Math.ceil(N / 8), Math.ceil(M / mr), count] : [Math.ceil(N / 32), Math.ceil(M / 32), count];
-    enc.dispatch({
-      pipeline,
-      buffers: [xb.binding, wb.binding, sb.binding, bb, ob],
-      bytes: [
-        int32Bytes(5, [M, N, K, nd]),
-        int32Bytes(6, batch),
-        int64Bytes(7, [...bstride(x!, xb.strides), ...bstride(w!, wb.strides), ...bstride(s!, sb.strides)]),
-      ],
-      grid,
-      threadgroup: [qmv ? 64 : 128, 1, 1],
-      mode: "threadgroups",
-    }, trace(node, qmv ? `qmv (${M} row${M === 1 ? "" : "s"})` : "qmm", ["packed weights read directly (dequantised per tile, no copy)"]));
-  },
-};
+function productGpu(gather: boolean) {
+  return {
+    kind: "kernel" as const,
+    kernels: (node: Node) => [productKernel(node, gather).k],
+    encode(enc: GpuEncoder, node: Node): void {
+      const p = node.params as QmmGpuParams;
+      const [x, w, s] = node.inputs as MgArray[];
+      const out = node.outputs[0]!;
+      const K = x!.shape[x!.ndim - 1]!, M = x!.shape[x!.ndim - 2]!, N = out.shape[out.ndim - 1]!;
+      const mats = gather ? node.inputs.slice(0, -2) : node.inputs;
+      for (const a of mats) requireDense(gather ? "gather_qmm" : "quantized_matmul", a, true);
+      const xb = enc.input(x!, 0), wb = enc.input(w!, 1), sb = enc.input(s!, 2);
+      // fp modes have no biases: bind the scales again (never read).
+      const bb = p.mode === "affine" ? enc.inputBinding(node.inputs[3]!, 3) : { ...sb.binding, index: 3 };
+      const ob = enc.outputBinding(out, 4);
+      const [lb, rb] = gather
+        ? [enc.inputBinding(node.inputs[node.inputs.length - 2]!, 8), enc.inputBinding(node.inputs[node.inputs.length - 1]!, 9)]
+        : [{ ...xb.binding, index: 8 }, { ...xb.binding, index: 9 }];
+      if (out.size === 0) return;
+      let batch: number[], strides: number[], count: number;
+      if (gather) {
+        // One batch entry per index pair; the kernel reads lhs/rhs and steps whole matrices.
+        count = out.shape[0]!;
+        batch = [count];
+        const mat = (a: MgArray) => a.shape[a.ndim - 1]! * a.shape[a.ndim - 2]!;
+        strides = [mat(x!), mat(w!), mat(s!)];
+      } else {
+        // Batch axes: x's leading axes; W's and the scales' strides are 0 where they broadcast.
+        batch = x!.shape.slice(0, -2);
+        const bstride = (a: MgArray, st: readonly number[]) => (a.ndim > 2 ? st.slice(0, -2) : batch.map(() => 0));
+        strides = [...bstride(x!, xb.strides), ...bstride(w!, wb.strides), ...bstride(s!, sb.strides)];
+        count = batch.reduce((a, b) => a * b, 1);
+      }
+      const { k, qmv, mr } = productKernel(node, gather);
+      const pipeline = kernelPipeline(k);
+      const grid: [number, number, number] = qmv ? [Math.ceil(N / 8), Math.ceil(M / mr), count] : [Math.ceil(N / 32), Math.ceil(M / 32), count];
+      enc.dispatch({
+        pipeline,
+        buffers: [xb.binding, wb.binding, sb.binding, bb, ob, lb, rb],
+        bytes: [int32Bytes(5, [M, N, K, gather ? 0 : batch.length]), int32Bytes(6, batch), int64Bytes(7, strides)],
+        grid,
+        threadgroup: [qmv ? 64 : 128, 1, 1],
+        mode: "threadgroups",
+      }, trace(node, qmv ? `qmv (${M} row${M === 1 ? "" : "s"})` : "qmm", ["packed weights read directly (dequantised per tile, no copy)"]));
+    },
+  };
+}
 
+export const quantizedMatmulGpu = productGpu(false);
+export const gatherQmmGpu = productGpu(true);
 
 registerGpu(Quantize, quantizeGpu);
 registerGpu(Dequantize, dequantizeGpu);
 registerGpu(QuantizedMatmul, quantizedMatmulGpu);
+registerGpu(GatherQMM, gatherQmmGpu);

@@ -5,7 +5,7 @@ import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { bfloat16, type Dtype, float32, float64, isFloating, promoteTypes, resultType, uint32, uint8 } from "../dtype.ts";
 import { makeNode } from "../graph.ts";
-import { Dequantize, Quantize, QuantizedMatmul } from "../primitives/quantized.ts";
+import { Dequantize, GatherQMM, Quantize, QuantizedMatmul } from "../primitives/quantized.ts";
 import { broadcastShapes, formatShape } from "../shape.ts";
 import { defaultQuantizationParams, QUANTIZATION_MODES, type QuantizationMode } from "../primitives/quantized.ts";
 import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
@@ -225,7 +225,7 @@ export function quantizedMatmul(x: ArrayInput, w: ArrayInput, scales: ArrayInput
  * Quantized matmul with gathered batches (mixture-of-experts), as mx.gather_qmm(x, w, scales,
  * biases=None, lhs_indices=None, rhs_indices=None, transpose=True, group_size=None, bits=None,
  * mode='affine', global_scale=None, *, sorted_indices=False): out[i] = x[lhs[i]] @ W[rhs[i]].
- * Here the selected weight matrices are gathered (packed, so a small copy) and multiplied batched.
+ * One node; its kernels read the selected experts in place (sorted_indices is only a hint).
  */
 export function gatherQmm(x: ArrayInput, w: ArrayInput, scales: ArrayInput, ...rest: unknown[]): MgArray {
   const op = "gather_qmm";
@@ -249,11 +249,19 @@ export function gatherQmm(x: ArrayInput, w: ArrayInput, scales: ArrayInput, ...r
     return reshape(arange(0, lead.reduce((m, v) => m * v, 1), 1, uint32, opts), lead, opts);
   };
   const [lhs, rhs] = broadcastArrays(indices(p.lhsIndices, q.x, "lhs_indices"), indices(p.rhsIndices, q.w, "rhs_indices"), opts);
+  // One node: x and the experts flattened to one batch axis each, the index pairs to one list.
   const flatBatch = (a: MgArray) => reshape(a, [a.shape.slice(0, -2).reduce((m, v) => m * v, 1), ...a.shape.slice(-2)], opts);
-  const xs = take(flatBatch(q.x), flatten(lhs!, 0, -1, opts), 0, opts);
-  const ws = take(flatBatch(q.w), flatten(rhs!, 0, -1, opts), 0, opts);
-  const ss = take(flatBatch(q.s), flatten(rhs!, 0, -1, opts), 0, opts);
-  const bs = q.b ? take(flatBatch(q.b), flatten(rhs!, 0, -1, opts), 0, opts) : null;
-  const out = runQmm({ ...q, x: xs, w: ws, s: ss, b: bs }, opts);
-  return reshape(out, [...lhs!.shape, q.x.shape[q.x.ndim - 2]!, q.N], opts);
+  let x3 = astype(q.x, q.dtype, opts);
+  x3 = q.x.ndim === 1 ? reshape(x3, [1, 1, q.x.shape[0]!], opts) : flatBatch(x3);
+  const w3 = flatBatch(q.w);
+  let s3 = flatBatch(q.s);
+  let b3 = q.b ? flatBatch(q.b) : null;
+  if (q.mode === "affine") {
+    s3 = astype(s3, q.dtype, opts);
+    b3 = astype(b3!, q.dtype, opts);
+  }
+  const flatIdx = (a: MgArray) => astype(flatten(a, 0, -1, opts), uint32, opts);
+  const inputs = [contiguous(x3, false, opts), contiguous(w3, false, opts), contiguous(s3, false, opts), ...(b3 ? [contiguous(b3, false, opts)] : []), contiguous(flatIdx(lhs!), false, opts), contiguous(flatIdx(rhs!), false, opts)];
+  const out = makeNode(GatherQMM, inputs, { mode: q.mode, groupSize: q.groupSize, bits: q.bits, transpose: q.transpose }, resolveStream(opts.stream))[0]!;
+  return reshape(out, [...lhs!.shape, x3.shape[x3.ndim - 2]!, q.N], opts);
 }

@@ -70,3 +70,18 @@ export const QuantizedMatmul: Primitive<QuantizedMatmulParams> = {
   paramsKey: (p) => `${key(p)}|${p.transpose}`,
 };
 
+
+/** gather_qmm: out[i] = x[lhs[i]] times the dequantised W[rhs[i]]; inputs [x (Bx, M, K), w (E, …),
+ *  scales (, biases), lhs, rhs] with x and the weights flattened to one batch axis and the
+ *  indices (uint32, one shape) flattened too; output (indices, M, N). */
+export const GatherQMM: Primitive<QuantizedMatmulParams> = {
+  name: "GatherQMM",
+  opName: () => "gather_qmm",
+  outputSpecs(inputs, p) {
+    const [x, w] = inputs;
+    const idx = inputs[inputs.length - 1]!;
+    const N = p.transpose ? w!.shape[w!.ndim - 2]! : (w!.shape[w!.ndim - 1]! * 32) / p.bits;
+    return [{ shape: [idx.size, x!.shape[x!.ndim - 2]!, N], dtype: x!.dtype }];
+  },
+  paramsKey: (p) => `${key(p)}|${p.transpose}`,
+};
