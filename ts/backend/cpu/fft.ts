@@ -52,6 +52,7 @@ export function twiddle(k: number, n: number, sign: 1 | -1): [number, number] {
 
 function factorize(n: number): number[] {
   const f: number[] = [];
+  while (n % 8 === 0) (f.push(8), (n /= 8));
   while (n % 4 === 0) (f.push(4), (n /= 4));
   while (n % 2 === 0) (f.push(2), (n /= 2));
   for (let p = 3; p * p <= n; p += 2) while (n % p === 0) (f.push(p), (n /= p));
@@ -124,7 +125,7 @@ function stockhamPlan(n: number, sign: 1 | -1, factors: number[]): StockhamPlan 
       }
     }
     const pass: Pass = { radix, ns, twRe, twIm };
-    if (radix !== 2 && radix !== 3 && radix !== 4 && radix !== 5 && radix !== 7) {
+    if (radix !== 2 && radix !== 3 && radix !== 4 && radix !== 5 && radix !== 7 && radix !== 8) {
       pass.rootRe = new Float64Array(radix);
       pass.rootIm = new Float64Array(radix);
       for (let k = 0; k < radix; k++) [pass.rootRe[k], pass.rootIm[k]] = twiddle(k, radix, sign);
@@ -242,7 +243,7 @@ function stockhamPass(
   const bOuter = ns < 8;
   const outer = bOuter ? ns : groups;
   const inner = bOuter ? groups : ns;
-  const bf = R === 4 ? bf4 : R === 2 ? bf2 : R === 3 ? bf3 : R === 5 ? bf5 : R === 7 ? bf7 : null;
+  const bf = R === 4 ? bf4 : R === 8 ? bf8 : R === 2 ? bf2 : R === 3 ? bf3 : R === 5 ? bf5 : R === 7 ? bf7 : null;
   if (bf) {
     for (let o = 0; o < outer; o++) {
       for (let i = 0; i < inner; i++) {
@@ -319,6 +320,50 @@ const bf4: Butterfly = (xr, xi, yr, yi, j, stride, d, ns, tr, ti, t, sign) => {
   yr[d + ns] = d02r + rr; yi[d + ns] = d02i + ri;
   yr[d + 2 * ns] = s02r - s13r; yi[d + 2 * ns] = s02i - s13i;
   yr[d + 3 * ns] = d02r - rr; yi[d + 3 * ns] = d02i - ri;
+};
+
+const SQRT1_2 = Math.SQRT1_2;
+
+// Radix 8: two radix-4 DFTs of the even and odd inputs, joined with ω8^k = e^(sign·iπk/4).
+const bf8: Butterfly = (xr, xi, yr, yi, j, stride, d, ns, tr, ti, t, sign) => {
+  const x0r = xr[j]!, x0i = xi[j]!;
+  let ur = xr[j + stride]!, ui = xi[j + stride]!, wr = tr[t]!, wi = ti[t]!;
+  const x1r = ur * wr - ui * wi, x1i = ur * wi + ui * wr;
+  ur = xr[j + 2 * stride]!; ui = xi[j + 2 * stride]!; wr = tr[t + 1]!; wi = ti[t + 1]!;
+  const x2r = ur * wr - ui * wi, x2i = ur * wi + ui * wr;
+  ur = xr[j + 3 * stride]!; ui = xi[j + 3 * stride]!; wr = tr[t + 2]!; wi = ti[t + 2]!;
+  const x3r = ur * wr - ui * wi, x3i = ur * wi + ui * wr;
+  ur = xr[j + 4 * stride]!; ui = xi[j + 4 * stride]!; wr = tr[t + 3]!; wi = ti[t + 3]!;
+  const x4r = ur * wr - ui * wi, x4i = ur * wi + ui * wr;
+  ur = xr[j + 5 * stride]!; ui = xi[j + 5 * stride]!; wr = tr[t + 4]!; wi = ti[t + 4]!;
+  const x5r = ur * wr - ui * wi, x5i = ur * wi + ui * wr;
+  ur = xr[j + 6 * stride]!; ui = xi[j + 6 * stride]!; wr = tr[t + 5]!; wi = ti[t + 5]!;
+  const x6r = ur * wr - ui * wi, x6i = ur * wi + ui * wr;
+  ur = xr[j + 7 * stride]!; ui = xi[j + 7 * stride]!; wr = tr[t + 6]!; wi = ti[t + 6]!;
+  const x7r = ur * wr - ui * wi, x7i = ur * wi + ui * wr;
+  // Even part E = DFT4(x0, x2, x4, x6), odd part O = DFT4(x1, x3, x5, x7); (sign·i)·z below.
+  const a0r = x0r + x4r, a0i = x0i + x4i, a1r = x0r - x4r, a1i = x0i - x4i;
+  const a2r = x2r + x6r, a2i = x2i + x6i, a3r = x2r - x6r, a3i = x2i - x6i;
+  const ra3r = -sign * a3i, ra3i = sign * a3r;
+  const e0r = a0r + a2r, e0i = a0i + a2i, e2r = a0r - a2r, e2i = a0i - a2i;
+  const e1r = a1r + ra3r, e1i = a1i + ra3i, e3r = a1r - ra3r, e3i = a1i - ra3i;
+  const b0r = x1r + x5r, b0i = x1i + x5i, b1r = x1r - x5r, b1i = x1i - x5i;
+  const b2r = x3r + x7r, b2i = x3i + x7i, b3r = x3r - x7r, b3i = x3i - x7i;
+  const rb3r = -sign * b3i, rb3i = sign * b3r;
+  const o0r = b0r + b2r, o0i = b0i + b2i, o2r = b0r - b2r, o2i = b0i - b2i;
+  const o1r = b1r + rb3r, o1i = b1i + rb3i, o3r = b1r - rb3r, o3i = b1i - rb3i;
+  // Twist the odd part by ω8^k: k=1: (1 + sign·i)/√2, k=2: sign·i, k=3: (−1 + sign·i)/√2.
+  const t1r = SQRT1_2 * (o1r - sign * o1i), t1i = SQRT1_2 * (o1i + sign * o1r);
+  const t2r = -sign * o2i, t2i = sign * o2r;
+  const t3r = SQRT1_2 * (-o3r - sign * o3i), t3i = SQRT1_2 * (-o3i + sign * o3r);
+  yr[d] = e0r + o0r; yi[d] = e0i + o0i;
+  yr[d + ns] = e1r + t1r; yi[d + ns] = e1i + t1i;
+  yr[d + 2 * ns] = e2r + t2r; yi[d + 2 * ns] = e2i + t2i;
+  yr[d + 3 * ns] = e3r + t3r; yi[d + 3 * ns] = e3i + t3i;
+  yr[d + 4 * ns] = e0r - o0r; yi[d + 4 * ns] = e0i - o0i;
+  yr[d + 5 * ns] = e1r - t1r; yi[d + 5 * ns] = e1i - t1i;
+  yr[d + 6 * ns] = e2r - t2r; yi[d + 6 * ns] = e2i - t2i;
+  yr[d + 7 * ns] = e3r - t3r; yi[d + 7 * ns] = e3i - t3i;
 };
 
 const bf3: Butterfly = (xr, xi, yr, yi, j, stride, d, ns, tr, ti, t, sign) => {
