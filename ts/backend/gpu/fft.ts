@@ -124,7 +124,7 @@ export function fftKernels(kind: FftKind, n: number): KernelInstance[] {
   const fits = n <= FFT_THREADGROUP_MAX && factorize(n).every((p) => p <= MAX_DIRECT_RADIX);
   if (fits) return [LINE(kind)];
   const ks = [LOAD(kind), STORE(kind), PASS];
-  if (!factorize(n).every((p) => p <= MAX_DIRECT_RADIX)) ks.push(CHIRP_IN, POINTWISE, CHIRP_OUT);
+  if (!factorize(n).every((p) => p <= MAX_DIRECT_RADIX)) ks.push(CHIRP_IN, POINTWISE, CHIRP_OUT, LINE("c2c"));
   return ks;
 }
 
@@ -232,7 +232,7 @@ export function encodeFft(d: FftDispatcher, j: FftJob): void {
       grid: [m, lines, 1],
       threadgroup: [Math.min(256, m), 1, 1],
     }, `fft_chirp_in n=${n} m=${m}`);
-    const f = runPasses(d, fwd, a0, a1, lines);
+    const f = innerFft(d, fwd, a0, a1, lines);
     d.dispatch({
       pipeline: kernelPipeline(POINTWISE),
       buffers: [{ index: 0, buffer: f, access: "readwrite" }, { index: 1, buffer: bhat, access: "read" }],
@@ -240,7 +240,7 @@ export function encodeFft(d: FftDispatcher, j: FftJob): void {
       grid: [m, lines, 1],
       threadgroup: [Math.min(256, m), 1, 1],
     }, `fft_pointwise m=${m}`);
-    const g = runPasses(d, inv, f, f === a0 ? a1 : a0, lines);
+    const g = innerFft(d, inv, f, f === a0 ? a1 : a0, lines);
     d.dispatch({
       pipeline: kernelPipeline(CHIRP_OUT),
       buffers: [{ index: 0, buffer: g, access: "read" }, { index: 1, buffer: s0, access: "write" }, { index: 2, buffer: chirp, access: "read" }],
@@ -257,6 +257,27 @@ export function encodeFft(d: FftDispatcher, j: FftJob): void {
     grid: [j.nOut, lines, 1],
     threadgroup: [Math.min(256, j.nOut), 1, 1],
   }, `fft_store ${j.kind} n=${n}`);
+}
+
+/** Bluestein's power-of-two transforms over contiguous [lines, m] scratch: one threadgroup per
+ *  line when m fits (one dispatch, unscaled), else the passes. Returns the buffer holding it. */
+function innerFft(d: FftDispatcher, s: GpuStockham, a: NativeBuffer, b: NativeBuffer, lines: number): NativeBuffer {
+  if (s.n > FFT_THREADGROUP_MAX) return runPasses(d, s, a, b, lines);
+  const pipeline = kernelPipeline(LINE("c2c"));
+  const job: FftJob = {
+    kind: "c2c", n: s.n, nIn: s.n, nOut: s.n, lines, lineShape: [lines], inLineStrides: [s.n], outLineStrides: [s.n],
+    inBase: 0, outBase: 0, inStride: 1, outStride: 1, sign: s.sign, scale: 1, input: { buffer: a }, output: { buffer: b },
+  };
+  d.dispatch({
+    pipeline,
+    buffers: [{ index: 0, buffer: a, access: "read" }, { index: 1, buffer: b, access: "write" }, { index: 2, buffer: s.table, access: "read" }],
+    bytes: [paramsBytes(3, job, s.n), { index: 4, data: s.planWords }, ...lineBytes(job)],
+    threadgroupMemory: [{ index: 0, length: 2 * s.n * 8 }],
+    grid: [lines, 1, 1],
+    threadgroup: [Math.min(pipeline.maxTotalThreadsPerThreadgroup, 256), 1, 1],
+    mode: "threadgroups",
+  }, `fft_line c2c n=${s.n} (Bluestein)`);
+  return b;
 }
 
 /** Stockham passes ping-ponging between a and b; returns the buffer holding the result. */
