@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/core/array.ts";
+import { readFileSync } from "node:fs";
 import { Xorshift32 } from "../fixtures/quantize/inputs.ts";
 
 function rnd(shape: number[], seed: number, dtype = mg.float32): MgArray {
@@ -123,4 +124,45 @@ describe("quantization errors", () => {
     expect(() => mg.quantizedMatmul(rnd([2, 64], 31), wq!, sc!, null)).toThrow("[quantized_matmul] Biases must be provided");
     expect(() => mg.quantizedMatmul(rnd([2, 64], 31), mg.stack([wq!, wq!]), mg.stack([sc!, sc!]), mg.stack([b!, b!]))).toThrow("[quantized_matmul] The weights have batch axes");
   });
+});
+
+// A checkpoint quantized by MLX (test/fixtures/quantize/mlx-quantized.safetensors, from
+// scripts/quantize-safetensors-fixture.py), read with a minimal safetensors parser here.
+function readSafetensors(path: string): Map<string, MgArray> {
+  const buf = readFileSync(path);
+  const headerLen = Number(buf.readBigUInt64LE(0));
+  const header = JSON.parse(buf.subarray(8, 8 + headerLen).toString("utf8")) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+  const base = 8 + headerLen;
+  const out = new Map<string, MgArray>();
+  for (const [name, t] of Object.entries(header)) {
+    if (name === "__metadata__") continue;
+    const bytes = buf.subarray(base + t.data_offsets[0], base + t.data_offsets[1]);
+    const copy = new Uint8Array(bytes).buffer;
+    const data = t.dtype === "F16" ? new Float16Array(copy) : t.dtype === "U32" ? new Uint32Array(copy) : t.dtype === "U8" ? new Uint8Array(copy) : null;
+    if (!data) throw new Error(`unexpected dtype ${t.dtype}`);
+    out.set(name, mg.array(data, null, { shape: t.shape }));
+  }
+  return out;
+}
+
+describe("tensors quantized by MLX and saved as safetensors", () => {
+  const t = readSafetensors(new URL("../fixtures/quantize/mlx-quantized.safetensors", import.meta.url).pathname);
+  const configs = [["q4", "affine", 64, 4], ["q3", "affine", 32, 3], ["q8", "affine", 128, 8], ["mxfp4", "mxfp4", null, null], ["mxfp8", "mxfp8", null, null], ["nvfp4", "nvfp4", null, null]] as const;
+  for (const device of [mg.cpu, mg.gpu]) {
+    test(`quantize reproduces MLX's tensors bit for bit and the products agree, ${device.type}`, () => {
+      const s = { stream: device };
+      for (const [name, mode, gs, bits] of configs) {
+        const mine = mg.quantize(t.get("w")!, gs, bits, mode, s);
+        const theirs = [t.get(`${name}.weight`)!, t.get(`${name}.scales`)!, ...(t.has(`${name}.biases`) ? [t.get(`${name}.biases`)!] : [])];
+        expect(mine.length).toBe(theirs.length);
+        mine.forEach((a, i) => expect({ name, i, same: mg.arrayEqual(a, theirs[i]!).item() }).toEqual({ name, i, same: true }));
+        const y = mg.quantizedMatmul(t.get("x")!, theirs[0]!, theirs[1]!, theirs[2] ?? null, true, gs, bits, mode, s);
+        const want = t.get(`${name}.y`)!;
+        // MLX's CPU accumulates float16 products in float16; metalgrad in float32/float64.
+        const scale = mg.max(mg.abs(mg.astype(want, mg.float32))).item() as number;
+        const err = mg.max(mg.abs(mg.subtract(mg.astype(y, mg.float32), mg.astype(want, mg.float32)))).item() as number;
+        expect({ name, ok: err <= 2e-2 * scale }).toEqual({ name, ok: true });
+      }
+    }, 300_000);
+  }
 });
