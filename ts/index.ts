@@ -137,3 +137,6 @@ export function deviceInfo(): Record<string, string | number | boolean | number[
     default_device: currentDefaultDevice().type,
   };
 }
+export * as nn from "./nn/index.ts";
+export * as optimizers from "./optimizers/index.ts";
+export * as utils from "./utils/index.ts";
