@@ -50,6 +50,8 @@ export type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
 export * from "./core/ops/index.ts";
 export * from "./core/ops/constants.ts";
 export * as random from "./random/index.ts";
+export * as linalg from "./linalg/index.ts";
+export * as fft from "./fft/index.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
 export * as fast from "./fast/index.ts";
