@@ -285,7 +285,7 @@ registerBackend("gpu", {
         // later), so it still reads its inputs after this batch: they are not recycled for it.
         if (it.kind === "region") {
           for (const n of it.region.nodes) if (it.region.outputs.includes(n.outputs[0]!)) recycleInputs(n);
-        } else if (it.kind !== "view") recycleInputs(it.node);
+        } else recycleInputs(it.node);
       }
     } catch (e) {
       for (const o of fresh) o.discardData();
