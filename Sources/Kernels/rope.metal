@@ -12,13 +12,16 @@
 struct RopeParams {
   int64_t x_base;    // element offset of x's first element in its binding
   int64_t x_step;    // stride along the last axis
+  int64_t offset_base;
+  int64_t offset_step;  // 0: one offset for every batch entry; else offset[b] at this stride
+  int64_t freqs_base;
+  int64_t freqs_step;
   int D;             // last axis
   int dims;          // rotated features (even, ≤ D)
   int T;             // sequence length (shape[-2])
   int rows;
   int per_batch;     // rows per batch entry
   int ndim;          // leading dimensions described by shape/strides
-  int offset_step;   // 0: one offset for every batch entry; 1: offset[b]
   int has_freqs;
   int traditional;
   int forward;
@@ -49,8 +52,8 @@ template <typename T>
   }
   const int t = row % p.T;
   const int b = row / p.per_batch;
-  const float position = p.scale * float(t + offset[b * p.offset_step]);
-  const float inv_freq = p.has_freqs ? 1.0f / freqs[i] : metal::exp2(-(float(i) / float(half_dims)) * p.log2_base);
+  const float position = p.scale * float(t + offset[p.offset_base + int64_t(b) * p.offset_step]);
+  const float inv_freq = p.has_freqs ? 1.0f / freqs[p.freqs_base + int64_t(i) * p.freqs_step] : metal::exp2(-(float(i) / float(half_dims)) * p.log2_base);
   const float theta = position * inv_freq;
   const float c = metal::precise::cos(theta);
   const float s = p.forward ? metal::precise::sin(theta) : -metal::precise::sin(theta);
