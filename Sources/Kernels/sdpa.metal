@@ -43,6 +43,8 @@ struct SdpaParams {
   int64_t mask_base;
   int64_t o_base;
   int64_t do_base;
+  int64_t sink_base;
+  int64_t sink_step;
   int64_t qs[4];   // strides of q, k, v over (batch, head, position, feature)
   int64_t ks[4];
   int64_t vs[4];
@@ -198,7 +200,7 @@ template <typename T, typename AccT, int DK, int DV, int BK, int NSG>
   float m = -INFINITY;
   float l = 0.0f;
   if (p.has_sinks) {  // the sink joins the row as one more logit with a zero value
-    m = float(sinks[h]) * SDPA_LOG2E;
+    m = float(sinks[p.sink_base + int64_t(h) * p.sink_step]) * SDPA_LOG2E;
     l = 1.0f;
   }
 
@@ -400,9 +402,10 @@ template <typename T, int NT>
   const int b = int(tgid.z);
   const int R = p.qL;
   const int64_t bh = int64_t(b) * p.Hq + h;
-  float M = p.has_sinks ? float(sinks[h]) * SDPA_LOG2E : -INFINITY;
+  const float sink = p.has_sinks ? float(sinks[p.sink_base + int64_t(h) * p.sink_step]) * SDPA_LOG2E : -INFINITY;
+  float M = sink;
   for (int c = 0; c < p.blocks; ++c) M = metal::max(M, partial_ml[(bh * p.blocks + c) * R + r].x);
-  float L = p.has_sinks ? sdpa_rescale(float(sinks[h]) * SDPA_LOG2E, M) : 0.0f;
+  float L = p.has_sinks ? sdpa_rescale(sink, M) : 0.0f;
   for (int c = 0; c < p.blocks; ++c) {
     const float2 ml = partial_ml[(bh * p.blocks + c) * R + r];
     L += ml.y * sdpa_rescale(ml.x, M);
