@@ -19,6 +19,8 @@ import { collectTrace, type TraceRecord } from "./core/trace.ts";
 import { trace as diagonalTrace } from "./core/ops/movement.ts";
 import type { Dtype } from "./core/dtype.ts";
 import type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
+import { bfloat16Native, metalOsVersion, naxAvailable, simdgroupMatrix, tf32Default } from "./core/hardware.ts";
+import { getPrecision } from "./core/precision.ts";
 
 setConvertHooks((arrays) => stackHook(arrays), (a, d) => astypeHook(a, d));
 setDefaultDeviceInternal(chooseDefaultDevice(!runtime().device.isSimulator));
@@ -62,6 +64,8 @@ export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
 export * as fast from "./fast/index.ts";
 export { compile, disableCompile, enableCompile } from "./core/compile.ts";
+export { getPrecision, setPrecision, withPrecision } from "./core/precision.ts";
+export type { PrecisionPolicy } from "./core/precision.ts";
 export type { CompileOptions } from "./core/compile.ts";
 
 /**
@@ -124,10 +128,14 @@ export { pressureCollectionCount } from "./memory/allocator.ts";
 
 /**
  * Facts about the device, as mx.device_info (MLX's keys, plus metalgrad's): which GPU (or the
- * Metal simulator), its architecture string and generation, memory sizes, and the default device.
+ * Metal simulator), its architecture string and generation, memory sizes, the default device, the
+ * hardware gates kernel selection depends on (guide §4: nax_available is MLX's rule, tf32_default
+ * what MLX would do by default here) and the current precision policy.
  */
-export function deviceInfo(): Record<string, string | number | boolean | number[]> {
+export function deviceInfo(): Record<string, string | number | boolean | number[] | Record<string, string>> {
   const d = runtime().device;
+  const arch = { architecture: d.architecture, generation: d.generation, sizeClass: d.sizeClass, isSimulator: d.isSimulator };
+  const os = metalOsVersion(d.isSimulator);
   return {
     device_name: d.name,
     architecture: d.architecture,
@@ -143,5 +151,13 @@ export function deviceInfo(): Record<string, string | number | boolean | number[
       ? "the Metal simulator runs kernels on the CPU with Metal's semantics: correct, not a performance device"
       : "Apple GPU",
     default_device: currentDefaultDevice().type,
+    os_version: os ? `${os[0]}.${os[1]}${d.isSimulator ? " (simulated)" : ""}` : "unknown",
+    nax_available: naxAvailable(arch),
+    tf32_default: tf32Default(arch),
+    simdgroup_matrix: simdgroupMatrix(arch),
+    bfloat16_native: bfloat16Native(arch),
+    // metalgrad has no NAX (TensorOps) or TF32-class kernels: every matmul is IEEE float32 today.
+    nax_kernels: false,
+    precision: { ...getPrecision() },
   };
 }
