@@ -301,3 +301,29 @@ export function sdpaVjpRef(
   }
   return { dq, dk, dv };
 }
+
+/**
+ * The per-row statistics the fused kernels save for the backward, computed as they compute them:
+ * m = max over the row's log2-domain scores (score·log2 e; a hidden score is −3e38, the kernels'
+ * finite minimum; the sink counts), l = Σ exp2(s − m). Two floats per row, [B, Hq, qL, 2].
+ */
+export function sdpaStatsRef(q: Float64Array, k: Float64Array, d: SdpaDims, o: SdpaRefOptions): Float64Array {
+  const stats = new Float64Array(d.B * d.Hq * d.qL * 2);
+  const hidden2 = -3.0e38;
+  for (let b = 0; b < d.B; b++) {
+    for (let h = 0; h < d.Hq; h++) {
+      for (let i = 0; i < d.qL; i++) {
+        const row = sdpaRow(q, k, d, o, b, h, i);
+        const s2 = Float64Array.from(row.s, (v, j) => (row.hidden[j] ? hidden2 : v * Math.LOG2E));
+        let m = o.sinks ? o.sinks[h]! * Math.LOG2E : -Infinity;
+        for (const v of s2) if (v > m) m = v;
+        let l = o.sinks ? (m === -Infinity ? 0 : Math.pow(2, o.sinks[h]! * Math.LOG2E - m)) : 0;
+        if (m !== -Infinity) for (const v of s2) l += Math.pow(2, v - m);
+        const at = ((b * d.Hq + h) * d.qL + i) * 2;
+        stats[at] = m;
+        stats[at + 1] = l;
+      }
+    }
+  }
+  return stats;
+}

@@ -1,7 +1,7 @@
 // The CPU device: every primitive's TypeScript reference implementation, run synchronously.
 import type { Node } from "../../core/array.ts";
 import { registerBackend } from "../../core/graph.ts";
-import { Precision, record, tracing } from "../../core/trace.ts";
+import { annotationsOf, Precision, record, tracing } from "../../core/trace.ts";
 
 function runNode(node: Node): void {
   // Unified memory: a GPU result is readable once the batch that writes it has finished.
@@ -28,7 +28,10 @@ function runNode(node: Node): void {
       outputDtypes: node.outputs.map((o) => o.dtype.name),
       layout: node.inputs.every((i) => i.layout!.rowContiguous) ? "contiguous" : "strided",
       precision: node.primitive.view ? Precision.none : inexact ? Precision.cpuReference : Precision.exact,
-      notes: copied ? [`copy: ${node.primitive.name} of ${node.inputs[0]!.describe()} cannot be a view of its layout; its elements are copied row-contiguously`] : [],
+      notes: [
+        ...(copied ? [`copy: ${node.primitive.name} of ${node.inputs[0]!.describe()} cannot be a view of its layout; its elements are copied row-contiguously`] : []),
+        ...annotationsOf(node.outputs),
+      ],
     });
   }
 }

@@ -2,7 +2,7 @@
 // dispatching, and writing the kernel trace.
 import type { MgArray, Node } from "../../core/array.ts";
 import { allocateBuffer, type BufferLike, type Storage } from "../../memory/storage.ts";
-import { record, tracing } from "../../core/trace.ts";
+import { annotationsOf, record, tracing } from "../../core/trace.ts";
 import type { BufferBinding, CommandBatch, Dispatch, InlineBytes, NativeBuffer } from "../runtime.ts";
 
 /** An array bound for a kernel: the binding plus how to address its elements from it. */
@@ -212,7 +212,7 @@ export class GpuEncoder {
       grid,
       threadgroup: tg,
       precision: trace.precision,
-      notes: [...notes, ...(trace.notes ?? [])],
+      notes: [...notes, ...(trace.notes ?? []), ...annotationsOf(trace.outputs)],
     });
   }
 }

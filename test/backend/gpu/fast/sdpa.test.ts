@@ -132,7 +132,7 @@ describe("prefill (tiled)", () => {
   test("float32, no mask, GQA 2:1, partial tiles (qL 20, kL 37, D 20)", () => {
     const r = runCase({ Hq: 4, Hkv: 2, qL: 20, kL: 37, D: 20 });
     expect(r.kernels).toEqual(["mg_sdpa_prefill_f32_dk24_dv24_bk32"]);
-    expect(r.precision).toContain("fp32 accumulate");
+    expect(r.precision).toContain("IEEE fp32 products");
   });
   test("causal, qL < kL (bottom-right aligned)", () => void runCase({ qL: 12, kL: 40, D: 16, mask: "causal" }));
   test("causal, qL > kL (rows that see no key attend uniformly)", () => void runCase({ qL: 40, kL: 11, D: 16, mask: "causal" }));

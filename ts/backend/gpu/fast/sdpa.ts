@@ -116,7 +116,7 @@ export function planSdpaKernels(p: SdpaProblem, accumulate16: Accumulate16, thre
     ],
     // D = rowsum(dO∘O), one float per query row.
     scratchBytes: p.B * p.Hq * p.qL * 4,
-    precision: `fp32 accumulate over ${short(p.dtype)} operands (simdgroup matrices); P recomputed from the saved row statistics`,
+    precision: `${p.dtype === float32 ? "IEEE fp32 products" : `fp32 accumulate over ${short(p.dtype)} operands`} (simdgroup matrices); P recomputed from the saved row statistics`,
   };
 
   if (p.qL <= SDPA_DECODE_MAX_QUERIES) {
@@ -143,14 +143,14 @@ export function planSdpaKernels(p: SdpaProblem, accumulate16: Accumulate16, thre
       ],
       scratchBytes: heads * blocks * p.qL * (p.Dv * 4 + 8),
       statsBytes,
-      precision: `fp32 accumulate over ${short(p.dtype)} operands; softmax fp32 (online, ${blocks} key chunk${blocks === 1 ? "" : "s"} merged)`,
+      precision: `${p.dtype === float32 ? "IEEE fp32" : `fp32 accumulate over ${short(p.dtype)} operands`}; softmax fp32 (online, ${blocks} key chunk${blocks === 1 ? "" : "s"} merged)`,
       backward,
     };
   }
 
   const bk = fitBlock([32, 16, 8], (b) => (b * (DK + 16 / accSize) + b * (DV + 16 / accSize) + NSG * 64) * accSize, budget);
-  const accLabel = acc === float32 ? "fp32" : short(acc);
   const policy = p.dtype === float32 ? "" : acc === float32 ? " (policy accumulate16: float32)" : " (policy accumulate16: native)";
+  const products = p.dtype === float32 ? "IEEE fp32 products" : `${acc === float32 ? "fp32" : short(acc)} accumulate over ${short(p.dtype)} operands`;
   return {
     kind: "fused-prefill",
     steps: [
@@ -167,7 +167,7 @@ export function planSdpaKernels(p: SdpaProblem, accumulate16: Accumulate16, thre
     ],
     scratchBytes: 0,
     statsBytes,
-    precision: `${accLabel} accumulate over ${short(p.dtype)} operands (simdgroup matrices)${policy}; softmax fp32 (online, exp2)`,
+    precision: `${products} (simdgroup matrices)${policy}; softmax fp32 (online, exp2)`,
     backward,
   };
 }

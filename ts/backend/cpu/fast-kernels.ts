@@ -1,0 +1,95 @@
+// The CPU device's kernels for the mg.fast primitives: inputs read as float64, the references of
+// ts/backend/cpu/fast.ts, each output rounded once to its dtype.
+import type { MgArray } from "../../core/array.ts";
+import type { CrossEntropyParams, LayerNormParams, RMSNormParams, RoPEParams, SdpaParams } from "../../fast/primitives.ts";
+import {
+  crossEntropyRef, crossEntropyVjpRef, normRows, normRowsVjp, ropeRef, type SdpaDims, sdpaRef, type SdpaRefOptions, sdpaStatsRef, sdpaVjpRef,
+} from "./fast.ts";
+import { readNumbers, writeNumbers } from "./values.ts";
+
+const lastDim = (x: MgArray): number => x.shape[x.ndim - 1] ?? 1;
+
+export function cpuRmsNorm(inputs: readonly MgArray[], [out]: readonly MgArray[], p: RMSNormParams): void {
+  const x = inputs[0]!;
+  const w = p.hasWeight ? readNumbers(inputs[1]!) : null;
+  writeNumbers(out!, normRows(readNumbers(x), lastDim(x), w, null, { layer: false, eps: p.eps }));
+}
+
+export function cpuLayerNorm(inputs: readonly MgArray[], [out]: readonly MgArray[], p: LayerNormParams): void {
+  const x = inputs[0]!;
+  let k = 1;
+  const w = p.hasWeight ? readNumbers(inputs[k++]!) : null;
+  const b = p.hasBias ? readNumbers(inputs[k++]!) : null;
+  writeNumbers(out!, normRows(readNumbers(x), lastDim(x), w, b, { layer: true, eps: p.eps }));
+}
+
+/** Inputs [x, w?, b?, g]; outputs [dx, dw?, db?] (as the params say). */
+export function cpuNormVjp(layer: boolean) {
+  return (inputs: readonly MgArray[], outputs: readonly MgArray[], p: RMSNormParams | LayerNormParams): void => {
+    const x = inputs[0]!;
+    const hasBias = layer && (p as LayerNormParams).hasBias;
+    const w = p.hasWeight ? readNumbers(inputs[1]!) : null;
+    const g = readNumbers(inputs[inputs.length - 1]!);
+    const r = normRowsVjp(readNumbers(x), lastDim(x), w, g, { layer, eps: p.eps });
+    let k = 0;
+    writeNumbers(outputs[k++]!, r.dx);
+    if (p.hasWeight) writeNumbers(outputs[k++]!, r.dw);
+    if (hasBias) writeNumbers(outputs[k++]!, r.db);
+  };
+}
+
+export function cpuRope(inputs: readonly MgArray[], [out]: readonly MgArray[], p: RoPEParams): void {
+  const x = inputs[0]!;
+  writeNumbers(
+    out!,
+    ropeRef(readNumbers(x), x.shape, {
+      dims: p.dims,
+      traditional: p.traditional,
+      base: p.hasFreqs ? null : p.base,
+      scale: p.scale,
+      offsets: Array.from(readNumbers(inputs[1]!)),
+      freqs: p.hasFreqs ? readNumbers(inputs[2]!) : null,
+      forward: p.forward,
+    }),
+  );
+}
+
+function sdpaDims(q: MgArray, k: MgArray, v: MgArray): SdpaDims {
+  return { B: q.shape[0]!, Hq: q.shape[1]!, Hkv: k.shape[1]!, qL: q.shape[2]!, kL: k.shape[2]!, Dk: q.shape[3]!, Dv: v.shape[3]! };
+}
+
+function sdpaRefOptions(inputs: readonly MgArray[], p: SdpaParams): SdpaRefOptions {
+  let k = 3;
+  const mask = p.mask === "bool" || p.mask === "additive" ? { kind: p.mask, values: readNumbers(inputs[k++]!) } : { kind: p.mask };
+  const sinks = p.hasSinks ? readNumbers(inputs[k++]!) : null;
+  return { scale: p.scale, mask: mask as SdpaRefOptions["mask"], sinks };
+}
+
+/** Inputs [q, k, v, mask?, sinks?]; outputs [o, stats]. */
+export function cpuSdpa(inputs: readonly MgArray[], [o, stats]: readonly MgArray[], p: SdpaParams): void {
+  const [q, k, v] = inputs as [MgArray, MgArray, MgArray];
+  const d = sdpaDims(q, k, v);
+  const opts = sdpaRefOptions(inputs, p);
+  const qv = readNumbers(q);
+  const kv = readNumbers(k);
+  writeNumbers(o!, sdpaRef(qv, kv, readNumbers(v), d, opts));
+  writeNumbers(stats!, sdpaStatsRef(qv, kv, d, opts));
+}
+
+/** Inputs [q, k, v, mask?, sinks?, o, stats, dO]; outputs [dq, dk, dv]. */
+export function cpuSdpaVjp(inputs: readonly MgArray[], [dq, dk, dv]: readonly MgArray[], p: SdpaParams): void {
+  const [q, k, v] = inputs as [MgArray, MgArray, MgArray];
+  const g = sdpaVjpRef(readNumbers(q), readNumbers(k), readNumbers(v), sdpaDims(q, k, v), sdpaRefOptions(inputs, p), readNumbers(inputs[inputs.length - 1]!));
+  writeNumbers(dq!, g.dq);
+  writeNumbers(dk!, g.dk);
+  writeNumbers(dv!, g.dv);
+}
+
+export function cpuCrossEntropy([logits, targets]: readonly MgArray[], [loss]: readonly MgArray[], _p: CrossEntropyParams): void {
+  writeNumbers(loss!, crossEntropyRef(readNumbers(logits!), lastDim(logits!), readNumbers(targets!)));
+}
+
+/** Inputs [logits, targets, g]; output [dlogits]. */
+export function cpuCrossEntropyVjp([logits, targets, g]: readonly MgArray[], [dx]: readonly MgArray[], _p: CrossEntropyParams): void {
+  writeNumbers(dx!, crossEntropyVjpRef(readNumbers(logits!), lastDim(logits!), readNumbers(targets!), readNumbers(g!)));
+}
