@@ -1,12 +1,14 @@
 // RMS and layer normalisation over the last axis (mg.fast.rmsNorm / mg.fast.layerNorm), forward
 // and backward, one threadgroup per row.
 //
+//   norm_rows     short rows (≤ 1024): one simdgroup per row, 8 rows per threadgroup, reduced with
+//                 simd_sum alone (no threadgroup barriers); the row is re-read from cache.
 //   norm_single   the row fits in registers (N_READS elements per thread, ≤ 1024 threads): one read
 //                 of x, the statistics reduced in AccT, one write.
 //   norm_looped   longer rows: the threads stride over the row, reading it once per statistic
 //                 (rms: 2 reads; layer: 3, the variance taken around the mean for accuracy).
-//   norm_vjp_*    dx for one row, plus the row's statistics {mean, 1/σ} in float for the weight
-//                 gradient;
+//   norm_vjp      dx for one row per threadgroup (long rows), plus the row's statistics {μ, 1/σ}
+//                 in float for the weight gradient; norm_vjp_rows the same with one simdgroup per row;
 //   norm_param_grad  dw[j] = Σ_rows g·ŷ and (layer) db[j] = Σ_rows g: 32 columns per threadgroup,
 //                 8 slices of rows each, summed in float.
 //
@@ -146,6 +148,93 @@ template <typename T, typename AccT, bool LAYER>
   for (int j = int(lid); j < p.n; j += int(tg_size)) {
     dst[j] = norm_affine<T, LAYER>(float(AccT(AccT(x[src + int64_t(j) * p.x_step]) - mean)) * inv, w, b, p, j);
   }
+}
+
+// One simdgroup per row: lanes stride over the row (coalesced), statistics by simd_sum only.
+// grid: ⌈rows/8⌉ threadgroups of 256 threads.
+template <typename T, typename AccT, bool LAYER>
+[[kernel]] void norm_rows(
+    device const T* x [[buffer(0)]],
+    device const T* w [[buffer(1)]],
+    device const T* b [[buffer(2)]],
+    device T* out [[buffer(3)]],
+    constant const NormParams& p [[buffer(4)]],
+    constant const int* shape [[buffer(5)]],
+    constant const int64_t* strides [[buffer(6)]],
+    uint tgid [[threadgroup_position_in_grid]],
+    uint simd_lane [[thread_index_in_simdgroup]],
+    uint simd_group [[simdgroup_index_in_threadgroup]],
+    uint simds [[simdgroups_per_threadgroup]]) {
+  const int row = int(tgid * simds + simd_group);
+  if (row >= p.rows) return;  // whole simdgroups only
+  const int64_t src = p.x_base + elem_to_loc<int64_t>(int64_t(row), shape, strides, p.ndim);
+  device T* dst = out + int64_t(row) * p.n;
+  AccT mean = AccT(0);
+  if (LAYER) {
+    AccT s = AccT(0);
+    for (int j = int(simd_lane); j < p.n; j += MG_SIMD_SIZE) s += AccT(x[src + int64_t(j) * p.x_step]);
+    mean = AccT(float(simd_sum(s)) / float(p.n));
+  }
+  AccT ss = AccT(0);
+  for (int j = int(simd_lane); j < p.n; j += MG_SIMD_SIZE) {
+    const AccT d = AccT(AccT(x[src + int64_t(j) * p.x_step]) - mean);
+    ss += d * d;
+  }
+  const float inv = norm_inv_sigma(simd_sum(ss), p.n, p.eps);
+  for (int j = int(simd_lane); j < p.n; j += MG_SIMD_SIZE) {
+    dst[j] = norm_affine<T, LAYER>(float(AccT(AccT(x[src + int64_t(j) * p.x_step]) - mean)) * inv, w, b, p, j);
+  }
+}
+
+// The backward of norm_rows' layout (one simdgroup per row): as norm_vjp, reduced by simd_sum.
+template <typename T, typename AccT, bool LAYER>
+[[kernel]] void norm_vjp_rows(
+    device const T* x [[buffer(0)]],
+    device const T* w [[buffer(1)]],
+    device const T* g [[buffer(2)]],
+    device T* dx [[buffer(3)]],
+    device float2* stats [[buffer(4)]],
+    constant const NormParams& p [[buffer(5)]],
+    constant const int* shape [[buffer(6)]],
+    constant const int64_t* strides [[buffer(7)]],
+    uint tgid [[threadgroup_position_in_grid]],
+    uint simd_lane [[thread_index_in_simdgroup]],
+    uint simd_group [[simdgroup_index_in_threadgroup]],
+    uint simds [[simdgroups_per_threadgroup]]) {
+  const int row = int(tgid * simds + simd_group);
+  if (row >= p.rows) return;
+  const int64_t xs = p.x_base + elem_to_loc<int64_t>(int64_t(row), shape, strides, p.ndim);
+  const int64_t gs = p.g_base + elem_to_loc<int64_t>(int64_t(row), shape, strides + p.ndim, p.ndim);
+  device T* dst = dx + int64_t(row) * p.n;
+  AccT mean = AccT(0);
+  if (LAYER) {
+    AccT s = AccT(0);
+    for (int j = int(simd_lane); j < p.n; j += MG_SIMD_SIZE) s += AccT(x[xs + int64_t(j) * p.x_step]);
+    mean = AccT(float(simd_sum(s)) / float(p.n));
+  }
+  AccT ss = AccT(0);
+  for (int j = int(simd_lane); j < p.n; j += MG_SIMD_SIZE) {
+    const AccT d = AccT(AccT(x[xs + int64_t(j) * p.x_step]) - mean);
+    ss += d * d;
+  }
+  const float inv = norm_inv_sigma(simd_sum(ss), p.n, p.eps);
+  AccT su = AccT(0);
+  AccT suy = AccT(0);
+  for (int j = int(simd_lane); j < p.n; j += MG_SIMD_SIZE) {
+    const float wj = p.has_w ? float(w[p.w_base + int64_t(j) * p.w_step]) : 1.0f;
+    const float u = wj * float(g[gs + int64_t(j) * p.g_step]);
+    su += AccT(u);
+    suy += AccT(u * float(AccT(AccT(x[xs + int64_t(j) * p.x_step]) - mean)) * inv);
+  }
+  const float mean_u = LAYER ? float(simd_sum(su)) / float(p.n) : 0.0f;
+  const float mean_uy = float(simd_sum(suy)) / float(p.n);
+  for (int j = int(simd_lane); j < p.n; j += MG_SIMD_SIZE) {
+    const float wj = p.has_w ? float(w[p.w_base + int64_t(j) * p.w_step]) : 1.0f;
+    const float u = wj * float(g[gs + int64_t(j) * p.g_step]);
+    const float yhat = float(AccT(AccT(x[xs + int64_t(j) * p.x_step]) - mean)) * inv;
+    dst[j] = T((u - mean_u - yhat * mean_uy) * inv);
+  }
+  if (simd_lane == 0) stats[row] = float2(float(mean), inv);
 }
 
 // Backward of one row. With ŷ = (x − μ)/σ (μ = 0 for rms) and u = w·g:

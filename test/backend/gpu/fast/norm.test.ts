@@ -3,7 +3,7 @@
 // strided inputs, with and without weight and bias, forward and backward.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bfloat16, type Dtype, float16, float32 } from "../../../../ts/core/dtype.ts";
-import { encodeNorm, encodeNormVjp, NORM_SINGLE_MAX, normForwardKernel, type NormOptions, normVjpKernels } from "../../../../ts/backend/gpu/fast/norm.ts";
+import { encodeNorm, encodeNormVjp, NORM_SINGLE_MAX, normForwardKernel, type NormOptions, normVariant, normVjpKernels } from "../../../../ts/backend/gpu/fast/norm.ts";
 import { prepareKernels } from "../../../../ts/backend/gpu/kernels.ts";
 import { normRows, normRowsVjp } from "../../../../ts/backend/cpu/fast.ts";
 import { dense, expectNear, normals, output, permuted, read, relTolerance, releaseAll, rounded, run } from "./harness.ts";
@@ -17,9 +17,11 @@ beforeAll(() => {
   for (const d of DTYPES) {
     for (const layer of [false, true]) {
       const o: NormOptions = { layer, eps: 1e-5, accumulate16: "float32" };
-      all.push(normForwardKernel(d, 8, o), normForwardKernel(d, NORM_SINGLE_MAX + 1, o));
-      const v = normVjpKernels(d, o);
-      all.push(v.dx, v.params);
+      all.push(normForwardKernel(d, 8, o), normForwardKernel(d, 2000, o), normForwardKernel(d, NORM_SINGLE_MAX + 1, o));
+      for (const n of [8, NORM_SINGLE_MAX + 1]) {
+        const v = normVjpKernels(d, n, o);
+        all.push(v.dx, v.params);
+      }
     }
   }
   all.push(normForwardKernel(float16, 8, { layer: false, eps: 1e-5, accumulate16: "native" }));
@@ -33,6 +35,7 @@ describe.each([false, true])("layer=%p", (layer) => {
       [5, 1],
       [3, 67],
       [2, 1000],
+      [3, 2000],
       [2, NORM_SINGLE_MAX + 37],
     ] as const) {
       test(`${name} ${d.name} ${rows}×${n} forward`, () => {
@@ -50,7 +53,7 @@ describe.each([false, true])("layer=%p", (layer) => {
         ]) {
           const out = output([rows, n], d);
           const rec = run((sink) => encodeNorm(sink, x, useW ? w : null, useB ? b : null, out, opts));
-          expect(rec[0]!.kernel).toBe(`mg_${name}_${n <= NORM_SINGLE_MAX ? "single" : "looped"}_${d === float32 ? "f32" : d === float16 ? "f16" : "bf16"}`);
+          expect(rec[0]!.kernel).toBe(`mg_${name}_${normVariant(n)}_${d === float32 ? "f32" : d === float16 ? "f16" : "bf16"}`);
           const ref = normRows(xr, n, useW ? ws : null, useB ? bs : null, opts);
           // The output rounds ŷ, w·ŷ and (+ b) to d: errors scale with |w·ŷ| + |b| ~ 1, not |out|.
           expectNear(read(out), ref, 3 * relTolerance(d), useB ? 1 : 1e-2, `${name} ${d.name} w=${useW} b=${useB}`);
@@ -58,10 +61,11 @@ describe.each([false, true])("layer=%p", (layer) => {
       });
     }
 
-    test(`${name} ${d.name} backward (dx, dw, db)`, () => {
+    for (const [rows, n] of [
+      [6, 45],
+      [3, NORM_SINGLE_MAX + 5],
+    ] as const) test(`${name} ${d.name} backward (dx, dw, db) ${rows}×${n}`, () => {
       const opts: NormOptions = { layer, eps: 1e-5, accumulate16: "float32" };
-      const rows = 6;
-      const n = 45;
       const xr = rounded(normals(rows * n, 17), d);
       const ws = rounded(normals(n, 18), d);
       const gs = rounded(normals(rows * n, 19), d);
@@ -72,7 +76,8 @@ describe.each([false, true])("layer=%p", (layer) => {
       const dw = output([n], d);
       const db = output([n], d);
       const rec = run((sink) => encodeNormVjp(sink, x, w, g, dx, dw, layer ? db : null, opts));
-      expect(rec.map((r) => r.kernel)).toEqual([`mg_${name}_vjp_${d === float32 ? "f32" : d === float16 ? "f16" : "bf16"}`, `mg_${name}_param_grad_${d === float32 ? "f32" : d === float16 ? "f16" : "bf16"}`]);
+      const tag = d === float32 ? "f32" : d === float16 ? "f16" : "bf16";
+      expect(rec.map((r) => r.kernel)).toEqual([`mg_${name}_vjp_${n <= NORM_SINGLE_MAX ? "rows_" : ""}${tag}`, `mg_${name}_param_grad_${tag}`]);
       const ref = normRowsVjp(xr, n, ws, gs, opts);
       const tol = 4 * relTolerance(d);
       expectNear(read(dx), ref.dx, tol, 0.05, `${name} dx`);
@@ -111,7 +116,7 @@ test("accumulate16 native: half sums, and the trace says so", () => {
   const x = dense(xr, [2, n], float16);
   const out = output([2, n], float16);
   const rec = run((sink) => encodeNorm(sink, x, null, null, out, opts));
-  expect(rec[0]!.kernel).toBe("mg_rms_norm_single_f16_acc_f16");
+  expect(rec[0]!.kernel).toBe("mg_rms_norm_rows_f16_acc_f16");
   expect(rec[0]!.precision).toContain("fp16 accumulate over fp16 operands (policy accumulate16: native)");
   // 64 terms summed in half: within a few half roundings of the float64 value.
   expectNear(read(out), normRows(xr, n, null, null, opts), 2 ** -6, 1e-2, "native");

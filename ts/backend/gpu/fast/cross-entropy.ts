@@ -7,6 +7,9 @@ import { kernelPipeline } from "../kernels.ts";
 import { bind, type KernelOutput, type KernelSink, type KernelView, leadingBytes, mergeLeading, rowGrid, simdGroupSize, structBytes } from "./common.ts";
 import { type Accumulate16, accumulationLabel, accumulatorOf, accumulatorParts } from "./precision.ts";
 
+/** Threads per row: each strides over the classes (a 32k vocabulary is 125 reads per thread). */
+const CE_THREADS = 256;
+
 export function crossEntropyKernels(dtype: Dtype, accumulate16: Accumulate16): { forward: KernelInstance; backward: KernelInstance } {
   const t = mslType(dtype, "cross_entropy");
   const acc = accumulatorParts(dtype, accumulatorOf(dtype, accumulate16));
@@ -51,7 +54,7 @@ export function encodeCrossEntropy(sink: KernelSink, x: KernelView, targets: Ker
       buffers: [bind(0, x, "read"), bind(1, targets, "read"), bind(2, loss, "write")],
       bytes: [params(3, x, targets, null, rows, lead.shape.length), ...leadingBytes(4, 5, lead.shape, lead.strides)],
       grid: rowGrid(rows),
-      threadgroup: [simdGroupSize(pipeline.maxTotalThreadsPerThreadgroup, n), 1, 1],
+      threadgroup: [simdGroupSize(pipeline.maxTotalThreadsPerThreadgroup, n, CE_THREADS), 1, 1],
       mode: "threadgroups",
       mustWrite: [2],
     },
@@ -72,7 +75,7 @@ export function encodeCrossEntropyVjp(sink: KernelSink, x: KernelView, targets: 
       buffers: [bind(0, x, "read"), bind(1, targets, "read"), bind(2, g, "read"), bind(3, dx, "write")],
       bytes: [params(4, x, targets, g, rows, lead.shape.length), ...leadingBytes(5, 6, lead.shape, lead.strides)],
       grid: rowGrid(rows),
-      threadgroup: [simdGroupSize(pipeline.maxTotalThreadsPerThreadgroup, n), 1, 1],
+      threadgroup: [simdGroupSize(pipeline.maxTotalThreadsPerThreadgroup, n, CE_THREADS), 1, 1],
       mode: "threadgroups",
       mustWrite: [3],
     },

@@ -16,9 +16,20 @@ export interface NormOptions {
   accumulate16: Accumulate16;
 }
 
+/** Rows up to this length take one simdgroup each (no threadgroup barriers). */
+export const NORM_ROWS_MAX = 1024;
 /** Elements per thread of the single-read variant and the longest row it takes. */
 export const NORM_READS = 4;
 export const NORM_SINGLE_MAX = 1024 * NORM_READS;
+/** Rows per threadgroup of the simdgroup-per-row kernels. */
+const ROWS_PER_GROUP = 8;
+/** Threads per row of the threadgroup-per-row backward. */
+const VJP_THREADS = 256;
+
+export type NormVariant = "rows" | "single" | "looped";
+export function normVariant(n: number): NormVariant {
+  return n <= NORM_ROWS_MAX ? "rows" : n <= NORM_SINGLE_MAX ? "single" : "looped";
+}
 
 const family = (layer: boolean): string => (layer ? "layer_norm" : "rms_norm");
 
@@ -26,7 +37,11 @@ export function normForwardKernel(dtype: Dtype, n: number, opts: NormOptions): K
   const t = mslType(dtype, family(opts.layer));
   const acc = accumulatorParts(dtype, accumulatorOf(dtype, opts.accumulate16));
   const layer = opts.layer ? "true" : "false";
-  if (n <= NORM_SINGLE_MAX) {
+  const variant = normVariant(n);
+  if (variant === "rows") {
+    return { file: "norm.metal", name: `mg_${family(opts.layer)}_rows_${dtypeTag(dtype)}${acc.suffix}`, instantiation: `norm_rows<${t}, ${acc.msl}, ${layer}>` };
+  }
+  if (variant === "single") {
     return {
       file: "norm.metal",
       name: `mg_${family(opts.layer)}_single_${dtypeTag(dtype)}${acc.suffix}`,
@@ -36,12 +51,15 @@ export function normForwardKernel(dtype: Dtype, n: number, opts: NormOptions): K
   return { file: "norm.metal", name: `mg_${family(opts.layer)}_looped_${dtypeTag(dtype)}${acc.suffix}`, instantiation: `norm_looped<${t}, ${acc.msl}, ${layer}>` };
 }
 
-export function normVjpKernels(dtype: Dtype, opts: NormOptions): { dx: KernelInstance; params: KernelInstance } {
+export function normVjpKernels(dtype: Dtype, n: number, opts: NormOptions): { dx: KernelInstance; params: KernelInstance } {
   const t = mslType(dtype, family(opts.layer));
   const acc = accumulatorParts(dtype, accumulatorOf(dtype, opts.accumulate16));
   const layer = opts.layer ? "true" : "false";
+  const rows = n <= NORM_SINGLE_MAX;
   return {
-    dx: { file: "norm.metal", name: `mg_${family(opts.layer)}_vjp_${dtypeTag(dtype)}${acc.suffix}`, instantiation: `norm_vjp<${t}, ${acc.msl}, ${layer}>` },
+    dx: rows
+      ? { file: "norm.metal", name: `mg_${family(opts.layer)}_vjp_rows_${dtypeTag(dtype)}${acc.suffix}`, instantiation: `norm_vjp_rows<${t}, ${acc.msl}, ${layer}>` }
+      : { file: "norm.metal", name: `mg_${family(opts.layer)}_vjp_${dtypeTag(dtype)}${acc.suffix}`, instantiation: `norm_vjp<${t}, ${acc.msl}, ${layer}>` },
     params: { file: "norm.metal", name: `mg_${family(opts.layer)}_param_grad_${dtypeTag(dtype)}`, instantiation: `norm_param_grad<${t}, ${layer}>` },
   };
 }
@@ -78,22 +96,25 @@ export function encodeNorm(sink: KernelSink, x: KernelView, w: KernelView | null
   const lead = mergeLeading(x.shape.slice(0, -1), [x.strides.slice(0, -1)]);
   const kernel = normForwardKernel(x.dtype, n, opts);
   const pipeline = kernelPipeline(kernel);
-  const single = n <= NORM_SINGLE_MAX;
-  const tg = simdGroupSize(pipeline.maxTotalThreadsPerThreadgroup, single ? Math.ceil(n / NORM_READS) : n);
-  if (single && tg * NORM_READS < n) throw new Error(`[${family(opts.layer)}] ${pipeline.name} allows ${pipeline.maxTotalThreadsPerThreadgroup} threads per threadgroup, too few for rows of ${n}.`);
+  const variant = normVariant(n);
+  const tg = variant === "rows" ? ROWS_PER_GROUP * 32 : simdGroupSize(pipeline.maxTotalThreadsPerThreadgroup, variant === "single" ? Math.ceil(n / NORM_READS) : n);
+  if ((variant === "single" && tg * NORM_READS < n) || tg > pipeline.maxTotalThreadsPerThreadgroup) {
+    throw new Error(`[${family(opts.layer)}] ${pipeline.name} allows ${pipeline.maxTotalThreadsPerThreadgroup} threads per threadgroup, too few for rows of ${n}.`);
+  }
   const params = paramFields(x, null, w, b, rows, lead.shape.length, opts);
   params.index = 4;
+  const layouts = { rows: "one simdgroup per row, 8 rows per threadgroup", single: "one row per threadgroup, row in registers", looped: "one row per threadgroup, looped" };
   sink.dispatch(
     {
       pipeline,
       buffers: [bind(0, x, "read"), bind(1, w ?? x, "read"), bind(2, b ?? x, "read"), bind(3, out, "write")],
       bytes: [params, ...leadingBytes(5, 6, lead.shape, lead.strides)],
-      grid: rowGrid(rows),
+      grid: variant === "rows" ? [Math.ceil(rows / ROWS_PER_GROUP), 1, 1] : rowGrid(rows),
       threadgroup: [tg, 1, 1],
       mode: "threadgroups",
       mustWrite: [3],
     },
-    { layout: single ? "one row per threadgroup, row in registers" : "one row per threadgroup, looped", precision: normPrecision(x.dtype, opts) },
+    { layout: layouts[variant], precision: normPrecision(x.dtype, opts) },
   );
 }
 
@@ -113,7 +134,8 @@ export function encodeNormVjp(
 ): void {
   const n = x.shape[x.shape.length - 1] ?? 1;
   const rows = n === 0 ? 0 : x.shape.slice(0, -1).reduce((p, s) => p * s, 1);
-  const kernels = normVjpKernels(x.dtype, opts);
+  const kernels = normVjpKernels(x.dtype, n, opts);
+  const perSimd = n <= NORM_SINGLE_MAX;
   const lead = mergeLeading(x.shape.slice(0, -1), [x.strides.slice(0, -1), g.strides.slice(0, -1)]);
   const leading = leadingBytes(6, 7, lead.shape, lead.strides);
   const precision = `${normPrecision(x.dtype, opts)}; weight/bias sums in fp32`;
@@ -130,12 +152,12 @@ export function encodeNormVjp(
       pipeline,
       buffers: [bind(0, x, "read"), bind(1, w ?? x, "read"), bind(2, g, "read"), bind(3, dx, "write"), bindScratch(4, stats, "write")],
       bytes: [params, ...leading],
-      grid: rowGrid(rows),
-      threadgroup: [simdGroupSize(pipeline.maxTotalThreadsPerThreadgroup, Math.min(n, 1024)), 1, 1],
+      grid: perSimd ? [Math.ceil(rows / ROWS_PER_GROUP), 1, 1] : rowGrid(rows),
+      threadgroup: [perSimd ? ROWS_PER_GROUP * 32 : simdGroupSize(pipeline.maxTotalThreadsPerThreadgroup, VJP_THREADS), 1, 1],
       mode: "threadgroups",
       mustWrite: [3],
     },
-    { layout: "one row per threadgroup, looped", precision },
+    { layout: perSimd ? "one simdgroup per row, 8 rows per threadgroup" : "one row per threadgroup, looped", precision },
   );
   if (!dw && !db) return;
   const reduce = kernelPipeline(kernels.params);

@@ -69,7 +69,7 @@ function normVjpRule(layer: boolean): GpuRule {
   return {
     kind: "kernel",
     kernels(node) {
-      const k = normVjpKernels(node.inputs[0]!.dtype, normOptions(node.params as RMSNormParams, layer));
+      const k = normVjpKernels(node.inputs[0]!.dtype, node.inputs[0]!.shape.at(-1) ?? 1, normOptions(node.params as RMSNormParams, layer));
       return node.outputs.length > 1 ? [k.dx, k.params] : [k.dx];
     },
     encode(enc, node) {
