@@ -121,6 +121,18 @@ MG_FUNC int sdpa_key_end(constant const SdpaParams& p, int i0, int i1) {
   return metal::min(p.kL, i1 - 1 + p.kL - p.qL + 1);
 }
 
+// Rewrites a fragment whose lanes changed their own elements (thread_elements) through this
+// simdgroup's 64-element stage, so that it is one plain matrix again before it feeds several
+// products. On hardware this is two cheap threadgroup-memory passes; on the simulator it replaces
+// a gather of the lanes' elements before every product with one.
+template <typename F>
+MG_FUNC void resync(thread simdgroup_matrix<F, 8, 8>& m, threadgroup F* stage) {
+  simdgroup_store(m, stage, 8);
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+  simdgroup_load(m, stage, 8);
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+}
+
 // Loads 8 rows × D (zero-padded to DP) of a strided matrix into fragments, through this
 // simdgroup's 64-element stage. Rows at or past `rows_left` read as zero.
 template <typename F, int DP, typename T>
@@ -245,6 +257,7 @@ template <typename T, typename AccT, int DK, int DV, int BK, int NSG>
     }
     l = l * alpha + frag_row_sum(block_sum);
     m = m_new;
+    for (int kf = 0; kf < BK / 8; ++kf) resync(S[kf], stage + sg * 64);
 
     // O = α·O + P·V
     for (int f = 0; f < DV / 8; ++f) {
@@ -527,6 +540,7 @@ template <typename T, int DK, int DV, int BK, int NSG>
         const float pr = sdpa_exp(s, ml.x) * inv_l;
         S[kf].thread_elements()[c] = hidden ? 0.0f : pr * (dP[kf].thread_elements()[c] - Di);
       }
+      resync(S[kf], stage + sg * 64);
     }
     for (int f = 0; f < DK / 8; ++f) {
       for (int kf = 0; kf < BK / 8; ++kf) {
@@ -645,6 +659,8 @@ template <typename T, int DK, int DV, int BQ, int NSG>
           dSt.thread_elements()[c] = hidden ? 0.0f : pr * (dPt.thread_elements()[c] - row_D[r]);
           St.thread_elements()[c] = pr;
         }
+        resync(St, stage + sg * 64);
+        resync(dSt, stage + sg * 64);
         for (int f = 0; f < DV / 8; ++f) {
           simdgroup_matrix<float, 8, 8> dOf;
           simdgroup_load(dOf, dOt + qf * 8 * OP + f * 8, OP);
