@@ -34,12 +34,15 @@ function values(shape: number[], seed: number, scale = 1): MgArray {
 }
 
 interface Measure {
+  /** Median wall-clock ms and its spread (max − min). */
   ms: number;
   spread: number;
+  /** Median process CPU ms (all threads): on a shared machine the simulator's work, undistorted by load. */
+  cpu: number;
   peak: number;
 }
 
-/** Median ms over ROUNDS (after one warm-up) and the peak memory of one run above what it started with. */
+/** Medians over ROUNDS (after one warm-up), and the peak memory of one run above what it started with. */
 function measure(run: () => MgArray[]): Measure {
   const once = () => {
     const out = run();
@@ -49,21 +52,27 @@ function measure(run: () => MgArray[]): Measure {
   };
   once();
   const ms: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     once();
     ms.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
   }
+  // Garbage of earlier runs released during the measured one would hide part of its peak.
+  Bun.gc(true);
   mg.synchronize();
   const before = mg.getActiveMemory();
   mg.resetPeakMemory();
   once();
   const peak = mg.getPeakMemory() - before;
-  return { ms: median(ms), spread: Math.max(...ms) - Math.min(...ms), peak };
+  return { ms: median(ms), spread: Math.max(...ms) - Math.min(...ms), cpu: median(cpu), peak };
 }
 
-const mib = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
-const fmt = (m: Measure) => `${m.ms.toFixed(2).padStart(9)} ms ±${(m.spread / 2).toFixed(2).padEnd(6)} peak ${mib(m.peak).padStart(11)}`;
+const mib = (b: number) => (Math.abs(b) < 2 ** 20 ? `${(b / 1024).toFixed(1)} KiB` : `${(b / 2 ** 20).toFixed(2)} MiB`);
+const fmt = (m: Measure) => `${m.ms.toFixed(1).padStart(8)} ms ±${(m.spread / 2).toFixed(1).padEnd(5)} cpu ${m.cpu.toFixed(0).padStart(6)} ms peak ${mib(m.peak).padStart(10)}`;
 
 interface Row {
   op: string;
@@ -73,6 +82,9 @@ interface Row {
   unfused: Measure;
 }
 const rows: Row[] = [];
+/** What the fused/unfused ratio compares: process CPU time for the CPU device and the simulator
+ *  (both run on this machine's cores, which other processes share), wall time on a real GPU. */
+const cost = (m: Measure, device: string) => (device === "cpu" || SIM ? m.cpu : m.ms);
 
 function compare(op: string, device: mg.Device, inputs: MgArray[], fused: (...xs: MgArray[]) => MgArray, unfused: (...xs: MgArray[]) => MgArray, argnums: number[]): void {
   mg.eval(inputs);
@@ -85,9 +97,9 @@ function compare(op: string, device: mg.Device, inputs: MgArray[], fused: (...xs
       });
     const r: Row = { op, device: device.type, pass, fused: measure(make(fused)), unfused: measure(make(unfused)) };
     rows.push(r);
-    const ratio = r.fused.ms / r.unfused.ms;
+    const ratio = cost(r.fused, r.device) / cost(r.unfused, r.device);
     console.log(
-      `  ${op.padEnd(34)} ${device.type} ${pass.padEnd(8)} fused ${fmt(r.fused)} | unfused ${fmt(r.unfused)} | time ×${ratio.toFixed(2)}${ratio > 1.05 ? " SLOWER" : ""}, memory ×${(r.fused.peak / Math.max(r.unfused.peak, 1)).toFixed(2)}`,
+      `  ${op.padEnd(30)} ${device.type} ${pass.padEnd(7)} fused ${fmt(r.fused)} | unfused ${fmt(r.unfused)} | time ×${ratio.toFixed(2)}${ratio > 1.05 ? " SLOWER" : ""}, memory ×${(r.fused.peak / Math.max(r.unfused.peak, 1)).toFixed(2)}`,
     );
   }
 }
@@ -167,9 +179,9 @@ if (OPS.includes("sdpa")) {
 }
 
 // MLX on the CPU, same cases ------------------------------------------------------------------------
-const slower = rows.filter((r) => r.fused.ms > 1.05 * r.unfused.ms);
+const slower = rows.filter((r) => cost(r.fused, r.device) > 1.05 * cost(r.unfused, r.device));
 console.log(`\nfused slower than the composition (>5%) in ${slower.length} of ${rows.length} rows${slower.length ? ":" : "."}`);
-for (const r of slower) console.log(`  ${r.op} ${r.device} ${r.pass}: ×${(r.fused.ms / r.unfused.ms).toFixed(2)}`);
+for (const r of slower) console.log(`  ${r.op} ${r.device} ${r.pass}: ×${(cost(r.fused, r.device) / cost(r.unfused, r.device)).toFixed(2)}`);
 
 const python = process.env.MG_PYTHON ?? "python3";
 const mlxScript = String.raw`
@@ -198,9 +210,10 @@ def case(name, fused, unfused, args):
     for grad in (False, True):
         tf, pf = timed(fused, args, grad); tu, pu = timed(unfused, args, grad)
         out.append({"op": name, "pass": "fwd+bwd" if grad else "fwd", "fused_ms": tf, "fused_peak": pf, "unfused_ms": tu, "unfused_peak": pu})
+ops = cfg["ops"]
 ns = cfg["norm"]; x = vals(ns, 1); w = vals(ns[1:], 2); b = vals(ns[1:], 3)
-case("rmsNorm " + "×".join(map(str, ns)), lambda x, w: mx.fast.rms_norm(x, w, 1e-5), lambda x, w: x * mx.rsqrt((x * x).mean(-1, keepdims=True) + 1e-5) * w, [x, w])
-case("layerNorm " + "×".join(map(str, ns)), lambda x, w, b: mx.fast.layer_norm(x, w, b, 1e-5), lambda x, w, b: (x - x.mean(-1, keepdims=True)) * mx.rsqrt(x.var(-1, keepdims=True) + 1e-5) * w + b, [x, w, b])
+if "norm" in ops: case("rmsNorm " + "×".join(map(str, ns)), lambda x, w: mx.fast.rms_norm(x, w, 1e-5), lambda x, w: x * mx.rsqrt((x * x).mean(-1, keepdims=True) + 1e-5) * w, [x, w])
+if "norm" in ops: case("layerNorm " + "×".join(map(str, ns)), lambda x, w, b: mx.fast.layer_norm(x, w, b, 1e-5), lambda x, w, b: (x - x.mean(-1, keepdims=True)) * mx.rsqrt(x.var(-1, keepdims=True) + 1e-5) * w + b, [x, w, b])
 rs = cfg["rope"]; xr = vals(rs, 4)
 def rope_comp(x):
     T = x.shape[2]; half = 64
@@ -208,12 +221,12 @@ def rope_comp(x):
     th = mx.arange(T).astype(mx.float32)[:, None] * inv
     c, s = mx.cos(th), mx.sin(th); x1, x2 = x[..., :half], x[..., half:]
     return mx.concatenate([x1 * c - x2 * s, x1 * s + x2 * c], -1)
-case("rope " + "×".join(map(str, rs)), lambda x: mx.fast.rope(x, 128, traditional=False, base=10000.0, scale=1.0, offset=0), rope_comp, [xr])
+if "rope" in ops: case("rope " + "×".join(map(str, rs)), lambda x: mx.fast.rope(x, 128, traditional=False, base=10000.0, scale=1.0, offset=0), rope_comp, [xr])
 cs = cfg["ce"]; lg = vals(cs, 5, 4.0); tg = mx.array([(i * 7919) % cs[1] for i in range(cs[0])])
 def ce(l): return mx.fast.cross_entropy(l, tg)
 def ce_comp(l): return mx.logsumexp(l, -1) - mx.take_along_axis(l, tg[:, None], -1)[:, 0]
-case("crossEntropy " + "×".join(map(str, cs)), ce, ce_comp, [lg])
-for D in (64, 72, 128, 256):
+if "ce" in ops: case("crossEntropy " + "×".join(map(str, cs)), ce, ce_comp, [lg])
+for D in ((64, 72, 128, 256) if "sdpa" in ops else ()):
     L = 128
     while L <= cfg["lmax"]:
         q, k, v = vals((1, cfg["heads"], L, D), 10 + D), vals((1, cfg["heads"], L, D), 11 + D), vals((1, cfg["heads"], L, D), 12 + D)
@@ -222,13 +235,13 @@ for D in (64, 72, 128, 256):
         L *= 2
 print(json.dumps({"mlx": mx.__version__, "rows": out}))
 `;
-const mlxCfg = { rounds: ROUNDS, norm: normShape, rope: ropeShape, ce: ceShape, heads: SIM ? 2 : 16, lmax: Math.min(L_MAX, CPU_L_MAX) };
+const mlxCfg = { ops: OPS, rounds: ROUNDS, norm: normShape, rope: ropeShape, ce: ceShape, heads: SIM ? 2 : 16, lmax: Math.min(L_MAX, CPU_L_MAX) };
 const r = spawnSync(python, ["-c", mlxScript, JSON.stringify(mlxCfg)], { encoding: "utf8", maxBuffer: 1 << 24 });
 if (r.status !== 0) {
   console.log(`\nMLX: not run (${python}: ${(r.stderr || r.error?.message || "no output").trim().split("\n").pop()})`);
 } else {
   const mlx = JSON.parse(r.stdout) as { mlx: string; rows: { op: string; pass: string; fused_ms: number; fused_peak: number; unfused_ms: number; unfused_peak: number }[] };
-  console.log(`\nMLX ${mlx.mlx} on the CPU (mx.fast vs the same composition), and metalgrad's CPU fused time as a ratio of MLX's:`);
+  console.log(`\nMLX ${mlx.mlx} on the CPU (mx.fast vs the same composition; wall ms), and metalgrad's CPU fused wall time as a ratio of MLX's:`);
   for (const m of mlx.rows) {
     const ours = rows.find((x) => x.op === m.op && x.device === "cpu" && x.pass === m.pass);
     console.log(
