@@ -367,11 +367,11 @@ describe("the trace says which kernel ran", () => {
       const w = rand([16], 81);
       mg.eval(x, w);
       const fwd = mg.trace(() => [mg.fast.rmsNorm(x, w, 1e-5), mg.fast.layerNorm(x, w, w, 1e-5), mg.fast.crossEntropy(x, mg.array([1, 2], mg.int32))]);
-      expect(kernelsOf(fwd).filter((k) => k.startsWith("mg_"))).toEqual(["mg_rms_norm_single_f32", "mg_layer_norm_single_f32", "mg_cross_entropy_forward_f32"]);
+      expect(kernelsOf(fwd).filter((k) => k.startsWith("mg_"))).toEqual(["mg_rms_norm_rows_f32", "mg_layer_norm_rows_f32", "mg_cross_entropy_forward_f32"]);
       const r = mg.trace(() => mg.grad((x: MgArray) => mg.sum(mg.fast.rope(x, 4, { traditional: false, base: 10, scale: 1, offset: 0 })))(rand([1, 1, 3, 4], 82)));
       expect(kernelsOf(r)).toContain("mg_rope_f32");
       const g = mg.trace(() => mg.grad((x: MgArray, w: MgArray) => mg.sum(mg.fast.layerNorm(x, w, null, 1e-5)), [0, 1])(x, w));
-      expect(kernelsOf(g)).toEqual(expect.arrayContaining(["mg_layer_norm_vjp_f32", "mg_layer_norm_param_grad_f32"]));
+      expect(kernelsOf(g)).toEqual(expect.arrayContaining(["mg_layer_norm_vjp_rows_f32", "mg_layer_norm_param_grad_f32"]));
       const ce = mg.trace(() => mg.grad((x: MgArray) => mg.sum(mg.fast.crossEntropy(x, mg.array([1, 2], mg.int32))))(x));
       expect(kernelsOf(ce)).toContain("mg_cross_entropy_backward_f32");
     });
@@ -397,6 +397,10 @@ describe("the trace says which kernel ran", () => {
       expect(main.precision).toContain("IEEE fp32 products");
       expect(main.precision).toContain("softmax fp32");
       expect(main.layout).toContain("mask causal");
+      // Outside a transform the forward keeps no statistics (MLX's logsumexp only in training).
+      const inference = mg.fast.scaledDotProductAttention(q, k, v, { scale: 0.25 });
+      expect(inference.node!.outputs.length).toBe(1);
+      mg.eval(inference);
       const decode = mg.trace(() => mg.fast.scaledDotProductAttention(sliceStatic(q, [0, 0, 0, 0], [1, 2, 1, 16]), k, v, { scale: 0.25 }));
       expect(kernelsOf(decode)).toEqual(expect.arrayContaining(["mg_sdpa_decode_f32", "mg_sdpa_decode_combine_f32"]));
     });
@@ -410,6 +414,8 @@ describe("the trace says which kernel ran", () => {
         const v = rand([1, 1, L, 16], 88);
         mg.eval(q, k, v);
         mg.synchronize();
+        Bun.gc(true); // garbage of earlier tests freed during the measurement would hide part of it
+        mg.clearCache(); // a cached block reused for a request may be up to twice its size
         const before = mg.getActiveMemory();
         mg.resetPeakMemory();
         const f = (q: MgArray, k: MgArray, v: MgArray) =>
@@ -421,10 +427,12 @@ describe("the trace says which kernel ran", () => {
       });
     const L = 256;
     const scores = L * L * 4; // one float32 L×L matrix
-    expect(peak(L, true)).toBeLessThan(scores / 2);
-    expect(peak(L, false)).toBeGreaterThan(scores);
+    const [fused, fused2, unfused] = [peak(L, true), peak(2 * L, true), peak(L, false)];
+    const what = `peaks: fused L=${L} ${fused}, L=${2 * L} ${fused2}; unfused ${unfused}; one score matrix ${scores}`;
+    expect(fused, what).toBeLessThan(scores / 2);
+    expect(unfused, what).toBeGreaterThan(scores);
     // doubling L at most doubles the fused peak (plus allocator rounding)
-    expect(peak(2 * L, true)).toBeLessThan(2 * peak(L, true) + 64 * 1024);
+    expect(fused2, what).toBeLessThan(2 * fused + 64 * 1024);
   });
 });
 
@@ -507,12 +515,12 @@ describe("the precision policy is read when the op is called", () => {
         mg.withPrecision({ accumulate16: "native" }, () => mg.trace(() => mg.fast.rmsNorm(x, null, 1e-5))),
         mg.trace(() => mg.fast.rmsNorm(x, null, 1e-5)),
       ];
-      expect(kernelsOf(native)).toContain("mg_rms_norm_single_f16_acc_f16");
+      expect(kernelsOf(native)).toContain("mg_rms_norm_rows_f16_acc_f16");
       expect(native.find((r) => r.kernel.startsWith("mg_rms"))!.precision).toContain("policy accumulate16: native");
-      expect(kernelsOf(dflt)).toContain("mg_rms_norm_single_f16");
+      expect(kernelsOf(dflt)).toContain("mg_rms_norm_rows_f16");
       // A lazy array built inside the scope keeps the policy it was built under.
       const lazy = mg.withPrecision({ accumulate16: "native" }, () => mg.fast.rmsNorm(x, null, 1e-5));
-      expect(kernelsOf(mg.trace(() => lazy))).toContain("mg_rms_norm_single_f16_acc_f16");
+      expect(kernelsOf(mg.trace(() => lazy))).toContain("mg_rms_norm_rows_f16_acc_f16");
       const q = rand([1, 1, 16, 16], 93, mg.float16);
       const s = mg.withPrecision({ accumulate16: "native" }, () => mg.trace(() => mg.fast.scaledDotProductAttention(q, q, q, { scale: 0.25 })));
       expect(s[s.length - 1]!.kernel).toBe("mg_sdpa_prefill_f16_acc_f16_dk16_dv16_bk32");

@@ -23,7 +23,7 @@ export function metalOsVersion(isSimulator: boolean): [number, number] | null {
 }
 
 /**
- * MLX's is_nax_available() (mlx/backend/metal/device.cpp, guide §4.3): OS ≥ 26.2 and GPU
+ * MLX's is_nax_available() (its Metal device.cpp, guide §4.3): OS ≥ 26.2 and GPU
  * generation ≥ 17, or ≥ 18 for phone-class ('p') parts. On the simulator the architecture is the
  * simulated one (applegpu_g15s unless MG_GPU_ARCH says otherwise), so this is false by default.
  */

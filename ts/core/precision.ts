@@ -22,6 +22,9 @@ export interface PrecisionPolicy {
   accumulate16: "float32" | "native";
 }
 
+/** How float16/bfloat16 inputs of the fused ops accumulate. */
+export type Accumulate16 = PrecisionPolicy["accumulate16"];
+
 export const DEFAULT_PRECISION: Readonly<PrecisionPolicy> = Object.freeze({ matmul: "highest", accumulate16: "float32" });
 
 let globalPolicy: Readonly<PrecisionPolicy> = DEFAULT_PRECISION;

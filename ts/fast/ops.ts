@@ -7,7 +7,8 @@
 import type { MgArray } from "../core/array.ts";
 import { resolveStream, type StreamOrDevice } from "../core/device.ts";
 import { bool_, type Dtype, float32, floating, integer, int32, issubdtype, promoteTypes, resultType } from "../core/dtype.ts";
-import { makeArray, makeNode } from "../core/graph.ts";
+import { graphRetained, makeArray, makeNode } from "../core/graph.ts";
+import { retain } from "../core/ownership.ts";
 import { isOptionsObject, type StreamOptions, toArray, type ArrayInput } from "../core/ops/convert.ts";
 import { zeros } from "../core/ops/creation.ts";
 import { astype } from "../core/ops/elementwise.ts";
@@ -15,9 +16,9 @@ import { broadcastTo } from "../core/ops/shape.ts";
 import { formatShape } from "../core/shape.ts";
 import { getPrecision, type PrecisionPolicy } from "../core/precision.ts";
 import { annotate, warnOnce } from "../core/trace.ts";
-import { gpuSdpaPlan } from "../backend/gpu/fast/rules.ts";
-import { sdpaUnfusedReason, type SdpaProblem } from "../backend/gpu/fast/sdpa.ts";
+import { gpuSdpaPlan, sdpaUnfusedReason, type SdpaProblem } from "../backend/gpu/fast/sdpa.ts";
 import { CrossEntropy, LayerNorm, RMSNorm, RoPE, ScaledDotProductAttention, type SdpaParams } from "./primitives.ts";
+import "./rules.ts";
 import { sdpaUnfused } from "./unfused.ts";
 
 /** Rejects option names the op does not take (MLX's keyword arguments are a closed set). */
@@ -237,7 +238,7 @@ function sdpaPrepare(qIn: ArrayInput, kIn: ArrayInput, vIn: ArrayInput, opts: Sd
     sinks = astype(sinks, finalType, s);
   }
   const policy = getPrecision();
-  const params: SdpaParams = { scale: o.scale, mask: maskKind, hasSinks: !!sinks, accumulate16: policy.accumulate16, matmul: policy.matmul };
+  const params: SdpaParams = { scale: o.scale, mask: maskKind, hasSinks: !!sinks, accumulate16: policy.accumulate16, matmul: policy.matmul, stats: graphRetained() };
   const problem: SdpaProblem = { B, Hq: nQ, Hkv: nKv, qL: q.shape[2]!, kL: k.shape[2]!, Dk: q.shape[3]!, Dv: v.shape[3]!, dtype: finalType, mask: maskKind, sinks: !!sinks };
   return { q, k, v, mask: maskArr, sinks, params, problem, stream: s };
 }
@@ -272,7 +273,10 @@ export function scaledDotProductAttention(q: ArrayInput, k: ArrayInput, v: Array
     return out;
   }
   const inputs = [c.q, c.k, c.v, ...(c.mask ? [c.mask] : []), ...(c.sinks ? [c.sinks] : [])];
-  return makeNode(ScaledDotProductAttention, inputs, c.params, stream)[0]!;
+  const [out, stats] = makeNode(ScaledDotProductAttention, inputs, c.params, stream);
+  // Under a transform the statistics outlive this call (the backward pass reads them).
+  if (stats) retain(stats);
+  return out!;
 }
 
 export interface SdpaStepPlan {

@@ -1,7 +1,11 @@
 // The CPU device's kernels for the mg.fast primitives: inputs read as float64, the references of
 // ts/backend/cpu/fast.ts, each output rounded once to its dtype.
 import type { MgArray } from "../../core/array.ts";
-import type { CrossEntropyParams, LayerNormParams, RMSNormParams, RoPEParams, SdpaParams } from "../../fast/primitives.ts";
+import {
+  CrossEntropy, type CrossEntropyParams, CrossEntropyVJP, LayerNorm, type LayerNormParams, LayerNormVJP, RMSNorm, type RMSNormParams, RMSNormVJP,
+  RoPE, type RoPEParams, ScaledDotProductAttention, ScaledDotProductAttentionVJP, type SdpaParams,
+} from "../../fast/primitives.ts";
+import { registerCpu } from "./registry.ts";
 import {
   crossEntropyRef, crossEntropyVjpRef, normRows, normRowsVjp, ropeRef, type SdpaDims, sdpaRef, type SdpaRefOptions, sdpaStatsRef, sdpaVjpRef,
 } from "./fast.ts";
@@ -9,13 +13,13 @@ import { readNumbers, writeNumbers } from "./values.ts";
 
 const lastDim = (x: MgArray): number => x.shape[x.ndim - 1] ?? 1;
 
-export function cpuRmsNorm(inputs: readonly MgArray[], [out]: readonly MgArray[], p: RMSNormParams): void {
+function cpuRmsNorm(inputs: readonly MgArray[], [out]: readonly MgArray[], p: RMSNormParams): void {
   const x = inputs[0]!;
   const w = p.hasWeight ? readNumbers(inputs[1]!) : null;
   writeNumbers(out!, normRows(readNumbers(x), lastDim(x), w, null, { layer: false, eps: p.eps }));
 }
 
-export function cpuLayerNorm(inputs: readonly MgArray[], [out]: readonly MgArray[], p: LayerNormParams): void {
+function cpuLayerNorm(inputs: readonly MgArray[], [out]: readonly MgArray[], p: LayerNormParams): void {
   const x = inputs[0]!;
   let k = 1;
   const w = p.hasWeight ? readNumbers(inputs[k++]!) : null;
@@ -24,7 +28,7 @@ export function cpuLayerNorm(inputs: readonly MgArray[], [out]: readonly MgArray
 }
 
 /** Inputs [x, w?, b?, g]; outputs [dx, dw?, db?] (as the params say). */
-export function cpuNormVjp(layer: boolean) {
+function cpuNormVjp(layer: boolean) {
   return (inputs: readonly MgArray[], outputs: readonly MgArray[], p: RMSNormParams | LayerNormParams): void => {
     const x = inputs[0]!;
     const hasBias = layer && (p as LayerNormParams).hasBias;
@@ -38,7 +42,7 @@ export function cpuNormVjp(layer: boolean) {
   };
 }
 
-export function cpuRope(inputs: readonly MgArray[], [out]: readonly MgArray[], p: RoPEParams): void {
+function cpuRope(inputs: readonly MgArray[], [out]: readonly MgArray[], p: RoPEParams): void {
   const x = inputs[0]!;
   writeNumbers(
     out!,
@@ -66,18 +70,18 @@ function sdpaRefOptions(inputs: readonly MgArray[], p: SdpaParams): SdpaRefOptio
 }
 
 /** Inputs [q, k, v, mask?, sinks?]; outputs [o, stats]. */
-export function cpuSdpa(inputs: readonly MgArray[], [o, stats]: readonly MgArray[], p: SdpaParams): void {
+function cpuSdpa(inputs: readonly MgArray[], [o, stats]: readonly MgArray[], p: SdpaParams): void {
   const [q, k, v] = inputs as [MgArray, MgArray, MgArray];
   const d = sdpaDims(q, k, v);
   const opts = sdpaRefOptions(inputs, p);
   const qv = readNumbers(q);
   const kv = readNumbers(k);
   writeNumbers(o!, sdpaRef(qv, kv, readNumbers(v), d, opts));
-  writeNumbers(stats!, sdpaStatsRef(qv, kv, d, opts));
+  if (stats) writeNumbers(stats, sdpaStatsRef(qv, kv, d, opts));
 }
 
 /** Inputs [q, k, v, mask?, sinks?, o, stats, dO]; outputs [dq, dk, dv]. */
-export function cpuSdpaVjp(inputs: readonly MgArray[], [dq, dk, dv]: readonly MgArray[], p: SdpaParams): void {
+function cpuSdpaVjp(inputs: readonly MgArray[], [dq, dk, dv]: readonly MgArray[], p: SdpaParams): void {
   const [q, k, v] = inputs as [MgArray, MgArray, MgArray];
   const g = sdpaVjpRef(readNumbers(q), readNumbers(k), readNumbers(v), sdpaDims(q, k, v), sdpaRefOptions(inputs, p), readNumbers(inputs[inputs.length - 1]!));
   writeNumbers(dq!, g.dq);
@@ -85,11 +89,21 @@ export function cpuSdpaVjp(inputs: readonly MgArray[], [dq, dk, dv]: readonly Mg
   writeNumbers(dv!, g.dv);
 }
 
-export function cpuCrossEntropy([logits, targets]: readonly MgArray[], [loss]: readonly MgArray[], _p: CrossEntropyParams): void {
+function cpuCrossEntropy([logits, targets]: readonly MgArray[], [loss]: readonly MgArray[], _p: CrossEntropyParams): void {
   writeNumbers(loss!, crossEntropyRef(readNumbers(logits!), lastDim(logits!), readNumbers(targets!)));
 }
 
 /** Inputs [logits, targets, g]; output [dlogits]. */
-export function cpuCrossEntropyVjp([logits, targets, g]: readonly MgArray[], [dx]: readonly MgArray[], _p: CrossEntropyParams): void {
+function cpuCrossEntropyVjp([logits, targets, g]: readonly MgArray[], [dx]: readonly MgArray[], _p: CrossEntropyParams): void {
   writeNumbers(dx!, crossEntropyVjpRef(readNumbers(logits!), lastDim(logits!), readNumbers(targets!), readNumbers(g!)));
 }
+
+registerCpu(RMSNorm, cpuRmsNorm);
+registerCpu(RMSNormVJP, cpuNormVjp(false));
+registerCpu(LayerNorm, cpuLayerNorm);
+registerCpu(LayerNormVJP, cpuNormVjp(true));
+registerCpu(RoPE, cpuRope);
+registerCpu(ScaledDotProductAttention, cpuSdpa);
+registerCpu(ScaledDotProductAttentionVJP, cpuSdpaVjp);
+registerCpu(CrossEntropy, cpuCrossEntropy);
+registerCpu(CrossEntropyVJP, cpuCrossEntropyVjp);

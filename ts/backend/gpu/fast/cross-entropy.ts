@@ -1,7 +1,7 @@
 // Cross entropy with class-index targets on the GPU (Sources/Kernels/cross_entropy.metal): one
 // threadgroup per row, forward (float32 loss) and backward (dlogits in the logits' dtype).
 import type { Dtype } from "../../../core/dtype.ts";
-import type { KernelInstance } from "../../../core/primitive.ts";
+import type { KernelInstance } from "../kernels.ts";
 import { dtypeTag, mslType } from "../dtypes.ts";
 import { kernelPipeline } from "../kernels.ts";
 import { bind, type KernelOutput, type KernelSink, type KernelView, leadingBytes, mergeLeading, rowGrid, simdGroupSize, structBytes } from "./common.ts";

@@ -3,7 +3,7 @@
 // backward is one dx kernel (which also saves each row's {μ, 1/σ}) plus the column reduction for
 // the weight and bias gradients.
 import type { Dtype } from "../../../core/dtype.ts";
-import type { KernelInstance } from "../../../core/primitive.ts";
+import type { KernelInstance } from "../kernels.ts";
 import { dtypeTag, mslType } from "../dtypes.ts";
 import { kernelPipeline } from "../kernels.ts";
 import { bind, bindScratch, type KernelOutput, type KernelSink, type KernelView, leadingBytes, mergeLeading, rowGrid, simdGroupSize, structBytes } from "./common.ts";

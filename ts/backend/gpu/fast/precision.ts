@@ -3,8 +3,8 @@ import { bfloat16, type Dtype, float16, float32 } from "../../../core/dtype.ts";
 import { Precision } from "../../../core/trace.ts";
 import { dtypeTag, mslType } from "../dtypes.ts";
 
-/** How 16-bit inputs accumulate: in float32 (the default, MLX's fast kernels) or in their own type. */
-export type Accumulate16 = "float32" | "native";
+import type { Accumulate16 } from "../../../core/precision.ts";
+export type { Accumulate16 };
 
 /** The accumulator dtype of a kernel over `d` inputs under the policy. */
 export function accumulatorOf(d: Dtype, accumulate16: Accumulate16): Dtype {

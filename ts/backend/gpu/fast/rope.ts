@@ -1,7 +1,7 @@
 // Rotary position embedding on the GPU (Sources/Kernels/rope.metal): one thread per rotated pair
 // or copied feature, one dispatch, forward or backward (the inverse rotation).
 import type { Dtype } from "../../../core/dtype.ts";
-import type { KernelInstance } from "../../../core/primitive.ts";
+import type { KernelInstance } from "../kernels.ts";
 import { Precision } from "../../../core/trace.ts";
 import { dtypeTag, mslType } from "../dtypes.ts";
 import { kernelPipeline } from "../kernels.ts";

@@ -3,16 +3,19 @@
 // outputs, and a note where the precision policy asked for something no kernel here provides.
 import type { MgArray, Node } from "../../../core/array.ts";
 import { type Dtype, float32 } from "../../../core/dtype.ts";
-import type { GpuRule, KernelInstance } from "../../../core/primitive.ts";
 import { tracing } from "../../../core/trace.ts";
-import type { CrossEntropyParams, LayerNormParams, RMSNormParams, RoPEParams, SdpaParams } from "../../../fast/primitives.ts";
-import { runtime } from "../../runtime.ts";
+import {
+  CrossEntropy, CrossEntropyVJP, LayerNorm, type LayerNormParams, LayerNormVJP, RMSNorm, type RMSNormParams, RMSNormVJP, RoPE, ScaledDotProductAttention,
+  ScaledDotProductAttentionVJP, type SdpaParams,
+} from "../../../fast/primitives.ts";
 import type { GpuEncoder } from "../encoder.ts";
+import type { KernelInstance } from "../kernels.ts";
+import { type KernelRule, registerGpu } from "../registry.ts";
 import type { DispatchFacts, KernelOutput, KernelSink, KernelView } from "./common.ts";
 import { crossEntropyKernels, encodeCrossEntropy, encodeCrossEntropyVjp } from "./cross-entropy.ts";
 import { encodeNorm, encodeNormVjp, normForwardKernel, type NormOptions, normVjpKernels } from "./norm.ts";
 import { encodeRope, ropeKernel } from "./rope.ts";
-import { encodeSdpa, encodeSdpaVjp, planSdpaKernels, type SdpaKernelPlan, type SdpaProblem, sdpaUnfusedReason } from "./sdpa.ts";
+import { encodeSdpa, encodeSdpaVjp, gpuSdpaPlan, type SdpaProblem } from "./sdpa.ts";
 
 function view(enc: GpuEncoder, a: MgArray): KernelView {
   const b = enc.input(a, 0);
@@ -24,7 +27,7 @@ function output(enc: GpuEncoder, a: MgArray): KernelOutput {
   return { buffer: b.buffer, offset: b.offset ?? 0, length: b.length ?? 0, shape: a.shape, dtype: a.dtype };
 }
 
-function sinkFor(enc: GpuEncoder, node: Node, extraNotes: readonly string[] = []): KernelSink {
+function sinkFor(enc: GpuEncoder, node: Node<unknown>, extraNotes: readonly string[] = []): KernelSink {
   return {
     dispatch(d, facts: DispatchFacts) {
       enc.dispatch(
@@ -42,39 +45,39 @@ function sinkFor(enc: GpuEncoder, node: Node, extraNotes: readonly string[] = []
 
 const normOptions = (p: RMSNormParams | LayerNormParams, layer: boolean): NormOptions => ({ layer, eps: p.eps, accumulate16: p.accumulate16 });
 
-export const rmsNormRule: GpuRule = {
+registerGpu(RMSNorm, {
   kind: "kernel",
-  kernels: (node) => [normForwardKernel(node.inputs[0]!.dtype, node.inputs[0]!.shape.at(-1) ?? 1, normOptions(node.params as RMSNormParams, false))],
+  kernels: (node) => [normForwardKernel(node.inputs[0]!.dtype, node.inputs[0]!.shape.at(-1) ?? 1, normOptions(node.params, false))],
   encode(enc, node) {
-    const p = node.params as RMSNormParams;
+    const p = node.params;
     const [x, w] = node.inputs;
     encodeNorm(sinkFor(enc, node), view(enc, x!), p.hasWeight ? view(enc, w!) : null, null, output(enc, node.outputs[0]!), normOptions(p, false));
   },
-};
+});
 
-export const layerNormRule: GpuRule = {
+registerGpu(LayerNorm, {
   kind: "kernel",
-  kernels: (node) => [normForwardKernel(node.inputs[0]!.dtype, node.inputs[0]!.shape.at(-1) ?? 1, normOptions(node.params as LayerNormParams, true))],
+  kernels: (node) => [normForwardKernel(node.inputs[0]!.dtype, node.inputs[0]!.shape.at(-1) ?? 1, normOptions(node.params, true))],
   encode(enc, node) {
-    const p = node.params as LayerNormParams;
+    const p = node.params;
     let k = 1;
     const w = p.hasWeight ? view(enc, node.inputs[k++]!) : null;
     const b = p.hasBias ? view(enc, node.inputs[k++]!) : null;
     encodeNorm(sinkFor(enc, node), view(enc, node.inputs[0]!), w, b, output(enc, node.outputs[0]!), normOptions(p, true));
   },
-};
+});
 
 /** Inputs [x, w?, b?, g]; outputs [dx, dw?, db?]. */
-function normVjpRule(layer: boolean): GpuRule {
+function normVjpRule(layer: boolean): KernelRule<RMSNormParams | LayerNormParams> {
   return {
     kind: "kernel",
     kernels(node) {
-      const k = normVjpKernels(node.inputs[0]!.dtype, node.inputs[0]!.shape.at(-1) ?? 1, normOptions(node.params as RMSNormParams, layer));
+      const k = normVjpKernels(node.inputs[0]!.dtype, node.inputs[0]!.shape.at(-1) ?? 1, normOptions(node.params, layer));
       return node.outputs.length > 1 ? [k.dx, k.params] : [k.dx];
     },
     encode(enc, node) {
-      const p = node.params as LayerNormParams;
-      const hasBias = layer && p.hasBias;
+      const p = node.params;
+      const hasBias = layer && (p as LayerNormParams).hasBias;
       const g = node.inputs[node.inputs.length - 1]!;
       let k = 1;
       const dx = output(enc, node.outputs[k - 1]!);
@@ -88,16 +91,16 @@ function normVjpRule(layer: boolean): GpuRule {
     },
   };
 }
-export const rmsNormVjpRule = normVjpRule(false);
-export const layerNormVjpRule = normVjpRule(true);
+registerGpu(RMSNormVJP, normVjpRule(false));
+registerGpu(LayerNormVJP, normVjpRule(true));
 
 // RoPE -------------------------------------------------------------------------------------------
 
-export const ropeRule: GpuRule = {
+registerGpu(RoPE, {
   kind: "kernel",
   kernels: (node) => [ropeKernel(node.inputs[0]!.dtype)],
   encode(enc, node) {
-    const p = node.params as RoPEParams;
+    const p = node.params;
     encodeRope(sinkFor(enc, node), view(enc, node.inputs[0]!), view(enc, node.inputs[1]!), p.hasFreqs ? view(enc, node.inputs[2]!) : null, output(enc, node.outputs[0]!), {
       dims: p.dims,
       traditional: p.traditional,
@@ -106,30 +109,23 @@ export const ropeRule: GpuRule = {
       forward: p.forward,
     });
   },
-};
+});
 
 // Attention --------------------------------------------------------------------------------------
 
-export function sdpaProblem(q: MgArray, k: MgArray, v: MgArray, p: SdpaParams): SdpaProblem {
+function sdpaProblem(q: MgArray, k: MgArray, v: MgArray, p: SdpaParams): SdpaProblem {
   return { B: q.shape[0]!, Hq: q.shape[1]!, Hkv: k.shape[1]!, qL: q.shape[2]!, kL: k.shape[2]!, Dk: q.shape[3]!, Dv: v.shape[3]!, dtype: q.dtype, mask: p.mask, sinks: p.hasSinks };
 }
 
-/** The plan the GPU runs for a problem (mg.fast.sdpaPlan reports the same). */
-export function gpuSdpaPlan(problem: SdpaProblem, p: Pick<SdpaParams, "accumulate16">): SdpaKernelPlan {
-  const reason = sdpaUnfusedReason(problem);
-  if (reason) throw new Error(`[scaled_dot_product_attention] internal: an unfusable problem reached the fused kernel (${reason}).`);
-  return planSdpaKernels(problem, p.accumulate16, runtime().device.maxThreadgroupMemoryLength);
-}
-
 /** The trace note of a policy no kernel here can honour. */
-export function policyNotes(p: SdpaParams, dtype: Dtype): string[] {
+function policyNotes(p: SdpaParams, dtype: Dtype): string[] {
   if (p.matmul === "high" && dtype === float32) {
     return ["precision policy matmul=\"high\" allows TF32-class/NAX attention; metalgrad has no such kernel, so the products are IEEE fp32"];
   }
   return [];
 }
 
-function sdpaViews(enc: GpuEncoder, node: Node, p: SdpaParams) {
+function sdpaViews(enc: GpuEncoder, node: Node<SdpaParams>, p: SdpaParams) {
   const [q, k, v] = node.inputs as [MgArray, MgArray, MgArray];
   let at = 3;
   const mask = p.mask === "bool" || p.mask === "additive" ? view(enc, node.inputs[at++]!) : null;
@@ -137,33 +133,37 @@ function sdpaViews(enc: GpuEncoder, node: Node, p: SdpaParams) {
   return { views: { q: view(enc, q), k: view(enc, k), v: view(enc, v), mask, sinks }, next: at };
 }
 
-export const sdpaRule: GpuRule = {
+registerGpu(ScaledDotProductAttention, {
   kind: "kernel",
   kernels(node) {
-    const p = node.params as SdpaParams;
+    const p = node.params;
     const [q, k, v] = node.inputs as [MgArray, MgArray, MgArray];
     return gpuSdpaPlan(sdpaProblem(q, k, v, p), p).steps.map((s): KernelInstance => s.kernel);
   },
   encode(enc, node) {
-    const p = node.params as SdpaParams;
+    const p = node.params;
     const [q, k, v] = node.inputs as [MgArray, MgArray, MgArray];
     const problem = sdpaProblem(q, k, v, p);
     const plan = gpuSdpaPlan(problem, p);
     const { views } = sdpaViews(enc, node, p);
-    encodeSdpa(sinkFor(enc, node, policyNotes(p, q.dtype)), problem, plan, p.scale, views, output(enc, node.outputs[0]!), output(enc, node.outputs[1]!));
+    // Without a statistics output (no transform will differentiate it) the kernel writes them to scratch.
+    const stats: KernelOutput = node.outputs[1]
+      ? output(enc, node.outputs[1])
+      : { buffer: enc.temporary(plan.statsBytes), offset: 0, length: plan.statsBytes, shape: [problem.B, problem.Hq, problem.qL, 2], dtype: float32 };
+    encodeSdpa(sinkFor(enc, node, policyNotes(p, q.dtype)), problem, plan, p.scale, views, output(enc, node.outputs[0]!), stats);
   },
-};
+});
 
 /** Inputs [q, k, v, mask?, sinks?, o, stats, dO]; outputs [dq, dk, dv]. */
-export const sdpaVjpRule: GpuRule = {
+registerGpu(ScaledDotProductAttentionVJP, {
   kind: "kernel",
   kernels(node) {
-    const p = node.params as SdpaParams;
+    const p = node.params;
     const [q, k, v] = node.inputs as [MgArray, MgArray, MgArray];
     return gpuSdpaPlan(sdpaProblem(q, k, v, p), p).backward.steps.map((s) => s.kernel);
   },
   encode(enc, node) {
-    const p = node.params as SdpaParams;
+    const p = node.params;
     const [q, k, v] = node.inputs as [MgArray, MgArray, MgArray];
     const problem = sdpaProblem(q, k, v, p);
     const plan = gpuSdpaPlan(problem, p);
@@ -181,25 +181,23 @@ export const sdpaVjpRule: GpuRule = {
       output(enc, dv),
     );
   },
-};
+});
 
 // Cross entropy ----------------------------------------------------------------------------------
 
-export const crossEntropyRule: GpuRule = {
+registerGpu(CrossEntropy, {
   kind: "kernel",
-  kernels: (node) => [crossEntropyKernels(node.inputs[0]!.dtype, (node.params as CrossEntropyParams).accumulate16).forward],
+  kernels: (node) => [crossEntropyKernels(node.inputs[0]!.dtype, node.params.accumulate16).forward],
   encode(enc, node) {
-    const p = node.params as CrossEntropyParams;
-    encodeCrossEntropy(sinkFor(enc, node), view(enc, node.inputs[0]!), view(enc, node.inputs[1]!), output(enc, node.outputs[0]!), p.accumulate16);
+    encodeCrossEntropy(sinkFor(enc, node), view(enc, node.inputs[0]!), view(enc, node.inputs[1]!), output(enc, node.outputs[0]!), node.params.accumulate16);
   },
-};
+});
 
-export const crossEntropyVjpRule: GpuRule = {
+registerGpu(CrossEntropyVJP, {
   kind: "kernel",
-  kernels: (node) => [crossEntropyKernels(node.inputs[0]!.dtype, (node.params as CrossEntropyParams).accumulate16).backward],
+  kernels: (node) => [crossEntropyKernels(node.inputs[0]!.dtype, node.params.accumulate16).backward],
   encode(enc, node) {
-    const p = node.params as CrossEntropyParams;
     const [x, t, g] = node.inputs as [MgArray, MgArray, MgArray];
-    encodeCrossEntropyVjp(sinkFor(enc, node), view(enc, x), view(enc, t), view(enc, g), output(enc, node.outputs[0]!), p.accumulate16);
+    encodeCrossEntropyVjp(sinkFor(enc, node), view(enc, x), view(enc, t), view(enc, g), output(enc, node.outputs[0]!), node.params.accumulate16);
   },
-};
+});

@@ -9,11 +9,13 @@
 // kernel would be chosen; none exists, so `policy.matmul = "high"` changes nothing and the plan
 // says so.
 import { bfloat16, type Dtype, float16, float32 } from "../../../core/dtype.ts";
-import type { KernelInstance } from "../../../core/primitive.ts";
+import type { Accumulate16 } from "../../../core/precision.ts";
+import { runtime } from "../../runtime.ts";
+import type { KernelInstance } from "../kernels.ts";
 import { dtypeTag, mslType } from "../dtypes.ts";
 import { kernelPipeline } from "../kernels.ts";
 import { bind, bindScratch, type KernelOutput, type KernelSink, type KernelView, structBytes } from "./common.ts";
-import { type Accumulate16, accumulatorOf } from "./precision.ts";
+import { accumulatorOf } from "./precision.ts";
 
 export const SDPA_MAX_HEAD_DIM = 256;
 export const SDPA_DECODE_MAX_QUERIES = 8;
@@ -320,4 +322,11 @@ export function encodeSdpaVjp(
     },
     { layout: layout(kvStep, "fused backward (flash-attention-2), key side: dK, dV"), precision: plan.backward.precision },
   );
+}
+
+/** The plan the GPU runs for a fusable problem (mg.fast.sdpaPlan reports the same). */
+export function gpuSdpaPlan(problem: SdpaProblem, p: { accumulate16: Accumulate16 }): SdpaKernelPlan {
+  const reason = sdpaUnfusedReason(problem);
+  if (reason) throw new Error(`[scaled_dot_product_attention] internal: an unfusable problem reached the fused kernel (${reason}).`);
+  return planSdpaKernels(problem, p.accumulate16, runtime().device.maxThreadgroupMemoryLength);
 }
