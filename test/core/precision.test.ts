@@ -65,3 +65,18 @@ test("deviceInfo reports the policy in effect", () => {
     expect(mg.deviceInfo().precision).toEqual({ matmul: "high", accumulate16: "float32" });
   });
 });
+
+test('matmul "high" is recorded in the GEMM trace: no TF32/NAX kernel exists, the product is IEEE fp32', () => {
+  const a = mg.random.normal([16, 16]);
+  const b = mg.random.normal([16, 16]);
+  mg.eval(a, b);
+  const high = mg.withPrecision({ matmul: "high" }, () => mg.matmul(a, b, { stream: mg.gpu }));
+  const dflt = mg.matmul(a, b, { stream: mg.gpu });
+  const recHigh = mg.trace(() => high).find((r) => r.primitives.includes("Matmul"))!;
+  const recDefault = mg.trace(() => dflt).find((r) => r.primitives.includes("Matmul"))!;
+  expect(recHigh.precision).toBe("IEEE fp32");
+  expect(recHigh.notes.join(" ")).toContain('matmul="high" allows TF32-class/NAX kernels; metalgrad has none');
+  expect(recDefault.notes.join(" ")).not.toContain("TF32");
+  // identical numbers: the same kernel ran
+  expect(mg.arrayEqual(high, dflt).item()).toBe(true);
+});
