@@ -7,7 +7,7 @@ import {
 } from "../../fast/primitives.ts";
 import { registerCpu } from "./registry.ts";
 import {
-  crossEntropyRef, crossEntropyVjpRef, normRows, normRowsVjp, ropeRef, type SdpaDims, sdpaRef, type SdpaRefOptions, sdpaStatsRef, sdpaVjpRef,
+  crossEntropyRef, crossEntropyVjpRef, normRows, normRowsVjp, ropeRef, type SdpaDims, sdpaForward, type SdpaRefOptions, sdpaVjpRef,
 } from "./fast.ts";
 import { readNumbers, writeNumbers } from "./values.ts";
 
@@ -74,10 +74,9 @@ function cpuSdpa(inputs: readonly MgArray[], [o, stats]: readonly MgArray[], p: 
   const [q, k, v] = inputs as [MgArray, MgArray, MgArray];
   const d = sdpaDims(q, k, v);
   const opts = sdpaRefOptions(inputs, p);
-  const qv = readNumbers(q);
-  const kv = readNumbers(k);
-  writeNumbers(o!, sdpaRef(qv, kv, readNumbers(v), d, opts));
-  if (stats) writeNumbers(stats, sdpaStatsRef(qv, kv, d, opts));
+  const r = sdpaForward(readNumbers(q), readNumbers(k), readNumbers(v), d, opts);
+  writeNumbers(o!, r.out);
+  if (stats) writeNumbers(stats, r.stats);
 }
 
 /** Inputs [q, k, v, mask?, sinks?, o, stats, dO]; outputs [dq, dk, dv]. */

@@ -194,61 +194,124 @@ export interface SdpaRefOptions {
 
 /** A hidden score: finite, below every real one, equal across a row (so an all-hidden row is uniform). */
 const HIDDEN = -1e300;
+/** The kernels' hidden score in the log2 domain (their statistics use it). */
+const HIDDEN_LOG2 = -3.0e38;
 
-/** Scores of query row (b, h, i) against every key: [score, hidden] pairs. */
-function sdpaRow(q: Float64Array, k: Float64Array, d: SdpaDims, o: SdpaRefOptions, b: number, h: number, i: number): { s: Float64Array; hidden: Uint8Array } {
-  const hk = Math.floor(h / (d.Hq / d.Hkv));
-  const s = new Float64Array(d.kL);
-  const hidden = new Uint8Array(d.kL);
-  const qo = ((b * d.Hq + h) * d.qL + i) * d.Dk;
-  for (let j = 0; j < d.kL; j++) {
-    const ko = ((b * d.Hkv + hk) * d.kL + j) * d.Dk;
-    let dot = 0;
-    for (let c = 0; c < d.Dk; c++) dot += q[qo + c]! * k[ko + c]!;
-    let v = dot * o.scale;
+/**
+ * One query row's softmax, reusing the caller's buffers: s[j] the score (HIDDEN where a mask hid
+ * it), p[j] the probability, hidden[j] = 1 where hidden. Returns the end of the keys that can carry
+ * weight: hidden keys past the last visible one are skipped (their probability is exactly zero)
+ * unless every key is hidden, when the row attends uniformly. Also returns the row's statistics
+ * as the fused kernels save them (log2-domain maximum with the sink, and the sum).
+ */
+class SdpaRows {
+  readonly s: Float64Array;
+  readonly p: Float64Array;
+  readonly hidden: Uint8Array;
+  m2 = 0;
+  l = 0;
+  constructor(
+    readonly q: Float64Array,
+    readonly k: Float64Array,
+    readonly d: SdpaDims,
+    readonly o: SdpaRefOptions,
+  ) {
+    this.s = new Float64Array(d.kL);
+    this.p = new Float64Array(d.kL);
+    this.hidden = new Uint8Array(d.kL);
+  }
+
+  row(b: number, h: number, i: number): number {
+    const { q, k, d, o, s, p, hidden } = this;
+    const hk = Math.floor(h / (d.Hq / d.Hkv));
+    const qo = ((b * d.Hq + h) * d.qL + i) * d.Dk;
+    const kBase = (b * d.Hkv + hk) * d.kL * d.Dk;
+    const mBase = ((b * d.Hq + h) * d.qL + i) * d.kL;
     const m = o.mask;
-    if (m.kind === "causal" && j > i + d.kL - d.qL) hidden[j] = 1;
-    else if (m.kind === "bool" && !m.values[((b * d.Hq + h) * d.qL + i) * d.kL + j]) hidden[j] = 1;
-    else if (m.kind === "additive") v += m.values[((b * d.Hq + h) * d.qL + i) * d.kL + j]!;
-    s[j] = hidden[j] ? HIDDEN : v;
+    const limit = i + d.kL - d.qL; // causal: the last visible key
+    let end = m.kind === "causal" && limit >= 0 ? Math.min(d.kL, limit + 1) : d.kL;
+    let visible = 0;
+    for (let j = 0; j < end; j++) {
+      const hid = (m.kind === "causal" && j > limit) || (m.kind === "bool" && !m.values[mBase + j]);
+      hidden[j] = hid ? 1 : 0;
+      if (hid) {
+        s[j] = HIDDEN;
+        continue;
+      }
+      visible++;
+      const ko = kBase + j * d.Dk;
+      let dot = 0;
+      for (let c = 0; c < d.Dk; c++) dot += q[qo + c]! * k[ko + c]!;
+      s[j] = m.kind === "additive" ? dot * o.scale + m.values[mBase + j]! : dot * o.scale;
+    }
+    if (visible === 0) {
+      // Every key hidden: all scores equal the finite minimum, so the row is uniform over all keys.
+      end = d.kL;
+      for (let j = 0; j < end; j++) {
+        hidden[j] = 1;
+        s[j] = HIDDEN;
+      }
+    }
+    // softmax over [sink, s_0 … s_end−1], as MLX's composition (hidden keys past `end` weigh 0)
+    const sink = o.sinks ? o.sinks[h]! : null;
+    let mx = sink ?? -Infinity;
+    let nan = false;
+    for (let j = 0; j < end; j++) {
+      const v = s[j]!;
+      if (v !== v) nan = true;
+      if (v > mx) mx = v;
+    }
+    if (nan || mx === -Infinity || mx === Infinity) {
+      p.fill(NaN, 0, end);
+      this.m2 = nan ? NaN : mx * Math.LOG2E;
+      this.l = mx === -Infinity ? 0 : NaN;
+      return end;
+    }
+    let total = sink === null ? 0 : Math.exp(sink - mx);
+    for (let j = 0; j < end; j++) total += p[j] = Math.exp(s[j]! - mx);
+    for (let j = 0; j < end; j++) p[j] = p[j]! / total;
+    // The kernels' statistics: maximum in the log2 domain (hidden = HIDDEN_LOG2), sum of exp2.
+    this.m2 = visible === 0 && (sink === null || sink * Math.LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * Math.LOG2E;
+    this.l = total;
+    return end;
   }
-  return { s, hidden };
-}
-
-/** Softmax probabilities of a row's scores (and the sink's share), as MLX's softmax over [sink, s…]. */
-function sdpaProbs(s: Float64Array, sink: number | null): Float64Array {
-  let m = sink ?? -Infinity;
-  let nan = false;
-  for (const v of s) {
-    if (v !== v) nan = true;
-    if (v > m) m = v;
-  }
-  const p = new Float64Array(s.length);
-  if (nan || m === -Infinity || m === Infinity) return p.fill(NaN);
-  let total = sink === null ? 0 : Math.exp(sink - m);
-  for (let j = 0; j < s.length; j++) total += p[j] = Math.exp(s[j]! - m);
-  for (let j = 0; j < s.length; j++) p[j] = p[j]! / total;
-  return p;
 }
 
 /** O [B, Hq, qL, Dv] from dense q [B, Hq, qL, Dk], k [B, Hkv, kL, Dk], v [B, Hkv, kL, Dv]. */
 export function sdpaRef(q: Float64Array, k: Float64Array, v: Float64Array, d: SdpaDims, o: SdpaRefOptions): Float64Array {
+  return sdpaForward(q, k, v, d, o).out;
+}
+
+/**
+ * The forward and the per-row statistics the fused kernels save for the backward, computed as
+ * they compute them: m = max over the row's log2-domain scores (score·log2 e; a hidden score is
+ * −3e38, the kernels' finite minimum; the sink counts), l = Σ exp2(s − m). [B, Hq, qL, 2].
+ */
+export function sdpaForward(q: Float64Array, k: Float64Array, v: Float64Array, d: SdpaDims, o: SdpaRefOptions): { out: Float64Array; stats: Float64Array } {
   const out = new Float64Array(d.B * d.Hq * d.qL * d.Dv);
+  const stats = new Float64Array(d.B * d.Hq * d.qL * 2);
+  const rows = new SdpaRows(q, k, d, o);
   const gqa = d.Hq / d.Hkv;
   for (let b = 0; b < d.B; b++) {
     for (let h = 0; h < d.Hq; h++) {
-      const hk = Math.floor(h / gqa);
+      const vBase = (b * d.Hkv + Math.floor(h / gqa)) * d.kL * d.Dv;
       for (let i = 0; i < d.qL; i++) {
-        const p = sdpaProbs(sdpaRow(q, k, d, o, b, h, i).s, o.sinks ? o.sinks[h]! : null);
-        const oo = ((b * d.Hq + h) * d.qL + i) * d.Dv;
-        for (let j = 0; j < d.kL; j++) {
-          const vo = ((b * d.Hkv + hk) * d.kL + j) * d.Dv;
-          for (let c = 0; c < d.Dv; c++) out[oo + c] = out[oo + c]! + p[j]! * v[vo + c]!;
+        const end = rows.row(b, h, i);
+        const p = rows.p;
+        const r = (b * d.Hq + h) * d.qL + i;
+        const oo = r * d.Dv;
+        for (let j = 0; j < end; j++) {
+          const pj = p[j]!;
+          if (pj === 0) continue;
+          const vo = vBase + j * d.Dv;
+          for (let c = 0; c < d.Dv; c++) out[oo + c] = out[oo + c]! + pj * v[vo + c]!;
         }
+        stats[2 * r] = rows.m2;
+        stats[2 * r + 1] = rows.l;
       }
     }
   }
-  return out;
+  return { out, stats };
 }
 
 /**
@@ -266,31 +329,37 @@ export function sdpaVjpRef(
   const dq = new Float64Array(q.length);
   const dk = new Float64Array(k.length);
   const dv = new Float64Array(v.length);
+  const rows = new SdpaRows(q, k, d, o);
+  const dp = new Float64Array(d.kL);
   const gqa = d.Hq / d.Hkv;
   for (let b = 0; b < d.B; b++) {
     for (let h = 0; h < d.Hq; h++) {
       const hk = Math.floor(h / gqa);
+      const vBase = (b * d.Hkv + hk) * d.kL * d.Dv;
+      const kBase = (b * d.Hkv + hk) * d.kL * d.Dk;
       for (let i = 0; i < d.qL; i++) {
-        const row = sdpaRow(q, k, d, o, b, h, i);
-        const p = sdpaProbs(row.s, o.sinks ? o.sinks[h]! : null);
+        const end = rows.row(b, h, i);
+        const { p, hidden } = rows;
         const go = ((b * d.Hq + h) * d.qL + i) * d.Dv;
         const qo = ((b * d.Hq + h) * d.qL + i) * d.Dk;
-        const dp = new Float64Array(d.kL);
         let D = 0;
-        for (let j = 0; j < d.kL; j++) {
-          const vo = ((b * d.Hkv + hk) * d.kL + j) * d.Dv;
+        for (let j = 0; j < end; j++) {
+          const pj = p[j]!;
+          const vo = vBase + j * d.Dv;
           let acc = 0;
           for (let c = 0; c < d.Dv; c++) {
-            acc += dO[go + c]! * v[vo + c]!;
-            dv[vo + c] = dv[vo + c]! + p[j]! * dO[go + c]!;
+            const g = dO[go + c]!;
+            acc += g * v[vo + c]!;
+            dv[vo + c] = dv[vo + c]! + pj * g;
           }
           dp[j] = acc;
-          D += p[j]! * acc;
+          D += pj * acc;
         }
-        for (let j = 0; j < d.kL; j++) {
-          if (row.hidden[j]) continue;
+        for (let j = 0; j < end; j++) {
+          if (hidden[j]) continue;
           const ds = p[j]! * (dp[j]! - D) * o.scale;
-          const ko = ((b * d.Hkv + hk) * d.kL + j) * d.Dk;
+          if (ds === 0) continue;
+          const ko = kBase + j * d.Dk;
           for (let c = 0; c < d.Dk; c++) {
             dq[qo + c] = dq[qo + c]! + ds * k[ko + c]!;
             dk[ko + c] = dk[ko + c]! + ds * q[qo + c]!;
@@ -302,28 +371,7 @@ export function sdpaVjpRef(
   return { dq, dk, dv };
 }
 
-/**
- * The per-row statistics the fused kernels save for the backward, computed as they compute them:
- * m = max over the row's log2-domain scores (score·log2 e; a hidden score is −3e38, the kernels'
- * finite minimum; the sink counts), l = Σ exp2(s − m). Two floats per row, [B, Hq, qL, 2].
- */
+/** The per-row statistics alone (see sdpaForward). */
 export function sdpaStatsRef(q: Float64Array, k: Float64Array, d: SdpaDims, o: SdpaRefOptions): Float64Array {
-  const stats = new Float64Array(d.B * d.Hq * d.qL * 2);
-  const hidden2 = -3.0e38;
-  for (let b = 0; b < d.B; b++) {
-    for (let h = 0; h < d.Hq; h++) {
-      for (let i = 0; i < d.qL; i++) {
-        const row = sdpaRow(q, k, d, o, b, h, i);
-        const s2 = Float64Array.from(row.s, (v, j) => (row.hidden[j] ? hidden2 : v * Math.LOG2E));
-        let m = o.sinks ? o.sinks[h]! * Math.LOG2E : -Infinity;
-        for (const v of s2) if (v > m) m = v;
-        let l = o.sinks ? (m === -Infinity ? 0 : Math.pow(2, o.sinks[h]! * Math.LOG2E - m)) : 0;
-        if (m !== -Infinity) for (const v of s2) l += Math.pow(2, v - m);
-        const at = ((b * d.Hq + h) * d.qL + i) * 2;
-        stats[at] = m;
-        stats[at + 1] = l;
-      }
-    }
-  }
-  return stats;
+  return sdpaForward(q, k, new Float64Array(d.B * d.Hkv * d.kL * d.Dv), d, o).stats;
 }

@@ -8,7 +8,7 @@ import { bfloat16, bool_, type Dtype, float16, float32 } from "../../../../ts/co
 import type { KernelView } from "../../../../ts/backend/gpu/fast/common.ts";
 import { encodeSdpa, encodeSdpaVjp, planSdpaKernels, type SdpaMaskKind, type SdpaProblem } from "../../../../ts/backend/gpu/fast/sdpa.ts";
 import { prepareKernels } from "../../../../ts/backend/gpu/kernels.ts";
-import { sdpaRef, type SdpaRefMask, sdpaVjpRef } from "../../../../ts/backend/cpu/fast.ts";
+import { sdpaRef, type SdpaRefMask, sdpaStatsRef, sdpaVjpRef } from "../../../../ts/backend/cpu/fast.ts";
 import { runtime } from "../../../../ts/backend/runtime.ts";
 import { broadcast, dense, expectNear, normals, output, permuted, read, relTolerance, releaseAll, rounded, run } from "./harness.ts";
 
@@ -107,6 +107,9 @@ function runCase(c: Case): { kernels: string[]; precision: string } {
   const native = c.accumulate16 === "native" && d !== float32;
   const tol = d === float32 ? 1e-4 : (native ? 8 : 2) * relTolerance(d);
   expectNear(read(o), ref, tol, 1, `output (${plan.kind})`);
+  // The saved statistics {log2-domain max, sum} equal the CPU primitive's (which a backward on the
+  // other device would read).
+  expectNear(read(stats), sdpaStatsRef(qr, kr, { B, Hq, Hkv, qL: c.qL, kL: c.kL, Dk: c.D, Dv }, refOpts), d === float32 ? 1e-4 : 1e-2, 1, "statistics");
   const kernels = rec.map((r) => r.kernel);
 
   if (c.backward) {
