@@ -13,7 +13,7 @@ import { astype as astypeHook } from "./core/ops/elementwise.ts";
 import { setConvertHooks } from "./core/ops/convert.ts";
 import { evalArrays, evalAsync } from "./core/graph.ts";
 import { MgArray } from "./core/array.ts";
-import { runtime } from "./backend/runtime.ts";
+import { RUNTIME_HINT, runtimeLoadError, tryRuntime } from "./backend/runtime.ts";
 import {
   chooseDefaultDevice, defaultDevice as currentDefaultDevice, setDefaultDevice as setDefaultDeviceInternal, setDeviceCount,
 } from "./core/device.ts";
@@ -25,10 +25,12 @@ import { bfloat16Native, metalOsVersion, naxAvailable, simdgroupMatrix, tf32Defa
 import { getPrecision } from "./core/precision.ts";
 
 setConvertHooks((arrays) => stackHook(arrays), (a, d) => astypeHook(a, d));
-setDefaultDeviceInternal(chooseDefaultDevice(!runtime().device.isSimulator));
-// The runtime loaded (runtime() throws otherwise), so the GPU backend has its device: Metal, or
-// the simulator where there is none.
-setDeviceCount("gpu", 1);
+// With a native runtime the GPU backend has its device: Metal, or the simulator where there is no
+// Metal. Without one (none installed for this platform, none built) importing still works: the CPU
+// device runs on JS-owned memory, and asking for the GPU says why it is missing.
+const rt = tryRuntime();
+setDeviceCount("gpu", rt ? 1 : 0, rt ? undefined : `no native runtime (${runtimeLoadError()})`);
+setDefaultDeviceInternal(chooseDefaultDevice(rt !== null && !rt.device.isSimulator));
 
 export { MgArray } from "./core/array.ts";
 // dtype.ts also holds conversion helpers for the backends (bfloat16 bits, weak-scalar rules): only
@@ -50,12 +52,16 @@ export type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
 export * from "./core/ops/index.ts";
 export * from "./core/ops/constants.ts";
 export * as random from "./random/index.ts";
+export * as linalg from "./linalg/index.ts";
+export * as fft from "./fft/index.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
 export * as fast from "./fast/index.ts";
 export { compile, disableCompile, enableCompile } from "./core/compile.ts";
 export { getPrecision, setPrecision, withPrecision } from "./core/precision.ts";
 export type { PrecisionPolicy } from "./core/precision.ts";
+export { load, LoadError, save, savez, savezCompressed, saveGguf, saveSafetensors } from "./io/index.ts";
+export type { FileArg, GgufMetadataInput, GgufMetadataValue, LoadFormat, LoadOptions, LoadResult, Metadata } from "./io/index.ts";
 export type { CompileOptions } from "./core/compile.ts";
 
 /**
@@ -123,7 +129,18 @@ export { pressureCollectionCount } from "./memory/allocator.ts";
  * what MLX would do by default here) and the current precision policy.
  */
 export function deviceInfo(): Record<string, string | number | boolean | number[] | Record<string, string>> {
-  const d = runtime().device;
+  if (!rt) {
+    return {
+      device_name: "none: no native runtime (the CPU device works; the GPU device is unavailable)",
+      gpu_available: false,
+      runtime_error: runtimeLoadError() ?? "unknown",
+      how_to_get_the_runtime: RUNTIME_HINT,
+      default_device: currentDefaultDevice().type,
+      nax_available: false,
+      precision: { ...getPrecision() },
+    };
+  }
+  const d = rt.device;
   const arch = { architecture: d.architecture, generation: d.generation, sizeClass: d.sizeClass, isSimulator: d.isSimulator };
   const os = metalOsVersion(d.isSimulator);
   return {
@@ -137,17 +154,26 @@ export function deviceInfo(): Record<string, string | number | boolean | number[
     max_threads_per_threadgroup: d.maxThreadsPerThreadgroup,
     unified_memory: d.hasUnifiedMemory,
     is_simulator: d.isSimulator,
+    apple_gpu_family: d.appleFamily,
+    supports_simdgroup_matrix: d.supportsSimdgroupMatrix,
+    supports_atomic_float: d.supportsAtomicFloat,
     performance: d.isSimulator
       ? "the Metal simulator runs kernels on the CPU with Metal's semantics: correct, not a performance device"
       : "Apple GPU",
     default_device: currentDefaultDevice().type,
+    gpu_available: true,
+    runtime_library: rt.libraryPath,
     os_version: os ? `${os[0]}.${os[1]}${d.isSimulator ? " (simulated)" : ""}` : "unknown",
     nax_available: naxAvailable(arch),
     tf32_default: tf32Default(arch),
-    simdgroup_matrix: simdgroupMatrix(arch),
+    // The device's own answer (MTLDevice families), else the generation rule (Apple7 / g13 on).
+    simdgroup_matrix: d.supportsSimdgroupMatrix ?? simdgroupMatrix(arch),
     bfloat16_native: bfloat16Native(arch),
     // metalgrad has no NAX (TensorOps) or TF32-class kernels: every matmul is IEEE float32 today.
     nax_kernels: false,
     precision: { ...getPrecision() },
   };
 }
+export * as nn from "./nn/index.ts";
+export * as optimizers from "./optimizers/index.ts";
+export * as utils from "./utils/index.ts";
