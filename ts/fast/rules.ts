@@ -113,8 +113,10 @@ defineRules(ScaledDotProductAttention, {
     if (argnums.some((i) => i >= 3)) {
       throw new Error("[scaled_dot_product_attention] Does not support VJP with respect to mask or attention sinks.");
     }
-    if (!p.stats) throw new Error("[scaled_dot_product_attention] internal: a node built outside a transform has no saved statistics to differentiate.");
-    const grads = makeNode(ScaledDotProductAttentionVJP, [...primals, outputs[0]!, outputs[1]!, g!], p, resolveStream());
+    // A node built outside a transform (a compiled function traced before being differentiated)
+    // saved no statistics: run the fused forward again, this time keeping them.
+    const [o, stats] = p.stats ? outputs : makeNode(ScaledDotProductAttention, [...primals], { ...p, stats: true }, resolveStream());
+    const grads = makeNode(ScaledDotProductAttentionVJP, [...primals, o!, stats!, g!], { ...p, stats: true }, resolveStream());
     return argnums.map((i) => grads[i]!);
   },
   // The statistics output is an implementation detail: its tangent is zero.
