@@ -5,7 +5,8 @@
 // print alongside when a Python with MLX is found ($MG_PYTHON, else python3).
 //
 //   MG_PYTHON=/work/mlxenv/bin/python bun run bench/fast.bench.ts
-//   ROUNDS=5  L_MAX=2048  DEVICES=gpu  OPS=sdpa   (defaults: 3 rounds; on the simulator L ≤ 256)
+//   ROUNDS=5  L_MAX=2048  DEVICES=gpu  OPS=sdpa  HEAD_DIMS=64,128   (defaults: 3 rounds, all four
+//   head dims; on the simulator L ≤ 256, CPU_L_MAX=256 for the CPU device)
 //
 // On the Metal simulator (Linux) GPU times measure the simulator, not a GPU: the ratios between
 // fused and unfused kernels are what carry over, and only roughly.
@@ -21,6 +22,7 @@ const L_MAX = Number(process.env.L_MAX ?? (SIM ? 256 : 2048));
 const CPU_L_MAX = Number(process.env.CPU_L_MAX ?? 256);
 const DEVICES = (process.env.DEVICES ?? "cpu,gpu").split(",").map((d) => (d === "gpu" ? mg.gpu : mg.cpu));
 const OPS = (process.env.OPS ?? "norm,rope,ce,sdpa").split(",");
+const HEAD_DIMS = (process.env.HEAD_DIMS ?? "64,72,128,256").split(",").map(Number);
 
 function values(shape: number[], seed: number, scale = 1): MgArray {
   const n = shape.reduce((a, b) => a * b, 1);
@@ -142,7 +144,7 @@ const slopes: string[] = [];
 if (OPS.includes("sdpa")) {
   const heads = SIM ? 2 : 16;
   for (const device of DEVICES) {
-    for (const D of [64, 72, 128, 256]) {
+    for (const D of HEAD_DIMS) {
       const peaks: [number, number][] = [];
       for (let L = 128; L <= (device === mg.cpu ? Math.min(L_MAX, CPU_L_MAX) : L_MAX); L *= 2) {
         const q = values([1, heads, L, D], 10 + D);
@@ -227,7 +229,7 @@ cs = cfg["ce"]; lg = vals(cs, 5, 4.0); tg = mx.array([(i * 7919) % cs[1] for i i
 def ce(l): return mx.fast.cross_entropy(l, tg)
 def ce_comp(l): return mx.logsumexp(l, -1) - mx.take_along_axis(l, tg[:, None], -1)[:, 0]
 if "ce" in ops: case("crossEntropy " + "×".join(map(str, cs)), ce, ce_comp, [lg])
-for D in ((64, 72, 128, 256) if "sdpa" in ops else ()):
+for D in (cfg["dims"] if "sdpa" in ops else ()):
     L = 128
     while L <= cfg["lmax"]:
         q, k, v = vals((1, cfg["heads"], L, D), 10 + D), vals((1, cfg["heads"], L, D), 11 + D), vals((1, cfg["heads"], L, D), 12 + D)
@@ -236,7 +238,7 @@ for D in ((64, 72, 128, 256) if "sdpa" in ops else ()):
         L *= 2
 print(json.dumps({"mlx": mx.__version__, "rows": out}))
 `;
-const mlxCfg = { ops: OPS, rounds: ROUNDS, norm: normShape, rope: ropeShape, ce: ceShape, heads: SIM ? 2 : 16, lmax: Math.min(L_MAX, CPU_L_MAX) };
+const mlxCfg = { dims: HEAD_DIMS, ops: OPS, rounds: ROUNDS, norm: normShape, rope: ropeShape, ce: ceShape, heads: SIM ? 2 : 16, lmax: Math.min(L_MAX, CPU_L_MAX) };
 const r = spawnSync(python, ["-c", mlxScript, JSON.stringify(mlxCfg)], { encoding: "utf8", maxBuffer: 1 << 24 });
 if (r.status !== 0) {
   console.log(`\nMLX: not run (${python}: ${(r.stderr || r.error?.message || "no output").trim().split("\n").pop()})`);

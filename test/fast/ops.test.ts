@@ -472,6 +472,24 @@ describe("an unfusable combination runs the composition, says why, and warns onc
     expect(warnings.length).toBe(1);
     expect(warnings[0]).toContain("MG_WARN=0 silences");
   });
+  test("MG_WARN=0 silences the warning (the trace still says why)", () => {
+    captured = "";
+    process.stderr.write = ((chunk: string | Uint8Array) => {
+      captured += String(chunk);
+      return true;
+    }) as typeof process.stderr.write;
+    const previous = process.env.MG_WARN;
+    process.env.MG_WARN = "0";
+    try {
+      const q = rand([1, 1, 3, 288], 97);
+      const records = mg.trace(() => mg.fast.scaledDotProductAttention(q, q, q, { scale: 0.05, stream: mg.gpu }));
+      expect(records.some((r) => r.notes.some((n) => n.includes("head dim 288 exceeds 256")))).toBe(true);
+    } finally {
+      if (previous === undefined) delete process.env.MG_WARN;
+      else process.env.MG_WARN = previous;
+    }
+    expect(captured).not.toContain("ran unfused");
+  });
 });
 
 describe("sdpaPlan answers before running", () => {
