@@ -145,7 +145,9 @@ export function planSdpaKernels(p: SdpaProblem, accumulate16: Accumulate16, thre
       ],
       scratchBytes: heads * blocks * p.qL * (p.Dv * 4 + 8),
       statsBytes,
-      precision: `${p.dtype === float32 ? "IEEE fp32" : `fp32 accumulate over ${short(p.dtype)} operands`}; softmax fp32 (online, ${blocks} key chunk${blocks === 1 ? "" : "s"} merged)`,
+      precision:
+        `${p.dtype === float32 ? "IEEE fp32" : `fp32 accumulate over ${short(p.dtype)} operands`}; softmax fp32 (online, ${blocks} key chunk${blocks === 1 ? "" : "s"} merged)` +
+        (p.dtype !== float32 && accumulate16 === "native" ? '; policy accumulate16 "native" does not apply to the decode kernel (memory-bound: float32 costs nothing)' : ""),
       backward,
     };
   }
