@@ -177,7 +177,7 @@ type Shaped = { shape: readonly number[]; dtype: Dtype };
 
 function sdpaPrepare(qIn: ArrayInput, kIn: ArrayInput, vIn: ArrayInput, opts: SdpaOptions, op: string): SdpaCall {
   const tag = "[scaled_dot_product_attention]";
-  const o = checkOptions(op, opts, ["scale", "mask", "sinks", "forceFused", "force_fused", "stream"]);
+  const o = checkOptions(op, opts, ["scale", "mask", "sinks", "forceFused", "stream"]);
   if (typeof o.scale !== "number") throw new TypeError(`${tag} scale must be given as a number (it is keyword-only and required, as in MLX).`);
   const s = streamOf(o);
   const q0 = toArray(qIn, op);
@@ -262,7 +262,7 @@ export function scaledDotProductAttention(q: ArrayInput, k: ArrayInput, v: Array
   const stream = resolveStream(c.stream.stream);
   const reason = unfusedReason(c, stream.device.type);
   if (reason) {
-    if (opts.forceFused || (opts as { force_fused?: boolean }).force_fused) {
+    if (opts.forceFused) {
       throw new Error(`[scaled_dot_product_attention] force_fused: no fused kernel takes these inputs (${reason}).`);
     }
     const mode = c.params.mask === "none" ? "none" : c.params.mask === "causal" ? "causal" : "array";
