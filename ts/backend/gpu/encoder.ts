@@ -3,7 +3,7 @@
 import type { Layout, MgArray, Node } from "../../core/array.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
 import { allocateBuffer, type BufferLike, type Storage } from "../../memory/storage.ts";
-import { record, tracing } from "../../core/trace.ts";
+import { annotationsOf, record, tracing } from "../../core/trace.ts";
 import type { BufferBinding, CommandBatch, Dispatch, InlineBytes, NativeBuffer } from "../runtime.ts";
 
 /** An array bound for a kernel: the binding plus how to address its elements from it. */
@@ -265,7 +265,7 @@ export class GpuEncoder {
       grid,
       threadgroup: tg,
       precision: trace.precision,
-      notes: [...notes, ...(trace.notes ?? [])],
+      notes: [...notes, ...(trace.notes ?? []), ...annotationsOf(trace.outputs)],
       pipelineFrom: d.pipeline.origin,
     });
   }

@@ -16,6 +16,7 @@ import { gpuRules, type KernelRule } from "./registry.ts";
 // The GPU rules of every primitive (each module registers its own).
 import "./convolution.ts";
 import "./elementwise.ts";
+import "./fast/rules.ts";
 import "./fft.ts";
 import "./indexing.ts";
 import "./matmul.ts";
