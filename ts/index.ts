@@ -21,6 +21,8 @@ import { collectTrace, type TraceRecord } from "./core/trace.ts";
 import { trace as diagonalTrace } from "./core/ops/index.ts";
 import type { Dtype } from "./core/dtype.ts";
 import type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
+import { bfloat16Native, metalOsVersion, naxAvailable, simdgroupMatrix, tf32Default } from "./core/hardware.ts";
+import { getPrecision } from "./core/precision.ts";
 
 setConvertHooks((arrays) => stackHook(arrays), (a, d) => astypeHook(a, d));
 // With a native runtime the GPU backend has its device: Metal, or the simulator where there is no
@@ -55,10 +57,14 @@ export type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
 export * from "./core/ops/index.ts";
 export * from "./core/ops/constants.ts";
 export * as random from "./random/index.ts";
+export * as linalg from "./linalg/index.ts";
+export * as fft from "./fft/index.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
 export * as fast from "./fast/index.ts";
 export { compile, disableCompile, enableCompile } from "./core/compile.ts";
+export { getPrecision, setPrecision, withPrecision } from "./core/precision.ts";
+export type { PrecisionPolicy } from "./core/precision.ts";
 export { load, LoadError, save, savez, savezCompressed, saveGguf, saveSafetensors } from "./io/index.ts";
 export type { FileArg, GgufMetadataInput, GgufMetadataValue, LoadFormat, LoadOptions, LoadResult, Metadata } from "./io/index.ts";
 export type { CompileOptions } from "./core/compile.ts";
@@ -123,9 +129,11 @@ export { pressureCollectionCount } from "./memory/allocator.ts";
 
 /**
  * Facts about the device, as mx.device_info (MLX's keys, plus metalgrad's): which GPU (or the
- * Metal simulator), its architecture string and generation, memory sizes, and the default device.
+ * Metal simulator), its architecture string and generation, memory sizes, the default device, the
+ * hardware gates kernel selection depends on (guide §4: nax_available is MLX's rule, tf32_default
+ * what MLX would do by default here) and the current precision policy.
  */
-export function deviceInfo(): Record<string, string | number | boolean | number[]> {
+export function deviceInfo(): Record<string, string | number | boolean | number[] | Record<string, string>> {
   if (!rt) {
     return {
       device_name: "none: no native runtime (the CPU device works; the GPU device is unavailable)",
@@ -133,9 +141,13 @@ export function deviceInfo(): Record<string, string | number | boolean | number[
       runtime_error: runtimeLoadError() ?? "unknown",
       how_to_get_the_runtime: RUNTIME_HINT,
       default_device: currentDefaultDevice().type,
+      nax_available: false,
+      precision: { ...getPrecision() },
     };
   }
   const d = rt.device;
+  const arch = { architecture: d.architecture, generation: d.generation, sizeClass: d.sizeClass, isSimulator: d.isSimulator };
+  const os = metalOsVersion(d.isSimulator);
   return {
     device_name: d.name,
     architecture: d.architecture,
@@ -156,6 +168,15 @@ export function deviceInfo(): Record<string, string | number | boolean | number[
     default_device: currentDefaultDevice().type,
     gpu_available: true,
     runtime_library: rt.libraryPath,
+    os_version: os ? `${os[0]}.${os[1]}${d.isSimulator ? " (simulated)" : ""}` : "unknown",
+    nax_available: naxAvailable(arch),
+    tf32_default: tf32Default(arch),
+    // The device's own answer (MTLDevice families), else the generation rule (Apple7 / g13 on).
+    simdgroup_matrix: d.supportsSimdgroupMatrix ?? simdgroupMatrix(arch),
+    bfloat16_native: bfloat16Native(arch),
+    // metalgrad has no NAX (TensorOps) or TF32-class kernels: every matmul is IEEE float32 today.
+    nax_kernels: false,
+    precision: { ...getPrecision() },
   };
 }
 export * as nn from "./nn/index.ts";

@@ -251,17 +251,20 @@ export class MgArray {
   /**
    * Gives up the storage of an internal or disposed array whose every reader is already encoded in
    * the GPU batch being built, so that a later output of the same batch reuses it (command order and
-   * the runtime's write-after-read barrier keep the readers ahead of the new writer). Null when the
-   * storage is shared with another array or the array could still be read.
+   * the runtime's write-after-read barrier keep the readers ahead of the new writer). A storage that
+   * views share is only let go of here (null); the last of its arrays to surrender hands it over.
+   * Null too when the array could still be read.
    */
   surrenderStorage(): Storage | null {
     const l = this.layout;
-    if (!(this.internal || this.disposed) || l === null || !this.storageHeld || l.storage.holders !== 1) return null;
+    if (!(this.internal || this.disposed) || l === null || !this.storageHeld) return null;
     this.storageHeld = false;
     this.layout = null;
     this.surrendered = true;
     if (this.internal) this.dataReleased = true;
-    return l.storage;
+    if (l.storage.holders === 1) return l.storage;
+    l.storage.release();
+    return null;
   }
 
   /** Library code keeps this array (ownership.ts `retain`): it is no longer internal. */
@@ -285,7 +288,9 @@ export class MgArray {
       // An unevaluated array that nobody can use any more: forget its producer.
       const n = this.node;
       this.node = null;
-      if (n.outputs.every(unreachable)) {
+      // The producer's inputs go only when no output can be read any more — a sibling output that
+      // a pending node still reads (LU's factor, consumed while its pivots are dropped) keeps them.
+      if (n.outputs.every((o) => unreachable(o) && (o.node !== n || o.graphRefs === 0))) {
         for (const i of n.inputs) i.dropGraphRef();
         n.inputs = [];
       }

@@ -53,6 +53,11 @@ export function withRetainedGraph<T>(fn: () => T): T {
   }
 }
 
+/** True while a transform traces (MLX's in_grad_tracing): ops may build what only a derivative needs. */
+export function graphRetained(): boolean {
+  return retainGraphDepth > 0;
+}
+
 /** Creates the outputs of one primitive application. Inputs must be usable arrays. */
 export function makeNode<P>(
   primitive: Primitive<P>,

@@ -6,7 +6,7 @@ import type { Node } from "../../core/array.ts";
 import type { Backend } from "../../core/graph.ts";
 import { applyViews } from "../../core/layout.ts";
 import type { KernelRegistry } from "../../core/registry.ts";
-import { Precision, record, tracing } from "../../core/trace.ts";
+import { annotationsOf, Precision, record, tracing } from "../../core/trace.ts";
 import type { CpuKernel } from "./registry.ts";
 
 export interface CpuBackendOptions {
@@ -53,7 +53,10 @@ export function cpuBackend(kernels: KernelRegistry<CpuKernel<any>>, options: Cpu
         precision: p.layout ? Precision.none : inexact ? inexactPrecision : Precision.exact,
         // A view whose input's layout cannot express it (a reshape of a non-contiguous view, a
         // strided array viewed as a wider dtype) was copied: the trace says so.
-        notes: copied ? [`copy: ${p.name} of ${node.inputs[0]!.describe()} cannot be a view of its layout; its elements are copied row-contiguously`] : [],
+        notes: [
+          ...(copied ? [`copy: ${p.name} of ${node.inputs[0]!.describe()} cannot be a view of its layout; its elements are copied row-contiguously`] : []),
+          ...annotationsOf(node.outputs),
+        ],
       });
     }
   };

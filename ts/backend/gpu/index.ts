@@ -16,9 +16,12 @@ import { gpuRules, type KernelRule } from "./registry.ts";
 // The GPU rules of every primitive (each module registers its own).
 import "./convolution.ts";
 import "./elementwise.ts";
+import "./fast/rules.ts";
+import "./fft.ts";
 import "./indexing.ts";
 import "./matmul.ts";
 import "./movement.ts";
+import "./quantized.ts";
 import "./random.ts";
 import "./reduce.ts";
 import "./scan.ts";
@@ -299,7 +302,7 @@ registerBackend("gpu", {
         // later), so it still reads its inputs after this batch: they are not recycled for it.
         if (it.kind === "region") {
           for (const n of it.region.nodes) if (it.region.outputs.includes(n.outputs[0]!)) recycleInputs(n);
-        } else if (it.kind !== "view") recycleInputs(it.node);
+        } else recycleInputs(it.node);
       }
     } catch (e) {
       for (const o of fresh) o.discardData();

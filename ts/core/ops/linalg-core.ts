@@ -1,4 +1,5 @@
 // Products of arrays: matmul, addmm, inner, outer, tensordot, vecdot.
+import { getPrecision } from "../precision.ts";
 import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { type Dtype, isComplex, isFloating, isInexact, promoteTypes } from "../dtype.ts";
@@ -61,6 +62,11 @@ function run(op: string, p: Operands, x: MgArray, y: MgArray, build: (a: MgArray
   return reshape(out, p.final, opts);
 }
 
+/** The precision policy as the matmul records carry it (ts/core/precision.ts): read when the op is called. */
+function matmulPolicy(): { precision?: "high" } {
+  return getPrecision().matmul === "high" ? { precision: "high" } : {};
+}
+
 /**
  * Matrix product with NumPy's rules, as mx.matmul: 1-D operands become a row (first) or column
  * (second) vector and that axis is removed again; leading axes are batch axes and broadcast.
@@ -80,7 +86,7 @@ export function matmul(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): 
     );
   }
   const stream = resolveStream(opts.stream);
-  return run("matmul", p, x, y, (l, r) => makeArray(Matmul, [l, r], {}, stream), opts);
+  return run("matmul", p, x, y, (l, r) => makeArray(Matmul, [l, r], matmulPolicy(), stream), opts);
 }
 
 /**
@@ -116,7 +122,7 @@ export function addmm(c: ArrayInput, a: ArrayInput, b: ArrayInput, alpha = 1.0, 
     throw new Error(`[addmm] input c with shape ${formatShape(z.shape)} must broadcast to the output shape ${formatShape(p.final)}.`);
   }
   const stream = resolveStream(opts.stream);
-  const params = { alpha: al, beta: be };
+  const params = { alpha: al, beta: be, ...matmulPolicy() };
   return run("addmm", p, x, y, (l, r, shape) => makeArray(AddMM, [l, r, reshape(cb, shape, opts)], params, stream), opts);
 }
 
