@@ -85,6 +85,8 @@ export function trace(...args: unknown[]): TraceRecord[] | MgArray {
 }
 export type { TraceRecord } from "./core/trace.ts";
 export { setFusion } from "./backend/gpu/index.ts";
+export { setKernelCacheLimits } from "./backend/gpu/kernels.ts";
+export type { KernelCacheLimits } from "./backend/runtime.ts";
 import { synchronize as synchronizeGpu } from "./backend/gpu/index.ts";
 import { resolveStream, type StreamOrDevice } from "./core/device.ts";
 

@@ -200,8 +200,9 @@ public func mg_buffer_view_deallocator() -> UnsafeMutableRawPointer? {
 
 /// Compiles (or finds in the cache) a library. `macros`: "NAME=VALUE" (or "NAME") entries separated
 /// by "\n", may be null. mathMode: 0 safe, 1 relaxed, 2 fast. languageVersion: an
-/// MTLLanguageVersion raw value, 0 for the default. checked != 0 adds MG_SIM_CHECK=1 (the
-/// simulator's checked mode; inert on a GPU).
+/// MTLLanguageVersion raw value, 0 for the default. checked 1 adds MG_SIM_CHECK=1 (the simulator's
+/// checked mode; inert on a GPU), 2 MG_SIM_CHECK=writes (out-of-bounds writes fail the dispatch,
+/// out-of-bounds reads give 0).
 @_cdecl("mg_library_new")
 public func mg_library_new(_ source: UnsafePointer<CChar>?, _ macros: UnsafePointer<CChar>?, _ mathMode: Int32,
                            _ languageVersion: UInt32, _ checked: Int32) -> UnsafeMutableRawPointer? {
@@ -217,7 +218,7 @@ public func mg_library_new(_ source: UnsafePointer<CChar>?, _ macros: UnsafePoin
             }
         }
         return pointer(try runtime.library(
-            source: text, macros: table, mathMode: mathMode, languageVersion: languageVersion, checked: checked != 0))
+            source: text, macros: table, mathMode: mathMode, languageVersion: languageVersion, checked: checked))
     }
 }
 
@@ -264,6 +265,29 @@ public func mg_pipeline_info(_ pipeline: UnsafeMutableRawPointer?, _ out: Unsafe
         out[0] = Int32(clamping: record.maxTotalThreadsPerThreadgroup)
         out[1] = Int32(clamping: record.threadExecutionWidth)
         out[2] = Int32(clamping: record.staticThreadgroupMemoryLength)
+        return 0
+    }
+}
+
+/// The kernel cache (KernelCache.swift, and the simulator's loaded objects): sets the limits —
+/// built pipeline states, built libraries, loaded simulator objects and their bytes; a value below
+/// 1 keeps the current one — and fills out[0..<8] with the previous four limits, then the built
+/// pipelines, built libraries, loaded simulator objects and their bytes now.
+@_cdecl("mg_kernel_cache_limits")
+public func mg_kernel_cache_limits(_ pipelines: Int32, _ libraries: Int32, _ simulatorObjects: Int32,
+                                   _ simulatorBytes: Double, _ out: UnsafeMutablePointer<Double>?) -> Int32 {
+    guarded("mg_kernel_cache_limits", 1) { runtime in
+        guard let out else { throw RuntimeError("the output array is null") }
+        let (previous, builtPipelines, builtLibraries) = runtime.setKernelLimits(pipelines: Int(pipelines), libraries: Int(libraries))
+        let sim = simulatorObjectLimits(objects: Int(simulatorObjects), bytes: simulatorBytes.isFinite ? simulatorBytes : -1)
+        out[0] = Double(previous.pipelines)
+        out[1] = Double(previous.libraries)
+        out[2] = sim.previousObjects
+        out[3] = sim.previousBytes
+        out[4] = Double(builtPipelines)
+        out[5] = Double(builtLibraries)
+        out[6] = sim.loadedObjects
+        out[7] = sim.loadedBytes
         return 0
     }
 }

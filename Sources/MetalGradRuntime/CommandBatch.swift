@@ -271,17 +271,22 @@ extension Runtime {
     /// Parses, validates and encodes a batch; returns the batch handle.
     func submit(queue queueHandle: UInt64, words: UnsafePointer<UInt32>, count: Int) throws -> UInt64 {
         let queue = try queueRecord(queueHandle)
-        let (parsed, batch) = try lock.withLock { () throws -> (ParsedBatch, BatchRecord) in
-            let parsed = try parse(words: words, count: count)
+        let parsed = try lock.withLock { try parse(words: words, count: count) }
+        // Pipeline states the kernel cache dropped are rebuilt before anything is held or encoded.
+        var used: [PipelineRecord] = []
+        var seen = Set<UInt64>()
+        for dispatch in parsed.dispatches where seen.insert(dispatch.pipeline.id).inserted { used.append(dispatch.pipeline) }
+        let states = try pipelineStates(used)
+        let batch = lock.withLock { () -> BatchRecord in
             for record in parsed.heldBuffers { record.inflight += 1 }
             let batch = BatchRecord(id: newID(.batch), runtime: self, held: parsed.heldBuffers,
                                     dispatchCount: parsed.dispatches.count, parsed: parsed)
             batches[batch.id] = batch
             counters.batchesSubmitted += 1
             counters.dispatchesEncoded += parsed.dispatches.count
-            return (parsed, batch)
+            return batch
         }
-        let (committed, barriers) = encode(parsed, words: words, queue: queue, batch: batch)
+        let (committed, barriers) = encode(parsed, words: words, queue: queue, batch: batch, states: states)
         lock.withLock {
             counters.commandBuffersCommitted += committed
             counters.memoryBarriers += barriers
@@ -498,7 +503,7 @@ extension Runtime {
 
     /// Returns (command buffers committed, barriers inserted).
     private func encode(_ batch: ParsedBatch, words: UnsafePointer<UInt32>, queue: QueueRecord,
-                        batch record: BatchRecord) -> (Int, Int) {
+                        batch record: BatchRecord, states: [UInt64: any MTLComputePipelineState]) -> (Int, Int) {
         let maxOps = device.arch.maxOpsPerCommandBuffer
         let maxBytes = device.arch.maxMBPerCommandBuffer << 20
         var committed = 0
@@ -560,7 +565,7 @@ extension Runtime {
                     read.removeAll(keepingCapacity: true)
                 }
                 if currentPipeline != dispatch.pipeline.id {
-                    encoder.setComputePipelineState(dispatch.pipeline.state)
+                    encoder.setComputePipelineState(states[dispatch.pipeline.id]!)
                     currentPipeline = dispatch.pipeline.id
                 }
                 for index in 0..<maxBindings { viewLengths[index] = 0 }

@@ -32,6 +32,7 @@ const SYMBOLS = {
   mg_buffer_length: { args: [P], returns: f64 },
   mg_buffer_release: { args: [P], returns: i32 },
   mg_buffer_failure: { args: [P], returns: i32 },
+  mg_kernel_cache_limits: { args: [i32, i32, i32, f64, P], returns: i32 },
   mg_buffer_view_release: { args: [P, P], returns: VOID },
   mg_buffer_view_deallocator: { args: [], returns: P },
   mg_library_new: { args: [P, P, i32, u32, i32], returns: P },
@@ -185,8 +186,9 @@ export interface LibraryOptions {
   /** An MTLLanguageVersion raw value (0x30001 = 3.1 …); default: the device's newest. */
   languageVersion?: number;
   macros?: Record<string, string | number | boolean>;
-  /** The simulator's checked mode (out-of-bounds and unwritten outputs fail the batch). */
-  checked?: boolean;
+  /** The simulator's checked mode: true, out-of-bounds accesses and unwritten must-write outputs
+   *  fail the batch; "writes", out-of-bounds writes fail it and out-of-bounds reads give 0. */
+  checked?: boolean | "writes";
 }
 
 /** MTLDataType raw values accepted as function constants. */
@@ -310,6 +312,16 @@ export class Runtime {
     };
   }
 
+  /** Sets the kernel cache's limits (undefined or below 1: unchanged); returns the previous
+   *  limits and what is loaded now (KernelCache.swift, and the simulator's loaded objects). */
+  kernelCacheLimits(set: Partial<KernelCacheLimits>): { previous: KernelCacheLimits; loaded: KernelCacheLimits } {
+    const out = new Float64Array(8);
+    const n = (v: number | undefined) => (v === undefined ? 0 : v);
+    if (this.native.mg_kernel_cache_limits(n(set.pipelines), n(set.libraries), n(set.simulatorObjects), n(set.simulatorBytes), out) !== 0) this.fail();
+    const limits = (o: number): KernelCacheLimits => ({ pipelines: out[o]!, libraries: out[o + 1]!, simulatorObjects: out[o + 2]!, simulatorBytes: out[o + 3]! });
+    return { previous: limits(0), loaded: limits(4) };
+  }
+
   resetPeakMemory(): void {
     if (this.native.mg_memory_reset_peak() !== 0) this.fail();
   }
@@ -386,7 +398,7 @@ export class Runtime {
         macroLines.length > 0 ? cString(macroLines.join("\n")) : null,
         mathMode,
         options.languageVersion ?? 0,
-        options.checked ? 1 : 0,
+        options.checked === "writes" ? 2 : options.checked ? 1 : 0,
       ),
     );
     if (handle === null) this.fail();
@@ -618,6 +630,15 @@ export class Library {
     this.#pipelines.set(key, pipeline);
     return pipeline;
   }
+}
+
+/** How many compiled kernels stay loaded: built pipeline states and libraries (rebuilt from their
+ *  source when used again), and the simulator's loaded objects and their bytes. */
+export interface KernelCacheLimits {
+  pipelines: number;
+  libraries: number;
+  simulatorObjects: number;
+  simulatorBytes: number;
 }
 
 export class Pipeline {
