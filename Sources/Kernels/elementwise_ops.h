@@ -151,7 +151,13 @@ MG_FLOAT_UNARY(Ceil, metal::ceil(v))
 MG_FLOAT_UNARY(Round, metal::rint(v))
 
 struct Abs {
-  template <typename T> MG_FUNC T operator()(T x) { return x < T(0) ? T(-x) : x; }
+  // Integers wrap (abs(INT_MIN) = INT_MIN). Negated in unsigned arithmetic: GCC 12 folds
+  // `x < 0 ? -x : x` into an abs it assumes non-negative even with -fwrapv, so a fused
+  // sign(abs(INT_MIN)) gave 1 (found by the differential fuzzer).
+  template <typename T> MG_FUNC T operator()(T x) {
+    if (!(x < T(0))) return x;
+    return sizeof(T) == 8 ? T(0ul - ulong(x)) : T(0u - uint(x));
+  }
   MG_FUNC bool operator()(bool x) { return x; }
   MG_FUNC float operator()(float x) { return metal::abs(x); }
   MG_FUNC half operator()(half x) { return metal::abs(x); }

@@ -64,6 +64,16 @@ describe.each(devices)("on %p", (device) => {
     expect(on(device, () => mg.leftShift(mg.array([1, 1], mg.uint8), mg.array([9, 200], mg.uint8)))).toEqual([0, 0]);
   });
 
+  test("abs(INT_MIN) wraps to INT_MIN, also inside a fused chain (the fuzzer found sign(abs(INT_MIN)) = 1 when fused)", () => {
+    const x = mg.stream(device, () => mg.array([-2147483648, -5, 7]));
+    const s = mg.stream(device, () => mg.sign(mg.abs(x)));
+    expect(s.tolist()).toEqual([-1, 1, 1]);
+    const s64 = mg.stream(device, () => mg.sign(mg.abs(mg.array([-(2n ** 63n), 3n], mg.int64))));
+    expect(s64.tolist()).toEqual([-1n, 1n]);
+    const s8 = mg.stream(device, () => mg.sign(mg.abs(mg.array([-128, 3], mg.int8))));
+    expect(s8.tolist()).toEqual([-1, 1]);
+  });
+
   test("signed zeros: sin(-0) = -0 and erf(±0) = ±0 (MLX's x86 polynomials lose the sign)", () => {
     expect(on(device, () => mg.sin(mg.array([-0, 0], mg.float32)))).toEqual(["-0", 0]);
     expect(on(device, () => mg.erf(mg.array([-0, 0], mg.float32)))).toEqual(["-0", 0]);
