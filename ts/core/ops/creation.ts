@@ -93,34 +93,40 @@ export function asarray(a: ArrayInput, dtype?: Dtype | null, opts: AsarrayOption
  * `arange(start, stop, step)`, each optionally followed by a dtype. Integral arguments give
  * int32, any fractional one float32.
  */
-export function arange(...args: (number | Dtype | StreamOptions | null | undefined)[]): MgArray {
-  let opts: StreamOptions = {};
-  const last = args[args.length - 1];
-  if (isOptionsObject(last)) {
-    opts = last;
-    args = args.slice(0, -1);
-  }
-  let dtype: Dtype | null = null;
+export function arange(
+  start: number,
+  stop?: number | Dtype | null,
+  step?: number | Dtype | null,
+  dtype?: Dtype | null,
+  opts: StreamOptions = {},
+): MgArray {
+  // A dtype may follow the numbers directly (arange(5, int32), arange(0, 5, float32)).
+  const args = [start, stop, step, dtype];
+  dtype = null;
   const nums: number[] = [];
   for (const a of args) {
     if (a === null || a === undefined) continue;
-    if (typeof a === "number") nums.push(a);
-    else dtype = dtypeArgument("arange", a);
+    if (typeof a === "number") {
+      if (dtype !== null) throw new TypeError("[arange] the dtype comes after the numbers: arange(start, stop, step, dtype).");
+      nums.push(a);
+    } else dtype = dtypeArgument("arange", a);
   }
-  let start = 0, stop: number, step = 1;
-  if (nums.length === 1) stop = nums[0]!;
-  else if (nums.length === 2) [start, stop] = nums as [number, number];
-  else if (nums.length === 3) [start, stop, step] = nums as [number, number, number];
+  // arange(stop, { step }) is MLX's arange(stop, step=...): a lone number is the stop.
+  if (nums.length === 2 && (stop === undefined || stop === null) && typeof step === "number") nums.unshift(0);
+  let lo = 0, hi: number, inc = 1;
+  if (nums.length === 1) hi = nums[0]!;
+  else if (nums.length === 2) [lo, hi] = nums as [number, number];
+  else if (nums.length === 3) [lo, hi, inc] = nums as [number, number, number];
   else throw new TypeError("[arange] expected arange(stop), arange(start, stop) or arange(start, stop, step).");
   if (dtype === null) dtype = nums.every(Number.isInteger) ? int32 : float32;
   if (dtype === bool_) throw new TypeError("[arange] bool not supported for arange.");
-  if (Number.isNaN(start) || Number.isNaN(stop) || Number.isNaN(step) || !Number.isFinite(start) || !Number.isFinite(stop)) {
+  if (Number.isNaN(lo) || Number.isNaN(hi) || Number.isNaN(inc) || !Number.isFinite(lo) || !Number.isFinite(hi)) {
     throw new RangeError("[arange] Cannot compute length.");
   }
-  if (step === 0) throw new RangeError("[arange] step must be nonzero.");
-  const size = Math.max(Math.ceil((stop - start) / step), 0);
+  if (inc === 0) throw new RangeError("[arange] step must be nonzero.");
+  const size = Math.max(Math.ceil((hi - lo) / inc), 0);
   if (size > 2147483647) throw new RangeError("[arange] Maximum size exceeded.");
-  return makeArray(Arange, [], { start, step, size, dtype }, resolveStream(opts.stream));
+  return makeArray(Arange, [], { start: lo, step: inc, size, dtype }, resolveStream(opts.stream));
 }
 
 /**
@@ -134,7 +140,7 @@ export function linspace(start: number, stop: number, num = 50, endpoint = true,
   if (num === 1) return astype(fromValues([start], [1], float32), out, opts);
   const inner = out === float64 ? float64 : float32;
   const den = endpoint ? num - 1 : num;
-  const t = divide(arange(0, num, inner, opts), fromValues([den], [], inner), opts);
+  const t = divide(arange(0, num, 1, inner, opts), fromValues([den], [], inner), opts);
   const tBar = subtract(fromValues([1], [], inner), t, opts);
   return astype(add(multiply(tBar, fromValues([start], [], inner), opts), multiply(t, fromValues([stop], [], inner), opts), opts), out, opts);
 }
@@ -146,8 +152,8 @@ function shiftedRowsAndColumns(op: string, n: number, m: number | null | undefin
     throw new RangeError(`[${op}] N and M must be non-negative integers, got ${n} and ${cols}.`);
   }
   if (!Number.isInteger(k)) throw new TypeError(`[${op}] k must be an integer, got ${k}.`);
-  const rows = expandDims(add(arange(0, n, int32, opts), k, opts), 1, opts);
-  return [rows, expandDims(arange(0, cols, int32, opts), 0, opts)];
+  const rows = expandDims(add(arange(0, n, 1, int32, opts), k, opts), 1, opts);
+  return [rows, expandDims(arange(0, cols, 1, int32, opts), 0, opts)];
 }
 
 /** Lower-triangular ones: out[i, j] = 1 when j ≤ i + k, as mx.tri. */

@@ -245,7 +245,7 @@ function plan(subscripts: string, operands: readonly MgArray[], op: string): [Pa
 /** The diagonal of `x` over axes p < q: keeps p, removes q (take_along_axis, so gradients flow). */
 function diagonalOf(x: MgArray, p: number, q: number, opts: StreamOptions): MgArray {
   const n = x.shape[p]!;
-  const iota = reshape(arange(0, n, uint32, opts), x.shape.map((_, i) => (i === p ? n : 1)), opts);
+  const iota = reshape(arange(0, n, 1, uint32, opts), x.shape.map((_, i) => (i === p ? n : 1)), opts);
   const index = broadcastTo(iota, x.shape.map((d, i) => (i === q ? 1 : d)), opts);
   return squeeze(takeAlongAxis(x, index, q, opts), q, opts);
 }

@@ -332,7 +332,7 @@ export function updateItem(a: MgArray, items: readonly IndexItem[], kind: AtOp, 
     let idx: MgArray;
     if (e.kind === "slice") {
       shape[placeOf.get(i)!] = e.length;
-      idx = ew.add(ew.multiply(arange(0, e.length, int32, opts), e.step, opts), e.start, opts);
+      idx = ew.add(ew.multiply(arange(0, e.length, 1, int32, opts), e.step, opts), e.start, opts);
     } else {
       idx = e.kind === "array" ? e.array : fromValues([e.value], [], int32);
       const s = idx.shape;

@@ -7,7 +7,7 @@ import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Reduce, type ReduceType } from "../primitives/reduce.ts";
 import { Scan, type ScanType } from "../primitives/scan.ts";
-import { axisList, normalizeAxis } from "../shape.ts";
+import { axisList, checkKeepdims, normalizeAxis } from "../shape.ts";
 import { sliceStatic } from "./slicing.ts";
 import { sort } from "./sort.ts";
 import { type ArrayInput, fromValues, type StreamOptions, toArray } from "./convert.ts";
@@ -43,6 +43,7 @@ function accumulateDtype(d: Dtype): Dtype {
 }
 
 function reduceOp(type: ReduceType, op: string, a: ArrayInput, axis: Axes, keepdims: boolean, opts: StreamOptions): MgArray {
+  checkKeepdims(op, keepdims);
   let x = toArray(a, op);
   const noIdentity = type === "max" || type === "min";
   if (axis !== undefined && axis !== null && typeof axis !== "number" && axis.length === 0 && (type === "sum" || type === "prod")) return x;
@@ -56,30 +57,21 @@ function reduceOp(type: ReduceType, op: string, a: ArrayInput, axis: Axes, keepd
   return out;
 }
 
-export const sum = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("sum", "sum", a, axis, kd(keepdims), merge(keepdims, opts));
-export const prod = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("prod", "prod", a, axis, kd(keepdims), merge(keepdims, opts));
-export const max = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("max", "max", a, axis, kd(keepdims), merge(keepdims, opts));
-export const min = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("min", "min", a, axis, kd(keepdims), merge(keepdims, opts));
-export const all = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("and", "all", a, axis, kd(keepdims), merge(keepdims, opts));
-export const any = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("or", "any", a, axis, kd(keepdims), merge(keepdims, opts));
-
-// keepdims is positional in MLX (`sum(a, axis, keepdims)`); `{ keepdims }` in the options object is
-// also accepted since JS callers often write it that way.
-function kd(k: boolean | ReduceOptions & { keepdims?: boolean }): boolean {
-  return typeof k === "boolean" ? k : !!k.keepdims;
-}
-function merge(k: boolean | ReduceOptions, opts: ReduceOptions): ReduceOptions {
-  return typeof k === "boolean" ? opts : { ...k, ...opts };
-}
+export const sum = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("sum", "sum", a, axis, keepdims, opts);
+export const prod = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("prod", "prod", a, axis, keepdims, opts);
+export const max = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("max", "max", a, axis, keepdims, opts);
+export const min = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("min", "min", a, axis, keepdims, opts);
+export const all = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("and", "all", a, axis, keepdims, opts);
+export const any = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("or", "any", a, axis, keepdims, opts);
 
 /** The minimum and the maximum over the axes, as mx.minmax: [min, max]. */
-export function minmax(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}): [MgArray, MgArray] {
+export function minmax(a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): [MgArray, MgArray] {
   const x = toArray(a, "minmax");
   return [min(x, axis, keepdims, opts), max(x, axis, keepdims, opts)];
 }
@@ -90,9 +82,9 @@ export function minmax(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOpt
  * can overflow as in MLX. Integers and bool give float32; float and complex keep their dtype. A
  * NaN anywhere along the reduced axes makes the result NaN.
  */
-export function median(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}): MgArray {
-  const o = merge(keepdims, opts);
-  const keep = kd(keepdims);
+export function median(a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray {
+  const o = opts;
+  const keep = keepdims;
   const x = toArray(a, "median");
   const nd = x.ndim;
   let axes: number[];
@@ -126,11 +118,10 @@ function inverseCount(a: MgArray, axes: readonly number[], dtype: Dtype): MgArra
   return fromValues([1 / n], [], dtype);
 }
 
-export function mean(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}): MgArray {
+export function mean(a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray {
   const x = toArray(a, "mean");
-  const o = merge(keepdims, opts);
   const axes = reduceAxes(x, axis, "mean");
-  return ew.multiply(sum(x, axes, kd(keepdims), o), inverseCount(x, axes, atLeastFloat(x.dtype)), o);
+  return ew.multiply(sum(x, axes, keepdims, opts), inverseCount(x, axes, atLeastFloat(x.dtype)), opts);
 }
 
 export interface VarianceOptions extends ReduceOptions {}

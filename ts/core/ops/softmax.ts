@@ -9,15 +9,11 @@ import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import * as ew from "./elementwise.ts";
 import { max, sum, type Axes } from "./reduce.ts";
 import { reshape, transpose } from "./shape.ts";
-import { axisList } from "../shape.ts";
+import { axisList, checkKeepdims } from "../shape.ts";
 
 export interface SoftmaxOptions extends StreamOptions {
   /** Accumulate float16/bfloat16 inputs in float32 (MLX's keyword-only `precise`). */
   precise?: boolean;
-}
-
-export interface LogSumExpOptions extends StreamOptions {
-  keepdims?: boolean;
 }
 
 /** Sorted, unique, in-range axes; all axes when null. */
@@ -77,9 +73,9 @@ export function softmax(a: ArrayInput, axis?: Axes, opts: SoftmaxOptions = {}): 
  * log Σ exp(x) over `axis` (all axes when null), as mx.logsumexp: max-shifted; a reduction whose
  * maximum is ±∞ gives that infinity (all −∞ → −∞). Reducing an empty array throws.
  */
-export function logsumexp(a: ArrayInput, axis?: Axes, keepdims: boolean | LogSumExpOptions = false, opts: LogSumExpOptions = {}): MgArray {
-  const o = typeof keepdims === "boolean" ? opts : { ...keepdims, ...opts };
-  const keep = typeof keepdims === "boolean" ? keepdims : !!keepdims.keepdims;
+export function logsumexp(a: ArrayInput, axis?: Axes, keepdims = false, opts: StreamOptions = {}): MgArray {
+  const o = opts;
+  const keep = checkKeepdims("logsumexp", keepdims);
   const x = toArray(a, "logsumexp");
   if (x.size === 0) throw new Error("[logsumexp] Received empty array.");
   const axes = softmaxAxes(x, axis, "logsumexp");

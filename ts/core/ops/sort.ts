@@ -6,20 +6,16 @@ import { promoteTypes, uint32 } from "../dtype.ts";
 import { makeArray } from "../graph.ts";
 import { ArgReduce } from "../primitives/argreduce.ts";
 import { ArgPartition, ArgSort, Partition, SearchSorted, Sort } from "../primitives/sort.ts";
-import { formatShape, normalizeAxis } from "../shape.ts";
+import { checkKeepdims, formatShape, normalizeAxis } from "../shape.ts";
 import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import { zeros } from "./creation.ts";
 import { astype } from "./elementwise.ts";
 import { flatten, reshape } from "./shape.ts";
 import { sliceStatic } from "./slicing.ts";
 
-export interface ArgReduceOptions extends StreamOptions {
-  keepdims?: boolean;
-}
-
-function argReduce(type: "argmax" | "argmin", a: ArrayInput, axis: number | null | undefined, keepdims: boolean | ArgReduceOptions, opts: ArgReduceOptions): MgArray {
-  const o = typeof keepdims === "boolean" ? opts : { ...keepdims, ...opts };
-  const keep = typeof keepdims === "boolean" ? keepdims : !!keepdims.keepdims;
+function argReduce(type: "argmax" | "argmin", a: ArrayInput, axis: number | null | undefined, keepdims: boolean, opts: StreamOptions): MgArray {
+  const o = opts;
+  const keep = checkKeepdims(type, keepdims);
   const x = toArray(a, type);
   if (axis === undefined || axis === null) {
     // Over the flattened array; keepdims gives a (1, …, 1) result of the input's rank.
@@ -43,12 +39,12 @@ function argReduce(type: "argmax" | "argmin", a: ArrayInput, axis: number | null
  * on ties. NaN follows MLX's CPU backend: it never beats a number, but a NaN in first position is
  * never beaten either.
  */
-export function argmax(a: ArrayInput, axis?: number | null, keepdims: boolean | ArgReduceOptions = false, opts: ArgReduceOptions = {}): MgArray {
+export function argmax(a: ArrayInput, axis?: number | null, keepdims = false, opts: StreamOptions = {}): MgArray {
   return argReduce("argmax", a, axis, keepdims, opts);
 }
 
 /** Indices of the minimum along `axis`, as mx.argmin (see argmax for ties and NaN). */
-export function argmin(a: ArrayInput, axis?: number | null, keepdims: boolean | ArgReduceOptions = false, opts: ArgReduceOptions = {}): MgArray {
+export function argmin(a: ArrayInput, axis?: number | null, keepdims = false, opts: StreamOptions = {}): MgArray {
   return argReduce("argmin", a, axis, keepdims, opts);
 }
 

@@ -16,7 +16,7 @@ function windowOf(op: string, M: number, opts: StreamOptions, w: (n: MgArray, sp
   }
   if (M < 1) return zeros([0], float32, opts);
   if (M === 1) return ones([1], float32, opts);
-  return w(arange(0, M, float32, opts), M - 1);
+  return w(arange(0, M, 1, float32, opts), M - 1);
 }
 
 /** cos(2πk·n/span) for the cosine-sum windows: one float32 product, so one rounding in the angle. */
