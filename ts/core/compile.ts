@@ -29,12 +29,12 @@ import { makeNode } from "./graph.ts";
 import type { Primitive } from "./primitive.ts";
 import { broadcastShapes, formatShape, shapesEqual } from "./shape.ts";
 import { warnOnce } from "./trace.ts";
-import { isPlainObject, treeFlatten, treeUnflatten } from "../autograd/tree.ts";
+import { isPlainObject, type Transformable, treeFlatten, treeUnflatten } from "../autograd/tree.ts";
 import { keep } from "../memory/scope.ts";
 
 const TAG = "[compile]";
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 export interface CompileOptions {
   /** Key the cache on ndim and dtypes only and replay new shapes without re-tracing (MLX's shapeless). */
@@ -398,7 +398,8 @@ function replay(entry: Entry, inputs: readonly MgArray[], shapeless: boolean, fn
  * arrays (JS arrays, plain objects); other argument values are part of the cache key. See the
  * notes at the top of ts/core/compile.ts for what is constant and what `shapeless` supports.
  */
-export function compile<F extends AnyFn>(fn: F, options: CompileOptions = {}): F {
+export function compile<F extends Transformable>(fun: F, options: CompileOptions = {}): F {
+  const fn = fun as unknown as AnyFn;
   if (typeof fn !== "function") throw new TypeError(`${TAG} fun must be a function.`);
   if (options === null || typeof options !== "object") throw new TypeError(`${TAG} options must be an object such as { shapeless: true }.`);
   const shapeless = options.shapeless ?? false;

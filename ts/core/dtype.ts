@@ -208,10 +208,10 @@ export function resultType(...arraysAndDtypes: (Dtype | { dtype: Dtype })[]): Dt
   return t!;
 }
 
-export const isFloating = (d: Dtype): boolean => d.category === floating;
-export const isComplex = (d: Dtype): boolean => d === complex64;
-export const isInexact = (d: Dtype): boolean => d.category === floating || d === complex64;
-export const isInteger = (d: Dtype): boolean => d.kind === "i" || d.kind === "u";
+export const isFloating = (dtype: Dtype): boolean => dtype.category === floating;
+export const isComplex = (dtype: Dtype): boolean => dtype === complex64;
+export const isInexact = (dtype: Dtype): boolean => dtype.category === floating || dtype === complex64;
+export const isInteger = (dtype: Dtype): boolean => dtype.kind === "i" || dtype.kind === "u";
 export const is64BitInteger = (d: Dtype): boolean => d === int64 || d === uint64;
 
 /** MLX's at_least_float: integers and bool become float32, inexact types stay. */

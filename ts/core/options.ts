@@ -15,7 +15,7 @@
 import { isOptionsObject } from "./ops/convert.ts";
 import { libraryFunction } from "./ownership.ts";
 import { MLX_SIGNATURES } from "./mlx-signatures.ts";
-import { METALGRAD_SIGNATURES } from "./signatures.ts";
+import { METALGRAD_SIGNATURES, TREE_ARGUMENTS } from "./signatures.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Signatures
@@ -49,6 +49,8 @@ export interface CallSpec {
   readonly openKeywords: boolean;
   /** Every name the options object accepts, in signature order. */
   readonly accepted: readonly string[];
+  /** Optional parameters take plain objects (trees): a trailing object is options only when all its keys are option names. */
+  readonly treeArguments: boolean;
 }
 
 export type SignatureKey = keyof typeof MLX_SIGNATURES | keyof typeof METALGRAD_SIGNATURES;
@@ -91,13 +93,16 @@ export function parseSignature(key: string, mlx: string | null, sig: readonly st
     const eq = item.indexOf("=");
     const mlxName = eq < 0 ? item : item.slice(0, eq);
     const param: ParamSpec = eq < 0 ? { name: camelCase(mlxName), mlxName } : { name: camelCase(mlxName), mlxName, default: item.slice(eq + 1) };
-    // `stream` always goes in the options object (MLX's random functions take it positionally).
-    (keywordOnly || mlxName === "stream" ? keywords : positional).push(param);
+    // `stream` goes in the options object (MLX's random functions take it positionally), except
+    // where it is the subject, the first parameter (synchronize(stream)).
+    const subject = positional.length === 0 && keywords.length === 0;
+    (keywordOnly || (mlxName === "stream" && !subject) ? keywords : positional).push(param);
   }
   let required = 0;
   while (required < positional.length && positional[required]!.default === undefined) required++;
   const accepted = [...positional.slice(required).map((p) => p.name), ...keywords.map((p) => p.name)];
-  return { key, op: opNameOf(key, mlx), mlx, note, positional, required, variadic, keywords, openKeywords, accepted };
+  const treeArguments = TREE_ARGUMENTS.has(key);
+  return { key, op: opNameOf(key, mlx), mlx, note, positional, required, variadic, keywords, openKeywords, accepted, treeArguments };
 }
 
 const specs = new Map<string, CallSpec>();
@@ -178,9 +183,15 @@ export function normalizeCall(spec: CallSpec, args: readonly unknown[]): readonl
     return args;
   }
   const last = args[n - 1];
-  const hasOptions = (n > spec.required || spec.variadic !== null) && isOptionsObject(last);
+  const hasOptions = (n > spec.required || spec.variadic !== null) && isOptionsObject(last) &&
+    (!spec.treeArguments || looksLikeOptions(spec, last));
   const count = hasOptions ? n - 1 : n;
-  if (!spec.variadic && count > spec.positional.length) throw tooManyError(spec, count);
+  if (!spec.variadic) {
+    if (count > spec.positional.length) throw tooManyError(spec, count);
+    // An object of option names in a positional slot is an options object in the wrong place
+    // (parameters that take plain objects, such as trees, have other keys).
+    for (let i = spec.required; i < count; i++) if (looksLikeOptions(spec, args[i])) throw misplacedError(spec);
+  }
   if (!hasOptions) return args;
   const positional = args.slice(0, count);
   const keywords: Record<string, unknown> = {};
@@ -188,7 +199,11 @@ export function normalizeCall(spec: CallSpec, args: readonly unknown[]): readonl
     const value = (last as Record<string, unknown>)[name];
     const at = spec.variadic ? -1 : indexOfDefaulted(spec, name);
     if (at >= 0) {
-      if (at < positional.length && positional[at] !== undefined) throw bothWaysError(spec.op, name);
+      // null in a slot whose default is None is the default, as if absent (mg.uniform(0, 1, [3], null, null, { key })).
+      const given = positional[at];
+      if (at < positional.length && given !== undefined && !(given === null && spec.positional[at]!.default === "None")) {
+        throw bothWaysError(spec.op, name);
+      }
       if (value === undefined) continue;
       while (positional.length < at) positional.push(undefined);
       positional[at] = value;
@@ -203,6 +218,16 @@ export function normalizeCall(spec: CallSpec, args: readonly unknown[]): readonl
   return positional;
 }
 
+function looksLikeOptions(spec: CallSpec, x: unknown): boolean {
+  if (!isOptionsObject(x)) return false;
+  const keys = Object.keys(x);
+  return keys.length > 0 && keys.every((k) => spec.accepted.includes(k));
+}
+
+function misplacedError(spec: CallSpec): TypeError {
+  return new TypeError(`[${spec.op}] the options object must be the last argument.`);
+}
+
 function indexOfDefaulted(spec: CallSpec, name: string): number {
   for (let i = spec.required; i < spec.positional.length; i++) if (spec.positional[i]!.name === name) return i;
   return -1;
@@ -214,9 +239,16 @@ function indexOfDefaulted(spec: CallSpec, name: string): number {
 const wrapped = new WeakMap<object, unknown>();
 const specOf = new WeakMap<object, CallSpec>();
 
+const implOf = new WeakMap<object, Function>();
+
 /** The call spec of a public function or method (for the tests and the API reference). */
 export function signatureOf(fn: unknown): CallSpec | undefined {
   return typeof fn === "function" ? specOf.get(fn) : undefined;
+}
+
+/** The implementation a public function wraps (the tests read its parameter names). */
+export function implementationOf(fn: unknown): Function | undefined {
+  return typeof fn === "function" ? implOf.get(fn) : undefined;
 }
 
 export interface PublicOptions {
@@ -247,6 +279,7 @@ export function publicFunction<F extends (...args: never[]) => unknown>(key: str
   wrapped.set(fn, result);
   wrapped.set(result, result);
   specOf.set(result, spec);
+  implOf.set(result, fn);
   return result;
 }
 
@@ -352,8 +385,12 @@ type NamedOptional<Pos extends readonly unknown[], Names extends readonly string
 type Forms<F extends readonly unknown[], Lens, O> =
   | [...F, O?]
   | (F extends readonly [...infer I, unknown] ? (I["length"] extends Lens ? Forms<I, Lens, O> : never) : never);
+/** Optional positional parameters also take `undefined` (as omitted). */
+type Loosen<Pos extends readonly unknown[], Lens> = {
+  [K in keyof Pos]: K extends `${infer I extends number}` ? (I extends Lens ? Pos[K] | undefined : Pos[K]) : Pos[K];
+};
 type Calls<P extends readonly unknown[], Names extends readonly string[]> = Required<P> extends readonly [...infer Pos, infer O]
-  ? Forms<Pos, P["length"], O & NamedOptional<Pos, Names, P["length"]>>
+  ? Forms<Loosen<Pos, P["length"]>, P["length"], O & NamedOptional<Pos, Names, P["length"]>>
   : never;
 
 /**

@@ -50,15 +50,28 @@ export const METALGRAD_SIGNATURES = {
     sig: ["fun", "*", "shapeless=False"],
     note: "No implicit state (`inputs`/`outputs`): pass state as arguments.",
   },
+  deviceInfo: {
+    mlx: "mlx.core.device_info",
+    sig: [],
+    note: "No device argument: metalgrad has one GPU device (Metal, or the simulator) and describes it.",
+  },
   stream: {
     mlx: "mlx.core.stream",
     sig: ["s", "fn"],
     note: "A scope over a callback (MLX's is a `with` context manager).",
   },
+  customFunction: {
+    mlx: "mlx.core.custom_function",
+    sig: ["fun"],
+    note: "A function (MLX's is a decorator class); the result's .vjp/.jvp/.vmap set the rules.",
+  },
   "fast.metalKernel": {
     mlx: "mlx.core.fast.metal_kernel",
-    sig: ["*", "name", "input_names", "output_names", "source", "header=''", "ensure_row_contiguous=True", "atomic_outputs=False", "compile_options=None"],
-    note: "One options object (MLX's callers pass every argument by keyword).",
+    sig: [
+      "*", "name", "input_names", "output_names", "source", "header=''", "ensure_row_contiguous=True", "atomic_outputs=False",
+      "compile_options=None", "math_mode='safe'", "checked=None",
+    ],
+    note: "One options object (MLX's callers pass every argument by keyword); `mathMode` (compileOptions' key, also top-level) and `checked` (the simulator's checked mode) are metalgrad's.",
   },
 
   // --- metalgrad's own functions -------------------------------------------------------------
@@ -126,3 +139,12 @@ export const METALGRAD_SIGNATURES = {
   "MgArray.data": { mlx: null, sig: [], note: "dataSync without blocking the event loop." },
   "MgArray.tolistAsync": { mlx: null, sig: [], note: "tolist without blocking the event loop." },
 } as const satisfies Record<string, Entry>;
+
+/**
+ * Functions whose optional positional parameters (or `*args`) take plain objects themselves — trees
+ * such as vmap's in_axes, a metadata dict. For them a trailing plain object is the options object
+ * only when every key is an option name; otherwise it is a positional value.
+ */
+export const TREE_ARGUMENTS: ReadonlySet<string> = new Set([
+  "vmap", "saveSafetensors", "saveGguf", "utils.treeMap", "utils.treeMapWithPath", "utils.treeReduce",
+]);

@@ -58,7 +58,7 @@ export interface GradcheckReport {
   message: string;
 }
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 function normals(n: number, next: () => number): Float64Array {
   const out = new Float64Array(n);
@@ -114,7 +114,7 @@ function call(p: Problem, flat: readonly MgArray[]): MgArray[] {
  * vjp on random directions; order k also checks the derivative of the order-(k−1) vjp.
  * Throws (by default) with the worst element: its indices and both values.
  */
-export function gradcheck(fn: AnyFn, inputs: readonly unknown[], opts: GradcheckOptions = {}): GradcheckReport {
+export function gradcheck<P extends unknown[]>(fn: (...args: P) => unknown, inputs: NoInfer<P>, opts: GradcheckOptions = {}): GradcheckReport {
   if (typeof fn !== "function") throw new TypeError("[gradcheck] fn must be a function.");
   if (!Array.isArray(inputs)) throw new TypeError("[gradcheck] inputs must be a list of arrays (or trees of arrays).");
   const flat = treeFlatten(inputs, true, "gradcheck");
@@ -142,7 +142,7 @@ export function gradcheck(fn: AnyFn, inputs: readonly unknown[], opts: Gradcheck
     }
   };
 
-  let problem: Problem = { fn, args: inputs, inputs: flat, diff };
+  let problem: Problem = { fn: fn as unknown as AnyFn, args: inputs, inputs: flat, diff };
   for (let k = 1; k <= order; k++) {
     checkOrder(problem, k, eps, tol, analyticStream, next, opts.directions ?? 2, consider);
     if (k < order) problem = differentiated(problem, next);
