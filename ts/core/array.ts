@@ -105,6 +105,8 @@ export class MgArray {
   retained = false;
   /** An internal array whose data was released after its last use: reading it is a library bug. */
   private dataReleased = false;
+  /** Its storage went to a later output of the same GPU batch (surrenderStorage): it was computed. */
+  surrendered = false;
   private storageHeld = false;
 
   /**
@@ -194,15 +196,17 @@ export class MgArray {
    * MLX donates buffers: only for kernels that have read every input element they need before (or
    * at the same index as) writing it, and only from an input no one else can read — internal or
    * disposed, read by no other pending node, the sole holder of its storage, dense from offset 0,
-   * with exactly this output's byte length and element count (so elements line up).
+   * with exactly this output's byte length and element count (so elements line up). The CPU
+   * waits for GPU work writing the donor; a GPU kernel passes false (its batch is ordered after it).
    */
-  allocateInPlace(): Layout {
+  allocateInPlace(waitForDonor = true): Layout {
     const node = this.node;
     if (node && node.outputs.length === 1) {
       for (const d of node.inputs) {
         if (donatable(d, this)) {
           const storage = d.layout!.storage;
-          storage.sync();
+          // The GPU orders the donor's writer before this kernel itself (same queue, or waited for).
+          if (waitForDonor) storage.sync();
           this.setLayout(storage, 0, rowMajorStrides(this.shape), true);
           return this.layout!;
         }
@@ -242,6 +246,22 @@ export class MgArray {
   dropGraphRef(): void {
     this.graphRefs--;
     this.releaseIfUnused();
+  }
+
+  /**
+   * Gives up the storage of an internal or disposed array whose every reader is already encoded in
+   * the GPU batch being built, so that a later output of the same batch reuses it (command order and
+   * the runtime's write-after-read barrier keep the readers ahead of the new writer). Null when the
+   * storage is shared with another array or the array could still be read.
+   */
+  surrenderStorage(): Storage | null {
+    const l = this.layout;
+    if (!(this.internal || this.disposed) || l === null || !this.storageHeld || l.storage.holders !== 1) return null;
+    this.storageHeld = false;
+    this.layout = null;
+    this.surrendered = true;
+    if (this.internal) this.dataReleased = true;
+    return l.storage;
   }
 
   /** Library code keeps this array (ownership.ts `retain`): it is no longer internal. */

@@ -190,8 +190,9 @@ function detached(this: Node, o: MgArray): boolean {
   return o.node !== this;
 }
 
+/** True when the node ran: an output has data, or had it and gave its storage to a later output. */
 function anyMaterialised(arrays: readonly MgArray[]): boolean {
-  for (let i = 0; i < arrays.length; i++) if (arrays[i]!.layout !== null) return true;
+  for (let i = 0; i < arrays.length; i++) if (arrays[i]!.layout !== null || arrays[i]!.surrendered) return true;
   return false;
 }
 

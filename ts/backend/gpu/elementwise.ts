@@ -172,7 +172,7 @@ export function encodeSingle(enc: GpuEncoder, node: Node): void {
     if (c.args === "size") bytes = [int64Bytes(next++, [n])];
   }
   for (let i = 0; i < outputs.length; i++) {
-    buffers.push(enc.outputBinding(outputs[i]!, inputs.length + i));
+    buffers.push(enc.outputBindingInPlace(outputs[i]!, inputs.length + i));
     mustWrite.push(inputs.length + i);
   }
   // A 1-D grid (the usual case) is passed as plain numbers: no [x, 1, 1] triples to allocate.
@@ -307,7 +307,7 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
   const n = region.nodes[0]!.outputs[0]!.size;
   const shape = region.nodes[0]!.outputs[0]!.shape;
   const ins: BoundArray[] = k.inputs.map((a, i) => enc.input(a, i));
-  const outs = k.outputs.map((o, i) => enc.output(o, k.inputs.length + i));
+  const outs = k.outputs.map((o, i) => enc.outputInPlace(o, k.inputs.length + i));
   let next = k.inputs.length + k.outputs.length;
   const bytes = [];
   if (k.strided) {

@@ -239,6 +239,23 @@ registerBackend("gpu", {
     // submitted, no output may keep uncomputed storage. This happens per item rather than in a
     // pass of its own, because encoding touches the same nodes right after (they are cache-hot).
     const fresh: MgArray[] = [];
+    // Reads left per input in this run: an internal array read by no one else gives its storage
+    // to a later output of this batch once its last reader is encoded.
+    const readsInRun = new Map<MgArray, number>();
+    for (const it of items) {
+      for (const n of it.kind === "region" ? it.region.nodes : [it.node]) {
+        for (const i of n.inputs) readsInRun.set(i, (readsInRun.get(i) ?? 0) + 1);
+      }
+    }
+    const readsLeft = new Map(readsInRun);
+    const recycleInputs = (node: Node) => {
+      for (const i of node.inputs) {
+        const left = readsLeft.get(i)! - 1;
+        readsLeft.set(i, left);
+        // Every pending reader is in this run (graphRefs) and already encoded.
+        if (left === 0 && (i.internal || i.disposed) && i.graphRefs === readsInRun.get(i)) enc.recycle(i);
+      }
+    };
     const admit = (node: Node) => {
       for (const i of node.inputs) {
         const p = i.layout?.storage.pending;
@@ -261,6 +278,8 @@ registerBackend("gpu", {
         else if (it.kind === "single") encodeSingle(enc, it.node);
         else if (it.kind === "view") encodeView(enc, it.node);
         else kernelRuleOf(it.node).encode(enc, it.node);
+        if (it.kind === "region") for (const n of it.region.nodes) recycleInputs(n);
+        else if (it.kind !== "view") recycleInputs(it.node);
       }
     } catch (e) {
       for (const o of fresh) o.discardData();

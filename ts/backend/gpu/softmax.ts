@@ -49,7 +49,9 @@ function logsumexpKernel(plan: AxisLanes, node: Node): KernelInstance {
 function encodeRows(enc: GpuEncoder, node: Node, plan: AxisLanes, kernel: KernelInstance, precision: string, op: string): void {
   const x = node.inputs[0]!;
   const out = node.outputs[0]!;
-  const io = { a: enc.input(x, 0), o: enc.output(out, 1) };
+  // Softmax's last pass reads each element before writing it (the row's max and sum come first):
+  // the output may take over its input's buffer; logsumexp's output is smaller and never does.
+  const io = { a: enc.input(x, 0), o: node.primitive === Softmax ? enc.outputInPlace(out, 1) : enc.output(out, 1) };
   const layout = `${x.layout!.rowContiguous ? "contiguous rows" : "strided rows"}${plan.large ? ", large-index" : ""}`;
   dispatchLanes(enc, kernelPipeline(kernel), plan, "row", 4, op, io, { primitives: [node.primitive.name], inputs: [x], outputs: [out], layout, precision });
 }
