@@ -187,10 +187,10 @@ export function normalizeCall(spec: CallSpec, args: readonly unknown[]): readonl
     (!spec.treeArguments || looksLikeOptions(spec, last));
   const count = hasOptions ? n - 1 : n;
   if (!spec.variadic) {
-    if (count > spec.positional.length) throw tooManyError(spec, count);
     // An object of option names in a positional slot is an options object in the wrong place
     // (parameters that take plain objects, such as trees, have other keys).
     for (let i = spec.required; i < count; i++) if (looksLikeOptions(spec, args[i])) throw misplacedError(spec);
+    if (count > spec.positional.length) throw tooManyError(spec, count);
   }
   if (!hasOptions) return args;
   const positional = args.slice(0, count);

@@ -130,7 +130,7 @@ export const METALGRAD_SIGNATURES = {
   "MgArray.minimum": { mlx: null, sig: ["other", "*", STREAM], note: "mg.minimum as a method." },
   "MgArray.variance": {
     mlx: "mlx.core.array.var",
-    sig: ["axis=None", "keepdims=False", "ddof=0", "*", STREAM],
+    sig: ["axis=None", "keepdims=False", "ddof=0", "*", "correction=None", STREAM],
     note: "`var` is a reserved word in JavaScript.",
   },
   "MgArray.index": { mlx: "mlx.core.array.__getitem__", sig: ["*indices"], note: "Python's a[...] (JavaScript has no indexing operator for arrays)." },
