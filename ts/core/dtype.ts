@@ -302,12 +302,24 @@ export function isScalar(x: unknown): x is Scalar {
 const INT32_MIN = -2147483648;
 const INT32_MAX = 2147483647;
 
-/** The dtype of a JS scalar on its own: integral numbers int32 (int64 when out of range), other
- *  numbers float32, booleans bool_, bigints int64. */
+/**
+ * An integral JS number is an integer literal only while a double holds it exactly (|x| ≤ 2^53):
+ * JavaScript cannot tell 1e20 from an integer, and a float is what was meant (MLX turns a Python
+ * int that large into an overflow error; 1e20 as a float is float32 there too).
+ */
+export function isIntegerLiteral(x: number): boolean {
+  return Number.isInteger(x) && Math.abs(x) <= 2 ** 53;
+}
+
+/**
+ * The dtype of a JS scalar on its own, MLX's Python-scalar rule where JavaScript can follow it:
+ * integral numbers int32 within int32's range and int64 up to ±2^53 (as MLX gives 2**40), other
+ * numbers — fractions and integral values beyond 2^53 — float32; booleans bool_, bigints int64.
+ */
 export function scalarDtype(x: Scalar): Dtype {
   if (typeof x === "boolean") return bool_;
   if (typeof x === "bigint") return int64;
-  if (Number.isInteger(x)) return x < INT32_MIN || x > INT32_MAX ? int64 : int32;
+  if (isIntegerLiteral(x)) return x < INT32_MIN || x > INT32_MAX ? int64 : int32;
   return float32;
 }
 
@@ -319,7 +331,7 @@ export function scalarDtype(x: Scalar): Dtype {
  */
 export function weakScalarDtype(x: Scalar, other: Dtype, op = "array"): Dtype {
   if (typeof x === "boolean") return other;
-  if (typeof x === "bigint" || Number.isInteger(x)) {
+  if (typeof x === "bigint" || isIntegerLiteral(x)) {
     if (other === bool_) return scalarDtype(x);
     if (isInteger(other)) {
       if (!is64BitInteger(other)) {
