@@ -14,6 +14,7 @@
 //   wrapped (class constructors, methods of nn modules).
 import { isOptionsObject } from "./ops/convert.ts";
 import { libraryFunction } from "./ownership.ts";
+import { enterOp } from "./calls.ts";
 import { MLX_SIGNATURES } from "./mlx-signatures.ts";
 import { METALGRAD_SIGNATURES, TREE_ARGUMENTS } from "./signatures.ts";
 
@@ -63,7 +64,9 @@ export function camelCase(name: string): string {
 const MODULE_PREFIXES = ["mlx.core.random.", "mlx.core.linalg.", "mlx.core.fft.", "mlx.core.fast.", "mlx.core.", "mlx.nn.losses.", "mlx.nn.", "mlx.optimizers.", "mlx.utils."];
 
 function opNameOf(key: string, mlx: string | null): string {
-  if (mlx === null) return key.replace(/^MgArray\./, "array.");
+  // Methods are tagged like the op they call (a.sum() → [sum]; a.add(b), MLX's __add__ → [add]).
+  if (key.startsWith("MgArray.")) return mlx && !mlx.endsWith("__") ? mlx.slice(mlx.lastIndexOf(".") + 1) : key.slice("MgArray.".length);
+  if (mlx === null) return key;
   const prefix = MODULE_PREFIXES.find((p) => mlx.startsWith(p));
   return prefix ? mlx.slice(prefix.length) : mlx;
 }
@@ -271,8 +274,16 @@ export function publicFunction<F extends (...args: never[]) => unknown>(key: str
   const spec = callSpec(key);
   if (!spec) throw new Error(`[options] no signature for '${key}': add it to ts/core/signatures.ts (metalgrad's own functions).`);
   const impl = fn as unknown as (...a: unknown[]) => unknown;
+  const op = spec.op;
   const outer = function (this: unknown, ...args: unknown[]): unknown {
-    return impl.apply(this, normalizeCall(spec, args) as unknown[]);
+    const call = normalizeCall(spec, args) as unknown[];
+    // Inlined withOp (calls.ts): this runs on every public call.
+    const saved = enterOp(op);
+    try {
+      return impl.apply(this, call);
+    } finally {
+      enterOp(saved);
+    }
   };
   Object.defineProperty(outer, "name", { value: fn.name || key.slice(key.lastIndexOf(".") + 1) });
   const result = options.library === false ? (outer as unknown as F) : libraryFunction(outer as unknown as F);

@@ -11,7 +11,7 @@ import { MgArray, type Node } from "../core/array.ts";
 import { libraryFunction } from "../core/ownership.ts";
 import { defaultStream, gpu, resolveStream, type Stream, type StreamOrDevice } from "../core/device.ts";
 import { bfloat16, bool_, Dtype, float16, float32, float64, int32, isScalar, type Scalar, scalarDtype, uint32, uint64 } from "../core/dtype.ts";
-import { makeNode } from "../core/graph.ts";
+import { float64OnGpuError, makeNode } from "../core/graph.ts";
 import { defineRules, type Primitive } from "../core/primitive.ts";
 import { formatShape, rowMajorStrides } from "../core/shape.ts";
 import { constantScalar } from "../core/ops/convert.ts";
@@ -88,7 +88,7 @@ export type MetalKernel = (call: MetalKernelCall) => MgArray[];
 /** MLX's type strings (get_type_string), which the generated signatures and names spell: the MSL
  *  types, except that the 16-bit floats are float16_t and bfloat16_t. */
 function typeString(d: Dtype, what: string): string {
-  if (d === float64) throw new Error(`${TAG} float64 is not supported on the GPU (${what}).`);
+  if (d === float64) throw float64OnGpuError("metal_kernel", ` (${what})`);
   return d === float16 ? "float16_t" : d === bfloat16 ? "bfloat16_t" : mslType(d, "metal_kernel");
 }
 
