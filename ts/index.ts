@@ -156,3 +156,6 @@ export const deviceInfo = publicFunction("deviceInfo", function deviceInfo(): Re
     default_device: currentDefaultDevice().type,
   };
 }, NO_ARRAYS);
+export * as nn from "./nn/index.ts";
+export * as optimizers from "./optimizers/index.ts";
+export * as utils from "./utils/index.ts";

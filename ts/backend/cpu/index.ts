@@ -1,5 +1,6 @@
 // The CPU device: every primitive's TypeScript implementation, run synchronously. Each module
 // below registers its kernels against the records (registerCpu); this one installs the backend.
+import "./convolution.ts";
 import "./elementwise.ts";
 import "./indexing.ts";
 import "./matmul.ts";

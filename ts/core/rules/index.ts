@@ -1,6 +1,7 @@
 // Every derivative and batching rule of the core's primitives. Imported (for its effect: attaching
 // the rules to the records) by the transforms' entry points (ts/autograd/vjp.ts, jvp.ts, vmap.ts)
 // and by ts/index.ts, so the rules are present whenever a transform runs.
+import "./convolution.ts";
 import "./custom.ts";
 import "./elementwise.ts";
 import "./indexing.ts";
