@@ -148,6 +148,14 @@ def main():
             elif inspect.isfunction(obj) and (obj.__module__ or "").startswith(modname):
                 key = prefix + (name if name[:1].isupper() else camel(name))
                 add(table, key, f"{modname}.{name}", from_inspect(obj), obj.__doc__)
+    # Functions metalgrad exports in mg.nn that MLX keeps in submodules.
+    import mlx.nn.layers.upsample as upsample
+    import mlx.nn.utils as nn_utils
+    for mod, modname, names in [(upsample, "mlx.nn.layers.upsample", ["upsample_nearest", "upsample_linear", "upsample_cubic"]),
+                                (nn_utils, "mlx.nn.utils", ["checkpoint"])]:
+        for name in names:
+            fn = getattr(mod, name)
+            add(table, "nn." + camel(name), f"{modname}.{name}", from_inspect(fn), fn.__doc__)
     for cls, prefix, modname in [(nn.Module, "nn.Module.", "mlx.nn.Module"), (optim.Optimizer, "optimizers.Optimizer.", "mlx.optimizers.Optimizer")]:
         for name, fn in inspect.getmembers(cls, inspect.isfunction):
             if not name.startswith("_"):

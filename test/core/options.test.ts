@@ -7,7 +7,8 @@
 import { describe, expect, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import {
-  callSpec, type CallSpec, camelCase, implementationOf, normalizeCall, parseSignature, resolveOptions, signatureOf, unknownOptionError,
+  callSpec, type CallSpec, camelCase, checkOptionNames, implementationOf, normalizeCall, parseSignature, resolveOptions, signatureOf,
+  unknownOptionError,
 } from "../../ts/core/options.ts";
 import { MLX_SIGNATURES } from "../../ts/core/mlx-signatures.ts";
 import { METALGRAD_SIGNATURES } from "../../ts/core/signatures.ts";
@@ -30,9 +31,12 @@ function publicFunctionsOf(): [string, Fn][] {
   walk("", mg as unknown as Record<string, unknown>);
   return out;
 }
-/** A module namespace (`export * as random`), not a device, a dtype or a record such as fast.CustomKernel. */
+/** A module namespace (`export * as random`) or a plain object of functions only (mg.nn.losses), not a
+ *  device, a dtype or a record such as fast.CustomKernel. */
 function isNamespace(v: object): boolean {
-  return (v as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag] === "Module";
+  if ((v as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag] === "Module") return true;
+  const values = Object.values(v);
+  return Object.getPrototypeOf(v) === Object.prototype && values.length > 0 && values.every((f) => typeof f === "function");
 }
 
 /** Parameter names of an implementation, from its source (types are stripped by the transpiler). */
@@ -102,7 +106,8 @@ const NOT_IN_METALGRAD: Record<string, string> = {
   convGeneral: "wave 2: mg.nn branch", convTranspose1d: "wave 2: mg.nn branch", convTranspose2d: "wave 2: mg.nn branch",
   convTranspose3d: "wave 2: mg.nn branch", convolve: "wave 2: mg.nn branch",
   quantize: "wave 2: linalg branch", dequantize: "wave 2: linalg branch", quantizedMatmul: "wave 2: linalg branch",
-  gatherQmm: "wave 2: linalg branch", matrixNorm: "wave 2: linalg branch",
+  gatherQmm: "wave 2: linalg branch", matrixNorm: "wave 2: linalg branch", "nn.quantize": "wave 2: linalg branch (quantized layers)",
+  "nn.averageGradients": "distributed training is not implemented", "nn.fullyShard": "distributed training is not implemented",
   load: "wave 2: io branch", save: "wave 2: io branch", saveGguf: "wave 2: io branch", saveSafetensors: "wave 2: io branch",
   savez: "wave 2: io branch", savezCompressed: "wave 2: io branch",
   "fast.crossEntropy": "wave 2: fast branch", "fast.layerNorm": "wave 2: fast branch", "fast.rmsNorm": "wave 2: fast branch",
@@ -127,9 +132,13 @@ describe("every public function goes through the options helper", () => {
     for (const [key, f] of functions) {
       const spec = signatureOf(f)!;
       const impl = implementationOf(f)!;
-      if (spec.variadic || parameterNames(impl)[0]?.startsWith("...")) continue;
+      if (spec.variadic) continue;
       const names = parameterNames(impl);
+      // Optional parameters taken as `...rest` are resolved by name inside (resolveOptions): not by position.
+      const rest = names.findIndex((n) => n.startsWith("..."));
+      if (rest >= 0 && rest < spec.required) wrong.push(`${key}: a required parameter is inside ...rest`);
       spec.positional.forEach((p, i) => {
+        if (rest >= 0 && i >= rest) return;
         const want = i < spec.required ? (JS_NAMES[spec.key]?.[p.mlxName] ?? p.name) : p.name;
         if (names[i] !== want) wrong.push(`${key}: parameter ${i} is '${names[i]}', MLX's is '${want}'`);
       });
@@ -196,6 +205,37 @@ describe("every public function goes through the options helper", () => {
       return !present.has(key) && !(key in NOT_IN_METALGRAD);
     });
     expect(missing).toEqual([]);
+  });
+});
+
+describe("class constructors (mg.nn layers, mg.optimizers): MLX's parameters, unknown options rejected", () => {
+  // Constructors cannot be wrapped: each resolves its options with resolveOptions. Checked here by
+  // constructing with placeholder required arguments (1) and a bogus option.
+  const EXEMPT: Record<string, string> = {
+    "optimizers.Optimizer": "the abstract base class",
+    "optimizers.MultiOptimizer": "its required arguments are lists of optimizers and filters",
+  };
+  const classes: [string, new (...args: unknown[]) => unknown][] = [];
+  const walk = (prefix: string, ns: Record<string, unknown>) => {
+    for (const [k, v] of Object.entries(ns)) {
+      if (isClass(v)) classes.push([prefix + k, v as new (...args: unknown[]) => unknown]);
+      else if (v && typeof v === "object" && isNamespace(v) && prefix === "") walk(`${k}.`, v as Record<string, unknown>);
+    }
+  };
+  walk("", mg as unknown as Record<string, unknown>);
+  test("each class MLX has takes its options by name and rejects unknown ones", () => {
+    const wrong: string[] = [];
+    for (const [key, C] of classes) {
+      const spec = callSpec(key);
+      if (!spec || spec.accepted.length === 0 || key in EXEMPT) continue;
+      try {
+        new C(...spec.positional.slice(0, spec.required).map(() => 1), { __bogus__: 1 });
+        wrong.push(`${key}: accepted { __bogus__ }`);
+      } catch (e) {
+        if (!(e as Error).message.includes("unknown option '__bogus__'")) wrong.push(`${key}: ${(e as Error).message}`);
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 });
 
@@ -315,4 +355,27 @@ describe("options by name give the same results as positional arguments (MLX's k
       expect(mg.random.uniform({ shape: [3], key: mg.random.key(2), stream }).tolist()).toEqual(mg.random.uniform(0, 1, [3], null, mg.random.key(2)).tolist());
     });
   }
+});
+
+describe("resolveOptions: the hand-written form (moved from ts/utils/options.ts, nn's first helper)", () => {
+  const defaults = { weights: null as number | null, axis: -1, labelSmoothing: 0, reduction: "none" };
+
+  test("positional values, then the options object, over the defaults", () => {
+    expect(resolveOptions("f", [], defaults)).toEqual(defaults);
+    expect(resolveOptions("f", [null, 0], defaults)).toEqual({ ...defaults, axis: 0 });
+    expect(resolveOptions("f", [{ labelSmoothing: 0.1, reduction: "mean" }], defaults)).toEqual({ ...defaults, labelSmoothing: 0.1, reduction: "mean" });
+    expect(resolveOptions("f", [undefined, 1, { reduction: "sum" }], defaults)).toEqual({ ...defaults, axis: 1, reduction: "sum" });
+    expect(resolveOptions("f", [{ axis: undefined }], defaults)).toEqual(defaults);
+    expect(resolveOptions("f", [{ stream: 1 }], defaults, ["stream"]).stream).toBe(1);
+  });
+
+  test("errors name the function, the option and the accepted names", () => {
+    expect(() => resolveOptions("cross_entropy", [{ smoothing: 0.1 }], defaults)).toThrow(
+      "[cross_entropy] unknown option 'smoothing'. Accepted options: 'weights', 'axis', 'labelSmoothing', 'reduction'.",
+    );
+    expect(() => resolveOptions("cross_entropy", [{ label_smoothing: 0.1 }], defaults)).toThrow("unknown option 'label_smoothing' (did you mean 'labelSmoothing'?)");
+    expect(() => resolveOptions("f", [null, 0, { axis: 1 }], defaults)).toThrow("[f] 'axis' was given both positionally and in the options object.");
+    expect(() => resolveOptions("f", [1, 2, 3, 4, 5], defaults)).toThrow("[f] takes at most 4 optional positional arguments (weights, axis, labelSmoothing, reduction), got 5.");
+    expect(() => checkOptionNames("g", { a: 1 }, [])).toThrow("[g] unknown option 'a'. Accepted options: none.");
+  });
 });

@@ -42,7 +42,7 @@ describe(`MLX ${fixture.mlx} optimizers, step for step`, () => {
 functionTests("clip_grad_norm");
 
 test("hyperparameters: camelCase options, validation, learningRate settable", () => {
-  expect(() => new mg.optimizers.Adam(0.1, { beta: [0.9, 0.99] } as never)).toThrow("[Adam] unknown option 'beta'. Accepted options: 'betas', 'eps', 'biasCorrection'.");
+  expect(() => new mg.optimizers.Adam(0.1, { beta: [0.9, 0.99] } as never)).toThrow("[Adam] unknown option 'beta' (did you mean 'betas'?). Accepted options: 'betas', 'eps', 'biasCorrection'.");
   expect(() => new mg.optimizers.Adam(0.1, [1.0, 0.9])).toThrow("[Adam] beta1 should be in [0, 1), 1 was provided instead");
   expect(() => new mg.optimizers.SGD(0.1, { nesterov: true })).toThrow("[SGD] Nesterov momentum requires a momentum and zero dampening.");
   expect(() => new mg.optimizers.RMSprop(0.1, { eps: 0 })).toThrow("[RMSprop] epsilon should be >0, 0 was provided instead");

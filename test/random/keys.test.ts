@@ -151,7 +151,7 @@ describe("arguments", () => {
     const k = R.key(9);
     expect(R.uniform(0, 1, [3], null, k).tolist()).toEqual(R.uniform(0, 1, [3], { key: k }).tolist());
     expect(R.uniform(0, 1, [3], null, k).tolist()).toEqual(R.uniform(0, 1, [3], null, null, { key: k }).tolist());
-    expect(() => R.uniform(0, 1, [3], null, k, { key: k })).toThrow("[uniform] 'key' was given both positionally and in the options object; give it once.");
+    expect(() => R.uniform(0, 1, [3], null, k, { key: k })).toThrow("[uniform] 'key' was given both positionally and in the options object.");
   });
 
   test("the options object is last and takes MLX's parameters by name", () => {

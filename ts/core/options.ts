@@ -161,7 +161,7 @@ export function checkOptionNames(op: string, options: object, accepted: readonly
 }
 
 function bothWaysError(op: string, name: string): TypeError {
-  return new TypeError(`[${op}] '${name}' was given both positionally and in the options object; give it once.`);
+  return new TypeError(`[${op}] '${name}' was given both positionally and in the options object.`);
 }
 
 function tooManyError(spec: CallSpec, got: number): TypeError {
@@ -275,8 +275,12 @@ export function publicFunction<F extends (...args: never[]) => unknown>(key: str
   if (!spec) throw new Error(`[options] no signature for '${key}': add it to ts/core/signatures.ts (metalgrad's own functions).`);
   const impl = fn as unknown as (...a: unknown[]) => unknown;
   const op = spec.op;
+  // An implementation that takes its optional parameters as `...rest` resolves them itself by name
+  // (resolveOptions): it gets the call as written, once validated here.
+  const selfResolving = hasRestParameter(fn);
   const outer = function (this: unknown, ...args: unknown[]): unknown {
-    const call = normalizeCall(spec, args) as unknown[];
+    const normalized = normalizeCall(spec, args) as unknown[];
+    const call = selfResolving ? args : normalized;
     // Inlined withOp (calls.ts): this runs on every public call.
     const saved = enterOp(op);
     try {
@@ -292,6 +296,22 @@ export function publicFunction<F extends (...args: never[]) => unknown>(key: str
   specOf.set(result, spec);
   implOf.set(result, fn);
   return result;
+}
+
+/** True when a function's parameter list has a `...rest` parameter (read from its source once). */
+export function hasRestParameter(fn: Function): boolean {
+  const src = Function.prototype.toString.call(fn);
+  const open = src.indexOf("(");
+  if (open < 0 || /^(?:async\s+)?[\w$]+\s*=>/.test(src)) return false;
+  let depth = 0;
+  for (let i = open; i < src.length; i++) {
+    const ch = src[i]!;
+    if (ch === "(" || ch === "[" || ch === "{") depth++;
+    else if (ch === ")" || ch === "]" || ch === "}") {
+      if (--depth === 0) return false;
+    } else if (depth === 1 && src.startsWith("...", i)) return true;
+  }
+  return false;
 }
 
 /** An array method (`MgArray.sum`): the same, with `this` passed through. */
@@ -315,6 +335,14 @@ export function publicFunctions<const P extends string, T extends object>(prefix
     }
   }
   return out as PublicNamespace<P, T>;
+}
+
+/**
+ * publicFunctions for namespaces whose functions already type their options themselves (mg.nn's
+ * `...rest: Trailing<…>` style): the same wrapping at run time, the namespace's own types.
+ */
+export function publicNamespace<T extends object>(prefix: string, ns: T, options: PublicOptions = {}): T {
+  return publicFunctions(prefix, ns, options) as unknown as T;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import type { ArrayInput } from "../core/ops/convert.ts";
 import { max } from "../core/ops/reduce.ts";
 import { logsumexp, softmax as mgSoftmax } from "../core/ops/softmax.ts";
 import { split } from "../core/ops/join.ts";
-import { resolveOptions, type Trailing } from "../utils/options.ts";
+import { resolveOptions, type Trailing } from "../core/options.ts";
 import { libraryForward, Module } from "./module.ts";
 
 export function sigmoid(x: ArrayInput): MgArray {

@@ -11,7 +11,7 @@ import { argsort } from "../core/ops/sort.ts";
 import { formatShape } from "../core/shape.ts";
 import { normal as randomNormal, uniform as randomUniform } from "../random/distributions.ts";
 import { libraryFunction } from "../core/ownership.ts";
-import { resolveOptions, type Trailing } from "../utils/options.ts";
+import { resolveOptions, type Trailing } from "../core/options.ts";
 
 export type Initializer = (a: MgArray) => MgArray;
 export type FanMode = "fan_in" | "fan_out";

@@ -11,7 +11,7 @@ import { max, mean, sum } from "../core/ops/reduce.ts";
 import { logsumexp } from "../core/ops/softmax.ts";
 import { expandDims, squeeze } from "../core/ops/shape.ts";
 import { formatShape, normalizeAxis, shapesEqual } from "../core/shape.ts";
-import { resolveOptions, type Trailing } from "../utils/options.ts";
+import { resolveOptions, type Trailing } from "../core/options.ts";
 
 export type Reduction = "none" | "mean" | "sum";
 

@@ -12,7 +12,7 @@ import { formatShape, shapesEqual } from "../core/shape.ts";
 import { isPlainObject } from "../autograd/tree.ts";
 import { isLibraryFunction, libraryFunction, retain, userCall } from "../core/ownership.ts";
 import { keep } from "../memory/scope.ts";
-import { checkOptionNames, resolveOptions, type Trailing } from "../utils/options.ts";
+import { checkOptionNames, resolveOptions, type Trailing } from "../core/options.ts";
 import { treeFlatten, treeUnflatten, TREE_NODE, type FlatTree } from "../utils/tree.ts";
 
 /** Decides, for the module holding it, its key and the value, whether a value is kept. */

@@ -11,7 +11,7 @@ import { depends } from "../core/ops/depends.ts";
 import { addmm, matmul } from "../core/ops/linalg-core.ts";
 import { mean, sum } from "../core/ops/reduce.ts";
 import { expandDims, reshape } from "../core/ops/shape.ts";
-import { resolveOptions, type Trailing } from "../utils/options.ts";
+import { resolveOptions, type Trailing } from "../core/options.ts";
 import { treeMap, treeReduce } from "../utils/tree.ts";
 import { Optimizer, type Scheduled, type State } from "./optimizer.ts";
 

@@ -6,7 +6,7 @@ import { array } from "../core/ops/convert.ts";
 import { add, cos, floorDivide, less, minimum, multiply, power, subtract, where } from "../core/ops/elementwise.ts";
 import { libraryFunction } from "../core/ownership.ts";
 import { callUser } from "../nn/module.ts";
-import { resolveOptions, type Trailing } from "../utils/options.ts";
+import { resolveOptions, type Trailing } from "../core/options.ts";
 import type { Schedule } from "./optimizer.ts";
 
 // Python's floats are float32 here even when integral (JS cannot tell 1.0 from 1): a weak integer

@@ -4,7 +4,7 @@
 // in MLX; here any object with a [TREE_NODE]() method (mg.nn.Module) is walked as a dict.
 import { isOptionsObject } from "../core/ops/convert.ts";
 import { isPlainObject } from "../autograd/tree.ts";
-import { checkOptionNames } from "./options.ts";
+import { checkOptionNames } from "../core/options.ts";
 
 /** Objects that trees walk into as dicts: the method returns their [key, child] entries. */
 export const TREE_NODE: unique symbol = Symbol.for("metalgrad.treeNode");

@@ -12,7 +12,7 @@ import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import { astype } from "./elementwise.ts";
 import { matmul } from "./linalg-core.ts";
 import { flip as flipAxes, reshape } from "./shape.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../options.ts";
 
 /** A per-spatial-axis argument: one number for every axis, or one per axis. */
 export type PerAxis = number | readonly number[];

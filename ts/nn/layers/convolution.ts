@@ -5,7 +5,7 @@ import { zeros } from "../../core/ops/creation.ts";
 import { add } from "../../core/ops/elementwise.ts";
 import { conv1d, conv2d, conv3d, type PerAxis } from "../../core/ops/convolution.ts";
 import { uniform } from "../../random/distributions.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
 const tuple = (v: PerAxis, n: number): number[] => (typeof v === "number" ? Array.from({ length: n }, () => v) : [...v]);

@@ -3,7 +3,7 @@
 import type { MgArray } from "../../core/array.ts";
 import { multiply } from "../../core/ops/elementwise.ts";
 import { bernoulli } from "../../random/distributions.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
 function keepProbability(op: string, rest: unknown[]): number {

@@ -4,7 +4,7 @@ import { add } from "../../core/ops/elementwise.ts";
 import { addmm, matmul } from "../../core/ops/linalg-core.ts";
 import { reshape, squeeze, swapaxes } from "../../core/ops/shape.ts";
 import { uniform } from "../../random/distributions.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
 /** Returns its input; takes (and ignores) any arguments, as MLX's. */

@@ -7,7 +7,7 @@ import { mean, variance } from "../../core/ops/reduce.ts";
 import { reshape, transpose } from "../../core/ops/shape.ts";
 import { retain } from "../../core/ownership.ts";
 import { keep } from "../../memory/scope.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { layerNorm, rmsNorm } from "../fast-ops.ts";
 import { type FreezeOptions, libraryForward, Module } from "../module.ts";
 

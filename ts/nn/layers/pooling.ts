@@ -4,7 +4,7 @@ import type { MgArray } from "../../core/array.ts";
 import { asStrided, pad } from "../../core/ops/movement.ts";
 import { max, mean } from "../../core/ops/reduce.ts";
 import { reshape, transpose } from "../../core/ops/shape.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
 type IntOrTuple = number | readonly number[];

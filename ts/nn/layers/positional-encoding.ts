@@ -8,7 +8,7 @@ import { abs, add, astype, cos, divide, exp, multiply, negative, sin, subtract }
 import { concatenate } from "../../core/ops/join.ts";
 import { expandDims } from "../../core/ops/shape.ts";
 import { libraryFunction } from "../../core/ownership.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { rope } from "../fast-ops.ts";
 import { libraryForward, Module } from "../module.ts";
 

@@ -6,7 +6,7 @@ import { addmm, matmul } from "../../core/ops/linalg-core.ts";
 import { squeeze } from "../../core/ops/shape.ts";
 import { sliceStatic } from "../../core/ops/slicing.ts";
 import { uniform } from "../../random/distributions.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { tanh } from "../activations.ts";
 import { callUser, libraryForward, Module } from "../module.ts";
 

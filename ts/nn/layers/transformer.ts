@@ -6,7 +6,7 @@ import { arange } from "../../core/ops/creation.ts";
 import { add, astype, less, multiply } from "../../core/ops/elementwise.ts";
 import { expandDims, flatten, transpose, unflatten } from "../../core/ops/shape.ts";
 import { libraryFunction } from "../../core/ownership.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { relu } from "../activations.ts";
 import { type AttentionMask, scaledDotProductAttention } from "../fast-ops.ts";
 import { callUser, libraryForward, Module } from "../module.ts";

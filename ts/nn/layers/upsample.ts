@@ -9,7 +9,7 @@ import {
 import { getItem, type IndexItem } from "../../core/ops/index-expr.ts";
 import { take } from "../../core/ops/indexing.ts";
 import { broadcastTo, expandDims, reshape } from "../../core/ops/shape.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
 type Taps = [MgArray, MgArray][];
