@@ -65,8 +65,9 @@ async function implementationSymbol(w: Walker, exported: TsSymbol): Promise<TsSy
   const decl = await exported.valueDeclaration?.resolve(w.project);
   // `export const { sum, … } = publicFunctions("", reduceOps)`: the property of the initializer's
   // type, whose declaration is the implementation's.
-  let n: { kind: number; parent?: unknown; initializer?: unknown; name?: { elements?: unknown } } | undefined = decl as never;
-  while (n && !(n.initializer && n.name?.elements)) n = n.parent as never;
+  type NodeLike = { kind: number; parent?: NodeLike; initializer?: unknown; name?: { elements?: unknown } };
+  let n = decl as unknown as NodeLike | undefined;
+  while (n && !(n.initializer && n.name?.elements)) n = n.parent;
   if (n?.initializer) {
     const t = await w.checker.getTypeAtLocation(n.initializer as never);
     const prop = t && (await w.checker.getPropertyOfType(t, exported.name));
@@ -79,7 +80,7 @@ async function implementationSymbol(w: Walker, exported: TsSymbol): Promise<TsSy
   }
   // `export const grad = publicFunction("grad", gradImpl)`: the type is the implementation's.
   const t = await w.checker.getTypeOfSymbol(exported);
-  const fnSymbol = t?.getSymbol();
+  const fnSymbol = t ? await t.getSymbol() : undefined;
   if (fnSymbol && isFlag(fnSymbol, SymbolFlags.Function)) return fnSymbol;
   return exported;
 }

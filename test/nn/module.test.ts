@@ -32,8 +32,8 @@ describe("Module", () => {
     const m = new M();
     expect(m.namedModules().map(([k]) => k)).toEqual(["", "blocks.1.x", "blocks.0", "blocks.0.layers.1", "blocks.0.layers.0", "l1"]);
     expect(m.modules().length).toBe(6);
-    expect(mg.utils.treeFlatten(m.children(), "", mg.nn.Module.isModule).map(([k]: [string]) => k)).toEqual(["l1", "blocks.0", "blocks.1.x"]);
-    expect(mg.utils.treeFlatten(m.leafModules(), "", mg.nn.Module.isModule).map(([k]: [string]) => k)).toEqual([
+    expect(mg.utils.treeFlatten(m.children(), "", mg.nn.Module.isModule).map(([k]) => k)).toEqual(["l1", "blocks.0", "blocks.1.x"]);
+    expect(mg.utils.treeFlatten(m.leafModules(), "", mg.nn.Module.isModule).map(([k]) => k)).toEqual([
       "l1", "blocks.0.layers.0", "blocks.0.layers.1", "blocks.1.x",
     ]);
   });

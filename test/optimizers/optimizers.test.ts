@@ -17,8 +17,8 @@ interface OptimizerCase {
 const fixture = loadFixture<OptimizerCase>("optimizers");
 const tol = { rtol: 2e-5, atol: 2e-6 };
 
-function unflatten(pairs: [string, Enc][]): Record<string, unknown> {
-  return mg.utils.treeUnflatten(pairs.map(([k, v]): [string, unknown] => [k, decode(v)]));
+function unflatten(pairs: [string, Enc][]): Record<string, mg.MgArray> {
+  return mg.utils.treeUnflatten(pairs.map(([k, v]): [string, unknown] => [k, decode(v)])) as Record<string, mg.MgArray>;
 }
 
 describe(`MLX ${fixture.mlx} optimizers, step for step`, () => {
@@ -92,7 +92,7 @@ test("Optimizer.update steps a model, and state arrays survive tidy", () => {
   let w = 1;
   for (let t = 1; t <= 3; t++) w -= (0.1 * (1 - 0.9 ** t)) / (Math.sqrt(1 - 0.999 ** t) + 1e-8);
   expect(model.weight.index(0, 0).item()).toBeCloseTo(w, 5);
-  expect(opt.state.weight.m.disposed).toBe(false);
+  expect((opt.state.weight as mg.optimizers.State).m!.disposed).toBe(false);
 });
 
 test("on the GPU a whole update is one fused kernel per parameter, plus the step's scalars", () => {

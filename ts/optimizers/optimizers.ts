@@ -59,7 +59,7 @@ export class SGD extends Optimizer {
     if (this.weightDecay !== 0) gradient = add(gradient, multiply(this.weightDecay, parameter));
     const lr = this.lr(gradient.dtype);
     if (this.momentum <= 0) return subtract(parameter, multiply(lr, gradient));
-    let v = multiply(this.momentum, state.v);
+    let v = multiply(this.momentum, state.v!);
     v = this.dampening > 0 ? add(v, multiply(1 - this.dampening, gradient)) : add(v, gradient);
     const update = this.nesterov ? add(gradient, multiply(this.momentum, v)) : v;
     state.v = v;
@@ -85,7 +85,7 @@ export class RMSprop extends Optimizer {
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     const lr = this.lr(gradient.dtype);
-    const v = add(multiply(this.alpha, state.v), multiply(1 - this.alpha, square(gradient)));
+    const v = add(multiply(this.alpha, state.v!), multiply(1 - this.alpha, square(gradient)));
     state.v = v;
     return subtract(parameter, divide(multiply(lr, gradient), add(sqrt(v), this.eps)));
   }
@@ -106,7 +106,7 @@ export class Adagrad extends Optimizer {
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     const lr = this.lr(gradient.dtype);
-    const v = add(state.v, square(gradient));
+    const v = add(state.v!, square(gradient));
     state.v = v;
     return subtract(parameter, divide(multiply(lr, gradient), add(sqrt(v), this.eps)));
   }
@@ -132,9 +132,9 @@ export class AdaDelta extends Optimizer {
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     const lr = this.lr(gradient.dtype);
     const { rho, eps } = this;
-    const v = add(multiply(rho, state.v), multiply(1 - rho, square(gradient)));
-    const d = multiply(divide(sqrt(add(state.u, eps)), sqrt(add(v, eps))), gradient);
-    const u = add(multiply(rho, state.u), multiply(1 - rho, square(d)));
+    const v = add(multiply(rho, state.v!), multiply(1 - rho, square(gradient)));
+    const d = multiply(divide(sqrt(add(state.u!, eps)), sqrt(add(v, eps))), gradient);
+    const u = add(multiply(rho, state.u!), multiply(1 - rho, square(d)));
     state.v = v;
     state.u = u;
     return fuseWith(subtract(parameter, multiply(lr, d)), u, [lr]);
@@ -176,8 +176,8 @@ export class Adam extends Optimizer {
     const lr = this.lr(gradient.dtype);
     const [b1, b2] = this.betas;
     const step = this.step;
-    const m = add(multiply(b1, state.m), multiply(1 - b1, gradient));
-    const v = add(multiply(b2, state.v), multiply(1 - b2, square(gradient)));
+    const m = add(multiply(b1, state.m!), multiply(1 - b1, gradient));
+    const v = add(multiply(b2, state.v!), multiply(1 - b2, square(gradient)));
     state.m = m;
     state.v = v;
     if (this.biasCorrection) {
@@ -223,8 +223,8 @@ export class Adamax extends Adam {
   override applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     const lr = this.lr(gradient.dtype);
     const [b1, b2] = this.betas;
-    const m = add(multiply(b1, state.m), multiply(1 - b1, gradient));
-    const v = maximum(multiply(b2, state.v), abs(gradient));
+    const m = add(multiply(b1, state.m!), multiply(1 - b1, gradient));
+    const v = maximum(multiply(b2, state.v!), abs(gradient));
     state.m = m;
     state.v = v;
     return subtract(parameter, divide(multiply(lr, m), add(v, this.eps)));
@@ -249,10 +249,10 @@ export class Lion extends Optimizer {
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     const lr = this.lr(gradient.dtype);
     const [b1, b2] = this.betas;
-    const m = state.m as MgArray;
+    const m = state.m! as MgArray;
     const c = add(multiply(b1, m), multiply(1 - b1, gradient));
     state.m = add(multiply(b2, m), multiply(1 - b2, gradient));
-    const next = state.m as MgArray;
+    const next = state.m! as MgArray;
     const scalars = [lr];
     if (this.weightDecay > 0) {
       const decay = this.perStep(`decay/${gradient.dtype.name}`, () => subtract(1, multiply(lr, this.weightDecay)));
@@ -354,20 +354,20 @@ export class Adafactor extends Optimizer {
     const beta2 = subtract(1.0, astype(power(step, this.decayRate), parameterRms.dtype));
     let update = add(square(gradient), this.eps[0]);
     if (factored) {
-      const row = add(multiply(beta2, state.exp_avg_sq_row), multiply(subtract(1, beta2), mean(update, -1)));
-      const col = add(multiply(beta2, state.exp_avg_sq_col), multiply(subtract(1, beta2), mean(update, -2)));
+      const row = add(multiply(beta2, state.exp_avg_sq_row!), multiply(subtract(1, beta2), mean(update, -1)));
+      const col = add(multiply(beta2, state.exp_avg_sq_col!), multiply(subtract(1, beta2), mean(update, -2)));
       state.exp_avg_sq_row = row;
       state.exp_avg_sq_col = col;
       update = multiply(this.approximateExpMovingAvg(row, col), gradient);
     } else {
-      const avg = add(multiply(beta2, state.exp_avg_sq), multiply(subtract(1, beta2), update));
+      const avg = add(multiply(beta2, state.exp_avg_sq!), multiply(subtract(1, beta2), update));
       state.exp_avg_sq = avg;
       update = multiply(rsqrt(avg), gradient);
     }
     update = divide(update, maximum(1.0, divide(this.rms(update), this.clipThreshold)));
     update = multiply(learningRate, update);
     if (this.beta1 !== null) {
-      const avg = add(multiply(this.beta1, state.exp_avg), multiply(1 - this.beta1, update));
+      const avg = add(multiply(this.beta1, state.exp_avg!), multiply(1 - this.beta1, update));
       state.exp_avg = avg;
       update = avg;
     }
@@ -418,7 +418,7 @@ export class Muon extends Optimizer {
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     if (this.weightDecay !== 0) gradient = add(gradient, multiply(this.weightDecay, parameter));
-    let v = multiply(this.momentum, state.v);
+    let v = multiply(this.momentum, state.v!);
     v = add(v, multiply(1 - this.momentum, gradient));
     state.v = v;
     let update = this.nesterov ? add(multiply(gradient, 1 - this.momentum), multiply(v, this.momentum)) : v;
@@ -439,12 +439,13 @@ export class Muon extends Optimizer {
  * Rescales a gradient tree so its global 2-norm is at most `maxNorm`, as
  * optimizers.clip_grad_norm(grads, max_norm): returns [clipped gradients, total norm].
  */
-export function clipGradNorm(grads: unknown, maxNorm: number): [any, MgArray] {
+export function clipGradNorm<T>(grads: T, maxNorm: number): [T, MgArray] {
+  const tree: unknown = grads;
   if (maxNorm < 0) throw new RangeError(`[clip_grad_norm] max_norm should be >=0, ${maxNorm} was provided instead`);
   const squaredNorm = (g: MgArray) => sum(square(g.dtype === float16 ? astype(g, float32) : g));
-  const normSquared = treeReduce((acc: MgArray | number, g: MgArray) => add(acc, squaredNorm(g)), grads, 0.0) as MgArray;
+  const normSquared = treeReduce((acc: MgArray | number, g: MgArray) => add(acc, squaredNorm(g)), tree, 0.0) as MgArray;
   const totalNorm = sqrt(normSquared);
   const normalizer = minimum(divide(maxNorm, add(totalNorm, 1e-6)), 1.0);
-  const clipped = treeMap((g: MgArray) => (issubdtype(g.dtype, floating) ? astype(multiply(g, normalizer), g.dtype) : multiply(g, normalizer)), grads);
-  return [clipped, totalNorm];
+  const clipped = treeMap((g: MgArray) => (issubdtype(g.dtype, floating) ? astype(multiply(g, normalizer), g.dtype) : multiply(g, normalizer)), tree);
+  return [clipped as T, totalNorm];
 }

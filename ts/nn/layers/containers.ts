@@ -1,7 +1,9 @@
 // Sequential, as mlx.nn.Sequential.
+import type { MgArray } from "../../core/array.ts";
 import { Module } from "../module.ts";
 
-type Layer = Module | ((x: any) => any);
+/** A step of a Sequential: a module or a function of an array. */
+export type Layer = Module | ((x: MgArray) => MgArray);
 
 /** Calls its modules (or plain functions) in order; they are the list entry `layers`. */
 export class Sequential extends Module {
@@ -10,8 +12,8 @@ export class Sequential extends Module {
     super();
     this.layers = [...modules];
   }
-  override forward(x: any): any {
-    for (const m of this.layers) x = m instanceof Module ? m.forward(x) : m(x);
+  override forward(x: MgArray): MgArray {
+    for (const m of this.layers) x = (m instanceof Module ? m.forward(x) : m(x)) as MgArray;
     return x;
   }
 }

@@ -304,8 +304,8 @@ export class Transformer extends Module {
       new TransformerDecoder(o.numDecoderLayers, o.dims, o.numHeads, o.mlpDims, o.dropout, o.activation, o.normFirst, o.checkpoint);
   }
   override forward(src: MgArray, tgt: MgArray, srcMask: AttentionMask, tgtMask: AttentionMask, memoryMask: AttentionMask): MgArray {
-    const memory = this.encoder.forward(src, srcMask);
-    return this.decoder.forward(tgt, memory, tgtMask, memoryMask);
+    const memory = this.encoder.forward(src, srcMask) as MgArray;
+    return this.decoder.forward(tgt, memory, tgtMask, memoryMask) as MgArray;
   }
 }
 
