@@ -51,6 +51,8 @@ export const {
   canCast, finfo, iinfo, isComplex, isdtype, isFloating, isInexact, isInteger, issubdtype, promoteTypes, resultType,
 } = publicFunctions("", dtypeApi, NO_ARRAYS);
 export type { DtypeKind, DtypeKindName, DtypeName, Scalar } from "./core/dtype.ts";
+export type { Complex, ElementValue } from "./core/elements.ts";
+export type { Nested } from "./core/read.ts";
 export { cpu, gpu, Device, Stream } from "./core/device.ts";
 export const {
   defaultDevice, setDefaultDevice, defaultStream, newStream, setDefaultStream, stream, deviceCount, isAvailable,

@@ -56,7 +56,7 @@ type IsEntry<V> = [V] extends [Function] ? false
  */
 export type ParametersOf<T> = T extends MgArray ? MgArray
   : T extends readonly (infer E)[] ? ParametersOf<E>[]
-  : T extends object ? { [K in keyof T as K extends "state" ? never : K extends string ? (IsEntry<T[K]> extends true ? K : never) : never]: ParametersOf<T[K]> }
+  : T extends object ? { [K in keyof T as K extends "state" ? never : K extends string ? (IsEntry<NonNullable<T[K]>> extends true ? K : never) : never]: ParametersOf<T[K]> }
   : never;
 
 /** A tree of entries as update() and updateModules() take it: a partial or full tree like parameters(). */

@@ -21,10 +21,11 @@ export type Tree<L = unknown> = L | readonly Tree<L>[] | { readonly [key: string
 /** The dict or list form of a tree (what Module.update and Optimizer.update take). */
 export type NestedTree<L = unknown> = { readonly [key: string]: Tree<L> } | readonly Tree<L>[];
 
-/** The leaf types of a tree type: what its lists and plain objects hold at the bottom. */
+/** The leaf types of a tree type: what its lists and plain objects hold at the bottom (an absent
+ *  optional entry is no leaf). */
 export type LeafOf<T> = T extends readonly (infer E)[] ? LeafOf<E>
   : T extends TreeNode ? unknown
-  : T extends { readonly [key: string]: unknown } ? (T extends Function ? T : { [K in keyof T]: LeafOf<T[K]> }[keyof T])
+  : T extends { readonly [key: string]: unknown } ? (T extends Function ? T : { [K in keyof T]-?: LeafOf<Exclude<T[K], undefined>> }[keyof T])
   : T;
 /** The leaf type a callback over the tree's leaves takes (any, as `never`, where the tree's leaves are not typed). */
 export type LeafParam<T> = unknown extends LeafOf<T> ? never : LeafOf<T>;
