@@ -13,6 +13,7 @@
 // - `resolveOptions(op, rest, defaults, extraOptions)` parses by hand, for code that cannot be
 //   wrapped (class constructors, methods of nn modules).
 import { isOptionsObject } from "./ops/convert.ts";
+import type { StreamOrDevice } from "./device.ts";
 import { libraryFunction } from "./ownership.ts";
 import { enterOp } from "./calls.ts";
 import { MLX_SIGNATURES } from "./mlx-signatures.ts";
@@ -61,7 +62,8 @@ export function camelCase(name: string): string {
   return name.replace(/_+([a-zA-Z0-9])/g, (_, c: string) => c.toUpperCase());
 }
 
-const MODULE_PREFIXES = ["mlx.core.random.", "mlx.core.linalg.", "mlx.core.fft.", "mlx.core.fast.", "mlx.core.", "mlx.nn.losses.", "mlx.nn.", "mlx.optimizers.", "mlx.utils."];
+// Tags drop the module, except linalg's ([linalg.norm]: norm, inv … are ambiguous alone).
+const MODULE_PREFIXES = ["mlx.core.random.", "mlx.core.fft.", "mlx.core.fast.", "mlx.core.", "mlx.nn.losses.", "mlx.nn.", "mlx.optimizers.", "mlx.utils."];
 
 function opNameOf(key: string, mlx: string | null): string {
   // Methods are tagged like the op they call (a.sum() → [sum]; a.add(b), MLX's __add__ → [add]).
@@ -386,6 +388,57 @@ export function resolveOptions<T extends Record<string, unknown>>(
     out[k] = v;
   }
   return out as T & Record<string, unknown>;
+}
+
+/** One parameter for bindArgs: its camelCase name; required ones are positional only. */
+export interface BindParam {
+  name: string;
+  /** Required (no default): may only be given positionally. */
+  required?: boolean;
+  /** Keyword-only in MLX: only in the options object. */
+  keywordOnly?: boolean;
+}
+
+/**
+ * Binds `args` (everything after an op's leading required arrays) to `params`, as an op written
+ * with `...args` reads them (mg.linalg, mg.fft, quantization): the values by name (undefined where
+ * not given: the op applies MLX's default) and the stream. Same rules and errors as the rest of
+ * this module.
+ */
+export function bindArgs(op: string, args: readonly unknown[], params: readonly BindParam[]): Record<string, unknown> & { stream?: StreamOrDevice | null } {
+  let positional = args;
+  let options: Record<string, unknown> = {};
+  if (args.length > 0 && isOptionsObject(args[args.length - 1])) {
+    positional = args.slice(0, -1);
+    options = args[args.length - 1] as Record<string, unknown>;
+  }
+  // Trailing undefineds are "not given".
+  let end = positional.length;
+  while (end > 0 && positional[end - 1] === undefined) end--;
+  positional = positional.slice(0, end);
+  const byPosition = params.filter((p) => !p.keywordOnly);
+  if (positional.length > byPosition.length) {
+    throw new TypeError(`[${op}] takes at most ${byPosition.length} positional argument(s) after the array(s), got ${positional.length}.`);
+  }
+  const out: Record<string, unknown> & { stream?: StreamOrDevice | null } = {};
+  positional.forEach((v, i) => {
+    out[byPosition[i]!.name] = v;
+  });
+  const accepted = [...params.filter((p) => !p.required).map((p) => p.name), "stream"];
+  for (const [key, value] of Object.entries(options)) {
+    if (key === "stream") {
+      out.stream = value as StreamOrDevice | null;
+      continue;
+    }
+    const spec = params.find((p) => p.name === key);
+    if (!spec || spec.required) throw unknownOptionError(op, key, accepted);
+    if (out[key] !== undefined && value !== undefined) throw bothWaysError(op, key);
+    if (value !== undefined) out[key] = value;
+  }
+  for (const p of params) {
+    if (p.required && out[p.name] === undefined) throw new TypeError(`[${op}] missing required argument '${p.name}'.`);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // The public ops: every op of ts/core/ops as a library call (ownership.ts), so the arrays an op
 // creates and does not return (broadcasts, casts, the pieces of a composite op) are internal and
 // freed after their last use. The op modules call each other directly; only this boundary wraps.
-import { publicFunctions } from "../options.ts";
+import { publicFunctions, publicNamespace } from "../options.ts";
 import * as elementwiseOps from "./elementwise.ts";
 import * as creationOps from "./creation.ts";
 import * as shapeOps from "./shape.ts";
@@ -14,6 +14,7 @@ import * as softmaxOps from "./softmax.ts";
 import * as linalgCoreOps from "./linalg-core.ts";
 import * as einsumOps from "./einsum.ts";
 import * as windowsOps from "./windows.ts";
+import * as quantizedOps from "./quantized.ts";
 import * as convolutionOps from "./convolution.ts";
 import { array as arrayOp } from "./convert.ts";
 import { depends as dependsOp } from "./depends.ts";
@@ -82,4 +83,8 @@ export type * from "./softmax.ts";
 export type * from "./linalg-core.ts";
 export type * from "./einsum.ts";
 export type * from "./windows.ts";
+export const {
+  dequantize, gatherQmm, quantize, quantizedMatmul,
+} = publicNamespace("", quantizedOps);
+export type { QuantizationMode } from "./quantized.ts";
 export type { ConvolveMode, GeneralPadding, PerAxis } from "./convolution.ts";
