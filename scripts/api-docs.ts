@@ -43,6 +43,12 @@ export interface Entry {
   typeTexts: string[];
   /** TSDoc tags other than @example (e.g. @internal). */
   tags: string[];
+  /** Where the documentation is written: file (relative to the root) and 1-based line. */
+  source?: { file: string; line: number };
+  /** The run-time function (aliases are the same function: mg.acos === mg.arccos). */
+  value?: unknown;
+  /** For an alias without its own documentation: the documented name of the same function. */
+  aliasOf?: string;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -83,6 +89,14 @@ async function implementationSymbol(w: Walker, exported: TsSymbol): Promise<TsSy
   const fnSymbol = t ? await t.getSymbol() : undefined;
   if (fnSymbol && isFlag(fnSymbol, SymbolFlags.Function)) return fnSymbol;
   return exported;
+}
+
+async function sourceOf(w: Walker, s: TsSymbol): Promise<{ file: string; line: number } | undefined> {
+  const node = await (s.valueDeclaration ?? s.declarations[0])?.resolve(w.project);
+  if (!node) return undefined;
+  const sf = node.getSourceFile();
+  const line = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1;
+  return { file: sf.fileName.slice(ROOT.length + 1), line };
 }
 
 async function docOf(w: Walker, s: TsSymbol): Promise<{ doc: string; examples: string[]; tags: string[] }> {
@@ -176,7 +190,7 @@ async function addFunction(w: Walker, page: string, key: string, name: string, e
   if (!doc) ({ doc, examples, tags } = await docOf(w, exported));
   w.entries.push({
     key, page, kind: "function", signatures: callSignatures(name, shownType), doc, examples, tags, spec,
-    optionTypes: await optionTypes(w, impl, spec), typeTexts: [shownType, exportedType],
+    optionTypes: await optionTypes(w, impl, spec), typeTexts: [shownType, exportedType], source: await sourceOf(w, impl), value,
   });
 }
 
@@ -196,7 +210,7 @@ async function addClass(w: Walker, page: string, key: string, name: string, cls:
     }
     signatures.push(`new ${name}(${parts.join(", ")})`);
   }
-  w.entries.push({ key, page, kind: "class", signatures, doc, examples, tags, spec: signatureOf(undefined), optionTypes: {}, typeTexts });
+  w.entries.push({ key, page, kind: "class", signatures, doc, examples, tags, spec: signatureOf(undefined), optionTypes: {}, typeTexts, source: await sourceOf(w, cls) });
   // Public instance members (documented on the class's page).
   const instance = await w.checker.getDeclaredTypeOfSymbol(cls);
   for (const m of await w.checker.getPropertiesOfType(instance)) {
@@ -217,7 +231,7 @@ async function addClass(w: Walker, page: string, key: string, name: string, cls:
     w.entries.push({
       key: `${key}.${m.name}`, page: name === "MgArray" ? "MgArray" : page, kind: isMethod ? "method" : "property",
       signatures: isMethod ? callSignatures(`${name === "MgArray" ? "a" : name.toLowerCase()}.${m.name}`, mt) : [`${m.name}: ${mt}`],
-      doc: md.doc, examples: md.examples, tags: md.tags, spec, optionTypes: {}, typeTexts: [mt],
+      doc: md.doc, examples: md.examples, tags: md.tags, spec, optionTypes: {}, typeTexts: [mt], source: await sourceOf(w, m),
     });
   }
 }
@@ -240,7 +254,7 @@ async function addType(w: Walker, page: string, key: string, s: TsSymbol): Promi
     shown = (decl?.getText() ?? shown).replace(/^export\s+/, "").replace(/\s+/g, " ");
     typeTexts.push(await typeText(w, t));
   }
-  w.entries.push({ key, page, kind: "type", signatures: [shown], doc, examples, tags, optionTypes: {}, typeTexts });
+  w.entries.push({ key, page, kind: "type", signatures: [shown], doc, examples, tags, optionTypes: {}, typeTexts, source: await sourceOf(w, s) });
 }
 
 async function walkModule(w: Walker, mod: TsSymbol, prefix: string, page: string, runtime: Record<string, unknown>): Promise<void> {
@@ -253,6 +267,8 @@ async function walkModule(w: Walker, mod: TsSymbol, prefix: string, page: string
       await walkModule(w, s, `${key}.`, prefix === "" ? name : page, value as Record<string, unknown>);
     } else if (isFlag(s, SymbolFlags.Class)) {
       await addClass(w, page, key, name, s);
+    } else if ((isFlag(s, SymbolFlags.Function) || isFlag(s, SymbolFlags.Variable)) && value === undefined && prefix !== "MgArray.") {
+      continue; // a value re-exported with `export type *`: a type-only name, not part of the API
     } else if (isFlag(s, SymbolFlags.Function) || (isFlag(s, SymbolFlags.Variable) && typeof value === "function")) {
       await addFunction(w, page, key, name, exported, value);
     } else if (isFlag(s, SymbolFlags.Variable) && isFunctionNamespace(value)) {
@@ -266,7 +282,7 @@ async function walkModule(w: Walker, mod: TsSymbol, prefix: string, page: string
     } else if (isFlag(s, SymbolFlags.Variable)) {
       const { doc, examples, tags } = await docOf(w, s);
       const t = await typeText(w, await w.checker.getTypeOfSymbol(s));
-      w.entries.push({ key, page, kind: "value", signatures: [`${name}: ${t}`], doc, examples, tags, optionTypes: {}, typeTexts: [t] });
+      w.entries.push({ key, page, kind: "value", signatures: [`${name}: ${t}`], doc, examples, tags, optionTypes: {}, typeTexts: [t], source: await sourceOf(w, s) });
     } else if (isFlag(s, SymbolFlags.TypeAlias) || isFlag(s, SymbolFlags.Interface)) {
       await addType(w, page, key, s);
     }
@@ -291,6 +307,12 @@ export async function collect(): Promise<Entry[]> {
     if (!mod) throw new Error("[api-docs] ts/index.ts has no module symbol");
     const w: Walker = { project, checker, entries: [] };
     await walkModule(w, mod, "", "mg", mg as unknown as Record<string, unknown>);
+    // Aliases (MLX's too: mx.acos is mx.arccos) point to the documented name of the same function.
+    for (const e of w.entries) {
+      if (e.kind !== "function" || e.doc !== "" || e.value === undefined) continue;
+      const documented = w.entries.find((o) => o !== e && o.value === e.value && o.doc !== "");
+      if (documented) e.aliasOf = documented.key;
+    }
     return w.entries.sort((a, b) => a.key.localeCompare(b.key));
   } finally {
     await api.close();
@@ -390,6 +412,7 @@ function renderEntry(e: Entry, outputs: Map<string, string[]>): string[] {
   out.push("```ts", ...sigs, "```", "");
   if (e.spec?.mlx) out.push(`MLX: \`${e.spec.mlx.replace(/^mlx\.core\.array\./, "mlx.core.array.")}\`${e.spec.note ? ` — ${e.spec.note}` : ""}`, "");
   else if (e.spec?.note) out.push(`metalgrad: ${e.spec.note}`, "");
+  if (e.aliasOf) out.push(`The same function as [mg.${e.aliasOf}](#${anchor(`mg.${e.aliasOf}`)}).`, "");
   if (e.doc) out.push(e.doc, "");
   const table = optionsTable(e);
   if (table.length > 0) out.push(...table.slice(1), "");
@@ -442,10 +465,19 @@ export function render(entries: Entry[]): Map<string, string> {
 export function problems(entries: Entry[]): { undocumented: string[]; noExample: string[]; any: string[] } {
   const needsDoc = (e: Entry) => e.kind !== "property" || e.page === "MgArray";
   return {
-    undocumented: entries.filter((e) => needsDoc(e) && e.doc === "").map((e) => e.key),
-    noExample: entries.filter((e) => (e.kind === "function" || e.kind === "class") && e.examples.length === 0).map((e) => e.key),
+    undocumented: entries.filter((e) => needsDoc(e) && e.doc === "" && !e.aliasOf).map((e) => e.key),
+    noExample: entries.filter((e) => (e.kind === "function" || e.kind === "class") && e.examples.length === 0 && !e.aliasOf).map((e) => e.key),
     any: entries.filter((e) => e.typeTexts.some((t) => /(^|[^\w.'"$])any(?![\w'"$])/.test(t))).map((e) => e.key),
   };
+}
+
+if (import.meta.main && process.argv.includes("--todo")) {
+  // What still needs writing, as JSON (for editors and scripts): key, kind, where, current doc.
+  const entries = await collect();
+  const p = problems(entries);
+  const todo = entries.filter((e) => p.undocumented.includes(e.key) || p.noExample.includes(e.key));
+  console.log(JSON.stringify(todo.map((e) => ({ key: e.key, kind: e.kind, source: e.source, doc: e.doc, sig: e.signatures[0], mlx: e.spec?.mlx ?? null }))));
+  process.exit(0);
 }
 
 if (import.meta.main) {

@@ -208,7 +208,7 @@ export const logcumsumexp = (a: ArrayInput, axis?: number | null, opts: ScanOpti
 export function arrayEqual(a: ArrayInput, b: ArrayInput, equalNan = false, opts: StreamOptions = {}): MgArray {
   const [x, y] = [toArray(a, "array_equal"), toArray(b, "array_equal")];
   if (x.ndim !== y.ndim || x.shape.some((d, i) => d !== y.shape[i])) return fromValues([false], [], bool_);
-  return all(ew.equal(x, y, { ...opts, equalNan }), null, false, opts);
+  return all(equalNan ? ew.equalOrBothNan(x, y, opts) : ew.equal(x, y, opts), null, false, opts);
 }
 
 export interface AllCloseOptions extends StreamOptions {
