@@ -78,6 +78,12 @@ async function implementationSymbol(w: Walker, exported: TsSymbol): Promise<TsSy
     const t = await w.checker.getTypeAtLocation(n.initializer as never);
     const prop = t && (await w.checker.getPropertyOfType(t, exported.name));
     const original = prop && (await prop.declarations[0]?.resolve(w.project));
+    // `{ array: arrayOp }`: the property's value names the implementation.
+    const init = (original as { initializer?: unknown } | undefined)?.initializer;
+    if (init) {
+      const s = await w.checker.getSymbolAtLocation(init as never);
+      if (s) return await resolveAlias(w, s);
+    }
     const name = (original as { name?: unknown } | undefined)?.name;
     if (name) {
       const s = await w.checker.getSymbolAtLocation(name as never);

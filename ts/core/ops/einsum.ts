@@ -335,6 +335,8 @@ function naive(inputs: readonly Term[], output: Term, xs: readonly MgArray[], op
  * Einstein summation, as mx.einsum(subscripts, *operands): e.g. "ij,jk->ik" (matmul), "ii->i"
  * (diagonal), "...ij,...jk" (batched, implicit output), "i,j->ij" (outer). A trailing options
  * object may carry `stream`.
+ * @example
+ * mg.einsum("ij,jk->ik", mg.array([[1, 2]]), mg.array([[3], [4]]))
  */
 export function einsum(subscripts: string, ...args: (ArrayInput | StreamOptions)[]): MgArray {
   const [inputs, opts] = splitOptions(args);
@@ -362,6 +364,8 @@ export function einsum(subscripts: string, ...args: (ArrayInput | StreamOptions)
  * The contraction order einsum uses and a summary of its cost, as mx.einsum_path: a list of the
  * operand positions combined at each step (positions refer to the current operand list, where
  * each result is appended at the end) and a printable report.
+ * @example
+ * mg.einsumPath("ij,jk,kl->il", mg.ones([2, 3]), mg.ones([3, 4]), mg.ones([4, 5]))[0]
  */
 export function einsumPath(subscripts: string, ...operands: ArrayInput[]): [number[][], string] {
   const xs = operands.map((a) => toArray(a, "einsum_path"));
