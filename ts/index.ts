@@ -80,6 +80,8 @@ export type { CompileOptions } from "./core/compile.ts";
  * Two things share MLX-derived names here. `mg.trace(fn)` returns the kernel trace of everything
  * `fn` evaluates (its returned arrays are evaluated too). `mg.trace(a, offset, axis1, axis2, dtype)`
  * is mx.trace, the sum along a diagonal. A function argument selects the first.
+ * @example
+ * mg.trace(() => mg.exp(mg.array([1, 2], mg.float32))).map((r) => r.primitives)
  */
 function traceImpl(fn: () => unknown): TraceRecord[];
 function traceImpl(a: ArrayInput, offset?: number, axis1?: number, axis2?: number, dtype?: Dtype | null, opts?: StreamOptions): MgArray;
@@ -96,8 +98,12 @@ export const setFusion = publicFunction("setFusion", setFusionImpl, NO_ARRAYS);
 import { synchronize as synchronizeGpu } from "./backend/gpu/index.ts";
 import { resolveStream, type StreamOrDevice } from "./core/device.ts";
 
-/** Waits for all work submitted so far — on `stream` (or a device's default stream), or everywhere
- *  — as mx.synchronize. CPU work is synchronous, so only GPU batches are waited for. */
+/**
+ * Waits for all work submitted so far — on `stream` (or a device's default stream), or everywhere
+ *  — as mx.synchronize. CPU work is synchronous, so only GPU batches are waited for.
+ * @example
+ * mg.synchronize()
+ */
 export const synchronize = publicFunction("synchronize", function synchronize(stream?: StreamOrDevice | null): void {
   synchronizeGpu(stream === undefined || stream === null ? undefined : resolveStream(stream));
 }, NO_ARRAYS);
@@ -118,18 +124,23 @@ function arraysIn(args: unknown[]): MgArray[] {
   return out;
 }
 
-/** Evaluates arrays (any nested arrays/objects of arrays), as mx.eval. */
+/**
+ * Evaluates arrays (any nested arrays/objects of arrays), as mx.eval.
+ * @example
+ * mg.evaluate({ a: mg.exp(mg.array([0])) })
+ */
 function evaluateImpl(...args: unknown[]): void {
   evalArrays(arraysIn(args));
 }
 export const evaluate = publicFunction("evaluate", evaluateImpl, NO_ARRAYS);
-/** Evaluates arrays (any nested arrays/objects of arrays), as mx.eval (also exported as `evaluate`). */
-const evalFn = publicFunction("eval", (...args: unknown[]): void => evaluateImpl(...args), NO_ARRAYS);
-export { evalFn as eval };
+// mx.eval's name (a reserved word as a binding, not as an export name): the same function.
+export { evaluate as eval };
 
 /**
  * Starts evaluating arrays and returns a promise that resolves when they are ready, without
  * blocking the event loop while GPU work runs (mx.async_eval, awaitable).
+ * @example
+ * mg.asyncEval(mg.exp(mg.array([0]))) instanceof Promise
  */
 export const asyncEval = publicFunction("asyncEval", function asyncEval(...args: unknown[]): Promise<void> {
   return evalAsync(arraysIn(args));
@@ -144,6 +155,8 @@ export const pressureCollectionCount = publicFunction("pressureCollectionCount",
 /**
  * Facts about the device, as mx.device_info (MLX's keys, plus metalgrad's): which GPU (or the
  * Metal simulator), its architecture string and generation, memory sizes, and the default device.
+ * @example
+ * mg.deviceInfo().default_device
  */
 export const deviceInfo = publicFunction("deviceInfo", function deviceInfo(): Record<string, string | number | boolean | number[]> {
   if (!rt) {

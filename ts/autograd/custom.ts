@@ -42,6 +42,7 @@ export type CustomJvp<F extends Transformable = Transformable> = Rules<F>["jvp"]
 /** vmap(inputs, axes) → [outputs, outAxes]; an axis is null for an unmapped input or output. */
 export type CustomVmap<F extends Transformable = Transformable> = Rules<F>["vmap"];
 
+/** What customFunction returns: the function, with .vjp, .jvp and .vmap to attach rules. */
 export interface CustomFunction<F extends Transformable> {
   (...args: Parameters<F>): ReturnType<F>;
   /** Attaches a custom vjp; returns this function (chainable). */
@@ -146,6 +147,9 @@ function callWithRules(fn: AnyFn, args: unknown[], rules: UserRules, tag: string
  * with `.vjp(...)`, `.jvp(...)`, `.vmap(...)`; those not attached fall back to transforming `fn`.
  * Arguments and results may be trees; the custom rules see them with the same structure (a
  * single argument as itself, several as a list).
+ * @example
+ * const f = mg.customFunction((x: mg.MgArray) => mg.exp(x)).vjp((_x, g) => mg.multiply(g, 2));
+ * mg.grad((x: mg.MgArray) => mg.sum(f(x)))(mg.array([0, 1], mg.float32))
  */
 export function customFunction<F extends Transformable>(fun: F): CustomFunction<F> {
   if (typeof fun !== "function") throw new TypeError("[custom_function] expected a function.");
@@ -194,6 +198,8 @@ function flattenAxesLike(spec: unknown, count: number): number[] {
 /**
  * Returns `fn` with its intermediates recomputed in the backward pass instead of kept from the
  * forward pass, as mx.checkpoint: trading compute for memory.
+ * @example
+ * mg.grad(mg.checkpoint((x: mg.MgArray) => mg.sum(mg.square(mg.sin(x)))))(mg.array([1], mg.float32))
  */
 export function checkpoint<F extends Transformable>(fun: F): F {
   if (typeof fun !== "function") throw new TypeError("[checkpoint] expected a function.");

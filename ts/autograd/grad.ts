@@ -140,6 +140,8 @@ function flattenLoss(out: unknown, tag: "grad" | "value_and_grad"): MgArray[] {
  * Returns a function computing the value and gradient of `fn`, as mx.value_and_grad. `fn` returns
  * a scalar loss, or a list whose first element is the scalar loss (the rest are returned as is).
  * The gradient is that of the argument `argnums` (default 0), or a list for several.
+ * @example
+ * mg.valueAndGrad((x: mg.MgArray, y: mg.MgArray) => mg.sum(mg.multiply(x, y)), [0, 1])(mg.array(2, mg.float32), mg.array(3, mg.float32))
  */
 export function valueAndGrad<P extends unknown[], R, const N extends Argnums = 0>(
   fun: (...args: P) => R,
@@ -158,6 +160,8 @@ export function valueAndGrad(fun: Transformable, argnums?: Argnums | GradOptions
  * Returns a function computing the gradient of the scalar function `fun`, as mx.grad: with respect
  * to argument `argnums` (default 0), which comes back with that argument's type (trees included),
  * or a tuple of gradients for a list of indices.
+ * @example
+ * mg.grad((x: mg.MgArray) => mg.sum(mg.square(x)))(mg.array([1, 2], mg.float32))
  */
 export function grad<P extends unknown[], const N extends Argnums = 0>(
   fun: (...args: P) => unknown,

@@ -94,6 +94,8 @@ export function jvpFlat(
 /**
  * Computes the Jacobian-vector product, as mx.jvp: `fn(...primals)` returns an array or a list
  * (tree) of arrays; `tangents` match the primals. Returns `[outputs, jvps]`, both flat lists.
+ * @example
+ * mg.jvp((x: mg.MgArray) => mg.square(x), [mg.array(3, mg.float32)], [mg.array(1, mg.float32)])[1]
  */
 export function jvp<P extends unknown[]>(
   fun: (...args: P) => unknown,

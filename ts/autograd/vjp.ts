@@ -143,6 +143,8 @@ export function flattenOutputs(out: unknown, tag: string): MgArray[] {
  * Computes the vector-Jacobian product, as mx.vjp: `fn(...primals)` returns an array or a list
  * (tree) of arrays; `cotangents` match its outputs. Returns `[outputs, vjps]`: the outputs as a
  * flat list and one cotangent per primal (each shaped like its primal, trees allowed).
+ * @example
+ * mg.vjp((x: mg.MgArray) => mg.square(x), [mg.array(3, mg.float32)], [mg.array(1, mg.float32)])[1]
  */
 export function vjp<P extends unknown[]>(
   fun: (...args: P) => unknown,

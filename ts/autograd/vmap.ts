@@ -213,6 +213,8 @@ export function vmapFlat(
  * Returns a vectorized version of `fn`, as mx.vmap. `inAxes` (default 0) gives the mapped axis of
  * each argument — a number, null (not mapped) or a tree prefix of the arguments; `outAxes`
  * (default 0) likewise for the outputs. Arguments and outputs are arrays or trees of arrays.
+ * @example
+ * mg.vmap((x: mg.MgArray) => mg.sum(x))(mg.array([[1, 2], [3, 4]]))
  */
 export function vmap<F extends Transformable>(fun: F, inAxes?: AxesSpec, outAxes?: AxesSpec): F;
 export function vmap<F extends Transformable>(fun: F, options: VmapOptions): F;

@@ -19,10 +19,13 @@ declare module "./array.ts" {
     index(...indices: IndexItem[]): MgArray;
     /** Python's `a.at[...]`: `a.at(idx).add(v)` and subtract/multiply/divide/maximum/minimum. */
     at(...indices: IndexItem[]): ArrayAt;
+    /** The k-th diagonal (2-D) or a diagonal matrix (1-D), as mg.diag. */
     diag: PublicFn<(k?: number, opts?: StreamOptions) => MgArray, "MgArray.diag">;
+    /** The diagonal between two axes, as mg.diagonal. */
     diagonal: PublicFn<(offset?: number, axis1?: number, axis2?: number, opts?: StreamOptions) => MgArray, "MgArray.diagonal">;
     /** The same bytes as another dtype (see mg.view); astype converts values instead. */
     view: PublicFn<(dtype: Dtype, opts?: StreamOptions) => MgArray, "MgArray.view">;
+    /** Pieces along `axis`, as mg.split. */
     split: PublicFn<(indicesOrSections: number | readonly number[], axis?: number, opts?: StreamOptions) => MgArray[], "MgArray.split">;
     /** Iterates over the first axis (a.index(0), a.index(1), …), as iterating an mx.array. */
     [Symbol.iterator](): Iterator<MgArray>;

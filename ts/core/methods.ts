@@ -50,74 +50,133 @@ declare module "./array.ts" {
     readonly T: MgArray;
     /** Transpose of the last two axes (mg.matrixTranspose). */
     readonly mT: MgArray;
+    /** The real part, as mg.real. */
     readonly real: MgArray;
+    /** The imaginary part, as mg.imag. */
     readonly imag: MgArray;
 
+    /** This array cast to `dtype`, as mg.astype. */
     astype: Method<(dtype: Dtype, opts?: StreamOptions) => MgArray, "astype">;
     /** The same values in another shape: `a.reshape(2, 3)` or `a.reshape([2, 3])`. */
     reshape(...shape: (number | readonly number[] | StreamOptions)[]): MgArray;
+    /** The array with axes startAxis…endAxis merged, as mg.flatten. */
     flatten: Method<(startAxis?: number, endAxis?: number, opts?: StreamOptions) => MgArray, "flatten">;
+    /** The array without size-1 axes, as mg.squeeze. */
     squeeze: Method<(axis?: number | readonly number[] | null, opts?: StreamOptions) => MgArray, "squeeze">;
     /** The axes permuted: `a.transpose(1, 0)`, `a.transpose([1, 0])`, or reversed with no axes. */
     transpose(...axes: (number | readonly number[] | StreamOptions)[]): MgArray;
+    /** The array with two axes exchanged, as mg.swapaxes. */
     swapaxes: Method<(axis1: number, axis2: number, opts?: StreamOptions) => MgArray, "swapaxes">;
+    /** The array with an axis moved, as mg.moveaxis. */
     moveaxis: Method<(source: number, destination: number, opts?: StreamOptions) => MgArray, "moveaxis">;
 
+    /** mg.abs of this array (same parameters and options). */
     abs: Unary<"abs">;
+    /** mg.conjugate of this array (same parameters and options). */
     conj: Unary<"conj">;
+    /** mg.cos of this array (same parameters and options). */
     cos: Unary<"cos">;
+    /** mg.sin of this array (same parameters and options). */
     sin: Unary<"sin">;
+    /** mg.exp of this array (same parameters and options). */
     exp: Unary<"exp">;
+    /** mg.log of this array (same parameters and options). */
     log: Unary<"log">;
+    /** mg.log2 of this array (same parameters and options). */
     log2: Unary<"log2">;
+    /** mg.log10 of this array (same parameters and options). */
     log10: Unary<"log10">;
+    /** mg.log1p of this array (same parameters and options). */
     log1p: Unary<"log1p">;
+    /** mg.sqrt of this array (same parameters and options). */
     sqrt: Unary<"sqrt">;
+    /** mg.rsqrt of this array (same parameters and options). */
     rsqrt: Unary<"rsqrt">;
+    /** mg.square of this array (same parameters and options). */
     square: Unary<"square">;
+    /** mg.reciprocal of this array (same parameters and options). */
     reciprocal: Unary<"reciprocal">;
+    /** Rounded to `decimals` places, as mg.round. */
     round: Method<(decimals?: number, opts?: StreamOptions) => MgArray, "round">;
 
+    /** mg.sum of this array (same parameters and options). */
     sum: Reduction<"sum">;
+    /** mg.prod of this array (same parameters and options). */
     prod: Reduction<"prod">;
+    /** mg.max of this array (same parameters and options). */
     max: Reduction<"max">;
+    /** mg.min of this array (same parameters and options). */
     min: Reduction<"min">;
+    /** mg.mean of this array (same parameters and options). */
     mean: Reduction<"mean">;
+    /** mg.all of this array (same parameters and options). */
     all: Reduction<"all">;
+    /** mg.any of this array (same parameters and options). */
     any: Reduction<"any">;
     /** Variance (MLX's a.var; `var` is a reserved word in JavaScript). */
     variance: Moment<"variance">;
+    /** The standard deviation over `axis`, as mg.std (`correction` is MLX's array-API name for ddof). */
     std: Moment<"std">;
+    /** mg.cumsum of this array (same parameters and options). */
     cumsum: Scan<"cumsum">;
+    /** mg.cumprod of this array (same parameters and options). */
     cumprod: Scan<"cumprod">;
+    /** mg.cummax of this array (same parameters and options). */
     cummax: Scan<"cummax">;
+    /** mg.cummin of this array (same parameters and options). */
     cummin: Scan<"cummin">;
+    /** mg.logcumsumexp of this array (same parameters and options). */
     logcumsumexp: Scan<"logcumsumexp">;
 
+    /** mg.add of this array (same parameters and options). */
     add: Binary<"add">;
+    /** mg.subtract of this array (same parameters and options). */
     subtract: Binary<"subtract">;
+    /** mg.multiply of this array (same parameters and options). */
     multiply: Binary<"multiply">;
+    /** mg.divide of this array (same parameters and options). */
     divide: Binary<"divide">;
+    /** mg.floorDivide of this array (same parameters and options). */
     floorDivide: Binary<"floorDivide">;
+    /** mg.remainder of this array (same parameters and options). */
     remainder: Binary<"remainder">;
+    /** mg.power of this array (same parameters and options). */
     power: Binary<"power">;
+    /** mg.maximum of this array (same parameters and options). */
     maximum: Binary<"maximum">;
+    /** mg.minimum of this array (same parameters and options). */
     minimum: Binary<"minimum">;
+    /** mg.equal of this array (same parameters and options). */
     equal: Binary<"equal">;
+    /** mg.notEqual of this array (same parameters and options). */
     notEqual: Binary<"notEqual">;
+    /** mg.less of this array (same parameters and options). */
     less: Binary<"less">;
+    /** mg.lessEqual of this array (same parameters and options). */
     lessEqual: Binary<"lessEqual">;
+    /** mg.greater of this array (same parameters and options). */
     greater: Binary<"greater">;
+    /** mg.greaterEqual of this array (same parameters and options). */
     greaterEqual: Binary<"greaterEqual">;
+    /** mg.negative of this array (same parameters and options). */
     negative: Unary<"negative">;
+    /** mg.logicalNot of this array (same parameters and options). */
     logicalNot: Unary<"logicalNot">;
+    /** mg.logicalAnd of this array (same parameters and options). */
     logicalAnd: Binary<"logicalAnd">;
+    /** mg.logicalOr of this array (same parameters and options). */
     logicalOr: Binary<"logicalOr">;
+    /** mg.bitwiseAnd of this array (same parameters and options). */
     bitwiseAnd: Binary<"bitwiseAnd">;
+    /** mg.bitwiseOr of this array (same parameters and options). */
     bitwiseOr: Binary<"bitwiseOr">;
+    /** mg.bitwiseXor of this array (same parameters and options). */
     bitwiseXor: Binary<"bitwiseXor">;
+    /** mg.bitwiseInvert of this array (same parameters and options). */
     bitwiseInvert: Unary<"bitwiseInvert">;
+    /** mg.leftShift of this array (same parameters and options). */
     leftShift: Binary<"leftShift">;
+    /** mg.rightShift of this array (same parameters and options). */
     rightShift: Binary<"rightShift">;
   }
 }

@@ -16,9 +16,11 @@ export type { FileArg } from "./file.ts";
 export { LoadError } from "./file.ts";
 export type { GgufMetadataInput, GgufMetadataValue } from "./gguf.ts";
 
+/** The formats load reads: npy, npz, safetensors, gguf. */
 export type LoadFormat = "npy" | "npz" | "safetensors" | "gguf";
 const FORMATS: readonly LoadFormat[] = ["npy", "npz", "safetensors", "gguf"];
 
+/** load's options: format, returnMetadata, stream. */
 export interface LoadOptions {
   format?: LoadFormat | null;
   returnMetadata?: boolean;
@@ -27,6 +29,7 @@ export interface LoadOptions {
 
 /** Metadata as mx.load returns it: strings for safetensors; arrays, strings or string lists for GGUF. */
 export type Metadata = Record<string, string | GgufMetadataValue>;
+/** What load returns: an array (npy), a dict of arrays, or [arrays, metadata]. */
 export type LoadResult = MgArray | Record<string, MgArray> | [Record<string, MgArray>, Metadata];
 
 /** Splits a call into positional arguments and the trailing options object, checking its keys. */
@@ -75,6 +78,8 @@ function inferFormat(path: string): LoadFormat {
  * .gguf, and `[arrays, metadata]` with `returnMetadata` (safetensors and GGUF only). The format
  * comes from the extension unless given. A corrupt, truncated or hostile file is a
  * `[load] <file>: …` error naming what is wrong, checked before anything is allocated.
+ * @example
+ * (mg.save("/tmp/mg-doc-example.npy", mg.array([1, 2])), mg.load("/tmp/mg-doc-example.npy"))
  */
 function loadImpl(file: FileArg, format: "npy", returnMetadata?: false | null, opts?: LoadOptions): MgArray;
 function loadImpl(file: FileArg, format: "npz", returnMetadata?: false | null, opts?: LoadOptions): Record<string, MgArray>;
@@ -125,7 +130,11 @@ function checkArrays(op: string, arrays: unknown): Record<string, MgArray> {
   return arrays as Record<string, MgArray>;
 }
 
-/** Saves an array as .npy (".npy" is appended to the name unless present), as mx.save. */
+/**
+ * Saves an array as .npy (".npy" is appended to the name unless present), as mx.save.
+ * @example
+ * mg.save("/tmp/mg-doc-example.npy", mg.arange(3))
+ */
 function saveImpl(file: FileArg, arr: MgArray): void {
   const path = withExtension(filePath(file, "save"), ".npy");
   const a = checkArray("save", "arr", arr);
@@ -162,17 +171,27 @@ function savezImpl(op: string, compress: boolean, args: unknown[]): void {
 /**
  * Saves arrays as an uncompressed .npz, as mx.savez: positional arrays are named arr_0, arr_1, …;
  * a trailing object adds named ones (MLX's keyword arguments).
+ * @example
+ * mg.savez("/tmp/mg-doc-example.npz", { w: mg.ones([2]), b: mg.zeros([1]) })
  */
 function savezImpl2(file: FileArg, ...args: (MgArray | Record<string, MgArray>)[]): void {
   savezImpl("savez", false, [file, ...args]);
 }
 
-/** As savez, with every entry deflate-compressed (mx.savez_compressed). */
+/**
+ * As savez, with every entry deflate-compressed (mx.savez_compressed).
+ * @example
+ * mg.savezCompressed("/tmp/mg-doc-example-z.npz", { w: mg.ones([2]) })
+ */
 function savezCompressedImpl(file: FileArg, ...args: (MgArray | Record<string, MgArray>)[]): void {
   savezImpl("savez_compressed", true, [file, ...args]);
 }
 
-/** Saves arrays (and string metadata) as .safetensors, as mx.save_safetensors. */
+/**
+ * Saves arrays (and string metadata) as .safetensors, as mx.save_safetensors.
+ * @example
+ * mg.saveSafetensors("/tmp/mg-doc-example.safetensors", { w: mg.ones([2]) }, { metadata: { author: "me" } })
+ */
 function saveSafetensorsImpl(file: FileArg, arrays: Record<string, MgArray>, metadata?: Record<string, string> | null): void {
   const path = withExtension(filePath(file, "save_safetensors"), ".safetensors");
   const checked = checkArrays("save_safetensors", arrays);
@@ -187,6 +206,8 @@ function saveSafetensorsImpl(file: FileArg, arrays: Record<string, MgArray>, met
 /**
  * Saves arrays as .gguf, as mx.save_gguf. Metadata values: arrays (0-d or 1-d), strings, lists of
  * strings, and JS numbers/booleans/bigints (int32 or float32, bool, int64 by the literal rule).
+ * @example
+ * mg.saveGguf("/tmp/mg-doc-example.gguf", { w: mg.ones([2]) })
  */
 function saveGgufImpl(file: FileArg, arrays: Record<string, MgArray>, metadata?: Record<string, GgufMetadataInput> | null): void {
   const path = withExtension(filePath(file, "save_gguf"), ".gguf");

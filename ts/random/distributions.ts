@@ -94,6 +94,8 @@ function paramArray(v: ArrayInput, dtype: Dtype, op: string): MgArray {
 /**
  * Uniform samples on [low, high), as mx.random.uniform(low=0, high=1, shape=[], dtype=float32,
  * key=None). low and high broadcast to `shape`.
+ * @example
+ * mg.random.uniform(0, 1, [3], { key: mg.random.key(0) })
  */
 export function uniform(
   low: ArrayInput = 0, high: ArrayInput = 1, shape: ShapeArg = [], dtype: Dtype | null = float32, key: MgArray | null = null,
@@ -111,6 +113,8 @@ export function uniform(
  * Normal samples, as mx.random.normal(shape=[], dtype=float32, loc=None, scale=None, key=None):
  * loc + scale·√2·erfinv(u) with u uniform on (-1, 1). For complex64 the real and imaginary
  * parts are each N(0, 1/2) (erfinv of two uniforms, without the √2).
+ * @example
+ * mg.random.normal([2], { key: mg.random.key(0) })
  */
 export function normal(
   shape: ShapeArg = [], dtype: Dtype | null = float32, loc: ArrayInput | null = null, scale: ArrayInput | null = null,
@@ -153,6 +157,8 @@ function complexNormal(shape: number[], loc: MgArray | null, scale: MgArray | nu
  * Samples of a normal truncated to [lower, upper], as mx.random.truncated_normal(lower, upper,
  * shape=None, dtype=float32, key=None): √2·erfinv(u) with u uniform on [erf(lower/√2),
  * erf(upper/√2)), clipped into the bounds. The default shape broadcasts lower with upper.
+ * @example
+ * mg.random.truncatedNormal(-1, 1, [3], { key: mg.random.key(0) })
  */
 export function truncatedNormal(
   lower: ArrayInput, upper: ArrayInput, shape: ShapeArg | null = null, dtype: Dtype | null = float32, key: MgArray | null = null,
@@ -186,6 +192,8 @@ export function truncatedNormal(
  * key=None): floor of a float32 uniform on [low, high), cast to `dtype` and clamped to
  * [low, high − 1] (bounds beyond float32's 2²⁴ integer resolution stay respected, though not
  * every integer is reachable there). high ≤ low gives low everywhere.
+ * @example
+ * mg.random.randint(0, 10, [4], { key: mg.random.key(0) })
  */
 export function randint(
   low: ArrayInput, high: ArrayInput, shape: ShapeArg = [], dtype: Dtype | null = int32, key: MgArray | null = null,
@@ -213,6 +221,8 @@ export function randint(
  * Bernoulli samples (bool) with probability p, as mx.random.bernoulli(p=0.5, shape=None,
  * key=None): bits < p·nextafter(2³², ∞), so p ≥ 1 is always true and p ≤ 0 always false.
  * p must be a floating array (a JS integer such as 1 is int32; write 1 as mg.array(1, mg.float32)).
+ * @example
+ * mg.random.bernoulli(0.5, [4], mg.random.key(0))
  */
 export function bernoulli(p: ArrayInput = 0.5, shape: ShapeArg | null = null, key: MgArray | null = null, opts: StreamOptions = {}): MgArray {
   const op = "bernoulli";
@@ -235,7 +245,11 @@ export function bernoulli(p: ArrayInput = 0.5, shape: ShapeArg | null = null, ke
   return less(bitsFromKey(drawShape, 4, validKey, stream), multiply(p, upper, o), o);
 }
 
-/** Standard Gumbel samples −log(−log(u)), as mx.random.gumbel(shape=[], dtype=float32, key=None). */
+/**
+ * Standard Gumbel samples −log(−log(u)), as mx.random.gumbel(shape=[], dtype=float32, key=None).
+ * @example
+ * mg.random.gumbel([2], { key: mg.random.key(0) })
+ */
 export function gumbel(shape: ShapeArg = [], dtype: Dtype | null = float32, key: MgArray | null = null, opts: StreamOptions = {}): MgArray {
   const op = "gumbel";
   const stream = resolveStream(opts.stream);
@@ -250,6 +264,8 @@ function gumbelFrom(shape: number[], dtype: Dtype, key: MgArray, o: Opts, op: st
  * Laplace samples, as mx.random.laplace(shape=[], dtype=float32, loc=0.0, scale=1.0, key=None):
  * sign(u)·log1p(−|u|) for u uniform on (-1, 1) (the inverse CDF), then scale and shift.
  * loc and scale are numbers (float32 in MLX).
+ * @example
+ * mg.random.laplace([2], { key: mg.random.key(0) })
  */
 export function laplace(
   shape: ShapeArg = [], dtype: Dtype | null = float32, loc = 0.0, scale = 1.0, key: MgArray | null = null, opts: StreamOptions = {},
@@ -286,6 +302,8 @@ function checkNumber(x: unknown, name: string, op: string): number {
  * along `axis`. At most one of shape and numSamples: `shape` must broadcast with the logits'
  * shape without `axis`; numSamples draws that many per distribution (a last output axis).
  * Default: one draw per distribution.
+ * @example
+ * mg.random.categorical(mg.log(mg.array([0.1, 0.9])), { numSamples: 4, key: mg.random.key(0) })
  */
 export function categorical(
   logits: ArrayInput, axis = -1, shape: ShapeArg | null = null, numSamples: number | null = null, key: MgArray | null = null,
@@ -360,6 +378,8 @@ function categoricalInverseCdf(logits: MgArray, shape: number[], key: MgArray, o
  * A random permutation, as mx.random.permutation(x, axis=0, key=None): for an integer n, a
  * permutation of arange(n) (uint32: the argsort of n random uint32 words); for an array, its
  * entries along `axis` in a random order.
+ * @example
+ * mg.random.permutation(5, { key: mg.random.key(0) })
  */
 export function permutation(x: number | ArrayInput, axis = 0, key: MgArray | null = null, opts: StreamOptions = {}): MgArray {
   const op = "permutation";

@@ -30,7 +30,11 @@ function toSeed(s: unknown, op: string): bigint {
 // time in milliseconds when it is first needed.
 let globalKey: [number, number] | null = null;
 
-/** Seeds the global PRNG, as mx.random.seed. */
+/**
+ * Seeds the global PRNG, as mx.random.seed.
+ * @example
+ * mg.random.seed(42)
+ */
 export function seed(seed: number | bigint): void {
   globalKey = keyWords(toSeed(seed, "seed"));
 }
@@ -52,7 +56,11 @@ export function resolveKey(key: unknown, op: string, stream: Stream): MgArray {
   return checkKey(key, op);
 }
 
-/** A PRNG key from a seed, as mx.random.key: uint32 [seed >> 32, seed & 0xffffffff]. */
+/**
+ * A PRNG key from a seed, as mx.random.key: uint32 [seed >> 32, seed & 0xffffffff].
+ * @example
+ * mg.random.key(0)
+ */
 export function key(seed: number | bigint): MgArray {
   const [k0, k1] = keyWords(toSeed(seed, "key"));
   return fromValues([k0, k1], [2], uint32);
@@ -65,6 +73,8 @@ export function bitsFromKey(shape: readonly number[], width: BitWidth, key: MgAr
 
 /**
  * Splits a key into `num` sub keys, as mx.random.split(key, num=2): an array of shape (num, 2).
+ * @example
+ * mg.random.split(mg.random.key(0))
  */
 export function split(key: MgArray, num = 2, opts: StreamOptions = {}): MgArray {
   const stream = resolveStream(opts.stream);
@@ -78,6 +88,8 @@ export function split(key: MgArray, num = 2, opts: StreamOptions = {}): MgArray 
 /**
  * Raw random bits, as MLX's bits(shape=[], width=4, key=None): uint32, uint16 or uint8 for a
  * width of 4, 2 or 1 bytes. As in MLX's C++ API, `bits(shape, key)` means width 4.
+ * @example
+ * mg.random.bits([2], mg.random.key(0))
  */
 export function bits(shape: ShapeArg = [], width: number | MgArray = 4, key: MgArray | null = null, opts: StreamOptions = {}): MgArray {
   const stream = resolveStream(opts.stream);

@@ -27,8 +27,10 @@ export function full(shape: number | readonly number[], vals: ArrayInput, dtype?
 }
 
 /**
+ * An array of `shape` filled with zeros (float32 unless `dtype` is given). `empty` is the same
+ * function (arrays are never uninitialised).
  * @example
- * mg.empty([2], mg.int32)
+ * mg.zeros([2], mg.int32)
  */
 export function zeros(shape: number | readonly number[], dtype: Dtype = float32, opts: StreamOptions = {}): MgArray {
   dtypeArgument("zeros", dtype);
@@ -45,7 +47,7 @@ export function ones(shape: number | readonly number[], dtype: Dtype = float32, 
   return full(shape, 1, dtype, opts);
 }
 
-/** As mx.empty, which is mx.zeros: arrays are never uninitialised, so an empty array is zeros. */
+// As mx.empty, which is mx.zeros: arrays are never uninitialised, so an empty array is zeros.
 export const empty = zeros;
 
 /**
@@ -60,8 +62,9 @@ export function fullLike(a: ArrayInput, vals: ArrayInput, dtype?: Dtype | null, 
 }
 
 /**
+ * Zeros shaped like `a`, in its dtype unless `dtype` is given. `emptyLike` is the same function.
  * @example
- * mg.emptyLike(mg.array([1.5, 2.5]))
+ * mg.zerosLike(mg.array([1.5, 2.5]))
  */
 export function zerosLike(a: ArrayInput, dtype?: Dtype | null, opts: StreamOptions = {}): MgArray {
   if (dtype != null) dtypeArgument("zeros_like", dtype);
@@ -80,7 +83,7 @@ export function onesLike(a: ArrayInput, dtype?: Dtype | null, opts: StreamOption
   return full(x.shape, 1, dtype ?? x.dtype, opts);
 }
 
-/** As mx.empty_like, which is mx.zeros_like. */
+// As mx.empty_like, which is mx.zeros_like.
 export const emptyLike = zerosLike;
 
 /**
@@ -248,9 +251,7 @@ export function identity(n: number, dtype: Dtype = float32, opts: StreamOptions 
   return eye(n, n, 0, dtype, opts);
 }
 
-/**
- * meshgrid's keyword options: `sparse`, `indexing` ("xy" or "ij") and `stream`.
- */
+/** meshgrid's keyword options: `sparse`, `indexing` ("xy" or "ij") and `stream`. */
 export interface MeshgridOptions extends StreamOptions {
   sparse?: boolean;
   indexing?: "xy" | "ij";

@@ -489,12 +489,14 @@ export const minimum = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) 
  * mg.logaddexp(mg.array([1000, 0], mg.float32), mg.array([1000, 0], mg.float32))
  */
 export const logaddexp = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.LogAddExp, "logaddexp", a, b, opts, atLeastFloat);
-export const arctan2 = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.ArcTan2, "arctan2", a, b, opts, atLeastFloat);
 /**
- * Array-API spellings of arctan2 and power (the same functions in MLX).
+ * The angle of the point (b, a) elementwise: arctan(a / b) in the right quadrant, in (−π, π].
+ * `atan2` is the same function.
  * @example
  * mg.arctan2(mg.array([1, -1], mg.float32), mg.array([-1, -1], mg.float32))
  */
+export const arctan2 = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.ArcTan2, "arctan2", a, b, opts, atLeastFloat);
+// Array-API spellings of arctan2 and power (the same functions in MLX).
 export const atan2 = arctan2;
 export const pow = power;
 
@@ -594,18 +596,14 @@ const shiftRule = (op: string) => (t: Dtype) => (t === bool_ ? uint8 : bitwiseRu
  * mg.leftShift(mg.array([1, 2]), 3)
  */
 export const leftShift = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.LeftShift, "left_shift", a, b, opts, shiftRule("left_shift"));
+/**
+ * a >> b elementwise (arithmetic for signed integers). `bitwiseRightShift` is the same function.
+ * @example
+ * mg.rightShift(mg.array([16, -16]), 2)
+ */
 export const rightShift = (a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}) => binaryOp(P.RightShift, "right_shift", a, b, opts, shiftRule("right_shift"));
-/**
- * Array-API spellings of leftShift and rightShift (the same functions in MLX).
- * @example
- * mg.bitwiseLeftShift(mg.array([1, 3]), 2)
- */
+// Array-API spellings of leftShift and rightShift (the same functions in MLX).
 export const bitwiseLeftShift = leftShift;
-/**
- * a >> b elementwise (arithmetic for signed integers). `rightShift` is the same function.
- * @example
- * mg.bitwiseRightShift(mg.array([16, -16]), 2)
- */
 export const bitwiseRightShift = rightShift;
 
 // ---------------------------------------------------------------------------------------------
@@ -717,9 +715,7 @@ export function nanToNum(
   return r;
 }
 
-/**
- * isclose's options: `equalNan` (NaN equals NaN) and `stream`.
- */
+/** isclose's options: `equalNan` (NaN equals NaN) and `stream`. */
 export interface IsCloseOptions extends StreamOptions {
   equalNan?: boolean;
 }

@@ -14,14 +14,10 @@ import { type ArrayInput, fromValues, type StreamOptions, toArray } from "./conv
 import * as ew from "./elementwise.ts";
 import { flatten, reshape, transpose } from "./shape.ts";
 
-/**
- * An axis or a list of axes; null or undefined for all.
- */
+/** An axis or a list of axes; null or undefined for all. */
 export type Axes = number | readonly number[] | null | undefined;
 
-/**
- * The reductions' options object: `stream` (and, by name, `axis` and `keepdims`).
- */
+/** The reductions' options object: `stream` (and, by name, `axis` and `keepdims`). */
 export interface ReduceOptions extends StreamOptions {}
 
 /** Validates axes as MLX's compute_reduce_shape: sorted, unique, in range; optional empty check. */
@@ -171,9 +167,7 @@ export function mean(a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceO
   return ew.multiply(sum(x, axes, keepdims, opts), inverseCount(x, axes, atLeastFloat(x.dtype)), opts);
 }
 
-/**
- * variance's and std's options object: `stream` (and, by name, `axis`, `keepdims`, `ddof`).
- */
+/** variance's and std's options object: `stream` (and, by name, `axis`, `keepdims`, `ddof`). */
 export interface VarianceOptions extends ReduceOptions {}
 
 /**
@@ -225,16 +219,12 @@ export function countNonzero(a: ArrayInput, opts: ReduceOptions & { axis?: Axes;
 // ---------------------------------------------------------------------------------------------
 // Scans
 
-/**
- * The scans' keyword options: `reverse`, `inclusive` and `stream`.
- */
+/** The scans' keyword options: `reverse`, `inclusive` and `stream`. */
 export interface ScanOptions extends StreamOptions {
   reverse?: boolean;
   inclusive?: boolean;
 }
-/**
- * cumsum's and cumprod's keyword options: `reverse`, `inclusive`, `dtype` (cast first) and `stream`.
- */
+/** cumsum's and cumprod's keyword options: `reverse`, `inclusive`, `dtype` (cast first) and `stream`. */
 export interface CumOptions extends ScanOptions {
   dtype?: Dtype | null;
 }
@@ -273,7 +263,7 @@ export const cumsum = (a: ArrayInput, axis?: number | null, opts: CumOptions = {
  * mg.cumprod(mg.array([1, 2, 3, 4]), 0, { inclusive: false })
  */
 export const cumprod = (a: ArrayInput, axis?: number | null, opts: CumOptions = {}) => scanOp("prod", "cumprod", a, axis, opts);
-/** The array-API spellings of cumsum and cumprod (the same functions in MLX). */
+// The array-API spellings of cumsum and cumprod (the same functions in MLX).
 export const cumulativeSum = cumsum;
 export const cumulativeProd = cumprod;
 /**
@@ -309,9 +299,7 @@ export function arrayEqual(a: ArrayInput, b: ArrayInput, equalNan = false, opts:
   return all(equalNan ? ew.equalOrBothNan(x, y, opts) : ew.equal(x, y, opts), null, false, opts);
 }
 
-/**
- * allclose's options: `equalNan` (NaN equals NaN) and `stream`.
- */
+/** allclose's options: `equalNan` (NaN equals NaN) and `stream`. */
 export interface AllCloseOptions extends StreamOptions {
   equalNan?: boolean;
 }

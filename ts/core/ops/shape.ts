@@ -129,7 +129,7 @@ export function transpose(a: ArrayInput, axes?: readonly number[] | null, opts: 
   return makeArray(Transpose, [x], { axes: perm }, resolveStream(opts.stream));
 }
 
-/** The array-API spelling of transpose, as mx.permute_dims (the same function). */
+// The array-API spelling of transpose, as mx.permute_dims (the same function).
 export const permuteDims = transpose;
 
 /**
