@@ -14,7 +14,7 @@ import { API, SignatureKind, SymbolFlags, type Symbol as TsSymbol, type Type } f
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as mg from "../ts/index.ts";
-import { type CallSpec, signatureOf } from "../ts/core/options.ts";
+import { type CallSpec, callSpec, signatureOf } from "../ts/core/options.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const OUT = join(ROOT, "docs", "api");
@@ -242,6 +242,24 @@ async function addClass(w: Walker, page: string, key: string, name: string, cls:
   }
 }
 
+/** A class made by a function (`export const ReLU = activationModule(…)`): its constructors. */
+async function addClassValue(w: Walker, page: string, key: string, name: string, s: TsSymbol): Promise<void> {
+  const { doc, examples, tags } = await docOf(w, s);
+  const t = await w.checker.getTypeOfSymbol(s);
+  const signatures: string[] = [];
+  const typeTexts: string[] = [];
+  for (const c of t ? await w.checker.getSignaturesOfType(t, SignatureKind.Construct) : []) {
+    const parts: string[] = [];
+    for (const p of await c.getParameters()) {
+      const pt = await typeText(w, await w.checker.getTypeOfSymbol(p));
+      parts.push(`${p.name}: ${pt}`);
+      typeTexts.push(pt);
+    }
+    signatures.push(`new ${name}(${parts.join(", ")})`);
+  }
+  w.entries.push({ key, page, kind: "class", signatures, doc, examples, tags, optionTypes: {}, typeTexts, source: await sourceOf(w, s) });
+}
+
 async function addType(w: Walker, page: string, key: string, s: TsSymbol): Promise<void> {
   const { doc, examples, tags } = await docOf(w, s);
   const t = await w.checker.getDeclaredTypeOfSymbol(s);
@@ -275,6 +293,8 @@ async function walkModule(w: Walker, mod: TsSymbol, prefix: string, page: string
       await addClass(w, page, key, name, s);
     } else if ((isFlag(s, SymbolFlags.Function) || isFlag(s, SymbolFlags.Variable)) && value === undefined && prefix !== "MgArray.") {
       continue; // a value re-exported with `export type *`: a type-only name, not part of the API
+    } else if (isFlag(s, SymbolFlags.Variable) && typeof value === "function" && /^class[\s{]/.test(Function.prototype.toString.call(value))) {
+      await addClassValue(w, page, key, name, s);
     } else if (isFlag(s, SymbolFlags.Function) || (isFlag(s, SymbolFlags.Variable) && typeof value === "function")) {
       await addFunction(w, page, key, name, exported, value);
     } else if (isFlag(s, SymbolFlags.Variable) && isFunctionNamespace(value)) {
@@ -331,8 +351,9 @@ export async function collect(): Promise<Entry[]> {
 const transpiler = new Bun.Transpiler({ loader: "ts" });
 
 /**
- * Runs an example (TypeScript; `mg` in scope; its last line an expression) on the CPU device after
- * seeding the global PRNG, and returns what it prints. Throws, naming the entry, when it fails.
+ * Runs an example (TypeScript; `mg` in scope; its last line an expression) with the CPU as the
+ * default device after seeding the global PRNG, and returns what it prints. Throws, naming the
+ * entry, when it fails.
  */
 export function runExample(key: string, code: string): string {
   const lines = code.split("\n");
@@ -341,11 +362,18 @@ export function runExample(key: string, code: string): string {
   const js = transpiler.transformSync(body);
   const fn = new Function("mg", js) as (m: typeof mg) => unknown;
   mg.random.seed(0);
+  // The CPU device by default; what an example changes globally (the default device, compile's
+  // switch) is put back, so examples neither depend on nor affect what runs around them.
+  const device = mg.defaultDevice();
+  mg.setDefaultDevice(mg.cpu);
   let value: unknown;
   try {
-    value = mg.stream(mg.cpu, () => fn(mg));
+    value = fn(mg);
   } catch (e) {
     throw new Error(`[api-docs] the example of ${key} failed: ${(e as Error).message}\n${code}`, { cause: e });
+  } finally {
+    mg.setDefaultDevice(device);
+    mg.enableCompile();
   }
   return show(value);
 }
@@ -388,8 +416,10 @@ function shownSignatures(e: Entry, qualified: string): string[] {
     return m ? [m[1]!, m[3]!.trim()] as const : ["", ""] as const;
   }));
   const ret = first.slice(first.lastIndexOf("):") + 2).trim();
+  const fromRest = restOptionTypes(first);
+  const usable = (t: string | undefined) => (t && !t.startsWith("[") && t !== "unknown[]" ? t : undefined);
   const params = e.spec.positional.map((p, i) => {
-    const t = declared.get(p.name) ?? e.optionTypes[p.name] ?? "unknown";
+    const t = usable(declared.get(p.name)) ?? fromRest[p.name] ?? usable(e.optionTypes[p.name]) ?? "unknown";
     return i < e.spec!.required ? `${p.name}: ${t}` : `${p.name}?: ${t}`;
   });
   if (e.spec.variadic) params.push(`...${e.spec.variadic}: unknown[]`);
@@ -397,14 +427,53 @@ function shownSignatures(e: Entry, qualified: string): string[] {
   return [`${qualified}(${params.join(", ")})${ret ? `: ${ret}` : ""}`];
 }
 
+/** The option types a `...rest: Trailing<…, { a?: A; b?: B }>` parameter spells: its first object type. */
+function restOptionTypes(signature: string): Record<string, string> {
+  const at = signature.search(/\brest\??: \[/);
+  if (at < 0) return {};
+  const open = signature.indexOf("{", at);
+  if (open < 0) return {};
+  let depth = 0;
+  let close = open;
+  for (; close < signature.length; close++) {
+    if (signature[close] === "{") depth++;
+    else if (signature[close] === "}" && --depth === 0) break;
+  }
+  const out: Record<string, string> = {};
+  for (const member of splitTopLevel(signature.slice(open + 1, close), ";")) {
+    const m = member.trim().match(/^([\w$]+)\??:\s*([^]*)$/);
+    if (m) out[m[1]!] = m[2]!.trim().replace(/ \| undefined$/, "");
+  }
+  return out;
+}
+
+/** A constructor's signature: as declared, or (for `...rest` forms) built from MLX's signature. */
+function shownConstructor(e: Entry, qualified: string): string[] {
+  const spec = callSpec(e.key);
+  if (!spec || !e.signatures.some((sig) => /\brest\??: /.test(sig))) return e.signatures.map((sig) => sig.replace(/^new [\w$]+/, `new ${qualified}`));
+  const first = e.signatures[0]!;
+  const types = { ...restOptionTypes(first) };
+  for (const p of splitTopLevel(first.slice(first.indexOf("(") + 1, first.lastIndexOf(")")), ",")) {
+    const m = p.trim().match(/^([\w$]+)\??:\s*([^]*)$/);
+    if (m && m[1] !== "rest") types[m[1]!] = m[2]!.trim();
+  }
+  const params = spec.positional.map((p, i) => `${p.name}${i < spec.required ? "" : "?"}: ${types[p.name] ?? "unknown"}`);
+  if (spec.accepted.length > 0) params.push("options?: { … }");
+  return [`new ${qualified}(${params.join(", ")})`];
+}
+
 function optionsTable(e: Entry): string[] {
-  const spec = e.spec;
+  const spec = e.spec ?? (e.kind === "class" ? callSpec(e.key) : undefined);
+  if (spec && e.kind === "class" && Object.keys(e.optionTypes).length === 0) Object.assign(e.optionTypes, restOptionTypes(e.signatures[0] ?? ""));
   if (!spec || spec.accepted.length === 0) return [];
+  const restTypes = restOptionTypes(e.signatures[0] ?? "");
+  for (const [k, v] of Object.entries(restTypes)) if (!e.optionTypes[k] || e.optionTypes[k]!.includes("[")) e.optionTypes[k] = v;
   const rows = spec.accepted.map((name) => {
     const at = spec.positional.findIndex((p) => p.name === name);
     const param = at >= 0 ? spec.positional[at]! : spec.keywords.find((p) => p.name === name)!;
     const where = at >= 0 ? `positional ${at + 1} or by name` : "by name";
-    const type = e.optionTypes[name] ? `\`${e.optionTypes[name]!.replace(/\|/g, "\\|")}\`` : "";
+    const known = e.optionTypes[name] && e.optionTypes[name] !== "unknown[]" ? e.optionTypes[name] : name === "stream" ? "StreamOrDevice | null" : undefined;
+    const type = known ? `\`${known.replace(/\|/g, "\\|")}\`` : "";
     const dflt = param.default === undefined ? "required" : `\`${jsDefault(param.default).replace(/\|/g, "\\|")}\``;
     return `| \`${name}\` | ${type} | ${dflt} | ${where} |`;
   });
@@ -414,12 +483,14 @@ function optionsTable(e: Entry): string[] {
 function renderEntry(e: Entry, outputs: Map<string, string[]>): string[] {
   const name = e.key.startsWith("MgArray.") ? `a.${e.key.slice("MgArray.".length)}` : `mg.${e.key}`;
   const out = [`### ${name}`, ""];
-  const sigs = e.kind === "function" || e.kind === "method" ? shownSignatures(e, name) : e.signatures;
+  const sigs = e.kind === "function" || e.kind === "method" ? shownSignatures(e, name) : e.kind === "class" ? shownConstructor(e, name) : e.signatures;
   out.push("```ts", ...sigs, "```", "");
+  const classSpec = e.kind === "class" ? callSpec(e.key) : undefined;
+  if (classSpec?.mlx) out.push(`MLX: \`${classSpec.mlx}\``, "");
   if (e.spec?.mlx) out.push(`MLX: \`${e.spec.mlx.replace(/^mlx\.core\.array\./, "mlx.core.array.")}\`${e.spec.note ? ` — ${e.spec.note}` : ""}`, "");
   else if (e.spec?.note) out.push(`metalgrad: ${e.spec.note}`, "");
   if (e.aliasOf) out.push(`The same function as [mg.${e.aliasOf}](#${anchor(`mg.${e.aliasOf}`)}).`, "");
-  if (e.doc) out.push(e.doc, "");
+  if (e.doc) out.push(e.doc.split("\n").map((l) => l.trim()).join("\n"), "");
   const table = optionsTable(e);
   if (table.length > 0) out.push(...table.slice(1), "");
   e.examples.forEach((code, i) => {

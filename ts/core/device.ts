@@ -29,7 +29,7 @@ export class Device {
 /**
  * A queue of work on a device, as mx.Stream.
  * @example
- * mg.newStream(mg.cpu).toString()
+ * mg.defaultStream(mg.cpu).toString()
  */
 export class Stream {
   constructor(
@@ -117,7 +117,7 @@ export function defaultDevice(): Device {
 /**
  * Makes `device` the default device, as mx.set_default_device.
  * @example
- * mg.setDefaultDevice(mg.defaultDevice())
+ * mg.setDefaultDevice(mg.cpu)
  */
 export function setDefaultDevice(device: Device): void {
   if (!(device instanceof Device)) throw new TypeError("[set_default_device] expected a Device.");

@@ -63,6 +63,9 @@ export type ParametersOf<T> = T extends MgArray ? MgArray
 /** A tree of entries as update() and updateModules() take it: a partial or full tree like parameters(). */
 export type EntryTree = NestedTree;
 
+/**
+ * freeze's and unfreeze's options: recurse, keys, strict.
+ */
 export interface FreezeOptions {
   /** Also (un)freeze the submodules' parameters. Default true. */
   recurse?: boolean;
@@ -72,6 +75,15 @@ export interface FreezeOptions {
   strict?: boolean;
 }
 
+/**
+ * The base class of layers and models, as mlx.nn.Module: its array, module, object and list properties are its parameters and children (MLX's names: `layers.0.weight`); call it with `m.forward(x)`.
+ * @example
+ * class Mlp extends mg.nn.Module {
+ *   l1 = new mg.nn.Linear(2, 3);
+ *   override forward(x: mg.MgArray) { return mg.nn.relu(this.l1.forward(x)); }
+ * }
+ * Object.keys(new Mlp().parameters().l1)
+ */
 export class Module {
   /** Names of this module's frozen entries (no gradient through nn.valueAndGrad). */
   declare protected readonly _noGrad: Set<string>;
@@ -116,6 +128,9 @@ export class Module {
     return "";
   }
 
+  /**
+   * The module tree as MLX prints it.
+   */
   toString(): string {
     const kids = treeFlatten(this.children(), "", Module.isModule) as FlatTree;
     let s = `${this.constructor.name}(${this._extraRepr()}`;

@@ -17,6 +17,10 @@ function checkModule(model: unknown, op: string): asserts model is Module {
 /**
  * Returns a function computing `fn(...args)` and its gradient with respect to `model`'s trainable
  * parameters: `[value, grads]`, grads shaped (and typed) like model.trainableParameters().
+ * @example
+ * const model = new mg.nn.Linear(2, 1);
+ * const [loss, grads] = mg.nn.valueAndGrad(model, (x: mg.MgArray) => mg.sum(model.forward(x)))(mg.ones([3, 2]));
+ * grads.weight
  */
 export function valueAndGrad<M extends Module, P extends unknown[], R>(model: M, fn: (...args: P) => R): (...args: P) => [R, ParametersOf<M>] {
   checkModule(model, "value_and_grad");
@@ -40,6 +44,9 @@ export function valueAndGrad<M extends Module, P extends unknown[], R>(model: M,
 /**
  * Gradient checkpointing of `fn` (default: the module's forward) with respect to the module's
  * trainable parameters and fn's inputs: the backward pass recomputes fn's intermediates.
+ * @example
+ * const layer = new mg.nn.Linear(2, 2);
+ * mg.nn.checkpoint(layer)(mg.ones([1, 2])).shape
  */
 export function checkpoint<M extends Module>(module: M): M["forward"];
 export function checkpoint<F extends Transformable>(module: Module, fn: F): F;

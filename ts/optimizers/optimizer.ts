@@ -30,6 +30,11 @@ function scalar(v: number | MgArray): MgArray {
   return v instanceof MgArray ? v : array(v, float32);
 }
 
+/**
+ * The base class of optimizers, as mlx.optimizers.Optimizer: `update(model, grads)`, `applyGradients`, `state`, `learningRate`; subclasses define initSingle and applySingle.
+ * @example
+ * new mg.optimizers.SGD(0.5).learningRate
+ */
 export abstract class Optimizer {
   protected _initialized = false;
   protected _state: OptimizerState;
@@ -156,6 +161,9 @@ export type ParameterFilter = (path: string, gradient: MgArray) => boolean;
 /**
  * Several optimizers over disjoint parameter sets: parameter k goes to the first optimizer whose
  * filter accepts it (the last optimizer takes the rest), as mlx.optimizers.MultiOptimizer.
+ * @example
+ * const opt = new mg.optimizers.MultiOptimizer([new mg.optimizers.SGD(1), new mg.optimizers.SGD(0.1)], [(path) => path === "a"]);
+ * opt.applyGradients({ a: mg.ones([1]), b: mg.ones([1]) }, { a: mg.zeros([1]), b: mg.zeros([1]) })
  */
 export class MultiOptimizer extends Optimizer {
   readonly optimizers: Optimizer[];

@@ -30,6 +30,8 @@ function fuseWith(parameter: MgArray, state: MgArray, scalars: MgArray[] = []): 
  * Stochastic gradient descent with optional momentum, weight decay, dampening and Nesterov
  * momentum, as optimizers.SGD(learning_rate, momentum=0.0, weight_decay=0.0, dampening=0.0,
  * nesterov=False).
+ * @example
+ * new mg.optimizers.SGD(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
  */
 export class SGD extends Optimizer {
   readonly momentum: number;
@@ -67,7 +69,11 @@ export class SGD extends Optimizer {
   }
 }
 
-/** RMSprop, as optimizers.RMSprop(learning_rate, alpha=0.99, eps=1e-8). */
+/**
+ * RMSprop, as optimizers.RMSprop(learning_rate, alpha=0.99, eps=1e-8).
+ * @example
+ * new mg.optimizers.RMSprop(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
+ */
 export class RMSprop extends Optimizer {
   readonly alpha: number;
   readonly eps: number;
@@ -91,7 +97,11 @@ export class RMSprop extends Optimizer {
   }
 }
 
-/** Adagrad, as optimizers.Adagrad(learning_rate, eps=1e-8). */
+/**
+ * Adagrad, as optimizers.Adagrad(learning_rate, eps=1e-8).
+ * @example
+ * new mg.optimizers.Adagrad(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
+ */
 export class Adagrad extends Optimizer {
   readonly eps: number;
   constructor(learningRate: Scheduled, ...rest: Trailing<[eps: number], { eps?: number }>) {
@@ -112,7 +122,11 @@ export class Adagrad extends Optimizer {
   }
 }
 
-/** AdaDelta, as optimizers.AdaDelta(learning_rate, rho=0.9, eps=1e-6). */
+/**
+ * AdaDelta, as optimizers.AdaDelta(learning_rate, rho=0.9, eps=1e-6).
+ * @example
+ * new mg.optimizers.AdaDelta(1.0).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
+ */
 export class AdaDelta extends Optimizer {
   readonly rho: number;
   readonly eps: number;
@@ -150,6 +164,8 @@ function checkBetas(op: string, betas: readonly number[]): void {
 /**
  * Adam, as optimizers.Adam(learning_rate, betas=[0.9, 0.999], eps=1e-8, bias_correction=False):
  * MLX's default has no bias correction.
+ * @example
+ * new mg.optimizers.Adam(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
  */
 export class Adam extends Optimizer {
   readonly betas: [number, number];
@@ -193,6 +209,8 @@ export class Adam extends Optimizer {
 /**
  * Adam with decoupled weight decay, as optimizers.AdamW(learning_rate, betas=[0.9, 0.999],
  * eps=1e-8, weight_decay=0.01, bias_correction=False).
+ * @example
+ * new mg.optimizers.AdamW(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.ones([2]) }).w
  */
 export class AdamW extends Adam {
   readonly weightDecay: number;
@@ -214,7 +232,11 @@ export class AdamW extends Adam {
   }
 }
 
-/** Adamax (Adam with the infinity norm), as optimizers.Adamax(learning_rate, betas=[0.9, 0.999], eps=1e-8). */
+/**
+ * Adamax (Adam with the infinity norm), as optimizers.Adamax(learning_rate, betas=[0.9, 0.999], eps=1e-8).
+ * @example
+ * new mg.optimizers.Adamax(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
+ */
 export class Adamax extends Adam {
   constructor(learningRate: Scheduled, ...rest: Trailing<[betas: readonly number[], eps: number], { betas?: readonly number[]; eps?: number }>) {
     const o = resolveOptions("Adamax", rest, { betas: [0.9, 0.999] as readonly number[], eps: 1e-8 });
@@ -231,7 +253,11 @@ export class Adamax extends Adam {
   }
 }
 
-/** Lion (sign updates), as optimizers.Lion(learning_rate, betas=[0.9, 0.99], weight_decay=0.0). */
+/**
+ * Lion (sign updates), as optimizers.Lion(learning_rate, betas=[0.9, 0.99], weight_decay=0.0).
+ * @example
+ * new mg.optimizers.Lion(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
+ */
 export class Lion extends Optimizer {
   readonly betas: [number, number];
   readonly weightDecay: number;
@@ -279,6 +305,8 @@ interface AdafactorOptions {
  * Adafactor (factored second moments for matrices), as optimizers.Adafactor(learning_rate=None,
  * eps=(1e-30, 1e-3), clip_threshold=1.0, decay_rate=-0.8, beta_1=None, weight_decay=0.0,
  * scale_parameter=True, relative_step=True, warmup_init=False).
+ * @example
+ * new mg.optimizers.Adafactor().applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w.shape
  */
 export class Adafactor extends Optimizer {
   readonly eps: readonly [number, number];
@@ -379,6 +407,8 @@ export class Adafactor extends Optimizer {
 /**
  * Muon (momentum orthogonalised by Newton–Schulz iterations for matrices), as
  * optimizers.Muon(learning_rate, momentum=0.95, weight_decay=0.01, nesterov=True, ns_steps=5).
+ * @example
+ * new mg.optimizers.Muon(0.1).applyGradients({ w: mg.ones([2, 2]) }, { w: mg.zeros([2, 2]) }).w.shape
  */
 export class Muon extends Optimizer {
   readonly momentum: number;
@@ -438,6 +468,8 @@ export class Muon extends Optimizer {
 /**
  * Rescales a gradient tree so its global 2-norm is at most `maxNorm`, as
  * optimizers.clip_grad_norm(grads, max_norm): returns [clipped gradients, total norm].
+ * @example
+ * mg.optimizers.clipGradNorm({ w: mg.array([3, 4], mg.float32) }, 1)[1]
  */
 export function clipGradNorm<T>(grads: T, maxNorm: number): [T, MgArray] {
   const tree: unknown = grads;

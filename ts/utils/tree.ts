@@ -8,10 +8,16 @@ import { checkOptionNames } from "../core/options.ts";
 
 /** Objects that trees walk into as dicts: the method returns their [key, child] entries. */
 export const TREE_NODE: unique symbol = Symbol.for("metalgrad.treeNode");
+/**
+ * An object trees walk into as a dict (mg.nn.Module is one): its [TREE_NODE]() gives its entries.
+ */
 export interface TreeNode {
   [TREE_NODE](): [string, unknown][];
 }
 
+/**
+ * Decides what a tree walk treats as a leaf.
+ */
 export type IsLeaf = ((x: unknown) => boolean) | null | undefined;
 /** A flattened tree: [dotted key, leaf] pairs. */
 export type FlatTree<L = unknown> = [string, L][];
@@ -70,6 +76,8 @@ function splitTrailing(rest: unknown[], names: readonly string[]): [unknown[], R
  * Extra trees (`rest`) have at least `tree`'s structure; their leaves at the same places are passed
  * as extra arguments. A trailing `{ isLeaf }` says what counts as a leaf (an object with only
  * that key is read as the options, never as an extra tree).
+ * @example
+ * mg.utils.treeMap((x: number) => x * 10, { a: [1, 2], b: 3 })
  */
 export function treeMap<T, R>(fn: (leaf: NoInfer<LeafParam<T>>, ...others: never[]) => R, tree: T, ...rest: unknown[]): MapLeaves<T, R>;
 export function treeMap(fn: (...leaves: never[]) => unknown, tree: unknown, ...rest: unknown[]): unknown {
@@ -93,6 +101,8 @@ export function treeMap(fn: (...leaves: never[]) => unknown, tree: unknown, ...r
 /**
  * treeMap whose `fn` also receives each leaf's dotted path first, as
  * mlx.utils.tree_map_with_path. Options: `{ isLeaf, path }` (`path` prefixes every path).
+ * @example
+ * mg.utils.treeMapWithPath((path: string) => path, { a: [1, 2] })
  */
 export function treeMapWithPath<T, R>(fn: (path: string, leaf: NoInfer<LeafParam<T>>, ...others: never[]) => R, tree: T, ...rest: unknown[]): MapLeaves<T, R>;
 export function treeMapWithPath(fn: (path: string, ...leaves: never[]) => unknown, tree: unknown, ...rest: unknown[]): unknown {
@@ -116,6 +126,9 @@ export function treeMapWithPath(fn: (path: string, ...leaves: never[]) => unknow
   return walk(tree, trees, options.path as string | undefined);
 }
 
+/**
+ * treeFlatten's options: prefix, isLeaf, destination.
+ */
 export interface TreeFlattenOptions {
   prefix?: string;
   isLeaf?: IsLeaf;
@@ -127,6 +140,8 @@ export interface TreeFlattenOptions {
  * is_leaf=None, destination=None). As in MLX the first character of `prefix` is dropped (pass
  * ".name" to prefix keys with "name."). With a plain-object `destination` the pairs are written
  * into it as keys and the object is returned.
+ * @example
+ * mg.utils.treeFlatten({ a: [1, 2], b: { c: 3 } })
  */
 export function treeFlatten<T>(tree: T, prefix?: string | TreeFlattenOptions, isLeaf?: IsLeaf, destination?: FlatTree | null): FlatTree<LeafOf<T>>;
 export function treeFlatten<T>(tree: T, prefix: string, isLeaf: IsLeaf, destination: Record<string, unknown>): Record<string, LeafOf<T>>;
@@ -161,6 +176,8 @@ export function treeFlatten(tree: unknown, ...rest: unknown[]): FlatTree | Recor
  * Rebuilds a tree from its flat form ([key, value] pairs or a {key: value} object), as
  * mlx.utils.tree_unflatten: a level whose keys are all integers becomes a list (gaps filled with
  * empty objects), any other level an object.
+ * @example
+ * mg.utils.treeUnflatten([["a.0", 1], ["a.1", 2], ["b", 3]])
  */
 export function treeUnflatten<L>(tree: FlatTree<L> | Record<string, L>): Tree<L> {
   const items: [string, unknown][] = Array.isArray(tree) ? tree : Object.entries(tree);
@@ -205,6 +222,8 @@ export function treeUnflatten<L>(tree: FlatTree<L> | Record<string, L>): Tree<L>
 /**
  * Reduces the leaves of a tree with `fn(accumulator, leaf)`, as mlx.utils.tree_reduce(fn, tree,
  * initializer=None, is_leaf=None): without an initializer the first leaf starts the reduction.
+ * @example
+ * mg.utils.treeReduce((acc: number, x: number) => acc + x, { a: [1, 2], b: 3 }, 0)
  */
 export function treeReduce<T, A>(fn: (acc: A, leaf: NoInfer<LeafParam<T>>) => A, tree: T, initializer?: A, isLeaf?: IsLeaf): A;
 export function treeReduce(fn: (acc: never, leaf: never) => unknown, tree: unknown, initializer?: unknown, isLeaf?: IsLeaf): unknown {
@@ -234,6 +253,8 @@ function isEmptyContainer(x: unknown): boolean {
 /**
  * Merges two trees holding values at different places, as mlx.utils.tree_merge (a deep update):
  * empty containers are empty subtrees; leaves present in both need `mergeFn`.
+ * @example
+ * mg.utils.treeMerge({ a: 1 }, { b: 2 })
  */
 export function treeMerge<A, B>(treeA: A, treeB: B, mergeFn?: ((a: NoInfer<LeafParam<A>>, b: NoInfer<LeafParam<B>>) => unknown) | null): Tree<LeafOf<A> | LeafOf<B>>;
 export function treeMerge(treeA: unknown, treeB: unknown, mergeFn?: ((a: never, b: never) => unknown) | null): unknown {

@@ -5,7 +5,11 @@ import { Module } from "../module.ts";
 /** A step of a Sequential: a module or a function of an array. */
 export type Layer = Module | ((x: MgArray) => MgArray);
 
-/** Calls its modules (or plain functions) in order; they are the list entry `layers`. */
+/**
+ * Calls its modules (or plain functions) in order; they are the list entry `layers`.
+ * @example
+ * new mg.nn.Sequential(new mg.nn.Linear(2, 3), mg.nn.relu, new mg.nn.Linear(3, 1)).forward(mg.ones([4, 2])).shape
+ */
 export class Sequential extends Module {
   declare layers: Layer[];
   constructor(...modules: Layer[]) {
