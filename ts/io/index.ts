@@ -4,7 +4,7 @@
 import { MgArray } from "../core/array.ts";
 import { resolveStream, type StreamOrDevice } from "../core/device.ts";
 import { isOptionsObject } from "../core/ops/convert.ts";
-import { publicFunction } from "../core/options.ts";
+import { callSpec, normalizeCall, publicFunction } from "../core/options.ts";
 import { type FileArg, filePath, LoadError, withExtension, withSink, withSource } from "./file.ts";
 import { type GgufMetadataInput, type GgufMetadataValue, loadGguf, writeGguf } from "./gguf.ts";
 import { loadNpy, npyHeader } from "./npy.ts";
@@ -31,34 +31,6 @@ export interface LoadOptions {
 export type Metadata = Record<string, string | GgufMetadataValue>;
 /** What load returns: an array (npy), a dict of arrays, or [arrays, metadata]. */
 export type LoadResult = MgArray | Record<string, MgArray> | [Record<string, MgArray>, Metadata];
-
-/** Splits a call into positional arguments and the trailing options object, checking its keys. */
-function parseCall(op: string, args: readonly unknown[], names: readonly string[], optionNames: readonly string[]) {
-  let options: Record<string, unknown> = {};
-  let end = args.length;
-  if (end > 0 && isOptionsObject(args[end - 1]) && end - 1 >= 1) {
-    options = args[end - 1] as Record<string, unknown>;
-    end--;
-  }
-  if (end > names.length) {
-    throw new TypeError(`[${op}] expected at most ${names.length} positional arguments (${names.join(", ")}), got ${end}.`);
-  }
-  for (const k of Object.keys(options)) {
-    if (!optionNames.includes(k)) {
-      throw new TypeError(`[${op}] unknown option '${k}' (the options object takes ${optionNames.map((n) => `'${n}'`).join(", ")}).`);
-    }
-  }
-  const positional = args.slice(0, end);
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i]!;
-    if (!optionNames.includes(name) || options[name] === undefined) continue;
-    if (positional[i] !== undefined && positional[i] !== null) {
-      throw new TypeError(`[${op}] '${name}' is given both positionally and in the options object.`);
-    }
-    positional[i] = options[name];
-  }
-  return { positional, options };
-}
 
 function inferFormat(path: string): LoadFormat {
   const base = path.slice(path.lastIndexOf("/") + 1);
@@ -87,7 +59,10 @@ function loadImpl(file: FileArg, format: LoadFormat | null | undefined, returnMe
 function loadImpl(file: FileArg, opts: LoadOptions & { returnMetadata: true }): [Record<string, MgArray>, Metadata];
 function loadImpl(file: FileArg, ...rest: unknown[]): LoadResult;
 function loadImpl(...args: unknown[]): LoadResult {
-  const { positional, options } = parseCall("load", args, ["file", "format", "returnMetadata"], ["format", "returnMetadata", "stream"]);
+  // MLX's load(file, /, format=None, return_metadata=False, *, stream), through the options helper.
+  const call = normalizeCall(callSpec("load")!, args);
+  const positional = call.slice(0, 3);
+  const options = (call.length > 3 ? call[3] : {}) as LoadOptions;
   const path = filePath(positional[0], "load");
   const formatArg = positional[1];
   if (formatArg !== undefined && formatArg !== null && !(FORMATS as readonly unknown[]).includes(formatArg)) {
