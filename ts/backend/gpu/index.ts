@@ -30,6 +30,11 @@ import "./sort.ts";
 
 /** Automatic fusion is on unless MG_FUSION=0 (useful to compare fused against unfused). */
 let fusionEnabled = process.env.MG_FUSION !== "0";
+/**
+ * Turns GPU fusion of elementwise chains on or off (as MG_FUSION=0); returns the previous setting.
+ * @example
+ * mg.setFusion(mg.setFusion(true))
+ */
 export function setFusion(enabled: boolean): boolean {
   const previous = fusionEnabled;
   fusionEnabled = enabled;
