@@ -60,13 +60,17 @@ for (const device of [mg.cpu, mg.gpu]) {
       const x = mg.random.normal([256, 512], mg.float32, 0, 1, mg.random.key(1), s);
       mg.eval(x);
       const before = await settle();
-      // A composite op (variance: mean, subtract, square, mean) and a reduction chain.
-      const v = mg.variance(mg.exp(x, s), -1, false, 0, s);
-      const w = mg.logsumexp(mg.softmax(x, -1, s), -1, false, s);
+      // A composite op (variance: mean, subtract, square, mean) and a reduction chain. The
+      // user-level temporaries (exp(x), softmax(x)) are the user's: tidy disposes them (a GC that
+      // scans the stack conservatively may keep an unreachable one alive for a while).
+      const [v, w] = mg.tidy(() => [
+        mg.variance(mg.exp(x, s), -1, false, 0, s),
+        mg.logsumexp(mg.softmax(x, -1, s), -1, false, s),
+      ]);
       mg.eval(v, w);
       mg.synchronize();
-      v.dispose();
-      w.dispose();
+      v!.dispose();
+      w!.dispose();
       // At most what it was: a late collection of earlier tests' garbage may lower it further.
       expect(await settle()).toBeLessThanOrEqual(before);
     });
