@@ -430,6 +430,8 @@ type ToArrayBufferWithDeallocator = (
 export class NativeBuffer implements BufferLike {
   readonly handle: Pointer;
   readonly byteLength: number;
+  /** The address of the buffer's memory (0 when empty): native CPU kernels take it directly. */
+  readonly address: number;
   #view: ArrayBuffer | null;
   #released = false;
   readonly #runtime: Runtime;
@@ -440,6 +442,7 @@ export class NativeBuffer implements BufferLike {
     this.handle = handle;
     this.byteLength = byteLength;
     if (byteLength === 0) {
+      this.address = 0;
       this.#view = new ArrayBuffer(0);
       emptyBufferFinalizer.register(this, { symbols: rt.native, handle }, this);
     } else {
@@ -450,6 +453,7 @@ export class NativeBuffer implements BufferLike {
         rt.native.mg_buffer_view_release(null, handle);
         throw new Error(message);
       }
+      this.address = contents as number;
       // The 4th/5th arguments (context, JSTypedArrayBytesDeallocator) exist in Bun but are missing
       // from @types/bun.
       this.#view = (toArrayBuffer as unknown as ToArrayBufferWithDeallocator)(
