@@ -1,6 +1,8 @@
 // metalgrad: an MLX-class array and autograd framework for Bun.
 //   import * as mg from "metalgrad";
 import "./memory/allocator.ts";
+// Registration side effects: the derivative rules of every record, then each backend's kernels.
+import "./core/rules/index.ts";
 import "./backend/cpu/index.ts";
 import "./backend/gpu/index.ts";
 import "./core/methods.ts";
@@ -16,7 +18,7 @@ import {
   chooseDefaultDevice, defaultDevice as currentDefaultDevice, setDefaultDevice as setDefaultDeviceInternal, setDeviceCount,
 } from "./core/device.ts";
 import { collectTrace, type TraceRecord } from "./core/trace.ts";
-import { trace as diagonalTrace } from "./core/ops/movement.ts";
+import { trace as diagonalTrace } from "./core/ops/index.ts";
 import type { Dtype } from "./core/dtype.ts";
 import type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
 
@@ -41,22 +43,10 @@ export {
   isAvailable,
 } from "./core/device.ts";
 export type { DeviceType, StreamOrDevice } from "./core/device.ts";
-export { array } from "./core/ops/convert.ts";
 export type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
-export * from "./core/ops/elementwise.ts";
-export * from "./core/ops/creation.ts";
-export * from "./core/ops/shape.ts";
-export * from "./core/ops/reduce.ts";
-export * from "./core/ops/join.ts";
-export * from "./core/ops/indexing.ts";
-export * from "./core/ops/movement.ts";
-export * from "./core/ops/sort.ts";
-export * from "./core/ops/softmax.ts";
-export * from "./core/ops/linalg-core.ts";
-export * from "./core/ops/einsum.ts";
-export * from "./core/ops/windows.ts";
+// Every op as a library call: the arrays it creates and does not return are freed after their last use.
+export * from "./core/ops/index.ts";
 export * from "./core/ops/constants.ts";
-export { depends } from "./core/ops/depends.ts";
 export * as random from "./random/index.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";

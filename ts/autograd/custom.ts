@@ -1,59 +1,20 @@
 // customFunction and checkpoint, as mx.custom_function and mx.checkpoint. A custom function is
-// one node (CustomTransforms) whose inputs are the function's arguments followed by its outputs
-// (behind stop_gradient): evaluating it forwards the outputs, and the transforms call the
-// attached vjp/jvp/vmap instead of looking inside. It is pure: captured arrays are constants.
+// one node (CustomTransforms, ts/core/primitives/custom.ts) whose inputs are the function's
+// arguments followed by its outputs (behind stop_gradient): evaluating it forwards the outputs,
+// and the transforms call the attached vjp/jvp/vmap instead of looking inside. It is pure:
+// captured arrays are constants.
 import { MgArray } from "../core/array.ts";
+import { libraryFunction, userFunction } from "../core/ownership.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { resolveStream } from "../core/device.ts";
 import { makeNode } from "../core/graph.ts";
-import type { Primitive } from "../core/primitive.ts";
-import { setView } from "../core/primitives/views.ts";
+import { CustomTransforms, type CustomTransformsParams } from "../core/primitives/custom.ts";
 import { stopGradient } from "../core/ops/elementwise.ts";
 import { zerosLike } from "../core/ops/creation.ts";
 import { jvpFlat } from "./jvp.ts";
 import { describeLeaf, isPlainObject, treeFlatten, treeUnflatten } from "./tree.ts";
 import { flattenOutputs, vjpFlat } from "./vjp.ts";
 import { vmapFlat } from "./vmap.ts";
-
-export interface CustomTransformsParams {
-  /** The trailing inputs that are the function's outputs. */
-  numOutputs: number;
-  vjp(primals: MgArray[], cotangents: MgArray[], outputs: MgArray[]): MgArray[];
-  jvp(primals: MgArray[], tangents: MgArray[], argnums: number[]): MgArray[];
-  vmap(inputs: MgArray[], axes: number[]): [MgArray[], number[]];
-}
-
-export const CustomTransforms: Primitive<CustomTransformsParams> = {
-  name: "CustomTransforms",
-  // Layout only (forwards its trailing inputs), so every device runs it as a view.
-  view: true,
-  gpu: { kind: "view" },
-  outputSpecs: (inputs, p) =>
-    inputs.slice(inputs.length - p.numOutputs).map((o) => ({ shape: [...o.shape], dtype: o.dtype })),
-  // The forward pass already ran: each output is a view of its trailing input.
-  cpu(inputs, outputs, p) {
-    const first = inputs.length - p.numOutputs;
-    outputs.forEach((o, i) => {
-      const src = inputs[first + i]!;
-      const l = src.layout!;
-      setView(o, src, l.offset, l.strides);
-    });
-  },
-  vjp(primals, cotangents, argnums, outputs, p) {
-    const n = primals.length - p.numOutputs;
-    const all = p.vjp(primals.slice(0, n), [...cotangents], [...outputs]);
-    return argnums.map((i) => (i < n ? all[i]! : cotangents[i - n]!));
-  },
-  jvp(primals, tangents, argnums, _outputs, p) {
-    const n = primals.length - p.numOutputs;
-    const keep = argnums.flatMap((a, k) => (a < n ? [k] : []));
-    return p.jvp(primals.slice(0, n), keep.map((k) => tangents[k]!), keep.map((k) => argnums[k]!));
-  },
-  vmap(inputs, axes, p) {
-    const n = inputs.length - p.numOutputs;
-    return p.vmap(inputs.slice(0, n), axes.slice(0, n));
-  },
-};
 
 type AnyFn = (...args: any[]) => any;
 /** vjp(primals, cotangents, outputs) → cotangents shaped like primals (null: no gradient). */
@@ -170,23 +131,24 @@ function callWithRules(fn: AnyFn, args: unknown[], rules: UserRules, tag: string
 export function customFunction<F extends AnyFn>(fn: F): CustomFunction<F> {
   if (typeof fn !== "function") throw new TypeError("[custom_function] expected a function.");
   const rules: UserRules = { vjp: null, jvp: null, vmap: null };
-  const call = (...args: unknown[]): unknown =>
-    rules.vjp || rules.jvp || rules.vmap ? callWithRules(fn, args, { ...rules }, "custom_function") : fn(...args);
+  const userFn = userFunction(fn);
+  const call = libraryFunction((...args: unknown[]): unknown =>
+    rules.vjp || rules.jvp || rules.vmap ? callWithRules(userFn, args, { ...rules }, "custom_function") : userFn(...args));
 
   const f = call as unknown as CustomFunction<F>;
   f.vjp = (g: CustomVjp) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] vjp expects a function.");
-    rules.vjp = g;
+    rules.vjp = userFunction(g);
     return f;
   };
   f.jvp = (g: CustomJvp) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] jvp expects a function.");
-    rules.jvp = g;
+    rules.jvp = userFunction(g);
     return f;
   };
   f.vmap = (g: CustomVmap) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] vmap expects a function.");
-    rules.vmap = g;
+    rules.vmap = userFunction(g);
     return f;
   };
   return f;
@@ -217,5 +179,6 @@ function flattenAxesLike(spec: unknown, count: number): number[] {
 export function checkpoint<F extends AnyFn>(fn: F): F {
   if (typeof fn !== "function") throw new TypeError("[checkpoint] expected a function.");
   const noRules: UserRules = { vjp: null, jvp: null, vmap: null };
-  return ((...args: unknown[]) => callWithRules(fn, args, noRules, "checkpoint")) as unknown as F;
+  const userFn = userFunction(fn);
+  return libraryFunction((...args: unknown[]) => callWithRules(userFn, args, noRules, "checkpoint")) as unknown as F;
 }

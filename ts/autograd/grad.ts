@@ -1,6 +1,7 @@
 // grad and valueAndGrad, as mx.grad and mx.value_and_grad: arguments may be trees of arrays; the
 // gradient of each differentiated argument comes back with that argument's structure.
 import { MgArray } from "../core/array.ts";
+import { libraryFunction, userFunction } from "../core/ownership.ts";
 import { isInexact } from "../core/dtype.ts";
 import { stopGradient } from "../core/ops/elementwise.ts";
 import { describeLeaf, treeFlatten, treeUnflatten } from "./tree.ts";
@@ -115,12 +116,12 @@ function flattenLoss(out: unknown, tag: "grad" | "value_and_grad"): MgArray[] {
  * The gradient is that of the argument `argnums` (default 0), or a list for several.
  */
 export function valueAndGrad<F extends AnyFn>(fn: F, argnums?: Argnums): (...args: Parameters<F>) => [ReturnType<F>, any] {
-  const impl = valueAndGradImpl(fn, argnums, "value_and_grad");
-  return ((...args: unknown[]) => impl(...args)) as (...args: Parameters<F>) => [ReturnType<F>, any];
+  const impl = valueAndGradImpl(userFunction(fn), argnums, "value_and_grad");
+  return libraryFunction((...args: unknown[]) => impl(...args)) as (...args: Parameters<F>) => [ReturnType<F>, any];
 }
 
 /** Returns a function computing the gradient of the scalar function `fn`, as mx.grad. */
 export function grad<F extends AnyFn>(fn: F, argnums?: Argnums): (...args: Parameters<F>) => any {
-  const impl = valueAndGradImpl(fn, argnums, "grad");
-  return ((...args: unknown[]) => impl(...args)[1]) as (...args: Parameters<F>) => any;
+  const impl = valueAndGradImpl(userFunction(fn), argnums, "grad");
+  return libraryFunction((...args: unknown[]) => impl(...args)[1]) as (...args: Parameters<F>) => any;
 }

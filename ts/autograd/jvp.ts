@@ -1,13 +1,16 @@
 // Forward mode: trace the function on tracer copies of the primals, then walk the traced graph
 // forwards calling each primitive's jvp rule with the tangents of its inputs.
 import { MgArray } from "../core/array.ts";
+import { libraryFunction, userCall } from "../core/ownership.ts";
 import { type Dtype, isInexact } from "../core/dtype.ts";
 import { withRetainedGraph } from "../core/graph.ts";
-import { missingRule, type Primitive } from "../core/primitive.ts";
+import { missingRule } from "../core/primitive.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { astype } from "../core/ops/elementwise.ts";
 import { zeros } from "../core/ops/creation.ts";
 import { buildTape, checkRuleResult, isDifferentiable, makeTracer, onStream, streamOf } from "./trace.ts";
+// The rules every transform reads (attached to the records as this module loads).
+import "../core/rules/index.ts";
 import { treeFlatten, treeUnflatten } from "./tree.ts";
 import { flattenOutputs } from "./vjp.ts";
 
@@ -56,7 +59,7 @@ export function jvpFlat(
 
     for (const node of tape) {
       const rule = node.primitive.jvp;
-      if (!rule) throw missingRule(node.primitive as Primitive<never>, "jvp");
+      if (!rule) throw missingRule(node.primitive, "jvp");
       const argnums: number[] = [];
       const ts: MgArray[] = [];
       node.inputs.forEach((x, i) => {
@@ -92,7 +95,7 @@ export function jvpFlat(
  * Computes the Jacobian-vector product, as mx.jvp: `fn(...primals)` returns an array or a list
  * (tree) of arrays; `tangents` match the primals. Returns `[outputs, jvps]`, both flat lists.
  */
-export function jvp<P extends readonly unknown[]>(
+export const jvp = libraryFunction(function jvp<P extends readonly unknown[]>(
   fn: AnyFn,
   primals: P,
   tangents: readonly unknown[],
@@ -106,9 +109,9 @@ export function jvp<P extends readonly unknown[]>(
     throw new Error("[jvp] Number of inputs does not match number of tangents.");
   }
   const { outputs, jvps } = jvpFlat(
-    (tracers) => flattenOutputs((fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[])), "jvp"),
+    (tracers) => flattenOutputs(userCall(() => (fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[]))), "jvp"),
     flatPrimals,
     flatTangents,
   );
   return [outputs, jvps];
-}
+});

@@ -4,13 +4,16 @@
 import { MgArray } from "../core/array.ts";
 import { float32 } from "../core/dtype.ts";
 import { withRetainedGraph } from "../core/graph.ts";
-import { missingRule, type Primitive } from "../core/primitive.ts";
+import { missingRule } from "../core/primitive.ts";
 import { StopGradient } from "../core/primitives/elementwise.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { fromValues } from "../core/ops/convert.ts";
+import { libraryFunction, userCall } from "../core/ownership.ts";
 import { add, astype } from "../core/ops/elementwise.ts";
 import { zerosLike } from "../core/ops/creation.ts";
 import { buildTape, checkRuleResult, isDifferentiable, makeTracer, onStream, streamOf } from "./trace.ts";
+// The rules every transform reads (attached to the records as this module loads).
+import "../core/rules/index.ts";
 import { treeFlatten, treeUnflatten } from "./tree.ts";
 
 type AnyFn = (...args: any[]) => any;
@@ -93,7 +96,7 @@ export function vjpFlat(
       const outs = node.outputs;
       if (!outs.some((o) => cot.has(o))) continue;
       const rule = node.primitive.vjp;
-      if (!rule) throw missingRule(node.primitive as Primitive<never>, "vjp");
+      if (!rule) throw missingRule(node.primitive, "vjp");
       const argnumsOfNode: number[] = [];
       node.inputs.forEach((x, i) => {
         if (active.has(x)) argnumsOfNode.push(i);
@@ -139,7 +142,7 @@ export function flattenOutputs(out: unknown, tag: string): MgArray[] {
  * (tree) of arrays; `cotangents` match its outputs. Returns `[outputs, vjps]`: the outputs as a
  * flat list and one cotangent per primal (each shaped like its primal, trees allowed).
  */
-export function vjp<P extends readonly unknown[]>(
+export const vjp = libraryFunction(function vjp<P extends readonly unknown[]>(
   fn: AnyFn,
   primals: P,
   cotangents: readonly unknown[],
@@ -150,14 +153,14 @@ export function vjp<P extends readonly unknown[]>(
   const flatPrimals = treeFlatten(primals, true, "vjp");
   const flatCots = treeFlatten(cotangents, true, "vjp");
   const { outputs, vjps } = vjpFlat(
-    (tracers) => flattenOutputs((fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[])), "vjp"),
+    (tracers) => flattenOutputs(userCall(() => (fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[]))), "vjp"),
     flatPrimals,
     flatCots,
     flatPrimals.map((_, i) => i),
     { tag: "vjp", skipStopGradientOutputs: true },
   );
   return [outputs, treeUnflatten(primals, vjps) as P];
-}
+});
 
 /** The scalar seed of grad: 1 (float32, cast to the output's dtype as MLX does). */
 export function gradSeed(): MgArray {

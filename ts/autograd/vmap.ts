@@ -2,12 +2,15 @@
 // element, then rewrite the traced graph with each primitive's vmap rule so that it runs over the
 // whole batch at once. A primitive without a vmap rule is an error naming it (no silent loop).
 import { MgArray, Node } from "../core/array.ts";
+import { libraryFunction, userCall } from "../core/ownership.ts";
 import type { Dtype } from "../core/dtype.ts";
 import { makeArray } from "../core/graph.ts";
 import { missingRule, type Primitive } from "../core/primitive.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { broadcastTo, expandDims, moveaxis } from "../core/ops/shape.ts";
 import { buildTape, onStream } from "./trace.ts";
+// The rules every transform reads (attached to the records as this module loads).
+import "../core/rules/index.ts";
 import { describeLeaf, isPlainObject, treeFlatten, treeUnflatten } from "./tree.ts";
 
 type AnyFn = (...args: any[]) => any;
@@ -21,12 +24,11 @@ interface PlaceholderParams {
 const VmapInput: Primitive<PlaceholderParams> = {
   name: "VmapInput",
   outputSpecs: (_i, p) => [{ shape: [...p.shape], dtype: p.dtype }],
-  cpu() {
-    throw new Error(
+  placeholder: () =>
+    new Error(
       "[vmap] Attempting to eval an array during function transformations like vmap is not allowed " +
         "(the value depends on a vmapped input: item, tolist, eval and data are not available inside vmap).",
-    );
-  },
+    ),
 };
 
 /** Axes spec: a number, null (not mapped) or a tree prefix of the arguments/outputs. */
@@ -90,7 +92,7 @@ function releaseTrace(tape: readonly Node[]): void {
     node.inputs = [];
     for (const o of node.outputs) {
       if (o.node !== node) continue;
-      const dead = new Node(VmapInput as Primitive<unknown>, { shape: [...o.shape], dtype: o.dtype }, [], node.stream);
+      const dead: Node = new Node(VmapInput, { shape: [...o.shape], dtype: o.dtype }, [], node.stream);
       dead.outputs = [o];
       o.node = dead;
     }
@@ -150,7 +152,7 @@ export function vmapFlat(
   try {
     for (const node of tape) {
       const rule = node.primitive.vmap;
-      if (!rule) throw missingRule(node.primitive as Primitive<never>, "vmap");
+      if (!rule) throw missingRule(node.primitive, "vmap");
       const vin: MgArray[] = [];
       const vax: number[] = [];
       for (const x of node.inputs) {
@@ -223,7 +225,7 @@ export function vmap<F extends AnyFn>(fn: F, inAxes: AxesSpec = 0, outAxes: Axes
     let outTree: unknown;
     const outs = vmapFlat(
       (xs) => {
-        outTree = (fn as AnyFn)(...(treeUnflatten(args, xs) as unknown[]));
+        outTree = userCall(() => (fn as AnyFn)(...(treeUnflatten(args, xs) as unknown[])));
         if (outTree instanceof MgArray) return [outTree];
         return treeFlatten(outTree, true, "vmap");
       },
@@ -233,5 +235,5 @@ export function vmap<F extends AnyFn>(fn: F, inAxes: AxesSpec = 0, outAxes: Axes
     );
     return treeUnflatten(outTree, outs);
   };
-  return vfn as unknown as F;
+  return libraryFunction(vfn) as unknown as F;
 }

@@ -9,7 +9,6 @@ import { dlopen, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
 import { existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
-import type { BufferLike } from "../memory/storage.ts";
 
 const LIB_NAME = process.platform === "darwin" ? "libMetalGradRuntime.dylib" : "libMetalGradRuntime.so";
 const PACKAGE_ROOT = resolve(import.meta.dir, "../..");
@@ -427,7 +426,10 @@ type ToArrayBufferWithDeallocator = (
  * native deallocator drops the view pin and, if `release()` was never called, the ownership too,
  * so garbage collection alone frees an undisposed buffer.
  */
-export class NativeBuffer implements BufferLike {
+// A NativeBuffer is a BufferLike (ts/memory/storage.ts) by shape: the allocator installs
+// `newBuffer` as the storages' allocator, which is where TypeScript checks it. (This module imports
+// nothing of metalgrad's, so memory/ can depend on it without a cycle.)
+export class NativeBuffer {
   readonly handle: Pointer;
   readonly byteLength: number;
   /** The address of the buffer's memory (0 when empty): native CPU kernels take it directly. */

@@ -10,6 +10,13 @@ import { type Dtype, float64 } from "./dtype.ts";
 export interface EvalContext {
   /** The arrays eval was asked for: always materialised. */
   targets: ReadonlySet<MgArray>;
+  /**
+   * A backend calls this once a node's work no longer needs its inputs (the CPU: right after the
+   * node ran; the GPU: after the batch is submitted, since the runtime holds bound buffers until
+   * the batch completes). Inputs that were the last use of an internal array free it there and then,
+   * which keeps an eval's peak memory at what is live, not at everything it computed.
+   */
+  finished(node: Node): void;
 }
 
 export interface Backend {
@@ -57,7 +64,7 @@ export function makeNode<P>(
   if (stream.device.type === "gpu" && (inputs.some(isFloat64) || specs.some(isFloat64))) {
     rejectFloat64OnGpu(primitive.name, [float64], stream);
   }
-  const node = new Node(primitive as Primitive<unknown>, params, inputs, stream);
+  const node: Node = new Node(primitive, params, inputs, stream);
   for (const i of inputs) i.graphRefs++;
   node.outputs = specs.map((s) => new MgArray(s.shape, s.dtype, stream, node));
   return node.outputs;
@@ -133,6 +140,7 @@ export function evalArrays(targets: readonly MgArray[]): void {
     get targets() {
       return (targetSet ??= new Set(targets));
     },
+    finished: retainGraphDepth > 0 ? ignoreFinished : detach,
   };
   // Consecutive nodes of one stream form a run: the GPU submits each run as one batch on that
   // stream's queue (so mg.synchronize(stream) and cross-queue waits see it).
@@ -157,12 +165,17 @@ export function evalArrays(targets: readonly MgArray[]): void {
     for (const node of order) retainedNodes.push(node);
     return;
   }
+  // Nodes a backend already finished are detached (detach is idempotent); the rest go now.
   for (const node of order) detach(node);
 }
+
+/** Under a transform every evaluated node is kept until the outermost transform returns. */
+function ignoreFinished(_node: Node): void {}
 
 /** Forgets a computed node: outputs keep their data, inputs lose one consumer. A node fused away
  *  (no output materialised) keeps its inputs so that it can be recomputed if read later. */
 export function detach(node: Node): void {
+  if (node.inputs.length === 0 && node.outputs.every(detached, node)) return;
   if (!anyMaterialised(node.outputs)) return;
   for (const o of node.outputs) {
     if (o.node === node) o.node = null;
@@ -173,8 +186,13 @@ export function detach(node: Node): void {
   for (const i of inputs) i.dropGraphRef();
 }
 
+function detached(this: Node, o: MgArray): boolean {
+  return o.node !== this;
+}
+
+/** True when the node ran: an output has data, or had it and gave its storage to a later output. */
 function anyMaterialised(arrays: readonly MgArray[]): boolean {
-  for (let i = 0; i < arrays.length; i++) if (arrays[i]!.layout !== null) return true;
+  for (let i = 0; i < arrays.length; i++) if (arrays[i]!.layout !== null || arrays[i]!.surrendered) return true;
   return false;
 }
 

@@ -4,6 +4,7 @@
 import { MgArray } from "./array.ts";
 import type { Dtype } from "./dtype.ts";
 import type { StreamOptions } from "./ops/convert.ts";
+import { libraryCall, libraryFunction } from "./ownership.ts";
 import { ArrayAt, getItem, type IndexItem } from "./ops/index-expr.ts";
 import { split } from "./ops/join.ts";
 import { diag, diagonal, view } from "./ops/movement.ts";
@@ -39,14 +40,17 @@ const methods: Record<string, (this: MgArray, ...args: never[]) => unknown> & Th
   split(s: number | readonly number[], axis?: number, o?: StreamOptions) { return split(this, s, axis, o); },
 };
 const proto = MgArray.prototype as unknown as Record<string | symbol, unknown>;
+// Methods that build arrays are library calls (ownership.ts), as the ops they call are.
 for (const [name, fn] of Object.entries(methods)) {
-  Object.defineProperty(proto, name, { value: fn, writable: true, configurable: true });
+  Object.defineProperty(proto, name, { value: name === "at" ? fn : libraryFunction(fn), writable: true, configurable: true });
 }
+const atProto = ArrayAt.prototype as unknown as Record<string, (...args: never[]) => unknown>;
+for (const name of ["add", "subtract", "multiply", "divide", "maximum", "minimum"]) atProto[name] = libraryFunction(atProto[name]!);
 Object.defineProperty(proto, Symbol.iterator, {
   *value(this: MgArray): Generator<MgArray> {
     if (this.ndim === 0) throw new TypeError("[iter] iteration over a 0-d array.");
     const n = this.shape[0]!;
-    for (let i = 0; i < n; i++) yield getItem(this, [i]);
+    for (let i = 0; i < n; i++) yield libraryCall(() => getItem(this, [i]));
   },
   writable: true,
   configurable: true,

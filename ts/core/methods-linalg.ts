@@ -4,6 +4,7 @@
 import { MgArray } from "./array.ts";
 import type { Axes } from "./ops/reduce.ts";
 import type { ArrayInput, StreamOptions } from "./ops/convert.ts";
+import { libraryFunction } from "./ownership.ts";
 import { matmul } from "./ops/linalg-core.ts";
 import { logsumexp } from "./ops/softmax.ts";
 import { argmax, argmin } from "./ops/sort.ts";
@@ -28,6 +29,7 @@ const methods: Record<string, (this: MgArray, ...args: never[]) => unknown> & Th
   matmul(other: ArrayInput, opts?: StreamOptions) { return matmul(this, other, opts); },
 };
 const proto = MgArray.prototype as unknown as Record<string, unknown>;
+// Methods that build arrays are library calls (ownership.ts), as the ops they call are.
 for (const [name, fn] of Object.entries(methods)) {
-  Object.defineProperty(proto, name, { value: fn, writable: true, configurable: true });
+  Object.defineProperty(proto, name, { value: libraryFunction(fn), writable: true, configurable: true });
 }

@@ -6,6 +6,7 @@ import type { ElementValue } from "./elements.ts";
 import type { TypedArray } from "../memory/storage.ts";
 import { dataSync, formatArray, item, type Nested, tolist } from "./read.ts";
 import { evalAsync } from "./graph.ts";
+import { libraryFunction } from "./ownership.ts";
 import type { ArrayInput, StreamOptions } from "./ops/convert.ts";
 import * as ew from "./ops/elementwise.ts";
 import * as rd from "./ops/reduce.ts";
@@ -145,8 +146,11 @@ for (const name of ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"] as 
 for (const name of ["add", "subtract", "multiply", "divide", "floorDivide", "remainder", "power", "maximum", "minimum", "equal", "notEqual", "less", "lessEqual", "greater", "greaterEqual", "logicalAnd", "logicalOr", "bitwiseAnd", "bitwiseOr", "bitwiseXor", "leftShift", "rightShift"] as const) {
   methods[name] = function (this: MgArray, other: ArrayInput, o?: StreamOptions) { return (ew[name] as (a: ArrayInput, b: ArrayInput, o?: StreamOptions) => MgArray)(this, other, o); } as never;
 }
+// Methods that build arrays are library calls (ownership.ts), as the ops they call are.
+const readers = new Set(["item", "tolist", "dataSync", "data", "tolistAsync", "toString"]);
 for (const [name, fn] of Object.entries(methods)) {
-  Object.defineProperty(proto, name, { value: fn, writable: true, configurable: true });
+  const value = readers.has(name) ? fn : libraryFunction(fn);
+  Object.defineProperty(proto, name, { value, writable: true, configurable: true });
 }
 Object.defineProperty(proto, "T", { get(this: MgArray) { return sh.transpose(this); }, configurable: true });
 Object.defineProperty(proto, "real", { get(this: MgArray) { return ew.real(this); }, configurable: true });

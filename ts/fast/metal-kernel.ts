@@ -5,20 +5,23 @@
 //
 // Where it runs: only on a GPU stream. On a Mac that is the GPU; on Linux mg.gpu is the MSL CPU
 // simulator, which runs the same Metal source. The CPU device cannot run a Metal kernel, so a CPU
-// stream is refused at the call (as MLX's "[metal_kernel] Only supports the GPU.").
+// stream is refused at the call (as MLX's "[metal_kernel] Only supports the GPU."), and the record
+// has no CPU kernel. Its GPU rule is registered here: a custom kernel is GPU code by nature.
 import { MgArray, type Node } from "../core/array.ts";
+import { libraryFunction } from "../core/ownership.ts";
 import { defaultStream, gpu, resolveStream, type Stream, type StreamOrDevice } from "../core/device.ts";
 import { bfloat16, bool_, Dtype, float16, float32, float64, int32, isScalar, type Scalar, scalarDtype, uint32, uint64 } from "../core/dtype.ts";
 import { makeNode } from "../core/graph.ts";
-import type { KernelInstance, Primitive } from "../core/primitive.ts";
+import { defineRules, type Primitive } from "../core/primitive.ts";
 import { formatShape, rowMajorStrides } from "../core/shape.ts";
 import { constantScalar } from "../core/ops/convert.ts";
 import { Precision } from "../core/trace.ts";
 import { copyKernel, encodeCopyInto } from "../backend/gpu/copy.ts";
 import { dtypeTag, mslType } from "../backend/gpu/dtypes.ts";
-import { elementwiseGrid } from "../backend/gpu/elementwise.ts";
-import { type BoundArray, type GpuEncoder, float32Bytes, int32Bytes, int64Bytes, linearThreadgroup } from "../backend/gpu/encoder.ts";
-import { kernelCompileCount, kernelPipeline, kernelSource, sourcePipeline } from "../backend/gpu/kernels.ts";
+import { type BoundArray, type GpuEncoder, float32Bytes, int32Bytes, int64Bytes } from "../backend/gpu/encoder.ts";
+import { type KernelInstance, kernelCompileCount, kernelPipeline, kernelSource, sourcePipeline } from "../backend/gpu/kernels.ts";
+import { elementwiseGrid, linearThreadgroup } from "../backend/gpu/launch.ts";
+import { registerGpu } from "../backend/gpu/registry.ts";
 import { type BufferBinding, type InlineBytes, type MathMode, type Pipeline, runtime } from "../backend/runtime.ts";
 
 const TAG = "[metal_kernel]";
@@ -257,18 +260,14 @@ function opaque(rule: "vjp" | "jvp" | "vmap", p: CustomKernelParams): Error {
 
 export const CustomKernel: Primitive<CustomKernelParams> = {
   name: "CustomKernel",
+  opName: () => "metal_kernel",
   outputSpecs: (_inputs, p) => p.outputShapes.map((shape, i) => ({ shape: [...shape], dtype: p.outputDtypes[i]! })),
-  cpu(_inputs, _outputs, p) {
-    throw new Error(
-      `${TAG} custom kernel '${p.name}' cannot run on the CPU device: a Metal kernel runs only on a GPU stream ` +
-        "(mg.gpu; on Linux that is the MSL simulator).",
-    );
-  },
-  gpu: {
-    kind: "kernel",
-    kernels: (node) => kernelsOf(node as CustomKernelNode),
-    encode: (enc, node) => encodeCustomKernel(enc, node as CustomKernelNode),
-  },
+  paramsKey: (p) =>
+    `${p.pipeline.name}#${p.pipeline.handle}|${p.grid.join(",")}|${p.threadgroup.join(",")}|${p.ensureRowContiguous}|${p.initValue}|` +
+    p.outputShapes.map((s) => s.join("x")).join(";"),
+};
+
+defineRules(CustomKernel, {
   vjp(_p, _c, _a, _o, p) {
     throw opaque("vjp", p);
   },
@@ -278,12 +277,11 @@ export const CustomKernel: Primitive<CustomKernelParams> = {
   vmap(_i, _a, p) {
     throw opaque("vmap", p);
   },
-  paramsKey: (p) =>
-    `${p.pipeline.name}#${p.pipeline.handle}|${p.grid.join(",")}|${p.threadgroup.join(",")}|${p.ensureRowContiguous}|${p.initValue}|` +
-    p.outputShapes.map((s) => s.join("x")).join(";"),
-};
+});
 
-type CustomKernelNode = Node & { params: CustomKernelParams };
+registerGpu(CustomKernel, { kind: "kernel", kernels: kernelsOf, encode: encodeCustomKernel });
+
+type CustomKernelNode = Node<CustomKernelParams>;
 
 function initInstance(d: Dtype): KernelInstance {
   return { file: "custom_kernel_init.metal", name: `mg_custom_init_${dtypeTag(d)}`, instantiation: `custom_kernel_init<${mslType(d, "metal_kernel")}>` };
@@ -516,7 +514,8 @@ export function metalKernel(options: MetalKernelOptions): MetalKernel {
 
   const variants = new Map<string, { sig: Signature; pipeline: Pipeline }>();
 
-  return (call: MetalKernelCall): MgArray[] => {
+  // A library call: casts and copies of its inputs are freed after the kernel has read them.
+  return libraryFunction((call: MetalKernelCall): MgArray[] => {
     if (call === null || typeof call !== "object") throw new TypeError(`${TAG} expected { inputs, outputShapes, outputDtypes, grid, threadgroup, … }.`);
     if (!Array.isArray(call.inputs)) throw new TypeError(`${TAG} inputs must be a list of arrays and scalars.`);
     if (!Array.isArray(call.outputShapes)) throw new TypeError(`${TAG} outputShapes must be a list of shapes.`);
@@ -601,7 +600,7 @@ export function metalKernel(options: MetalKernelOptions): MetalKernel {
       checked: spec.checked,
     };
     return makeNode(CustomKernel, inputs, params, stream);
-  };
+  });
 }
 
 /** Compiles (once per distinct source and options) the generated kernel behind the preamble. */

@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
+import type { Primitive } from "../../../ts/core/primitive.ts";
 import { setForceLargeIndex } from "../../../ts/backend/gpu/encoder.ts";
 import { inFlightBatchCount } from "../../../ts/backend/gpu/index.ts";
 import { expectClose, expectDevicesAgree, GPU_FLOAT_DTYPES, GPU_INT_DTYPES, input, layouts, runOn } from "./harness.ts";
@@ -228,22 +229,20 @@ describe("GPU errors", () => {
 describe("a failed eval leaves no uncomputed data behind", () => {
   test("when encoding throws midway, earlier outputs of the batch are recomputed, not read as garbage", async () => {
     const { makeArray } = await import("../../../ts/core/graph.ts");
-    const failing = {
+    const { registerGpu } = await import("../../../ts/backend/gpu/registry.ts");
+    const failing: Primitive<null> = {
       name: "AlwaysFailsOnGpu",
-      outputSpecs: ([a]: MgArray[]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
-      cpu() {
-        throw new Error("[AlwaysFailsOnGpu] no CPU rule");
-      },
-      gpu: {
-        kind: "kernel" as const,
-        encode() {
-          throw new Error("[AlwaysFailsOnGpu] planted encode failure");
-        },
-      },
+      outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
     };
+    registerGpu(failing, {
+      kind: "kernel",
+      encode() {
+        throw new Error("[AlwaysFailsOnGpu] planted encode failure");
+      },
+    });
     const x = mg.array([1, 2, 3], mg.float32);
     const a = mg.exp(x, { stream: mg.gpu });
-    const bad = makeArray(failing as never, [a], null, a.stream);
+    const bad = makeArray(failing, [a], null, a.stream);
     expect(() => mg.eval(a, bad)).toThrow("planted encode failure");
     expect(a.evaluated).toBe(false);
     expect(a.tolist()).toEqual([1, 2, 3].map((v) => Math.fround(Math.exp(v))));

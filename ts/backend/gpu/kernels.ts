@@ -3,8 +3,17 @@
 // is one compiler run — and pipelines are cached by host name for the life of the process.
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import type { KernelInstance } from "../../core/primitive.ts";
 import { type LibraryOptions, type Pipeline, runtime } from "../runtime.ts";
+
+/** A compiled-on-demand kernel: a template in Sources/Kernels/<file> instantiated under `name`. */
+export interface KernelInstance {
+  /** File in Sources/Kernels holding the template (its `#include "…"`s are inlined). */
+  file: string;
+  /** The host_name the instance is compiled under (unique, a valid identifier). */
+  name: string;
+  /** The C++ template-id to instantiate, e.g. `unary_v<Exp, float, float>`. */
+  instantiation: string;
+}
 
 export const KERNEL_DIR = resolve(import.meta.dir, "../../../Sources/Kernels");
 

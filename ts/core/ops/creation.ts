@@ -4,6 +4,7 @@ import { bool_, type Dtype, dtypeArgument, float32, float64, int32, isScalar, ty
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Arange } from "../primitives/creation.ts";
+import { Contiguous } from "../primitives/movement.ts";
 import { checkShape } from "../shape.ts";
 import {
   array, type ArrayInput, type ArrayOptions, checkOperand, fromValues, isOptionsObject, splitOptions, type StreamOptions, toArray,
@@ -79,7 +80,8 @@ export function asarray(a: ArrayInput, dtype?: Dtype | null, opts: AsarrayOption
       if (copy === false) throw new Error(`[asarray] Unable to avoid copy while creating an array as requested: casting ${a.dtype.name} to ${dtype.name} makes a new array.`);
       return astype(a, dtype);
     }
-    return copy === true ? contiguous(a) : a;
+    // mg.contiguous(a), built here: movement.ts builds on this file.
+    return copy === true ? makeArray(Contiguous, [a], { allowColMajor: false }, resolveStream()) : a;
   }
   checkOperand(a, "asarray");
   if (copy === false) throw new Error("[asarray] Unable to avoid copy while creating an array as requested: JS values are always copied into array memory.");
@@ -211,6 +213,5 @@ export function meshgrid(...args: (ArrayInput | MeshgridOptions)[]): MgArray[] {
   return outs.map((o) => broadcastTo(o, full, opts));
 }
 import { reshape as reshapeTo } from "./shape.ts";
-import { contiguous } from "./movement.ts";
 
 export type { Scalar };

@@ -2,17 +2,22 @@
 import type { MgArray } from "../array.ts";
 import {
   atLeastFloat, bool_, complex64, type Dtype, dtypeArgument, finfo as finfoOf, float32, isComplex, isFloating, isInexact, isInteger,
-  promoteTypes, uint8,
+  promoteTypes, type Scalar, uint8,
 } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray, makeNode, rejectFloat64OnGpu } from "../graph.ts";
 import * as P from "../primitives/elementwise.ts";
 import type { Primitive } from "../primitive.ts";
 import { type ArrayInput, checkOperand, fromValues, type StreamOptions, toArray, toArrays, weakScalar } from "./convert.ts";
-import { broadcastAll } from "./broadcast.ts";
-import { fullLike, zerosLike } from "./creation.ts";
+import { broadcastAll, broadcastToShape } from "./broadcast.ts";
 
 export type { ArrayInput, StreamOptions };
+
+/** `value` of `dtype` shaped like `x`, as mx.full_like (a broadcast view). Built here rather than
+ *  taken from creation.ts, which builds on this file. */
+function fullLike(x: MgArray, value: Scalar, dtype: Dtype, opts: StreamOptions): MgArray {
+  return broadcastToShape(fromValues([value], [], dtype), x.shape, "full", opts.stream);
+}
 
 /** Casts to `dtype` (a no-op when equal), as mx.astype. */
 export function astype(a: ArrayInput, dtype: Dtype, opts: StreamOptions = {}): MgArray {
@@ -151,7 +156,7 @@ export function real(a: ArrayInput, opts: StreamOptions = {}): MgArray {
 
 export function imag(a: ArrayInput, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "imag");
-  return isComplex(x.dtype) ? unaryOp(P.Imag, x, opts) : zerosLike(x, null, opts);
+  return isComplex(x.dtype) ? unaryOp(P.Imag, x, opts) : fullLike(x, 0, x.dtype, opts);
 }
 
 export function stopGradient(a: ArrayInput, opts: StreamOptions = {}): MgArray {

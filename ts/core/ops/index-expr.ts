@@ -19,7 +19,7 @@
 // instead (`[gather] Index 7 is out of bounds for axis 0 with size 3 ...`).
 import { MgArray } from "../array.ts";
 import { bool_, int32, isInexact, isInteger } from "../dtype.ts";
-import { sliceLength } from "../primitives/views.ts";
+import { sliceLength } from "../layout.ts";
 import { broadcastShapes, shapeSize } from "../shape.ts";
 import { type ArrayInput, fromValues, type NestedArray, type StreamOptions, toArray, weakScalar } from "./convert.ts";
 import { arange } from "./creation.ts";
