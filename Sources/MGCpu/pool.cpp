@@ -95,8 +95,10 @@ class Pool {
 
   void ensure_workers(int n) {
     while (int(workers_.size()) < n) {
-      int index = int(workers_.size()) + 1;
-      workers_.emplace_back([this, index] { loop(index); });
+      // the worker starts from the generation before the job about to be posted, whenever it runs
+      const int index = int(workers_.size()) + 1;
+      const uint64_t seen = generation_.load(std::memory_order_acquire);
+      workers_.emplace_back([this, index, seen] { loop(index, seen); });
       workers_.back().detach();
     }
   }
@@ -111,8 +113,7 @@ class Pool {
     in_task_ = false;
   }
 
-  void loop(int index) {
-    uint64_t seen = generation_.load(std::memory_order_acquire);
+  void loop(int index, uint64_t seen) {
     for (;;) {
       for (int spin = 0; generation_.load(std::memory_order_acquire) == seen; spin++) {
         if (spin < 20000) {
