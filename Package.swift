@@ -15,13 +15,14 @@ var targets: [Target] = []
 // The native CPU kernels (C++, C ABI mg_cpu_*), linked into the runtime dylib and called from
 // TypeScript through bun:ffi. No -march: AVX2/FMA kernels are a separate TU with target attributes,
 // chosen at run time. Contraction stays explicit (FMA only where the kernels ask for it) so results
-// do not depend on the compiler's choices; only the mg_cpu_* entry points are exported.
+// do not depend on the compiler's choices; buffers are dtype-erased memory (no strict aliasing); only
+// the mg_cpu_* entry points are exported.
 let cpuKernels: Target = .target(
     name: "MGCpu",
     path: "Sources/MGCpu",
     cxxSettings: [
         .headerSearchPath("."),
-        .unsafeFlags(["-ffp-contract=off", "-fno-math-errno", "-fvisibility=hidden", "-Wall", "-Wextra",
+        .unsafeFlags(["-ffp-contract=off", "-fno-math-errno", "-fno-strict-aliasing", "-fvisibility=hidden", "-Wall", "-Wextra",
                       "-Wno-psabi"]),
     ]
 )

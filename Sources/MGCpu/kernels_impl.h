@@ -806,8 +806,8 @@ static void load_impl(void *dst, const void *src, int dtype, int64_t stride, int
   }
   if (dtype == BF16) {
     const uint16_t *s = static_cast<const uint16_t *>(src);
-    uint32_t *d = static_cast<uint32_t *>(dst);
-    for (int64_t i = 0; i < n; i++) d[i] = uint32_t(s[i * stride]) << 16;
+    float *d = static_cast<float *>(dst);
+    for (int64_t i = 0; i < n; i++) d[i] = bf16_to_f32(s[i * stride]);
     return;
   }
   switch (dtype_size(dtype)) {
@@ -996,41 +996,47 @@ static void reduce_run_t(int type, const char *src, int64_t stride, int64_t n, v
       // integers and bool: sums/products modulo 2^64; max/min as signed or unsigned 64-bit
       switch (type) {
         case RSum: {
-          uint64_t v = *static_cast<uint64_t *>(accp);
+          uint64_t v;
+          __builtin_memcpy(&v, accp, 8);
           for (int64_t j = 0; j < m; j++) v += uint64_t(int64_t(buf[j]));
-          *static_cast<uint64_t *>(accp) = v;
+          __builtin_memcpy(accp, &v, 8);
           break;
         }
         case RProd: {
-          uint64_t v = *static_cast<uint64_t *>(accp);
+          uint64_t v;
+          __builtin_memcpy(&v, accp, 8);
           for (int64_t j = 0; j < m; j++) v *= uint64_t(int64_t(buf[j]));
-          *static_cast<uint64_t *>(accp) = v;
+          __builtin_memcpy(accp, &v, 8);
           break;
         }
         case RMax:
         case RMin:
           if constexpr (std::is_signed_v<T>) {
-            int64_t v = *static_cast<int64_t *>(accp);
+            int64_t v;
+            __builtin_memcpy(&v, accp, 8);
             if (type == RMax) for (int64_t j = 0; j < m; j++) v = std::max<int64_t>(v, buf[j]);
             else for (int64_t j = 0; j < m; j++) v = std::min<int64_t>(v, buf[j]);
-            *static_cast<int64_t *>(accp) = v;
+            __builtin_memcpy(accp, &v, 8);
           } else {
-            uint64_t v = *static_cast<uint64_t *>(accp);
+            uint64_t v;
+            __builtin_memcpy(&v, accp, 8);
             if (type == RMax) for (int64_t j = 0; j < m; j++) v = std::max<uint64_t>(v, buf[j]);
             else for (int64_t j = 0; j < m; j++) v = std::min<uint64_t>(v, buf[j]);
-            *static_cast<uint64_t *>(accp) = v;
+            __builtin_memcpy(accp, &v, 8);
           }
           break;
         case RAnd: {
-          uint8_t v = *static_cast<uint8_t *>(accp);
+          uint8_t v;
+          __builtin_memcpy(&v, accp, 1);
           for (int64_t j = 0; j < m; j++) v = uint8_t(v & (buf[j] != 0));
-          *static_cast<uint8_t *>(accp) = v;
+          __builtin_memcpy(accp, &v, 1);
           break;
         }
         case ROr: {
-          uint8_t v = *static_cast<uint8_t *>(accp);
+          uint8_t v;
+          __builtin_memcpy(&v, accp, 1);
           for (int64_t j = 0; j < m; j++) v = uint8_t(v | (buf[j] != 0));
-          *static_cast<uint8_t *>(accp) = v;
+          __builtin_memcpy(accp, &v, 1);
           break;
         }
         default: break;

@@ -2,6 +2,7 @@
 // native kernel ran (its outputs hold data) and false when no native kernel exists for the case:
 // then nothing was written and the caller runs the TypeScript reference.
 import type { MgArray, Node } from "../../../core/array.ts";
+import type { Primitive } from "../../../core/primitive.ts";
 import type { Dtype } from "../../../core/dtype.ts";
 import { Select } from "../../../core/primitives/elementwise.ts";
 import type { ReduceParams } from "../../../core/primitives/reduce.ts";
@@ -54,6 +55,9 @@ const comboKey = (op: number, d: number, o: number) => op * 256 + d * 16 + o;
 function instrDtype(node: Node): Dtype {
   return node.inputs[node.primitive === Select ? 1 : 0]!.dtype;
 }
+function recordDtype(p: Primitive<unknown>, inputs: readonly MgArray[]): Dtype {
+  return inputs[p === Select ? 1 : 0]!.dtype;
+}
 
 /** Whether an elementwise node can be an instruction of a native program (its op is known and
  *  its dtypes were not declined before). */
@@ -64,13 +68,11 @@ export function nativeElementwiseOp(node: Node): boolean {
 }
 
 /** One elementwise node (or DivMod) as a one- or two-instruction program. */
-export function runElementwise(node: Node): boolean {
-  const inputs = node.inputs;
-  const outputs = node.outputs;
-  const divmod = node.primitive === DivModPrimitive;
-  const op = divmod ? Op.DivModQuotient : opcodeOf(node.primitive);
+export function runElementwise(p: Primitive<unknown>, inputs: readonly MgArray[], outputs: readonly MgArray[]): boolean {
+  const divmod = p === DivModPrimitive;
+  const op = divmod ? Op.DivModQuotient : opcodeOf(p);
   if (op < 0) return false;
-  const dt = instrDtype(node).index;
+  const dt = recordDtype(p, inputs).index;
   const odt = outputs[0]!.dtype.index;
   const key = comboKey(op, dt, odt);
   if (declined.has(key)) return false;
@@ -209,10 +211,8 @@ const NONE = -0x7fffffff;
 
 const REDUCE_TYPES = { sum: 0, prod: 1, max: 2, min: 3, and: 4, or: 5 } as const;
 
-export function runReduce(node: Node): boolean {
-  const a = node.inputs[0]!;
-  const out = node.outputs[0]!;
-  const p = node.params as ReduceParams;
+export function runReduce([a]: readonly MgArray[], [out]: readonly MgArray[], p: ReduceParams): boolean {
+  if (!a || !out) return false;
   if (addressOf(a) < 0) return false;
   const nd = a.ndim;
   if (!allocate([out])) return false;
@@ -232,11 +232,8 @@ export function runReduce(node: Node): boolean {
   return false;
 }
 
-export function runArgReduce(node: Node): boolean {
-  const a = node.inputs[0]!;
-  const out = node.outputs[0]!;
-  const p = node.params as ArgReduceParams;
-  if (addressOf(a) < 0 || a.ndim === 0) return false;
+export function runArgReduce([a]: readonly MgArray[], [out]: readonly MgArray[], p: ArgReduceParams): boolean {
+  if (!a || !out || addressOf(a) < 0 || a.ndim === 0) return false;
   if (!allocate([out])) return false;
   desc.n = 0;
   desc.reserve(8 + 2 * a.ndim);
@@ -254,10 +251,8 @@ export function runArgReduce(node: Node): boolean {
 }
 
 /** Softmax (logSumExp false) or LogSumExp (true) over the last axis. */
-export function runSoftmax(node: Node, logSumExp: boolean): boolean {
-  const a = node.inputs[0]!;
-  const out = node.outputs[0]!;
-  if (addressOf(a) < 0 || a.ndim === 0) return false;
+export function runSoftmax([a]: readonly MgArray[], [out]: readonly MgArray[], logSumExp: boolean): boolean {
+  if (!a || !out || addressOf(a) < 0 || a.ndim === 0) return false;
   if (!allocate([out])) return false;
   desc.n = 0;
   desc.reserve(6 + 2 * a.ndim);
@@ -275,11 +270,8 @@ export function runSoftmax(node: Node, logSumExp: boolean): boolean {
 
 const SCAN_TYPES = { sum: 0, prod: 1, max: 2, min: 3, logaddexp: 4 } as const;
 
-export function runScan(node: Node): boolean {
-  const a = node.inputs[0]!;
-  const out = node.outputs[0]!;
-  const p = node.params as ScanParams;
-  if (addressOf(a) < 0 || a.ndim === 0 || out.dtype !== a.dtype) return false;
+export function runScan([a]: readonly MgArray[], [out]: readonly MgArray[], p: ScanParams): boolean {
+  if (!a || !out || addressOf(a) < 0 || a.ndim === 0 || out.dtype !== a.dtype) return false;
   if (!allocate([out])) return false;
   desc.n = 0;
   desc.reserve(10 + 2 * a.ndim);
@@ -308,10 +300,9 @@ function pushMatrix(x: MgArray, batchDims: number): void {
 }
 
 /** Matmul (params null) or AddMM: out = alpha·(a·b) + beta·c. */
-export function runMatmul(node: Node, addmm: AddMMParams | null): boolean {
-  const [a, b, c] = node.inputs;
-  const out = node.outputs[0]!;
-  if (addressOf(a!) < 0 || addressOf(b!) < 0 || (c && addressOf(c) < 0)) return false;
+export function runMatmul(inputs: readonly MgArray[], [out]: readonly MgArray[], addmm: AddMMParams | null): boolean {
+  const [a, b, c] = inputs;
+  if (!out || addressOf(a!) < 0 || addressOf(b!) < 0 || (c && addressOf(c) < 0)) return false;
   const nd = a!.ndim;
   if (nd < 2 || b!.ndim !== nd || out.dtype !== a!.dtype) return false;
   const nb = nd - 2;

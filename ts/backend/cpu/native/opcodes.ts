@@ -17,7 +17,7 @@ export const Op = {
   Select: 63,
 } as const;
 
-const records: [Primitive<never>, number][] = [
+const records: [Primitive<any>, number][] = [
   [P.Abs, Op.Abs], [P.Negative, Op.Negative], [P.Sign, Op.Sign], [P.Square, Op.Square],
   [P.Sqrt, Op.Sqrt], [P.Rsqrt, Op.Rsqrt], [P.Exp, Op.Exp], [P.Expm1, Op.Expm1], [P.Log, Op.Log],
   [P.Log2, Op.Log2], [P.Log10, Op.Log10], [P.Log1p, Op.Log1p], [P.Sin, Op.Sin], [P.Cos, Op.Cos],
@@ -38,12 +38,17 @@ const records: [Primitive<never>, number][] = [
   [P.Select, Op.Select],
 ];
 
-const opcodes = new Map<Primitive<never>, number>(records);
+const opcodes = new Map<Primitive<any>, number>(records);
 
 /** The opcode of a single-output elementwise primitive, or -1. */
 export function opcodeOf(p: Primitive<unknown>): number {
-  return opcodes.get(p as Primitive<never>) ?? -1;
+  return opcodes.get(p as Primitive<any>) ?? -1;
 }
 
 /** DivMod's two outputs are two instructions over the same inputs. */
 export const DivModPrimitive: Primitive<unknown> = P.DivMod as Primitive<unknown>;
+
+/** The single-output elementwise records the native interpreter computes. */
+export function elementwiseRecords(): Primitive<unknown>[] {
+  return records.map(([p]) => p as Primitive<unknown>);
+}
