@@ -4,6 +4,9 @@ import "./memory/allocator.ts";
 // Registration side effects: the derivative rules of every record, then each backend's kernels.
 import "./core/rules/index.ts";
 import "./backend/cpu/index.ts";
+// The CPU device runs native kernels (Sources/MGCpu), falling back per primitive to the TypeScript
+// ones above (MG_CPU_NATIVE=0: TypeScript only).
+import "./backend/cpu/native/index.ts";
 import "./backend/gpu/index.ts";
 import "./core/methods.ts";
 import "./core/methods-indexing.ts";

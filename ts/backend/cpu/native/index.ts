@@ -36,6 +36,18 @@ function layoutOf(inputs: readonly MgArray[]): string {
   return inputs.every((i) => i.layout!.rowContiguous) ? "contiguous" : "strided";
 }
 
+/**
+ * The engine's allocation failure (TypeScript kernels) and the runtime's (an output buffer) name
+ * neither the op nor the array: both get the op's tag.
+ */
+function allocationError(name: string, outputs: readonly MgArray[], e: unknown): unknown {
+  if (!(e instanceof Error)) return e;
+  const engine = e instanceof RangeError && !e.message.startsWith("[");
+  if (!engine && !e.message.startsWith("[mg_buffer_new]")) return e;
+  const outs = outputs.map((o) => o.describe()).join(", ");
+  return new RangeError(`[${name}] The CPU device could not allocate working memory for ${outs}: ${e.message}${engine ? "." : ""}`, { cause: e });
+}
+
 function runNode(node: Node): void {
   // Unified memory: a GPU result is readable once the batch that writes it has finished.
   for (const input of node.inputs) input.layout!.storage.sync();
@@ -50,11 +62,7 @@ function runNode(node: Node): void {
       nativeKernels.require(node)(node.inputs, node.outputs, node.params);
     }
   } catch (e) {
-    // The TypeScript kernels work in JS arrays; the engine's allocation failure names neither the
-    // op nor the size.
-    if (!(e instanceof RangeError) || e.message.startsWith("[")) throw e;
-    const outs = node.outputs.map((o) => o.describe()).join(", ");
-    throw new RangeError(`[${p.name}] The CPU device could not allocate working memory for ${outs}: ${e.message}.`, { cause: e });
+    throw allocationError(p.name, node.outputs, e);
   }
   if (tracing()) {
     const note = takeNote();
@@ -94,7 +102,13 @@ function runRegionOrNodes(nodes: Node[], ctx: EvalContext): void {
   if (nodes.length > 1) {
     for (const n of nodes) for (const i of n.inputs) i.layout?.storage.sync();
     const outputs = regionOutputs(nodes, ctx);
-    if (runRegion(nodes, outputs)) {
+    let ran: boolean;
+    try {
+      ran = runRegion(nodes, outputs);
+    } catch (e) {
+      throw allocationError(nodes[nodes.length - 1]!.primitive.name, outputs, e);
+    }
+    if (ran) {
       if (tracing()) {
         const produced = new Set(nodes.map((n) => n.outputs[0]!));
         const inputs = [...new Set(nodes.flatMap((n) => n.inputs.filter((i) => !produced.has(i))))];

@@ -31,10 +31,16 @@ function pushStrides(a: MgArray): void {
   for (let i = 0; i < s.length; i++) desc.d[desc.n++] = s[i]!;
 }
 
-/** Allocates outputs; on failure they are discarded again (the reference allocates its own). */
-function allocate(outputs: readonly MgArray[]): boolean {
+/**
+ * Allocates outputs; on failure they are discarded again (the reference allocates its own).
+ * `inPlace`: the kernel reads every element of an input before (or where) it writes the output's
+ * element of the same index, so an output may take over the buffer of an input it alone reads
+ * (MgArray.allocateInPlace: MLX's donation).
+ */
+function allocate(outputs: readonly MgArray[], inPlace = false): boolean {
   for (const o of outputs) {
-    o.allocate();
+    if (inPlace) o.allocateInPlace();
+    else o.allocate();
     if (addressOf(o) < 0) {
       for (const x of outputs) x.discardData();
       return false;
@@ -80,7 +86,7 @@ export function runElementwise(p: Primitive<unknown>, inputs: readonly MgArray[]
   const nd = shape.length;
   const nIn = inputs.length;
   for (let k = 0; k < nIn; k++) if (addressOf(inputs[k]!) < 0) return false;
-  if (!allocate(outputs)) return false;
+  if (!allocate(outputs, true)) return false;
   desc.n = 0;
   desc.reserve(8 + nd * (nIn + 1) + 3 * nIn + 2 * 3 + 14);
   const d = desc.d;
@@ -176,7 +182,9 @@ export function runRegion(nodes: readonly Node[], materialize: readonly MgArray[
       }
     }
   }
-  if (!allocate(materialize)) return false;
+  // A region output may take over an input's buffer: donatable inputs have one reader, the node of
+  // that output, whose instruction reads each element before writing the same index.
+  if (!allocate(materialize, true)) return false;
   const nd = shape.length;
   desc.n = 0;
   desc.reserve(5 + nd + nIn * (2 + nd) + 2 * nOut + temps.length + instrs.length);
@@ -253,7 +261,8 @@ export function runArgReduce([a]: readonly MgArray[], [out]: readonly MgArray[],
 /** Softmax (logSumExp false) or LogSumExp (true) over the last axis. */
 export function runSoftmax([a]: readonly MgArray[], [out]: readonly MgArray[], logSumExp: boolean): boolean {
   if (!a || !out || addressOf(a) < 0 || a.ndim === 0) return false;
-  if (!allocate([out])) return false;
+  // softmax reads a row (max, then each element) before writing it: in place is safe
+  if (!allocate([out], !logSumExp)) return false;
   desc.n = 0;
   desc.reserve(6 + 2 * a.ndim);
   desc.push(a.ndim);
@@ -272,7 +281,8 @@ const SCAN_TYPES = { sum: 0, prod: 1, max: 2, min: 3, logaddexp: 4 } as const;
 
 export function runScan([a]: readonly MgArray[], [out]: readonly MgArray[], p: ScanParams): boolean {
   if (!a || !out || addressOf(a) < 0 || a.ndim === 0 || out.dtype !== a.dtype) return false;
-  if (!allocate([out])) return false;
+  // a scan reads each element of a lane before writing the same index: in place is safe
+  if (!allocate([out], true)) return false;
   desc.n = 0;
   desc.reserve(10 + 2 * a.ndim);
   desc.push(a.ndim);

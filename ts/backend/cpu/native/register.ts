@@ -76,36 +76,36 @@ for (const record of [...elementwiseRecords(), DivModPrimitive]) {
 
 const accumulated = (d: Dtype) => precisionOf(d, inexact(d) && d !== complex64 ? "float64" : null);
 
-registerNative(Reduce, nativeOr(Reduce, runReduce, ([a]) => ({ kernel: "reduce", precision: accumulated(a!.dtype) })));
-registerNative(ArgReduce, nativeOr(ArgReduce, runArgReduce, () => ({ kernel: "argreduce", precision: Precision.exact })));
-registerNative(Scan, nativeOr(Scan, runScan, ([a]) => ({ kernel: "scan", precision: accumulated(a!.dtype) })));
+registerNative(Reduce, nativeOr(Reduce, runReduce, ([a]) => ({ kernel: "Reduce", precision: accumulated(a!.dtype) })));
+registerNative(ArgReduce, nativeOr(ArgReduce, runArgReduce, () => ({ kernel: "ArgReduce", precision: Precision.exact })));
+registerNative(Scan, nativeOr(Scan, runScan, ([a]) => ({ kernel: "Scan", precision: accumulated(a!.dtype) })));
 registerNative(
   Softmax,
-  nativeOr(Softmax, (i, o) => runSoftmax(i, o, false), ([a]) => ({ kernel: "softmax", precision: precisionOf(a!.dtype, a!.dtype === float64 ? null : "float32") })),
+  nativeOr(Softmax, (i, o) => runSoftmax(i, o, false), ([a]) => ({ kernel: "Softmax", precision: precisionOf(a!.dtype, a!.dtype === float64 ? null : "float32") })),
 );
 registerNative(
   LogSumExp,
-  nativeOr(LogSumExp, (i, o) => runSoftmax(i, o, true), ([a]) => ({ kernel: "logsumexp", precision: precisionOf(a!.dtype, a!.dtype === float64 ? null : "float32") })),
+  nativeOr(LogSumExp, (i, o) => runSoftmax(i, o, true), ([a]) => ({ kernel: "LogSumExp", precision: precisionOf(a!.dtype, a!.dtype === float64 ? null : "float32") })),
 );
 
 // ---- matrix products -------------------------------------------------------------------------------------
 
 function gemmKernel(d: Dtype): string {
   const info = nativeInfo();
-  if (lastNativeRun().gemm === 1) return `gemm(blas ${info.blas})`;
-  return `gemm(metalgrad ${info.isa} ${d === float64 ? "f64" : "f32"})`;
+  if (lastNativeRun().gemm === 1) return `(gemm: blas ${info.blas})`;
+  return `(gemm: metalgrad ${info.isa} ${d === float64 ? "f64" : "f32"})`;
 }
 const gemmPrecision = (d: Dtype) => precisionOf(d, d === float64 ? null : "float32");
 
-registerNative(Matmul, nativeOr(Matmul, (i, o) => runMatmul(i, o, null), ([a]) => ({ kernel: gemmKernel(a!.dtype), precision: gemmPrecision(a!.dtype) })));
-registerNative(AddMM, nativeOr(AddMM, (i, o, p) => runMatmul(i, o, p), ([a]) => ({ kernel: gemmKernel(a!.dtype), precision: gemmPrecision(a!.dtype) })));
+registerNative(Matmul, nativeOr(Matmul, (i, o) => runMatmul(i, o, null), ([a]) => ({ kernel: `Matmul${gemmKernel(a!.dtype)}`, precision: gemmPrecision(a!.dtype) })));
+registerNative(AddMM, nativeOr(AddMM, (i, o, p) => runMatmul(i, o, p), ([a]) => ({ kernel: `AddMM${gemmKernel(a!.dtype)}`, precision: gemmPrecision(a!.dtype) })));
 
 // ---- copies ------------------------------------------------------------------------------------------------
 
 const copyNote = (p: string, a: MgArray) => [`copy: ${p} of ${a.describe()} cannot be a view of its layout; its elements are copied row-contiguously`];
 
 // Reshape's kernel runs only when its layout rule cannot express the view: a row-major copy.
-registerNative(Reshape, nativeOr(Reshape, ([a], [o]) => runCopy(a!, o!), ([a]) => ({ kernel: "copy", precision: Precision.none, notes: copyNote("Reshape", a!) })));
+registerNative(Reshape, nativeOr(Reshape, ([a], [o]) => runCopy(a!, o!), ([a]) => ({ kernel: "Reshape", precision: Precision.none, notes: copyNote("Reshape", a!) })));
 
 registerNative(Contiguous, (inputs, outputs, p) => {
   const a = inputs[0]!;
@@ -115,5 +115,5 @@ registerNative(Contiguous, (inputs, outputs, p) => {
     if (tracing()) noteKernel({ kernel: "cpu:Contiguous", precision: Precision.none, notes: [] });
     return;
   }
-  nativeOr(Contiguous, ([x], [o]) => runCopy(x!, o!), ([x]) => ({ kernel: "copy", precision: Precision.none, notes: copyNote("Contiguous", x!) }))(inputs, outputs, p);
+  nativeOr(Contiguous, ([x], [o]) => runCopy(x!, o!), ([x]) => ({ kernel: "Contiguous", precision: Precision.none, notes: copyNote("Contiguous", x!) }))(inputs, outputs, p);
 });
