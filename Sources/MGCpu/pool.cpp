@@ -1,8 +1,10 @@
 // The persistent worker pool kernels split large work over (MG_CPU_THREADS, default the hardware
-// concurrency). The calling thread is worker 0; the others park on a condition variable after a
-// short spin, so back-to-back kernels do not pay a wake-up each. Tasks are handed out in order by
-// an atomic counter; kernels make each task's result independent of the thread that runs it, so
-// thread counts never change results.
+// concurrency). The calling thread is worker 0 and takes tasks too; helpers park on a condition
+// variable after a short spin. The caller never waits for a helper to wake up: tasks are claimed
+// through one atomic word (job generation, next task), so on a busy machine a helper the scheduler
+// has not run yet simply finds nothing left, and the caller waits only for tasks actually claimed.
+// Kernels make each task's result independent of the thread that runs it, so thread counts never
+// change results.
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -26,6 +28,14 @@ struct Scratch {
 };
 thread_local Scratch scratch_of_thread;
 
+void pause() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 class Pool {
  public:
   static Pool &get() {
@@ -43,8 +53,9 @@ class Pool {
 
   void run(int64_t tasks, int threads, TaskFn fn, void *ctx) {
     threads = int(std::min<int64_t>(std::min(threads, this->threads()), tasks));
-    // Serial when asked, when nested inside a task, or when another caller owns the pool.
-    if (threads <= 1 || in_task_ || !busy_.try_lock()) {
+    // Serial when asked, when nested inside a task, when the task count does not fit the claim
+    // word, or when another caller owns the pool.
+    if (threads <= 1 || in_task_ || tasks >= (int64_t(1) << 32) || !busy_.try_lock()) {
       for (int64_t t = 0; t < tasks; t++) fn(ctx, t, 0);
       return;
     }
@@ -52,22 +63,23 @@ class Pool {
     fn_ = fn;
     ctx_ = ctx;
     tasks_ = tasks;
-    next_.store(0, std::memory_order_relaxed);
     helpers_ = threads - 1;
-    remaining_.store(threads - 1, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const uint64_t gen = ++generation_;
+    claim_.store(gen << 32, std::memory_order_release);  // publishes the job: task 0 of generation gen
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      generation_.fetch_add(1, std::memory_order_release);
+      posted_.store(gen, std::memory_order_release);
     }
     wake_.notify_all();
-    work(0);
-    // wait for the helpers: spin briefly, then sleep
-    for (int spin = 0; remaining_.load(std::memory_order_acquire) != 0; spin++) {
-      if (spin < 4000) {
+    work(gen, 0);
+    // wait for the tasks helpers claimed: spin briefly, then sleep
+    for (int spin = 0; done_.load(std::memory_order_acquire) != tasks; spin++) {
+      if (spin < 2000) {
         pause();
       } else {
         std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [&] { return remaining_.load(std::memory_order_acquire) == 0; });
+        finished_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == tasks_; });
       }
     }
     busy_.unlock();
@@ -85,67 +97,63 @@ class Pool {
     return hw == 0 ? 1 : int(std::min<unsigned>(hw, MAX_THREADS));
   }
 
-  static void pause() {
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-  }
-
   void ensure_workers(int n) {
     while (int(workers_.size()) < n) {
-      // the worker starts from the generation before the job about to be posted, whenever it runs
       const int index = int(workers_.size()) + 1;
-      const uint64_t seen = generation_.load(std::memory_order_acquire);
+      const uint64_t seen = posted_.load(std::memory_order_acquire);
       workers_.emplace_back([this, index, seen] { loop(index, seen); });
       workers_.back().detach();
     }
   }
 
-  void work(int thread) {
+  // Claims and runs tasks of generation `gen` until none is left. A claim succeeds only while the
+  // job is still `gen`, so a late helper can never run a task of a job it did not see posted.
+  void work(uint64_t gen, int thread) {
     in_task_ = true;
     for (;;) {
-      int64_t t = next_.fetch_add(1, std::memory_order_relaxed);
+      uint64_t v = claim_.load(std::memory_order_acquire);
+      if ((v >> 32) != gen) break;
+      const int64_t t = int64_t(v & 0xffffffffu);
       if (t >= tasks_) break;
+      if (!claim_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
       fn_(ctx_, t, thread);
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks_) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        finished_.notify_one();
+      }
     }
     in_task_ = false;
   }
 
   void loop(int index, uint64_t seen) {
     for (;;) {
-      for (int spin = 0; generation_.load(std::memory_order_acquire) == seen; spin++) {
+      uint64_t gen;
+      for (int spin = 0; (gen = posted_.load(std::memory_order_acquire)) == seen; spin++) {
         if (spin < 20000) {
           pause();
         } else {
           std::unique_lock<std::mutex> lock(mutex_);
-          wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+          wake_.wait(lock, [&] { return posted_.load(std::memory_order_acquire) != seen; });
         }
       }
-      seen = generation_.load(std::memory_order_acquire);
-      if (index <= helpers_) {
-        work(index);
-        if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          std::lock_guard<std::mutex> lock(mutex_);
-          done_.notify_one();
-        }
-      }
+      seen = gen;
+      if (index <= helpers_) work(gen, index);
     }
   }
 
   std::atomic<int> threads_{1};
   std::mutex busy_;
   std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  std::atomic<uint64_t> generation_{0};
+  std::condition_variable wake_, finished_;
+  uint64_t generation_ = 0;            // the caller's count of posted jobs (under busy_)
+  std::atomic<uint64_t> posted_{0};    // the newest posted generation (helpers wait for a change)
+  std::atomic<uint64_t> claim_{0};     // generation << 32 | next task
+  std::atomic<int64_t> done_{0};       // tasks of the current job completed
   std::vector<std::thread> workers_;
   TaskFn fn_ = nullptr;
   void *ctx_ = nullptr;
   int64_t tasks_ = 0;
   int helpers_ = 0;
-  std::atomic<int64_t> next_{0};
-  std::atomic<int> remaining_{0};
   static thread_local bool in_task_;
 };
 
