@@ -100,7 +100,9 @@ function arraysIn(args: unknown[]): MgArray[] {
 
 /** Evaluates arrays (any nested arrays/objects of arrays), as mx.eval. */
 export function evaluate(...args: unknown[]): void {
-  evalArrays(arraysIn(args));
+  // eval(x): no walk over the arguments
+  if (args.length === 1 && args[0] instanceof MgArray) evalArrays(args as MgArray[]);
+  else evalArrays(arraysIn(args));
 }
 export { evaluate as eval };
 

@@ -259,9 +259,14 @@ int elementwise(const double *desc, int32_t words) {
   auto dtype_of = [&](int o) {
     return o < p.n_in ? p.in[o].dtype : o < p.n_in + p.n_out ? p.out_dtype[o - p.n_in] : p.temp_dtype[o - p.n_in - p.n_out];
   };
-  std::vector<char> written(size_t(n_ops), 0);
+  // per-call scratch lives in thread-local vectors whose capacity persists: no allocation per call
+  static thread_local std::vector<char> written;
+  written.assign(size_t(n_ops), 0);
   for (int k = 0; k < p.n_in; k++) written[size_t(k)] = 1;
   const Isa &is = isa();
+  static thread_local Exec exec;
+  Exec &e = exec;
+  e.fns.resize(size_t(p.n_instr));
   for (int j = 0; j < p.n_instr; j++) {
     const Instr &in = p.instr[j];
     const int arity = op_arity(in.op);
@@ -278,7 +283,8 @@ int elementwise(const double *desc, int32_t words) {
       }
     }
     if (dtype_of(in.dst) != in.out_dtype) return fail(fn, "instruction " + std::to_string(j) + " destination dtype mismatch");
-    if (!is.kernel(in.op, in.dtype, in.out_dtype))
+    e.fns[size_t(j)] = is.kernel(in.op, in.dtype, in.out_dtype);
+    if (!e.fns[size_t(j)])
       return unsupported(fn, "no native kernel for opcode " + std::to_string(in.op) + " on " + dtype_name(in.dtype) + " → " + dtype_name(in.out_dtype));
     written[size_t(in.dst)] = 1;
   }
@@ -289,8 +295,6 @@ int elementwise(const double *desc, int32_t words) {
   if (p.size == 0) return MGCPU_OK;
 
   // collapse: outputs are row-major contiguous
-  static thread_local Exec exec;
-  Exec &e = exec;
   e.p = &p;
   e.isa = &is;
   int64_t out_strides[MAX_DIMS];
@@ -301,10 +305,10 @@ int elementwise(const double *desc, int32_t words) {
       s *= p.shape[d];
     }
   }
-  std::vector<int64_t *> all;
-  for (int k = 0; k < p.n_in; k++) all.push_back(p.in[k].strides);
-  all.push_back(out_strides);
-  p.ndim = collapse(p.ndim, p.shape, int(all.size()), all.data());
+  int64_t *all[MAX_OPERANDS + 1];
+  for (int k = 0; k < p.n_in; k++) all[k] = p.in[k].strides;
+  all[p.n_in] = out_strides;
+  p.ndim = collapse(p.ndim, p.shape, p.n_in + 1, all);
   if (p.ndim == 0) {
     p.ndim = 1;
     p.shape[0] = 1;
@@ -333,21 +337,20 @@ int elementwise(const double *desc, int32_t words) {
   }
   for (int k = 0; k < p.n_out; k++) e.out_direct[k] = !is_16bit_float(p.out_dtype[k]);
   // identity casts from a gathered input into a direct output copy in one pass
-  std::vector<char> gathered_elsewhere(size_t(p.n_in), 0);
-  e.fns.resize(size_t(p.n_instr));
+  char gathered_elsewhere[MAX_OPERANDS];
+  for (int k = 0; k < p.n_in; k++) gathered_elsewhere[k] = 0;
   e.gather_into_output.assign(size_t(p.n_instr), 0);
   for (int j = 0; j < p.n_instr; j++) {
     const Instr &in = p.instr[j];
-    e.fns[size_t(j)] = is.kernel(in.op, in.dtype, in.out_dtype);
     if (in.op == OpCast && in.dtype == in.out_dtype && in.a < p.n_in && e.in_mode[in.a] == InGather &&
         in.dst >= p.n_in && in.dst < p.n_in + p.n_out && e.out_direct[in.dst - p.n_in])
       e.gather_into_output[size_t(j)] = 1;
     else
       for (int s : {in.a, in.b, in.c})
-        if (s >= 0 && s < p.n_in) gathered_elsewhere[size_t(s)] = 1;
+        if (s >= 0 && s < p.n_in) gathered_elsewhere[s] = 1;
   }
   for (int k = 0; k < p.n_in; k++)
-    if (e.in_mode[k] == InGather && gathered_elsewhere[size_t(k)]) e.reg_of[k] = regs++;
+    if (e.in_mode[k] == InGather && gathered_elsewhere[k]) e.reg_of[k] = regs++;
   for (int k = 0; k < p.n_out; k++)
     if (!e.out_direct[k]) e.reg_of[p.n_in + k] = regs++;
   for (int k = p.n_in + p.n_out; k < n_ops; k++) e.reg_of[k] = regs++;

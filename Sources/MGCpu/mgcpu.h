@@ -169,7 +169,8 @@ struct Reader {
   int64_t integer(int64_t lo, int64_t hi, const char *what) {
     double v = next();
     if (!ok) return 0;
-    if (!(v >= double(lo) && v <= double(hi)) || v != std::floor(v)) {
+    // in range first (then the int64 conversion is defined), then integral
+    if (!(v >= double(lo) && v <= double(hi)) || double(int64_t(v)) != v) {
       ok = false;
       error = std::string(what) + " out of range (" + std::to_string(v) + ")";
       return lo;
@@ -179,7 +180,7 @@ struct Reader {
   char *pointer(const char *what) {
     double v = next();
     if (!ok) return nullptr;
-    if (!(v >= 0 && v < 9007199254740992.0) || v != std::floor(v)) {
+    if (!(v >= 0 && v < 9007199254740992.0) || double(int64_t(v)) != v) {
       ok = false;
       error = std::string(what) + " is not a pointer";
       return nullptr;

@@ -12,7 +12,7 @@ import { type Backend, type EvalContext, registerBackend } from "../../../core/g
 import { applyViews } from "../../../core/layout.ts";
 import { shapesEqual } from "../../../core/shape.ts";
 import { Precision, record, tracing } from "../../../core/trace.ts";
-import { nativeElementwiseOp, runRegion } from "./kernels.ts";
+import { nativeElementwiseOp, runElementwise, runRegion } from "./kernels.ts";
 import { opcodeOf } from "./opcodes.ts";
 import { inexact, precisionOf } from "./register.ts";
 import { nativeEnabled, nativeKernels, takeNote } from "./registry.ts";
@@ -82,6 +82,18 @@ function runNode(node: Node): void {
 
 // ---- fused regions --------------------------------------------------------------------------------------
 
+/** The common tiny-op path: one elementwise node straight to its native kernel (no table lookup,
+ *  no wrappers); false when the native side declines (the caller then runs the table's kernel). */
+function runElementwiseNode(node: Node): boolean {
+  const inputs = node.inputs;
+  for (let i = 0; i < inputs.length; i++) inputs[i]!.layout!.storage.sync();
+  try {
+    return runElementwise(node.primitive, inputs, node.outputs);
+  } catch (e) {
+    throw allocationError(node.primitive.name, node.outputs, e);
+  }
+}
+
 function isFusable(node: Node): boolean {
   return node.outputs.length === 1 && node.primitive.fusion !== undefined && opcodeOf(node.primitive) >= 0 && nativeElementwiseOp(node);
 }
@@ -130,9 +142,32 @@ function runRegionOrNodes(nodes: Node[], ctx: EvalContext): void {
   }
   // one node, or an instruction without a native kernel: node by node, each output materialised
   for (const n of nodes) {
+    if (nodes.length === 1 && !tracing() && runElementwiseNode(n)) {
+      ctx.finished(n);
+      continue;
+    }
     runNode(n);
     ctx.finished(n);
   }
+}
+
+// Open regions, one per nesting level (a kernel may evaluate another graph: custom functions).
+const openRegions: Node[][] = [];
+let depth = 0;
+
+/** Whether `node` reads the output of a node in the open region. */
+function readsRegion(node: Node, open: readonly Node[]): boolean {
+  const inputs = node.inputs;
+  for (let i = 0; i < inputs.length; i++) {
+    const x = inputs[i]!;
+    if (x.layout === null && x.node !== null && open.includes(x.node)) return true;
+  }
+  return false;
+}
+
+function closeRegion(open: Node[], ctx: EvalContext): void {
+  const region = open.splice(0);
+  runRegionOrNodes(region, ctx);
 }
 
 export const nativeCpuBackend: Backend = {
@@ -144,28 +179,25 @@ export const nativeCpuBackend: Backend = {
       }
       return;
     }
-    let open: Node[] = [];
-    let inOpen = new Set<MgArray>();
-    const close = () => {
-      if (open.length === 0) return;
-      const region = open;
-      open = [];
-      inOpen = new Set();
-      runRegionOrNodes(region, ctx);
-    };
-    for (const node of nodes) {
-      if (isFusable(node)) {
-        if (open.length > 0 && (!shapesEqual(open[0]!.outputs[0]!.shape, node.outputs[0]!.shape) || open.length >= MAX_FUSED_OPS)) close();
-        open.push(node);
-        inOpen.add(node.outputs[0]!);
-        continue;
+    const open = (openRegions[depth] ??= []);
+    depth++;
+    try {
+      for (const node of nodes) {
+        if (isFusable(node)) {
+          if (open.length > 0 && (!shapesEqual(open[0]!.outputs[0]!.shape, node.outputs[0]!.shape) || open.length >= MAX_FUSED_OPS)) closeRegion(open, ctx);
+          open.push(node);
+          continue;
+        }
+        // a node that does not read the open region runs ahead of it
+        if (open.length > 0 && readsRegion(node, open)) closeRegion(open, ctx);
+        runNode(node);
+        ctx.finished(node);
       }
-      // a node that does not read the open region runs ahead of it
-      if (open.length > 0 && readsAny(node.inputs, inOpen)) close();
-      runNode(node);
-      ctx.finished(node);
+      if (open.length > 0) closeRegion(open, ctx);
+    } finally {
+      open.length = 0;
+      depth--;
     }
-    close();
   },
 };
 
