@@ -30,7 +30,9 @@ let cpuKernels: Target = .target(
 #if os(macOS)
 // The command-line tool needs swift-argument-parser, which only machines with network access can
 // fetch; Linux machines here cannot, and the library itself depends on nothing outside the toolchain.
-dependencies.append(.package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"))
+// Pinned exactly instead of by a committed Package.resolved: the Linux manifest has no dependencies,
+// and SwiftPM deletes a Package.resolved it does not need there.
+dependencies.append(.package(url: "https://github.com/apple/swift-argument-parser", exact: "1.5.0"))
 targets.append(cpuKernels)
 targets.append(
     .target(
@@ -38,7 +40,12 @@ targets.append(
         dependencies: ["MGCpu"],
         path: "Sources/MetalGradRuntime",
         swiftSettings: [.swiftLanguageMode(.v6)],
-        linkerSettings: [.linkedFramework("Metal"), .linkedFramework("Foundation"), .linkedFramework("Accelerate")]
+        // CoreGraphics: MTLCreateSystemDefaultDevice returns nil in command-line processes without it.
+        // Accelerate: the CPU device's BLAS (MGCpu's cblas_sgemm/dgemm).
+        linkerSettings: [
+            .linkedFramework("Metal"), .linkedFramework("Foundation"), .linkedFramework("CoreGraphics"),
+            .linkedFramework("Accelerate"),
+        ]
     )
 )
 targets.append(

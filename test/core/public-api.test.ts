@@ -17,6 +17,8 @@ const BUILDS_NO_ARRAYS = new Set([
   "stream", "tidy", "trace",
   // Return functions that are library functions (checked below).
   "grad", "valueAndGrad", "vmap", "compile", "checkpoint", "customFunction", "metalKernel",
+  // mg.utils trees: they build no arrays; treeMap and treeReduce run the user's function as user code.
+  "treeFlatten", "treeMap", "treeMapWithPath", "treeMerge", "treeReduce", "treeUnflatten",
   // mg.testing (test utilities) and mg.fast's compile counter.
   "gradcheck", "toleranceFor", "accumulationTolerance", "kernelCompileCount",
 ]);

@@ -14,10 +14,13 @@ import { GpuEncoder } from "./encoder.ts";
 import { type KernelInstance, prepareKernels } from "./kernels.ts";
 import { gpuRules, type KernelRule } from "./registry.ts";
 // The GPU rules of every primitive (each module registers its own).
+import "./convolution.ts";
 import "./elementwise.ts";
+import "./fft.ts";
 import "./indexing.ts";
 import "./matmul.ts";
 import "./movement.ts";
+import "./quantized.ts";
 import "./random.ts";
 import "./reduce.ts";
 import "./scan.ts";
@@ -278,8 +281,11 @@ registerBackend("gpu", {
         else if (it.kind === "single") encodeSingle(enc, it.node);
         else if (it.kind === "view") encodeView(enc, it.node);
         else kernelRuleOf(it.node).encode(enc, it.node);
-        if (it.kind === "region") for (const n of it.region.nodes) recycleInputs(n);
-        else if (it.kind !== "view") recycleInputs(it.node);
+        // A region node whose output stays unmaterialised keeps its node (recomputed if read
+        // later), so it still reads its inputs after this batch: they are not recycled for it.
+        if (it.kind === "region") {
+          for (const n of it.region.nodes) if (it.region.outputs.includes(n.outputs[0]!)) recycleInputs(n);
+        } else if (it.kind !== "view") recycleInputs(it.node);
       }
     } catch (e) {
       for (const o of fresh) o.discardData();

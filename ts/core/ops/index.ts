@@ -14,6 +14,8 @@ import * as softmaxOps from "./softmax.ts";
 import * as linalgCoreOps from "./linalg-core.ts";
 import * as einsumOps from "./einsum.ts";
 import * as windowsOps from "./windows.ts";
+import * as quantizedOps from "./quantized.ts";
+import * as convolutionOps from "./convolution.ts";
 import { array as arrayOp } from "./convert.ts";
 import { depends as dependsOp } from "./depends.ts";
 
@@ -64,6 +66,9 @@ export const {
 export const {
   bartlett, blackman, hamming, hanning,
 } = libraryFunctions(windowsOps);
+export const {
+  conv1d, conv2d, conv3d, convGeneral, convolve, convTranspose1d, convTranspose2d, convTranspose3d,
+} = libraryFunctions(convolutionOps);
 export { Ellipsis, newaxis } from "./indexing.ts";
 export const { array, depends } = libraryFunctions({ array: arrayOp, depends: dependsOp });
 export type * from "./elementwise.ts";
@@ -78,3 +83,8 @@ export type * from "./softmax.ts";
 export type * from "./linalg-core.ts";
 export type * from "./einsum.ts";
 export type * from "./windows.ts";
+export const {
+  dequantize, gatherQmm, quantize, quantizedMatmul,
+} = libraryFunctions(quantizedOps);
+export type { QuantizationMode } from "./quantized.ts";
+export type { ConvolveMode, GeneralPadding, PerAxis } from "./convolution.ts";
