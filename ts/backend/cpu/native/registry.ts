@@ -5,6 +5,7 @@
 import type { Primitive } from "../../../core/primitive.ts";
 import { KernelRegistry } from "../../../core/registry.ts";
 import { type CpuKernel, cpuKernels } from "../registry.ts";
+import { tryRuntime } from "../../runtime.ts";
 
 export const nativeKernels = new KernelRegistry<CpuKernel<any>>("cpu", { fallback: cpuKernels });
 
@@ -13,10 +14,15 @@ export function registerNative<P>(record: Primitive<P>, kernel: CpuKernel<NoInfe
 }
 
 let enabled = process.env.MG_CPU_NATIVE !== "0";
+// Without the runtime library (not installed for this platform, not built) the CPU device runs the
+// TypeScript kernels on JS memory: the native table stays out of the way.
+let available: boolean | null = null;
 
 /** Whether native kernels run (MG_CPU_NATIVE=0 or setNativeCpu(false): the TypeScript reference). */
 export function nativeEnabled(): boolean {
-  return enabled;
+  if (!enabled) return false;
+  available ??= tryRuntime() !== null;
+  return available;
 }
 
 /** Turns the native CPU kernels on or off; returns the previous setting. */
