@@ -125,7 +125,8 @@ struct Exec {
   // where each operand lives in a thread's scratch (in registers of TILE·8 bytes); -1 = none
   int reg_of[3 * MAX_OPERANDS];
   int regs;
-  int64_t chunk;  // elements per task (a multiple of TILE)
+  int64_t chunk;  // elements per task (a multiple of the tile)
+  int64_t tile;   // elements per tile: TILE when registers are used, larger when none are
   // per instruction: its kernel, and whether it is an identity cast from a gathered input into a
   // direct output (then gathered in place: a strided copy is one pass)
   std::vector<KernelFn> fns;
@@ -176,8 +177,8 @@ void run_tiles(void *ctx, int64_t task, int thread) {
   const int n_ops = p.n_in + p.n_out + p.n_temp;
   void *slot[3 * MAX_OPERANDS];
   bool scalar[3 * MAX_OPERANDS];
-  for (int64_t i0 = begin; i0 < end; i0 += TILE) {
-    const int64_t n = std::min(TILE, end - i0);
+  for (int64_t i0 = begin; i0 < end; i0 += e.tile) {
+    const int64_t n = std::min(e.tile, end - i0);
     for (int k = 0; k < p.n_in; k++) {
       scalar[k] = e.in_mode[k] == InScalar;
       if (e.in_mode[k] == InScalar) slot[k] = const_cast<char *>(e.scalar_value[k]);
@@ -356,9 +357,19 @@ int elementwise(const double *desc, int32_t words) {
   for (int k = p.n_in + p.n_out; k < n_ops; k++) e.reg_of[k] = regs++;
   e.regs = regs;
 
-  const double work = double(p.size) * (1.0 + 0.5 * p.n_instr);
-  const int threads = threads_for(work);
-  e.chunk = TILE * std::max<int64_t>(1, std::min<int64_t>(64, (p.size / TILE) / (4 * threads) + 1));
+  // Work in ~ns: a pass over memory costs ~0.3 ns an element, a cheap instruction ~0.1, math more.
+  double per_element = 0.3;
+  for (int j = 0; j < p.n_instr; j++) {
+    const int op = p.instr[j].op;
+    const bool math = (op >= OpSqrt && op <= OpErfInv) || op == OpPower || op == OpLogAddExp || op == OpArcTan2 ||
+                      op == OpDivide || op == OpRemainder || p.instr[j].dtype == C64;
+    per_element += math ? 1.0 : 0.1;
+  }
+  const int threads = threads_for(double(p.size) * per_element);
+  // A program that needs no tile registers (contiguous operands, one instruction) loops over long
+  // tiles: less per-tile bookkeeping. Results never depend on the tile size (elementwise kernels).
+  e.tile = regs == 0 ? 16 * TILE : TILE;
+  e.chunk = e.tile * std::max<int64_t>(1, std::min<int64_t>(64, (p.size / e.tile) / (4 * threads) + 1));
   const int64_t tasks = (p.size + e.chunk - 1) / e.chunk;
   if (!thread_scratch(0, size_t(regs) * TILE * 8 + 64)) return fail(fn, "out of memory for tile registers");
   note_threads(threads);
@@ -667,7 +678,7 @@ int reduce(const double *desc, int32_t words) {
     p.kshape[0] = 1;
     p.kstride[0] = 0;
   }
-  const double work = double(p.out_count) * double(std::max<int64_t>(p.red_count, 1));
+  const double work = 0.3 * double(p.out_count) * double(std::max<int64_t>(p.red_count, 1));  // ~ns
   int threads = threads_for(work);
   note_threads(threads);
 
@@ -781,7 +792,7 @@ int softmax(const double *desc, int32_t words) {
       }
     return MGCPU_OK;
   }
-  const int threads = threads_for(double(p.rows) * double(p.n) * 4);
+  const int threads = threads_for(double(p.rows) * double(p.n) * 1.5);  // ~ns: max, exp, divide
   note_threads(threads);
   p.rows_per_task = std::max<int64_t>(1, p.rows / (8 * threads));
   parallel_for((p.rows + p.rows_per_task - 1) / p.rows_per_task, threads, softmax_task, &p);

@@ -364,7 +364,7 @@ int matmul(const double *desc, int32_t words) {
   const int mr = f64 ? g.isa->gemm_mr_f64 : g.isa->gemm_mr_f32;
   const int nr = f64 ? g.isa->gemm_nr_f64 : g.isa->gemm_nr_f32;
   const double flops = 2.0 * double(g.batch) * double(g.M) * double(g.N) * double(std::max<int64_t>(g.K, 1));
-  const int threads = threads_for(flops / 8);
+  const int threads = threads_for(flops / 50);  // ~ns at ~100 GFLOP/s per core, plus packing
   // task grid: row blocks of about MC (balanced), column blocks of at most NC; split further while
   // there are fewer than 3 tasks per thread
   const int64_t row_blocks = (g.M + MC - 1) / MC;
