@@ -1109,6 +1109,120 @@ int scan(const double *desc, int32_t words) {
 
 }  // namespace
 
+// ---- strided copies and fills ------------------------------------------------------------------------
+
+namespace {
+
+struct CopyPlan {
+  int ndim, esize;
+  int64_t shape[MAX_DIMS], sst[MAX_DIMS], dst_st[MAX_DIMS];
+  char *src, *dst;
+  int64_t rows, rows_per_task;
+};
+
+template <class T> void copy_run(char *d, int64_t ds, const char *s, int64_t ss, int64_t n) {
+  T *dp = reinterpret_cast<T *>(d);
+  const T *sp = reinterpret_cast<const T *>(s);
+  if (ss == 0) {
+    const T v = sp[0];
+    for (int64_t i = 0; i < n; i++) dp[i * ds] = v;
+  } else {
+    for (int64_t i = 0; i < n; i++) dp[i * ds] = sp[i * ss];
+  }
+}
+
+void copy_task(void *ctx, int64_t task, int) {
+  const CopyPlan &p = *static_cast<const CopyPlan *>(ctx);
+  const int last = p.ndim - 1;
+  const int64_t n = p.shape[last];
+  const int64_t r0 = task * p.rows_per_task, r1 = std::min(p.rows, r0 + p.rows_per_task);
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t so = 0, dof = 0, rest = r;
+    for (int d = last - 1; d >= 0; d--) {
+      const int64_t i = rest % p.shape[d];
+      rest /= p.shape[d];
+      so += i * p.sst[d];
+      dof += i * p.dst_st[d];
+    }
+    char *d = p.dst + dof * p.esize;
+    const char *src = p.src + so * p.esize;
+    if (p.sst[last] == 1 && p.dst_st[last] == 1) {
+      std::memcpy(d, src, size_t(n) * size_t(p.esize));
+      continue;
+    }
+    switch (p.esize) {
+      case 1: copy_run<uint8_t>(d, p.dst_st[last], src, p.sst[last], n); break;
+      case 2: copy_run<uint16_t>(d, p.dst_st[last], src, p.sst[last], n); break;
+      case 4: copy_run<uint32_t>(d, p.dst_st[last], src, p.sst[last], n); break;
+      default: copy_run<uint64_t>(d, p.dst_st[last], src, p.sst[last], n); break;
+    }
+  }
+}
+
+// [ndim, element bytes (1, 2, 4, 8), shape…, src, src strides…, dst, dst strides…]: dst[i] = src[i]
+// over the shape, bit for bit (a zero source stride broadcasts: fills).
+int copy(const double *desc, int32_t words) {
+  const char *fn = "mg_cpu_copy";
+  Reader r(desc, words, fn);
+  CopyPlan p;
+  p.ndim = int(r.integer(0, MAX_DIMS, "ndim"));
+  p.esize = int(r.integer(1, 8, "element size"));
+  if (!read_shape(r, p.ndim, p.shape)) return fail(fn, r.error);
+  p.src = r.pointer("source");
+  if (!read_strides(r, p.ndim, p.sst)) return fail(fn, r.error);
+  p.dst = r.pointer("destination");
+  if (!read_strides(r, p.ndim, p.dst_st)) return fail(fn, r.error);
+  if (!r.ok) return fail(fn, r.error);
+  if (r.pos != words) return fail(fn, "descriptor has extra words");
+  if (p.esize != 1 && p.esize != 2 && p.esize != 4 && p.esize != 8) return fail(fn, "element size must be 1, 2, 4 or 8");
+  if (size_of(p.ndim, p.shape) == 0) return MGCPU_OK;
+  int64_t *st[2] = {p.sst, p.dst_st};
+  p.ndim = collapse(p.ndim, p.shape, 2, st);
+  if (p.ndim == 0) {
+    p.ndim = 1;
+    p.shape[0] = 1;
+    p.sst[0] = p.dst_st[0] = 0;
+  }
+  p.rows = size_of(p.ndim - 1, p.shape);
+  const double bytes = double(p.rows) * double(p.shape[p.ndim - 1]) * p.esize;
+  const int threads = threads_for(bytes * 0.1);  // ~0.1 ns a byte
+  note_threads(threads);
+  p.rows_per_task = std::max<int64_t>(1, p.rows / (8 * threads));
+  parallel_for((p.rows + p.rows_per_task - 1) / p.rows_per_task, threads, copy_task, &p);
+  return MGCPU_OK;
+}
+
+// [dtype, n, start, step, dst]: dst[i] = start + i·step computed in float64, stored with the
+// reference's rounding (writeNumbers).
+int arange(const double *desc, int32_t words) {
+  const char *fn = "mg_cpu_arange";
+  Reader r(desc, words, fn);
+  const int dt = r.dtype("dtype");
+  const int64_t n = r.integer(0, int64_t(1) << 52, "count");
+  const double start = r.next(), step = r.next();
+  char *dst = r.pointer("destination");
+  if (!r.ok) return fail(fn, r.error);
+  if (r.pos != words) return fail(fn, "descriptor has extra words");
+  for (int64_t i = 0; i < n; i++) {
+    const double v = start + double(i) * step;
+    switch (dt) {
+      case Bool: reinterpret_cast<uint8_t *>(dst)[i] = !(v == 0); break;
+      case F32: reinterpret_cast<float *>(dst)[i] = float(v); break;
+      case F64: reinterpret_cast<double *>(dst)[i] = v; break;
+      case F16: reinterpret_cast<uint16_t *>(dst)[i] = f64_to_f16(v); break;
+      case BF16: reinterpret_cast<uint16_t *>(dst)[i] = f32_to_bf16(float(v)); break;
+      case C64: reinterpret_cast<float *>(dst)[2 * i] = float(v), reinterpret_cast<float *>(dst)[2 * i + 1] = 0; break;
+      default: {
+        const uint64_t u = wrap_u64_from_double(v);
+        std::memcpy(dst + i * dtype_size(dt), &u, size_t(dtype_size(dt)));  // little-endian: low bytes
+      }
+    }
+  }
+  return MGCPU_OK;
+}
+
+}  // namespace
+
 int matmul(const double *desc, int32_t words);  // gemm.cpp
 int gemm_provider();
 int set_gemm_provider(int provider);
@@ -1160,3 +1274,5 @@ MG_EXPORT int32_t mg_cpu_argreduce(const double *desc, int32_t words) { return a
 MG_EXPORT int32_t mg_cpu_softmax(const double *desc, int32_t words) { return softmax(desc, words); }
 MG_EXPORT int32_t mg_cpu_matmul(const double *desc, int32_t words) { return matmul(desc, words); }
 MG_EXPORT int32_t mg_cpu_scan(const double *desc, int32_t words) { return scan(desc, words); }
+MG_EXPORT int32_t mg_cpu_copy(const double *desc, int32_t words) { return copy(desc, words); }
+MG_EXPORT int32_t mg_cpu_arange(const double *desc, int32_t words) { return arange(desc, words); }

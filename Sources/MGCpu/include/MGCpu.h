@@ -62,6 +62,12 @@ int32_t mg_cpu_matmul(const double *desc, int32_t words);
 /// Cumulative sums, products, max, min and logaddexp along one axis.
 int32_t mg_cpu_scan(const double *desc, int32_t words);
 
+/// A strided copy (or, with zero source strides, a fill) of 1-, 2-, 4- or 8-byte elements.
+int32_t mg_cpu_copy(const double *desc, int32_t words);
+
+/// start + i·step in float64, stored in a dtype.
+int32_t mg_cpu_arange(const double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

@@ -458,6 +458,25 @@ describe("softmax and logsumexp", () => {
   }
 });
 
+// ---- data movement ----------------------------------------------------------------------------------------
+
+describe("concatenate, pad, arange", () => {
+  for (const dtype of ALL) {
+    test(`${dtype.name}: concatenate (strided and broadcast parts), pad (strided input), arange`, () => {
+      const a = ref(() => mg.transpose(mg.reshape(input(dtype, 6 * 7, 141), [7, 6], S), undefined, S));
+      const b = ref(() => mg.reshape(input(dtype, 6 * 3, 142), [6, 3], S));
+      const c = ref(() => mg.broadcastTo(mg.reshape(input(dtype, 6, 143), [6, 1], S), [6, 4], S));
+      const e = ref(() => mg.zeros([6, 0], dtype, S));
+      compareResults(P.AsType, both(() => [mg.concatenate([a, b, e, c], 1, S)]), `concatenate axis 1 ${dtype.name}`);
+      compareResults(P.AsType, both(() => [mg.concatenate([mg.transpose(a, undefined, S), mg.transpose(c, undefined, S)], 0, S)]), `concatenate axis 0 ${dtype.name}`);
+      compareResults(P.AsType, both(() => [mg.pad(a, [[1, 2], [0, 3]], "constant", 0, S)]), `pad ${dtype.name}`);
+      if (dtype !== mg.complex64) {
+        compareResults(P.AsType, both(() => [mg.arange(-3, 40, 1.25, dtype, S)]), `arange ${dtype.name}`);
+      }
+    });
+  }
+});
+
 // ---- matmul --------------------------------------------------------------------------------------------------
 
 /** n values uniform in [-1, 1) as float32 (well-conditioned products for GEMM comparisons). */

@@ -24,6 +24,8 @@ const SYMBOLS = {
   mg_cpu_softmax: { args: [P, i32], returns: i32 },
   mg_cpu_matmul: { args: [P, i32], returns: i32 },
   mg_cpu_scan: { args: [P, i32], returns: i32 },
+  mg_cpu_copy: { args: [P, i32], returns: i32 },
+  mg_cpu_arange: { args: [P, i32], returns: i32 },
 } as const;
 
 function open(path: string) {

@@ -377,3 +377,75 @@ export function runCopy(src: MgArray, out: MgArray): boolean {
   discard([out]);
   return false;
 }
+
+// ---- data movement ------------------------------------------------------------------------------------
+
+/** dst (at `dstAddress`, strides `dstStrides`) ← src over `shape`, bit for bit (zero source
+ *  strides fill). */
+function copyStrided(shape: readonly number[], esize: number, src: number, srcStrides: readonly number[], dst: number, dstStrides: readonly number[]): boolean {
+  const nd = shape.length;
+  desc.n = 0;
+  desc.reserve(6 + 3 * nd);
+  desc.push(nd);
+  desc.push(esize);
+  pushShape(shape);
+  desc.push(src);
+  for (let i = 0; i < nd; i++) desc.push(srcStrides[i]!);
+  desc.push(dst);
+  for (let i = 0; i < nd; i++) desc.push(dstStrides[i]!);
+  return desc.call(native().mg_cpu_copy);
+}
+
+function rowMajor(shape: readonly number[]): number[] {
+  const s = new Array<number>(shape.length);
+  let acc = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    s[i] = acc;
+    acc *= shape[i]!;
+  }
+  return s;
+}
+
+export function runConcatenate(inputs: readonly MgArray[], [out]: readonly MgArray[], axis: number): boolean {
+  if (!out) return false;
+  for (const x of inputs) if (x.size > 0 && addressOf(x) < 0) return false;
+  if (!allocate([out])) return false;
+  const os = rowMajor(out.shape);
+  const esize = out.dtype.size;
+  const base = addressOf(out);
+  let along = 0;
+  for (const x of inputs) {
+    if (x.size > 0 && !copyStrided(x.shape, esize, addressOf(x), x.layout!.strides, base + along * os[axis]! * esize, os)) {
+      discard([out]);
+      return false;
+    }
+    along += x.shape[axis]!;
+  }
+  return true;
+}
+
+/** out = value everywhere, then `a` at offset `low` (Pad). */
+export function runPad([a, value]: readonly MgArray[], [out]: readonly MgArray[], low: readonly number[]): boolean {
+  if (!a || !value || !out || addressOf(value) < 0 || (a.size > 0 && addressOf(a) < 0)) return false;
+  if (!allocate([out])) return false;
+  const esize = out.dtype.size;
+  const os = rowMajor(out.shape);
+  const ok =
+    copyStrided(out.shape, esize, addressOf(value), out.shape.map(() => 0), addressOf(out), os) &&
+    (a.size === 0 || copyStrided(a.shape, esize, addressOf(a), a.layout!.strides, addressOf(out) + low.reduce((acc, l, d) => acc + l * os[d]!, 0) * esize, os));
+  if (!ok) discard([out]);
+  return ok;
+}
+
+export function runArange([out]: readonly MgArray[], start: number, step: number, size: number): boolean {
+  if (!out || !allocate([out])) return false;
+  desc.n = 0;
+  desc.push(out.dtype.index);
+  desc.push(size);
+  desc.push(start);
+  desc.push(step);
+  desc.push(size > 0 ? addressOf(out) : 0);
+  if (desc.call(native().mg_cpu_arange)) return true;
+  discard([out]);
+  return false;
+}

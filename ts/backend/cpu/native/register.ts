@@ -16,8 +16,12 @@ import { Precision, tracing } from "../../../core/trace.ts";
 import { type CpuKernel, cpuKernels } from "../registry.ts";
 import { lastError, lastNativeRun, nativeInfo } from "./ffi.ts";
 import {
-  runArgReduce, runCopy, runElementwise, runMatmul, runReduce, runScan, runSoftmax,
+  runArange, runArgReduce, runConcatenate, runCopy, runElementwise, runMatmul, runPad, runReduce, runScan,
+  runSoftmax,
 } from "./kernels.ts";
+import { Arange } from "../../../core/primitives/creation.ts";
+import { Concatenate } from "../../../core/primitives/join.ts";
+import { lowPads, Pad } from "../../../core/primitives/movement.ts";
 import { DivModPrimitive, elementwiseRecords } from "./opcodes.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
 
@@ -117,3 +121,9 @@ registerNative(Contiguous, (inputs, outputs, p) => {
   }
   nativeOr(Contiguous, ([x], [o]) => runCopy(x!, o!), ([x]) => ({ kernel: "Contiguous", precision: Precision.none, notes: copyNote("Contiguous", x!) }))(inputs, outputs, p);
 });
+
+// ---- joins, pads, ranges -------------------------------------------------------------------------------------
+
+registerNative(Concatenate, nativeOr(Concatenate, (i, o, p) => runConcatenate(i, o, p.axis), () => ({ kernel: "Concatenate", precision: Precision.none })));
+registerNative(Pad, nativeOr(Pad, (i, o, p) => runPad(i, o, lowPads(i[0]!.ndim, p)), () => ({ kernel: "Pad", precision: Precision.none })));
+registerNative(Arange, nativeOr(Arange, (_i, o, p) => runArange(o, p.start, p.step, p.size), ([], [o]) => ({ kernel: "Arange", precision: precisionOf(o!.dtype, "float64") })));
