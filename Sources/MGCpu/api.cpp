@@ -1223,6 +1223,54 @@ int arange(const double *desc, int32_t words) {
 
 }  // namespace
 
+// ---- random bits ------------------------------------------------------------------------------------------
+
+namespace {
+
+struct RandomPlan {
+  const Isa *isa;
+  const double *keys;  // k0, k1 per key, from the descriptor
+  int64_t num_keys, bytes_per_key, pairs, pairs_per_task, tasks_per_key;
+  uint8_t *out;
+};
+
+void random_task(void *ctx, int64_t task, int) {
+  const RandomPlan &p = *static_cast<const RandomPlan *>(ctx);
+  const int64_t key = task / p.tasks_per_key;
+  const int64_t i0 = (task % p.tasks_per_key) * p.pairs_per_task;
+  const int64_t i1 = std::min(p.pairs, i0 + p.pairs_per_task);
+  p.isa->random_bits(uint32_t(p.keys[2 * key]), uint32_t(p.keys[2 * key + 1]), p.bytes_per_key, i0, i1,
+                     p.out + key * p.bytes_per_key);
+}
+
+// [number of keys, bytes per key, out, (k0, k1) per key]: each key's Threefry-2x32 stream bytes
+int random_bits(const double *desc, int32_t words) {
+  const char *fn = "mg_cpu_random_bits";
+  Reader r(desc, words, fn);
+  RandomPlan p;
+  p.isa = &isa();
+  p.num_keys = r.integer(0, int64_t(1) << 40, "key count");
+  p.bytes_per_key = r.integer(0, int64_t(1) << 40, "bytes per key");
+  p.out = reinterpret_cast<uint8_t *>(r.pointer("output"));
+  if (!r.ok) return fail(fn, r.error);
+  if (words - r.pos != 2 * p.num_keys) return fail(fn, "descriptor must end with two key words per key");
+  for (int64_t k = 0; k < 2 * p.num_keys; k++) r.integer(0, 0xffffffffll, "key word");
+  if (!r.ok) return fail(fn, r.error);
+  p.keys = desc + 3;
+  if (p.num_keys == 0 || p.bytes_per_key == 0) return MGCPU_OK;
+  const int64_t words_per_key = (p.bytes_per_key + 3) / 4;
+  if (words_per_key > 0xffffffffll) return unsupported(fn, "a stream longer than 2^32 words");
+  p.pairs = words_per_key / 2;
+  p.pairs_per_task = std::max<int64_t>(1, std::min<int64_t>(p.pairs, 1 << 14));
+  p.tasks_per_key = std::max<int64_t>(1, (p.pairs + p.pairs_per_task - 1) / p.pairs_per_task);
+  const int threads = threads_for(double(p.num_keys) * double(words_per_key) * 1.0);
+  note_threads(threads);
+  parallel_for(p.num_keys * p.tasks_per_key, threads, random_task, &p);
+  return MGCPU_OK;
+}
+
+}  // namespace
+
 int matmul(const double *desc, int32_t words);  // gemm.cpp
 int gemm_provider();
 int set_gemm_provider(int provider);
@@ -1276,3 +1324,4 @@ MG_EXPORT int32_t mg_cpu_matmul(const double *desc, int32_t words) { return matm
 MG_EXPORT int32_t mg_cpu_scan(const double *desc, int32_t words) { return scan(desc, words); }
 MG_EXPORT int32_t mg_cpu_copy(const double *desc, int32_t words) { return copy(desc, words); }
 MG_EXPORT int32_t mg_cpu_arange(const double *desc, int32_t words) { return arange(desc, words); }
+MG_EXPORT int32_t mg_cpu_random_bits(const double *desc, int32_t words) { return random_bits(desc, words); }

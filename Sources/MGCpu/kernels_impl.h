@@ -1204,3 +1204,67 @@ static void gemm_ukernel_f64(int64_t k, const double *a, const double *b, double
       vd_store(cp, accumulate ? vd_load(cp) + acc[i][v] : acc[i][v]);
     }
 }
+
+// ---- random bits: Threefry-2x32, 20 rounds (ts/random/threefry.ts, MLX's RandomBits layout) -----------
+
+static inline void threefry8(uint32_t k0, uint32_t k1, vu &x, vu &y) {
+  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1bd11bdau};
+  static constexpr int ROT[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  x += ks[0];
+  y += ks[1];
+  for (int i = 0; i < 5; i++) {
+    for (int j = 0; j < 4; j++) {
+      const int r = ROT[i % 2][j];
+      x += y;
+      y = (y << r) | (y >> (32 - r));
+      y ^= x;
+    }
+    x += ks[(i + 1) % 3];
+    y += ks[(i + 2) % 3] + uint32_t(i + 1);
+  }
+}
+
+// Words [i0, i1) and [i0 + shift, i1 + shift) of a key's stream: counter pairs (i, i + shift) for
+// i < half (first and second outputs); with an odd word count the middle word `half` is the first
+// output of (half, 0). `put(word index, value)` stores each word.
+template <class Put>
+static void random_words_impl(uint32_t k0, uint32_t k1, int64_t half, bool odd, int64_t i0, int64_t i1, Put put) {
+  const uint32_t shift = uint32_t(half + (odd ? 1 : 0));
+  int64_t i = i0;
+  for (; i + 8 <= i1; i += 8) {
+    const uint32_t b = uint32_t(i);
+    vu x = vu{b, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7};
+    vu y = x + shift;
+    threefry8(k0, k1, x, y);
+    for (int l = 0; l < 8; l++) {
+      put(i + l, x[l]);
+      put(i + l + shift, y[l]);
+    }
+  }
+  for (; i < i1; i++) {
+    vu x = vu{uint32_t(i), 0, 0, 0, 0, 0, 0, 0}, y = vu{uint32_t(i) + shift, 0, 0, 0, 0, 0, 0, 0};
+    threefry8(k0, k1, x, y);
+    put(i, x[0]);
+    put(i + shift, y[0]);
+  }
+  if (odd && i0 == 0) {
+    vu x = vu{uint32_t(half), 0, 0, 0, 0, 0, 0, 0}, y = vu{0, 0, 0, 0, 0, 0, 0, 0};
+    threefry8(k0, k1, x, y);
+    put(half, x[0]);
+  }
+}
+
+// Writes bytes [0, bytes) of the stream of key (k0, k1) whose pairs i lie in [i0, i1).
+static void random_bits_impl(uint32_t k0, uint32_t k1, int64_t bytes, int64_t i0, int64_t i1, uint8_t *out) {
+  const int64_t words = (bytes + 3) / 4;
+  const int64_t half = words / 2;
+  const bool odd = (words % 2) == 1;
+  random_words_impl(k0, k1, half, odd, i0, i1, [&](int64_t w, uint32_t v) {
+    const int64_t at = 4 * w;
+    if (at + 4 <= bytes) {
+      __builtin_memcpy(out + at, &v, 4);
+    } else {
+      for (int64_t b = at; b < bytes; b++) out[b] = uint8_t(v >> (8 * (b - at)));  // little-endian tail
+    }
+  });
+}

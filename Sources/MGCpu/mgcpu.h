@@ -260,6 +260,8 @@ struct Isa {
   void (*gemm_f32)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int accumulate);
   void (*gemm_f64)(int64_t k, const double *a, const double *b, double *c, int64_t ldc, int accumulate);
   int gemm_mr_f32, gemm_nr_f32, gemm_mr_f64, gemm_nr_f64;
+  // bytes [0, bytes) of key (k0, k1)'s Threefry stream, counter pairs [i0, i1) (MLX's layout)
+  void (*random_bits)(uint32_t k0, uint32_t k1, int64_t bytes, int64_t i0, int64_t i1, uint8_t *out);
 };
 
 const Isa &isa();

@@ -68,6 +68,9 @@ int32_t mg_cpu_copy(const double *desc, int32_t words);
 /// start + i·step in float64, stored in a dtype.
 int32_t mg_cpu_arange(const double *desc, int32_t words);
 
+/// Threefry-2x32 random bits, one stream per key (MLX's RandomBits layout).
+int32_t mg_cpu_random_bits(const double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

@@ -477,6 +477,21 @@ describe("concatenate, pad, arange", () => {
   }
 });
 
+describe("random bits", () => {
+  test("Threefry streams equal the reference bit for bit: widths 1, 2, 4, odd word counts, many keys", () => {
+    const cases: [number[], Dtype][] = [[[1000], mg.float32], [[7], mg.float16], [[3, 5], mg.bfloat16], [[1], mg.float32], [[4097], mg.float32]];
+    for (const [shape, dtype] of cases) {
+      const key = mg.random.key(11);
+      compareResults(P.AsType, both(() => [mg.random.bits(shape, 4, key, S)]), `bits 4 ${shape}`);
+      compareResults(P.AsType, both(() => [mg.random.bits(shape, 2, key, S)]), `bits 2 ${shape}`);
+      compareResults(P.AsType, both(() => [mg.random.bits(shape, 1, key, S)]), `bits 1 ${shape}`);
+      compareResults(P.AsType, both(() => [mg.random.uniform(0, 1, shape as number[], dtype, key, S)]), `uniform ${dtype.name} ${shape}`);
+    }
+    const keys = mg.random.split(mg.random.key(3), 37);
+    compareResults(P.AsType, both(() => [mg.random.bits([37, 9], 4, keys, S)]), "37 keys");
+  });
+});
+
 // ---- matmul --------------------------------------------------------------------------------------------------
 
 /** n values uniform in [-1, 1) as float32 (well-conditioned products for GEMM comparisons). */

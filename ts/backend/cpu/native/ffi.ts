@@ -26,6 +26,7 @@ const SYMBOLS = {
   mg_cpu_scan: { args: [P, i32], returns: i32 },
   mg_cpu_copy: { args: [P, i32], returns: i32 },
   mg_cpu_arange: { args: [P, i32], returns: i32 },
+  mg_cpu_random_bits: { args: [P, i32], returns: i32 },
 } as const;
 
 function open(path: string) {

@@ -449,3 +449,20 @@ export function runArange([out]: readonly MgArray[], start: number, step: number
   discard([out]);
   return false;
 }
+
+/** RandomBits: one Threefry stream per key (its key words come in the descriptor). */
+export function runRandomBits([keys]: readonly MgArray[], [out]: readonly MgArray[], width: number): boolean {
+  if (!keys || !out || keys.dtype.size !== 4) return false;
+  const k = keys.dataSync() as Uint32Array;
+  const numKeys = k.length / 2;
+  if (!allocate([out])) return false;
+  desc.n = 0;
+  desc.reserve(3 + k.length);
+  desc.push(numKeys);
+  desc.push(numKeys === 0 ? 0 : (out.size / numKeys) * width);
+  desc.push(out.size > 0 ? addressOf(out) : 0);
+  for (let i = 0; i < k.length; i++) desc.push(k[i]!);
+  if (desc.call(native().mg_cpu_random_bits)) return true;
+  discard([out]);
+  return false;
+}

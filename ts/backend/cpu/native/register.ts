@@ -16,9 +16,10 @@ import { Precision, tracing } from "../../../core/trace.ts";
 import { type CpuKernel, cpuKernels } from "../registry.ts";
 import { lastError, lastNativeRun, nativeInfo } from "./ffi.ts";
 import {
-  runArange, runArgReduce, runConcatenate, runCopy, runElementwise, runMatmul, runPad, runReduce, runScan,
-  runSoftmax,
+  runArange, runArgReduce, runConcatenate, runCopy, runElementwise, runMatmul, runPad, runRandomBits, runReduce,
+  runScan, runSoftmax,
 } from "./kernels.ts";
+import { RandomBits } from "../../../core/primitives/random.ts";
 import { Arange } from "../../../core/primitives/creation.ts";
 import { Concatenate } from "../../../core/primitives/join.ts";
 import { lowPads, Pad } from "../../../core/primitives/movement.ts";
@@ -127,3 +128,4 @@ registerNative(Contiguous, (inputs, outputs, p) => {
 registerNative(Concatenate, nativeOr(Concatenate, (i, o, p) => runConcatenate(i, o, p.axis), () => ({ kernel: "Concatenate", precision: Precision.none })));
 registerNative(Pad, nativeOr(Pad, (i, o, p) => runPad(i, o, lowPads(i[0]!.ndim, p)), () => ({ kernel: "Pad", precision: Precision.none })));
 registerNative(Arange, nativeOr(Arange, (_i, o, p) => runArange(o, p.start, p.step, p.size), ([], [o]) => ({ kernel: "Arange", precision: precisionOf(o!.dtype, "float64") })));
+registerNative(RandomBits, nativeOr(RandomBits, (i, o, p) => runRandomBits(i, o, p.width), () => ({ kernel: "RandomBits", precision: Precision.exact })));
