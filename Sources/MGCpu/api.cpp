@@ -1271,6 +1271,158 @@ int random_bits(const double *desc, int32_t words) {
 
 }  // namespace
 
+// ---- gathers ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// An index value as an int64 (integer and bool dtypes); false for other dtypes.
+bool read_index(const char *base, int dtype, int64_t off, int64_t *v) {
+  switch (dtype) {
+    case Bool: case U8: *v = reinterpret_cast<const uint8_t *>(base)[off]; return true;
+    case U16: *v = reinterpret_cast<const uint16_t *>(base)[off]; return true;
+    case U32: *v = reinterpret_cast<const uint32_t *>(base)[off]; return true;
+    case U64: {
+      const uint64_t u = reinterpret_cast<const uint64_t *>(base)[off];
+      *v = u > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(u);
+      return true;
+    }
+    case I8: *v = reinterpret_cast<const int8_t *>(base)[off]; return true;
+    case I16: *v = reinterpret_cast<const int16_t *>(base)[off]; return true;
+    case I32: *v = reinterpret_cast<const int32_t *>(base)[off]; return true;
+    case I64: *v = reinterpret_cast<const int64_t *>(base)[off]; return true;
+    default: return false;
+  }
+}
+
+void copy_elem(char *dst, const char *src, int esize) {
+  switch (esize) {
+    case 1: *dst = *src; break;
+    case 2: std::memcpy(dst, src, 2); break;
+    case 4: std::memcpy(dst, src, 4); break;
+    default: std::memcpy(dst, src, 8); break;
+  }
+}
+
+// Gather: out[i, s…] = src[start(i) + s], start(i)_axes[k] = wrap(indices_k[i]). An index outside
+// [0, n − slice] makes the call unsupported: the reference then zero-fills or throws, as configured.
+int gather(const double *desc, int32_t words) {
+  const char *fn = "mg_cpu_gather";
+  Reader r(desc, words, fn);
+  const int nd = int(r.integer(0, MAX_DIMS, "source ndim"));
+  const int esize = int(r.integer(1, 8, "element size"));
+  int64_t shape[MAX_DIMS], sst[MAX_DIMS];
+  if (!read_shape(r, nd, shape)) return fail(fn, r.error);
+  const char *src = r.pointer("source");
+  if (!read_strides(r, nd, sst)) return fail(fn, r.error);
+  const int nidx = int(r.integer(0, nd, "index array count"));
+  const int ind = int(r.integer(0, MAX_DIMS, "index ndim"));
+  int64_t ishape[MAX_DIMS];
+  if (!read_shape(r, ind, ishape)) return fail(fn, r.error);
+  const char *iptr[MAX_DIMS];
+  int idt[MAX_DIMS];
+  int64_t ist[MAX_DIMS][MAX_DIMS];
+  for (int k = 0; k < nidx; k++) {
+    iptr[k] = r.pointer("index pointer");
+    idt[k] = r.dtype("index dtype");
+    if (!read_strides(r, ind, ist[k])) return fail(fn, r.error);
+  }
+  int axes[MAX_DIMS];
+  for (int k = 0; k < nidx; k++) axes[k] = int(r.integer(0, std::max(0, nd - 1), "axis"));
+  int64_t slice[MAX_DIMS];
+  for (int d = 0; d < nd; d++) slice[d] = r.integer(0, int64_t(1) << 52, "slice size");
+  char *out = r.pointer("output");
+  if (!r.ok) return fail(fn, r.error);
+  if (r.pos != words) return fail(fn, "descriptor has extra words");
+  for (int k = 0; k < nidx; k++)
+    if (!is_int(idt[k]) && idt[k] != Bool) return unsupported(fn, std::string("indices of ") + dtype_name(idt[k]));
+  const int64_t nI = nidx > 0 ? size_of(ind, ishape) : 1;
+  const int64_t sliceN = size_of(nd, slice);
+  if (nI == 0 || sliceN == 0) return MGCPU_OK;
+  // the slice as rows of its innermost dimension
+  const int last = nd - 1;
+  for (int64_t i = 0; i < nI; i++) {
+    int64_t base = 0;
+    for (int k = 0; k < nidx; k++) {
+      int64_t off = 0, rest = i;
+      for (int d = ind - 1; d >= 0; d--) {
+        off += (rest % ishape[d]) * ist[k][d];
+        rest /= ishape[d];
+      }
+      int64_t v;
+      read_index(iptr[k], idt[k], off, &v);
+      const int ax = axes[k];
+      if (v < 0) v += shape[ax];
+      if (v < 0 || v > shape[ax] - slice[ax]) return unsupported(fn, "an index out of range");
+      base += v * sst[ax];
+    }
+    char *o = out + i * sliceN * esize;
+    if (nd == 0) {
+      copy_elem(o, src + base * esize, esize);
+      continue;
+    }
+    const int64_t rows = sliceN / slice[last];
+    for (int64_t rw = 0; rw < rows; rw++) {
+      int64_t off = base, rest = rw;
+      for (int d = last - 1; d >= 0; d--) {
+        off += (rest % slice[d]) * sst[d];
+        rest /= slice[d];
+      }
+      const char *s = src + off * esize;
+      if (sst[last] == 1) {
+        std::memcpy(o, s, size_t(slice[last]) * size_t(esize));
+      } else {
+        for (int64_t j = 0; j < slice[last]; j++) copy_elem(o + j * esize, s + j * sst[last] * esize, esize);
+      }
+      o += slice[last] * esize;
+    }
+  }
+  return MGCPU_OK;
+}
+
+// GatherAxis (take_along_axis): out[…, j, …] = src[…, wrap(idx[…, j, …]), …] over the index shape.
+int gather_axis(const double *desc, int32_t words) {
+  const char *fn = "mg_cpu_gather_axis";
+  Reader r(desc, words, fn);
+  const int nd = int(r.integer(1, MAX_DIMS, "ndim"));
+  const int esize = int(r.integer(1, 8, "element size"));
+  int64_t shape[MAX_DIMS], sst[MAX_DIMS], ist[MAX_DIMS];
+  if (!read_shape(r, nd, shape)) return fail(fn, r.error);
+  const char *src = r.pointer("source");
+  if (!read_strides(r, nd, sst)) return fail(fn, r.error);
+  const int axis = int(r.integer(0, nd - 1, "axis"));
+  const int64_t n = r.integer(0, int64_t(1) << 52, "axis size");
+  const char *idx = r.pointer("indices");
+  const int idt = r.dtype("index dtype");
+  if (!read_strides(r, nd, ist)) return fail(fn, r.error);
+  char *out = r.pointer("output");
+  if (!r.ok) return fail(fn, r.error);
+  if (r.pos != words) return fail(fn, "descriptor has extra words");
+  const int64_t total = size_of(nd, shape);
+  if (total == 0) return MGCPU_OK;
+  if (!is_int(idt) && idt != Bool) return unsupported(fn, std::string("indices of ") + dtype_name(idt));
+  int64_t c[MAX_DIMS] = {0};
+  int64_t soff = 0, ioff = 0;
+  for (int64_t i = 0; i < total; i++) {
+    int64_t v;
+    read_index(idx, idt, ioff, &v);
+    if (v < 0) v += n;
+    if (v < 0 || v >= n) return unsupported(fn, "an index out of range");
+    copy_elem(out + i * esize, src + (soff + v * sst[axis]) * esize, esize);
+    for (int d = nd - 1; d >= 0; d--) {
+      c[d]++;
+      if (d != axis) soff += sst[d];
+      ioff += ist[d];
+      if (c[d] < shape[d]) break;
+      if (d != axis) soff -= shape[d] * sst[d];
+      ioff -= shape[d] * ist[d];
+      c[d] = 0;
+    }
+  }
+  return MGCPU_OK;
+}
+
+}  // namespace
+
 int matmul(const double *desc, int32_t words);  // gemm.cpp
 int gemm_provider();
 int set_gemm_provider(int provider);
@@ -1325,3 +1477,5 @@ MG_EXPORT int32_t mg_cpu_scan(const double *desc, int32_t words) { return scan(d
 MG_EXPORT int32_t mg_cpu_copy(const double *desc, int32_t words) { return copy(desc, words); }
 MG_EXPORT int32_t mg_cpu_arange(const double *desc, int32_t words) { return arange(desc, words); }
 MG_EXPORT int32_t mg_cpu_random_bits(const double *desc, int32_t words) { return random_bits(desc, words); }
+MG_EXPORT int32_t mg_cpu_gather(const double *desc, int32_t words) { return gather(desc, words); }
+MG_EXPORT int32_t mg_cpu_gather_axis(const double *desc, int32_t words) { return gather_axis(desc, words); }

@@ -71,6 +71,11 @@ int32_t mg_cpu_arange(const double *desc, int32_t words);
 /// Threefry-2x32 random bits, one stream per key (MLX's RandomBits layout).
 int32_t mg_cpu_random_bits(const double *desc, int32_t words);
 
+/// Gather (slices at index positions) and take_along_axis; an index out of range is unsupported
+/// (the reference zero-fills or throws, as configured).
+int32_t mg_cpu_gather(const double *desc, int32_t words);
+int32_t mg_cpu_gather_axis(const double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

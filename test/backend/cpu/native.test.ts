@@ -477,6 +477,25 @@ describe("concatenate, pad, arange", () => {
   }
 });
 
+describe("gathers", () => {
+  for (const dtype of ALL) {
+    test(`${dtype.name}: take along and across axes, negative and out-of-range indices, strided operands`, () => {
+      const a = ref(() => mg.transpose(mg.reshape(input(dtype, 5 * 8, 151), [8, 5], S), undefined, S)); // (5, 8) strided
+      const i32 = mg.array([0, 4, -1, 2, 2, -5], mg.int32);
+      const u8 = mg.array([1, 3, 7], mg.uint8);
+      compareResults(P.AsType, both(() => [mg.take(a, i32, 0, S)]), `take axis 0 ${dtype.name}`);
+      compareResults(P.AsType, both(() => [mg.take(a, u8, 1, S)]), `take axis 1 ${dtype.name}`);
+      compareResults(P.AsType, both(() => [mg.take(a, mg.reshape(i32, [2, 3], S), undefined, S)]), `take flat ${dtype.name}`);
+      const along = mg.array([[0, 7, -1], [2, 2, 3], [1, 0, 5], [6, 6, 6], [4, -8, 3]], mg.int32);
+      compareResults(P.AsType, both(() => [mg.takeAlongAxis(a, along, 1, S)]), `take_along_axis ${dtype.name}`);
+      compareResults(P.AsType, both(() => [mg.takeAlongAxis(a, mg.array([[0], [4], [-2]], mg.int64), 0, S)]), `take_along_axis axis 0 ${dtype.name}`);
+      // out of range: the reference's policy applies (the native kernel declines)
+      compareResults(P.AsType, both(() => [mg.take(a, mg.array([9], mg.int32), 0, S)]), `take out of range ${dtype.name}`);
+      compareResults(P.AsType, both(() => [mg.take(a, mg.zeros([0], mg.int32), 0, S)]), `take empty ${dtype.name}`);
+    });
+  }
+});
+
 describe("random bits", () => {
   test("Threefry streams equal the reference bit for bit: widths 1, 2, 4, odd word counts, many keys", () => {
     const cases: [number[], Dtype][] = [[[1000], mg.float32], [[7], mg.float16], [[3, 5], mg.bfloat16], [[1], mg.float32], [[4097], mg.float32]];

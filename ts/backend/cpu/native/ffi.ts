@@ -27,6 +27,8 @@ const SYMBOLS = {
   mg_cpu_copy: { args: [P, i32], returns: i32 },
   mg_cpu_arange: { args: [P, i32], returns: i32 },
   mg_cpu_random_bits: { args: [P, i32], returns: i32 },
+  mg_cpu_gather: { args: [P, i32], returns: i32 },
+  mg_cpu_gather_axis: { args: [P, i32], returns: i32 },
 } as const;
 
 function open(path: string) {

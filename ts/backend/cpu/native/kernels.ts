@@ -466,3 +466,62 @@ export function runRandomBits([keys]: readonly MgArray[], [out]: readonly MgArra
   discard([out]);
   return false;
 }
+
+// ---- gathers ------------------------------------------------------------------------------------------------
+
+/** Gather: slices of `a` at the index positions (index arrays share one broadcast shape). An index
+ *  out of range declines (the reference zero-fills or throws, as configured). */
+export function runGather([a, ...idx]: readonly MgArray[], [out]: readonly MgArray[], axes: readonly number[], sliceSizes: readonly number[]): boolean {
+  if (!a || !out || out.dtype.size > 8 || ![1, 2, 4, 8].includes(a.dtype.size)) return false;
+  const ishape = idx[0]?.shape ?? [];
+  const nonEmpty = out.size > 0;
+  if (nonEmpty && (addressOf(a) < 0 || idx.some((x) => addressOf(x) < 0))) return false;
+  if (!allocate([out])) return false;
+  const nd = a.ndim;
+  desc.n = 0;
+  desc.reserve(10 + 3 * nd + ishape.length + idx.length * (2 + ishape.length) + axes.length);
+  desc.push(nd);
+  desc.push(a.dtype.size);
+  pushShape(a.shape);
+  desc.push(nonEmpty ? addressOf(a) : 0);
+  pushStrides(a);
+  desc.push(idx.length);
+  desc.push(ishape.length);
+  pushShape(ishape);
+  for (const x of idx) {
+    desc.push(nonEmpty ? addressOf(x) : 0);
+    desc.push(x.dtype.index);
+    pushStrides(x);
+  }
+  for (const ax of axes) desc.push(ax);
+  for (const s of sliceSizes) desc.push(s);
+  desc.push(nonEmpty ? addressOf(out) : 0);
+  if (desc.call(native().mg_cpu_gather)) return true;
+  discard([out]);
+  return false;
+}
+
+/** take_along_axis. */
+export function runGatherAxis([a, idx]: readonly MgArray[], [out]: readonly MgArray[], axis: number): boolean {
+  if (!a || !idx || !out || ![1, 2, 4, 8].includes(a.dtype.size) || a.ndim === 0) return false;
+  const nonEmpty = out.size > 0;
+  if (nonEmpty && (addressOf(a) < 0 || addressOf(idx) < 0)) return false;
+  if (!allocate([out])) return false;
+  const nd = idx.ndim;
+  desc.n = 0;
+  desc.reserve(10 + 3 * nd);
+  desc.push(nd);
+  desc.push(a.dtype.size);
+  pushShape(idx.shape);
+  desc.push(nonEmpty ? addressOf(a) : 0);
+  pushStrides(a);
+  desc.push(axis);
+  desc.push(a.shape[axis]!);
+  desc.push(nonEmpty ? addressOf(idx) : 0);
+  desc.push(idx.dtype.index);
+  pushStrides(idx);
+  desc.push(nonEmpty ? addressOf(out) : 0);
+  if (desc.call(native().mg_cpu_gather_axis)) return true;
+  discard([out]);
+  return false;
+}

@@ -16,9 +16,10 @@ import { Precision, tracing } from "../../../core/trace.ts";
 import { type CpuKernel, cpuKernels } from "../registry.ts";
 import { lastError, lastNativeRun, nativeInfo } from "./ffi.ts";
 import {
-  runArange, runArgReduce, runConcatenate, runCopy, runElementwise, runMatmul, runPad, runRandomBits, runReduce,
-  runScan, runSoftmax,
+  runArange, runArgReduce, runConcatenate, runCopy, runElementwise, runGather, runGatherAxis, runMatmul, runPad,
+  runRandomBits, runReduce, runScan, runSoftmax,
 } from "./kernels.ts";
+import { Gather, GatherAxis } from "../../../core/primitives/indexing.ts";
 import { RandomBits } from "../../../core/primitives/random.ts";
 import { Arange } from "../../../core/primitives/creation.ts";
 import { Concatenate } from "../../../core/primitives/join.ts";
@@ -129,3 +130,5 @@ registerNative(Concatenate, nativeOr(Concatenate, (i, o, p) => runConcatenate(i,
 registerNative(Pad, nativeOr(Pad, (i, o, p) => runPad(i, o, lowPads(i[0]!.ndim, p)), () => ({ kernel: "Pad", precision: Precision.none })));
 registerNative(Arange, nativeOr(Arange, (_i, o, p) => runArange(o, p.start, p.step, p.size), ([], [o]) => ({ kernel: "Arange", precision: precisionOf(o!.dtype, "float64") })));
 registerNative(RandomBits, nativeOr(RandomBits, (i, o, p) => runRandomBits(i, o, p.width), () => ({ kernel: "RandomBits", precision: Precision.exact })));
+registerNative(Gather, nativeOr(Gather, (i, o, p) => runGather(i, o, p.axes, p.sliceSizes), () => ({ kernel: "Gather", precision: Precision.none })));
+registerNative(GatherAxis, nativeOr(GatherAxis, (i, o, p) => runGatherAxis(i, o, p.axis), () => ({ kernel: "GatherAxis", precision: Precision.none })));
