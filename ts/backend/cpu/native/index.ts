@@ -166,6 +166,14 @@ function readsRegion(node: Node, open: readonly Node[]): boolean {
 }
 
 function closeRegion(open: Node[], ctx: EvalContext): void {
+  if (open.length === 1) {
+    // the common case (a lone elementwise op): no region array
+    const node = open[0]!;
+    open.length = 0;
+    if (!tracing() && runElementwiseNode(node)) ctx.finished(node);
+    else runRegionOrNodes([node], ctx);
+    return;
+  }
   const region = open.splice(0);
   runRegionOrNodes(region, ctx);
 }
