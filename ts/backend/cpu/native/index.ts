@@ -11,7 +11,8 @@ import type { MgArray, Node } from "../../../core/array.ts";
 import { type Backend, type EvalContext, registerBackend } from "../../../core/graph.ts";
 import { applyViews } from "../../../core/layout.ts";
 import { shapesEqual } from "../../../core/shape.ts";
-import { Precision, record, tracing } from "../../../core/trace.ts";
+import { annotationsOf, Precision, record, tracing } from "../../../core/trace.ts";
+import { opName } from "../../../core/primitive.ts";
 import { nativeElementwiseOp, runElementwise, runRegion } from "./kernels.ts";
 import { opcodeOf } from "./opcodes.ts";
 import { inexact, precisionOf } from "./register.ts";
@@ -40,12 +41,12 @@ function layoutOf(inputs: readonly MgArray[]): string {
  * The engine's allocation failure (TypeScript kernels) and the runtime's (an output buffer) name
  * neither the op nor the array: both get the op's tag.
  */
-function allocationError(name: string, outputs: readonly MgArray[], e: unknown): unknown {
+function allocationError(node: Node, outputs: readonly MgArray[], e: unknown): unknown {
   if (!(e instanceof Error)) return e;
   const engine = e instanceof RangeError && !e.message.startsWith("[");
   if (!engine && !e.message.startsWith("[mg_buffer_new]")) return e;
   const outs = outputs.map((o) => o.describe()).join(", ");
-  return new RangeError(`[${name}] The CPU device could not allocate working memory for ${outs}: ${e.message}${engine ? "." : ""}`, { cause: e });
+  return new RangeError(`[${opName(node)}] The CPU device could not allocate working memory for ${outs}: ${e.message}${engine ? "." : ""}`, { cause: e });
 }
 
 function runNode(node: Node): void {
@@ -62,7 +63,7 @@ function runNode(node: Node): void {
       nativeKernels.require(node)(node.inputs, node.outputs, node.params);
     }
   } catch (e) {
-    throw allocationError(p.name, node.outputs, e);
+    throw allocationError(node, node.outputs, e);
   }
   if (tracing()) {
     const note = takeNote();
@@ -75,7 +76,10 @@ function runNode(node: Node): void {
       outputDtypes: node.outputs.map((o) => o.dtype.name),
       layout: layoutOf(node.inputs),
       precision: note?.precision ?? (p.layout && !copied ? Precision.none : anyInexact ? Precision.cpuReference : Precision.exact),
-      notes: note?.notes ?? (copied ? [`copy: ${p.name} of ${node.inputs[0]!.describe()} cannot be a view of its layout; its elements are copied row-contiguously`] : []),
+      notes: [
+        ...(note?.notes ?? (copied ? [`copy: ${p.name} of ${node.inputs[0]!.describe()} cannot be a view of its layout; its elements are copied row-contiguously`] : [])),
+        ...annotationsOf(node.outputs),
+      ],
     });
   }
 }
@@ -90,7 +94,7 @@ function runElementwiseNode(node: Node): boolean {
   try {
     return runElementwise(node.primitive, inputs, node.outputs);
   } catch (e) {
-    throw allocationError(node.primitive.name, node.outputs, e);
+    throw allocationError(node, node.outputs, e);
   }
 }
 
@@ -118,7 +122,7 @@ function runRegionOrNodes(nodes: Node[], ctx: EvalContext): void {
     try {
       ran = runRegion(nodes, outputs);
     } catch (e) {
-      throw allocationError(nodes[nodes.length - 1]!.primitive.name, outputs, e);
+      throw allocationError(nodes[nodes.length - 1]!, outputs, e);
     }
     if (ran) {
       if (tracing()) {
@@ -133,7 +137,7 @@ function runRegionOrNodes(nodes: Node[], ctx: EvalContext): void {
           outputDtypes: outputs.map((o) => o.dtype.name),
           layout: layoutOf(inputs),
           precision: precisionOf(d, null),
-          notes: [],
+          notes: annotationsOf(outputs),
         });
       }
       for (const n of nodes) ctx.finished(n);
