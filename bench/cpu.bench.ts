@@ -90,6 +90,27 @@ function gelu(x: MgArray): MgArray {
 
 function metalgrad(): Map<string, number> {
   const t = new Map<string, number>();
+  // tiny ops: build + eval one add on a 4-element array, 10,000 times
+  const small = mg.array([1, 2, 3, 4], mg.float32);
+  mg.eval(small);
+  const tiny = () => {
+    for (let i = 0; i < 10000; i++) {
+      const r = mg.add(small, 1, S);
+      mg.eval(r);
+      r.dispose();
+    }
+  };
+  t.set("tiny op (4,) f32 add, build+eval", time(tiny));
+  // CPU time of this thread's process: what the op costs, whatever else the machine runs
+  const cpu: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const u0 = process.cpuUsage();
+    tiny();
+    const u = process.cpuUsage(u0);
+    cpu.push((u.user + u.system) / 1000);
+  }
+  t.set("tiny op, CPU time (not wall)", median(cpu));
+
   const a1 = filled(M1, 1), b1 = filled(M1, 2), a16 = filled(M16, 3), b16 = filled(M16, 4);
   t.set("add 1M f32", timeOp(() => mg.add(a1, b1, S)));
   t.set("add 16M f32", timeOp(() => mg.add(a16, b16, S)));
@@ -127,26 +148,6 @@ function metalgrad(): Map<string, number> {
     mg.eval(out);
     for (const o of out) o.dispose();
   }));
-  // tiny ops: build + eval one add on a 4-element array, 10,000 times
-  const small = mg.array([1, 2, 3, 4], mg.float32);
-  mg.eval(small);
-  const tiny = () => {
-    for (let i = 0; i < 10000; i++) {
-      const r = mg.add(small, 1, S);
-      mg.eval(r);
-      r.dispose();
-    }
-  };
-  t.set("tiny op (4,) f32 add, build+eval", time(tiny));
-  // CPU time of this thread's process: what the op costs, whatever else the machine runs
-  const cpu: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    const u0 = process.cpuUsage();
-    tiny();
-    const u = process.cpuUsage(u0);
-    cpu.push((u.user + u.system) / 1000);
-  }
-  t.set("tiny op, CPU time (not wall)", median(cpu));
   return t;
 }
 
