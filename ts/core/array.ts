@@ -81,12 +81,21 @@ export function setEvaluator(fn: (arrays: MgArray[]) => void): void {
 
 let nextId = 1;
 
+/**
+ * An N-dimensional array, as mx.array: lazy (ops build a graph; eval, item, tolist compute it), immutable, on a device. Create one with mg.array; its methods mirror MLX's array methods.
+ * @example
+ * mg.array([[1, 2], [3, 4]]).T.sum(0)
+ */
 export class MgArray {
+  /** A number identifying the array (in traces and errors). */
   readonly id: number;
+  /** The size of each axis. */
   readonly shape: readonly number[];
   /** Element count, computed once (shape never changes; kernels ask for it constantly). */
   readonly size: number;
+  /** The element type. */
   readonly dtype: Dtype;
+  /** The stream the array is computed on. */
   readonly stream: Stream;
   /** Producer while unevaluated; null once evaluated (detached) or for constants. */
   node: Node | null;
@@ -129,12 +138,15 @@ export class MgArray {
     }
   }
 
+  /** The number of axes. */
   get ndim(): number {
     return this.shape.length;
   }
+  /** Bytes per element. */
   get itemsize(): number {
     return this.dtype.size;
   }
+  /** Bytes of all elements. */
   get nbytes(): number {
     return this.size * this.dtype.size;
   }

@@ -6,6 +6,7 @@ import type { Primitive } from "./primitive.ts";
 import type { DeviceType, Stream } from "./device.ts";
 import { type Dtype, float64 } from "./dtype.ts";
 import { checkShapeBounds, shapeFits } from "./shape.ts";
+import { currentOp } from "./calls.ts";
 
 /** What a backend knows about the eval it serves. */
 export interface EvalContext {
@@ -72,7 +73,7 @@ export function makeNode<P>(
   }
   // rejectFloat64OnGpu's test without building a list of dtypes per node (this runs per op).
   if (stream.device.type === "gpu" && (inputs.some(isFloat64) || specs.some(isFloat64))) {
-    rejectFloat64OnGpu(primitive.name, [float64], stream);
+    rejectFloat64OnGpu(currentOp() ?? (primitive.opName ? primitive.opName(params) : primitive.name.toLowerCase()), [float64], stream);
   }
   const node: Node = new Node(primitive, params, inputs, stream);
   for (const i of inputs) i.graphRefs++;
@@ -90,9 +91,12 @@ function isFloat64(x: { dtype: Dtype }): boolean {
  * what the user called.
  */
 export function rejectFloat64OnGpu(op: string, dtypes: readonly Dtype[], stream: Stream): void {
-  if (stream.device.type === "gpu" && dtypes.includes(float64)) {
-    throw new Error(`[${op}] float64 is not supported on the GPU.`);
-  }
+  if (stream.device.type === "gpu" && dtypes.includes(float64)) throw float64OnGpuError(currentOp() ?? op);
+}
+
+/** The error for float64 on the GPU, with the two ways out. */
+export function float64OnGpuError(op: string, what = ""): Error {
+  return new Error(`[${op}] float64 is not supported on the GPU${what}; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).`);
 }
 
 /** Convenience for single-output primitives. */
@@ -139,19 +143,25 @@ export function schedule(targets: readonly MgArray[]): Node[] {
   return order;
 }
 
+/** An eval's context: a class (not an object literal with a getter), as one is made per eval. */
+class Context implements EvalContext {
+  #targetSet: Set<MgArray> | null = null;
+  constructor(
+    readonly targetList: readonly MgArray[],
+    readonly finished: (node: Node) => void,
+  ) {}
+  /** Built on first use: only fused regions ask for it. */
+  get targets(): ReadonlySet<MgArray> {
+    return (this.#targetSet ??= new Set(this.targetList));
+  }
+}
+
 /** Evaluates arrays, as mx.eval. Already evaluated arrays cost nothing. */
 export function evalArrays(targets: readonly MgArray[]): void {
   for (const t of targets) t.checkUsable("eval");
   const order = schedule(targets);
   if (order.length === 0) return;
-  // The set of targets is built on first use: only fused regions ask for it.
-  let targetSet: Set<MgArray> | null = null;
-  const ctx: EvalContext = {
-    get targets() {
-      return (targetSet ??= new Set(targets));
-    },
-    finished: retainGraphDepth > 0 ? ignoreFinished : detach,
-  };
+  const ctx = new Context(targets, retainGraphDepth > 0 ? ignoreFinished : detach);
   // Consecutive nodes of one stream form a run: the GPU submits each run as one batch on that
   // stream's queue (so mg.synchronize(stream) and cross-queue waits see it).
   let start = 0;

@@ -7,6 +7,7 @@
 // reads it from there and the trace records it.
 import { AsyncLocalStorage } from "node:async_hooks";
 
+/** The precision policy: matmul "highest" (IEEE float32) or "high" (TF32/NAX where present), and how 16-bit inputs accumulate. */
 export interface PrecisionPolicy {
   /**
    * float32 matrix products: "highest" (the default) computes IEEE float32; "high" allows
@@ -48,7 +49,9 @@ function validated(p: unknown, base: Readonly<PrecisionPolicy>, op: string): Rea
   return Object.freeze(out);
 }
 
-/** The policy in effect here: the innermost withPrecision scope's, else the global one. */
+/** The policy in effect here: the innermost withPrecision scope's, else the global one.  * @example
+ * mg.getPrecision()
+ */
 export function getPrecision(): Readonly<PrecisionPolicy> {
   return scope.getStore()?.policy ?? globalPolicy;
 }
@@ -56,6 +59,9 @@ export function getPrecision(): Readonly<PrecisionPolicy> {
 /**
  * Changes the policy (fields not given keep their value) and returns the previous one, so
  * `setPrecision(previous)` restores it. Inside a withPrecision scope it changes that scope only.
+  * @example
+ * const previous = mg.setPrecision({ matmul: "high" });
+ * mg.setPrecision(previous)
  */
 export function setPrecision(policy: Partial<PrecisionPolicy>): Readonly<PrecisionPolicy> {
   const holder = scope.getStore();
@@ -69,6 +75,8 @@ export function setPrecision(policy: Partial<PrecisionPolicy>): Readonly<Precisi
 /**
  * Runs `fn` with `policy` (merged over the current one) in effect, as `stream` scopes streams:
  * ops called inside, also after an `await`, use it; code outside never sees it.
+ * @example
+ * mg.withPrecision({ accumulate16: "native" }, () => mg.getPrecision().accumulate16)
  */
 export function withPrecision<T>(policy: Partial<PrecisionPolicy>, fn: () => T): T {
   const next = validated(policy, getPrecision(), "with_precision");

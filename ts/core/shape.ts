@@ -135,4 +135,11 @@ export function checkShapeBounds(shape: Shape, op: string): void {
       `[${op}] The shape (${shape.join(",")}) has ${size.toExponential(3)} elements, more than the 2^53 - 1 an array can have.`,
     );
   }
+/** keepdims is a boolean (an options object in its place is a call the options helper did not
+ *  resolve, e.g. from internal code). */
+export function checkKeepdims(op: string, keepdims: unknown): boolean {
+  if (typeof keepdims !== "boolean") {
+    throw new TypeError(`[${op}] keepdims must be a boolean, got ${typeof keepdims === "object" ? "an object" : String(keepdims)}.`);
+  }
+  return keepdims;
 }

@@ -3,6 +3,7 @@
 // internal precision, and every copy or fallback with its reason. This is how a user answers
 // "which kernel ran?" and "at what precision?" for any op (guide §0, questions 2 and 3).
 
+/** One kernel run, as mg.trace reports it: device, kernel, primitives, dtypes, precision, notes. */
 export interface TraceRecord {
   /** "gpu" or "cpu". */
   device: string;

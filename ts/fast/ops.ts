@@ -62,6 +62,8 @@ function normInput(op: string, a: ArrayInput): MgArray {
  * Root-mean-square normalisation over the last axis, as mx.fast.rms_norm:
  * y = x / sqrt(mean(x²) + eps) · weight (weight null: no scaling). Accumulates in float32 (policy
  * accumulate16 may ask for the input type); the output has the type of x and weight promoted.
+ * @example
+ * mg.fast.rmsNorm(mg.array([[1, 2, 3]], mg.float32), null, 1e-5)
  */
 export function rmsNorm(x: ArrayInput, weight: ArrayInput | null, eps: number, opts: StreamOptions = {}): MgArray {
   const o = checkOptions("rms_norm", opts, ["stream"]);
@@ -78,6 +80,8 @@ export function rmsNorm(x: ArrayInput, weight: ArrayInput | null, eps: number, o
 /**
  * Layer normalisation over the last axis, as mx.fast.layer_norm:
  * y = (x − mean) / sqrt(var + eps) · weight + bias (either may be null).
+ * @example
+ * mg.fast.layerNorm(mg.array([[1, 2, 3]], mg.float32), null, null, 1e-5)
  */
 export function layerNorm(x: ArrayInput, weight: ArrayInput | null, bias: ArrayInput | null, eps: number, opts: StreamOptions = {}): MgArray {
   const o = checkOptions("layer_norm", opts, ["stream"]);
@@ -94,6 +98,7 @@ export function layerNorm(x: ArrayInput, weight: ArrayInput | null, bias: ArrayI
 
 // RoPE -------------------------------------------------------------------------------------------
 
+/** mg.fast.rope's keyword options (MLX's traditional, base, scale, offset, freqs) and the stream. */
 export interface RopeOptions extends StreamOptions {
   traditional: boolean;
   /** The frequency base; null exactly when freqs is given. */
@@ -108,6 +113,8 @@ export interface RopeOptions extends StreamOptions {
  * Rotary positional encoding, as mx.fast.rope: x has shape (B, …, T, D); the first `dims`
  * features rotate in pairs (consecutive when traditional, else split halves), the rest pass
  * through. traditional, base, scale and offset are keyword-only and required, as in MLX.
+ * @example
+ * mg.fast.rope(mg.ones([1, 2, 4]), 4, { traditional: false, base: 10000, scale: 1, offset: 0 })
  */
 export function rope(a: ArrayInput, dims: number, opts: RopeOptions): MgArray {
   const o = checkOptions("rope", opts, ["traditional", "base", "scale", "offset", "freqs", "stream"]);
@@ -150,6 +157,7 @@ export function rope(a: ArrayInput, dims: number, opts: RopeOptions): MgArray {
 
 // Attention --------------------------------------------------------------------------------------
 
+/** mg.fast.scaledDotProductAttention's keyword options (MLX's scale, mask, sinks, force_fused) and the stream. */
 export interface SdpaOptions extends StreamOptions {
   /** Multiplies q·kᵀ (typically 1/sqrt(D)). Required, as in MLX. */
   scale: number;
@@ -256,6 +264,9 @@ function unfusedReason(c: SdpaCall, device: "cpu" | "gpu"): string | null {
  * pre-tile k and v). The softmax runs in float32 whatever the input type. Every head dim up to 256,
  * every mask kind, grouped-query heads and sinks run fused on the GPU, forward and backward;
  * mg.fast.sdpaPlan says what will run.
+ * @example
+ * const q = mg.ones([1, 1, 2, 4]);
+ * mg.fast.scaledDotProductAttention(q, q, q, { scale: 0.5, mask: "causal" })
  */
 export function scaledDotProductAttention(q: ArrayInput, k: ArrayInput, v: ArrayInput, opts: SdpaOptions): MgArray {
   const c = sdpaPrepare(q, k, v, opts, "scaled_dot_product_attention");
@@ -279,6 +290,7 @@ export function scaledDotProductAttention(q: ArrayInput, k: ArrayInput, v: Array
   return out!;
 }
 
+/** One pass of an attention plan (forward or backward): the kernel, whether it is fused, its tiles. */
 export interface SdpaStepPlan {
   kernel: string;
   grid: [number, number, number];
@@ -286,6 +298,7 @@ export interface SdpaStepPlan {
   tiles: Record<string, number>;
 }
 
+/** What mg.fast.sdpaPlan answers: the forward and backward kernels, precision, scratch bytes and why. */
 export interface SdpaPlan {
   device: "cpu" | "gpu";
   /** fused-prefill / fused-decode (GPU), cpu-reference (the CPU's row-at-a-time primitive) or unfused. */
@@ -322,6 +335,9 @@ const isShaped = (x: unknown): x is Shaped =>
  * (fused-prefill / fused-decode with tile sizes, or unfused and why), the accumulation precision,
  * scratch memory, and the same for the backward pass. q, k, v (and an array mask) may be arrays or
  * `{ shape, dtype }` descriptions.
+ * @example
+ * const q = mg.ones([1, 1, 2, 4]);
+ * mg.fast.sdpaPlan(q, q, q, { scale: 0.5 }).kernel
  */
 export function sdpaPlan(q: SdpaPlanInput, k: SdpaPlanInput, v: SdpaPlanInput, opts: Omit<SdpaOptions, "mask"> & { mask?: null | "causal" | SdpaPlanInput }): SdpaPlan {
   const stand = (x: SdpaPlanInput | null | undefined): ArrayInput | null | undefined =>
@@ -393,6 +409,8 @@ export function sdpaPlan(q: SdpaPlanInput, k: SdpaPlanInput, v: SdpaPlanInput, o
  * Cross entropy with class-index targets over the last axis, as mx.fast.cross_entropy:
  * logsumexp(logits) − logits[target], one fused kernel, float32 accumulation and a float32 loss
  * shaped like targets. A target outside [0, n) gives NaN.
+ * @example
+ * mg.fast.crossEntropy(mg.array([[1, 2, 3]], mg.float32), mg.array([2]))
  */
 export function crossEntropy(logits: ArrayInput, targets: ArrayInput, opts: StreamOptions = {}): MgArray {
   const o = checkOptions("cross_entropy", opts, ["stream"]);

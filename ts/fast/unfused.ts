@@ -155,5 +155,5 @@ export function sdpaUnfused(
 /** logsumexp(logits) − logits[target] over the last axis, in float32 (MLX's CPU composition). */
 export function crossEntropyUnfused(logits: MgArray, targets: MgArray, o: StreamOptions = {}): MgArray {
   const picked = squeeze(takeAlongAxis(logits, expandDims(targets, -1, o), -1, o), -1, o);
-  return astype(subtract(logsumexp(logits, -1, { ...o }), picked, o), logits.dtype === float64 ? float64 : float32, o);
+  return astype(subtract(logsumexp(logits, -1, false, o), picked, o), logits.dtype === float64 ? float64 : float32, o);
 }

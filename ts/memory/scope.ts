@@ -43,6 +43,8 @@ setArrayHooks({
  * Arrays alive right now — created, and neither disposed nor garbage collected — for leak hunting.
  * Every array counts, including those created before the first call. An array dropped without
  * dispose() leaves the count when the garbage collector finalizes it (after the event loop yields).
+ * @example
+ * typeof mg.liveArrayCount()
  */
 export function liveArrayCount(): number {
   return live;
@@ -74,6 +76,8 @@ function finish(scope: Scope, result: unknown): void {
  * Runs `fn` and disposes every array created inside it except those it returns (in arrays, plain
  * objects or Maps, nested) and those passed to `keep`. Works for async `fn`: the arrays of an
  * async scope are freed when its promise settles, and interleaved scopes stay separate.
+ * @example
+ * mg.tidy(() => mg.sum(mg.exp(mg.ones([3]))))
  */
 export function tidy<T>(fn: () => T): T {
   if (typeof fn !== "function") throw new TypeError(`[tidy] Expected a function, got ${typeof fn}.`);
@@ -101,7 +105,11 @@ export function tidy<T>(fn: () => T): T {
   return result;
 }
 
-/** Exempts arrays from every enclosing tidy scope; returns its argument. */
+/**
+ * Exempts arrays from every enclosing tidy scope; returns its argument.
+ * @example
+ * mg.tidy(() => mg.keep(mg.ones([2]))).shape
+ */
 export function keep<T>(value: T): T {
   const arrays = new Set<MgArray>();
   collectArrays(value, arrays);

@@ -48,7 +48,11 @@ function instantiationLine(k: KernelInstance): string {
 const pipelines = new Map<string, Pipeline>();
 let compiles = 0;
 
-/** Compiler runs so far (tests and benchmarks report it). */
+/**
+ * Compiler runs so far (tests and benchmarks report it).
+ * @example
+ * typeof mg.fast.kernelCompileCount()
+ */
 export function kernelCompileCount(): number {
   return compiles;
 }
@@ -172,6 +176,8 @@ function compileLibrary(source: string, what: string, options: LibraryOptions = 
  * simulator, loaded kernel objects beyond those in use (128, MG_SIM_LIBRARY_CACHE; 64 MiB,
  * MG_SIM_LIBRARY_CACHE_MB) are unloaded. Limits left out (or below 1) are kept. Returns the
  * previous limits and what is loaded now.
+ * @example
+ * mg.setKernelCacheLimits({ pipelines: 2048 }).previous.pipelines
  */
 export function setKernelCacheLimits(limits: Partial<KernelCacheLimits> = {}): { previous: KernelCacheLimits; loaded: KernelCacheLimits } {
   if (limits === null || typeof limits !== "object") throw new TypeError("[set_kernel_cache_limits] Expected an object of limits.");
