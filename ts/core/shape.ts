@@ -135,6 +135,8 @@ export function checkShapeBounds(shape: Shape, op: string): void {
       `[${op}] The shape (${shape.join(",")}) has ${size.toExponential(3)} elements, more than the 2^53 - 1 an array can have.`,
     );
   }
+}
+
 /** keepdims is a boolean (an options object in its place is a call the options helper did not
  *  resolve, e.g. from internal code). */
 export function checkKeepdims(op: string, keepdims: unknown): boolean {
