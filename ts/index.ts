@@ -56,16 +56,9 @@ export {
   float32, float64, floating, generic, Iinfo, inexact, int16, int32, int64, int8, integer,
   number, signedinteger, uint16, uint32, uint64, uint8, unsignedinteger,
 } from "./core/dtype.ts";
-// The dtype predicates check their argument here (internally they run on known dtypes, per op).
-const checkedPredicates = {
-  isComplex: (dtype: dtypeApi.Dtype) => dtypeApi.isComplex(dtypeApi.dtypeArgument("is_complex", dtype)),
-  isFloating: (dtype: dtypeApi.Dtype) => dtypeApi.isFloating(dtypeApi.dtypeArgument("is_floating", dtype)),
-  isInexact: (dtype: dtypeApi.Dtype) => dtypeApi.isInexact(dtypeApi.dtypeArgument("is_inexact", dtype)),
-  isInteger: (dtype: dtypeApi.Dtype) => dtypeApi.isInteger(dtypeApi.dtypeArgument("is_integer", dtype)),
-};
 export const {
   canCast, finfo, iinfo, isComplex, isdtype, isFloating, isInexact, isInteger, issubdtype, promoteTypes, resultType,
-} = publicFunctions("", { ...dtypeApi, ...checkedPredicates }, NO_ARRAYS);
+} = publicFunctions("", dtypeApi, NO_ARRAYS);
 export type { DtypeKind, DtypeKindName, DtypeName, Scalar } from "./core/dtype.ts";
 export type { Complex, ElementValue } from "./core/elements.ts";
 export type { Nested } from "./core/read.ts";

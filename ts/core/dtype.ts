@@ -272,25 +272,27 @@ export function resultType(...arraysAndDtypes: (Dtype | { dtype: Dtype })[]): Dt
  * @example
  * mg.isFloating(mg.bfloat16)
  */
-export const isFloating = (dtype: Dtype): boolean => dtype.category === floating;
+export const isFloating = (dtype: Dtype): boolean => checked(dtype, "is_floating").category === floating;
 /**
  * Whether a dtype is complex.
  * @example
  * mg.isComplex(mg.complex64)
  */
-export const isComplex = (dtype: Dtype): boolean => dtype === complex64;
+export const isComplex = (dtype: Dtype): boolean => checked(dtype, "is_complex") === complex64;
 /**
  * Whether a dtype is floating or complex.
  * @example
  * mg.isInexact(mg.int32)
  */
-export const isInexact = (dtype: Dtype): boolean => dtype.category === floating || dtype === complex64;
+export const isInexact = (dtype: Dtype): boolean => checked(dtype, "is_inexact").category === floating || dtype === complex64;
 /**
  * Whether a dtype is an integer type.
  * @example
  * mg.isInteger(mg.uint8)
  */
-export const isInteger = (dtype: Dtype): boolean => dtype.kind === "i" || dtype.kind === "u";
+export const isInteger = (dtype: Dtype): boolean => checked(dtype, "is_integer").kind === "i" || dtype.kind === "u";
+// The predicates are public: anything but a dtype is a tagged error (one instanceof per call).
+const checked = (d: Dtype, op: string): Dtype => (d instanceof Dtype ? d : dtypeArgument(op, d));
 export const is64BitInteger = (d: Dtype): boolean => d === int64 || d === uint64;
 
 /** MLX's at_least_float: integers and bool become float32, inexact types stay. */
