@@ -67,3 +67,27 @@ describe("failure isolation on the gpu", () => {
     expect(message(() => bad.tolist())).toContain("isolation_oob");
   });
 });
+
+describe("a host-side index check that fails fails its arrays, and only them (MG_CHECK_INDICES)", () => {
+  for (const device of [mg.cpu, mg.gpu]) {
+    test(`on ${device.type}`, () => {
+      const saved = process.env.MG_CHECK_INDICES;
+      process.env.MG_CHECK_INDICES = "1";
+      try {
+        const x = mg.stream(device, () => mg.array([1, 2, 3], mg.float32));
+        const bad = mg.stream(device, () => mg.take(x, mg.array([7])));
+        const dep = mg.stream(device, () => mg.add(bad, 1));
+        const good = mg.stream(device, () => mg.multiply(x, 2));
+        expect(message(() => mg.eval(good, bad, dep))).toContain("[gather] Index 7 is out of bounds for axis 0 with size 3");
+        expect(good.tolist()).toEqual([2, 4, 6]);
+        // reading the failed arrays fails (again), never shows the zeros the kernel wrote
+        expect(message(() => bad.tolist())).toContain("Index 7 is out of bounds");
+        expect(message(() => dep.tolist())).toContain("Index 7 is out of bounds");
+        expect(message(() => bad.tolist())).toContain("Index 7 is out of bounds");
+      } finally {
+        if (saved === undefined) delete process.env.MG_CHECK_INDICES;
+        else process.env.MG_CHECK_INDICES = saved;
+      }
+    });
+  }
+});

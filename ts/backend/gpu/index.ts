@@ -331,7 +331,7 @@ registerBackend("gpu", {
     }
     if (enc.dispatches === 0) {
       enc.releaseTemporaries();
-      enc.runAfterSubmit();
+      enc.runAfterSubmit(nodes);
       return;
     }
     let submitted: SubmittedBatch;
@@ -347,6 +347,6 @@ registerBackend("gpu", {
     lastWork.set(stream, work);
     limitInFlight(submitted);
     for (const s of enc.written) s.pending = work;
-    enc.runAfterSubmit();
+    enc.runAfterSubmit(nodes);
   },
 });
