@@ -55,7 +55,7 @@ function run(ops: readonly number[]): void {
 const rssMB = () => process.memoryUsage().rss / 2 ** 20;
 const pick = lcg(7);
 console.log(`kernel cache soak: ${SEQUENCES} random elementwise graphs on the gpu from ${DISTINCT} distinct chains`);
-console.log("  sequences   rss MB   pipelines built   sim objects loaded (MB)   compiles so far   seconds");
+console.log("  sequences   rss MB   JS heap MB   pipelines built   sim objects loaded (MB)   compiles so far   seconds");
 const t0 = performance.now();
 const samples: number[] = [];
 for (let i = 1; i <= SEQUENCES; i++) {
@@ -67,8 +67,9 @@ for (let i = 1; i <= SEQUENCES; i++) {
     samples.push(rss);
     const { loaded } = mg.setKernelCacheLimits({});
     const sim = JSON.parse(String(runtime().native.mg_sim_stats_json())) as { compilerInvocations?: number };
+    const heap = process.memoryUsage().heapUsed / 2 ** 20;
     console.log(
-      `  ${String(i).padStart(9)}   ${rss.toFixed(1).padStart(6)}   ${String(loaded.pipelines).padStart(15)}   ` +
+      `  ${String(i).padStart(9)}   ${rss.toFixed(1).padStart(6)}   ${heap.toFixed(1).padStart(10)}   ${String(loaded.pipelines).padStart(15)}   ` +
         `${String(loaded.simulatorObjects).padStart(8)} (${(loaded.simulatorBytes / 2 ** 20).toFixed(1)})`.padEnd(26) +
         `   ${String(sim.compilerInvocations ?? 0).padStart(15)}   ${((performance.now() - t0) / 1000).toFixed(0).padStart(7)}`,
     );
