@@ -76,6 +76,10 @@ int32_t mg_cpu_random_bits(const double *desc, int32_t words);
 int32_t mg_cpu_gather(const double *desc, int32_t words);
 int32_t mg_cpu_gather_axis(const double *desc, int32_t words);
 
+/// FFT (MLX's primitive: complex→complex, real→complex or complex→real over several axes; inverses
+/// include 1/n per axis) of complex64 / float32 data, computed in float64.
+int32_t mg_cpu_fft(const double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

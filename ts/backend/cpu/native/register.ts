@@ -25,6 +25,8 @@ import { Arange } from "../../../core/primitives/creation.ts";
 import { Concatenate } from "../../../core/primitives/join.ts";
 import { lowPads, Pad } from "../../../core/primitives/movement.ts";
 import { DivModPrimitive, elementwiseRecords } from "./opcodes.ts";
+import { FFT } from "../../../core/primitives/fft.ts";
+import { runFft } from "./fft.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
 
 export function inexact(d: Dtype): boolean {
@@ -132,3 +134,7 @@ registerNative(Arange, nativeOr(Arange, (_i, o, p) => runArange(o, p.start, p.st
 registerNative(RandomBits, nativeOr(RandomBits, (i, o, p) => runRandomBits(i, o, p.width), () => ({ kernel: "RandomBits", precision: Precision.exact })));
 registerNative(Gather, nativeOr(Gather, (i, o, p) => runGather(i, o, p.axes, p.sliceSizes), () => ({ kernel: "Gather", precision: Precision.none })));
 registerNative(GatherAxis, nativeOr(GatherAxis, (i, o, p) => runGatherAxis(i, o, p.axis), () => ({ kernel: "GatherAxis", precision: Precision.none })));
+
+// ---- transforms ------------------------------------------------------------------------------------------------
+
+registerNative(FFT, nativeOr(FFT, runFft, () => ({ kernel: "FFT", precision: "float64, rounded to complex64" })));
