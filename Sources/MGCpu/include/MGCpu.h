@@ -80,6 +80,9 @@ int32_t mg_cpu_gather_axis(const double *desc, int32_t words);
 /// include 1/n per axis) of complex64 / float32 data, computed in float64.
 int32_t mg_cpu_fft(const double *desc, int32_t words);
 
+/// Convolution (MLX's primitive, channels last, 1–3 spatial axes) as an implicit GEMM per group.
+int32_t mg_cpu_convolution(const double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,8 @@ import { lowPads, Pad } from "../../../core/primitives/movement.ts";
 import { DivModPrimitive, elementwiseRecords } from "./opcodes.ts";
 import { FFT } from "../../../core/primitives/fft.ts";
 import { runFft } from "./fft.ts";
+import { Convolution } from "../../../core/primitives/convolution.ts";
+import { runConvolution } from "./convolution.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
 
 export function inexact(d: Dtype): boolean {
@@ -138,3 +140,13 @@ registerNative(GatherAxis, nativeOr(GatherAxis, (i, o, p) => runGatherAxis(i, o,
 // ---- transforms ------------------------------------------------------------------------------------------------
 
 registerNative(FFT, nativeOr(FFT, runFft, () => ({ kernel: "FFT", precision: "float64, rounded to complex64" })));
+
+// ---- convolution ------------------------------------------------------------------------------------------------
+
+registerNative(
+  Convolution,
+  nativeOr(Convolution, runConvolution, ([x, w], _o, p) => ({
+    kernel: p.groups > 1 && w!.shape[0] === p.groups && w!.shape[w!.ndim - 1] === 1 ? "Convolution(depthwise)" : "Convolution(implicit gemm)",
+    precision: precisionOf(x!.dtype, x!.dtype === float64 ? null : "float32"),
+  })),
+);
