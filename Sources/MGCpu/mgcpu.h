@@ -260,7 +260,8 @@ using KernelFn = void (*)(void *dst, const void *a, const void *b, const void *c
 
 // ---- per-ISA entry points ---------------------------------------------------------------------
 
-struct FftStep;  // fft.h
+struct FftStep;    // fft.h
+struct QuantSpec;  // quant.h
 constexpr int FFT_LANES = 4;  // lines an ISA's FFT kernel transforms at once (VD)
 
 struct Isa {
@@ -288,6 +289,15 @@ struct Isa {
   // FFT: lines [first, first + count) of a step (groups of FFT_LANES vectorised); scratch holds
   // fft_scratch_doubles(step, FFT_LANES) doubles, 64-byte aligned
   void (*fft_lines)(const FftStep &s, int64_t first, int64_t count, double *scratch);
+  // quantized products (quant.cpp): `groups` whole groups of a packed row → float32 (decoded
+  // scales and biases per group); acc[m·8 + l] += lane l of Σ x_m·w; y_m += a_m·w
+  void (*qdequant_f32)(const QuantSpec &q, const uint32_t *words, int64_t groups, const float *scale, const float *bias, float *out);
+  void (*qdot_f32)(const float *const *x, int rows, const float *w, int64_t n, float *acc);
+  void (*qaxpy_f32)(float *const *y, const float *a, int rows, const float *w, int64_t n);
+  // qdequant + qdot in one pass where a fused kernel exists (affine float32, 2/4/8 bits); false
+  // otherwise
+  bool (*qdot_fused_f32)(const QuantSpec &q, const uint32_t *words, int64_t groups, const float *scale, const float *bias,
+                         const float *const *x, int rows, float *acc);
 };
 
 const Isa &isa();

@@ -83,6 +83,10 @@ int32_t mg_cpu_fft(const double *desc, int32_t words);
 /// Convolution (MLX's primitive, channels last, 1–3 spatial axes) as an implicit GEMM per group.
 int32_t mg_cpu_convolution(const double *desc, int32_t words);
 
+/// QuantizedMatmul and GatherQMM in MLX's packed formats (affine, mxfp4, mxfp8, nvfp4), without
+/// dequantising the weights in memory.
+int32_t mg_cpu_quantized_matmul(const double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,6 +31,7 @@ const SYMBOLS = {
   mg_cpu_gather_axis: { args: [P, i32], returns: i32 },
   mg_cpu_fft: { args: [P, i32], returns: i32 },
   mg_cpu_convolution: { args: [P, i32], returns: i32 },
+  mg_cpu_quantized_matmul: { args: [P, i32], returns: i32 },
 } as const;
 
 function open(path: string) {

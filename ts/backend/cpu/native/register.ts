@@ -29,6 +29,8 @@ import { FFT } from "../../../core/primitives/fft.ts";
 import { runFft } from "./fft.ts";
 import { Convolution } from "../../../core/primitives/convolution.ts";
 import { runConvolution } from "./convolution.ts";
+import { GatherQMM, QuantizedMatmul } from "../../../core/primitives/quantized.ts";
+import { qmmKernel, runGatherQmm, runQuantizedMatmul } from "./quantized.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
 
 export function inexact(d: Dtype): boolean {
@@ -150,3 +152,12 @@ registerNative(
     precision: precisionOf(x!.dtype, x!.dtype === float64 ? null : "float32"),
   })),
 );
+
+// ---- quantized products ---------------------------------------------------------------------------------------
+
+const qmmPrecision = (d: Dtype) => precisionOf(d, d === float64 ? null : "float32");
+registerNative(
+  QuantizedMatmul,
+  nativeOr(QuantizedMatmul, runQuantizedMatmul, ([x], _o, p) => ({ kernel: `QuantizedMatmul(${qmmKernel(x!, p)})`, precision: qmmPrecision(x!.dtype) })),
+);
+registerNative(GatherQMM, nativeOr(GatherQMM, runGatherQmm, ([x], _o, p) => ({ kernel: `GatherQMM(${qmmKernel(x!, p)})`, precision: qmmPrecision(x!.dtype) })));
