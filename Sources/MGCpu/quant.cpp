@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <new>
 #include <vector>
@@ -492,6 +493,228 @@ int quantized_matmul(const double *desc, int32_t words) {
   return run_gemm<float>(m, fn);
 }
 
+// ---- quantize / dequantize ---------------------------------------------------------------------------------
+
+namespace {
+
+// A double rounded to a float dtype's grid as the reference's roundToDtype (bfloat16: through float32).
+double round_to(int dtype, double x) {
+  switch (dtype) {
+    case F32: return double(float(x));
+    case F16: return double(f16_to_f32(f64_to_f16(x)));
+    case BF16: return double(bf16_to_f32(f32_to_bf16(float(x))));
+    default: return x;
+  }
+}
+
+struct QdqJob {
+  QuantSpec q;
+  int64_t rows, rowlen, rows_per_task;
+  const char *w;                 // quantize: the values; dequantize: the packed words
+  const char *scales, *biases;   // dequantize's inputs
+  char *wq, *sout, *bout;        // quantize's outputs
+  char *out;                     // dequantize's output
+  int out_dtype;
+  bool has_global;
+  double global;
+};
+
+// Affine quantization of whole rows as the reference (ts/backend/cpu/quantize.ts, MLX's CPU
+// kernel): float32 arithmetic (each op in double, then rounded to float32, as the reference),
+// round half to even, codes as a little-endian bit stream; scale and bias rounded to the input's
+// dtype when stored.
+void quantize_task(void *ctx, int64_t task, int) {
+  const QdqJob &j = *static_cast<const QdqJob *>(ctx);
+  const int64_t gs = j.q.group, bits = j.q.bits, gpr = j.rowlen / gs, wpr = j.rowlen * bits / 32;
+  const double n_bins = double((1 << bits) - 1);
+  const double eps = double(float(1e-7));
+  auto fr = [](double v) { return double(float(v)); };
+  const int64_t r0 = task * j.rows_per_task, r1 = std::min(j.rows, r0 + j.rows_per_task);
+  for (int64_t row = r0; row < r1; row++) {
+    uint32_t *rw = reinterpret_cast<uint32_t *>(j.wq) + row * wpr;
+    std::fill(rw, rw + wpr, 0u);
+    for (int64_t g = 0; g < gpr; g++) {
+      const int64_t base = row * j.rowlen + g * gs;
+      double w_min = INFINITY, w_max = -INFINITY;
+      for (int64_t i = 0; i < gs; i++) {
+        const double v = load_as<double>(j.w, j.q.dtype, base + i);
+        if (w_max < v) w_max = v;  // std::max/min keep the first argument against a NaN
+        if (v < w_min) w_min = v;
+      }
+      const bool mask = std::fabs(w_min) > std::fabs(w_max);
+      const double range = fr(fr(w_max - w_min) / n_bins);
+      double scale = range < eps ? eps : range;
+      scale = mask ? scale : -scale;
+      const double edge = mask ? w_min : w_max;
+      const double q0 = std::nearbyint(fr(edge / scale));
+      double bias = 0;
+      if (q0 != 0) {
+        scale = fr(edge / q0);
+        bias = edge;
+      }
+      int64_t bit = g * gs * bits;
+      for (int64_t i = 0; i < gs; i++, bit += bits) {
+        double q = std::nearbyint(fr(fr(load_as<double>(j.w, j.q.dtype, base + i) - bias) / scale));
+        q = std::min(std::max(q, 0.0), n_bins);
+        if (q != q) q = 0;
+        const uint32_t c = uint32_t(q);
+        const int64_t word = bit >> 5;
+        const int shift = int(bit & 31);
+        rw[word] |= c << shift;
+        if (shift + bits > 32) rw[word + 1] |= c >> (32 - shift);
+      }
+      // a NaN is stored as JavaScript stores it: the positive quiet NaN (x86 arithmetic makes it negative)
+      const double qnan = std::numeric_limits<double>::quiet_NaN();
+      store_as<double>(j.sout, j.q.dtype, row * gpr + g, scale != scale ? qnan : round_to(j.q.dtype, scale));
+      store_as<double>(j.bout, j.q.dtype, row * gpr + g, bias != bias ? qnan : round_to(j.q.dtype, bias));
+    }
+  }
+}
+
+// Dequantisation of whole rows: affine as qdequant (in the scales' dtype), the floating-point
+// modes as the reference's fpDequantize (values and scales rounded to the output dtype, float32
+// with a global scale).
+void dequantize_task(void *ctx, int64_t task, int thread) {
+  const QdqJob &j = *static_cast<const QdqJob *>(ctx);
+  const QuantSpec &q = j.q;
+  const int64_t gs = q.group, gpr = j.rowlen / gs, wpr = j.rowlen * q.bits / 32;
+  const int64_t r0 = task * j.rows_per_task, r1 = std::min(j.rows, r0 + j.rows_per_task);
+  const uint32_t *words = reinterpret_cast<const uint32_t *>(j.w);
+  const int od = j.out_dtype;
+  if (q.mode == QAffine && od != F64) {
+    float *buf = static_cast<float *>(thread_scratch(thread, size_t(j.rowlen + 2 * gpr) * sizeof(float)));
+    if (!buf) return;
+    float *sc = buf + j.rowlen, *bi = sc + gpr;
+    for (int64_t row = r0; row < r1; row++) {
+      for (int64_t g = 0; g < gpr; g++) {
+        sc[g] = load_as<float>(j.scales, od, row * gpr + g);
+        bi[g] = load_as<float>(j.biases, od, row * gpr + g);
+      }
+      isa().qdequant_f32(q, words + row * wpr, gpr, sc, bi, buf);
+      for (int64_t i = 0; i < j.rowlen; i++) {
+        const float v = buf[i];
+        store_as<float>(j.out, od, row * j.rowlen + i, v != v ? std::numeric_limits<float>::quiet_NaN() : v);  // JS's NaN
+      }
+    }
+    return;
+  }
+  static const double fp4[16] = {0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6};
+  auto e4m3_value = [](uint32_t c) {
+    const double v = double(f16_to_f32(uint16_t((c & 127) << 7))) * 256.0;
+    return c & 128 ? -v : v;
+  };
+  const int64_t bits = q.bits;
+  const uint64_t mask = (uint64_t(1) << bits) - 1;
+  for (int64_t row = r0; row < r1; row++) {
+    const uint32_t *rw = words + row * wpr;
+    for (int64_t g = 0; g < gpr; g++) {
+      double scale = 0, bias = 0;
+      int round_dtype = od;  // the dtype each value is rounded to at the end
+      if (q.mode == QAffine) {
+        scale = load_as<double>(j.scales, od, row * gpr + g);
+        bias = load_as<double>(j.biases, od, row * gpr + g);
+      } else {
+        const uint32_t sb = reinterpret_cast<const uint8_t *>(j.scales)[row * gpr + g];
+        if (q.mode == QNvfp4) {
+          scale = round_to(od, e4m3_value(sb));
+          if (j.has_global) {
+            scale = double(float(scale * double(float(j.global / round_to(od, 448.0 * 6)))));
+            round_dtype = F32;
+          }
+        } else {
+          scale = round_to(od, std::ldexp(1.0, int(round_to(od, double(sb) - 127))));
+        }
+      }
+      for (int64_t i = 0; i < gs; i++) {
+        const int64_t k = g * gs + i, pos = k * bits, word = pos >> 5;
+        const int shift = int(pos & 31);
+        uint64_t v = rw[word] >> shift;
+        if (shift + bits > 32) v |= uint64_t(rw[word + 1]) << (32 - shift);
+        const uint32_t c = uint32_t(v & mask);
+        double value;
+        if (q.mode == QAffine) value = round_to(od, round_to(od, double(c) * scale) + bias);
+        else value = round_to(round_dtype, round_to(od, bits == 4 ? fp4[c & 15] : e4m3_value(c)) * scale);
+        store_as<double>(j.out, od, row * j.rowlen + k, value != value ? std::numeric_limits<double>::quiet_NaN() : value);
+      }
+    }
+  }
+}
+
+bool known_format(const QuantSpec &q) {
+  if (q.mode == QAffine) return (q.group == 32 || q.group == 64 || q.group == 128) && q.bits >= 2 && q.bits <= 8 && q.bits != 7;
+  if (q.mode == QNvfp4) return q.group == 16 && q.bits == 4;
+  return q.group == 32 && q.bits == (q.mode == QMxfp8 ? 8 : 4);
+}
+
+}  // namespace
+
+// [mode, group size, bits, dtype, rows, row length, w, wq, scales, biases] (affine only; every
+// operand row-major)
+int quantize(const double *desc, int32_t words) {
+  const char *fn = "mg_cpu_quantize";
+  Reader r(desc, words, fn);
+  QdqJob j{};
+  j.q.mode = int(r.integer(0, 3, "mode"));
+  j.q.group = int(r.integer(1, 1024, "group size"));
+  j.q.bits = int(r.integer(1, 8, "bits"));
+  j.q.dtype = r.dtype("dtype");
+  j.rows = r.integer(0, int64_t(1) << 40, "rows");
+  j.rowlen = r.integer(0, int64_t(1) << 40, "row length");
+  j.w = r.pointer("w");
+  j.wq = r.pointer("wq");
+  j.sout = r.pointer("scales");
+  j.bout = r.pointer("biases");
+  if (!r.ok) return fail(fn, r.error);
+  if (r.pos != words) return fail(fn, "descriptor has extra words");
+  if (!known_format(j.q) || j.rowlen % j.q.group != 0) return fail(fn, "unsupported group size or bits for the mode");
+  if (j.q.mode != QAffine) return unsupported(fn, "floating-point quantization modes run the reference");
+  if (!(j.q.dtype == F32 || j.q.dtype == F16 || j.q.dtype == BF16)) return unsupported(fn, std::string("quantize ") + dtype_name(j.q.dtype));
+  if (j.rows == 0 || j.rowlen == 0) return MGCPU_OK;
+  if (!j.w || !j.wq || !j.sout || !j.bout) return fail(fn, "null operand");
+  j.rows_per_task = std::max<int64_t>(1, 65536 / j.rowlen);
+  const int64_t tasks = (j.rows + j.rows_per_task - 1) / j.rows_per_task;
+  const int threads = threads_for(6.0 * double(j.rows) * double(j.rowlen));
+  note_threads(threads);
+  parallel_for(tasks, threads, quantize_task, &j);
+  return MGCPU_OK;
+}
+
+// [mode, group size, bits, output dtype, rows, row length, wq, scales, biases (0: none),
+//  global scale (float32 pointer, 0: none), output]
+int dequantize(const double *desc, int32_t words) {
+  const char *fn = "mg_cpu_dequantize";
+  Reader r(desc, words, fn);
+  QdqJob j{};
+  j.q.mode = int(r.integer(0, 3, "mode"));
+  j.q.group = int(r.integer(1, 1024, "group size"));
+  j.q.bits = int(r.integer(1, 8, "bits"));
+  j.out_dtype = r.dtype("output dtype");
+  j.q.dtype = j.out_dtype;
+  j.rows = r.integer(0, int64_t(1) << 40, "rows");
+  j.rowlen = r.integer(0, int64_t(1) << 40, "row length");
+  j.w = r.pointer("wq");
+  j.scales = r.pointer("scales");
+  j.biases = r.pointer("biases");
+  const char *global = r.pointer("global scale");
+  j.out = r.pointer("output");
+  if (!r.ok) return fail(fn, r.error);
+  if (r.pos != words) return fail(fn, "descriptor has extra words");
+  if (!known_format(j.q) || j.rowlen % j.q.group != 0) return fail(fn, "unsupported group size or bits for the mode");
+  if (!is_float(j.out_dtype)) return unsupported(fn, std::string("dequantize to ") + dtype_name(j.out_dtype));
+  if (j.rows == 0 || j.rowlen == 0) return MGCPU_OK;
+  if (!j.w || !j.scales || !j.out || (j.q.mode == QAffine && !j.biases)) return fail(fn, "null operand");
+  j.has_global = global != nullptr;
+  if (j.has_global) j.global = double(*reinterpret_cast<const float *>(global));
+  j.rows_per_task = std::max<int64_t>(1, 65536 / j.rowlen);
+  const int64_t tasks = (j.rows + j.rows_per_task - 1) / j.rows_per_task;
+  const int threads = threads_for(2.0 * double(j.rows) * double(j.rowlen));
+  note_threads(threads);
+  parallel_for(tasks, threads, dequantize_task, &j);
+  return MGCPU_OK;
+}
+
 }  // namespace mgcpu
 
 MG_EXPORT int32_t mg_cpu_quantized_matmul(const double *desc, int32_t words) { return mgcpu::quantized_matmul(desc, words); }
+MG_EXPORT int32_t mg_cpu_quantize(const double *desc, int32_t words) { return mgcpu::quantize(desc, words); }
+MG_EXPORT int32_t mg_cpu_dequantize(const double *desc, int32_t words) { return mgcpu::dequantize(desc, words); }

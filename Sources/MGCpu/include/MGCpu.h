@@ -87,6 +87,10 @@ int32_t mg_cpu_convolution(const double *desc, int32_t words);
 /// dequantising the weights in memory.
 int32_t mg_cpu_quantized_matmul(const double *desc, int32_t words);
 
+/// Affine quantization (MLX's packed layout and roundings) and dequantization of every mode.
+int32_t mg_cpu_quantize(const double *desc, int32_t words);
+int32_t mg_cpu_dequantize(const double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

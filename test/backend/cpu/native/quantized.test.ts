@@ -8,7 +8,7 @@ import * as mg from "../../../../ts/index.ts";
 import type { MgArray } from "../../../../ts/core/array.ts";
 import type { Dtype } from "../../../../ts/core/dtype.ts";
 import { accumulationTolerance } from "../../../../ts/testing/tolerances.ts";
-import { acrossIsas, both, compare, expectClose, expectThreadIndependent, kernelsOf, onReference, S, uniform } from "./harness.ts";
+import { acrossIsas, both, compare, expectClose, expectSameBits, expectThreadIndependent, kernelsOf, onReference, S, uniform } from "./harness.ts";
 
 type Mode = "affine" | "mxfp4" | "mxfp8" | "nvfp4";
 const FORMATS: [Mode, number, number][] = [
@@ -87,6 +87,39 @@ describe("native quantized matmul = reference", () => {
     const [q, s, b] = quantized(uniform([N, K], 51), "affine", 64, 4, mg.float32);
     expect(kernelsOf(() => mg.quantizedMatmul(uniform([2, K], 52), q!, s!, b!, true, 64, 4, S))).toContain("cpu-native:QuantizedMatmul(qmv)");
     expect(kernelsOf(() => mg.quantizedMatmul(uniform([20, K], 53), q!, s!, b!, true, 64, 4, S))).toContain("cpu-native:QuantizedMatmul(qmm)");
+  });
+});
+
+describe("native quantize and dequantize = reference, bit for bit", () => {
+  const sameBits = (got: MgArray, want: MgArray, what: string) => expectSameBits(got, want, what);
+  for (const dtype of [mg.float32, mg.float16, mg.bfloat16]) {
+    test(`${dtype.name}: affine quantize (finite and non-finite groups), dequantize every mode`, () => {
+      const w = onReference(() => mg.astype(uniform([12, 256], 71, mg.float32, 6), dtype, S));
+      const specials = onReference(() => mg.where(mg.greater(w, 4, S), NaN, mg.where(mg.less(w, -5, S), -Infinity, w, S), S));
+      for (const [gs, bits] of [[32, 2], [64, 3], [64, 4], [128, 5], [64, 6], [32, 8]]) {
+        compare(both(() => mg.quantize(w, gs, bits, S)), `quantize ${dtype.name} ${gs}/${bits}`, sameBits);
+        compare(both(() => mg.quantize(specials, gs, bits, S)), `quantize with NaN and infinities ${dtype.name} ${gs}/${bits}`, sameBits);
+        for (const src of [w, specials]) {
+          const [q, s, b] = onReference(() => mg.quantize(src, gs, bits, S));
+          compare(both(() => [mg.dequantize(q!, s!, b!, gs, bits, S)]), `dequantize ${dtype.name} ${gs}/${bits}`, sameBits);
+        }
+      }
+      for (const mode of ["mxfp4", "mxfp8", "nvfp4"] as const) {
+        const [q, s] = onReference(() => mg.quantize(specials, undefined, undefined, mode, S));
+        for (const out of [mg.float32, mg.float16, mg.bfloat16, mg.float64]) {
+          compare(both(() => [mg.dequantize(q!, s!, null, undefined, undefined, mode, { dtype: out, stream: mg.cpu })]), `dequantize ${mode} → ${out.name}`, sameBits);
+        }
+      }
+    });
+  }
+
+  test("nvfp4 with a global scale; the floating-point modes' quantize runs the reference", () => {
+    const w = uniform([8, 64], 72, mg.float32, 3);
+    const g = mg.array(3.5, mg.float32);
+    const [q, s] = onReference(() => mg.quantize(w, 16, 4, "nvfp4", { globalScale: g, stream: mg.cpu }));
+    compare(both(() => [mg.dequantize(q!, s!, null, 16, 4, "nvfp4", { globalScale: g, stream: mg.cpu })]), "nvfp4 global scale", sameBits);
+    expect(kernelsOf(() => mg.quantize(w, 32, 4, "mxfp4", S))).toContain("cpu:Quantize");
+    expect(kernelsOf(() => mg.quantize(w, 64, 4, S))).toContain("cpu-native:Quantize");
   });
 });
 

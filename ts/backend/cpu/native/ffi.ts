@@ -32,6 +32,8 @@ const SYMBOLS = {
   mg_cpu_fft: { args: [P, i32], returns: i32 },
   mg_cpu_convolution: { args: [P, i32], returns: i32 },
   mg_cpu_quantized_matmul: { args: [P, i32], returns: i32 },
+  mg_cpu_quantize: { args: [P, i32], returns: i32 },
+  mg_cpu_dequantize: { args: [P, i32], returns: i32 },
 } as const;
 
 function open(path: string) {

@@ -1,9 +1,9 @@
 // QuantizedMatmul and GatherQMM on the native CPU kernels (Sources/MGCpu/quant.cpp): MLX's packed
 // formats read in place (dequantised a chunk at a time, never as a whole matrix), float32
-// accumulation (float64 for float64 x).
+// accumulation (float64 for float64 x); Quantize (affine) and Dequantize with the reference's bits.
 import type { MgArray } from "../../../core/array.ts";
 import { uint32 } from "../../../core/dtype.ts";
-import type { QuantizedMatmulParams } from "../../../core/primitives/quantized.ts";
+import type { DequantizeParams, QuantizedMatmulParams, QuantizeParams } from "../../../core/primitives/quantized.ts";
 import { native } from "./ffi.ts";
 import { addressOf, allocate, desc, discard } from "./kernels.ts";
 
@@ -94,4 +94,50 @@ export function runGatherQmm(inputs: readonly MgArray[], [out]: readonly MgArray
 /** The kernel the native side picks (the trace's name). */
 export function qmmKernel(x: MgArray, p: QuantizedMatmulParams): string {
   return x.dtype.name !== "float64" && (x.shape[x.ndim - 2] ?? 1) <= 8 ? "qmv" : "qmm";
+}
+
+/** Quantize (affine; the floating-point modes decline to the reference). */
+export function runQuantize([w]: readonly MgArray[], outputs: readonly MgArray[], p: QuantizeParams): boolean {
+  if (!w || p.mode !== "affine" || outputs.length !== 3 || w.size === 0) return false;
+  if (addressOf(w) < 0 || !w.layout!.rowContiguous) return false;
+  if (!allocate(outputs)) return false;
+  const rowLen = w.shape[w.ndim - 1]!;
+  desc.n = 0;
+  desc.push(0);
+  desc.push(p.groupSize);
+  desc.push(p.bits);
+  desc.push(w.dtype.index);
+  desc.push(w.size / rowLen);
+  desc.push(rowLen);
+  desc.push(addressOf(w));
+  for (const o of outputs) desc.push(addressOf(o));
+  if (desc.call(native().mg_cpu_quantize)) return true;
+  discard(outputs);
+  return false;
+}
+
+/** Dequantize (every mode). */
+export function runDequantize(inputs: readonly MgArray[], [out]: readonly MgArray[], p: DequantizeParams): boolean {
+  const [wq, s] = inputs;
+  const b = p.mode === "affine" ? inputs[2] : null;
+  const global = p.mode === "nvfp4" ? inputs[2] ?? null : null;
+  if (!wq || !s || !out || out.size === 0 || out.dtype !== p.dtype) return false;
+  for (const a of [wq, s, b, global]) if (a && (addressOf(a) < 0 || !a.layout!.rowContiguous)) return false;
+  if (!allocate([out])) return false;
+  const rowLen = out.shape[out.ndim - 1]!;
+  desc.n = 0;
+  desc.push(MODES[p.mode]);
+  desc.push(p.groupSize);
+  desc.push(p.bits);
+  desc.push(out.dtype.index);
+  desc.push(out.size / rowLen);
+  desc.push(rowLen);
+  desc.push(addressOf(wq));
+  desc.push(addressOf(s));
+  desc.push(b ? addressOf(b) : 0);
+  desc.push(global ? addressOf(global) : 0);
+  desc.push(addressOf(out));
+  if (desc.call(native().mg_cpu_dequantize)) return true;
+  discard([out]);
+  return false;
 }

@@ -29,8 +29,8 @@ import { FFT } from "../../../core/primitives/fft.ts";
 import { runFft } from "./fft.ts";
 import { Convolution } from "../../../core/primitives/convolution.ts";
 import { runConvolution } from "./convolution.ts";
-import { GatherQMM, QuantizedMatmul } from "../../../core/primitives/quantized.ts";
-import { qmmKernel, runGatherQmm, runQuantizedMatmul } from "./quantized.ts";
+import { Dequantize, GatherQMM, QuantizedMatmul, Quantize } from "../../../core/primitives/quantized.ts";
+import { qmmKernel, runDequantize, runGatherQmm, runQuantize, runQuantizedMatmul } from "./quantized.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
 
 export function inexact(d: Dtype): boolean {
@@ -161,3 +161,5 @@ registerNative(
   nativeOr(QuantizedMatmul, runQuantizedMatmul, ([x], _o, p) => ({ kernel: `QuantizedMatmul(${qmmKernel(x!, p)})`, precision: qmmPrecision(x!.dtype) })),
 );
 registerNative(GatherQMM, nativeOr(GatherQMM, runGatherQmm, ([x], _o, p) => ({ kernel: `GatherQMM(${qmmKernel(x!, p)})`, precision: qmmPrecision(x!.dtype) })));
+registerNative(Quantize, nativeOr(Quantize, runQuantize, ([w]) => ({ kernel: "Quantize", precision: `MLX's float32 arithmetic, rounded to ${w!.dtype.name}` })));
+registerNative(Dequantize, nativeOr(Dequantize, runDequantize, (_i, [o]) => ({ kernel: "Dequantize", precision: precisionOf(o!.dtype, null) })));
