@@ -91,6 +91,12 @@ int32_t mg_cpu_quantized_matmul(const double *desc, int32_t words);
 int32_t mg_cpu_quantize(const double *desc, int32_t words);
 int32_t mg_cpu_dequantize(const double *desc, int32_t words);
 
+/// Stable sort (values or uint32 indices) along one axis: NaN last, −0 = 0, complex by (re, im).
+int32_t mg_cpu_sort(const double *desc, int32_t words);
+
+/// Scatter, ScatterAxis and (dynamic) slice updates into a copy of the source, in update order.
+int32_t mg_cpu_scatter(const double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,6 +34,8 @@ const SYMBOLS = {
   mg_cpu_quantized_matmul: { args: [P, i32], returns: i32 },
   mg_cpu_quantize: { args: [P, i32], returns: i32 },
   mg_cpu_dequantize: { args: [P, i32], returns: i32 },
+  mg_cpu_sort: { args: [P, i32], returns: i32 },
+  mg_cpu_scatter: { args: [P, i32], returns: i32 },
 } as const;
 
 function open(path: string) {

@@ -383,7 +383,7 @@ export function runCopy(src: MgArray, out: MgArray): boolean {
 
 /** dst (at `dstAddress`, strides `dstStrides`) ← src over `shape`, bit for bit (zero source
  *  strides fill). */
-function copyStrided(shape: readonly number[], esize: number, src: number, srcStrides: readonly number[], dst: number, dstStrides: readonly number[]): boolean {
+export function copyStrided(shape: readonly number[], esize: number, src: number, srcStrides: readonly number[], dst: number, dstStrides: readonly number[]): boolean {
   const nd = shape.length;
   desc.n = 0;
   desc.reserve(6 + 3 * nd);
@@ -397,7 +397,7 @@ function copyStrided(shape: readonly number[], esize: number, src: number, srcSt
   return desc.call(native().mg_cpu_copy);
 }
 
-function rowMajor(shape: readonly number[]): number[] {
+export function rowMajor(shape: readonly number[]): number[] {
   const s = new Array<number>(shape.length);
   let acc = 1;
   for (let i = shape.length - 1; i >= 0; i--) {

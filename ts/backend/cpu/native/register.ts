@@ -31,6 +31,9 @@ import { Convolution } from "../../../core/primitives/convolution.ts";
 import { runConvolution } from "./convolution.ts";
 import { Dequantize, GatherQMM, QuantizedMatmul, Quantize } from "../../../core/primitives/quantized.ts";
 import { qmmKernel, runDequantize, runGatherQmm, runQuantize, runQuantizedMatmul } from "./quantized.ts";
+import { ArgPartition, ArgSort, Partition, Sort } from "../../../core/primitives/sort.ts";
+import { DynamicSlice, DynamicSliceUpdate, Scatter, ScatterAxis, SliceUpdate } from "../../../core/primitives/indexing.ts";
+import { runDynamicSlice, runDynamicSliceUpdate, runScatter, runScatterAxis, runSliceUpdate, runSort } from "./indexing.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
 
 export function inexact(d: Dtype): boolean {
@@ -163,3 +166,18 @@ registerNative(
 registerNative(GatherQMM, nativeOr(GatherQMM, runGatherQmm, ([x], _o, p) => ({ kernel: `GatherQMM(${qmmKernel(x!, p)})`, precision: qmmPrecision(x!.dtype) })));
 registerNative(Quantize, nativeOr(Quantize, runQuantize, ([w]) => ({ kernel: "Quantize", precision: `MLX's float32 arithmetic, rounded to ${w!.dtype.name}` })));
 registerNative(Dequantize, nativeOr(Dequantize, runDequantize, (_i, [o]) => ({ kernel: "Dequantize", precision: precisionOf(o!.dtype, null) })));
+
+// ---- sorting and updates ------------------------------------------------------------------------------------------
+
+const exactly = (kernel: string) => () => ({ kernel, precision: Precision.exact });
+registerNative(Sort, nativeOr(Sort, (i, o, p) => runSort(i, o, p.axis, false), exactly("Sort")));
+registerNative(ArgSort, nativeOr(ArgSort, (i, o, p) => runSort(i, o, p.axis, true), exactly("ArgSort")));
+// a partition is the fully sorted lane, as the reference's (one valid arrangement, deterministic)
+registerNative(Partition, nativeOr(Partition, (i, o, p) => runSort(i, o, p.axis, false), exactly("Partition(sort)")));
+registerNative(ArgPartition, nativeOr(ArgPartition, (i, o, p) => runSort(i, o, p.axis, true), exactly("ArgPartition(sort)")));
+const updatePrecision = (d: Dtype, mode: string) => (mode === "none" ? Precision.none : precisionOf(d, null));
+registerNative(Scatter, nativeOr(Scatter, (i, o, p) => runScatter(i, o, p.axes, p.mode), ([a], _o, p) => ({ kernel: "Scatter", precision: updatePrecision(a!.dtype, p.mode) })));
+registerNative(ScatterAxis, nativeOr(ScatterAxis, (i, o, p) => runScatterAxis(i, o, p.axis, p.mode), ([a], _o, p) => ({ kernel: "ScatterAxis", precision: updatePrecision(a!.dtype, p.mode) })));
+registerNative(SliceUpdate, nativeOr(SliceUpdate, (i, o, p) => runSliceUpdate(i, o, p.start, p.strides, p.mode), ([a], _o, p) => ({ kernel: "SliceUpdate", precision: updatePrecision(a!.dtype, p.mode) })));
+registerNative(DynamicSliceUpdate, nativeOr(DynamicSliceUpdate, (i, o, p) => runDynamicSliceUpdate(i, o, p.axes), () => ({ kernel: "DynamicSliceUpdate", precision: Precision.none })));
+registerNative(DynamicSlice, nativeOr(DynamicSlice, (i, o, p) => runDynamicSlice(i, o, p.axes), () => ({ kernel: "DynamicSlice", precision: Precision.none })));
