@@ -1,0 +1,132 @@
+// A small decoder-only transformer, written as a metalgrad user writes one: mg.nn modules, RMSNorm
+// before attention and MLP, rotary positions (RoPE) on queries and keys, causal attention, a GELU
+// MLP, residual connections, a final RMSNorm and a linear head. Parameter names follow mlx-lm's
+// Llama (embed_tokens, layers.N.self_attn, input_layernorm, mlp, norm, lm_head).
+import * as mg from "../../ts/index.ts";
+import type { MgArray } from "../../ts/index.ts";
+
+type Sdpa = (q: MgArray, k: MgArray, v: MgArray, opts: { scale: number; mask?: "causal" | MgArray | null }) => MgArray;
+
+/** Whichever of mg.fast's fused ops this build has (they land with the fast-ops work). */
+const fast = mg.fast as unknown as { rmsNorm?: unknown; rope?: unknown; scaledDotProductAttention?: Sdpa };
+
+/**
+ * Which fused ops the model uses. nn.RMSNorm and nn.RoPE call mg.fast's rms_norm and rope (as in
+ * MLX) once mg.fast has them; attention calls mg.fast.scaledDotProductAttention when it exists,
+ * else `attentionComposed` below — the same math in core ops.
+ */
+export const fusedOps = {
+  rmsNorm: typeof fast.rmsNorm === "function",
+  rope: typeof fast.rope === "function",
+  scaledDotProductAttention: typeof fast.scaledDotProductAttention === "function",
+};
+
+/** softmax(q·kᵀ·scale + causal mask)·v, with the softmax in float32: the fused op's semantics in core ops. */
+export function attentionComposed(q: MgArray, k: MgArray, v: MgArray, scale: number): MgArray {
+  const L = q.shape[2]!;
+  const mask = mg.nn.MultiHeadAttention.createAdditiveCausalMask(L, q.dtype);
+  const scores = mg.add(mg.matmul(mg.multiply(q, scale), mg.swapaxes(k, -1, -2)), mask);
+  return mg.matmul(mg.softmax(scores, -1, { precise: true }), v);
+}
+
+const attention: (q: MgArray, k: MgArray, v: MgArray, scale: number) => MgArray = fast.scaledDotProductAttention
+  ? (q, k, v, scale) => fast.scaledDotProductAttention!(q, k, v, { scale, mask: "causal" })
+  : attentionComposed;
+
+export interface ModelConfig {
+  vocabSize: number;
+  dims: number;
+  layers: number;
+  heads: number;
+  /** Hidden width of the MLP, as a multiple of dims. */
+  mlpRatio: number;
+}
+
+export class Attention extends mg.nn.Module {
+  declare qkv_proj: mg.nn.Linear;
+  declare o_proj: mg.nn.Linear;
+  declare rope: mg.nn.RoPE;
+  readonly heads: number;
+  constructor(dims: number, heads: number) {
+    super();
+    this.heads = heads;
+    // One projection for queries, keys and values: one matmul instead of three.
+    this.qkv_proj = new mg.nn.Linear(dims, 3 * dims, false);
+    this.o_proj = new mg.nn.Linear(dims, dims, false);
+    this.rope = new mg.nn.RoPE(dims / heads);
+  }
+  override forward(x: MgArray): MgArray {
+    const [B, L, D] = x.shape as [number, number, number];
+    const h = this.heads;
+    // (B, L, 3·D) → three (B, heads, L, D/heads)
+    const qkv = mg.transpose(mg.reshape(this.qkv_proj.forward(x), [B, L, 3, h, D / h]), [2, 0, 3, 1, 4]);
+    const [q, k, v] = [0, 1, 2].map((i) => qkv.index(i));
+    const o = attention(this.rope.forward(q!), this.rope.forward(k!), v!, 1 / Math.sqrt(D / h));
+    return this.o_proj.forward(mg.reshape(mg.transpose(o, [0, 2, 1, 3]), [B, L, D]));
+  }
+}
+
+export class MLP extends mg.nn.Module {
+  declare up_proj: mg.nn.Linear;
+  declare down_proj: mg.nn.Linear;
+  constructor(dims: number, hidden: number) {
+    super();
+    this.up_proj = new mg.nn.Linear(dims, hidden, false);
+    this.down_proj = new mg.nn.Linear(hidden, dims, false);
+  }
+  override forward(x: MgArray): MgArray {
+    return this.down_proj.forward(mg.nn.gelu(this.up_proj.forward(x)));
+  }
+}
+
+export class Block extends mg.nn.Module {
+  declare input_layernorm: mg.nn.RMSNorm;
+  declare self_attn: Attention;
+  declare post_attention_layernorm: mg.nn.RMSNorm;
+  declare mlp: MLP;
+  constructor(c: ModelConfig) {
+    super();
+    this.input_layernorm = new mg.nn.RMSNorm(c.dims);
+    this.self_attn = new Attention(c.dims, c.heads);
+    this.post_attention_layernorm = new mg.nn.RMSNorm(c.dims);
+    this.mlp = new MLP(c.dims, c.mlpRatio * c.dims);
+  }
+  override forward(x: MgArray): MgArray {
+    const h = mg.add(x, this.self_attn.forward(this.input_layernorm.forward(x)));
+    return mg.add(h, this.mlp.forward(this.post_attention_layernorm.forward(h)));
+  }
+}
+
+export class Decoder extends mg.nn.Module {
+  declare embed_tokens: mg.nn.Embedding;
+  declare layers: Block[];
+  declare norm: mg.nn.RMSNorm;
+  declare lm_head: mg.nn.Linear;
+  readonly config: ModelConfig;
+  constructor(c: ModelConfig) {
+    super();
+    if (c.dims % c.heads !== 0 || (c.dims / c.heads) % 2 !== 0) throw new RangeError(`[model] dims ${c.dims} must split into ${c.heads} heads of even size`);
+    this.config = c;
+    this.embed_tokens = new mg.nn.Embedding(c.vocabSize, c.dims);
+    this.layers = Array.from({ length: c.layers }, () => new Block(c));
+    this.norm = new mg.nn.RMSNorm(c.dims);
+    this.lm_head = new mg.nn.Linear(c.dims, c.vocabSize, false);
+  }
+  /**
+   * Logits (B, n, vocab) for the last `n` positions of `tokens` (B, L) (all when n is omitted):
+   * training scores only the answer's positions, and generation only the last one, so the head
+   * runs on those alone.
+   */
+  override forward(tokens: MgArray, n?: number): MgArray {
+    let x = this.embed_tokens.forward(tokens);
+    for (const layer of this.layers) x = layer.forward(x);
+    const L = tokens.shape[1]!;
+    if (n !== undefined && n < L) x = x.index(":", { start: L - n });
+    return this.lm_head.forward(this.norm.forward(x));
+  }
+}
+
+/** The number of parameters of a model (all its arrays). */
+export function parameterCount(model: mg.nn.Module): number {
+  return mg.utils.treeFlatten(model.parameters()).reduce((s, [, a]) => s + (a as MgArray).size, 0);
+}
