@@ -15,13 +15,16 @@ var targets: [Target] = []
 #if os(macOS)
 // The command-line tool needs swift-argument-parser, which only machines with network access can
 // fetch; Linux machines here cannot, and the library itself depends on nothing outside the toolchain.
-dependencies.append(.package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"))
+// Pinned exactly instead of by a committed Package.resolved: the Linux manifest has no dependencies,
+// and SwiftPM deletes a Package.resolved it does not need there.
+dependencies.append(.package(url: "https://github.com/apple/swift-argument-parser", exact: "1.5.0"))
 targets.append(
     .target(
         name: "MetalGradRuntime",
         path: "Sources/MetalGradRuntime",
         swiftSettings: [.swiftLanguageMode(.v6)],
-        linkerSettings: [.linkedFramework("Metal"), .linkedFramework("Foundation")]
+        // CoreGraphics: MTLCreateSystemDefaultDevice returns nil in command-line processes without it.
+        linkerSettings: [.linkedFramework("Metal"), .linkedFramework("Foundation"), .linkedFramework("CoreGraphics")]
     )
 )
 targets.append(

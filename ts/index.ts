@@ -13,7 +13,7 @@ import { astype as astypeHook } from "./core/ops/elementwise.ts";
 import { setConvertHooks } from "./core/ops/convert.ts";
 import { evalArrays, evalAsync } from "./core/graph.ts";
 import { MgArray } from "./core/array.ts";
-import { runtime } from "./backend/runtime.ts";
+import { RUNTIME_HINT, runtimeLoadError, tryRuntime } from "./backend/runtime.ts";
 import {
   chooseDefaultDevice, defaultDevice as currentDefaultDevice, setDefaultDevice as setDefaultDeviceInternal, setDeviceCount,
 } from "./core/device.ts";
@@ -23,10 +23,12 @@ import type { Dtype } from "./core/dtype.ts";
 import type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
 
 setConvertHooks((arrays) => stackHook(arrays), (a, d) => astypeHook(a, d));
-setDefaultDeviceInternal(chooseDefaultDevice(!runtime().device.isSimulator));
-// The runtime loaded (runtime() throws otherwise), so the GPU backend has its device: Metal, or
-// the simulator where there is none.
-setDeviceCount("gpu", 1);
+// With a native runtime the GPU backend has its device: Metal, or the simulator where there is no
+// Metal. Without one (none installed for this platform, none built) importing still works: the CPU
+// device runs on JS-owned memory, and asking for the GPU says why it is missing.
+const rt = tryRuntime();
+setDeviceCount("gpu", rt ? 1 : 0, rt ? undefined : `no native runtime (${runtimeLoadError()})`);
+setDefaultDeviceInternal(chooseDefaultDevice(rt !== null && !rt.device.isSimulator));
 
 export { MgArray } from "./core/array.ts";
 // dtype.ts also holds conversion helpers for the backends (bfloat16 bits, weak-scalar rules): only
@@ -48,10 +50,14 @@ export type { ArrayInput, StreamOptions } from "./core/ops/convert.ts";
 export * from "./core/ops/index.ts";
 export * from "./core/ops/constants.ts";
 export * as random from "./random/index.ts";
+export * as linalg from "./linalg/index.ts";
+export * as fft from "./fft/index.ts";
 export * from "./autograd/index.ts";
 export * as testing from "./testing/index.ts";
 export * as fast from "./fast/index.ts";
 export { compile, disableCompile, enableCompile } from "./core/compile.ts";
+export { load, LoadError, save, savez, savezCompressed, saveGguf, saveSafetensors } from "./io/index.ts";
+export type { FileArg, GgufMetadataInput, GgufMetadataValue, LoadFormat, LoadOptions, LoadResult, Metadata } from "./io/index.ts";
 export type { CompileOptions } from "./core/compile.ts";
 
 /**
@@ -117,7 +123,16 @@ export { pressureCollectionCount } from "./memory/allocator.ts";
  * Metal simulator), its architecture string and generation, memory sizes, and the default device.
  */
 export function deviceInfo(): Record<string, string | number | boolean | number[]> {
-  const d = runtime().device;
+  if (!rt) {
+    return {
+      device_name: "none: no native runtime (the CPU device works; the GPU device is unavailable)",
+      gpu_available: false,
+      runtime_error: runtimeLoadError() ?? "unknown",
+      how_to_get_the_runtime: RUNTIME_HINT,
+      default_device: currentDefaultDevice().type,
+    };
+  }
+  const d = rt.device;
   return {
     device_name: d.name,
     architecture: d.architecture,
@@ -129,10 +144,15 @@ export function deviceInfo(): Record<string, string | number | boolean | number[
     max_threads_per_threadgroup: d.maxThreadsPerThreadgroup,
     unified_memory: d.hasUnifiedMemory,
     is_simulator: d.isSimulator,
+    apple_gpu_family: d.appleFamily,
+    supports_simdgroup_matrix: d.supportsSimdgroupMatrix,
+    supports_atomic_float: d.supportsAtomicFloat,
     performance: d.isSimulator
       ? "the Metal simulator runs kernels on the CPU with Metal's semantics: correct, not a performance device"
       : "Apple GPU",
     default_device: currentDefaultDevice().type,
+    gpu_available: true,
+    runtime_library: rt.libraryPath,
   };
 }
 export * as nn from "./nn/index.ts";

@@ -210,6 +210,15 @@ public func mg_library_new(_ source: UnsafePointer<CChar>?, _ macros: UnsafePoin
     }
 }
 
+/// Loads a precompiled library (a .metallib built with `xcrun metallib`), cached per path. On the
+/// Metal simulator this fails: it runs MSL source only.
+@_cdecl("mg_library_from_file")
+public func mg_library_from_file(_ path: UnsafePointer<CChar>?) -> UnsafeMutableRawPointer? {
+    guarded("mg_library_from_file", nil) { runtime in
+        pointer(try runtime.library(contentsOf: try string(path, "the path")))
+    }
+}
+
 /// The library's kernel names as a JSON array of strings.
 @_cdecl("mg_library_function_names_json")
 public func mg_library_function_names_json(_ library: UnsafeMutableRawPointer?) -> UnsafePointer<CChar>? {

@@ -111,6 +111,26 @@ describe("Module", () => {
     expect(m.l1.bias!.tolist()).toEqual([2, 2, 2]);
   });
 
+  test("saveWeights writes .safetensors and .npz that loadWeights (and mg.load) read back by MLX's names", () => {
+    const dir = `${require("node:os").tmpdir()}/mg-weights-${process.pid}`;
+    require("node:fs").mkdirSync(dir, { recursive: true });
+    const m = new M();
+    m.update({ l1: { weight: mg.array([[1, 2], [3, 4], [5, 6]], mg.float32) } });
+    for (const ext of ["safetensors", "npz"]) {
+      const file = `${dir}/m.${ext}`;
+      m.saveWeights(file);
+      const loaded = mg.load(file) as Record<string, mg.MgArray>;
+      expect(Object.keys(loaded).sort()).toEqual(m.namedParameters().map(([k]) => k).sort());
+      const fresh = new M();
+      fresh.loadWeights(file);
+      expect(fresh.l1.weight.tolist()).toEqual([[1, 2], [3, 4], [5, 6]]);
+    }
+    expect(() => m.saveWeights(`${dir}/m.bin`)).toThrow("[save_weights] Unsupported file extension");
+    mg.save(`${dir}/one.npy`, mg.zeros([2]));
+    expect(() => m.loadWeights(`${dir}/one.npy`)).toThrow("[load_weights]");
+    require("node:fs").rmSync(dir, { recursive: true, force: true });
+  });
+
   test("train / eval set every module's mode", () => {
     const m = new M();
     expect(m.training).toBe(true);

@@ -10,7 +10,7 @@ import { formatShape, shapesEqual } from "../core/shape.ts";
 import { fromValues } from "../core/ops/convert.ts";
 import { libraryFunction, userCall } from "../core/ownership.ts";
 import { add, astype } from "../core/ops/elementwise.ts";
-import { zerosLike } from "../core/ops/creation.ts";
+import { zeros, zerosLike } from "../core/ops/creation.ts";
 import { buildTape, checkRuleResult, isDifferentiable, makeTracer, onStream, streamOf } from "./trace.ts";
 // The rules every transform reads (attached to the records as this module loads).
 import "../core/rules/index.ts";
@@ -105,7 +105,9 @@ export function vjpFlat(
         const cotsOfNode = outs.map((o) => {
           const c = cot.get(o);
           cot.delete(o);
-          return c ?? zerosLike(o);
+          // zeros(shape, dtype), not zerosLike(o): an output nobody used may already be released
+          // (a library call dropped it), and only its shape and dtype are needed.
+          return c ?? zeros(o.shape, o.dtype);
         });
         const result = rule.call(node.primitive, node.inputs, cotsOfNode, argnumsOfNode, outs, node.params);
         const targets = argnumsOfNode.map((i) => node.inputs[i]!);

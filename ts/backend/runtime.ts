@@ -34,6 +34,7 @@ const SYMBOLS = {
   mg_buffer_view_release: { args: [P, P], returns: VOID },
   mg_buffer_view_deallocator: { args: [], returns: P },
   mg_library_new: { args: [P, P, i32, u32, i32], returns: P },
+  mg_library_from_file: { args: [P], returns: P },
   mg_library_function_names_json: { args: [P], returns: cstring },
   mg_pipeline_new: { args: [P, P, P, i32], returns: P },
   mg_pipeline_info: { args: [P, P], returns: i32 },
@@ -59,9 +60,11 @@ export interface NativeLibrary {
   readonly symbols: NativeSymbols;
 }
 
-const BUILD_HINT =
-  "build it with `swift build -c release` in the metalgrad checkout " +
-  "(on Linux first `. ../shared/toolchain/env.sh`), or point MG_RUNTIME_LIB at a built " +
+/** How to get a runtime (deviceInfo() repeats it when there is none). */
+export const RUNTIME_HINT =
+  "`bun add metalgrad` installs it as the optional package metalgrad-darwin-arm64 (Apple silicon " +
+  "Macs) or metalgrad-linux-x64 (Linux x64, GPU kernels on the Metal simulator); in a metalgrad " +
+  "checkout, build it with `swift build -c release`; or point MG_RUNTIME_LIB at a built " +
   `${LIB_NAME}`;
 
 /** The candidate paths in load order, with why each was or was not used. */
@@ -69,7 +72,7 @@ export function findRuntimeLibrary(): string {
   const override = process.env.MG_RUNTIME_LIB;
   if (override) {
     if (!existsSync(override)) {
-      throw new Error(`[runtime] MG_RUNTIME_LIB is set to ${override}, which does not exist; ${BUILD_HINT}`);
+      throw new Error(`[runtime] MG_RUNTIME_LIB is set to ${override}, which does not exist; ${RUNTIME_HINT}`);
     }
     return override;
   }
@@ -91,7 +94,7 @@ export function findRuntimeLibrary(): string {
   throw new Error(
     `[runtime] cannot find the native runtime ${LIB_NAME}: MG_RUNTIME_LIB is unset, ` +
       `${join(PACKAGE_ROOT, ".build")}/{release,debug}/ has no ${LIB_NAME}, and the package ` +
-      `${PLATFORM_PACKAGE} is not installed; ${BUILD_HINT}`,
+      `${PLATFORM_PACKAGE} is not installed; ${RUNTIME_HINT}`,
   );
 }
 
@@ -141,6 +144,11 @@ export interface DeviceInfo {
   registryID: string;
   isSimulator: boolean;
   maxThreadgroupMemoryLength: number;
+  /** The highest MTLGPUFamily.appleN the device reports (hosted macOS runners' paravirtual GPU: 5). */
+  appleFamily: number;
+  /** Advertised from apple7: kernels using them may fail elsewhere (the error then says so). */
+  supportsSimdgroupMatrix: boolean;
+  supportsAtomicFloat: boolean;
 }
 
 export interface MemoryStats {
@@ -377,6 +385,13 @@ export class Runtime {
     return new Library(this, handle);
   }
 
+  /** A precompiled library (.metallib); fails on the simulator, which runs MSL source only. */
+  libraryFromFile(path: string): Library {
+    const handle = handleOf(this.native.mg_library_from_file(cString(path)));
+    if (handle === null) this.fail();
+    return new Library(this, handle);
+  }
+
   newQueue(): Queue {
     const handle = handleOf(this.native.mg_queue_new());
     if (handle === null) this.fail();
@@ -403,11 +418,36 @@ export class Runtime {
 }
 
 let runtimeSingleton: Runtime | undefined;
+let loadFailure: Error | undefined;
 
-/** The process-wide runtime, created on first use. */
+/** The process-wide runtime, created on first use; throws why none could be loaded. */
 export function runtime(): Runtime {
-  runtimeSingleton ??= new Runtime();
+  if (runtimeSingleton) return runtimeSingleton;
+  if (loadFailure) throw loadFailure;
+  try {
+    runtimeSingleton = new Runtime();
+  } catch (e) {
+    loadFailure = e instanceof Error ? e : new Error(String(e));
+    throw loadFailure;
+  }
   return runtimeSingleton;
+}
+
+/**
+ * The runtime, or null when there is none (not installed for this platform, not built, or it
+ * failed to load): metalgrad then runs on the CPU device alone, on JS-owned memory.
+ */
+export function tryRuntime(): Runtime | null {
+  try {
+    return runtime();
+  } catch {
+    return null;
+  }
+}
+
+/** Why the runtime did not load (null when it did, or was not tried yet). */
+export function runtimeLoadError(): string | null {
+  return loadFailure ? loadFailure.message : null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -566,6 +606,8 @@ export class Library {
 }
 
 export class Pipeline {
+  /** Where it came from, for the trace: the precompiled metallib, or source and why (kernels.ts). */
+  origin: string | undefined;
   constructor(
     readonly handle: Pointer,
     readonly name: string,

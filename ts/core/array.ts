@@ -285,7 +285,9 @@ export class MgArray {
       // An unevaluated array that nobody can use any more: forget its producer.
       const n = this.node;
       this.node = null;
-      if (n.outputs.every(unreachable)) {
+      // The producer's inputs go only when no output can be read any more — a sibling output that
+      // a pending node still reads (LU's factor, consumed while its pivots are dropped) keeps them.
+      if (n.outputs.every((o) => unreachable(o) && (o.node !== n || o.graphRefs === 0))) {
         for (const i of n.inputs) i.dropGraphRef();
         n.inputs = [];
       }

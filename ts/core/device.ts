@@ -2,6 +2,7 @@
 // records the stream it runs on. Scopes use AsyncLocalStorage so that interleaved async code
 // never sees another scope's default stream.
 import { AsyncLocalStorage } from "node:async_hooks";
+import { warnOnce } from "./trace.ts";
 
 export type DeviceType = "cpu" | "gpu";
 
@@ -38,6 +39,7 @@ let nextStreamIndex = 0;
 const defaultStreams = new Map<Device, Stream>();
 
 export function defaultStream(device: Device): Stream {
+  if (device.type === "gpu" && gpuUnavailable !== null) throw gpuUnavailableError();
   let s = defaultStreams.get(device);
   if (!s) {
     s = new Stream(device, nextStreamIndex++);
@@ -48,6 +50,7 @@ export function defaultStream(device: Device): Stream {
 
 /** A new stream on `device`, as mx.new_stream. */
 export function newStream(device: Device): Stream {
+  if (device.type === "gpu" && gpuUnavailable !== null) throw gpuUnavailableError();
   return new Stream(device, nextStreamIndex++);
 }
 
@@ -62,6 +65,10 @@ export function setDefaultStream(stream: Stream): void {
  */
 export function chooseDefaultDevice(realGpu: boolean): Device {
   const env = process.env.MG_DEFAULT_DEVICE;
+  if (env === "gpu" && gpuUnavailable !== null) {
+    warnOnce("no-gpu-default", `MG_DEFAULT_DEVICE=gpu, but there is no GPU device (${gpuUnavailable}): the CPU is the default.`);
+    return cpu;
+  }
   if (env === "gpu") return gpu;
   if (env === "cpu") return cpu;
   if (env !== undefined && env !== "") throw new Error(`[device] MG_DEFAULT_DEVICE must be 'cpu' or 'gpu', got '${env}'.`);
@@ -82,13 +89,24 @@ export function setDefaultDevice(device: Device): void {
 export type StreamOrDevice = Stream | Device;
 
 // Devices per type. The CPU device is always there. The GPU device is counted once index.ts has
-// loaded the native runtime (it fails to import without one): real Metal on a Mac, elsewhere the
-// Metal simulator.
+// loaded the native runtime: real Metal on a Mac, elsewhere the Metal simulator. Without a runtime
+// there is no GPU device, and asking for its stream says why (MLX: "[default_stream] Cannot get gpu
+// stream without gpu backend.").
 const deviceCounts: Record<DeviceType, number> = { cpu: 1, gpu: 0 };
+let gpuUnavailable: string | null = null;
 
-/** Records how many devices of a type can run work (index.ts, after loading the runtime). */
-export function setDeviceCount(type: DeviceType, count: number): void {
+/**
+ * Records how many devices of a type can run work (index.ts, after loading the runtime); for a GPU
+ * count of 0, `reason` says why there is none and how to get one.
+ */
+export function setDeviceCount(type: DeviceType, count: number, reason?: string): void {
   deviceCounts[type] = count;
+  if (type === "gpu") gpuUnavailable = count === 0 ? (reason ?? "no GPU backend") : null;
+}
+
+function gpuUnavailableError(): Error {
+  return new Error(`[default_stream] Cannot get gpu stream without gpu backend: ${gpuUnavailable}. ` +
+    "Run on the CPU device ({ stream: mg.cpu }); mg.deviceInfo() says more.");
 }
 
 function deviceTypeArgument(x: unknown, op: string): DeviceType {

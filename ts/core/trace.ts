@@ -20,6 +20,8 @@ export interface TraceRecord {
   precision: string;
   /** Copies and fallbacks, each with its reason. */
   notes: string[];
+  /** GPU: where the kernel's pipeline came from — the precompiled metallib, or source (and why). */
+  pipelineFrom?: string;
 }
 
 /** Precision labels used across backends, so records are comparable. */
@@ -43,7 +45,8 @@ export function tracing(): boolean {
 export function formatRecord(r: TraceRecord): string {
   const geo = r.grid ? ` grid=${r.grid.join("x")} tg=${r.threadgroup?.join("x") ?? "-"}` : "";
   const notes = r.notes.length ? ` notes=[${r.notes.join("; ")}]` : "";
-  return `[trace] ${r.device} ${r.kernel} {${r.primitives.join(",")}} (${r.inputDtypes.join(",")}) -> (${r.outputDtypes.join(",")}) layout=${r.layout}${geo} precision="${r.precision}"${notes}`;
+  const from = r.pipelineFrom ? ` from="${r.pipelineFrom}"` : "";
+  return `[trace] ${r.device} ${r.kernel} {${r.primitives.join(",")}} (${r.inputDtypes.join(",")}) -> (${r.outputDtypes.join(",")}) layout=${r.layout}${geo} precision="${r.precision}"${notes}${from}`;
 }
 
 export function record(r: TraceRecord): void {

@@ -1,13 +1,14 @@
 // mg.nn, as mlx.nn: Module, layers, activations, losses, init, valueAndGrad.
 // Every function that builds arrays is a library call (ts/core/ownership.ts): what it creates and
 // does not return is freed after its last use; built-in layers' forward methods are wrapped where
-// they are defined. Quantized layers (QuantizedLinear, QuantizedEmbedding, nn.quantize) come with
-// quantization (issue 15): a layer that can be quantized gains a toQuantized() method there.
+// they are defined. Quantized layers (QuantizedLinear, QuantizedEmbedding, nn.quantize) are in
+// layers/quantized.ts, which gives Linear and Embedding their toQuantized() method.
 import { libraryFunctions } from "../core/ownership.ts";
 import * as activations from "./activations.ts";
 import * as lossFunctions from "./losses.ts";
 import * as initializers from "./init.ts";
 import * as upsampling from "./layers/upsample.ts";
+import * as quantizedLayers from "./layers/quantized.ts";
 
 export { Module } from "./module.ts";
 export type { FreezeOptions, ModuleFilter } from "./module.ts";
@@ -46,3 +47,6 @@ export const losses = libraryFunctions(lossFunctions);
 export const init = libraryFunctions(initializers);
 export type { Reduction } from "./losses.ts";
 export type { FanMode, Initializer } from "./init.ts";
+export { QuantizedEmbedding, QuantizedLinear } from "./layers/quantized.ts";
+/** nn.quantize(model, groupSize, bits, { mode, quantizeInput, classPredicate }), as mlx.nn.quantize. */
+export const { quantize } = libraryFunctions({ quantize: quantizedLayers.quantizeModel });

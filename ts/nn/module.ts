@@ -12,6 +12,7 @@ import { formatShape, shapesEqual } from "../core/shape.ts";
 import { isPlainObject } from "../autograd/tree.ts";
 import { isLibraryFunction, libraryFunction, retain, userCall } from "../core/ownership.ts";
 import { keep } from "../memory/scope.ts";
+import { load, saveSafetensors, savez } from "../io/index.ts";
 import { checkOptionNames, resolveOptions, type Trailing } from "../utils/options.ts";
 import { treeFlatten, treeUnflatten, TREE_NODE, type FlatTree } from "../utils/tree.ts";
 
@@ -324,12 +325,16 @@ export class Module {
     ...rest: Trailing<[strict: boolean], { strict?: boolean }>
   ): this {
     const { strict } = resolveOptions("load_weights", rest, { strict: true });
+    let source: FlatTree | Record<string, unknown>;
     if (typeof fileOrWeights === "string") {
-      throw new Error(
-        `[load_weights] ${fileOrWeights}: loading a file needs mg.load, which this build does not have yet; pass [name, array] pairs.`,
-      );
-    }
-    const weights: FlatTree = Array.isArray(fileOrWeights) ? fileOrWeights : Object.entries(fileOrWeights);
+      // As MLX: a .safetensors or .npz file of dotted names (a .npy holds a single array, no names).
+      const loaded = load(fileOrWeights);
+      if (loaded instanceof MgArray || Array.isArray(loaded)) {
+        throw new Error(`[load_weights] ${fileOrWeights}: expected a .safetensors or .npz file of named arrays.`);
+      }
+      source = loaded;
+    } else source = fileOrWeights;
+    const weights: FlatTree = Array.isArray(source) ? source : Object.entries(source);
     if (strict) {
       const given = new Map(weights);
       const current = new Map(treeFlatten(this.parameters()) as FlatTree);
@@ -360,10 +365,10 @@ export class Module {
 
   /** Saves the parameters to `.safetensors` or `.npz`, as MLX's save_weights. */
   saveWeights(file: string): void {
-    if (!file.endsWith(".npz") && !file.endsWith(".safetensors")) {
-      throw new Error(`[save_weights] Unsupported file extension for ${file}. Use '.npz' or '.safetensors'.`);
-    }
-    throw new Error(`[save_weights] ${file}: saving needs mg.save, which this build does not have yet; use namedParameters().`);
+    const named = Object.fromEntries(this.namedParameters());
+    if (file.endsWith(".npz")) savez(file, named);
+    else if (file.endsWith(".safetensors")) saveSafetensors(file, named);
+    else throw new Error(`[save_weights] Unsupported file extension for ${file}. Use '.npz' or '.safetensors'.`);
   }
 }
 

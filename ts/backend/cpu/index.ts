@@ -2,9 +2,12 @@
 // below registers its kernels against the records (registerCpu); this one installs the backend.
 import "./convolution.ts";
 import "./elementwise.ts";
+import "./fft.ts";
 import "./indexing.ts";
+import "./linalg/kernels.ts";
 import "./matmul.ts";
 import "./movement.ts";
+import "./quantized.ts";
 import "./random.ts";
 import "./reduce.ts";
 import "./scan.ts";

@@ -62,6 +62,11 @@ export function readComplex(a: MgArray): Float64Array {
   if (a.dtype === complex64) {
     const layout = a.layout!;
     const view = storageView(a);
+    if (layout.rowContiguous) {
+      // Dense pairs: one widening copy.
+      out.set(view.subarray(2 * layout.offset, 2 * (layout.offset + a.size)) as Float32Array);
+      return out;
+    }
     let i = 0;
     forEachOffset(a.shape, layout.strides, layout.offset, (o) => {
       out[i++] = view[2 * o] as number;

@@ -258,6 +258,7 @@ export class GpuEncoder {
       threadgroup: tg,
       precision: trace.precision,
       notes: [...notes, ...(trace.notes ?? [])],
+      pipelineFrom: d.pipeline.origin,
     });
   }
 }

@@ -16,9 +16,11 @@ import { gpuRules, type KernelRule } from "./registry.ts";
 // The GPU rules of every primitive (each module registers its own).
 import "./convolution.ts";
 import "./elementwise.ts";
+import "./fft.ts";
 import "./indexing.ts";
 import "./matmul.ts";
 import "./movement.ts";
+import "./quantized.ts";
 import "./random.ts";
 import "./reduce.ts";
 import "./scan.ts";

@@ -14,6 +14,7 @@ import * as softmaxOps from "./softmax.ts";
 import * as linalgCoreOps from "./linalg-core.ts";
 import * as einsumOps from "./einsum.ts";
 import * as windowsOps from "./windows.ts";
+import * as quantizedOps from "./quantized.ts";
 import * as convolutionOps from "./convolution.ts";
 import { array as arrayOp } from "./convert.ts";
 import { depends as dependsOp } from "./depends.ts";
@@ -82,4 +83,8 @@ export type * from "./softmax.ts";
 export type * from "./linalg-core.ts";
 export type * from "./einsum.ts";
 export type * from "./windows.ts";
+export const {
+  dequantize, gatherQmm, quantize, quantizedMatmul,
+} = libraryFunctions(quantizedOps);
+export type { QuantizationMode } from "./quantized.ts";
 export type { ConvolveMode, GeneralPadding, PerAxis } from "./convolution.ts";

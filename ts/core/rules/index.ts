@@ -4,10 +4,13 @@
 import "./convolution.ts";
 import "./custom.ts";
 import "./elementwise.ts";
+import "./fft.ts";
 import "./indexing.ts";
 import "./join.ts";
+import "./linalg.ts";
 import "./matmul.ts";
 import "./movement.ts";
+import "./quantized.ts";
 import "./random.ts";
 import "./reduce.ts";
 import "./scan.ts";
