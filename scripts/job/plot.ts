@@ -54,6 +54,8 @@ export function formatTick(v: number): string {
 export interface TerminalPlotOptions {
   /** Plot width in character cells (the y labels come on top of this). */
   width?: number;
+  /** The x value of the first point (default 0); the axis shows the first and last x. */
+  xStart?: number;
   height?: number;
   logY?: boolean;
 }
@@ -87,12 +89,9 @@ export function terminalPlot(values: readonly number[], o: TerminalPlotOptions =
   ys.forEach((v, c) => {
     if (v === null) return;
     const r = toRow(v);
-    // Join to the previous column's dot so steep drops read as a line, not scattered dots.
-    const [a, b] = prev === null ? [r, r] : [Math.min(prev, r), Math.max(prev, r)];
-    for (let y = a; y <= b; y++) {
-      if (prev !== null && y !== r && (y === prev)) continue;
-      cells[Math.floor(y / 4)]![Math.floor(c / 2)]! |= bit[c % 2]![y % 4]!;
-    }
+    // A vertical run from the previous column's row, so steep drops read as a line.
+    const from = prev === null || prev === r ? r : prev + Math.sign(r - prev);
+    for (let y = Math.min(from, r); y <= Math.max(from, r); y++) cells[Math.floor(y / 4)]![Math.floor(c / 2)]! |= bit[c % 2]![y % 4]!;
     prev = r;
   });
   const label = (row: number) => {
@@ -105,8 +104,9 @@ export function terminalPlot(values: readonly number[], o: TerminalPlotOptions =
     const show = i === 0 || i === height - 1 || i === Math.floor((height - 1) / 2);
     return `${(show ? label(i) : "").padStart(labelWidth)} ┤${row.map((b) => String.fromCharCode(0x2800 + b)).join("")}`;
   });
-  const first = "0";
-  const last = String(Math.max(0, values.length - 1));
+  const x0 = o.xStart ?? 0;
+  const first = String(x0);
+  const last = String(x0 + Math.max(0, values.length - 1));
   lines.push(`${"".padStart(labelWidth)} └${"─".repeat(width)}`);
   lines.push(`${"".padStart(labelWidth)}  ${first}${last.padStart(width - first.length)}`);
   return lines;

@@ -4,7 +4,7 @@
 // kept by the optimizer), then one eval of loss, parameters and state. Greedy decoding for the
 // exact-match accuracy on held-out problems.
 import * as mg from "../../ts/index.ts";
-import type { MgArray } from "../../ts/index.ts";
+import type { MgArray, TraceRecord } from "../../ts/index.ts";
 import { Decoder, type ModelConfig } from "./model.ts";
 import { AdditionData, AdditionTask, type Problem, VOCAB } from "./task.ts";
 
@@ -16,6 +16,8 @@ export interface TrainConfig {
   learningRate: number;
   warmupSteps: number;
   weightDecay: number;
+  /** AdamW's betas: a short run wants a second moment that forgets faster than the default 0.999. */
+  betas: [number, number];
   /** Held-out problems scored at the end. */
   heldOut: number;
   /** Held-out problems scored during training (the first of them), every `evalEvery` steps; 0: never. */
@@ -43,9 +45,22 @@ export interface TrainResult {
   trainSeconds: number;
   /** CPU seconds this process spent in those steps (every thread): a load-independent measure. */
   trainCpuSeconds: number;
-  /** High-water mark of active array memory over training, minus the memory held before it. */
+  /** High-water mark of active array memory over training: parameters, AdamW state, a step's intermediates. */
   peakBytes: number;
+  /** Memory the parameters held before training. */
+  parameterBytes: number;
   tokensPerStep: number;
+  /** The kernel trace of step `traceStep` (empty when not asked). */
+  trace: TraceRecord[];
+}
+
+export interface TrainHooks {
+  /** Called once the model and data are ready, right before the first step. */
+  onStart?: () => void;
+  onStep?: (s: StepInfo) => void;
+  onEval?: (e: EvalPoint) => void;
+  /** Record the kernel trace of this step (the first is special: it creates the optimizer state). */
+  traceStep?: number;
 }
 
 export function makeModel(config: TrainConfig): Decoder {
@@ -111,13 +126,13 @@ export function schedule(c: TrainConfig): mg.optimizers.Schedule {
  * Trains a fresh model on the addition task. `onStep` sees each step's loss (for the progress
  * line); `onEval` each intermediate accuracy. Runs on the current default device/stream.
  */
-export function train(c: TrainConfig, hooks: { onStep?: (s: StepInfo) => void; onEval?: (e: EvalPoint) => void } = {}): TrainResult {
+export function train(c: TrainConfig, hooks: TrainHooks = {}): TrainResult {
   const task = new AdditionTask(c.digits);
   const data = new AdditionData(task, c.heldOut, c.seed);
   mg.random.seed(c.seed);
   const model = makeModel(c);
   mg.eval(model.parameters());
-  const optimizer = new mg.optimizers.AdamW(schedule(c), { weightDecay: c.weightDecay });
+  const optimizer = new mg.optimizers.AdamW(schedule(c), { betas: c.betas, weightDecay: c.weightDecay });
   const lossAndGrad = mg.nn.valueAndGrad(model, answerLoss);
   const losses: number[] = [];
   const evals: EvalPoint[] = [];
@@ -127,16 +142,27 @@ export function train(c: TrainConfig, hooks: { onStep?: (s: StepInfo) => void; o
   mg.resetPeakMemory();
   let seconds = 0;
   let cpuSeconds = 0;
+  let trace: TraceRecord[] = [];
+  hooks.onStart?.();
   for (let step = 1; step <= c.steps; step++) {
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
     const [inputs, targets] = batchArrays(task, data.trainingBatch(c.batch), c.batch);
-    const loss = mg.tidy(() => {
-      const [l, grads] = lossAndGrad(model, inputs, targets);
-      optimizer.update(model, grads);
+    const run = () => {
+      const l = mg.tidy(() => {
+        const [value, grads] = lossAndGrad(model, inputs, targets);
+        optimizer.update(model, grads);
+        return value;
+      });
+      mg.eval(l, model.parameters(), optimizer.state);
       return l;
-    });
-    mg.eval(loss, model.parameters(), optimizer.state);
+    };
+    let loss!: MgArray;
+    if (step === hooks.traceStep) {
+      trace = mg.trace(() => {
+        loss = run();
+      });
+    } else loss = run();
     const value = loss.item() as number;
     loss.dispose();
     inputs.dispose();
@@ -154,6 +180,6 @@ export function train(c: TrainConfig, hooks: { onStep?: (s: StepInfo) => void; o
   }
   return {
     model, data, losses, evals, trainSeconds: seconds, trainCpuSeconds: cpuSeconds,
-    peakBytes: Math.max(0, mg.getPeakMemory() - memoryBefore), tokensPerStep: c.batch * (task.sequenceLength - 1),
+    peakBytes: mg.getPeakMemory(), parameterBytes: memoryBefore, tokensPerStep: c.batch * (task.sequenceLength - 1), trace,
   };
 }
