@@ -26,7 +26,7 @@ import { join } from "node:path";
 import * as mg from "./ts/index.ts";
 import type { MgArray } from "./ts/index.ts";
 import { pythonWith } from "./bench/util.ts";
-import { type BenchCase, benchCases, type Runner } from "./bench/suite/cases.ts";
+import { agrees, type BenchCase, benchCases, type Runner } from "./bench/suite/cases.ts";
 import { type PythonInfo, PythonWorker } from "./bench/suite/python.ts";
 import { type CaseResult, caseTable, html, markdownSummary, type Measurement, rows, type System } from "./bench/suite/report.ts";
 import { FULL_POLICY, QUICK_POLICY, roundsFor, summarize } from "./bench/suite/stats.ts";
@@ -198,10 +198,8 @@ async function runCase(c: BenchCase, index: number): Promise<CaseResult> {
     const ref = contenders.find((o) => o.m.system === "MLX" && (o.m.device === k.m.device || (k.m.device === "gpu-sim" && o.m.device === "cpu")));
     const theirs = ref ? checks.get(ref) : undefined;
     if (k === ref || mine == null || theirs == null) continue;
-    const rel = Math.abs(mine - theirs) / Math.max(Math.abs(theirs), 1e-30);
-    // Half-precision outputs round differently in each system; everything else agrees closely.
-    const tolerance = /f16|bf16/.test(c.id) ? 2e-2 : 2e-3;
-    if (!(rel <= tolerance)) {
+    if (!agrees(c.id, mine, theirs)) {
+      const rel = Math.abs(mine - theirs) / Math.abs(theirs);
       notes.push(`CHECK FAILED: ${k.m.system} ${k.m.device} gives ${mine.toPrecision(7)}, MLX ${theirs.toPrecision(7)} (relative difference ${rel.toExponential(1)})`);
       if (k.m.system === "metalgrad") failures++;
     }

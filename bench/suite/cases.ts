@@ -37,6 +37,15 @@ export interface BenchCase {
   target?: { file: string; write(): void };
 }
 
+/**
+ * Whether two systems' checks agree: Σ|output| within 2e-3 relative (2e-2 for half-precision
+ * cases, whose outputs round differently in each system).
+ */
+export function agrees(caseId: string, mine: number, theirs: number): boolean {
+  const rel = Math.abs(mine - theirs) / Math.max(Math.abs(theirs), 1e-30);
+  return rel <= (/\b(f16|bf16)\b/.test(caseId) ? 2e-2 : 2e-3);
+}
+
 type Fast = Record<string, ((...args: any[]) => MgArray) | undefined>;
 /** mg.fast's fused ops, where this build has them. */
 const fast = mg.fast as unknown as Fast;
