@@ -127,7 +127,7 @@ function programC(dev: mg.Device): () => void {
     const out = mg.stream(dev, () => mg.tidy(() => vg(p, x, mask)));
     mg.eval(out);
     out[0].dispose();
-    for (const g of Object.values(out[1] as Record<string, MgArray>)) g.dispose();
+    for (const g of Object.values(out[1])) g.dispose();
   };
   once();
   return once;

@@ -101,7 +101,7 @@ function run(name: string, device: mg.Device): Result {
   return mg.stream(device, () => {
     const { model, optimizer, x, y } = setup(name);
     mg.eval(model.parameters(), x, y);
-    const lossFn = (xb: MgArray, yb: MgArray) => mg.nn.losses.crossEntropy(model.forward(xb), yb, { reduction: "mean" });
+    const lossFn = (xb: MgArray, yb: MgArray) => mg.nn.losses.crossEntropy(model.forward(xb) as MgArray, yb, { reduction: "mean" });
     const lossAndGrad = mg.nn.valueAndGrad(model, lossFn);
     let last = 0;
     const step = () => {

@@ -47,10 +47,10 @@ test("errors name the op and the mismatched dims", () => {
   expect(() => mg.convTranspose2d(mg.zeros([1, 3, 3, 2]), mg.zeros([4, 3, 3, 2]), 2, 0, 1, 0, 2)).toThrow(
     "[conv_transpose2d] Given groups=2 and weights of shape (4,3,3,2), expected to have 4 input channels but got 2 input channels instead.",
   );
-  expect(() => mg.conv1d(x, w, { strides: 2 } as never)).toThrow("[conv1d] unknown option 'strides'. Accepted options: 'stride', 'padding', 'dilation', 'groups', 'stream'.");
+  expect(() => mg.conv1d(x, w, { strides: 2 } as never)).toThrow("[conv1d] unknown option 'strides' (did you mean 'stride'?). Accepted options: 'stride', 'padding', 'dilation', 'groups', 'stream'.");
   expect(() => mg.convolve(mg.zeros([2, 2]), mg.zeros([2]))).toThrow("[convolve] Inputs must be 1D.");
   expect(() => mg.convolve(mg.zeros([3]), mg.zeros([2]), "bad" as never)).toThrow("[convolve] Invalid mode.");
-  expect(() => mg.conv1d(mg.zeros([1, 5, 3], mg.float64), mg.zeros([4, 2, 3], mg.float64), { stream: mg.gpu })).toThrow("[conv1d] float64 is not supported on the GPU.");
+  expect(() => mg.conv1d(mg.zeros([1, 5, 3], mg.float64), mg.zeros([4, 2, 3], mg.float64), { stream: mg.gpu })).toThrow("[conv1d] float64 is not supported on the GPU; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).");
 });
 
 test("a 1×1 convolution runs as a matrix product", () => {

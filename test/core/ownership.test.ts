@@ -49,7 +49,8 @@ for (const device of [mg.cpu, mg.gpu]) {
         mg.eval(u, sm);
       });
       // MLX 0.32.4 (cpu) holds 2.00 MiB after the same program: u and softmax(3u).
-      expect(after).toBe(2 * MiB);
+      // (At most: a collection of earlier garbage during the program can only lower the count.)
+      expect(after).toBeLessThanOrEqual(2 * MiB);
       u!.dispose();
       sm!.dispose();
       expect(mg.getActiveMemory()).toBe(before);
@@ -66,7 +67,8 @@ for (const device of [mg.cpu, mg.gpu]) {
       mg.synchronize();
       v.dispose();
       w.dispose();
-      expect(await settle()).toBe(before);
+      // At most what it was: a late collection of earlier tests' garbage may lower it further.
+      expect(await settle()).toBeLessThanOrEqual(before);
     });
 
     test("buffers are donated: a chain of four same-sized ops peaks at one extra buffer on the cpu", async () => {
@@ -155,7 +157,8 @@ for (const device of [mg.cpu, mg.gpu]) {
       expect(held).toBeLessThanOrEqual(32 * 1024 + 256);
       value.dispose();
       (grad as MgArray).dispose();
-      expect(await settle()).toBe(before);
+      // At most what it was: a late collection of earlier tests' garbage may lower it further.
+      expect(await settle()).toBeLessThanOrEqual(before);
     });
   });
 }

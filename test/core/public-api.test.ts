@@ -12,9 +12,9 @@ const BUILDS_NO_ARRAYS = new Set([
   "iinfo", "isAvailable", "isComplex", "isFloating", "isInexact", "isInteger", "isdtype", "issubdtype", "keep",
   "liveArrayCount", "newStream", "pressureCollectionCount", "promoteTypes", "resetPeakMemory", "resultType",
   "setCacheLimit", "setDefaultDevice", "setDefaultStream", "setFusion", "setMemoryLimit", "setWiredLimit",
-  "synchronize",
+  "synchronize", "getPrecision", "setPrecision",
   // Run user code (user code's arrays are the user's); mg.trace(a, …) calls the wrapped diagonal trace.
-  "stream", "tidy", "trace",
+  "stream", "tidy", "trace", "withPrecision",
   // Return functions that are library functions (checked below).
   "grad", "valueAndGrad", "vmap", "compile", "checkpoint", "customFunction", "metalKernel",
   // mg.utils trees: they build no arrays; treeMap and treeReduce run the user's function as user code.

@@ -39,7 +39,7 @@ test("all 10 of MLX's initializers exist and check their input", () => {
   expect(() => mg.nn.init.glorotUniform()(mg.zeros([3]))).toThrow("[init.glorot_uniform] Glorot / He initialization requires at least 2 dimensional input");
   expect(() => mg.nn.init.heNormal()(mg.zeros([3, 3]), "fan_avg" as never)).toThrow("[init.he_normal] Invalid mode: fan_avg.");
   expect(() => mg.nn.init.orthogonal()(mg.zeros([3, 3, 3]))).toThrow("[init.orthogonal] Orthogonal initialization requires a 2D array but got a 3D array.");
-  expect(() => mg.nn.init.normal({ stdev: 1 } as never)).toThrow("[init.normal] unknown option 'stdev'. Accepted options: 'mean', 'std', 'dtype'.");
+  expect(() => mg.nn.init.normal({ stdev: 1 } as never)).toThrow("[init.normal] unknown option 'stdev' (did you mean 'std'?). Accepted options: 'mean', 'std', 'dtype'.");
 });
 
 test("orthogonal gives orthonormal rows or columns", () => {

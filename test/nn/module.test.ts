@@ -32,8 +32,8 @@ describe("Module", () => {
     const m = new M();
     expect(m.namedModules().map(([k]) => k)).toEqual(["", "blocks.1.x", "blocks.0", "blocks.0.layers.1", "blocks.0.layers.0", "l1"]);
     expect(m.modules().length).toBe(6);
-    expect(mg.utils.treeFlatten(m.children(), "", mg.nn.Module.isModule).map(([k]: [string]) => k)).toEqual(["l1", "blocks.0", "blocks.1.x"]);
-    expect(mg.utils.treeFlatten(m.leafModules(), "", mg.nn.Module.isModule).map(([k]: [string]) => k)).toEqual([
+    expect(mg.utils.treeFlatten(m.children(), "", mg.nn.Module.isModule).map(([k]) => k)).toEqual(["l1", "blocks.0", "blocks.1.x"]);
+    expect(mg.utils.treeFlatten(m.leafModules(), "", mg.nn.Module.isModule).map(([k]) => k)).toEqual([
       "l1", "blocks.0.layers.0", "blocks.0.layers.1", "blocks.1.x",
     ]);
   });
@@ -63,7 +63,7 @@ describe("Module", () => {
     m.freeze({ recurse: false });
     expect(keys(m.trainableParameters())).toEqual(allKeys.slice(0, -1));
     expect(() => m.freeze({ keys: "nope", strict: true })).toThrow("[freeze] Module doesn't contain member nope.");
-    expect(() => m.freeze({ key: "bias" } as never)).toThrow("[Module.freeze] unknown option 'key'. Accepted options: 'recurse', 'keys', 'strict'.");
+    expect(() => m.freeze({ key: "bias" } as never)).toThrow("[Module.freeze] unknown option 'key' (did you mean 'keys'?). Accepted options: 'recurse', 'keys', 'strict'.");
     const bn = new mg.nn.BatchNorm(3);
     bn.unfreeze();
     expect(keys(bn.trainableParameters())).toEqual(["weight", "bias"]);
@@ -156,7 +156,7 @@ describe("Module", () => {
   test("constructors take MLX's positional parameters, then options; unknown options are errors", () => {
     const conv = new mg.nn.MaxPool2d(3, { stride: 2, padding: 1 });
     expect(String(conv)).toBe("MaxPool2d(kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))");
-    expect(() => new mg.nn.Linear(2, 3, { bias: false, biased: true } as never)).toThrow("[Linear] unknown option 'biased'. Accepted options: 'bias'.");
+    expect(() => new mg.nn.Linear(2, 3, { bias: false, biased: true } as never)).toThrow("[Linear] unknown option 'biased' (did you mean 'bias'?). Accepted options: 'bias'.");
     expect(() => new mg.nn.LayerNorm(3, { eps: 0 })).toThrow("[LayerNorm] 'eps' must be positive but got 0.");
     expect(() => new mg.nn.Dropout(1)).toThrow("[Dropout] The dropout probability 1 is not in [0, 1)");
     expect(() => new mg.nn.GroupNorm(4, 6)).toThrow("[GroupNorm] The number of features (6) must be evenly divisible by the number of groups (4).");

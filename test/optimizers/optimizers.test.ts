@@ -17,8 +17,8 @@ interface OptimizerCase {
 const fixture = loadFixture<OptimizerCase>("optimizers");
 const tol = { rtol: 2e-5, atol: 2e-6 };
 
-function unflatten(pairs: [string, Enc][]): Record<string, unknown> {
-  return mg.utils.treeUnflatten(pairs.map(([k, v]): [string, unknown] => [k, decode(v)]));
+function unflatten(pairs: [string, Enc][]): Record<string, mg.MgArray> {
+  return mg.utils.treeUnflatten(pairs.map(([k, v]): [string, unknown] => [k, decode(v)])) as Record<string, mg.MgArray>;
 }
 
 describe(`MLX ${fixture.mlx} optimizers, step for step`, () => {
@@ -42,7 +42,7 @@ describe(`MLX ${fixture.mlx} optimizers, step for step`, () => {
 functionTests("clip_grad_norm");
 
 test("hyperparameters: camelCase options, validation, learningRate settable", () => {
-  expect(() => new mg.optimizers.Adam(0.1, { beta: [0.9, 0.99] } as never)).toThrow("[Adam] unknown option 'beta'. Accepted options: 'betas', 'eps', 'biasCorrection'.");
+  expect(() => new mg.optimizers.Adam(0.1, { beta: [0.9, 0.99] } as never)).toThrow("[Adam] unknown option 'beta' (did you mean 'betas'?). Accepted options: 'betas', 'eps', 'biasCorrection'.");
   expect(() => new mg.optimizers.Adam(0.1, [1.0, 0.9])).toThrow("[Adam] beta1 should be in [0, 1), 1 was provided instead");
   expect(() => new mg.optimizers.SGD(0.1, { nesterov: true })).toThrow("[SGD] Nesterov momentum requires a momentum and zero dampening.");
   expect(() => new mg.optimizers.RMSprop(0.1, { eps: 0 })).toThrow("[RMSprop] epsilon should be >0, 0 was provided instead");
@@ -92,7 +92,7 @@ test("Optimizer.update steps a model, and state arrays survive tidy", () => {
   let w = 1;
   for (let t = 1; t <= 3; t++) w -= (0.1 * (1 - 0.9 ** t)) / (Math.sqrt(1 - 0.999 ** t) + 1e-8);
   expect(model.weight.index(0, 0).item()).toBeCloseTo(w, 5);
-  expect(opt.state.weight.m.disposed).toBe(false);
+  expect((opt.state.weight as mg.optimizers.State).m!.disposed).toBe(false);
 });
 
 test("on the GPU a whole update is one fused kernel per parameter, plus the step's scalars", () => {

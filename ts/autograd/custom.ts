@@ -12,26 +12,45 @@ import { CustomTransforms, type CustomTransformsParams } from "../core/primitive
 import { stopGradient } from "../core/ops/elementwise.ts";
 import { zerosLike } from "../core/ops/creation.ts";
 import { jvpFlat } from "./jvp.ts";
-import { describeLeaf, isPlainObject, treeFlatten, treeUnflatten } from "./tree.ts";
+import { describeLeaf, isPlainObject, type Transformable, treeFlatten, treeUnflatten } from "./tree.ts";
 import { flattenOutputs, vjpFlat } from "./vjp.ts";
 import { vmapFlat } from "./vmap.ts";
 
-type AnyFn = (...args: any[]) => any;
-/** vjp(primals, cotangents, outputs) → cotangents shaped like primals (null: no gradient). */
-export type CustomVjp = (primals: any, cotangents: any, outputs: any) => unknown;
-/** jvp(primals, tangents) → tangents shaped like the outputs; a tangent is null for a constant input. */
-export type CustomJvp = (primals: any, tangents: any) => unknown;
-/** vmap(inputs, axes) → [outputs, outAxes]; an axis is null for an unmapped input or output. */
-export type CustomVmap = (inputs: any, axes: any) => [unknown, unknown];
+type AnyFn = (...args: unknown[]) => unknown;
 
-export interface CustomFunction<F extends AnyFn> {
+/** What a custom rule sees of the arguments: a single argument as itself, several as a list. */
+export type CustomPrimals<F extends Transformable> = Parameters<F> extends [infer A] ? A : Parameters<F>;
+/** Arrays or null (no gradient / a constant), in any tree: what custom rules return. */
+export type CustomRuleResult = MgArray | null | undefined | readonly CustomRuleResult[] | { readonly [key: string]: CustomRuleResult };
+/** A tree like `T` whose arrays may be null (a tangent of a constant input, an unmapped axis). */
+export type OrNull<T, Leaf = MgArray | null> = T extends MgArray ? Leaf
+  : T extends readonly unknown[] ? { [K in keyof T]: OrNull<T[K], Leaf> }
+  : T extends object ? { [K in keyof T]: OrNull<T[K], Leaf> }
+  : T;
+// The rules are declared as methods so that a rule may name narrower parameter types (`axis:
+// number` where the machinery may pass null for an unmapped input it never has): methods compare
+// parameters bivariantly.
+interface Rules<F extends Transformable> {
+  vjp(primals: CustomPrimals<F>, cotangents: ReturnType<F>, outputs: ReturnType<F>): CustomRuleResult;
+  jvp(primals: CustomPrimals<F>, tangents: OrNull<CustomPrimals<F>>): CustomRuleResult;
+  vmap(inputs: CustomPrimals<F>, axes: OrNull<CustomPrimals<F>, number | null>): [ReturnType<F>, unknown];
+}
+/** vjp(primals, cotangents, outputs) → cotangents shaped like primals (null: no gradient). */
+export type CustomVjp<F extends Transformable = Transformable> = Rules<F>["vjp"];
+/** jvp(primals, tangents) → tangents shaped like the outputs; a tangent is null for a constant input. */
+export type CustomJvp<F extends Transformable = Transformable> = Rules<F>["jvp"];
+/** vmap(inputs, axes) → [outputs, outAxes]; an axis is null for an unmapped input or output. */
+export type CustomVmap<F extends Transformable = Transformable> = Rules<F>["vmap"];
+
+/** What customFunction returns: the function, with .vjp, .jvp and .vmap to attach rules. */
+export interface CustomFunction<F extends Transformable> {
   (...args: Parameters<F>): ReturnType<F>;
   /** Attaches a custom vjp; returns this function (chainable). */
-  vjp(f: CustomVjp): CustomFunction<F>;
+  vjp(f: CustomVjp<F>): CustomFunction<F>;
   /** Attaches a custom jvp; returns this function (chainable). */
-  jvp(f: CustomJvp): CustomFunction<F>;
+  jvp(f: CustomJvp<F>): CustomFunction<F>;
   /** Attaches a custom vectorization rule; returns this function (chainable). */
-  vmap(f: CustomVmap): CustomFunction<F>;
+  vmap(f: CustomVmap<F>): CustomFunction<F>;
 }
 
 /** Flattens a user result that should hold one array (or null) per array of `like`. */
@@ -57,10 +76,11 @@ function flattenMatching(result: unknown, like: readonly MgArray[], what: string
   return out.map((x, i) => x ?? fill(i));
 }
 
+// The rules as the machinery calls them (trees of arrays in, trees out).
 interface UserRules {
-  vjp: CustomVjp | null;
-  jvp: CustomJvp | null;
-  vmap: CustomVmap | null;
+  vjp: ((primals: unknown, cotangents: unknown, outputs: unknown) => unknown) | null;
+  jvp: ((primals: unknown, tangents: unknown) => unknown) | null;
+  vmap: ((inputs: unknown, axes: unknown) => unknown) | null;
 }
 
 /**
@@ -127,28 +147,31 @@ function callWithRules(fn: AnyFn, args: unknown[], rules: UserRules, tag: string
  * with `.vjp(...)`, `.jvp(...)`, `.vmap(...)`; those not attached fall back to transforming `fn`.
  * Arguments and results may be trees; the custom rules see them with the same structure (a
  * single argument as itself, several as a list).
+ * @example
+ * const f = mg.customFunction((x: mg.MgArray) => mg.exp(x)).vjp((_x, g) => mg.multiply(g, 2));
+ * mg.grad((x: mg.MgArray) => mg.sum(f(x)))(mg.array([0, 1], mg.float32))
  */
-export function customFunction<F extends AnyFn>(fn: F): CustomFunction<F> {
-  if (typeof fn !== "function") throw new TypeError("[custom_function] expected a function.");
+export function customFunction<F extends Transformable>(fun: F): CustomFunction<F> {
+  if (typeof fun !== "function") throw new TypeError("[custom_function] expected a function.");
   const rules: UserRules = { vjp: null, jvp: null, vmap: null };
-  const userFn = userFunction(fn);
+  const userFn = userFunction(fun as unknown as AnyFn);
   const call = libraryFunction((...args: unknown[]): unknown =>
     rules.vjp || rules.jvp || rules.vmap ? callWithRules(userFn, args, { ...rules }, "custom_function") : userFn(...args));
 
   const f = call as unknown as CustomFunction<F>;
-  f.vjp = (g: CustomVjp) => {
+  f.vjp = (g: CustomVjp<F>) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] vjp expects a function.");
-    rules.vjp = userFunction(g);
+    rules.vjp = userFunction(g as unknown as NonNullable<UserRules["vjp"]>);
     return f;
   };
-  f.jvp = (g: CustomJvp) => {
+  f.jvp = (g: CustomJvp<F>) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] jvp expects a function.");
-    rules.jvp = userFunction(g);
+    rules.jvp = userFunction(g as unknown as NonNullable<UserRules["jvp"]>);
     return f;
   };
-  f.vmap = (g: CustomVmap) => {
+  f.vmap = (g: CustomVmap<F>) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] vmap expects a function.");
-    rules.vmap = userFunction(g);
+    rules.vmap = userFunction(g as unknown as NonNullable<UserRules["vmap"]>);
     return f;
   };
   return f;
@@ -175,10 +198,12 @@ function flattenAxesLike(spec: unknown, count: number): number[] {
 /**
  * Returns `fn` with its intermediates recomputed in the backward pass instead of kept from the
  * forward pass, as mx.checkpoint: trading compute for memory.
+ * @example
+ * mg.grad(mg.checkpoint((x: mg.MgArray) => mg.sum(mg.square(mg.sin(x)))))(mg.array([1], mg.float32))
  */
-export function checkpoint<F extends AnyFn>(fn: F): F {
-  if (typeof fn !== "function") throw new TypeError("[checkpoint] expected a function.");
+export function checkpoint<F extends Transformable>(fun: F): F {
+  if (typeof fun !== "function") throw new TypeError("[checkpoint] expected a function.");
   const noRules: UserRules = { vjp: null, jvp: null, vmap: null };
-  const userFn = userFunction(fn);
+  const userFn = userFunction(fun as unknown as AnyFn);
   return libraryFunction((...args: unknown[]) => callWithRules(userFn, args, noRules, "checkpoint")) as unknown as F;
 }

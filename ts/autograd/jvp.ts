@@ -1,7 +1,7 @@
 // Forward mode: trace the function on tracer copies of the primals, then walk the traced graph
 // forwards calling each primitive's jvp rule with the tangents of its inputs.
 import { MgArray } from "../core/array.ts";
-import { libraryFunction, userCall } from "../core/ownership.ts";
+import { userCall } from "../core/ownership.ts";
 import { type Dtype, isInexact } from "../core/dtype.ts";
 import { withRetainedGraph } from "../core/graph.ts";
 import { missingRule } from "../core/primitive.ts";
@@ -11,10 +11,10 @@ import { zeros } from "../core/ops/creation.ts";
 import { buildTape, checkRuleResult, isDifferentiable, makeTracer, onStream, streamOf } from "./trace.ts";
 // The rules every transform reads (attached to the records as this module loads).
 import "../core/rules/index.ts";
-import { treeFlatten, treeUnflatten } from "./tree.ts";
+import { type Transformable, treeFlatten, treeUnflatten } from "./tree.ts";
 import { flattenOutputs } from "./vjp.ts";
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 export interface JvpResult {
   outputs: MgArray[];
@@ -94,13 +94,15 @@ export function jvpFlat(
 /**
  * Computes the Jacobian-vector product, as mx.jvp: `fn(...primals)` returns an array or a list
  * (tree) of arrays; `tangents` match the primals. Returns `[outputs, jvps]`, both flat lists.
+ * @example
+ * mg.jvp((x: mg.MgArray) => mg.square(x), [mg.array(3, mg.float32)], [mg.array(1, mg.float32)])[1]
  */
-export const jvp = libraryFunction(function jvp<P extends readonly unknown[]>(
-  fn: AnyFn,
-  primals: P,
+export function jvp<P extends unknown[]>(
+  fun: (...args: P) => unknown,
+  primals: NoInfer<P>,
   tangents: readonly unknown[],
 ): [MgArray[], MgArray[]] {
-  if (typeof fn !== "function") throw new TypeError("[jvp] fun must be a function.");
+  if (typeof fun !== "function") throw new TypeError("[jvp] fun must be a function.");
   if (!Array.isArray(primals)) throw new TypeError("[jvp] primals must be a list of arrays.");
   if (!Array.isArray(tangents)) throw new TypeError("[jvp] tangents must be a list of arrays.");
   const flatPrimals = treeFlatten(primals, true, "jvp");
@@ -109,9 +111,9 @@ export const jvp = libraryFunction(function jvp<P extends readonly unknown[]>(
     throw new Error("[jvp] Number of inputs does not match number of tangents.");
   }
   const { outputs, jvps } = jvpFlat(
-    (tracers) => flattenOutputs(userCall(() => (fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[]))), "jvp"),
+    (tracers) => flattenOutputs(userCall(() => (fun as unknown as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[]))), "jvp"),
     flatPrimals,
     flatTangents,
   );
   return [outputs, jvps];
-});
+}

@@ -8,15 +8,15 @@ import { missingRule } from "../core/primitive.ts";
 import { StopGradient } from "../core/primitives/elementwise.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { fromValues } from "../core/ops/convert.ts";
-import { libraryFunction, userCall } from "../core/ownership.ts";
+import { userCall } from "../core/ownership.ts";
 import { add, astype } from "../core/ops/elementwise.ts";
 import { zeros, zerosLike } from "../core/ops/creation.ts";
 import { buildTape, checkRuleResult, isDifferentiable, makeTracer, onStream, streamOf } from "./trace.ts";
 // The rules every transform reads (attached to the records as this module loads).
 import "../core/rules/index.ts";
-import { treeFlatten, treeUnflatten } from "./tree.ts";
+import { type Transformable, treeFlatten, treeUnflatten } from "./tree.ts";
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 export interface VjpCoreOptions {
   /** Error tag: "vjp", "grad", "value_and_grad". */
@@ -143,26 +143,28 @@ export function flattenOutputs(out: unknown, tag: string): MgArray[] {
  * Computes the vector-Jacobian product, as mx.vjp: `fn(...primals)` returns an array or a list
  * (tree) of arrays; `cotangents` match its outputs. Returns `[outputs, vjps]`: the outputs as a
  * flat list and one cotangent per primal (each shaped like its primal, trees allowed).
+ * @example
+ * mg.vjp((x: mg.MgArray) => mg.square(x), [mg.array(3, mg.float32)], [mg.array(1, mg.float32)])[1]
  */
-export const vjp = libraryFunction(function vjp<P extends readonly unknown[]>(
-  fn: AnyFn,
-  primals: P,
+export function vjp<P extends unknown[]>(
+  fun: (...args: P) => unknown,
+  primals: NoInfer<P>,
   cotangents: readonly unknown[],
 ): [MgArray[], P] {
-  if (typeof fn !== "function") throw new TypeError("[vjp] fun must be a function.");
+  if (typeof fun !== "function") throw new TypeError("[vjp] fun must be a function.");
   if (!Array.isArray(primals)) throw new TypeError("[vjp] primals must be a list of arrays.");
   if (!Array.isArray(cotangents)) throw new TypeError("[vjp] cotangents must be a list of arrays.");
   const flatPrimals = treeFlatten(primals, true, "vjp");
   const flatCots = treeFlatten(cotangents, true, "vjp");
   const { outputs, vjps } = vjpFlat(
-    (tracers) => flattenOutputs(userCall(() => (fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[]))), "vjp"),
+    (tracers) => flattenOutputs(userCall(() => (fun as unknown as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[]))), "vjp"),
     flatPrimals,
     flatCots,
     flatPrimals.map((_, i) => i),
     { tag: "vjp", skipStopGradientOutputs: true },
   );
   return [outputs, treeUnflatten(primals, vjps) as P];
-});
+}
 
 /** The scalar seed of grad: 1 (float32, cast to the output's dtype as MLX does). */
 export function gradSeed(): MgArray {

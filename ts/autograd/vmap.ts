@@ -11,9 +11,9 @@ import { broadcastTo, expandDims, moveaxis } from "../core/ops/shape.ts";
 import { buildTape, onStream } from "./trace.ts";
 // The rules every transform reads (attached to the records as this module loads).
 import "../core/rules/index.ts";
-import { describeLeaf, isPlainObject, treeFlatten, treeUnflatten } from "./tree.ts";
+import { describeLeaf, isPlainObject, type Transformable, treeFlatten, treeUnflatten } from "./tree.ts";
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 interface PlaceholderParams {
   shape: number[];
@@ -33,6 +33,12 @@ const VmapInput: Primitive<PlaceholderParams> = {
 
 /** Axes spec: a number, null (not mapped) or a tree prefix of the arguments/outputs. */
 export type AxesSpec = number | null | undefined | readonly AxesSpec[] | { readonly [key: string]: AxesSpec };
+
+/** vmap's options (MLX's parameters by name). */
+export interface VmapOptions {
+  inAxes?: AxesSpec;
+  outAxes?: AxesSpec;
+}
 
 /**
  * One axis per array of `tree`, from an axes prefix tree: a number or null applies to every array
@@ -207,9 +213,14 @@ export function vmapFlat(
  * Returns a vectorized version of `fn`, as mx.vmap. `inAxes` (default 0) gives the mapped axis of
  * each argument — a number, null (not mapped) or a tree prefix of the arguments; `outAxes`
  * (default 0) likewise for the outputs. Arguments and outputs are arrays or trees of arrays.
+ * @example
+ * mg.vmap((x: mg.MgArray) => mg.sum(x))(mg.array([[1, 2], [3, 4]]))
  */
-export function vmap<F extends AnyFn>(fn: F, inAxes: AxesSpec = 0, outAxes: AxesSpec = 0): F {
-  if (typeof fn !== "function") throw new TypeError("[vmap] fun must be a function.");
+export function vmap<F extends Transformable>(fun: F, inAxes?: AxesSpec, outAxes?: AxesSpec): F;
+export function vmap<F extends Transformable>(fun: F, options: VmapOptions): F;
+export function vmap<F extends Transformable>(fun: F, inAxes: AxesSpec, options: Pick<VmapOptions, "outAxes">): F;
+export function vmap<F extends Transformable>(fun: F, inAxes: AxesSpec | VmapOptions = 0, outAxes: AxesSpec | VmapOptions = 0): F {
+  if (typeof fun !== "function") throw new TypeError("[vmap] fun must be a function.");
   const vfn = (...args: unknown[]): unknown => {
     const inputs = treeFlatten(args, true, "vmap");
     // A single argument is matched against the axes directly (mx.vmap(f, in_axes=1)(x)).
@@ -225,7 +236,7 @@ export function vmap<F extends AnyFn>(fn: F, inAxes: AxesSpec = 0, outAxes: Axes
     let outTree: unknown;
     const outs = vmapFlat(
       (xs) => {
-        outTree = userCall(() => (fn as AnyFn)(...(treeUnflatten(args, xs) as unknown[])));
+        outTree = userCall(() => (fun as unknown as AnyFn)(...(treeUnflatten(args, xs) as unknown[])));
         if (outTree instanceof MgArray) return [outTree];
         return treeFlatten(outTree, true, "vmap");
       },

@@ -81,12 +81,21 @@ export function setEvaluator(fn: (arrays: MgArray[]) => void): void {
 
 let nextId = 1;
 
+/**
+ * An N-dimensional array, as mx.array: lazy (ops build a graph; eval, item, tolist compute it), immutable, on a device. Create one with mg.array; its methods mirror MLX's array methods.
+ * @example
+ * mg.array([[1, 2], [3, 4]]).T.sum(0)
+ */
 export class MgArray {
+  /** A number identifying the array (in traces and errors). */
   readonly id: number;
+  /** The size of each axis. */
   readonly shape: readonly number[];
   /** Element count, computed once (shape never changes; kernels ask for it constantly). */
   readonly size: number;
+  /** The element type. */
   readonly dtype: Dtype;
+  /** The stream the array is computed on. */
   readonly stream: Stream;
   /** Producer while unevaluated; null once evaluated (detached) or for constants. */
   node: Node | null;
@@ -129,12 +138,15 @@ export class MgArray {
     }
   }
 
+  /** The number of axes. */
   get ndim(): number {
     return this.shape.length;
   }
+  /** Bytes per element. */
   get itemsize(): number {
     return this.dtype.size;
   }
+  /** Bytes of all elements. */
   get nbytes(): number {
     return this.size * this.dtype.size;
   }
@@ -251,17 +263,20 @@ export class MgArray {
   /**
    * Gives up the storage of an internal or disposed array whose every reader is already encoded in
    * the GPU batch being built, so that a later output of the same batch reuses it (command order and
-   * the runtime's write-after-read barrier keep the readers ahead of the new writer). Null when the
-   * storage is shared with another array or the array could still be read.
+   * the runtime's write-after-read barrier keep the readers ahead of the new writer). A storage that
+   * views share is only let go of here (null); the last of its arrays to surrender hands it over.
+   * Null too when the array could still be read.
    */
   surrenderStorage(): Storage | null {
     const l = this.layout;
-    if (!(this.internal || this.disposed) || l === null || !this.storageHeld || l.storage.holders !== 1) return null;
+    if (!(this.internal || this.disposed) || l === null || !this.storageHeld) return null;
     this.storageHeld = false;
     this.layout = null;
     this.surrendered = true;
     if (this.internal) this.dataReleased = true;
-    return l.storage;
+    if (l.storage.holders === 1) return l.storage;
+    l.storage.release();
+    return null;
   }
 
   /** Library code keeps this array (ownership.ts `retain`): it is no longer internal. */

@@ -29,13 +29,14 @@ import { makeNode } from "./graph.ts";
 import type { Primitive } from "./primitive.ts";
 import { broadcastShapes, formatShape, shapesEqual } from "./shape.ts";
 import { warnOnce } from "./trace.ts";
-import { isPlainObject, treeFlatten, treeUnflatten } from "../autograd/tree.ts";
+import { isPlainObject, type Transformable, treeFlatten, treeUnflatten } from "../autograd/tree.ts";
 import { keep } from "../memory/scope.ts";
 
 const TAG = "[compile]";
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
+/** compile's options: `shapeless` (replay new shapes without tracing again). */
 export interface CompileOptions {
   /** Key the cache on ndim and dtypes only and replay new shapes without re-tracing (MLX's shapeless). */
   shapeless?: boolean;
@@ -102,12 +103,20 @@ function isElementwise(p: Primitive<unknown>): boolean {
 
 let enabled = process.env.MG_DISABLE_COMPILE !== "1";
 
-/** Turns compilation off globally (compiled functions then call fn directly), as mx.disable_compile. */
+/**
+ * Turns compilation off globally (compiled functions then call fn directly), as mx.disable_compile.
+ * @example
+ * mg.disableCompile()
+ */
 export function disableCompile(): void {
   enabled = false;
 }
 
-/** Turns compilation back on, as mx.enable_compile. */
+/**
+ * Turns compilation back on, as mx.enable_compile.
+ * @example
+ * mg.enableCompile()
+ */
 export function enableCompile(): void {
   enabled = true;
 }
@@ -397,8 +406,11 @@ function replay(entry: Entry, inputs: readonly MgArray[], shapeless: boolean, fn
  * replay the record on the new inputs without running fn. Arguments and results are trees of
  * arrays (JS arrays, plain objects); other argument values are part of the cache key. See the
  * notes at the top of ts/core/compile.ts for what is constant and what `shapeless` supports.
+ * @example
+ * mg.compile((x: mg.MgArray) => mg.multiply(mg.exp(x), 2))(mg.array([0, 1], mg.float32))
  */
-export function compile<F extends AnyFn>(fn: F, options: CompileOptions = {}): F {
+export function compile<F extends Transformable>(fun: F, options: CompileOptions = {}): F {
+  const fn = fun as unknown as AnyFn;
   if (typeof fn !== "function") throw new TypeError(`${TAG} fun must be a function.`);
   if (options === null || typeof options !== "object") throw new TypeError(`${TAG} options must be an object such as { shapeless: true }.`);
   const shapeless = options.shapeless ?? false;

@@ -5,6 +5,7 @@ import { MgArray, Node, setEvaluator } from "./array.ts";
 import type { Primitive } from "./primitive.ts";
 import type { DeviceType, Stream } from "./device.ts";
 import { type Dtype, float64 } from "./dtype.ts";
+import { currentOp } from "./calls.ts";
 
 /** What a backend knows about the eval it serves. */
 export interface EvalContext {
@@ -52,6 +53,11 @@ export function withRetainedGraph<T>(fn: () => T): T {
   }
 }
 
+/** True while a transform traces (MLX's in_grad_tracing): ops may build what only a derivative needs. */
+export function graphRetained(): boolean {
+  return retainGraphDepth > 0;
+}
+
 /** Creates the outputs of one primitive application. Inputs must be usable arrays. */
 export function makeNode<P>(
   primitive: Primitive<P>,
@@ -62,7 +68,7 @@ export function makeNode<P>(
   const specs = primitive.outputSpecs(inputs, params);
   // rejectFloat64OnGpu's test without building a list of dtypes per node (this runs per op).
   if (stream.device.type === "gpu" && (inputs.some(isFloat64) || specs.some(isFloat64))) {
-    rejectFloat64OnGpu(primitive.name, [float64], stream);
+    rejectFloat64OnGpu(currentOp() ?? (primitive.opName ? primitive.opName(params) : primitive.name.toLowerCase()), [float64], stream);
   }
   const node: Node = new Node(primitive, params, inputs, stream);
   for (const i of inputs) i.graphRefs++;
@@ -80,9 +86,12 @@ function isFloat64(x: { dtype: Dtype }): boolean {
  * what the user called.
  */
 export function rejectFloat64OnGpu(op: string, dtypes: readonly Dtype[], stream: Stream): void {
-  if (stream.device.type === "gpu" && dtypes.includes(float64)) {
-    throw new Error(`[${op}] float64 is not supported on the GPU.`);
-  }
+  if (stream.device.type === "gpu" && dtypes.includes(float64)) throw float64OnGpuError(currentOp() ?? op);
+}
+
+/** The error for float64 on the GPU, with the two ways out. */
+export function float64OnGpuError(op: string, what = ""): Error {
+  return new Error(`[${op}] float64 is not supported on the GPU${what}; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).`);
 }
 
 /** Convenience for single-output primitives. */

@@ -11,7 +11,7 @@ import { MgArray, type Node } from "../core/array.ts";
 import { libraryFunction } from "../core/ownership.ts";
 import { defaultStream, gpu, resolveStream, type Stream, type StreamOrDevice } from "../core/device.ts";
 import { bfloat16, bool_, Dtype, float16, float32, float64, int32, isScalar, type Scalar, scalarDtype, uint32, uint64 } from "../core/dtype.ts";
-import { makeNode } from "../core/graph.ts";
+import { float64OnGpuError, makeNode } from "../core/graph.ts";
 import { defineRules, type Primitive } from "../core/primitive.ts";
 import { formatShape, rowMajorStrides } from "../core/shape.ts";
 import { constantScalar } from "../core/ops/convert.ts";
@@ -32,6 +32,7 @@ const TAG = "[metal_kernel]";
 /** A template argument as MLX takes it: `[name, value]` with a dtype, an integer or a boolean. */
 export type TemplateArg = readonly [string, Dtype | number | boolean];
 
+/** metalKernel's options: name, input and output names, source, header, ensureRowContiguous, atomicOutputs. */
 export interface MetalKernelOptions {
   /** Part of the generated function name (`custom_kernel_<name>_…`). */
   name: string;
@@ -59,8 +60,12 @@ export interface MetalKernelOptions {
   checked?: boolean;
 }
 
+/** A custom kernel's input: an array or a scalar. */
 export type MetalKernelInput = MgArray | Scalar;
 
+/**
+ * A custom kernel's call: inputs, output shapes and dtypes, grid, threadgroup, template arguments, initValue, verbose, stream.
+ */
 export interface MetalKernelCall {
   /** One per input name: arrays, or JS scalars (they become `constant T&` arguments). */
   inputs: readonly MetalKernelInput[];
@@ -88,7 +93,7 @@ export type MetalKernel = (call: MetalKernelCall) => MgArray[];
 /** MLX's type strings (get_type_string), which the generated signatures and names spell: the MSL
  *  types, except that the 16-bit floats are float16_t and bfloat16_t. */
 function typeString(d: Dtype, what: string): string {
-  if (d === float64) throw new Error(`${TAG} float64 is not supported on the GPU (${what}).`);
+  if (d === float64) throw float64OnGpuError("metal_kernel", ` (${what})`);
   return d === float16 ? "float16_t" : d === bfloat16 ? "bfloat16_t" : mslType(d, "metal_kernel");
 }
 
@@ -258,6 +263,7 @@ function opaque(rule: "vjp" | "jvp" | "vmap", p: CustomKernelParams): Error {
   );
 }
 
+/** The primitive record of custom Metal kernels (kernel traces name it). */
 export const CustomKernel: Primitive<CustomKernelParams> = {
   name: "CustomKernel",
   opName: () => "metal_kernel",
@@ -479,6 +485,8 @@ const PREAMBLE_FILE = "custom_kernel.h";
  * Builds a custom Metal kernel from the body of its function, as mx.fast.metal_kernel. Build it
  * once (at module scope) and call it many times: each distinct generated source compiles once.
  * See the guide §7–§9; differences from MLX are in docs/ARCHITECTURE.md ("fast").
+ * @example
+ * mg.fast.metalKernel({ name: "double", inputNames: ["a"], outputNames: ["out"], source: "uint i = thread_position_in_grid.x; out[i] = 2 * a[i];" })({ inputs: [mg.array([1, 2], mg.float32)], outputShapes: [[2]], outputDtypes: [mg.float32], grid: [2, 1, 1], threadgroup: [2, 1, 1], stream: mg.gpu })[0]
  */
 export function metalKernel(options: MetalKernelOptions): MetalKernel {
   if (options === null || typeof options !== "object") throw new TypeError(`${TAG} expected an options object.`);

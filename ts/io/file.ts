@@ -19,7 +19,11 @@ export function filePath(file: unknown, op: string): string {
   throw new TypeError(`[${op}] expected a file name or a Bun file, got ${file === null ? "null" : typeof file}.`);
 }
 
-/** The error every loader throws: `[load] <file>: <what went wrong>`. */
+/**
+ * The error every loader throws: `[load] <file>: <what went wrong>`.
+ * @example
+ * (() => { try { mg.load("/tmp/mg-doc-missing.npy"); } catch (e) { return (e as Error).name; } })()
+ */
 export class LoadError extends Error {
   constructor(readonly file: string, detail: string) {
     super(`[load] ${file}: ${detail}`);

@@ -4,7 +4,7 @@
 import { MgArray } from "../core/array.ts";
 import { resolveStream, type StreamOrDevice } from "../core/device.ts";
 import { isOptionsObject } from "../core/ops/convert.ts";
-import { libraryFunction } from "../core/ownership.ts";
+import { callSpec, normalizeCall, publicFunction } from "../core/options.ts";
 import { type FileArg, filePath, LoadError, withExtension, withSink, withSource } from "./file.ts";
 import { type GgufMetadataInput, type GgufMetadataValue, loadGguf, writeGguf } from "./gguf.ts";
 import { loadNpy, npyHeader } from "./npy.ts";
@@ -16,9 +16,11 @@ export type { FileArg } from "./file.ts";
 export { LoadError } from "./file.ts";
 export type { GgufMetadataInput, GgufMetadataValue } from "./gguf.ts";
 
+/** The formats load reads: npy, npz, safetensors, gguf. */
 export type LoadFormat = "npy" | "npz" | "safetensors" | "gguf";
 const FORMATS: readonly LoadFormat[] = ["npy", "npz", "safetensors", "gguf"];
 
+/** load's options: format, returnMetadata, stream. */
 export interface LoadOptions {
   format?: LoadFormat | null;
   returnMetadata?: boolean;
@@ -27,35 +29,8 @@ export interface LoadOptions {
 
 /** Metadata as mx.load returns it: strings for safetensors; arrays, strings or string lists for GGUF. */
 export type Metadata = Record<string, string | GgufMetadataValue>;
+/** What load returns: an array (npy), a dict of arrays, or [arrays, metadata]. */
 export type LoadResult = MgArray | Record<string, MgArray> | [Record<string, MgArray>, Metadata];
-
-/** Splits a call into positional arguments and the trailing options object, checking its keys. */
-function parseCall(op: string, args: readonly unknown[], names: readonly string[], optionNames: readonly string[]) {
-  let options: Record<string, unknown> = {};
-  let end = args.length;
-  if (end > 0 && isOptionsObject(args[end - 1]) && end - 1 >= 1) {
-    options = args[end - 1] as Record<string, unknown>;
-    end--;
-  }
-  if (end > names.length) {
-    throw new TypeError(`[${op}] expected at most ${names.length} positional arguments (${names.join(", ")}), got ${end}.`);
-  }
-  for (const k of Object.keys(options)) {
-    if (!optionNames.includes(k)) {
-      throw new TypeError(`[${op}] unknown option '${k}' (the options object takes ${optionNames.map((n) => `'${n}'`).join(", ")}).`);
-    }
-  }
-  const positional = args.slice(0, end);
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i]!;
-    if (!optionNames.includes(name) || options[name] === undefined) continue;
-    if (positional[i] !== undefined && positional[i] !== null) {
-      throw new TypeError(`[${op}] '${name}' is given both positionally and in the options object.`);
-    }
-    positional[i] = options[name];
-  }
-  return { positional, options };
-}
 
 function inferFormat(path: string): LoadFormat {
   const base = path.slice(path.lastIndexOf("/") + 1);
@@ -75,6 +50,8 @@ function inferFormat(path: string): LoadFormat {
  * .gguf, and `[arrays, metadata]` with `returnMetadata` (safetensors and GGUF only). The format
  * comes from the extension unless given. A corrupt, truncated or hostile file is a
  * `[load] <file>: …` error naming what is wrong, checked before anything is allocated.
+ * @example
+ * (mg.save("/tmp/mg-doc-example.npy", mg.array([1, 2])), mg.load("/tmp/mg-doc-example.npy"))
  */
 function loadImpl(file: FileArg, format: "npy", returnMetadata?: false | null, opts?: LoadOptions): MgArray;
 function loadImpl(file: FileArg, format: "npz", returnMetadata?: false | null, opts?: LoadOptions): Record<string, MgArray>;
@@ -82,7 +59,10 @@ function loadImpl(file: FileArg, format: LoadFormat | null | undefined, returnMe
 function loadImpl(file: FileArg, opts: LoadOptions & { returnMetadata: true }): [Record<string, MgArray>, Metadata];
 function loadImpl(file: FileArg, ...rest: unknown[]): LoadResult;
 function loadImpl(...args: unknown[]): LoadResult {
-  const { positional, options } = parseCall("load", args, ["file", "format", "returnMetadata"], ["format", "returnMetadata", "stream"]);
+  // MLX's load(file, /, format=None, return_metadata=False, *, stream), through the options helper.
+  const call = normalizeCall(callSpec("load")!, args);
+  const positional = call.slice(0, 3);
+  const options = (call.length > 3 ? call[3] : {}) as LoadOptions;
   const path = filePath(positional[0], "load");
   const formatArg = positional[1];
   if (formatArg !== undefined && formatArg !== null && !(FORMATS as readonly unknown[]).includes(formatArg)) {
@@ -125,7 +105,11 @@ function checkArrays(op: string, arrays: unknown): Record<string, MgArray> {
   return arrays as Record<string, MgArray>;
 }
 
-/** Saves an array as .npy (".npy" is appended to the name unless present), as mx.save. */
+/**
+ * Saves an array as .npy (".npy" is appended to the name unless present), as mx.save.
+ * @example
+ * mg.save("/tmp/mg-doc-example.npy", mg.arange(3))
+ */
 function saveImpl(file: FileArg, arr: MgArray): void {
   const path = withExtension(filePath(file, "save"), ".npy");
   const a = checkArray("save", "arr", arr);
@@ -162,17 +146,27 @@ function savezImpl(op: string, compress: boolean, args: unknown[]): void {
 /**
  * Saves arrays as an uncompressed .npz, as mx.savez: positional arrays are named arr_0, arr_1, …;
  * a trailing object adds named ones (MLX's keyword arguments).
+ * @example
+ * mg.savez("/tmp/mg-doc-example.npz", { w: mg.ones([2]), b: mg.zeros([1]) })
  */
 function savezImpl2(file: FileArg, ...args: (MgArray | Record<string, MgArray>)[]): void {
   savezImpl("savez", false, [file, ...args]);
 }
 
-/** As savez, with every entry deflate-compressed (mx.savez_compressed). */
+/**
+ * As savez, with every entry deflate-compressed (mx.savez_compressed).
+ * @example
+ * mg.savezCompressed("/tmp/mg-doc-example-z.npz", { w: mg.ones([2]) })
+ */
 function savezCompressedImpl(file: FileArg, ...args: (MgArray | Record<string, MgArray>)[]): void {
   savezImpl("savez_compressed", true, [file, ...args]);
 }
 
-/** Saves arrays (and string metadata) as .safetensors, as mx.save_safetensors. */
+/**
+ * Saves arrays (and string metadata) as .safetensors, as mx.save_safetensors.
+ * @example
+ * mg.saveSafetensors("/tmp/mg-doc-example.safetensors", { w: mg.ones([2]) }, { metadata: { author: "me" } })
+ */
 function saveSafetensorsImpl(file: FileArg, arrays: Record<string, MgArray>, metadata?: Record<string, string> | null): void {
   const path = withExtension(filePath(file, "save_safetensors"), ".safetensors");
   const checked = checkArrays("save_safetensors", arrays);
@@ -187,6 +181,8 @@ function saveSafetensorsImpl(file: FileArg, arrays: Record<string, MgArray>, met
 /**
  * Saves arrays as .gguf, as mx.save_gguf. Metadata values: arrays (0-d or 1-d), strings, lists of
  * strings, and JS numbers/booleans/bigints (int32 or float32, bool, int64 by the literal rule).
+ * @example
+ * mg.saveGguf("/tmp/mg-doc-example.gguf", { w: mg.ones([2]) })
  */
 function saveGgufImpl(file: FileArg, arrays: Record<string, MgArray>, metadata?: Record<string, GgufMetadataInput> | null): void {
   const path = withExtension(filePath(file, "save_gguf"), ".gguf");
@@ -198,9 +194,9 @@ function saveGgufImpl(file: FileArg, arrays: Record<string, MgArray>, metadata?:
 
 // Library calls (ts/core/ownership.ts): a loaded array belongs to the caller; a contiguous copy made
 // for saving is internal and freed at once.
-export const load = libraryFunction(loadImpl);
-export const save = libraryFunction(saveImpl);
-export const savez = libraryFunction(savezImpl2);
-export const savezCompressed = libraryFunction(savezCompressedImpl);
-export const saveSafetensors = libraryFunction(saveSafetensorsImpl);
-export const saveGguf = libraryFunction(saveGgufImpl);
+export const load = publicFunction("load", loadImpl);
+export const save = publicFunction("save", saveImpl);
+export const savez = publicFunction("savez", savezImpl2);
+export const savezCompressed = publicFunction("savezCompressed", savezCompressedImpl);
+export const saveSafetensors = publicFunction("saveSafetensors", saveSafetensorsImpl);
+export const saveGguf = publicFunction("saveGguf", saveGgufImpl);

@@ -16,7 +16,11 @@ let sinceCheck = 0;
 let pressureThreshold = PRESSURE_HEADROOM;
 let pressureCollections = 0;
 
-/** How many full collections memory pressure has triggered (for tests and benchmarks). */
+/**
+ * How many full collections memory pressure has triggered (for tests and benchmarks).
+ * @example
+ * typeof mg.pressureCollectionCount()
+ */
 export function pressureCollectionCount(): number {
   return pressureCollections;
 }

@@ -11,9 +11,15 @@ import { argsort } from "../core/ops/sort.ts";
 import { formatShape } from "../core/shape.ts";
 import { normal as randomNormal, uniform as randomUniform } from "../random/distributions.ts";
 import { libraryFunction } from "../core/ownership.ts";
-import { resolveOptions, type Trailing } from "../utils/options.ts";
+import { resolveOptions, type Trailing } from "../core/options.ts";
 
+/**
+ * An initializer: maps an array to a new array of its shape.
+ */
 export type Initializer = (a: MgArray) => MgArray;
+/**
+ * Which fan the He initializers scale by.
+ */
 export type FanMode = "fan_in" | "fan_out";
 
 function target(a: unknown, op: string): MgArray {
@@ -21,25 +27,41 @@ function target(a: unknown, op: string): MgArray {
   return a;
 }
 
-/** Fills with `value`, as nn.init.constant(value, dtype=float32). */
+/**
+ * Fills with `value`, as nn.init.constant(value, dtype=float32).
+ * @example
+ * mg.nn.init.constant(0.5)(mg.zeros([2]))
+ */
 export function constant(value: number, ...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }>): Initializer {
   const { dtype } = resolveOptions("init.constant", rest, { dtype: float32 as Dtype });
   return libraryFunction<Initializer>((a) => full(target(a, "init.constant").shape, value, dtype));
 }
 
-/** N(mean, std²) samples, as nn.init.normal(mean=0.0, std=1.0, dtype=float32). */
+/**
+ * N(mean, std²) samples, as nn.init.normal(mean=0.0, std=1.0, dtype=float32).
+ * @example
+ * mg.nn.init.normal(0, 0.1)(mg.zeros([3])).shape
+ */
 export function normal(...rest: Trailing<[mean: number, std: number, dtype: Dtype], { mean?: number; std?: number; dtype?: Dtype }>): Initializer {
   const o = resolveOptions("init.normal", rest, { mean: 0.0, std: 1.0, dtype: float32 as Dtype });
   return libraryFunction<Initializer>((a) => randomNormal(target(a, "init.normal").shape, o.dtype, o.mean, o.std));
 }
 
-/** U(low, high) samples, as nn.init.uniform(low=0.0, high=1.0, dtype=float32). */
+/**
+ * U(low, high) samples, as nn.init.uniform(low=0.0, high=1.0, dtype=float32).
+ * @example
+ * mg.nn.init.uniform(-1, 1)(mg.zeros([3])).shape
+ */
 export function uniform(...rest: Trailing<[low: number, high: number, dtype: Dtype], { low?: number; high?: number; dtype?: Dtype }>): Initializer {
   const o = resolveOptions("init.uniform", rest, { low: 0.0, high: 1.0, dtype: float32 as Dtype });
   return libraryFunction<Initializer>((a) => randomUniform(o.low, o.high, target(a, "init.uniform").shape, o.dtype));
 }
 
-/** The identity matrix (square 2-D arrays only), as nn.init.identity(dtype=float32). */
+/**
+ * The identity matrix (square 2-D arrays only), as nn.init.identity(dtype=float32).
+ * @example
+ * mg.nn.init.identity()(mg.zeros([2, 2]))
+ */
 export function identity(...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }>): Initializer {
   const { dtype } = resolveOptions("init.identity", rest, { dtype: float32 as Dtype });
   return libraryFunction<Initializer>((arr) => {
@@ -60,7 +82,11 @@ function fans(a: MgArray, op: string): [number, number] {
   return [a.shape[a.ndim - 1]! * receptive, a.shape[0]! * receptive];
 }
 
-/** N(0, gain²·2/(fan_in + fan_out)), as nn.init.glorot_normal(dtype=float32); the initializer takes (a, gain=1). */
+/**
+ * N(0, gain²·2/(fan_in + fan_out)), as nn.init.glorot_normal(dtype=float32); the initializer takes (a, gain=1).
+ * @example
+ * mg.nn.init.glorotNormal()(mg.zeros([2, 3])).shape
+ */
 export function glorotNormal(...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }>): (a: MgArray, gain?: number) => MgArray {
   const { dtype } = resolveOptions("init.glorot_normal", rest, { dtype: float32 as Dtype });
   return libraryFunction<(a: MgArray, gain?: number) => MgArray>((a, gain = 1.0) => {
@@ -69,7 +95,11 @@ export function glorotNormal(...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }
   });
 }
 
-/** U(−l, l), l = gain·√(6/(fan_in + fan_out)), as nn.init.glorot_uniform(dtype=float32). */
+/**
+ * U(−l, l), l = gain·√(6/(fan_in + fan_out)), as nn.init.glorot_uniform(dtype=float32).
+ * @example
+ * mg.nn.init.glorotUniform()(mg.zeros([2, 3])).shape
+ */
 export function glorotUniform(...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }>): (a: MgArray, gain?: number) => MgArray {
   const { dtype } = resolveOptions("init.glorot_uniform", rest, { dtype: float32 as Dtype });
   return libraryFunction<(a: MgArray, gain?: number) => MgArray>((a, gain = 1.0) => {
@@ -86,7 +116,11 @@ function pickFan(a: MgArray, mode: FanMode, op: string): number {
   throw new Error(`[${op}] Invalid mode: ${String(mode)}. Valid modes are: fan_in, fan_out`);
 }
 
-/** N(0, gain²/fan), as nn.init.he_normal(dtype=float32); the initializer takes (a, mode="fan_in", gain=1). */
+/**
+ * N(0, gain²/fan), as nn.init.he_normal(dtype=float32); the initializer takes (a, mode="fan_in", gain=1).
+ * @example
+ * mg.nn.init.heNormal()(mg.zeros([2, 3])).shape
+ */
 export function heNormal(...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }>): (a: MgArray, mode?: FanMode, gain?: number) => MgArray {
   const { dtype } = resolveOptions("init.he_normal", rest, { dtype: float32 as Dtype });
   return libraryFunction<(a: MgArray, mode?: FanMode, gain?: number) => MgArray>((a, mode = "fan_in", gain = 1.0) => {
@@ -95,7 +129,11 @@ export function heNormal(...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }>): 
   });
 }
 
-/** U(−l, l), l = gain·√(3/fan), as nn.init.he_uniform(dtype=float32). */
+/**
+ * U(−l, l), l = gain·√(3/fan), as nn.init.he_uniform(dtype=float32).
+ * @example
+ * mg.nn.init.heUniform()(mg.zeros([2, 3])).shape
+ */
 export function heUniform(...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }>): (a: MgArray, mode?: FanMode, gain?: number) => MgArray {
   const { dtype } = resolveOptions("init.he_uniform", rest, { dtype: float32 as Dtype });
   return libraryFunction<(a: MgArray, mode?: FanMode, gain?: number) => MgArray>((a, mode = "fan_in", gain = 1.0) => {
@@ -108,6 +146,8 @@ export function heUniform(...rest: Trailing<[dtype: Dtype], { dtype?: Dtype }>):
 /**
  * N(mean, std²) with ⌈sparsity·cols⌉ random entries of each row zeroed (2-D only), as
  * nn.init.sparse(sparsity, mean=0.0, std=1.0, dtype=float32).
+ * @example
+ * mg.nn.init.sparse(0.5)(mg.zeros([4, 2])).shape
  */
 export function sparse(
   sparsity: number,
@@ -129,6 +169,8 @@ export function sparse(
  * A (semi-)orthogonal matrix: the Q of the QR decomposition of a square normal sample (signs
  * fixed so R's diagonal is positive, which makes Q unique), cut to the array's shape and scaled by
  * `gain`, as nn.init.orthogonal(gain=1.0, dtype=float32).
+ * @example
+ * mg.nn.init.orthogonal()(mg.zeros([2, 2])).shape
  */
 export function orthogonal(...rest: Trailing<[gain: number, dtype: Dtype], { gain?: number; dtype?: Dtype }>): Initializer {
   const o = resolveOptions("init.orthogonal", rest, { gain: 1.0, dtype: float32 as Dtype });

@@ -11,8 +11,11 @@ import { max, mean, sum } from "../core/ops/reduce.ts";
 import { logsumexp } from "../core/ops/softmax.ts";
 import { expandDims, squeeze } from "../core/ops/shape.ts";
 import { formatShape, normalizeAxis, shapesEqual } from "../core/shape.ts";
-import { resolveOptions, type Trailing } from "../utils/options.ts";
+import { resolveOptions, type Trailing } from "../core/options.ts";
 
+/**
+ * How a loss reduces: none, mean or sum.
+ */
 export type Reduction = "none" | "mean" | "sum";
 
 function reduce(op: string, loss: MgArray, reduction: Reduction): MgArray {
@@ -44,6 +47,8 @@ function applyWeights(op: string, loss: MgArray, weights: ArrayInput | null): Mg
  * Cross entropy of `logits` against class indices (targets with one axis fewer) or probabilities
  * (targets shaped like logits), as nn.losses.cross_entropy(logits, targets, weights=None, axis=-1,
  * label_smoothing=0.0, reduction="none").
+ * @example
+ * mg.nn.losses.crossEntropy(mg.array([[2, 0, 0]], mg.float32), mg.array([0]))
  */
 export function crossEntropy(
   logits: ArrayInput,
@@ -82,6 +87,8 @@ export function crossEntropy(
 /**
  * Binary cross entropy of logits (withLogits, the default) or probabilities against targets, as
  * nn.losses.binary_cross_entropy(inputs, targets, weights=None, with_logits=True, reduction="mean").
+ * @example
+ * mg.nn.losses.binaryCrossEntropy(mg.array([0, 2], mg.float32), mg.array([0, 1], mg.float32), { reduction: "mean" })
  */
 export function binaryCrossEntropy(
   inputs: ArrayInput,
@@ -106,7 +113,11 @@ export function binaryCrossEntropy(
   return reduce(op, applyWeights(op, loss, o.weights), o.reduction);
 }
 
-/** Mean absolute error, as nn.losses.l1_loss(predictions, targets, reduction="mean"). */
+/**
+ * Mean absolute error, as nn.losses.l1_loss(predictions, targets, reduction="mean").
+ * @example
+ * mg.nn.losses.l1Loss(mg.array([1, 2], mg.float32), mg.array([0, 4], mg.float32))
+ */
 export function l1Loss(predictions: ArrayInput, targets: ArrayInput, ...rest: Trailing<[reduction: Reduction], { reduction?: Reduction }>): MgArray {
   const op = "l1_loss";
   const { reduction } = resolveOptions(op, rest, { reduction: "mean" as Reduction });
@@ -116,7 +127,11 @@ export function l1Loss(predictions: ArrayInput, targets: ArrayInput, ...rest: Tr
   return reduce(op, abs(subtract(p, t)), reduction);
 }
 
-/** Mean squared error, as nn.losses.mse_loss(predictions, targets, reduction="mean"). */
+/**
+ * Mean squared error, as nn.losses.mse_loss(predictions, targets, reduction="mean").
+ * @example
+ * mg.nn.losses.mseLoss(mg.array([1, 2], mg.float32), mg.array([0, 4], mg.float32))
+ */
 export function mseLoss(predictions: ArrayInput, targets: ArrayInput, ...rest: Trailing<[reduction: Reduction], { reduction?: Reduction }>): MgArray {
   const op = "mse_loss";
   const { reduction } = resolveOptions(op, rest, { reduction: "mean" as Reduction });
@@ -126,7 +141,11 @@ export function mseLoss(predictions: ArrayInput, targets: ArrayInput, ...rest: T
   return reduce(op, square(subtract(p, t)), reduction);
 }
 
-/** Negative log likelihood of log-probabilities, as nn.losses.nll_loss(inputs, targets, axis=-1, reduction="none"). */
+/**
+ * Negative log likelihood of log-probabilities, as nn.losses.nll_loss(inputs, targets, axis=-1, reduction="none").
+ * @example
+ * mg.nn.losses.nllLoss(mg.log(mg.array([[0.2, 0.8]], mg.float32)), mg.array([1]))
+ */
 export function nllLoss(
   inputs: ArrayInput,
   targets: ArrayInput,
@@ -141,6 +160,8 @@ export function nllLoss(
 /**
  * Gaussian negative log likelihood with predicted variances, as nn.losses.gaussian_nll_loss(inputs,
  * targets, vars, full=False, eps=1e-6, reduction="mean").
+ * @example
+ * mg.nn.losses.gaussianNllLoss(mg.array([1], mg.float32), mg.array([1.5], mg.float32), mg.array([1], mg.float32))
  */
 export function gaussianNllLoss(
   inputs: ArrayInput,
@@ -161,7 +182,11 @@ export function gaussianNllLoss(
   return reduce(op, loss, o.reduction);
 }
 
-/** Kullback–Leibler divergence of log-probabilities, as nn.losses.kl_div_loss(inputs, targets, axis=-1, reduction="none"). */
+/**
+ * Kullback–Leibler divergence of log-probabilities, as nn.losses.kl_div_loss(inputs, targets, axis=-1, reduction="none").
+ * @example
+ * mg.nn.losses.klDivLoss(mg.log(mg.array([[0.5, 0.5]], mg.float32)), mg.log(mg.array([[0.9, 0.1]], mg.float32)))
+ */
 export function klDivLoss(
   inputs: ArrayInput,
   targets: ArrayInput,
@@ -172,7 +197,11 @@ export function klDivLoss(
   return reduce(op, sum(multiply(exp(targets), subtract(targets, inputs)), axis), reduction);
 }
 
-/** Huber-style smooth L1, as nn.losses.smooth_l1_loss(predictions, targets, beta=1.0, reduction="mean"). */
+/**
+ * Huber-style smooth L1, as nn.losses.smooth_l1_loss(predictions, targets, beta=1.0, reduction="mean").
+ * @example
+ * mg.nn.losses.smoothL1Loss(mg.array([0, 3], mg.float32), mg.array([0.5, 0], mg.float32))
+ */
 export function smoothL1Loss(
   predictions: ArrayInput,
   targets: ArrayInput,
@@ -191,6 +220,8 @@ export function smoothL1Loss(
 /**
  * Triplet margin loss, as nn.losses.triplet_loss(anchors, positives, negatives, axis=-1, p=2,
  * margin=1.0, eps=1e-6, reduction="none").
+ * @example
+ * mg.nn.losses.tripletLoss(mg.array([[0, 0]], mg.float32), mg.array([[0, 1]], mg.float32), mg.array([[3, 0]], mg.float32))
  */
 export function tripletLoss(
   anchors: ArrayInput,
@@ -208,14 +239,22 @@ export function tripletLoss(
   return reduce(op, loss, o.reduction);
 }
 
-/** Hinge loss max(0, 1 − x·y), as nn.losses.hinge_loss(inputs, targets, reduction="none"). */
+/**
+ * Hinge loss max(0, 1 − x·y), as nn.losses.hinge_loss(inputs, targets, reduction="none").
+ * @example
+ * mg.nn.losses.hingeLoss(mg.array([0.5, -2], mg.float32), mg.array([1, -1], mg.float32))
+ */
 export function hingeLoss(inputs: ArrayInput, targets: ArrayInput, ...rest: Trailing<[reduction: Reduction], { reduction?: Reduction }>): MgArray {
   const op = "hinge_loss";
   const { reduction } = resolveOptions(op, rest, { reduction: "none" as Reduction });
   return reduce(op, maximum(subtract(1, multiply(inputs, targets)), 0), reduction);
 }
 
-/** Huber loss, as nn.losses.huber_loss(inputs, targets, delta=1.0, reduction="none"). */
+/**
+ * Huber loss, as nn.losses.huber_loss(inputs, targets, delta=1.0, reduction="none").
+ * @example
+ * mg.nn.losses.huberLoss(mg.array([0, 3], mg.float32), mg.array([0.5, 0], mg.float32))
+ */
 export function huberLoss(
   inputs: ArrayInput,
   targets: ArrayInput,
@@ -229,7 +268,11 @@ export function huberLoss(
   return reduce(op, add(multiply(0.5, power(quadratic, 2)), multiply(delta, linear)), reduction);
 }
 
-/** log(cosh(x − y)), as nn.losses.log_cosh_loss(inputs, targets, reduction="none"). */
+/**
+ * log(cosh(x − y)), as nn.losses.log_cosh_loss(inputs, targets, reduction="none").
+ * @example
+ * mg.nn.losses.logCoshLoss(mg.array([1], mg.float32), mg.array([0], mg.float32))
+ */
 export function logCoshLoss(inputs: ArrayInput, targets: ArrayInput, ...rest: Trailing<[reduction: Reduction], { reduction?: Reduction }>): MgArray {
   const op = "log_cosh_loss";
   const { reduction } = resolveOptions(op, rest, { reduction: "none" as Reduction });
@@ -240,6 +283,8 @@ export function logCoshLoss(inputs: ArrayInput, targets: ArrayInput, ...rest: Tr
 /**
  * Cosine similarity along `axis`, as nn.losses.cosine_similarity_loss(x1, x2, axis=1, eps=1e-8,
  * reduction="none").
+ * @example
+ * mg.nn.losses.cosineSimilarityLoss(mg.array([[1, 0]], mg.float32), mg.array([[1, 1]], mg.float32))
  */
 export function cosineSimilarityLoss(
   x1: ArrayInput,
@@ -258,6 +303,8 @@ export function cosineSimilarityLoss(
 /**
  * Margin ranking loss max(0, −y·(x₁ − x₂) + margin), as nn.losses.margin_ranking_loss(inputs1,
  * inputs2, targets, margin=0.0, reduction="none").
+ * @example
+ * mg.nn.losses.marginRankingLoss(mg.array([1, 0], mg.float32), mg.array([0, 1], mg.float32), mg.array([1, 1], mg.float32))
  */
 export function marginRankingLoss(
   inputs1: ArrayInput,

@@ -13,8 +13,8 @@ import { isPlainObject } from "../autograd/tree.ts";
 import { isLibraryFunction, libraryFunction, retain, userCall } from "../core/ownership.ts";
 import { keep } from "../memory/scope.ts";
 import { load, saveSafetensors, savez } from "../io/index.ts";
-import { checkOptionNames, resolveOptions, type Trailing } from "../utils/options.ts";
-import { treeFlatten, treeUnflatten, TREE_NODE, type FlatTree } from "../utils/tree.ts";
+import { checkOptionNames, resolveOptions, type Trailing } from "../core/options.ts";
+import { treeFlatten, treeUnflatten, TREE_NODE, type FlatTree, type NestedTree } from "../utils/tree.ts";
 
 /** Decides, for the module holding it, its key and the value, whether a value is kept. */
 export type ModuleFilter = (module: Module, key: string, value: unknown) => boolean;
@@ -44,6 +44,28 @@ function typeName(v: unknown): string {
   return typeof v;
 }
 
+/** Whether a property of a module is one of its entries (MLX's dict items): arrays, modules, objects, lists. */
+type IsEntry<V> = [V] extends [Function] ? false
+  : [V] extends [readonly (number | string | boolean | bigint | null | undefined)[]] ? false
+  : [V] extends [MgArray | Module | readonly unknown[] | { readonly [key: string]: unknown }] ? true
+  : false;
+
+/**
+ * The parameter tree of a module (or of any entry), as parameters() and trainableParameters()
+ * return it and nn.valueAndGrad's gradients come: its array entries, recursively through
+ * submodules, objects and lists, by property name.
+ */
+export type ParametersOf<T> = T extends MgArray ? MgArray
+  : T extends readonly (infer E)[] ? ParametersOf<E>[]
+  : T extends object ? { [K in keyof T as K extends "state" ? never : K extends string ? (IsEntry<NonNullable<T[K]>> extends true ? K : never) : never]: ParametersOf<T[K]> }
+  : never;
+
+/** A tree of entries as update() and updateModules() take it: a partial or full tree like parameters(). */
+export type EntryTree = NestedTree;
+
+/**
+ * freeze's and unfreeze's options: recurse, keys, strict.
+ */
 export interface FreezeOptions {
   /** Also (un)freeze the submodules' parameters. Default true. */
   recurse?: boolean;
@@ -53,6 +75,15 @@ export interface FreezeOptions {
   strict?: boolean;
 }
 
+/**
+ * The base class of layers and models, as mlx.nn.Module: its array, module, object and list properties are its parameters and children (MLX's names: `layers.0.weight`); call it with `m.forward(x)`.
+ * @example
+ * class Mlp extends mg.nn.Module {
+ *   l1 = new mg.nn.Linear(2, 3);
+ *   override forward(x: mg.MgArray) { return mg.nn.relu(this.l1.forward(x)); }
+ * }
+ * Object.keys(new Mlp().parameters().l1)
+ */
 export class Module {
   /** Names of this module's frozen entries (no gradient through nn.valueAndGrad). */
   declare protected readonly _noGrad: Set<string>;
@@ -64,7 +95,7 @@ export class Module {
   }
 
   /** The module's computation: a module is called as `m.forward(x)`. */
-  forward(..._args: any[]): any {
+  forward(..._args: unknown[]): unknown {
     throw new Error(`[Module] ${this.constructor.name} does not define forward().`);
   }
 
@@ -97,6 +128,9 @@ export class Module {
     return "";
   }
 
+  /**
+   * The module tree as MLX prints it.
+   */
   toString(): string {
     const kids = treeFlatten(this.children(), "", Module.isModule) as FlatTree;
     let s = `${this.constructor.name}(${this._extraRepr()}`;
@@ -122,8 +156,8 @@ export class Module {
    * to the leaves (MLX's filter_and_map). `isLeafFn` decides what is a leaf (default: anything
    * that is not a module, object or list). Inside objects and lists, dropped values leave `{}`.
    */
-  filterAndMap(filterFn: ModuleFilter, mapFn?: ((x: any) => unknown) | null, isLeafFn?: ModuleFilter | null): Record<string, any> {
-    const map = mapFn ?? ((x: unknown) => x);
+  filterAndMap(filterFn: ModuleFilter, mapFn?: ((x: never) => unknown) | null, isLeafFn?: ModuleFilter | null): Record<string, unknown> {
+    const map = (mapFn ?? ((x: unknown) => x)) as (x: unknown) => unknown;
     const isLeaf = isLeafFn ?? ((_m: Module, _k: string, v: unknown) => !(isDict(v) || isList(v)));
     const unwrap = (model: Module, key: string, value: unknown): unknown => {
       if (isLeaf(model, key, value)) return map(value);
@@ -148,28 +182,28 @@ export class Module {
       }
       throw new Error(`[Module] Unexpected leaf found while traversing the module at '${key}'.`);
     };
-    const out: Record<string, any> = {};
+    const out: Record<string, unknown> = {};
     for (const [k, v] of this.items()) if (filterFn(this, k, v)) out[k] = unwrap(this, k, v);
     return out;
   }
 
   /** Every array of the module, recursively, as nested objects and lists. */
-  parameters(): Record<string, any> {
-    return this.filterAndMap(Module.validParameterFilter);
+  parameters(): ParametersOf<this> {
+    return this.filterAndMap(Module.validParameterFilter) as ParametersOf<this>;
   }
 
   /** The arrays that are not frozen. */
-  trainableParameters(): Record<string, any> {
-    return this.filterAndMap(Module.trainableParameterFilter);
+  trainableParameters(): ParametersOf<this> {
+    return this.filterAndMap(Module.trainableParameterFilter) as ParametersOf<this>;
   }
 
   /** The direct submodules. */
-  children(): Record<string, any> {
+  children(): Record<string, unknown> {
     return this.filterAndMap(Module.validChildFilter, null, (_m, _k, v) => v instanceof Module);
   }
 
   /** The submodules that contain no other modules. */
-  leafModules(): Record<string, any> {
+  leafModules(): Record<string, unknown> {
     const isLeafModule: ModuleFilter = (_m, _k, v) =>
       v instanceof Module && (treeFlatten(v.children()) as FlatTree).length === 0;
     return this.filterAndMap(Module.validChildFilter, null, isLeafModule);
@@ -180,14 +214,14 @@ export class Module {
    * MLX's update(parameters, strict=True): with `strict`, every key must exist and every array
    * must be replaced by an array. Arrays stored in a module outlive the tidy scope that made them.
    */
-  update(parameters: Record<string, any> | unknown[], ...rest: Trailing<[strict: boolean], { strict?: boolean }>): this {
+  update(parameters: EntryTree, ...rest: Trailing<[strict: boolean], { strict?: boolean }>): this {
     const { strict } = resolveOptions("Module.update", rest, { strict: true });
     updateTree(this, parameters, strict as boolean, true);
     return this;
   }
 
   /** update() for transforms: stores tracers without taking them out of tidy scopes. */
-  updateUnkept(parameters: Record<string, any> | unknown[]): this {
+  updateUnkept(parameters: EntryTree): this {
     updateTree(this, parameters, false, false);
     return this;
   }
@@ -197,11 +231,11 @@ export class Module {
    * stores the results, as MLX's apply: `m.apply((x) => x.astype(mg.float16))`.
    */
   apply(mapFn: (x: MgArray) => MgArray, filterFn?: ModuleFilter | null): this {
-    return this.update(this.filterAndMap(filterFn ?? Module.validParameterFilter, mapFn as (x: any) => unknown));
+    return this.update(this.filterAndMap(filterFn ?? Module.validParameterFilter, mapFn as (x: never) => unknown));
   }
 
   /** Replaces child modules with those in `modules` (a tree like children()), as MLX's update_modules. */
-  updateModules(modules: Record<string, any> | unknown[], ...rest: Trailing<[strict: boolean], { strict?: boolean }>): this {
+  updateModules(modules: EntryTree, ...rest: Trailing<[strict: boolean], { strict?: boolean }>): this {
     const { strict } = resolveOptions("Module.update_modules", rest, { strict: true });
     updateModuleTree(this, modules, strict as boolean);
     return this;
@@ -351,7 +385,7 @@ export class Module {
         }
       }
     }
-    if (weights.length > 0) this.update(treeUnflatten(weights), false);
+    if (weights.length > 0) this.update(treeUnflatten(weights) as EntryTree, false);
     return this;
   }
 
@@ -441,7 +475,7 @@ function updateModuleTree(dst: any, modules: unknown, strict: boolean): void {
  * creates and does not return are freed after their last use. Layers that run the user's code
  * (their activation, a user's submodule) call it through `callUser`.
  */
-export function libraryForward(...classes: (abstract new (...args: any[]) => Module)[]): void {
+export function libraryForward(...classes: { prototype: Module }[]): void {
   for (const c of classes) {
     const proto = c.prototype as unknown as { forward: (...args: unknown[]) => unknown };
     proto.forward = libraryFunction(proto.forward);
@@ -449,7 +483,9 @@ export function libraryForward(...classes: (abstract new (...args: any[]) => Mod
 }
 
 /** Applies a function or module that may be the user's: as user code unless it is a library call. */
-export function callUser(f: ((x: any) => any) | Module, x: unknown): any {
-  if (f instanceof Module) return isLibraryFunction(f.forward) ? f.forward(x) : userCall(() => f.forward(x));
-  return isLibraryFunction(f) ? f(x) : userCall(() => f(x));
+export function callUser<R = MgArray>(f: ((x: never) => R) | Module, x: unknown): R {
+  // A module passed where a function is expected (an activation, a schedule) returns what one would.
+  if (f instanceof Module) return (isLibraryFunction(f.forward) ? f.forward(x) : userCall(() => f.forward(x))) as R;
+  const g = f as (x: unknown) => R;
+  return isLibraryFunction(g) ? g(x) : userCall(() => g(x));
 }

@@ -5,9 +5,10 @@
 import { valueAndGrad as mgValueAndGrad } from "../autograd/grad.ts";
 import { checkpoint as mgCheckpoint } from "../autograd/custom.ts";
 import { libraryFunction } from "../core/ownership.ts";
-import { Module } from "./module.ts";
+import { Module, type ParametersOf } from "./module.ts";
+import type { Transformable } from "../autograd/tree.ts";
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 function checkModule(model: unknown, op: string): asserts model is Module {
   if (!(model instanceof Module)) throw new TypeError(`[${op}] the first argument must be an mg.nn.Module.`);
@@ -15,20 +16,25 @@ function checkModule(model: unknown, op: string): asserts model is Module {
 
 /**
  * Returns a function computing `fn(...args)` and its gradient with respect to `model`'s trainable
- * parameters (a tree shaped like model.trainableParameters()): `[value, grads]`.
+ * parameters: `[value, grads]`, grads shaped (and typed) like model.trainableParameters().
+ * @example
+ * const model = new mg.nn.Linear(2, 1);
+ * const [loss, grads] = mg.nn.valueAndGrad(model, (x: mg.MgArray) => mg.sum(model.forward(x)))(mg.ones([3, 2]));
+ * grads.weight
  */
-export function valueAndGrad<F extends AnyFn>(model: Module, fn: F): (...args: Parameters<F>) => [ReturnType<F>, any] {
+export function valueAndGrad<M extends Module, P extends unknown[], R>(model: M, fn: (...args: P) => R): (...args: P) => [R, ParametersOf<M>] {
   checkModule(model, "value_and_grad");
   if (typeof fn !== "function") throw new TypeError("[value_and_grad] fn must be a function.");
+  const call = fn as unknown as AnyFn;
   const inner = (params: Record<string, unknown>, ...args: unknown[]) => {
     model.updateUnkept(params);
-    return fn(...args);
+    return call(...args);
   };
   const valueGrad = mgValueAndGrad(inner);
-  return libraryFunction((...args: Parameters<F>) => {
-    const params = model.trainableParameters();
+  return libraryFunction((...args: P) => {
+    const params = model.trainableParameters() as Record<string, unknown>;
     try {
-      return valueGrad(params, ...args) as [ReturnType<F>, any];
+      return valueGrad(params, ...args) as [R, ParametersOf<M>];
     } finally {
       model.updateUnkept(params);
     }
@@ -38,21 +44,26 @@ export function valueAndGrad<F extends AnyFn>(model: Module, fn: F): (...args: P
 /**
  * Gradient checkpointing of `fn` (default: the module's forward) with respect to the module's
  * trainable parameters and fn's inputs: the backward pass recomputes fn's intermediates.
+ * @example
+ * const layer = new mg.nn.Linear(2, 2);
+ * mg.nn.checkpoint(layer)(mg.ones([1, 2])).shape
  */
-export function checkpoint<F extends AnyFn>(module: Module, fn?: F): F {
+export function checkpoint<M extends Module>(module: M): M["forward"];
+export function checkpoint<F extends Transformable>(module: Module, fn: F): F;
+export function checkpoint(module: Module, fn?: Transformable): Transformable {
   checkModule(module, "checkpoint");
-  const call: AnyFn = fn ?? ((...args: unknown[]) => module.forward(...args));
+  const call: AnyFn = (fn as AnyFn | undefined) ?? ((...args: unknown[]) => module.forward(...args));
   const inner = (params: Record<string, unknown>, ...args: unknown[]) => {
     module.updateUnkept(params);
     return call(...args);
   };
   const checkpointed = mgCheckpoint(inner);
   return libraryFunction((...args: unknown[]) => {
-    const params = module.trainableParameters();
+    const params = module.trainableParameters() as Record<string, unknown>;
     try {
       return checkpointed(params, ...args);
     } finally {
       module.updateUnkept(params);
     }
-  }) as unknown as F;
+  });
 }

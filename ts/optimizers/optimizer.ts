@@ -11,7 +11,7 @@ import { add, astype } from "../core/ops/elementwise.ts";
 import { libraryCall, retain } from "../core/ownership.ts";
 import { keep } from "../memory/scope.ts";
 import { callUser, type Module } from "../nn/module.ts";
-import { dictEntries, treeFlatten, treeMap, treeMerge, treeUnflatten, type FlatTree } from "../utils/tree.ts";
+import { dictEntries, type FlatTree, type NestedTree, treeFlatten, treeMap, treeMerge, treeUnflatten } from "../utils/tree.ts";
 import { isPlainObject } from "../autograd/tree.ts";
 
 /** A schedule maps the step (a uint64 scalar array) to a hyperparameter value. */
@@ -19,16 +19,25 @@ export type Schedule = (step: MgArray) => MgArray;
 /** A hyperparameter: a number, an array, or a schedule. */
 export type Scheduled = number | MgArray | Schedule;
 
-export type State = Record<string, any>;
+/** One parameter's state (Adam's `m` and `v` …): arrays by name. */
+export type State = Record<string, MgArray>;
+/** The optimizer's state: `step`, `learning_rate` and the hyperparameters, and the per-parameter
+ *  states in a tree shaped like the parameters. */
+export type OptimizerState = Record<string, unknown>;
 
 function scalar(v: number | MgArray): MgArray {
   // JS cannot tell 1.0 from 1: hyperparameters are float32 as MLX's Python floats make them.
   return v instanceof MgArray ? v : array(v, float32);
 }
 
+/**
+ * The base class of optimizers, as mlx.optimizers.Optimizer: `update(model, grads)`, `applyGradients`, `state`, `learningRate`; subclasses define initSingle and applySingle.
+ * @example
+ * new mg.optimizers.SGD(0.5).learningRate
+ */
 export abstract class Optimizer {
   protected _initialized = false;
-  protected _state: State;
+  protected _state: OptimizerState;
   protected readonly _schedulers: Record<string, Schedule>;
   /** Scalars of the current step shared by every parameter's update (see perStep). */
   private readonly _perStep = new Map<string, MgArray>();
@@ -39,7 +48,7 @@ export abstract class Optimizer {
   }
 
   /** Applies the gradients to the model's parameters (model.update(applyGradients(grads, model))). */
-  update(model: Module, gradients: Record<string, any>): void {
+  update(model: Module, gradients: NestedTree<MgArray>): void {
     // One library call: the update's intermediates are freed after their last use; the new
     // parameters are retained by model.update and the state by applyGradients.
     libraryCall(() => model.update(this.applyGradients(gradients, model)));
@@ -49,9 +58,9 @@ export abstract class Optimizer {
    * Creates the per-parameter state for `parameters` (a tree like model.trainableParameters()),
    * keeping state that already exists; runs on the first update otherwise.
    */
-  init(parameters: Record<string, any>): void {
+  init(parameters: NestedTree<MgArray>): void {
     const empty = (t: unknown) => treeMap(() => ({}), t);
-    const merge = (params: unknown, state: any): any => {
+    const merge = (params: unknown, state: unknown): unknown => {
       if (Array.isArray(params)) {
         const s = Array.isArray(state) ? [...state] : [];
         for (let i = 0; i < s.length && i < params.length; i++) s[i] = merge(params[i], s[i]);
@@ -60,15 +69,17 @@ export abstract class Optimizer {
       }
       const entries = dictEntries(params);
       if (entries) {
-        for (const [k, v] of entries) state[k] = k in state ? merge(v, state[k]) : empty(v);
+        const dict = state as Record<string, unknown>;
+        for (const [k, v] of entries) dict[k] = k in dict ? merge(v, dict[k]) : empty(v);
         return state;
       }
       return state;
     };
     merge(parameters, this._state);
+    const tree: unknown = parameters;
     treeMap((p: unknown, s: unknown) => {
-      if (p instanceof MgArray && isPlainObject(s) && Object.keys(s).length === 0) this.initSingle(p, s);
-    }, parameters, this._state);
+      if (p instanceof MgArray && isPlainObject(s) && Object.keys(s).length === 0) this.initSingle(p, s as State);
+    }, tree, this._state);
     keepState(this._state);
     this._initialized = true;
   }
@@ -80,15 +91,16 @@ export abstract class Optimizer {
    * The updated parameters for `gradients` (a tree like the trainable parameters) applied to
    * `parameters` (a tree or the model itself, read at the gradients' places).
    */
-  applyGradients(gradients: Record<string, any>, parameters: Record<string, any> | Module): Record<string, any> {
+  applyGradients<G extends NestedTree<MgArray>>(gradients: G, parameters: NestedTree<MgArray> | Module): G {
     return libraryCall(() => {
       if (!this._initialized) this.init(gradients);
       for (const [name, schedule] of Object.entries(this._schedulers)) this.state[name] = callUser(schedule, this.step);
       this.state.step = add(this.step, 1);
       this._perStep.clear();
-      const out = treeMap((g: MgArray, p: MgArray, s: State) => this.applySingle(g, p, s), gradients, parameters, this.state);
+      const grads: unknown = gradients;
+      const out = treeMap((g: MgArray, p: MgArray, s: State) => this.applySingle(g, p, s), grads, parameters, this.state);
       keepState(this.state);
-      return out;
+      return out as unknown as G;
     });
   }
 
@@ -112,10 +124,10 @@ export abstract class Optimizer {
   abstract applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray;
 
   /** The optimizer's state tree (setting it re-initialises on the next update). */
-  get state(): State {
+  get state(): OptimizerState {
     return this._state;
   }
-  set state(state: State) {
+  set state(state: OptimizerState) {
     this._initialized = false;
     this._state = state;
   }
@@ -149,6 +161,9 @@ export type ParameterFilter = (path: string, gradient: MgArray) => boolean;
 /**
  * Several optimizers over disjoint parameter sets: parameter k goes to the first optimizer whose
  * filter accepts it (the last optimizer takes the rest), as mlx.optimizers.MultiOptimizer.
+ * @example
+ * const opt = new mg.optimizers.MultiOptimizer([new mg.optimizers.SGD(1), new mg.optimizers.SGD(0.1)], [(path) => path === "a"]);
+ * opt.applyGradients({ a: mg.ones([1]), b: mg.ones([1]) }, { a: mg.zeros([1]), b: mg.zeros([1]) })
  */
 export class MultiOptimizer extends Optimizer {
   readonly optimizers: Optimizer[];
@@ -164,17 +179,17 @@ export class MultiOptimizer extends Optimizer {
     this.filters = [...filters, () => true];
   }
 
-  private splitDictionary(gradients: Record<string, any>): Record<string, any>[] {
+  private splitDictionary(gradients: NestedTree<MgArray>): NestedTree<MgArray>[] {
     if (this.optimizers.length === 1) return [gradients];
-    const parts: FlatTree[] = this.optimizers.map(() => []);
-    for (const [k, g] of treeFlatten(gradients) as [string, MgArray][]) {
+    const parts: FlatTree<MgArray>[] = this.optimizers.map(() => []);
+    for (const [k, g] of treeFlatten(gradients as unknown) as [string, MgArray][]) {
       const i = this.filters.findIndex((f) => f(k, g));
       parts[i]!.push([k, g]);
     }
-    return parts.map((p) => (p.length > 0 ? treeUnflatten(p) : {}));
+    return parts.map((p) => (p.length > 0 ? (treeUnflatten(p) as NestedTree<MgArray>) : {}));
   }
 
-  override init(parameters: Record<string, any>): void {
+  override init(parameters: NestedTree<MgArray>): void {
     const parts = this.splitDictionary(parameters);
     this.optimizers.forEach((o, i) => o.init(parts[i]!));
   }
@@ -186,23 +201,24 @@ export class MultiOptimizer extends Optimizer {
     throw new Error("[MultiOptimizer] updates are made by the inner optimizers.");
   }
 
-  override applyGradients(gradients: Record<string, any>, parameters: Record<string, any> | Module): Record<string, any> {
+  override applyGradients<G extends NestedTree<MgArray>>(gradients: G, parameters: NestedTree<MgArray> | Module): G {
     const parts = this.splitDictionary(gradients);
     let tree: unknown = {};
     this.optimizers.forEach((o, i) => {
-      tree = treeMerge(tree, o.applyGradients(parts[i]!, parameters));
+      tree = treeMerge(tree, o.applyGradients(parts[i]!, parameters) as unknown);
     });
-    return tree as Record<string, any>;
+    return tree as G;
   }
 
-  override get state(): State {
+  override get state(): OptimizerState {
     return { states: this.optimizers.map((o) => o.state) };
   }
-  override set state(state: State) {
-    if (!state || !Array.isArray(state.states) || state.states.length !== this.optimizers.length) {
+  override set state(state: OptimizerState) {
+    const states = state?.states;
+    if (!Array.isArray(states) || states.length !== this.optimizers.length) {
       throw new Error("[MultiOptimizer] Invalid state provided");
     }
-    this.optimizers.forEach((o, i) => (o.state = state.states[i]));
+    this.optimizers.forEach((o, i) => (o.state = states[i] as OptimizerState));
   }
 
   override get learningRate(): MgArray {

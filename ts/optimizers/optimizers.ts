@@ -11,7 +11,7 @@ import { depends } from "../core/ops/depends.ts";
 import { addmm, matmul } from "../core/ops/linalg-core.ts";
 import { mean, sum } from "../core/ops/reduce.ts";
 import { expandDims, reshape } from "../core/ops/shape.ts";
-import { resolveOptions, type Trailing } from "../utils/options.ts";
+import { resolveOptions, type Trailing } from "../core/options.ts";
 import { treeMap, treeReduce } from "../utils/tree.ts";
 import { Optimizer, type Scheduled, type State } from "./optimizer.ts";
 
@@ -30,6 +30,8 @@ function fuseWith(parameter: MgArray, state: MgArray, scalars: MgArray[] = []): 
  * Stochastic gradient descent with optional momentum, weight decay, dampening and Nesterov
  * momentum, as optimizers.SGD(learning_rate, momentum=0.0, weight_decay=0.0, dampening=0.0,
  * nesterov=False).
+ * @example
+ * new mg.optimizers.SGD(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
  */
 export class SGD extends Optimizer {
   readonly momentum: number;
@@ -59,7 +61,7 @@ export class SGD extends Optimizer {
     if (this.weightDecay !== 0) gradient = add(gradient, multiply(this.weightDecay, parameter));
     const lr = this.lr(gradient.dtype);
     if (this.momentum <= 0) return subtract(parameter, multiply(lr, gradient));
-    let v = multiply(this.momentum, state.v);
+    let v = multiply(this.momentum, state.v!);
     v = this.dampening > 0 ? add(v, multiply(1 - this.dampening, gradient)) : add(v, gradient);
     const update = this.nesterov ? add(gradient, multiply(this.momentum, v)) : v;
     state.v = v;
@@ -67,7 +69,11 @@ export class SGD extends Optimizer {
   }
 }
 
-/** RMSprop, as optimizers.RMSprop(learning_rate, alpha=0.99, eps=1e-8). */
+/**
+ * RMSprop, as optimizers.RMSprop(learning_rate, alpha=0.99, eps=1e-8).
+ * @example
+ * new mg.optimizers.RMSprop(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
+ */
 export class RMSprop extends Optimizer {
   readonly alpha: number;
   readonly eps: number;
@@ -85,13 +91,17 @@ export class RMSprop extends Optimizer {
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     const lr = this.lr(gradient.dtype);
-    const v = add(multiply(this.alpha, state.v), multiply(1 - this.alpha, square(gradient)));
+    const v = add(multiply(this.alpha, state.v!), multiply(1 - this.alpha, square(gradient)));
     state.v = v;
     return subtract(parameter, divide(multiply(lr, gradient), add(sqrt(v), this.eps)));
   }
 }
 
-/** Adagrad, as optimizers.Adagrad(learning_rate, eps=1e-8). */
+/**
+ * Adagrad, as optimizers.Adagrad(learning_rate, eps=1e-8).
+ * @example
+ * new mg.optimizers.Adagrad(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
+ */
 export class Adagrad extends Optimizer {
   readonly eps: number;
   constructor(learningRate: Scheduled, ...rest: Trailing<[eps: number], { eps?: number }>) {
@@ -106,13 +116,17 @@ export class Adagrad extends Optimizer {
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     const lr = this.lr(gradient.dtype);
-    const v = add(state.v, square(gradient));
+    const v = add(state.v!, square(gradient));
     state.v = v;
     return subtract(parameter, divide(multiply(lr, gradient), add(sqrt(v), this.eps)));
   }
 }
 
-/** AdaDelta, as optimizers.AdaDelta(learning_rate, rho=0.9, eps=1e-6). */
+/**
+ * AdaDelta, as optimizers.AdaDelta(learning_rate, rho=0.9, eps=1e-6).
+ * @example
+ * new mg.optimizers.AdaDelta(1.0).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
+ */
 export class AdaDelta extends Optimizer {
   readonly rho: number;
   readonly eps: number;
@@ -132,9 +146,9 @@ export class AdaDelta extends Optimizer {
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     const lr = this.lr(gradient.dtype);
     const { rho, eps } = this;
-    const v = add(multiply(rho, state.v), multiply(1 - rho, square(gradient)));
-    const d = multiply(divide(sqrt(add(state.u, eps)), sqrt(add(v, eps))), gradient);
-    const u = add(multiply(rho, state.u), multiply(1 - rho, square(d)));
+    const v = add(multiply(rho, state.v!), multiply(1 - rho, square(gradient)));
+    const d = multiply(divide(sqrt(add(state.u!, eps)), sqrt(add(v, eps))), gradient);
+    const u = add(multiply(rho, state.u!), multiply(1 - rho, square(d)));
     state.v = v;
     state.u = u;
     return fuseWith(subtract(parameter, multiply(lr, d)), u, [lr]);
@@ -150,6 +164,8 @@ function checkBetas(op: string, betas: readonly number[]): void {
 /**
  * Adam, as optimizers.Adam(learning_rate, betas=[0.9, 0.999], eps=1e-8, bias_correction=False):
  * MLX's default has no bias correction.
+ * @example
+ * new mg.optimizers.Adam(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
  */
 export class Adam extends Optimizer {
   readonly betas: [number, number];
@@ -176,8 +192,8 @@ export class Adam extends Optimizer {
     const lr = this.lr(gradient.dtype);
     const [b1, b2] = this.betas;
     const step = this.step;
-    const m = add(multiply(b1, state.m), multiply(1 - b1, gradient));
-    const v = add(multiply(b2, state.v), multiply(1 - b2, square(gradient)));
+    const m = add(multiply(b1, state.m!), multiply(1 - b1, gradient));
+    const v = add(multiply(b2, state.v!), multiply(1 - b2, square(gradient)));
     state.m = m;
     state.v = v;
     if (this.biasCorrection) {
@@ -193,6 +209,8 @@ export class Adam extends Optimizer {
 /**
  * Adam with decoupled weight decay, as optimizers.AdamW(learning_rate, betas=[0.9, 0.999],
  * eps=1e-8, weight_decay=0.01, bias_correction=False).
+ * @example
+ * new mg.optimizers.AdamW(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.ones([2]) }).w
  */
 export class AdamW extends Adam {
   readonly weightDecay: number;
@@ -214,7 +232,11 @@ export class AdamW extends Adam {
   }
 }
 
-/** Adamax (Adam with the infinity norm), as optimizers.Adamax(learning_rate, betas=[0.9, 0.999], eps=1e-8). */
+/**
+ * Adamax (Adam with the infinity norm), as optimizers.Adamax(learning_rate, betas=[0.9, 0.999], eps=1e-8).
+ * @example
+ * new mg.optimizers.Adamax(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
+ */
 export class Adamax extends Adam {
   constructor(learningRate: Scheduled, ...rest: Trailing<[betas: readonly number[], eps: number], { betas?: readonly number[]; eps?: number }>) {
     const o = resolveOptions("Adamax", rest, { betas: [0.9, 0.999] as readonly number[], eps: 1e-8 });
@@ -223,15 +245,19 @@ export class Adamax extends Adam {
   override applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     const lr = this.lr(gradient.dtype);
     const [b1, b2] = this.betas;
-    const m = add(multiply(b1, state.m), multiply(1 - b1, gradient));
-    const v = maximum(multiply(b2, state.v), abs(gradient));
+    const m = add(multiply(b1, state.m!), multiply(1 - b1, gradient));
+    const v = maximum(multiply(b2, state.v!), abs(gradient));
     state.m = m;
     state.v = v;
     return subtract(parameter, divide(multiply(lr, m), add(v, this.eps)));
   }
 }
 
-/** Lion (sign updates), as optimizers.Lion(learning_rate, betas=[0.9, 0.99], weight_decay=0.0). */
+/**
+ * Lion (sign updates), as optimizers.Lion(learning_rate, betas=[0.9, 0.99], weight_decay=0.0).
+ * @example
+ * new mg.optimizers.Lion(0.1).applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w
+ */
 export class Lion extends Optimizer {
   readonly betas: [number, number];
   readonly weightDecay: number;
@@ -249,10 +275,10 @@ export class Lion extends Optimizer {
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     const lr = this.lr(gradient.dtype);
     const [b1, b2] = this.betas;
-    const m = state.m as MgArray;
+    const m = state.m! as MgArray;
     const c = add(multiply(b1, m), multiply(1 - b1, gradient));
     state.m = add(multiply(b2, m), multiply(1 - b2, gradient));
-    const next = state.m as MgArray;
+    const next = state.m! as MgArray;
     const scalars = [lr];
     if (this.weightDecay > 0) {
       const decay = this.perStep(`decay/${gradient.dtype.name}`, () => subtract(1, multiply(lr, this.weightDecay)));
@@ -279,6 +305,8 @@ interface AdafactorOptions {
  * Adafactor (factored second moments for matrices), as optimizers.Adafactor(learning_rate=None,
  * eps=(1e-30, 1e-3), clip_threshold=1.0, decay_rate=-0.8, beta_1=None, weight_decay=0.0,
  * scale_parameter=True, relative_step=True, warmup_init=False).
+ * @example
+ * new mg.optimizers.Adafactor().applyGradients({ w: mg.ones([2]) }, { w: mg.zeros([2]) }).w.shape
  */
 export class Adafactor extends Optimizer {
   readonly eps: readonly [number, number];
@@ -354,20 +382,20 @@ export class Adafactor extends Optimizer {
     const beta2 = subtract(1.0, astype(power(step, this.decayRate), parameterRms.dtype));
     let update = add(square(gradient), this.eps[0]);
     if (factored) {
-      const row = add(multiply(beta2, state.exp_avg_sq_row), multiply(subtract(1, beta2), mean(update, -1)));
-      const col = add(multiply(beta2, state.exp_avg_sq_col), multiply(subtract(1, beta2), mean(update, -2)));
+      const row = add(multiply(beta2, state.exp_avg_sq_row!), multiply(subtract(1, beta2), mean(update, -1)));
+      const col = add(multiply(beta2, state.exp_avg_sq_col!), multiply(subtract(1, beta2), mean(update, -2)));
       state.exp_avg_sq_row = row;
       state.exp_avg_sq_col = col;
       update = multiply(this.approximateExpMovingAvg(row, col), gradient);
     } else {
-      const avg = add(multiply(beta2, state.exp_avg_sq), multiply(subtract(1, beta2), update));
+      const avg = add(multiply(beta2, state.exp_avg_sq!), multiply(subtract(1, beta2), update));
       state.exp_avg_sq = avg;
       update = multiply(rsqrt(avg), gradient);
     }
     update = divide(update, maximum(1.0, divide(this.rms(update), this.clipThreshold)));
     update = multiply(learningRate, update);
     if (this.beta1 !== null) {
-      const avg = add(multiply(this.beta1, state.exp_avg), multiply(1 - this.beta1, update));
+      const avg = add(multiply(this.beta1, state.exp_avg!), multiply(1 - this.beta1, update));
       state.exp_avg = avg;
       update = avg;
     }
@@ -379,6 +407,8 @@ export class Adafactor extends Optimizer {
 /**
  * Muon (momentum orthogonalised by Newton–Schulz iterations for matrices), as
  * optimizers.Muon(learning_rate, momentum=0.95, weight_decay=0.01, nesterov=True, ns_steps=5).
+ * @example
+ * new mg.optimizers.Muon(0.1).applyGradients({ w: mg.ones([2, 2]) }, { w: mg.zeros([2, 2]) }).w.shape
  */
 export class Muon extends Optimizer {
   readonly momentum: number;
@@ -418,7 +448,7 @@ export class Muon extends Optimizer {
   }
   applySingle(gradient: MgArray, parameter: MgArray, state: State): MgArray {
     if (this.weightDecay !== 0) gradient = add(gradient, multiply(this.weightDecay, parameter));
-    let v = multiply(this.momentum, state.v);
+    let v = multiply(this.momentum, state.v!);
     v = add(v, multiply(1 - this.momentum, gradient));
     state.v = v;
     let update = this.nesterov ? add(multiply(gradient, 1 - this.momentum), multiply(v, this.momentum)) : v;
@@ -438,13 +468,16 @@ export class Muon extends Optimizer {
 /**
  * Rescales a gradient tree so its global 2-norm is at most `maxNorm`, as
  * optimizers.clip_grad_norm(grads, max_norm): returns [clipped gradients, total norm].
+ * @example
+ * mg.optimizers.clipGradNorm({ w: mg.array([3, 4], mg.float32) }, 1)[1]
  */
-export function clipGradNorm(grads: unknown, maxNorm: number): [any, MgArray] {
+export function clipGradNorm<T>(grads: T, maxNorm: number): [T, MgArray] {
+  const tree: unknown = grads;
   if (maxNorm < 0) throw new RangeError(`[clip_grad_norm] max_norm should be >=0, ${maxNorm} was provided instead`);
   const squaredNorm = (g: MgArray) => sum(square(g.dtype === float16 ? astype(g, float32) : g));
-  const normSquared = treeReduce((acc: MgArray | number, g: MgArray) => add(acc, squaredNorm(g)), grads, 0.0) as MgArray;
+  const normSquared = treeReduce((acc: MgArray | number, g: MgArray) => add(acc, squaredNorm(g)), tree, 0.0) as MgArray;
   const totalNorm = sqrt(normSquared);
   const normalizer = minimum(divide(maxNorm, add(totalNorm, 1e-6)), 1.0);
-  const clipped = treeMap((g: MgArray) => (issubdtype(g.dtype, floating) ? astype(multiply(g, normalizer), g.dtype) : multiply(g, normalizer)), grads);
-  return [clipped, totalNorm];
+  const clipped = treeMap((g: MgArray) => (issubdtype(g.dtype, floating) ? astype(multiply(g, normalizer), g.dtype) : multiply(g, normalizer)), tree);
+  return [clipped as T, totalNorm];
 }

@@ -6,25 +6,37 @@ import { array } from "../core/ops/convert.ts";
 import { add, cos, floorDivide, less, minimum, multiply, power, subtract, where } from "../core/ops/elementwise.ts";
 import { libraryFunction } from "../core/ownership.ts";
 import { callUser } from "../nn/module.ts";
-import { resolveOptions, type Trailing } from "../utils/options.ts";
+import { resolveOptions, type Trailing } from "../core/options.ts";
 import type { Schedule } from "./optimizer.ts";
 
 // Python's floats are float32 here even when integral (JS cannot tell 1.0 from 1): a weak integer
 // next to the uint64 step would keep the result integral.
 const float = (x: number) => array(x, float32);
 
-/** init · decayRate^step. */
+/**
+ * init · decayRate^step.
+ * @example
+ * mg.optimizers.exponentialDecay(1, 0.5)(mg.array(2))
+ */
 export function exponentialDecay(init: number, decayRate: number): Schedule {
   return libraryFunction<Schedule>((step) => multiply(init, power(float(decayRate), step)));
 }
 
-/** init · decayRate^⌊step / stepSize⌋. */
+/**
+ * init · decayRate^⌊step / stepSize⌋.
+ * @example
+ * mg.optimizers.stepDecay(1, 0.5, 2)(mg.array(4))
+ */
 export function stepDecay(init: number, decayRate: number, stepSize: number): Schedule {
   if (stepSize < 1) throw new RangeError(`[step_decay] step_size must be greater than 0, but got ${stepSize}.`);
   return libraryFunction<Schedule>((step) => multiply(init, power(float(decayRate), floorDivide(step, stepSize))));
 }
 
-/** Cosine decay from init to `end` over decaySteps steps, then constant, as cosine_decay(init, decay_steps, end=0.0). */
+/**
+ * Cosine decay from init to `end` over decaySteps steps, then constant, as cosine_decay(init, decay_steps, end=0.0).
+ * @example
+ * mg.optimizers.cosineDecay(1, 10)(mg.array(5))
+ */
 export function cosineDecay(init: number, decaySteps: number, ...rest: Trailing<[end: number], { end?: number }>): Schedule {
   const { end } = resolveOptions("cosine_decay", rest, { end: 0.0 });
   if (decaySteps < 1) throw new RangeError(`[cosine_decay] decay_steps must be greater than 0, but got ${decaySteps}.`);
@@ -35,7 +47,11 @@ export function cosineDecay(init: number, decaySteps: number, ...rest: Trailing<
   });
 }
 
-/** Runs schedules[i] from boundaries[i − 1] on, each seeing the steps since its boundary. */
+/**
+ * Runs schedules[i] from boundaries[i − 1] on, each seeing the steps since its boundary.
+ * @example
+ * mg.optimizers.joinSchedules([mg.optimizers.linearSchedule(0, 1, 10), mg.optimizers.exponentialDecay(1, 0.9)], [10])(mg.array(5))
+ */
 export function joinSchedules(schedules: readonly Schedule[], boundaries: readonly number[]): Schedule {
   if (schedules.length === 0) throw new Error("[join_schedules] Must provide at least 1 schedule to join.");
   if (schedules.length !== boundaries.length + 1) {
@@ -51,7 +67,11 @@ export function joinSchedules(schedules: readonly Schedule[], boundaries: readon
   });
 }
 
-/** Linear from init to end over `steps` steps, then constant. */
+/**
+ * Linear from init to end over `steps` steps, then constant.
+ * @example
+ * mg.optimizers.linearSchedule(0, 1, 10)(mg.array(5))
+ */
 export function linearSchedule(init: number, end: number, steps: number): Schedule {
   if (steps < 1) throw new RangeError(`[linear_schedule] steps must be greater than 0, but got ${steps}.`);
   return libraryFunction<Schedule>((step) => add(multiply(minimum(step, steps), float((end - init) / steps)), init));

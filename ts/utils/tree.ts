@@ -4,16 +4,44 @@
 // in MLX; here any object with a [TREE_NODE]() method (mg.nn.Module) is walked as a dict.
 import { isOptionsObject } from "../core/ops/convert.ts";
 import { isPlainObject } from "../autograd/tree.ts";
-import { checkOptionNames } from "./options.ts";
+import { checkOptionNames } from "../core/options.ts";
 
 /** Objects that trees walk into as dicts: the method returns their [key, child] entries. */
 export const TREE_NODE: unique symbol = Symbol.for("metalgrad.treeNode");
+/**
+ * An object trees walk into as a dict (mg.nn.Module is one): its [TREE_NODE]() gives its entries.
+ */
 export interface TreeNode {
   [TREE_NODE](): [string, unknown][];
 }
 
+/**
+ * Decides what a tree walk treats as a leaf.
+ */
 export type IsLeaf = ((x: unknown) => boolean) | null | undefined;
-export type FlatTree = [string, unknown][];
+/** A flattened tree: [dotted key, leaf] pairs. */
+export type FlatTree<L = unknown> = [string, L][];
+
+/** A tree: a leaf, a list of trees or a plain object of trees (MLX's lists, tuples and dicts). */
+export type Tree<L = unknown> = L | readonly Tree<L>[] | { readonly [key: string]: Tree<L> };
+/** The dict or list form of a tree (what Module.update and Optimizer.update take). */
+export type NestedTree<L = unknown> = { readonly [key: string]: Tree<L> } | readonly Tree<L>[];
+
+/** The leaf types of a tree type: what its lists and plain objects hold at the bottom (an absent
+ *  optional entry is no leaf). */
+export type LeafOf<T> = T extends readonly (infer E)[] ? LeafOf<E>
+  : T extends TreeNode ? unknown
+  : T extends { readonly [key: string]: unknown } ? (T extends Function ? T : { [K in keyof T]-?: LeafOf<Exclude<T[K], undefined>> }[keyof T])
+  : T;
+/** The leaf type a callback over the tree's leaves takes (any, as `never`, where the tree's leaves are not typed). */
+export type LeafParam<T> = unknown extends LeafOf<T> ? never : LeafOf<T>;
+/** `T` with every leaf replaced by `R` (treeMap's result). */
+export type MapLeaves<T, R> = unknown extends T ? unknown
+  : T extends readonly unknown[] ? { -readonly [K in keyof T]: MapLeaves<T[K], R> }
+  : T extends TreeNode ? { [key: string]: Tree<R> }
+  : T extends Function ? R
+  : T extends { readonly [key: string]: unknown } ? { -readonly [K in keyof T]: MapLeaves<T[K], R> }
+  : R;
 
 function isTreeNode(x: unknown): x is TreeNode {
   return x !== null && typeof x === "object" && typeof (x as Partial<TreeNode>)[TREE_NODE] === "function";
@@ -48,12 +76,16 @@ function splitTrailing(rest: unknown[], names: readonly string[]): [unknown[], R
  * Extra trees (`rest`) have at least `tree`'s structure; their leaves at the same places are passed
  * as extra arguments. A trailing `{ isLeaf }` says what counts as a leaf (an object with only
  * that key is read as the options, never as an extra tree).
+ * @example
+ * mg.utils.treeMap((x: number) => x * 10, { a: [1, 2], b: 3 })
  */
-export function treeMap(fn: (...leaves: any[]) => unknown, tree: unknown, ...rest: unknown[]): any {
+export function treeMap<T, R>(fn: (leaf: NoInfer<LeafParam<T>>, ...others: never[]) => R, tree: T, ...rest: unknown[]): MapLeaves<T, R>;
+export function treeMap(fn: (...leaves: never[]) => unknown, tree: unknown, ...rest: unknown[]): unknown {
+  const apply = fn as (...leaves: unknown[]) => unknown;
   const [trees, options] = splitTrailing(rest, ["isLeaf"]);
   const isLeaf = options.isLeaf as IsLeaf;
   const walk = (t: unknown, others: unknown[]): unknown => {
-    if (isLeaf && isLeaf(t)) return fn(t, ...others);
+    if (isLeaf && isLeaf(t)) return apply(t, ...others);
     if (Array.isArray(t)) return t.map((c, i) => walk(c, others.map((r) => child(r, i, "tree_map"))));
     const entries = dictEntries(t);
     if (entries) {
@@ -61,7 +93,7 @@ export function treeMap(fn: (...leaves: any[]) => unknown, tree: unknown, ...res
       for (const [k, c] of entries) out[k] = walk(c, others.map((r) => child(r, k, "tree_map")));
       return out;
     }
-    return fn(t, ...others);
+    return apply(t, ...others);
   };
   return walk(tree, trees);
 }
@@ -69,12 +101,16 @@ export function treeMap(fn: (...leaves: any[]) => unknown, tree: unknown, ...res
 /**
  * treeMap whose `fn` also receives each leaf's dotted path first, as
  * mlx.utils.tree_map_with_path. Options: `{ isLeaf, path }` (`path` prefixes every path).
+ * @example
+ * mg.utils.treeMapWithPath((path: string) => path, { a: [1, 2] })
  */
-export function treeMapWithPath(fn: (path: string, ...leaves: any[]) => unknown, tree: unknown, ...rest: unknown[]): any {
+export function treeMapWithPath<T, R>(fn: (path: string, leaf: NoInfer<LeafParam<T>>, ...others: never[]) => R, tree: T, ...rest: unknown[]): MapLeaves<T, R>;
+export function treeMapWithPath(fn: (path: string, ...leaves: never[]) => unknown, tree: unknown, ...rest: unknown[]): unknown {
+  const apply = fn as (path: string, ...leaves: unknown[]) => unknown;
   const [trees, options] = splitTrailing(rest, ["isLeaf", "path"]);
   const isLeaf = options.isLeaf as IsLeaf;
   const walk = (t: unknown, others: unknown[], path: string | undefined): unknown => {
-    if (isLeaf && isLeaf(t)) return fn(path as string, t, ...others);
+    if (isLeaf && isLeaf(t)) return apply(path as string, t, ...others);
     const prefix = path ? `${path}.` : "";
     if (Array.isArray(t)) {
       return t.map((c, i) => walk(c, others.map((r) => child(r, i, "tree_map_with_path")), `${prefix}${i}`));
@@ -85,11 +121,14 @@ export function treeMapWithPath(fn: (path: string, ...leaves: any[]) => unknown,
       for (const [k, c] of entries) out[k] = walk(c, others.map((r) => child(r, k, "tree_map_with_path")), `${prefix}${k}`);
       return out;
     }
-    return fn(path as string, t, ...others);
+    return apply(path as string, t, ...others);
   };
   return walk(tree, trees, options.path as string | undefined);
 }
 
+/**
+ * treeFlatten's options: prefix, isLeaf, destination.
+ */
 export interface TreeFlattenOptions {
   prefix?: string;
   isLeaf?: IsLeaf;
@@ -101,8 +140,11 @@ export interface TreeFlattenOptions {
  * is_leaf=None, destination=None). As in MLX the first character of `prefix` is dropped (pass
  * ".name" to prefix keys with "name."). With a plain-object `destination` the pairs are written
  * into it as keys and the object is returned.
+ * @example
+ * mg.utils.treeFlatten({ a: [1, 2], b: { c: 3 } })
  */
-export function treeFlatten(tree: unknown, prefix?: string | TreeFlattenOptions, isLeaf?: IsLeaf, destination?: FlatTree | Record<string, unknown> | null): any;
+export function treeFlatten<T>(tree: T, prefix?: string | TreeFlattenOptions, isLeaf?: IsLeaf, destination?: FlatTree | null): FlatTree<LeafOf<T>>;
+export function treeFlatten<T>(tree: T, prefix: string, isLeaf: IsLeaf, destination: Record<string, unknown>): Record<string, LeafOf<T>>;
 export function treeFlatten(tree: unknown, ...rest: unknown[]): FlatTree | Record<string, unknown> {
   let opts: TreeFlattenOptions = {};
   // A plain object is an options object except in the destination position (the 4th argument).
@@ -134,15 +176,17 @@ export function treeFlatten(tree: unknown, ...rest: unknown[]): FlatTree | Recor
  * Rebuilds a tree from its flat form ([key, value] pairs or a {key: value} object), as
  * mlx.utils.tree_unflatten: a level whose keys are all integers becomes a list (gaps filled with
  * empty objects), any other level an object.
+ * @example
+ * mg.utils.treeUnflatten([["a.0", 1], ["a.1", 2], ["b", 3]])
  */
-export function treeUnflatten(tree: FlatTree | Record<string, unknown>): any {
+export function treeUnflatten<L>(tree: FlatTree<L> | Record<string, L>): Tree<L> {
   const items: [string, unknown][] = Array.isArray(tree) ? tree : Object.entries(tree);
   for (const item of items) {
     if (!Array.isArray(item) || item.length !== 2 || typeof item[0] !== "string") {
       throw new TypeError("[tree_unflatten] expected [key, value] pairs with string keys.");
     }
   }
-  if (items.length === 1 && items[0]![0] === "") return items[0]![1];
+  if (items.length === 1 && items[0]![0] === "") return items[0]![1] as Tree<L>;
   const children = new Map<string, [string, unknown][]>();
   for (const [key, value] of items) {
     const dot = key.indexOf(".");
@@ -168,20 +212,24 @@ export function treeUnflatten(tree: FlatTree | Record<string, unknown>): any {
       while (out.length < i) out.push({});
       out.push(treeUnflatten(children.get(k)!));
     }
-    return out;
+    return out as Tree<L>;
   }
   const out: Record<string, unknown> = {};
   for (const [k, v] of children) out[k] = treeUnflatten(v);
-  return out;
+  return out as Tree<L>;
 }
 
 /**
  * Reduces the leaves of a tree with `fn(accumulator, leaf)`, as mlx.utils.tree_reduce(fn, tree,
  * initializer=None, is_leaf=None): without an initializer the first leaf starts the reduction.
+ * @example
+ * mg.utils.treeReduce((acc: number, x: number) => acc + x, { a: [1, 2], b: 3 }, 0)
  */
-export function treeReduce(fn: (acc: any, leaf: any) => unknown, tree: unknown, initializer?: unknown, isLeaf?: IsLeaf): any {
+export function treeReduce<T, A>(fn: (acc: A, leaf: NoInfer<LeafParam<T>>) => A, tree: T, initializer?: A, isLeaf?: IsLeaf): A;
+export function treeReduce(fn: (acc: never, leaf: never) => unknown, tree: unknown, initializer?: unknown, isLeaf?: IsLeaf): unknown {
+  const reduce = fn as (acc: unknown, leaf: unknown) => unknown;
   const walk = (t: unknown, acc: unknown): unknown => {
-    if (isLeaf && isLeaf(t)) return acc == null ? t : fn(acc, t);
+    if (isLeaf && isLeaf(t)) return acc == null ? t : reduce(acc, t);
     if (Array.isArray(t)) {
       for (const c of t) acc = walk(c, acc);
       return acc;
@@ -191,7 +239,7 @@ export function treeReduce(fn: (acc: any, leaf: any) => unknown, tree: unknown, 
       for (const [, c] of entries) acc = walk(c, acc);
       return acc;
     }
-    return acc == null ? t : fn(acc, t);
+    return acc == null ? t : reduce(acc, t);
   };
   return walk(tree, initializer ?? null);
 }
@@ -205,8 +253,11 @@ function isEmptyContainer(x: unknown): boolean {
 /**
  * Merges two trees holding values at different places, as mlx.utils.tree_merge (a deep update):
  * empty containers are empty subtrees; leaves present in both need `mergeFn`.
+ * @example
+ * mg.utils.treeMerge({ a: 1 }, { b: 2 })
  */
-export function treeMerge(treeA: unknown, treeB: unknown, mergeFn?: ((a: any, b: any) => unknown) | null): any {
+export function treeMerge<A, B>(treeA: A, treeB: B, mergeFn?: ((a: NoInfer<LeafParam<A>>, b: NoInfer<LeafParam<B>>) => unknown) | null): Tree<LeafOf<A> | LeafOf<B>>;
+export function treeMerge(treeA: unknown, treeB: unknown, mergeFn?: ((a: never, b: never) => unknown) | null): unknown {
   const emptyA = isEmptyContainer(treeA);
   const emptyB = isEmptyContainer(treeB);
   if (emptyA && emptyB) {
@@ -227,9 +278,9 @@ export function treeMerge(treeA: unknown, treeB: unknown, mergeFn?: ((a: any, b:
     const ma = new Map(ea);
     const mb = new Map(eb);
     const out: Record<string, unknown> = {};
-    for (const k of new Set([...ma.keys(), ...mb.keys()])) out[k] = treeMerge(ma.get(k) ?? null, mb.get(k) ?? null, mergeFn);
+    for (const k of new Set([...ma.keys(), ...mb.keys()])) out[k] = treeMerge(ma.get(k) ?? null, mb.get(k) ?? null, mergeFn as never);
     return out;
   }
   if (!mergeFn) throw new Error("[tree_merge] Trees contain elements at the same locations but no merge function was provided");
-  return mergeFn(a, b);
+  return (mergeFn as (x: unknown, y: unknown) => unknown)(a, b);
 }

@@ -221,8 +221,8 @@ describe("GPU errors", () => {
 
   test("the error names the op the user called, not the broadcast it builds first", () => {
     const x = mg.array([1, 2], mg.float64);
-    expect(() => mg.add(x, 1, { stream: mg.gpu })).toThrow("[add] float64 is not supported on the GPU.");
-    expect(() => mg.multiply(x, mg.ones([3, 2]), { stream: mg.gpu })).toThrow("[multiply] float64 is not supported on the GPU.");
+    expect(() => mg.add(x, 1, { stream: mg.gpu })).toThrow("[add] float64 is not supported on the GPU; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).");
+    expect(() => mg.multiply(x, mg.ones([3, 2]), { stream: mg.gpu })).toThrow("[multiply] float64 is not supported on the GPU; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).");
   });
 });
 

@@ -221,8 +221,8 @@ describeGemm("NumPy's 1-D rules", () => {
     const d = input([3, 4], mg.float64, 41);
     const e = input([4, 3], mg.float64, 42);
     // Refused when the node is built (ts/core/graph.ts), named by the primitive.
-    expect(() => runOn(mg.gpu, () => mg.matmul(d, e))).toThrow("[Matmul] float64 is not supported on the GPU.");
-    expect(() => runOn(mg.gpu, () => mg.addmm(input([3, 3], mg.float64, 43), d, e))).toThrow("[AddMM] float64 is not supported on the GPU.");
+    expect(() => runOn(mg.gpu, () => mg.matmul(d, e))).toThrow("[matmul] float64 is not supported on the GPU; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).");
+    expect(() => runOn(mg.gpu, () => mg.addmm(input([3, 3], mg.float64, 43), d, e))).toThrow("[addmm] float64 is not supported on the GPU; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).");
   });
 });
 

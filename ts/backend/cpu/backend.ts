@@ -4,9 +4,10 @@
 // over its own table falling back to `cpuKernels` (KernelRegistry's `fallback`).
 import type { Node } from "../../core/array.ts";
 import type { Backend } from "../../core/graph.ts";
+import { opName } from "../../core/primitive.ts";
 import { applyViews } from "../../core/layout.ts";
 import type { KernelRegistry } from "../../core/registry.ts";
-import { Precision, record, tracing } from "../../core/trace.ts";
+import { annotationsOf, Precision, record, tracing } from "../../core/trace.ts";
 import type { CpuKernel } from "./registry.ts";
 
 export interface CpuBackendOptions {
@@ -39,7 +40,7 @@ export function cpuBackend(kernels: KernelRegistry<CpuKernel<any>>, options: Cpu
       // "Invalid typed array length") names neither the op nor the size.
       if (!(e instanceof RangeError) || e.message.startsWith("[")) throw e;
       const outs = node.outputs.map((o) => o.describe()).join(", ");
-      throw new RangeError(`[${p.name}] The CPU device could not allocate working memory for ${outs}: ${e.message}.`, { cause: e });
+      throw new RangeError(`[${opName(node)}] The CPU device could not allocate working memory for ${outs}: ${e.message}.`, { cause: e });
     }
     if (tracing()) {
       const inexact = node.outputs.some((o) => o.dtype.kind === "f" || o.dtype.kind === "V" || o.dtype.kind === "c");
@@ -53,7 +54,10 @@ export function cpuBackend(kernels: KernelRegistry<CpuKernel<any>>, options: Cpu
         precision: p.layout ? Precision.none : inexact ? inexactPrecision : Precision.exact,
         // A view whose input's layout cannot express it (a reshape of a non-contiguous view, a
         // strided array viewed as a wider dtype) was copied: the trace says so.
-        notes: copied ? [`copy: ${p.name} of ${node.inputs[0]!.describe()} cannot be a view of its layout; its elements are copied row-contiguously`] : [],
+        notes: [
+          ...(copied ? [`copy: ${p.name} of ${node.inputs[0]!.describe()} cannot be a view of its layout; its elements are copied row-contiguously`] : []),
+          ...annotationsOf(node.outputs),
+        ],
       });
     }
   };

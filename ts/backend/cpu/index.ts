@@ -2,6 +2,7 @@
 // below registers its kernels against the records (registerCpu); this one installs the backend.
 import "./convolution.ts";
 import "./elementwise.ts";
+import "./fast-kernels.ts";
 import "./fft.ts";
 import "./indexing.ts";
 import "./linalg/kernels.ts";

@@ -3,7 +3,7 @@
 import type { Layout, MgArray, Node } from "../../core/array.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
 import { allocateBuffer, type BufferLike, type Storage } from "../../memory/storage.ts";
-import { record, tracing } from "../../core/trace.ts";
+import { annotationsOf, record, tracing } from "../../core/trace.ts";
 import type { BufferBinding, CommandBatch, Dispatch, InlineBytes, NativeBuffer } from "../runtime.ts";
 
 /** An array bound for a kernel: the binding plus how to address its elements from it. */
@@ -129,6 +129,7 @@ export class GpuEncoder {
 
   /** Offers an array's storage for reuse by later outputs of this batch (see `recycled`). */
   recycle(a: MgArray): void {
+    if (this.readAfterSubmit.has(a)) return;
     const s = a.surrenderStorage();
     if (s) this.recycled.push(s);
   }
@@ -151,9 +152,16 @@ export class GpuEncoder {
   /** Checks that read this batch's results on the host (MG_CHECK_INDICES), run after submit. */
   private readonly afterSubmitChecks: (() => void)[] = [];
 
-  /** Runs `check` once the batch is submitted and its outputs carry it as pending work. */
-  afterSubmit(check: () => void): void {
+  /** Arrays an after-submit check reads: their storage is not recycled within the batch. */
+  private readonly readAfterSubmit = new Set<MgArray>();
+
+  /**
+   * Runs `check` once the batch is submitted and its outputs carry it as pending work; `reads`
+   * are the arrays it reads on the host.
+   */
+  afterSubmit(check: () => void, reads: readonly MgArray[] = []): void {
     this.afterSubmitChecks.push(check);
+    for (const a of reads) this.readAfterSubmit.add(a);
   }
 
   /** Called by the backend after setting the outputs' pending work; a check may throw. */
@@ -257,7 +265,7 @@ export class GpuEncoder {
       grid,
       threadgroup: tg,
       precision: trace.precision,
-      notes: [...notes, ...(trace.notes ?? [])],
+      notes: [...notes, ...(trace.notes ?? []), ...annotationsOf(trace.outputs)],
       pipelineFrom: d.pipeline.origin,
     });
   }

@@ -16,6 +16,7 @@ import { gpuRules, type KernelRule } from "./registry.ts";
 // The GPU rules of every primitive (each module registers its own).
 import "./convolution.ts";
 import "./elementwise.ts";
+import "./fast/rules.ts";
 import "./fft.ts";
 import "./indexing.ts";
 import "./matmul.ts";
@@ -29,6 +30,11 @@ import "./sort.ts";
 
 /** Automatic fusion is on unless MG_FUSION=0 (useful to compare fused against unfused). */
 let fusionEnabled = process.env.MG_FUSION !== "0";
+/**
+ * Turns GPU fusion of elementwise chains on or off (as MG_FUSION=0); returns the previous setting.
+ * @example
+ * mg.setFusion(mg.setFusion(true))
+ */
 export function setFusion(enabled: boolean): boolean {
   const previous = fusionEnabled;
   fusionEnabled = enabled;
@@ -285,7 +291,7 @@ registerBackend("gpu", {
         // later), so it still reads its inputs after this batch: they are not recycled for it.
         if (it.kind === "region") {
           for (const n of it.region.nodes) if (it.region.outputs.includes(n.outputs[0]!)) recycleInputs(n);
-        } else if (it.kind !== "view") recycleInputs(it.node);
+        } else recycleInputs(it.node);
       }
     } catch (e) {
       for (const o of fresh) o.discardData();

@@ -48,7 +48,11 @@ function instantiationLine(k: KernelInstance): string {
 const pipelines = new Map<string, Pipeline>();
 let compiles = 0;
 
-/** Compiler runs so far (tests and benchmarks report it). */
+/**
+ * Compiler runs so far (tests and benchmarks report it).
+ * @example
+ * typeof mg.fast.kernelCompileCount()
+ */
 export function kernelCompileCount(): number {
   return compiles;
 }

@@ -317,13 +317,18 @@ function encodeMatmul(enc: GpuEncoder, node: Node, e: Epilogue): void {
   const g = geometry(node);
   const [a, b, c] = node.inputs;
   const nd = out.ndim;
+  // A TF32-class or NAX GEMM would be chosen here for float32 under policy "high"; none exists.
+  const policy =
+    (node.params as { precision?: "high" }).precision === "high" && out.dtype === float32
+      ? ['precision policy matmul="high" allows TF32-class/NAX kernels; metalgrad has none, so this GEMM is IEEE fp32']
+      : [];
   const trace = (layout: string, notes: string[] = []) => ({
     primitives: [node.primitive.name],
     inputs: node.inputs,
     outputs: node.outputs,
     layout,
     precision: matmulPrecision(out.dtype),
-    notes,
+    notes: [...notes, ...policy],
   });
 
   if (p.path === "complex") {

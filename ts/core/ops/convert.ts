@@ -10,6 +10,7 @@ import { bigFromNumber, type Complex, storageCtor } from "../elements.ts";
 import { rowMajorStrides } from "../shape.ts";
 import { allocateBuffer, Storage, type TypedArray } from "../../memory/storage.ts";
 
+/** The options object every op takes: `stream`, a device or a stream to run on. */
 export interface StreamOptions {
   stream?: StreamOrDevice | null;
 }
@@ -145,6 +146,8 @@ export interface ArrayOptions {
 /**
  * Creates an array, as mx.array: from a scalar, nested JS arrays (of scalars, {re, im} complex
  * values or arrays), a typed array (optionally with a shape) or another array.
+ * @example
+ * mg.array([[1, 2], [3, 4]], mg.float16)
  */
 export function array(value: ArrayInput, dtype?: Dtype | null, options: ArrayOptions = {}): MgArray {
   if (dtype != null) dtypeArgument("array", dtype);

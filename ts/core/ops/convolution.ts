@@ -12,7 +12,7 @@ import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import { astype } from "./elementwise.ts";
 import { matmul } from "./linalg-core.ts";
 import { flip as flipAxes, reshape } from "./shape.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../options.ts";
 
 /** A per-spatial-axis argument: one number for every axis, or one per axis. */
 export type PerAxis = number | readonly number[];
@@ -147,15 +147,27 @@ function convN(op: string, nd: number, input: ArrayInput, weight: ArrayInput, re
   }, resolveStream(o.stream as StreamOptions["stream"]));
 }
 
-/** 1-D convolution (correlation) of (N, L, C_in) by (C_out, K, C_in/groups), as mx.conv1d. */
+/**
+ * 1-D convolution (correlation) of (N, L, C_in) by (C_out, K, C_in/groups), as mx.conv1d.
+ * @example
+ * mg.conv1d(mg.ones([1, 5, 1]), mg.ones([1, 3, 1]), { padding: 1 })
+ */
 export function conv1d(input: ArrayInput, weight: ArrayInput, ...rest: ConvRest): MgArray {
   return convN("conv1d", 1, input, weight, rest);
 }
-/** 2-D convolution of (N, H, W, C_in) by (C_out, KH, KW, C_in/groups), as mx.conv2d. */
+/**
+ * 2-D convolution of (N, H, W, C_in) by (C_out, KH, KW, C_in/groups), as mx.conv2d.
+ * @example
+ * mg.conv2d(mg.ones([1, 4, 4, 1]), mg.ones([2, 3, 3, 1]), { stride: 2 }).shape
+ */
 export function conv2d(input: ArrayInput, weight: ArrayInput, ...rest: ConvRest): MgArray {
   return convN("conv2d", 2, input, weight, rest);
 }
-/** 3-D convolution of (N, D, H, W, C_in) by (C_out, KD, KH, KW, C_in/groups), as mx.conv3d. */
+/**
+ * 3-D convolution of (N, D, H, W, C_in) by (C_out, KD, KH, KW, C_in/groups), as mx.conv3d.
+ * @example
+ * mg.conv3d(mg.ones([1, 3, 3, 3, 1]), mg.ones([1, 2, 2, 2, 1])).shape
+ */
 export function conv3d(input: ArrayInput, weight: ArrayInput, ...rest: ConvRest): MgArray {
   return convN("conv3d", 3, input, weight, rest);
 }
@@ -164,6 +176,8 @@ export function conv3d(input: ArrayInput, weight: ArrayInput, ...rest: ConvRest)
  * The general convolution, as mx.conv_general(input, weight, stride=1, padding=0,
  * kernel_dilation=1, input_dilation=1, groups=1, flip=False): any of 1–3 spatial axes; padding
  * per axis or as [low, high] lists (negative values crop).
+ * @example
+ * mg.convGeneral(mg.ones([1, 4, 1]), mg.ones([1, 2, 1]), { inputDilation: 2 }).shape
  */
 export function convGeneral(
   input: ArrayInput,
@@ -233,22 +247,41 @@ function convTransposeN(op: string, nd: number, input: ArrayInput, weight: Array
     resolveStream(o.stream as StreamOptions["stream"]));
 }
 
-/** As mx.conv_transpose1d(input, weight, stride=1, padding=0, dilation=1, output_padding=0, groups=1). */
+/**
+ * As mx.conv_transpose1d(input, weight, stride=1, padding=0, dilation=1, output_padding=0, groups=1).
+ * @example
+ * mg.convTranspose1d(mg.ones([1, 3, 1]), mg.ones([1, 2, 1]), { stride: 2 })
+ */
 export function convTranspose1d(input: ArrayInput, weight: ArrayInput, ...rest: ConvTransposeRest): MgArray {
   return convTransposeN("conv_transpose1d", 1, input, weight, rest);
 }
+/**
+ * The transposed 2-D convolution (the gradient of conv2d with respect to its input), as mx.conv_transpose2d: input (N, H, W, C), weight (C_out, kH, kW, C_in).
+ * @example
+ * mg.convTranspose2d(mg.ones([1, 2, 2, 1]), mg.ones([1, 2, 2, 1]), { stride: 2 }).shape
+ */
 export function convTranspose2d(input: ArrayInput, weight: ArrayInput, ...rest: ConvTransposeRest): MgArray {
   return convTransposeN("conv_transpose2d", 2, input, weight, rest);
 }
+/**
+ * The transposed 3-D convolution, as mx.conv_transpose3d: input (N, D, H, W, C), weight (C_out, kD, kH, kW, C_in).
+ * @example
+ * mg.convTranspose3d(mg.ones([1, 2, 2, 2, 1]), mg.ones([1, 2, 2, 2, 1])).shape
+ */
 export function convTranspose3d(input: ArrayInput, weight: ArrayInput, ...rest: ConvTransposeRest): MgArray {
   return convTransposeN("conv_transpose3d", 3, input, weight, rest);
 }
 
+/**
+ * convolve's output size: the full overlap, the input's size ("same") or only complete overlaps.
+ */
 export type ConvolveMode = "full" | "same" | "valid";
 
 /**
  * The discrete 1-D convolution of `a` and `v`, as mx.convolve (numpy.convolve): "full" (length
  * n + m − 1), "same" (length max(n, m), centred) or "valid" (length max(n, m) − min(n, m) + 1).
+ * @example
+ * mg.convolve(mg.array([1, 2, 3], mg.float32), mg.array([0, 1, 0.5], mg.float32))
  */
 export function convolve(a: ArrayInput, v: ArrayInput, ...rest: Trailing<[mode: ConvolveMode], { mode?: ConvolveMode } & StreamOptions>): MgArray {
   const op = "convolve";

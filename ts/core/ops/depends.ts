@@ -24,6 +24,8 @@ function arrayList(x: unknown, what: string): MgArray[] {
  * Arrays equal to `inputs` whose evaluation first evaluates `dependencies`, as mx.depends: an
  * array in, an array out; a list in, a list out. The gradient passes to the inputs unchanged and
  * the dependencies receive none. jvp and vmap pass through as well (MLX has no rule for them).
+ * @example
+ * mg.depends(mg.array([1, 2]), mg.array([3]))
  */
 export function depends(inputs: MgArray, dependencies: MgArray | readonly MgArray[]): MgArray;
 export function depends(inputs: readonly MgArray[], dependencies: MgArray | readonly MgArray[]): MgArray[];

@@ -14,7 +14,7 @@ import { add, astype, divide, maximum, multiply, real, where, greater, abs } fro
 import { concatenate } from "./join.ts";
 import { pad, roll } from "./movement.ts";
 import { expandDims, reshape, swapaxes } from "./shape.ts";
-import { bindArgs } from "./signature.ts";
+import { bindArgs } from "../options.ts";
 import { sliceStatic } from "./slicing.ts";
 import { take } from "./indexing.ts";
 
@@ -96,23 +96,77 @@ function nDim(op: string, real: boolean, inverse: boolean, defaultAxes: number[]
   return fftImpl(op, x, n, [...axes], real, inverse, norm, opts);
 }
 
-/** One-dimensional DFT, as mx.fft.fft(a, n=None, axis=-1, norm='backward'). */
+/**
+ * One-dimensional DFT, as mx.fft.fft(a, n=None, axis=-1, norm='backward').
+ * @example
+ * mg.fft.fft(mg.array([1, 0, 0, 0], mg.float32))
+ */
 export const fft = (a: ArrayInput, ...rest: unknown[]): MgArray => oneDim("fft", false, false, a, rest);
-/** One-dimensional inverse DFT, as mx.fft.ifft. */
+/**
+ * One-dimensional inverse DFT, as mx.fft.ifft.
+ * @example
+ * mg.fft.ifft(mg.fft.fft(mg.array([1, 2, 3, 4], mg.float32)))
+ */
 export const ifft = (a: ArrayInput, ...rest: unknown[]): MgArray => oneDim("ifft", false, true, a, rest);
-/** DFT of real input (the n/2 + 1 non-negative frequencies), as mx.fft.rfft. */
+/**
+ * DFT of real input (the n/2 + 1 non-negative frequencies), as mx.fft.rfft.
+ * @example
+ * mg.fft.rfft(mg.array([1, 2, 3, 4], mg.float32))
+ */
 export const rfft = (a: ArrayInput, ...rest: unknown[]): MgArray => oneDim("rfft", true, false, a, rest);
-/** Inverse of rfft (real output of length n, default 2·(bins − 1)), as mx.fft.irfft. */
+/**
+ * Inverse of rfft (real output of length n, default 2·(bins − 1)), as mx.fft.irfft.
+ * @example
+ * mg.fft.irfft(mg.fft.rfft(mg.array([1, 2, 3, 4], mg.float32)))
+ */
 export const irfft = (a: ArrayInput, ...rest: unknown[]): MgArray => oneDim("irfft", true, true, a, rest);
-/** Two-dimensional DFT, as mx.fft.fft2(a, s=None, axes=(-2, -1), norm='backward'). */
+/**
+ * Two-dimensional DFT, as mx.fft.fft2(a, s=None, axes=(-2, -1), norm='backward').
+ * @example
+ * mg.fft.fft2(mg.ones([2, 2])).shape
+ */
 export const fft2 = (a: ArrayInput, ...rest: unknown[]): MgArray => nDim("fft2", false, false, [-2, -1], a, rest);
+/**
+ * The inverse 2-D discrete Fourier transform over `axes` (default the last two), as mx.fft.ifft2.
+ * @example
+ * mg.fft.ifft2(mg.fft.fft2(mg.ones([2, 2])))
+ */
 export const ifft2 = (a: ArrayInput, ...rest: unknown[]): MgArray => nDim("ifft2", false, true, [-2, -1], a, rest);
+/**
+ * The 2-D Fourier transform of a real array (the last axis halved), as mx.fft.rfft2.
+ * @example
+ * mg.fft.rfft2(mg.ones([4, 4])).shape
+ */
 export const rfft2 = (a: ArrayInput, ...rest: unknown[]): MgArray => nDim("rfft2", true, false, [-2, -1], a, rest);
+/**
+ * The inverse of rfft2: a real 2-D array, as mx.fft.irfft2.
+ * @example
+ * mg.fft.irfft2(mg.fft.rfft2(mg.ones([4, 4]))).shape
+ */
 export const irfft2 = (a: ArrayInput, ...rest: unknown[]): MgArray => nDim("irfft2", true, true, [-2, -1], a, rest);
-/** n-dimensional DFT over `axes` (default: all), as mx.fft.fftn(a, s=None, axes=None). */
+/**
+ * n-dimensional DFT over `axes` (default: all), as mx.fft.fftn(a, s=None, axes=None).
+ * @example
+ * mg.fft.fftn(mg.ones([2, 2, 2])).shape
+ */
 export const fftn = (a: ArrayInput, ...rest: unknown[]): MgArray => nDim("fftn", false, false, null, a, rest);
+/**
+ * The inverse n-D discrete Fourier transform over `axes` (default all), as mx.fft.ifftn.
+ * @example
+ * mg.fft.ifftn(mg.fft.fftn(mg.ones([2, 2]))).shape
+ */
 export const ifftn = (a: ArrayInput, ...rest: unknown[]): MgArray => nDim("ifftn", false, true, null, a, rest);
+/**
+ * The n-D Fourier transform of a real array (the last axis halved), as mx.fft.rfftn.
+ * @example
+ * mg.fft.rfftn(mg.ones([2, 4])).shape
+ */
 export const rfftn = (a: ArrayInput, ...rest: unknown[]): MgArray => nDim("rfftn", true, false, null, a, rest);
+/**
+ * The inverse of rfftn: a real n-D array, as mx.fft.irfftn.
+ * @example
+ * mg.fft.irfftn(mg.fft.rfftn(mg.ones([2, 4]))).shape
+ */
 export const irfftn = (a: ArrayInput, ...rest: unknown[]): MgArray => nDim("irfftn", true, true, null, a, rest);
 
 // ---------------------------------------------------------------------------------------------
@@ -126,7 +180,11 @@ function freqArgs(op: string, n: number, rest: unknown[]): { d: number; opts: St
   return { d, opts: { stream: p.stream } };
 }
 
-/** Sample frequencies of an n-point DFT (float32), as mx.fft.fftfreq(n, d=1.0). */
+/**
+ * Sample frequencies of an n-point DFT (float32), as mx.fft.fftfreq(n, d=1.0).
+ * @example
+ * mg.fft.fftfreq(4)
+ */
 export function fftfreq(n: number, ...rest: unknown[]): MgArray {
   const { d, opts } = freqArgs("fftfreq", n, rest);
   const pos = arange(0, Math.floor((n + 1) / 2), 1, float32, opts);
@@ -134,7 +192,11 @@ export function fftfreq(n: number, ...rest: unknown[]): MgArray {
   return multiply(concatenate([pos, neg], 0, opts), astype(Math.fround(1 / (n * d)), float32, opts), opts);
 }
 
-/** Sample frequencies of rfft (float32), as mx.fft.rfftfreq(n, d=1.0). */
+/**
+ * Sample frequencies of rfft (float32), as mx.fft.rfftfreq(n, d=1.0).
+ * @example
+ * mg.fft.rfftfreq(4)
+ */
 export function rfftfreq(n: number, ...rest: unknown[]): MgArray {
   const { d, opts } = freqArgs("rfftfreq", n, rest);
   return multiply(arange(0, Math.floor(n / 2) + 1, 1, float32, opts), astype(Math.fround(1 / (n * d)), float32, opts), opts);
@@ -157,9 +219,17 @@ function shiftImpl(op: string, inverse: boolean, a: ArrayInput, rest: unknown[])
   return roll(x, shifts, axes, opts);
 }
 
-/** Moves the zero frequency to the centre, as mx.fft.fftshift(a, axes=None). */
+/**
+ * Moves the zero frequency to the centre, as mx.fft.fftshift(a, axes=None).
+ * @example
+ * mg.fft.fftshift(mg.arange(4))
+ */
 export const fftshift = (a: ArrayInput, ...rest: unknown[]): MgArray => shiftImpl("fftshift", false, a, rest);
-/** The inverse of fftshift, as mx.fft.ifftshift(a, axes=None). */
+/**
+ * The inverse of fftshift, as mx.fft.ifftshift(a, axes=None).
+ * @example
+ * mg.fft.ifftshift(mg.fft.fftshift(mg.arange(5)))
+ */
 export const ifftshift = (a: ArrayInput, ...rest: unknown[]): MgArray => shiftImpl("ifftshift", true, a, rest);
 
 // ---------------------------------------------------------------------------------------------
@@ -192,6 +262,8 @@ function frameIndex(frames: number, nFft: number, hop: number, opts: StreamOptio
  * Short-time Fourier transform of the last axis, as mx.fft.stft(x, n_fft=2048, hop_length=None,
  * win_length=None, window=None, center=True, pad_mode='reflect', norm='backward',
  * onesided=None): (…, n_freq, n_frames) complex64.
+ * @example
+ * mg.fft.stft(mg.ones([64]), { nFft: 16 }).shape
  */
 export function stft(x: ArrayInput, ...rest: unknown[]): MgArray {
   const op = "stft";
@@ -239,6 +311,8 @@ export function stft(x: ArrayInput, ...rest: unknown[]): MgArray {
  * Inverse STFT by windowed overlap-add normalized by the squared-window envelope, as
  * mx.fft.istft(stft_matrix, n_fft=None, hop_length=None, win_length=None, window=None,
  * center=True, norm='backward', onesided=None, length=None).
+ * @example
+ * mg.fft.istft(mg.fft.stft(mg.ones([64]), { nFft: 16 }), { nFft: 16 }).shape
  */
 export function istft(stftMatrix: ArrayInput, ...rest: unknown[]): MgArray {
   const op = "istft";

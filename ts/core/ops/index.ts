@@ -1,7 +1,7 @@
 // The public ops: every op of ts/core/ops as a library call (ownership.ts), so the arrays an op
 // creates and does not return (broadcasts, casts, the pieces of a composite op) are internal and
 // freed after their last use. The op modules call each other directly; only this boundary wraps.
-import { libraryFunctions } from "../ownership.ts";
+import { publicFunctions, publicNamespace } from "../options.ts";
 import * as elementwiseOps from "./elementwise.ts";
 import * as creationOps from "./creation.ts";
 import * as shapeOps from "./shape.ts";
@@ -28,49 +28,49 @@ export const {
   logaddexp, logicalAnd, logicalNot, logicalOr, logicalXor, maximum, minimum, multiply, nanToNum,
   negative, notEqual, positive, pow, power, radians, real, reciprocal, remainder, rightShift, round,
   rsqrt, sigmoid, sign, sin, sinh, sqrt, square, stopGradient, subtract, tan, tanh, trunc, where,
-} = libraryFunctions(elementwiseOps);
+} = publicFunctions("", elementwiseOps);
 export const {
   arange, asarray, empty, emptyLike, eye, full, fullLike, identity, linspace, meshgrid, ones,
   onesLike, tri, tril, triu, zeros, zerosLike,
-} = libraryFunctions(creationOps);
+} = publicFunctions("", creationOps);
 export const {
   broadcastArrays, broadcastShapes, broadcastTo, expandDims, flatten, flip, matrixTranspose,
   moveaxis, permuteDims, reshape, squeeze, swapaxes, transpose, unflatten,
-} = libraryFunctions(shapeOps);
+} = publicFunctions("", shapeOps);
 export const {
   all, allclose, any, arrayEqual, countNonzero, cummax, cummin, cumprod, cumsum, cumulativeProd,
   cumulativeSum, logcumsumexp, max, mean, median, min, minmax, prod, std, sum, variance,
-} = libraryFunctions(reduceOps);
+} = publicFunctions("", reduceOps);
 export const {
   concat, concatenate, split, stack,
-} = libraryFunctions(joinOps);
+} = publicFunctions("", joinOps);
 export const {
   putAlongAxis, slice, sliceUpdate, take, takeAlongAxis,
-} = libraryFunctions(indexingOps);
+} = publicFunctions("", indexingOps);
 export const {
   asStrided, atleast1d, atleast2d, atleast3d, contiguous, diag, diagonal, diff, kron, pad, repeat,
   roll, tile, trace, unstack, view,
-} = libraryFunctions(movementOps);
+} = publicFunctions("", movementOps);
 export const {
   argmax, argmin, argpartition, argsort, partition, searchsorted, sort, topk,
-} = libraryFunctions(sortOps);
+} = publicFunctions("", sortOps);
 export const {
   logsumexp, softmax,
-} = libraryFunctions(softmaxOps);
+} = publicFunctions("", softmaxOps);
 export const {
   addmm, inner, matmul, outer, tensordot, vecdot,
-} = libraryFunctions(linalgCoreOps);
+} = publicFunctions("", linalgCoreOps);
 export const {
   einsum, einsumPath,
-} = libraryFunctions(einsumOps);
+} = publicFunctions("", einsumOps);
 export const {
   bartlett, blackman, hamming, hanning,
-} = libraryFunctions(windowsOps);
+} = publicFunctions("", windowsOps);
 export const {
   conv1d, conv2d, conv3d, convGeneral, convolve, convTranspose1d, convTranspose2d, convTranspose3d,
-} = libraryFunctions(convolutionOps);
+} = publicFunctions("", convolutionOps);
 export { Ellipsis, newaxis } from "./indexing.ts";
-export const { array, depends } = libraryFunctions({ array: arrayOp, depends: dependsOp });
+export const { array, depends } = publicFunctions("", { array: arrayOp, depends: dependsOp });
 export type * from "./elementwise.ts";
 export type * from "./creation.ts";
 export type * from "./shape.ts";
@@ -85,6 +85,6 @@ export type * from "./einsum.ts";
 export type * from "./windows.ts";
 export const {
   dequantize, gatherQmm, quantize, quantizedMatmul,
-} = libraryFunctions(quantizedOps);
+} = publicNamespace("", quantizedOps);
 export type { QuantizationMode } from "./quantized.ts";
 export type { ConvolveMode, GeneralPadding, PerAxis } from "./convolution.ts";

@@ -17,7 +17,7 @@ import { matmul } from "./linalg-core.ts";
 import { diagonal } from "./movement.ts";
 import { any, max, min, sum } from "./reduce.ts";
 import { broadcastTo, expandDims, flatten, moveaxis, reshape, squeeze, swapaxes } from "./shape.ts";
-import { bindArgs } from "./signature.ts";
+import { bindArgs } from "../options.ts";
 import { sliceStatic } from "./slicing.ts";
 import { argsort } from "./sort.ts";
 
@@ -118,6 +118,8 @@ function matrixNorm(a: MgArray, ord: number | string, axis: number[], keepdims: 
  * Matrix or vector norm, as mx.linalg.norm(a, ord=None, axis=None, keepdims=False). With ord
  * null: the 2-norm of the flattened array (axis null) or over `axis` (Frobenius over two axes).
  * Vector ords: any number (0, ±Infinity …); matrix ords: ±1, ±2, ±Infinity, 'fro', 'nuc'.
+ * @example
+ * mg.linalg.norm(mg.array([3, 4], mg.float32))
  */
 export function norm(a: ArrayInput, ...rest: unknown[]): MgArray {
   const x = toArray(a, "linalg.norm");
@@ -148,7 +150,11 @@ export function norm(a: ArrayInput, ...rest: unknown[]): MgArray {
 // ---------------------------------------------------------------------------------------------
 // Factorizations
 
-/** QR factorization (reduced): [Q (…, m, k), R (…, k, n)], as mx.linalg.qr (LAPACK's signs). */
+/**
+ * QR factorization (reduced): [Q (…, m, k), R (…, k, n)], as mx.linalg.qr (LAPACK's signs).
+ * @example
+ * mg.linalg.qr(mg.array([[4, 1], [1, 3]], mg.float32))[1]
+ */
 export function qr(a: ArrayInput, opts: Options = {}): [MgArray, MgArray] {
   bindArgs("linalg.qr", [opts], []);
   const x = factorInput("qr", a, opts.stream, false);
@@ -159,6 +165,8 @@ export function qr(a: ArrayInput, opts: Options = {}): [MgArray, MgArray] {
 /**
  * Singular value decomposition, as mx.linalg.svd(a, compute_uv=True): [U (…, m, m), S (…, k),
  * Vt (…, n, n)], or S alone when computeUv is false.
+ * @example
+ * mg.linalg.svd(mg.array([[4, 1], [1, 3]], mg.float32), false)
  */
 export function svd(a: ArrayInput, ...rest: unknown[]): [MgArray, MgArray, MgArray] | MgArray {
   const p = bindArgs("linalg.svd", rest, [{ name: "computeUv" }]);
@@ -182,19 +190,31 @@ function invImpl(op: string, a: ArrayInput, tri: boolean, upper: boolean, stream
   return makeNode(Inverse, [x], { tri, upper }, resolveStream(stream))[0]!;
 }
 
-/** Inverse of square matrices, as mx.linalg.inv (a singular matrix is an error). */
+/**
+ * Inverse of square matrices, as mx.linalg.inv (a singular matrix is an error).
+ * @example
+ * mg.linalg.inv(mg.array([[4, 1], [1, 3]], mg.float32))
+ */
 export function inv(a: ArrayInput, opts: Options = {}): MgArray {
   bindArgs("linalg.inv", [opts], []);
   return invImpl("inv", a, false, false, opts.stream);
 }
 
-/** Inverse of the lower (or upper) triangle, as mx.linalg.tri_inv(a, upper=False). */
+/**
+ * Inverse of the lower (or upper) triangle, as mx.linalg.tri_inv(a, upper=False).
+ * @example
+ * mg.linalg.triInv(mg.array([[2, 0], [1, 1]], mg.float32), false)
+ */
 export function triInv(a: ArrayInput, ...rest: unknown[]): MgArray {
   const p = bindArgs("linalg.tri_inv", rest, [{ name: "upper" }]);
   return invImpl("tri_inv", a, true, (p.upper as boolean | undefined) ?? false, p.stream);
 }
 
-/** Moore–Penrose pseudo-inverse through the SVD, as mx.linalg.pinv (rcond = 10·max(m, n)·eps). */
+/**
+ * Moore–Penrose pseudo-inverse through the SVD, as mx.linalg.pinv (rcond = 10·max(m, n)·eps).
+ * @example
+ * mg.linalg.pinv(mg.array([[1, 2]], mg.float32))
+ */
 export function pinv(a: ArrayInput, opts: Options = {}): MgArray {
   bindArgs("linalg.pinv", [opts], []);
   const x = factorInput("pinv", a, opts.stream, false);
@@ -213,9 +233,13 @@ export function pinv(a: ArrayInput, opts: Options = {}): MgArray {
   return matmul(multiply(v, rs, o), u, o);
 }
 
-/** Cholesky factor from the lower (or upper) triangle, as mx.linalg.cholesky(a, upper=False).
+/**
+ * Cholesky factor from the lower (or upper) triangle, as mx.linalg.cholesky(a, upper=False).
  *  As in MLX (LAPACK's potrf, info unchecked), a matrix that is not positive definite gives a
- *  partial factor, not an error. */
+ *  partial factor, not an error.
+ * @example
+ * mg.linalg.cholesky(mg.array([[4, 1], [1, 3]], mg.float32))
+ */
 export function cholesky(a: ArrayInput, ...rest: unknown[]): MgArray {
   const p = bindArgs("linalg.cholesky", rest, [{ name: "upper" }]);
   const x = toArray(a, "linalg.cholesky");
@@ -226,7 +250,11 @@ export function cholesky(a: ArrayInput, ...rest: unknown[]): MgArray {
   return makeNode(Cholesky, [x], { upper: (p.upper as boolean | undefined) ?? false }, resolveStream(p.stream))[0]!;
 }
 
-/** The inverse of A from its Cholesky factor L, as mx.linalg.cholesky_inv(L, upper=False). */
+/**
+ * The inverse of A from its Cholesky factor L, as mx.linalg.cholesky_inv(L, upper=False).
+ * @example
+ * mg.linalg.choleskyInv(mg.linalg.cholesky(mg.array([[4, 1], [1, 3]], mg.float32)))
+ */
 export function choleskyInv(a: ArrayInput, ...rest: unknown[]): MgArray {
   const p = bindArgs("linalg.cholesky_inv", rest, [{ name: "upper" }]);
   const upper = (p.upper as boolean | undefined) ?? false;
@@ -240,7 +268,11 @@ export function choleskyInv(a: ArrayInput, ...rest: unknown[]): MgArray {
   return upper ? matmul(li, swapaxes(li, -1, -2, o), o) : matmul(swapaxes(li, -1, -2, o), li, o);
 }
 
-/** Cross product of 2- or 3-vectors along `axis`, as mx.linalg.cross(a, b, axis=-1). */
+/**
+ * Cross product of 2- or 3-vectors along `axis`, as mx.linalg.cross(a, b, axis=-1).
+ * @example
+ * mg.linalg.cross(mg.array([1, 0, 0], mg.float32), mg.array([0, 1, 0], mg.float32))
+ */
 export function cross(a: ArrayInput, b: ArrayInput, ...rest: unknown[]): MgArray {
   const p = bindArgs("linalg.cross", rest, [{ name: "axis" }]);
   let axis = (p.axis as number | undefined) ?? -1;
@@ -301,8 +333,12 @@ function uploArg(op: string, v: unknown): "L" | "U" {
   return u;
 }
 
-/** Eigenvalues (ascending) and eigenvectors of symmetric matrices from one triangle, as
- *  mx.linalg.eigh(a, UPLO='L'). */
+/**
+ * Eigenvalues (ascending) and eigenvectors of symmetric matrices from one triangle, as
+ *  mx.linalg.eigh(a, UPLO='L').
+ * @example
+ * mg.linalg.eigh(mg.array([[4, 1], [1, 3]], mg.float32))[0]
+ */
 export function eigh(a: ArrayInput, ...rest: unknown[]): [MgArray, MgArray] {
   const p = bindArgs("linalg.eigh", rest, [{ name: "UPLO" }]);
   const x = eigInput("eigh", a, p.stream);
@@ -310,15 +346,23 @@ export function eigh(a: ArrayInput, ...rest: unknown[]): [MgArray, MgArray] {
   return [w!, v!];
 }
 
-/** Eigenvalues (ascending) of symmetric matrices, as mx.linalg.eigvalsh(a, UPLO='L'). */
+/**
+ * Eigenvalues (ascending) of symmetric matrices, as mx.linalg.eigvalsh(a, UPLO='L').
+ * @example
+ * mg.linalg.eigvalsh(mg.array([[4, 1], [1, 3]], mg.float32))
+ */
 export function eigvalsh(a: ArrayInput, ...rest: unknown[]): MgArray {
   const p = bindArgs("linalg.eigvalsh", rest, [{ name: "UPLO" }]);
   const x = eigInput("eigvalsh", a, p.stream);
   return makeNode(Eigh, [x], { uplo: uploArg("eigvalsh", p.UPLO), computeEigenvectors: false }, resolveStream(p.stream))[0]!;
 }
 
-/** Eigenvalues and eigenvectors of general real matrices (complex64, unit-norm vectors with
- *  their largest component real), as mx.linalg.eig. */
+/**
+ * Eigenvalues and eigenvectors of general real matrices (complex64, unit-norm vectors with
+ *  their largest component real), as mx.linalg.eig.
+ * @example
+ * mg.linalg.eig(mg.array([[2, 0], [0, 3]], mg.float32))[0]
+ */
 export function eig(a: ArrayInput, opts: Options = {}): [MgArray, MgArray] {
   bindArgs("linalg.eig", [opts], []);
   const x = eigInput("eig", a, opts.stream);
@@ -326,7 +370,11 @@ export function eig(a: ArrayInput, opts: Options = {}): [MgArray, MgArray] {
   return [w!, v!];
 }
 
-/** Eigenvalues of general real matrices (complex64), as mx.linalg.eigvals. */
+/**
+ * Eigenvalues of general real matrices (complex64), as mx.linalg.eigvals.
+ * @example
+ * mg.linalg.eigvals(mg.array([[2, 0], [0, 3]], mg.float32))
+ */
 export function eigvals(a: ArrayInput, opts: Options = {}): MgArray {
   bindArgs("linalg.eigvals", [opts], []);
   const x = eigInput("eigvals", a, opts.stream);
@@ -341,8 +389,12 @@ function luHelper(op: string, a: ArrayInput, stream: StreamOrDevice | null | und
   return makeNode(LUF, [x], {}, resolveStream(stream));
 }
 
-/** LU factorization with partial pivoting, as mx.linalg.lu: [p (…, m) uint32, L, U] with
- *  A = L[p] @ U. */
+/**
+ * LU factorization with partial pivoting, as mx.linalg.lu: [p (…, m) uint32, L, U] with
+ *  A = L[p] @ U.
+ * @example
+ * mg.linalg.lu(mg.array([[4, 1], [1, 3]], mg.float32)).map((a) => a.shape)
+ */
 export function lu(a: ArrayInput, opts: Options = {}): [MgArray, MgArray, MgArray] {
   bindArgs("linalg.lu", [opts], []);
   const [LU, , rows] = luHelper("lu", a, opts.stream);
@@ -358,7 +410,11 @@ export function lu(a: ArrayInput, opts: Options = {}): [MgArray, MgArray, MgArra
   return [rows!, L, U];
 }
 
-/** Packed LU factor and getrf's pivots, as mx.linalg.lu_factor. */
+/**
+ * Packed LU factor and getrf's pivots, as mx.linalg.lu_factor.
+ * @example
+ * mg.linalg.luFactor(mg.array([[4, 1], [1, 3]], mg.float32))[1]
+ */
 export function luFactor(a: ArrayInput, opts: Options = {}): [MgArray, MgArray] {
   bindArgs("linalg.lu_factor", [opts], []);
   const [LU, pivots] = luHelper("lu_factor", a, opts.stream);
@@ -382,7 +438,11 @@ function validateSolve(op: string, x: MgArray, y: MgArray, stream: StreamOrDevic
   }
 }
 
-/** Solves A·X = B through LU (A square; B (…, n) or (…, n, k)), as mx.linalg.solve. */
+/**
+ * Solves A·X = B through LU (A square; B (…, n) or (…, n, k)), as mx.linalg.solve.
+ * @example
+ * mg.linalg.solve(mg.array([[4, 1], [1, 3]], mg.float32), mg.array([1, 2], mg.float32))
+ */
 export function solve(a: ArrayInput, b: ArrayInput, opts: Options = {}): MgArray {
   bindArgs("linalg.solve", [opts], []);
   const x = toArray(a, "linalg.solve"), y = toArray(b, "linalg.solve");
@@ -400,7 +460,11 @@ export function solve(a: ArrayInput, b: ArrayInput, opts: Options = {}): MgArray
   return solveTriangular(U, z, { upper: true, stream: opts.stream });
 }
 
-/** Solves a triangular system, as mx.linalg.solve_triangular(a, b, *, upper=False). */
+/**
+ * Solves a triangular system, as mx.linalg.solve_triangular(a, b, *, upper=False).
+ * @example
+ * mg.linalg.solveTriangular(mg.array([[2, 0], [1, 1]], mg.float32), mg.array([2, 3], mg.float32), { upper: false })
+ */
 export function solveTriangular(a: ArrayInput, b: ArrayInput, opts: Options & { upper?: boolean } = {}): MgArray {
   const p = bindArgs("linalg.solve_triangular", [opts], [{ name: "upper", keywordOnly: true }]);
   const x = toArray(a, "linalg.solve_triangular"), y = toArray(b, "linalg.solve_triangular");
@@ -461,7 +525,11 @@ function slogdetImpl(x: MgArray, o: Options): [MgArray, MgArray] {
   return [signVal, logabsdet];
 }
 
-/** [sign, log|det|] of square matrices, as mx.linalg.slogdet. */
+/**
+ * [sign, log|det|] of square matrices, as mx.linalg.slogdet.
+ * @example
+ * mg.linalg.slogdet(mg.array([[4, 1], [1, 3]], mg.float32))
+ */
 export function slogdet(a: ArrayInput, opts: Options = {}): [MgArray, MgArray] {
   bindArgs("linalg.slogdet", [opts], []);
   const x = toArray(a, "linalg.slogdet");
@@ -470,7 +538,11 @@ export function slogdet(a: ArrayInput, opts: Options = {}): [MgArray, MgArray] {
   return slogdetImpl(astype(x, atLeastFloat(x.dtype), o), o);
 }
 
-/** Determinant of square matrices, as mx.linalg.det (cofactors up to 3×3, LU beyond). */
+/**
+ * Determinant of square matrices, as mx.linalg.det (cofactors up to 3×3, LU beyond).
+ * @example
+ * mg.linalg.det(mg.array([[4, 1], [1, 3]], mg.float32))
+ */
 export function det(a: ArrayInput, opts: Options = {}): MgArray {
   bindArgs("linalg.det", [opts], []);
   const x = toArray(a, "linalg.det");

@@ -14,7 +14,7 @@ import { astype } from "./elementwise.ts";
 import { take } from "./indexing.ts";
 import { contiguous } from "./movement.ts";
 import { broadcastArrays, broadcastTo, flatten, reshape } from "./shape.ts";
-import { bindArgs } from "./signature.ts";
+import { bindArgs } from "../options.ts";
 
 export type { QuantizationMode };
 
@@ -54,6 +54,8 @@ function globalScaleArg(op: string, mode: QuantizationMode, g: unknown): MgArray
  * Quantizes the last axis in groups, as mx.quantize(w, group_size=None, bits=None,
  * mode='affine', *, global_scale=None): [wq (uint32), scales, biases] for affine (scales and
  * biases in w's dtype), [wq, scales (uint8)] for mxfp4, mxfp8 and nvfp4.
+ * @example
+ * mg.quantize(mg.ones([2, 64]), { groupSize: 64, bits: 4 }).map((a) => a.shape)
  */
 export function quantize(w: ArrayInput, ...rest: unknown[]): MgArray[] {
   const op = "quantize";
@@ -81,6 +83,9 @@ export function quantize(w: ArrayInput, ...rest: unknown[]): MgArray[] {
  * mode='affine', global_scale=None, dtype=None): affine results in the scales' dtype (or
  * `dtype`), the floating-point modes in bfloat16 (or `dtype`; float32 with a global scale, as
  * MLX's arithmetic promotes).
+ * @example
+ * const [w, scales, biases] = mg.quantize(mg.ones([1, 64]), 64, 4);
+ * mg.max(mg.abs(mg.subtract(mg.dequantize(w!, scales!, biases!, 64, 4), 1)))
  */
 export function dequantize(w: ArrayInput, scales: ArrayInput, ...rest: unknown[]): MgArray {
   const op = "dequantize";
@@ -214,6 +219,9 @@ function runQmm(q: QmmSetup, opts: StreamOptions): MgArray {
 /**
  * x times the dequantised weights without materializing them, as mx.quantized_matmul(x, w,
  * scales, biases=None, transpose=True, group_size=None, bits=None, mode='affine').
+ * @example
+ * const [w, scales, biases] = mg.quantize(mg.ones([2, 64]), 64, 4);
+ * mg.quantizedMatmul(mg.ones([1, 64]), w!, scales!, biases!, true, 64, 4)
  */
 export function quantizedMatmul(x: ArrayInput, w: ArrayInput, scales: ArrayInput, ...rest: unknown[]): MgArray {
   const op = "quantized_matmul";
@@ -226,6 +234,9 @@ export function quantizedMatmul(x: ArrayInput, w: ArrayInput, scales: ArrayInput
  * biases=None, lhs_indices=None, rhs_indices=None, transpose=True, group_size=None, bits=None,
  * mode='affine', global_scale=None, *, sorted_indices=False): out[i] = x[lhs[i]] @ W[rhs[i]].
  * One node; its kernels read the selected experts in place (sorted_indices is only a hint).
+ * @example
+ * const [w, scales, biases] = mg.quantize(mg.ones([3, 2, 64]), 64, 4);
+ * mg.gatherQmm(mg.ones([1, 64]), w!, scales!, biases!, { rhsIndices: mg.array([2], mg.uint32), groupSize: 64, bits: 4 }).shape
  */
 export function gatherQmm(x: ArrayInput, w: ArrayInput, scales: ArrayInput, ...rest: unknown[]): MgArray {
   const op = "gather_qmm";

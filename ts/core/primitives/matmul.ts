@@ -7,14 +7,24 @@ import type { Primitive } from "../primitive.ts";
 
 const outShape = (a: MgArray, b: MgArray) => [...a.shape.slice(0, -1), b.shape[b.ndim - 1]!];
 
+export interface MatmulParams {
+  /**
+   * Set when the op was called under precision policy matmul = "high" (TF32-class or NAX kernels
+   * allowed). A backend with such kernels may choose them for float32; today none exists, and the
+   * trace says so.
+   */
+  precision?: "high";
+}
+
 /** y = A·B over the last two axes. */
-export const Matmul: Primitive<Record<string, never>> = {
+export const Matmul: Primitive<MatmulParams> = {
   name: "Matmul",
   outputSpecs: ([a, b]) => [{ shape: outShape(a!, b!), dtype: a!.dtype }],
   shapeless: "infer",
+  paramsKey: (p) => p.precision ?? "",
 };
 
-export interface AddMMParams {
+export interface AddMMParams extends MatmulParams {
   /** Already rounded to float32, as MLX's C++ `float alpha, beta`. */
   alpha: number;
   beta: number;
@@ -26,5 +36,5 @@ export const AddMM: Primitive<AddMMParams> = {
   name: "AddMM",
   outputSpecs: ([a, b]) => [{ shape: outShape(a!, b!), dtype: a!.dtype }],
   shapeless: "infer",
-  paramsKey: (p) => `${p.alpha}|${p.beta}`,
+  paramsKey: (p) => `${p.alpha}|${p.beta}|${p.precision ?? ""}`,
 };

@@ -4,6 +4,7 @@
 // row-contiguous. Rules: ts/core/rules/quantized.ts; kernels: quantized.ts of each backend.
 import { type Dtype, uint32, uint8 } from "../dtype.ts";
 import type { Primitive } from "../primitive.ts";
+/** A quantization format: affine (scales and biases) or the mxfp4/mxfp8/nvfp4 float formats. */
 export type QuantizationMode = "affine" | "mxfp4" | "mxfp8" | "nvfp4";
 
 export const QUANTIZATION_MODES: readonly QuantizationMode[] = ["affine", "mxfp4", "mxfp8", "nvfp4"];

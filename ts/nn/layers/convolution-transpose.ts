@@ -5,7 +5,7 @@ import { zeros } from "../../core/ops/creation.ts";
 import { add } from "../../core/ops/elementwise.ts";
 import { convTranspose1d, convTranspose2d, convTranspose3d, type PerAxis } from "../../core/ops/convolution.ts";
 import { uniform } from "../../random/distributions.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
 const tuple = (v: PerAxis, n: number): number[] => (typeof v === "number" ? Array.from({ length: n }, () => v) : [...v]);
@@ -46,7 +46,11 @@ abstract class ConvTransposeNd extends Module {
   }
 }
 
-/** Transposed 1-D convolution over (N, L, C_in) inputs. */
+/**
+ * Transposed 1-D convolution over (N, L, C_in) inputs.
+ * @example
+ * new mg.nn.ConvTranspose1d(1, 2, 3, { stride: 2 }).forward(mg.ones([1, 4, 1])).shape
+ */
 export class ConvTranspose1d extends ConvTransposeNd {
   constructor(inChannels: number, outChannels: number, kernelSize: number, ...rest: Rest) {
     super(1, inChannels, outChannels, kernelSize, rest);
@@ -56,7 +60,11 @@ export class ConvTranspose1d extends ConvTransposeNd {
   }
 }
 
-/** Transposed 2-D convolution over (N, H, W, C_in) inputs. */
+/**
+ * Transposed 2-D convolution over (N, H, W, C_in) inputs.
+ * @example
+ * new mg.nn.ConvTranspose2d(1, 2, 2, { stride: 2 }).forward(mg.ones([1, 3, 3, 1])).shape
+ */
 export class ConvTranspose2d extends ConvTransposeNd {
   constructor(inChannels: number, outChannels: number, kernelSize: PerAxis, ...rest: Rest) {
     super(2, inChannels, outChannels, kernelSize, rest);
@@ -66,7 +74,11 @@ export class ConvTranspose2d extends ConvTransposeNd {
   }
 }
 
-/** Transposed 3-D convolution over (N, D, H, W, C_in) inputs. */
+/**
+ * Transposed 3-D convolution over (N, D, H, W, C_in) inputs.
+ * @example
+ * new mg.nn.ConvTranspose3d(1, 1, 2).forward(mg.ones([1, 2, 2, 2, 1])).shape
+ */
 export class ConvTranspose3d extends ConvTransposeNd {
   constructor(inChannels: number, outChannels: number, kernelSize: PerAxis, ...rest: Rest) {
     super(3, inChannels, outChannels, kernelSize, rest);

@@ -5,7 +5,7 @@ import { zeros } from "../../core/ops/creation.ts";
 import { add } from "../../core/ops/elementwise.ts";
 import { conv1d, conv2d, conv3d, type PerAxis } from "../../core/ops/convolution.ts";
 import { uniform } from "../../random/distributions.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
 const tuple = (v: PerAxis, n: number): number[] => (typeof v === "number" ? Array.from({ length: n }, () => v) : [...v]);
@@ -51,7 +51,11 @@ type ConvRest = Trailing<
 >;
 const convDefaults = () => ({ stride: 1 as PerAxis, padding: 0 as PerAxis, dilation: 1 as PerAxis, groups: 1, bias: true });
 
-/** 1-D convolution over (N, L, C_in) inputs. */
+/**
+ * 1-D convolution over (N, L, C_in) inputs.
+ * @example
+ * new mg.nn.Conv1d(1, 4, 3).forward(mg.ones([1, 8, 1])).shape
+ */
 export class Conv1d extends ConvNd {
   constructor(inChannels: number, outChannels: number, kernelSize: number, ...rest: ConvRest) {
     super(1, inChannels, outChannels, kernelSize, resolveOptions("Conv1d", rest, convDefaults()));
@@ -61,7 +65,11 @@ export class Conv1d extends ConvNd {
   }
 }
 
-/** 2-D convolution over (N, H, W, C_in) inputs. */
+/**
+ * 2-D convolution over (N, H, W, C_in) inputs.
+ * @example
+ * new mg.nn.Conv2d(1, 4, 3, { padding: 1 }).forward(mg.ones([1, 8, 8, 1])).shape
+ */
 export class Conv2d extends ConvNd {
   constructor(inChannels: number, outChannels: number, kernelSize: PerAxis, ...rest: ConvRest) {
     super(2, inChannels, outChannels, kernelSize, resolveOptions("Conv2d", rest, convDefaults()));
@@ -71,7 +79,11 @@ export class Conv2d extends ConvNd {
   }
 }
 
-/** 3-D convolution over (N, D, H, W, C_in) inputs (no groups, as MLX's). */
+/**
+ * 3-D convolution over (N, D, H, W, C_in) inputs (no groups, as MLX's).
+ * @example
+ * new mg.nn.Conv3d(1, 2, 2).forward(mg.ones([1, 3, 3, 3, 1])).shape
+ */
 export class Conv3d extends ConvNd {
   constructor(
     inChannels: number,

@@ -3,7 +3,7 @@
 import type { MgArray } from "../../core/array.ts";
 import { multiply } from "../../core/ops/elementwise.ts";
 import { bernoulli } from "../../random/distributions.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
 function keepProbability(op: string, rest: unknown[]): number {
@@ -17,6 +17,11 @@ function drop(x: MgArray, keep: number, maskShape: readonly number[]): MgArray {
   return multiply(multiply(mask, x), 1 / keep);
 }
 
+/**
+ * Zeroes each element with probability `p` in training (scaling the rest by 1/(1 − p)); the identity in eval mode, as nn.Dropout.
+ * @example
+ * new mg.nn.Dropout(0.5).eval().forward(mg.ones([3]))
+ */
 export class Dropout extends Module {
   private readonly p1: number;
   constructor(...rest: Trailing<[p: number], { p?: number }>) {
@@ -32,7 +37,11 @@ export class Dropout extends Module {
   }
 }
 
-/** Zeroes whole channels of NHWC / HWC inputs. */
+/**
+ * Zeroes whole channels of NHWC / HWC inputs.
+ * @example
+ * new mg.nn.Dropout2d().eval().forward(mg.ones([1, 2, 2, 3])).shape
+ */
 export class Dropout2d extends Module {
   private readonly p1: number;
   constructor(...rest: Trailing<[p: number], { p?: number }>) {
@@ -51,7 +60,11 @@ export class Dropout2d extends Module {
   }
 }
 
-/** Zeroes whole channels of NDHWC / DHWC inputs. */
+/**
+ * Zeroes whole channels of NDHWC / DHWC inputs.
+ * @example
+ * new mg.nn.Dropout3d().eval().forward(mg.ones([1, 2, 2, 2, 3])).shape
+ */
 export class Dropout3d extends Module {
   private readonly p1: number;
   constructor(...rest: Trailing<[p: number], { p?: number }>) {

@@ -7,7 +7,11 @@ import { normal } from "../../random/distributions.ts";
 import { libraryFunction } from "../../core/ownership.ts";
 import { libraryForward, Module } from "../module.ts";
 
-/** A (numEmbeddings, dims) lookup table initialised from N(0, 1/dims). */
+/**
+ * A (numEmbeddings, dims) lookup table initialised from N(0, 1/dims).
+ * @example
+ * new mg.nn.Embedding(10, 4).forward(mg.array([1, 7])).shape
+ */
 export class Embedding extends Module {
   declare weight: MgArray;
   constructor(numEmbeddings: number, dims: number) {

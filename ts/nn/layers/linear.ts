@@ -4,10 +4,14 @@ import { add } from "../../core/ops/elementwise.ts";
 import { addmm, matmul } from "../../core/ops/linalg-core.ts";
 import { reshape, squeeze, swapaxes } from "../../core/ops/shape.ts";
 import { uniform } from "../../random/distributions.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
-/** Returns its input; takes (and ignores) any arguments, as MLX's. */
+/**
+ * Returns its input; takes (and ignores) any arguments, as MLX's.
+ * @example
+ * new mg.nn.Identity().forward(mg.array([1, 2]))
+ */
 export class Identity extends Module {
   constructor(..._args: unknown[]) {
     super();
@@ -20,6 +24,8 @@ export class Identity extends Module {
 /**
  * y = x·Wᵀ + b with weight (outputDims, inputDims) and bias (outputDims,), both initialised from
  * U(−k, k), k = 1/√inputDims.
+ * @example
+ * new mg.nn.Linear(4, 2).forward(mg.ones([3, 4])).shape
  */
 export class Linear extends Module {
   declare weight: MgArray;
@@ -43,6 +49,8 @@ export class Linear extends Module {
 /**
  * yᵢ = x₂ᵀ·Wᵢ·x₁ + bᵢ with weight (outputDims, input2Dims, input1Dims) and bias (outputDims,), both
  * from U(−k, k), k = 1/√input1Dims.
+ * @example
+ * new mg.nn.Bilinear(2, 3, 4).forward(mg.ones([1, 2]), mg.ones([1, 3])).shape
  */
 export class Bilinear extends Module {
   declare weight: MgArray;

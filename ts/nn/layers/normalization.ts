@@ -7,7 +7,7 @@ import { mean, variance } from "../../core/ops/reduce.ts";
 import { reshape, transpose } from "../../core/ops/shape.ts";
 import { retain } from "../../core/ownership.ts";
 import { keep } from "../../memory/scope.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { layerNorm, rmsNorm } from "../fast-ops.ts";
 import { type FreezeOptions, libraryForward, Module } from "../module.ts";
 
@@ -19,7 +19,11 @@ function range(a: number, b: number): number[] {
   return Array.from({ length: Math.max(0, b - a) }, (_, i) => a + i);
 }
 
-/** Normalises each channel of each sample over the spatial axes (N, ..., C); affine optional. */
+/**
+ * Normalises each channel of each sample over the spatial axes (N, ..., C); affine optional.
+ * @example
+ * new mg.nn.InstanceNorm(3).forward(mg.ones([1, 4, 3])).shape
+ */
 export class InstanceNorm extends Module {
   declare weight?: MgArray;
   declare bias?: MgArray;
@@ -53,7 +57,11 @@ export class InstanceNorm extends Module {
   }
 }
 
-/** Normalises over the last axis with a learned scale (`weight`) and offset (`bias`). */
+/**
+ * Normalises over the last axis with a learned scale (`weight`) and offset (`bias`).
+ * @example
+ * new mg.nn.LayerNorm(4).forward(mg.arange(4, mg.float32).reshape(1, 4))
+ */
 export class LayerNorm extends Module {
   declare weight?: MgArray;
   declare bias?: MgArray;
@@ -78,7 +86,11 @@ export class LayerNorm extends Module {
   }
 }
 
-/** Root-mean-square normalisation over the last axis with a learned scale. */
+/**
+ * Root-mean-square normalisation over the last axis with a learned scale.
+ * @example
+ * new mg.nn.RMSNorm(4).forward(mg.full([1, 4], 2))
+ */
 export class RMSNorm extends Module {
   declare weight: MgArray;
   readonly eps: number;
@@ -100,6 +112,8 @@ export class RMSNorm extends Module {
 /**
  * Normalises groups of channels over the spatial axes. MLX's default groups interleaved channels
  * (channel c in group c mod numGroups); `pytorchCompatible` groups consecutive channels.
+ * @example
+ * new mg.nn.GroupNorm(2, 4).forward(mg.ones([1, 3, 4])).shape
  */
 export class GroupNorm extends Module {
   declare bias?: MgArray;
@@ -165,6 +179,8 @@ export class GroupNorm extends Module {
  * Batch normalisation over all axes but the last (inputs of 2–4 dims). In training mode it uses
  * the batch statistics and updates running_mean/running_var (frozen entries, never trained); in
  * eval mode it uses the running statistics.
+ * @example
+ * new mg.nn.BatchNorm(3).forward(mg.ones([2, 3])).shape
  */
 export class BatchNorm extends Module {
   declare weight?: MgArray;

@@ -4,7 +4,7 @@ import type { MgArray } from "../../core/array.ts";
 import { asStrided, pad } from "../../core/ops/movement.ts";
 import { max, mean } from "../../core/ops/reduce.ts";
 import { reshape, transpose } from "../../core/ops/shape.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
 type IntOrTuple = number | readonly number[];
@@ -96,33 +96,61 @@ type PoolRest<T extends readonly unknown[]> = Trailing<[stride: T[0] | null, pad
 const maxOf = (x: MgArray, axes: number[]) => max(x, axes);
 const meanOf = (x: MgArray, axes: number[]) => mean(x, axes);
 
-/** Max over windows of (N, L, C); stride defaults to the kernel size. */
+/**
+ * Max over windows of (N, L, C); stride defaults to the kernel size.
+ * @example
+ * new mg.nn.MaxPool1d(2).forward(mg.arange(4, mg.float32).reshape(1, 4, 1)).shape
+ */
 export class MaxPool1d extends Pool {
   constructor(kernelSize: IntOrTuple, ...rest: PoolRest<[IntOrTuple]>) {
     super(maxOf, -Infinity, 1, kernelSize, rest);
   }
 }
-/** Mean over windows of (N, L, C) (padding counts as zeros). */
+/**
+ * Mean over windows of (N, L, C) (padding counts as zeros).
+ * @example
+ * new mg.nn.AvgPool1d(2).forward(mg.arange(4, mg.float32).reshape(1, 4, 1)).shape
+ */
 export class AvgPool1d extends Pool {
   constructor(kernelSize: IntOrTuple, ...rest: PoolRest<[IntOrTuple]>) {
     super(meanOf, 0, 1, kernelSize, rest);
   }
 }
+/**
+ * 2-D max pooling over (N, H, W, C) inputs, as nn.MaxPool2d.
+ * @example
+ * new mg.nn.MaxPool2d(2).forward(mg.ones([1, 4, 4, 1])).shape
+ */
 export class MaxPool2d extends Pool {
   constructor(kernelSize: IntOrTuple, ...rest: PoolRest<[IntOrTuple]>) {
     super(maxOf, -Infinity, 2, kernelSize, rest);
   }
 }
+/**
+ * 2-D average pooling over (N, H, W, C) inputs, as nn.AvgPool2d.
+ * @example
+ * new mg.nn.AvgPool2d(2).forward(mg.ones([1, 4, 4, 1])).shape
+ */
 export class AvgPool2d extends Pool {
   constructor(kernelSize: IntOrTuple, ...rest: PoolRest<[IntOrTuple]>) {
     super(meanOf, 0, 2, kernelSize, rest);
   }
 }
+/**
+ * 3-D max pooling over (N, D, H, W, C) inputs, as nn.MaxPool3d.
+ * @example
+ * new mg.nn.MaxPool3d(2).forward(mg.ones([1, 2, 2, 2, 1])).shape
+ */
 export class MaxPool3d extends Pool {
   constructor(kernelSize: IntOrTuple, ...rest: PoolRest<[IntOrTuple]>) {
     super(maxOf, -Infinity, 3, kernelSize, rest);
   }
 }
+/**
+ * 3-D average pooling over (N, D, H, W, C) inputs, as nn.AvgPool3d.
+ * @example
+ * new mg.nn.AvgPool3d(2).forward(mg.ones([1, 2, 2, 2, 1])).shape
+ */
 export class AvgPool3d extends Pool {
   constructor(kernelSize: IntOrTuple, ...rest: PoolRest<[IntOrTuple]>) {
     super(meanOf, 0, 3, kernelSize, rest);

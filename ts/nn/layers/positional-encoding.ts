@@ -8,7 +8,7 @@ import { abs, add, astype, cos, divide, exp, multiply, negative, sin, subtract }
 import { concatenate } from "../../core/ops/join.ts";
 import { expandDims } from "../../core/ops/shape.ts";
 import { libraryFunction } from "../../core/ownership.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { rope } from "../fast-ops.ts";
 import { libraryForward, Module } from "../module.ts";
 
@@ -16,6 +16,8 @@ import { libraryForward, Module } from "../module.ts";
  * Rotary positional encoding of the first `dims` features (positions along the second-to-last
  * axis): `traditional` rotates adjacent pairs, otherwise the two halves; frequencies base^(−2i/dims),
  * positions multiplied by `scale`.
+ * @example
+ * new mg.nn.RoPE(4).forward(mg.ones([1, 3, 4])).shape
  */
 export class RoPE extends Module {
   readonly dims: number;
@@ -43,6 +45,8 @@ export class RoPE extends Module {
 /**
  * Sinusoidal encoding of (real-valued) positions: sin and cos of x·σᵢ, the σᵢ spread
  * geometrically from maxFreq down to minFreq; scaled by `scale` (default √(2/dims)).
+ * @example
+ * new mg.nn.SinusoidalPositionalEncoding(4).forward(mg.arange(3)).shape
  */
 export class SinusoidalPositionalEncoding extends Module {
   declare _sigmas: MgArray;
@@ -100,7 +104,11 @@ const alibiMatrix = libraryFunction((qSequenceLength: number, kSequenceLength: n
   return astype(multiply(distance, alibiSlope(numHeads, [dtype])), dtype);
 });
 
-/** Attention with linear biases: adds −slope_h·|i − j| to the attention scores of head h. */
+/**
+ * Attention with linear biases: adds −slope_h·|i − j| to the attention scores of head h.
+ * @example
+ * mg.nn.ALiBi.createAlibiMatrix(0, 3, 2, 1).shape
+ */
 export class ALiBi extends Module {
   static createAlibiMatrix(
     qSequenceLength: number,

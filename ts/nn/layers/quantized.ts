@@ -9,7 +9,7 @@ import { take } from "../../core/ops/indexing.ts";
 import { dequantize, quantize, quantizedMatmul } from "../../core/ops/quantized.ts";
 import { defaultQuantizationParams, QUANTIZATION_MODES, type QuantizationMode } from "../../core/primitives/quantized.ts";
 import { normal, uniform } from "../../random/distributions.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { retain } from "../../core/ownership.ts";
 import { libraryForward, Module } from "../module.ts";
 import { Embedding } from "./embedding.ts";
@@ -36,6 +36,8 @@ function packed(weight: MgArray, q: { mode: QuantizationMode; groupSize: number;
  * x·Wᵀ (+ bias) with W quantized: weight (outputDims, inputDims·bits/32) uint32, scales (and, for
  * affine, biases) per group; frozen, as MLX's (no gradient to the packed weights). The weight is
  * initialised from U(−k, k), k = 1/√inputDims, then quantized; the bias starts at zero.
+ * @example
+ * new mg.nn.QuantizedLinear(64, 8).forward(mg.ones([2, 64])).shape
  */
 export class QuantizedLinear extends Module {
   declare weight: MgArray;
@@ -89,6 +91,8 @@ export class QuantizedLinear extends Module {
 /**
  * Embedding with a quantized (numEmbeddings, dims) table: forward dequantizes the selected rows;
  * asLinear multiplies by the table (tied output projection). Frozen, as MLX's.
+ * @example
+ * new mg.nn.QuantizedEmbedding(10, 64).forward(mg.array([3])).shape
  */
 export class QuantizedEmbedding extends Module {
   declare weight: MgArray;
@@ -173,6 +177,10 @@ type ClassPredicate = (path: string, module: Module) => boolean | Record<string,
  * bits=None, *, mode='affine', quantize_input=False, class_predicate=None): every leaf with a
  * toQuantized() method (Linear, Embedding), or those `classPredicate(path, module)` accepts —
  * `true`, or an object of toQuantized options for that module.
+ * @example
+ * const model = new mg.nn.Sequential(new mg.nn.Linear(64, 8));
+ * mg.nn.quantize(model, 64, 4);
+ * model.layers[0]!.constructor.name
  */
 export function quantizeModel(
   model: Module,

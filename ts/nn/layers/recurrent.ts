@@ -6,7 +6,7 @@ import { addmm, matmul } from "../../core/ops/linalg-core.ts";
 import { squeeze } from "../../core/ops/shape.ts";
 import { sliceStatic } from "../../core/ops/slicing.ts";
 import { uniform } from "../../random/distributions.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { tanh } from "../activations.ts";
 import { callUser, libraryForward, Module } from "../module.ts";
 
@@ -26,7 +26,11 @@ function lastAxis(x: MgArray, a: number, b: number): MgArray {
 
 type Nonlinearity = ((x: MgArray) => MgArray) | Module;
 
-/** An Elman RNN: hₜ = f(xₜ·Wxhᵀ + hₜ₋₁·Whhᵀ + bias), f = tanh by default. */
+/**
+ * An Elman RNN: hₜ = f(xₜ·Wxhᵀ + hₜ₋₁·Whhᵀ + bias), f = tanh by default.
+ * @example
+ * new mg.nn.RNN(3, 5).forward(mg.ones([1, 7, 3])).shape
+ */
 export class RNN extends Module {
   declare nonlinearity: Nonlinearity;
   readonly hiddenSize: number;
@@ -68,7 +72,11 @@ export class RNN extends Module {
   }
 }
 
-/** A gated recurrent unit (MLX's layout: Wx, Wh of 3·H rows in r, z, n order; b and bhn). */
+/**
+ * A gated recurrent unit (MLX's layout: Wx, Wh of 3·H rows in r, z, n order; b and bhn).
+ * @example
+ * new mg.nn.GRU(3, 5).forward(mg.ones([1, 7, 3])).shape
+ */
 export class GRU extends Module {
   readonly hiddenSize: number;
   declare Wx: MgArray;
@@ -118,7 +126,11 @@ export class GRU extends Module {
   }
 }
 
-/** A long short-term memory layer (gates i, f, g, o); forward returns [hidden states, cell states]. */
+/**
+ * A long short-term memory layer (gates i, f, g, o); forward returns [hidden states, cell states].
+ * @example
+ * new mg.nn.LSTM(3, 5).forward(mg.ones([1, 7, 3]))[0].shape
+ */
 export class LSTM extends Module {
   readonly hiddenSize: number;
   declare Wx: MgArray;

@@ -6,7 +6,7 @@ import { arange } from "../../core/ops/creation.ts";
 import { add, astype, less, multiply } from "../../core/ops/elementwise.ts";
 import { expandDims, flatten, transpose, unflatten } from "../../core/ops/shape.ts";
 import { libraryFunction } from "../../core/ownership.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { relu } from "../activations.ts";
 import { type AttentionMask, scaledDotProductAttention } from "../fast-ops.ts";
 import { callUser, libraryForward, Module } from "../module.ts";
@@ -34,6 +34,9 @@ interface AttentionOptions {
 /**
  * Multi-head attention: projections query_proj, key_proj, value_proj, out_proj (MLX's names),
  * `numHeads` heads of dims/numHeads features, scores scaled by 1/√headDims.
+ * @example
+ * const attention = new mg.nn.MultiHeadAttention(8, 2);
+ * attention.forward(mg.ones([1, 3, 8]), mg.ones([1, 3, 8]), mg.ones([1, 3, 8])).shape
  */
 export class MultiHeadAttention extends Module {
   readonly numHeads: number;
@@ -107,6 +110,11 @@ interface LayerOptions {
 }
 const layerDefaults = () => ({ mlpDims: null as number | null, dropout: 0.0, activation: relu as Activation, normFirst: true });
 
+/**
+ * Self-attention and an MLP, each with a residual and a LayerNorm, as nn.TransformerEncoderLayer.
+ * @example
+ * new mg.nn.TransformerEncoderLayer(8, 2).forward(mg.ones([1, 3, 8]), null).shape
+ */
 export class TransformerEncoderLayer extends Module {
   declare attention: MultiHeadAttention;
   declare ln1: LayerNorm;
@@ -162,6 +170,11 @@ interface StackOptions extends LayerOptions {
 }
 const stackDefaults = () => ({ ...layerDefaults(), checkpoint: false });
 
+/**
+ * A stack of numLayers encoder layers with a final LayerNorm, as nn.TransformerEncoder.
+ * @example
+ * new mg.nn.TransformerEncoder(1, 8, 2).forward(mg.ones([1, 3, 8]), null).shape
+ */
 export class TransformerEncoder extends Module {
   declare layers: TransformerEncoderLayer[];
   declare ln: LayerNorm;
@@ -181,6 +194,11 @@ export class TransformerEncoder extends Module {
   }
 }
 
+/**
+ * Self-attention, cross-attention over the memory and an MLP, each with a residual and a LayerNorm, as nn.TransformerDecoderLayer.
+ * @example
+ * new mg.nn.TransformerDecoderLayer(8, 2).forward(mg.ones([1, 2, 8]), mg.ones([1, 3, 8]), null, null).shape
+ */
 export class TransformerDecoderLayer extends Module {
   declare self_attention: MultiHeadAttention;
   declare cross_attention: MultiHeadAttention;
@@ -243,6 +261,11 @@ export class TransformerDecoderLayer extends Module {
   }
 }
 
+/**
+ * A stack of numLayers decoder layers with a final LayerNorm, as nn.TransformerDecoder.
+ * @example
+ * new mg.nn.TransformerDecoder(1, 8, 2).forward(mg.ones([1, 2, 8]), mg.ones([1, 3, 8]), null, null).shape
+ */
 export class TransformerDecoder extends Module {
   declare layers: TransformerDecoderLayer[];
   declare ln: LayerNorm;
@@ -271,7 +294,11 @@ interface TransformerOptions extends StackOptions {
   customDecoder?: Module | null;
 }
 
-/** An encoder-decoder Transformer (MLX's defaults: 512 dims, 8 heads, 6 + 6 layers). */
+/**
+ * An encoder-decoder Transformer (MLX's defaults: 512 dims, 8 heads, 6 + 6 layers).
+ * @example
+ * new mg.nn.Transformer({ dims: 8, numHeads: 2, numEncoderLayers: 1, numDecoderLayers: 1, mlpDims: 16 }).forward(mg.ones([1, 3, 8]), mg.ones([1, 2, 8]), null, null, null).shape
+ */
 export class Transformer extends Module {
   declare encoder: Module;
   declare decoder: Module;
@@ -304,8 +331,8 @@ export class Transformer extends Module {
       new TransformerDecoder(o.numDecoderLayers, o.dims, o.numHeads, o.mlpDims, o.dropout, o.activation, o.normFirst, o.checkpoint);
   }
   override forward(src: MgArray, tgt: MgArray, srcMask: AttentionMask, tgtMask: AttentionMask, memoryMask: AttentionMask): MgArray {
-    const memory = this.encoder.forward(src, srcMask);
-    return this.decoder.forward(tgt, memory, tgtMask, memoryMask);
+    const memory = this.encoder.forward(src, srcMask) as MgArray;
+    return this.decoder.forward(tgt, memory, tgtMask, memoryMask) as MgArray;
   }
 }
 

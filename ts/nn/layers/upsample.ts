@@ -9,7 +9,7 @@ import {
 import { getItem, type IndexItem } from "../../core/ops/index-expr.ts";
 import { take } from "../../core/ops/indexing.ts";
 import { broadcastTo, expandDims, reshape } from "../../core/ops/shape.ts";
-import { resolveOptions, type Trailing } from "../../utils/options.ts";
+import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
 type Taps = [MgArray, MgArray][];
@@ -111,7 +111,11 @@ function checkScales(x: MgArray, scaleFactor: readonly number[]): void {
   if (x.ndim - 2 !== scaleFactor.length) throw new Error("[Upsample] A scale needs to be provided for each spatial dimension");
 }
 
-/** Nearest-neighbour upsampling (a broadcast for integer scales). */
+/**
+ * Nearest-neighbour upsampling (a broadcast for integer scales).
+ * @example
+ * mg.nn.upsampleNearest(mg.array([[[1], [2]]], mg.float32), [2])
+ */
 export function upsampleNearest(x: MgArray, scaleFactor: readonly number[]): MgArray {
   checkScales(x, scaleFactor);
   const dims = x.ndim - 2;
@@ -180,7 +184,11 @@ function checkAntialias(alignCorners: boolean, antialias: boolean): void {
   }
 }
 
-/** (Multi)linear interpolation. */
+/**
+ * (Multi)linear interpolation.
+ * @example
+ * mg.nn.upsampleLinear(mg.ones([1, 2, 2, 1]), [2, 2]).shape
+ */
 export function upsampleLinear(x: MgArray, scaleFactor: readonly number[], alignCorners = false, antialias = false): MgArray {
   checkAntialias(alignCorners, antialias);
   if (antialias) {
@@ -190,7 +198,11 @@ export function upsampleLinear(x: MgArray, scaleFactor: readonly number[], align
   return interpolate(x, scaleFactor, linearIndices, alignCorners);
 }
 
-/** Bicubic (Keys, a = −0.75; a = −0.5 when antialiased) interpolation. */
+/**
+ * Bicubic (Keys, a = −0.75; a = −0.5 when antialiased) interpolation.
+ * @example
+ * mg.nn.upsampleCubic(mg.ones([1, 2, 2, 1]), [2, 2]).shape
+ */
 export function upsampleCubic(x: MgArray, scaleFactor: readonly number[], alignCorners = false, antialias = false): MgArray {
   checkAntialias(alignCorners, antialias);
   if (antialias) {
@@ -199,9 +211,16 @@ export function upsampleCubic(x: MgArray, scaleFactor: readonly number[], alignC
   return interpolate(x, scaleFactor, cubicIndices, alignCorners);
 }
 
+/**
+ * Upsample's interpolation: nearest, linear or cubic.
+ */
 export type UpsampleMode = "nearest" | "linear" | "cubic";
 
-/** Upsamples the spatial axes by `scaleFactor` (one number, or one per spatial axis). */
+/**
+ * Upsamples the spatial axes by `scaleFactor` (one number, or one per spatial axis).
+ * @example
+ * new mg.nn.Upsample(2).forward(mg.ones([1, 2, 2, 1])).shape
+ */
 export class Upsample extends Module {
   readonly scaleFactor: number | number[];
   readonly mode: UpsampleMode;
