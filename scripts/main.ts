@@ -15,7 +15,7 @@ import { ArgsError, parseArgs, USAGE } from "./job/args.ts";
 import { loadCheckpoint, saveCheckpoint } from "./job/checkpoint.ts";
 import { ACCURACY_GOAL, presetFor } from "./job/config.ts";
 import { formatSummary, summarize } from "./job/kernels.ts";
-import { fusedOps, parameterCount } from "./job/model.ts";
+import { FUSED_OPS, parameterCount } from "./job/model.ts";
 import { smooth, svgPlot, terminalPlot } from "./job/plot.ts";
 import { formatDuration, formatRate, Progress } from "./job/progress.ts";
 import { AdditionTask } from "./job/task.ts";
@@ -62,10 +62,9 @@ console.log(`metalgrad on ${info.device_name} (${info.architecture}); Metal ${si
 }
 
 const config = presetFor(args.quick, args.steps, args.seed);
-const fusedList = Object.entries(fusedOps).map(([name, on]) => `${name} ${on ? "fused (mg.fast)" : "composed (core ops)"}`).join(", ");
 console.log(`\ntask: ${config.digits}-digit addition, "123+45=168" (numbers written least significant digit first to the model)`);
 console.log(`model: decoder-only transformer, ${config.model.layers} layers, dims ${config.model.dims}, ${config.model.heads} heads, RMSNorm, RoPE (base ${config.model.ropeBase}), causal attention, GELU MLP`);
-console.log(`  ${fusedList}`);
+console.log(`  fused ops: ${FUSED_OPS.join(", ")}`);
 console.log(`training on ${deviceLabel}: ${config.steps} steps of ${config.batch} problems, AdamW (lr ${config.learningRate}, betas ${config.betas.join("/")}, warm-up ${config.warmupSteps}, cosine decay), seed ${config.seed}${args.quick ? ", --quick" : ""}`);
 
 const traceStep = Math.min(2, config.steps);

@@ -132,7 +132,7 @@ function trainRunner(device: mg.Device, model: mg.nn.Module, optimizer: mg.optim
   model.loadWeights(weights);
   mg.eval(model.parameters());
   const lossAndGrad = mg.nn.valueAndGrad(model, (m: mg.nn.Module, x: MgArray, y: MgArray) =>
-    mg.nn.losses.crossEntropy(m.forward(x), y, { reduction: "mean" }));
+    mg.nn.losses.crossEntropy(m.forward(x) as MgArray, y, { reduction: "mean" }));
   const step = () => mg.stream(device, () => {
     const loss = mg.tidy(() => {
       const [l, grads] = lossAndGrad(model, a.x!, a.y!);
