@@ -134,6 +134,7 @@ console.log(
   `training: ${formatDuration(result.trainSeconds)} wall, ${formatDuration(result.trainCpuSeconds)} CPU, ${formatRate(tokensPerSecond)} tokens/s; ` +
     `evaluation ${formatDuration(evalSeconds)}; peak array memory ${mib(result.peakBytes)} (parameters ${mib(result.parameterBytes)}, AdamW state, one step's intermediates); whole job ${formatDuration((performance.now() - t0) / 1000)}`,
 );
+if (args.quick) console.log("(--quick proves the whole path; it trains too briefly to learn the task — run without --quick for that)");
 const fullRun = !args.quick && args.steps === null;
 if (fullRun && heldOutAccuracy < ACCURACY_GOAL) {
   console.error(`the full preset should reach ${ACCURACY_GOAL * 100}% held-out accuracy; it reached ${(heldOutAccuracy * 100).toFixed(1)}%`);

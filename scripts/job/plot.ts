@@ -167,7 +167,11 @@ export function svgPlot(series: readonly Series[], o: SvgPlotOptions): string {
   out.push(`<text x="${m.left}" y="22" font-size="15" font-weight="600">${escapeXml(o.title)}</text>`);
   caption.forEach((c, i) => out.push(`<text x="${m.left}" y="${40 + 16 * i}" fill="#555">${escapeXml(c)}</text>`));
   // Grid and y ticks: decades on a log axis.
-  const yTicks = log ? Array.from({ length: yr.hi - yr.lo + 1 }, (_, i) => 10 ** (yr.lo + i)) : niceTicks(yr.lo, yr.hi);
+  // A log axis labels each decade, and 2× and 5× within it when it spans few decades.
+  const steps = yr.hi - yr.lo <= 2 ? [1, 2, 5] : [1];
+  const yTicks = log
+    ? Array.from({ length: yr.hi - yr.lo + 1 }, (_, i) => steps.map((m) => Number((m * 10 ** (yr.lo + i)).toPrecision(3)))).flat().filter((t) => Math.log10(t) <= yr.hi + 1e-9)
+    : niceTicks(yr.lo, yr.hi);
   for (const t of yTicks) {
     const y = Y(t);
     out.push(`<line x1="${m.left}" x2="${m.left + pw}" y1="${f(y)}" y2="${f(y)}" stroke="#e5e5e5"/>`);
