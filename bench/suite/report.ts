@@ -158,7 +158,7 @@ export function groupChart(results: readonly CaseResult[]): string {
       body.push(`<text x="${labelW - 6}" y="${y + barH - 3}" text-anchor="end">${m.system} ${m.device}</text>`);
       body.push(`<rect x="${labelW}" y="${y}" width="${(x(v) - labelW).toFixed(1)}" height="${barH}" fill="${COLORS[m.system]}"/>`);
       body.push(`<line x1="${x(q1).toFixed(1)}" x2="${x(v + m.summary!.spread / 2).toFixed(1)}" y1="${y + barH / 2}" y2="${y + barH / 2}" stroke="#000" stroke-width="1"/>`);
-      body.push(`<text x="${(x(v) + 4).toFixed(1)}" y="${y + barH - 3}">${escapeHtml(formatMs(v))}</text>`);
+      body.push(`<text x="${(x(v + m.summary!.spread / 2) + 4).toFixed(1)}" y="${y + barH - 3}">${escapeHtml(formatMs(v))}</text>`);
       y += barH + 3;
     }
     y += 8;
