@@ -4,6 +4,9 @@ import "./memory/allocator.ts";
 // Registration side effects: the derivative rules of every record, then each backend's kernels.
 import "./core/rules/index.ts";
 import "./backend/cpu/index.ts";
+// The CPU device runs native kernels (Sources/MGCpu), falling back per primitive to the TypeScript
+// ones above (MG_CPU_NATIVE=0: TypeScript only).
+import "./backend/cpu/native/index.ts";
 import "./backend/gpu/index.ts";
 import "./core/methods.ts";
 import "./core/methods-indexing.ts";
@@ -135,7 +138,9 @@ function arraysIn(args: unknown[]): MgArray[] {
  * mg.evaluate({ a: mg.exp(mg.array([0])) })
  */
 function evaluateImpl(...args: unknown[]): void {
-  evalArrays(arraysIn(args));
+  // eval(x): no walk over the arguments
+  if (args.length === 1 && args[0] instanceof MgArray) evalArrays(args as MgArray[]);
+  else evalArrays(arraysIn(args));
 }
 export const evaluate = publicFunction("evaluate", evaluateImpl, NO_ARRAYS);
 // mx.eval's name (a reserved word as a binding, not as an export name): the same function.

@@ -149,6 +149,18 @@ public func mg_buffer_new(_ bytes: Double) -> UnsafeMutableRawPointer? {
     }
 }
 
+/// mg_buffer_new and mg_buffer_contents in one call (one crossing, one lock): the handle, and the
+/// address of its memory in address[0] (0 for a zero-byte buffer).
+@_cdecl("mg_buffer_new_at")
+public func mg_buffer_new_at(_ bytes: Double, _ address: UnsafeMutablePointer<Double>?) -> UnsafeMutableRawPointer? {
+    guarded("mg_buffer_new", nil) { runtime in
+        guard let address else { throw RuntimeError("the address slot is null") }
+        let (handle, contents) = try runtime.newBufferWithContents(size: try byteCount(bytes, "the buffer size"))
+        address.pointee = Double(UInt(bitPattern: contents))
+        return pointer(handle)
+    }
+}
+
 /// The buffer's CPU-visible memory; null for a zero-byte buffer (not an error) or on error.
 @_cdecl("mg_buffer_contents")
 public func mg_buffer_contents(_ buffer: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {

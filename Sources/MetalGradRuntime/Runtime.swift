@@ -159,6 +159,11 @@ final class Runtime: @unchecked Sendable {
     // MARK: Buffers
 
     func newBuffer(size: Int) throws -> UInt64 {
+        try newBufferWithContents(size: size).0
+    }
+
+    /// newBuffer and its contents under one lock.
+    func newBufferWithContents(size: Int) throws -> (UInt64, UnsafeMutableRawPointer?) {
         try lock.withLock {
             let allocation = try allocator.allocate(size: size)
             let id = newID(.buffer)
@@ -166,7 +171,7 @@ final class Runtime: @unchecked Sendable {
             allocation?.viewPins += 1
             buffers[id] = record
             liveBufferCount += 1
-            return id
+            return (id, allocation?.buffer.contents())
         }
     }
 

@@ -346,13 +346,49 @@ describe("bad input is a tagged error", () => {
     ["sdpa sinks shape", () => mg.fast.scaledDotProductAttention(q, kv, kv, { scale: 1, sinks: mg.ones([3]) }), "[scaled_dot_product_attention] Received invalid shape for sinks (3,)."],
     ["sdpa scale missing", () => mg.fast.scaledDotProductAttention(q, kv, kv, {} as never), "[scaled_dot_product_attention] scale must be given"],
     ["sdpa integer", () => mg.fast.scaledDotProductAttention(mg.ones([1, 1, 2, 2], mg.int32), mg.ones([1, 1, 2, 2], mg.int32), mg.ones([1, 1, 2, 2], mg.int32), { scale: 1 }), "[scaled_dot_product_attention] Received unsupported type int32."],
-    ["sdpa grad wrt sinks", () => mg.grad((s: MgArray) => mg.sum(mg.fast.scaledDotProductAttention(q, kv, kv, { scale: 1, sinks: s })))(mg.ones([2])), "[scaled_dot_product_attention] Does not support VJP with respect to mask or attention sinks."],
     ["cross_entropy float targets", () => mg.fast.crossEntropy(mg.ones([2, 3]), mg.array([1.0, 2.5])), "[cross_entropy] targets must be integer class indices but got float32."],
     ["cross_entropy shape", () => mg.fast.crossEntropy(mg.ones([2, 3]), mg.array([1, 2, 0])), "[cross_entropy] targets shape (3,) does not match logits shape (2,3) with the last axis removed."],
     ["cross_entropy integer logits", () => mg.fast.crossEntropy(mg.array([1, 2]), mg.array(1)), "[cross_entropy] Received unsupported logits type int32."],
     ["cross_entropy 0-d", () => mg.fast.crossEntropy(mg.array(1.5), mg.array(1)), "[cross_entropy] logits must have at least 1 dimension"],
   ];
   for (const [name, f, message] of cases) test(name, () => expect(f).toThrow(message));
+});
+
+describe("gradients with respect to an additive mask and the sinks (MLX's CPU fallback has them)", () => {
+  for (const device of [mg.cpu, mg.gpu]) {
+    test(`equal the composition's on the ${device.type}`, () => {
+      const s = { stream: device };
+      const key = mg.random.key(11);
+      const [k1, k2, k3, k4, k5] = mg.random.split(key, 5) as unknown as MgArray[];
+      const q = mg.random.normal([1, 2, 3, 8], mg.float32, 0, 1, k1, s);
+      const k = mg.random.normal([1, 2, 5, 8], mg.float32, 0, 1, k2, s);
+      const v = mg.random.normal([1, 2, 5, 8], mg.float32, 0, 1, k3, s);
+      const mask = mg.random.normal([3, 5], mg.float32, 0, 1, k4, s);
+      const w = mg.random.normal([1, 2, 3, 8], mg.float32, 0, 1, k5, s);
+      const sinks = mg.array([0.5, -1], mg.float32);
+      const scale = 0.35;
+      const fused = (m: MgArray, sk: MgArray) =>
+        mg.sum(mg.multiply(mg.fast.scaledDotProductAttention(q, k, v, { scale, mask: m, sinks: sk, stream: device }), w));
+      // softmax over [scores + mask, sink] (the sink is one extra logit per head), then · v.
+      const composed = (m: MgArray, sk: MgArray) => {
+        const scores = mg.add(mg.multiply(mg.matmul(q, mg.swapaxes(k, -1, -2)), scale), m);
+        const sinkCol = mg.broadcastTo(mg.reshape(sk, [1, 2, 1, 1]), [1, 2, 3, 1]);
+        const p = mg.softmax(mg.concatenate([scores, sinkCol], -1), -1);
+        const probs = mg.slice(p, mg.array([0]), [3], [1, 2, 3, 5]);
+        return mg.sum(mg.multiply(mg.matmul(probs, v), w));
+      };
+      const [gm, gs] = mg.stream(device, () => mg.grad(fused, [0, 1])(mask, sinks)) as MgArray[];
+      const [em, es] = mg.stream(device, () => mg.grad(composed, [0, 1])(mask, sinks)) as MgArray[];
+      const close = (a: MgArray, b: MgArray) => {
+        const x = Array.from(a.dataSync() as Float32Array);
+        const y = Array.from(b.dataSync() as Float32Array);
+        expect(x.length).toBe(y.length);
+        x.forEach((xi, i) => expect(xi).toBeCloseTo(y[i]!, 4));
+      };
+      close(gm!, em!);
+      close(gs!, es!);
+    });
+  }
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ const SYMBOLS = {
   mg_memory_set_cache_limit: { args: [f64], returns: f64 },
   mg_memory_set_wired_limit: { args: [f64], returns: f64 },
   mg_buffer_new: { args: [f64], returns: P },
+  mg_buffer_new_at: { args: [f64, P], returns: P },
   mg_buffer_contents: { args: [P], returns: P },
   mg_buffer_length: { args: [P], returns: f64 },
   mg_buffer_release: { args: [P], returns: i32 },
@@ -270,6 +271,7 @@ export class Runtime {
   readonly viewDeallocator: Pointer;
   #defaultQueue: Queue | undefined;
   readonly #stats = new Float64Array(8);
+  readonly #address = new Float64Array(1);
 
   constructor(native: NativeLibrary = loadNative()) {
     this.libraryPath = native.path;
@@ -342,15 +344,17 @@ export class Runtime {
   }
 
   newBuffer(byteLength: number): NativeBuffer {
-    let handle = handleOf(this.native.mg_buffer_new(byteLength));
+    // One crossing: the handle, and the memory's address in #address[0].
+    const address = this.#address;
+    let handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
     if (handle === null && this.#limitedByViews()) {
       // Released buffers whose ArrayBuffer the GC has not collected yet still map their memory
       // (viewHeld); a full collection runs their deallocators, so try once more after one.
       Bun.gc(true);
-      handle = handleOf(this.native.mg_buffer_new(byteLength));
+      handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
     }
     if (handle === null) this.fail();
-    return new NativeBuffer(this, handle, byteLength);
+    return new NativeBuffer(this, handle, byteLength, address[0]!);
   }
 
   #limitedByViews(): boolean {
@@ -472,26 +476,30 @@ type ToArrayBufferWithDeallocator = (
 export class NativeBuffer {
   readonly handle: Pointer;
   readonly byteLength: number;
+  /** The address of the buffer's memory (0 when empty): native CPU kernels take it directly. */
+  readonly address: number;
   #view: ArrayBuffer | null;
   #released = false;
   readonly #runtime: Runtime;
 
-  /** @internal use Runtime.newBuffer */
-  constructor(rt: Runtime, handle: Pointer, byteLength: number) {
+  /** @internal use Runtime.newBuffer (which passes the address it got with the handle) */
+  constructor(rt: Runtime, handle: Pointer, byteLength: number, address = -1) {
     this.#runtime = rt;
     this.handle = handle;
     this.byteLength = byteLength;
     if (byteLength === 0) {
+      this.address = 0;
       this.#view = new ArrayBuffer(0);
       emptyBufferFinalizer.register(this, { symbols: rt.native, handle }, this);
     } else {
-      const contents = handleOf(rt.native.mg_buffer_contents(handle));
+      const contents = address > 0 ? (address as Pointer) : handleOf(rt.native.mg_buffer_contents(handle));
       if (contents === null) {
         const message = String(rt.native.mg_last_error());
         rt.native.mg_buffer_release(handle);
         rt.native.mg_buffer_view_release(null, handle);
         throw new Error(message);
       }
+      this.address = contents as number;
       // The 4th/5th arguments (context, JSTypedArrayBytesDeallocator) exist in Bun but are missing
       // from @types/bun.
       this.#view = (toArrayBuffer as unknown as ToArrayBufferWithDeallocator)(

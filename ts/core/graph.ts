@@ -138,19 +138,25 @@ export function schedule(targets: readonly MgArray[]): Node[] {
   return order;
 }
 
+/** An eval's context: a class (not an object literal with a getter), as one is made per eval. */
+class Context implements EvalContext {
+  #targetSet: Set<MgArray> | null = null;
+  constructor(
+    readonly targetList: readonly MgArray[],
+    readonly finished: (node: Node) => void,
+  ) {}
+  /** Built on first use: only fused regions ask for it. */
+  get targets(): ReadonlySet<MgArray> {
+    return (this.#targetSet ??= new Set(this.targetList));
+  }
+}
+
 /** Evaluates arrays, as mx.eval. Already evaluated arrays cost nothing. */
 export function evalArrays(targets: readonly MgArray[]): void {
   for (const t of targets) t.checkUsable("eval");
   const order = schedule(targets);
   if (order.length === 0) return;
-  // The set of targets is built on first use: only fused regions ask for it.
-  let targetSet: Set<MgArray> | null = null;
-  const ctx: EvalContext = {
-    get targets() {
-      return (targetSet ??= new Set(targets));
-    },
-    finished: retainGraphDepth > 0 ? ignoreFinished : detach,
-  };
+  const ctx = new Context(targets, retainGraphDepth > 0 ? ignoreFinished : detach);
   // Consecutive nodes of one stream form a run: the GPU submits each run as one batch on that
   // stream's queue (so mg.synchronize(stream) and cross-queue waits see it).
   let start = 0;

@@ -117,6 +117,20 @@ function settle(start: number, result: unknown): void {
     if (depth === 0) created.length = start;
     return;
   }
+  // An op returning one array (its helpers — a broadcast, a cast — become internal): no sets.
+  if (result instanceof MgArray) {
+    let kept = start;
+    for (let i = start; i < end; i++) {
+      const a = created[i]!;
+      if (a === result || a.retained) {
+        if (depth > 0) created[kept++] = a;
+      } else {
+        a.makeInternal();
+      }
+    }
+    created.length = depth > 0 ? kept : start;
+    return;
+  }
   const returned = new Set<MgArray>();
   if (result !== undefined) collect(result, returned, new Set());
   let kept = start;

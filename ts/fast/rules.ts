@@ -5,6 +5,7 @@
 import type { MgArray } from "../core/array.ts";
 import { resolveStream } from "../core/device.ts";
 import { makeNode } from "../core/graph.ts";
+import { annotate, warnOnce } from "../core/trace.ts";
 import { defineRules, type Primitive, type Rules } from "../core/primitive.ts";
 import { zeros, zerosLike } from "../core/ops/creation.ts";
 import { reshape } from "../core/ops/shape.ts";
@@ -110,14 +111,26 @@ const sdpaComposition: Composition<SdpaParams> = (xs, p) => {
 
 defineRules(ScaledDotProductAttention, {
   vjp(primals, [g], argnums, outputs, p) {
-    if (argnums.some((i) => i >= 3)) {
-      throw new Error("[scaled_dot_product_attention] Does not support VJP with respect to mask or attention sinks.");
+    // The cotangent of an additive mask or of the sinks is made of the score-sized gradient
+    // (B, Hq, qL, kL) that the fused backward never forms: it comes from the composition's vjp,
+    // which MLX's CPU fallback also runs (MLX's fused Metal path refuses it). The trace says so.
+    const viaComposition = argnums.filter((i) => i >= 3);
+    const extra = viaComposition.length > 0 ? vjpOf((xs) => sdpaComposition(xs, p), primals, [g!], viaComposition) : [];
+    for (const e of extra) {
+      annotate(e, "unfused: the gradient with respect to an attention mask or sinks has the scores' shape; it runs the composition (q·kᵀ, softmax and its vjp)");
     }
-    // A node built outside a transform (a compiled function traced before being differentiated)
-    // saved no statistics: run the fused forward again, this time keeping them.
-    const [o, stats] = p.stats ? outputs : makeNode(ScaledDotProductAttention, [...primals], { ...p, stats: true }, resolveStream());
-    const grads = makeNode(ScaledDotProductAttentionVJP, [...primals, o!, stats!, g!], { ...p, stats: true }, resolveStream());
-    return argnums.map((i) => grads[i]!);
+    if (extra.length > 0) {
+      warnOnce("sdpa-mask-grad", "[scaled_dot_product_attention] the gradient with respect to the mask or sinks runs unfused (it forms the (B, H, qL, kL) scores); MG_WARN=0 silences this.");
+    }
+    const fusedArgs = argnums.filter((i) => i < 3);
+    let grads: MgArray[] = [];
+    if (fusedArgs.length > 0) {
+      // A node built outside a transform (a compiled function traced before being differentiated)
+      // saved no statistics: run the fused forward again, this time keeping them.
+      const [o, stats] = p.stats ? outputs : makeNode(ScaledDotProductAttention, [...primals], { ...p, stats: true }, resolveStream());
+      grads = makeNode(ScaledDotProductAttentionVJP, [...primals, o!, stats!, g!], { ...p, stats: true }, resolveStream());
+    }
+    return argnums.map((i) => (i < 3 ? grads[i]! : extra[viaComposition.indexOf(i)]!));
   },
   // The statistics output is an implementation detail: its tangent is zero.
   jvp: (primals, tangents, argnums, outputs, p) => [

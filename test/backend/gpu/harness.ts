@@ -2,6 +2,7 @@
 // compare with the per-dtype tolerances of ts/testing/tolerances.ts (exact for integers and bool).
 import { expect } from "bun:test";
 import * as mg from "../../../ts/index.ts";
+import { setNativeCpu } from "../../../ts/backend/cpu/native/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import { type Tolerance, toleranceFor } from "../../../ts/testing/tolerances.ts";
 import { sliceStatic } from "../../../ts/core/ops/slicing.ts";
@@ -9,12 +10,18 @@ import { runtime } from "../../../ts/backend/runtime.ts";
 
 export type Device = typeof mg.cpu;
 
-/** Runs `fn` on a device (as the default stream) and returns its results, evaluated. */
+/** Runs `fn` on a device (as the default stream) and returns its results, evaluated. The CPU runs
+ *  the TypeScript reference kernels (float64-accurate), not the native ones. */
 export function runOn(device: Device, fn: () => MgArray | MgArray[]): MgArray[] {
-  const out = mg.stream(device, fn);
-  const list = Array.isArray(out) ? out : [out];
-  mg.eval(list);
-  return list;
+  const reference = device.type === "cpu" ? setNativeCpu(false) : null;
+  try {
+    const out = mg.stream(device, fn);
+    const list = Array.isArray(out) ? out : [out];
+    mg.eval(list);
+    return list;
+  } finally {
+    if (reference !== null) setNativeCpu(reference);
+  }
 }
 
 function flatValues(a: MgArray): (number | bigint | boolean)[] {

@@ -250,19 +250,31 @@ registerBackend("gpu", {
     const fresh: MgArray[] = [];
     // Reads left per input in this run: an internal array read by no one else gives its storage
     // to a later output of this batch once its last reader is encoded.
-    const readsInRun = new Map<MgArray, number>();
-    for (const it of items) {
-      for (const n of it.kind === "region" ? it.region.nodes : [it.node]) {
-        for (const i of n.inputs) readsInRun.set(i, (readsInRun.get(i) ?? 0) + 1);
+    // One entry per input (total reads, reads left), counted without a list per item: this runs
+    // for every node of every eval.
+    const reads = new Map<MgArray, { total: number; left: number }>();
+    const count = (node: Node) => {
+      const inputs = node.inputs;
+      for (let k = 0; k < inputs.length; k++) {
+        const i = inputs[k]!;
+        const r = reads.get(i);
+        if (r) {
+          r.total++;
+          r.left++;
+        } else {
+          reads.set(i, { total: 1, left: 1 });
+        }
       }
+    };
+    for (const it of items) {
+      if (it.kind === "region") for (const n of it.region.nodes) count(n);
+      else count(it.node);
     }
-    const readsLeft = new Map(readsInRun);
     const recycleInputs = (node: Node) => {
       for (const i of node.inputs) {
-        const left = readsLeft.get(i)! - 1;
-        readsLeft.set(i, left);
+        const r = reads.get(i)!;
         // Every pending reader is in this run (graphRefs) and already encoded.
-        if (left === 0 && (i.internal || i.disposed) && i.graphRefs === readsInRun.get(i)) enc.recycle(i);
+        if (--r.left === 0 && (i.internal || i.disposed) && i.graphRefs === r.total) enc.recycle(i);
       }
     };
     const admit = (node: Node) => {
