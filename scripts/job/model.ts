@@ -1,21 +1,16 @@
 // A small decoder-only transformer, written as a metalgrad user writes one: mg.nn modules, RMSNorm
 // before attention and MLP, rotary positions (RoPE) on queries and keys, causal attention, a GELU
-// MLP, residual connections, a final RMSNorm and a linear head; the norms, RoPE and attention are
-// mg.fast's fused ops. Parameter names follow mlx-lm's
+// MLP, residual connections, a final RMSNorm and a linear head; the norms, RoPE and attention run
+// mg.fast's fused ops (nn.RMSNorm and nn.RoPE call them, as MLX's do). Parameter names follow mlx-lm's
 // Llama (embed_tokens, layers.N.self_attn, input_layernorm, mlp, norm, lm_head).
 import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/index.ts";
 
 /**
- * The fused ops the model calls: one kernel each for RMSNorm, RoPE and causal attention (forward
- * and backward) instead of a dozen elementwise ops, reductions and matmuls.
+ * The fused ops the model runs: one kernel each for RMSNorm (nn.RMSNorm), RoPE (nn.RoPE) and causal
+ * attention, forward and backward, instead of a dozen elementwise ops, reductions and matmuls.
  */
 export const FUSED_OPS = ["mg.fast.rmsNorm", "mg.fast.rope", "mg.fast.scaledDotProductAttention"] as const;
-
-/** nn.RMSNorm's parameter, normalised by mg.fast.rmsNorm (what MLX's nn.RMSNorm calls). */
-function rmsNorm(norm: mg.nn.RMSNorm, x: MgArray): MgArray {
-  return mg.fast.rmsNorm(x, norm.weight, norm.eps);
-}
 
 export interface ModelConfig {
   vocabSize: number;
@@ -35,12 +30,12 @@ export interface ModelConfig {
 export class Attention extends mg.nn.Module {
   declare qkv_proj: mg.nn.Linear;
   declare o_proj: mg.nn.Linear;
+  declare rope: mg.nn.RoPE;
   readonly heads: number;
-  readonly ropeBase: number;
   constructor(dims: number, heads: number, ropeBase: number) {
     super();
     this.heads = heads;
-    this.ropeBase = ropeBase;
+    this.rope = new mg.nn.RoPE(dims / heads, { base: ropeBase });
     // One projection for queries, keys and values: one matmul instead of three.
     this.qkv_proj = new mg.nn.Linear(dims, 3 * dims, false);
     this.o_proj = new mg.nn.Linear(dims, dims, false);
@@ -51,8 +46,7 @@ export class Attention extends mg.nn.Module {
     // (B, L, 3·D) → three (B, heads, L, D/heads)
     const qkv = mg.transpose(mg.reshape(this.qkv_proj.forward(x), [B, L, 3, h, D / h]), [2, 0, 3, 1, 4]);
     const [q, k, v] = [0, 1, 2].map((i) => qkv.index(i));
-    const rope = (t: MgArray) => mg.fast.rope(t, D / h, { traditional: false, base: this.ropeBase, scale: 1, offset: 0 });
-    const o = mg.fast.scaledDotProductAttention(rope(q!), rope(k!), v!, { scale: 1 / Math.sqrt(D / h), mask: "causal" });
+    const o = mg.fast.scaledDotProductAttention(this.rope.forward(q!), this.rope.forward(k!), v!, { scale: 1 / Math.sqrt(D / h), mask: "causal" });
     return this.o_proj.forward(mg.reshape(mg.transpose(o, [0, 2, 1, 3]), [B, L, D]));
   }
 }
@@ -83,8 +77,8 @@ export class Block extends mg.nn.Module {
     this.mlp = new MLP(c.dims, c.mlpRatio * c.dims);
   }
   override forward(x: MgArray): MgArray {
-    const h = mg.add(x, this.self_attn.forward(rmsNorm(this.input_layernorm, x)));
-    return mg.add(h, this.mlp.forward(rmsNorm(this.post_attention_layernorm, h)));
+    const h = mg.add(x, this.self_attn.forward(this.input_layernorm.forward(x)));
+    return mg.add(h, this.mlp.forward(this.post_attention_layernorm.forward(h)));
   }
 }
 
@@ -113,7 +107,7 @@ export class Decoder extends mg.nn.Module {
     for (const layer of this.layers) x = layer.forward(x);
     const L = tokens.shape[1]!;
     if (n !== undefined && n < L) x = x.index(":", { start: L - n });
-    return this.lm_head.forward(rmsNorm(this.norm, x));
+    return this.lm_head.forward(this.norm.forward(x));
   }
 }
 
