@@ -76,7 +76,7 @@ export function formatSummary(s: KernelSummary, top = 12): string[] {
   const lines = [
     `${s.runs} kernel runs: ${s.fusedRuns} fused (${s.fastRuns} of them mg.fast ops), ${s.runs - s.fusedRuns} single-primitive`,
   ];
-  const kw = Math.min(34, Math.max(6, ...s.rows.slice(0, top).map((r) => r.kernel.length)));
+  const kw = Math.min(46, Math.max(6, ...s.rows.slice(0, top).map((r) => r.kernel.length)));
   lines.push(`  ${"kernel".padEnd(kw)} ${"runs".padStart(5)}  fused  primitives`);
   for (const r of s.rows.slice(0, top)) {
     lines.push(`  ${clip(r.kernel, kw).padEnd(kw)} ${String(r.runs).padStart(5)}  ${(r.fused ? "yes" : "no").padEnd(5)}  ${clip(r.primitives.join(","), 60)}`);
