@@ -22,6 +22,7 @@ import { AdditionTask } from "./job/task.ts";
 import { accuracy, complete, train } from "./job/train.ts";
 
 const t0 = performance.now();
+const cpuSeconds = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1e6;
 let args;
 try {
   args = parseArgs(process.argv.slice(2));
@@ -132,7 +133,7 @@ const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 console.log(`\nheld-out exact-match accuracy: ${(heldOutAccuracy * 100).toFixed(1)}% of ${data.heldOut.length} problems never seen in training`);
 console.log(
   `training: ${formatDuration(result.trainSeconds)} wall, ${formatDuration(result.trainCpuSeconds)} CPU, ${formatRate(tokensPerSecond)} tokens/s; ` +
-    `evaluation ${formatDuration(evalSeconds)}; peak array memory ${mib(result.peakBytes)} (parameters ${mib(result.parameterBytes)}, AdamW state, one step's intermediates); whole job ${formatDuration((performance.now() - t0) / 1000)}`,
+    `evaluation ${formatDuration(evalSeconds)}; peak array memory ${mib(result.peakBytes)} (parameters ${mib(result.parameterBytes)}, AdamW state, one step's intermediates); whole job ${formatDuration((performance.now() - t0) / 1000)} wall, ${formatDuration(cpuSeconds(process.cpuUsage()))} CPU`,
 );
 if (args.quick) console.log("(--quick proves the whole path; it trains too briefly to learn the task — run without --quick for that)");
 const fullRun = !args.quick && args.steps === null;

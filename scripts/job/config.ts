@@ -5,13 +5,17 @@ import type { TrainConfig } from "./train.ts";
 
 export const ACCURACY_GOAL = 0.95;
 
+// Tuned for the fewest CPU seconds to ≥ 95% (MLX sweeps over batch, learning rate, heads, MLP width
+// and RoPE base, then this model on metalgrad's CPU): the loss sits near the answers' entropy for
+// ~150 steps while attention finds the digit columns, then falls; 500 steps of 128 problems reach
+// 99.6% (seed 0) and 100% (seed 1), 400 steps 96%.
 export const FULL: TrainConfig = {
   digits: 3,
-  model: { dims: 64, layers: 2, heads: 4, mlpRatio: 4, ropeBase: 100 },
-  batch: 64,
-  steps: 600,
+  model: { dims: 64, layers: 2, heads: 4, mlpRatio: 4, ropeBase: 10 },
+  batch: 128,
+  steps: 500,
   learningRate: 3e-3,
-  warmupSteps: 50,
+  warmupSteps: 30,
   weightDecay: 0.01,
   betas: [0.9, 0.99],
   heldOut: 1000,
@@ -22,7 +26,7 @@ export const FULL: TrainConfig = {
 
 export const QUICK: TrainConfig = {
   ...FULL,
-  model: { dims: 32, layers: 1, heads: 2, mlpRatio: 2, ropeBase: 100 },
+  model: { dims: 32, layers: 1, heads: 2, mlpRatio: 2, ropeBase: 10 },
   batch: 16,
   steps: 40,
   warmupSteps: 5,
