@@ -18,6 +18,11 @@ export function kernelFamily(kernel: string): string {
   return kernel.replace(/_[0-9a-f]{8,}$/, "_*");
 }
 
+/** A note without the ids of the arrays it names, so notes of the same kind count together. */
+export function noteKind(note: string): string {
+  return note.replace(/ ?#\d+/g, "");
+}
+
 export interface KernelRow {
   kernel: string;
   runs: number;
@@ -56,7 +61,7 @@ export function summarize(records: readonly TraceRecord[]): KernelSummary {
     for (const p of r.primitives) if (!row.primitives.includes(p)) row.primitives.push(p);
     if (!row.precisions.includes(r.precision)) row.precisions.push(r.precision);
     precisions.set(r.precision, (precisions.get(r.precision) ?? 0) + 1);
-    for (const n of r.notes) notes.set(n, (notes.get(n) ?? 0) + 1);
+    for (const n of r.notes.map(noteKind)) notes.set(n, (notes.get(n) ?? 0) + 1);
   }
   const byRuns = <T extends [string, number]>(a: T, b: T) => b[1] - a[1] || a[0].localeCompare(b[0]);
   return {

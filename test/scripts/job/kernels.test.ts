@@ -14,29 +14,31 @@ describe("summarize", () => {
     rec("mg_fused_be288d1316fb9cbe", ["Multiply", "Tanh"], "IEEE fp32"),
     rec("mg_gemm_nn_f32", ["Matmul"], "IEEE fp32"),
     rec("mg_gemm_nn_f32", ["Matmul"], "IEEE fp32"),
-    rec("mg_gemm_nn_f32", ["Matmul"], "IEEE fp32", ["copy: transpose made contiguous"]),
+    rec("mg_gemm_nn_f32", ["Matmul"], "IEEE fp32", ["copy: Reshape of array #12 (2,3) float32 cannot be a view"]),
+    rec("mg_copy", ["Reshape"], "no arithmetic", ["copy: Reshape of array #345 (2,3) float32 cannot be a view"]),
     rec("mg_rms_norm_f32", ["RMSNorm"], "fp32 accumulate over fp32 operands"),
   ];
   const s = summarize(records);
   test("counts runs, fused runs (several primitives or an mg.fast op), mg.fast runs", () => {
-    expect([s.runs, s.fusedRuns, s.fastRuns]).toEqual([6, 3, 1]);
+    expect([s.runs, s.fusedRuns, s.fastRuns]).toEqual([7, 3, 1]);
     expect(isFused(records[2]!)).toBe(false);
   });
   test("groups generated fused kernels by family, most runs first", () => {
     expect(kernelFamily("mg_fused_3ca4b4fd007bbe4")).toBe("mg_fused_*");
     expect(kernelFamily("cpu:Matmul")).toBe("cpu:Matmul");
     expect(s.rows.map((r) => [r.kernel, r.runs, r.fused])).toEqual([
-      ["mg_gemm_nn_f32", 3, false], ["mg_fused_*", 2, true], ["mg_rms_norm_f32", 1, true],
+      ["mg_gemm_nn_f32", 3, false], ["mg_fused_*", 2, true], ["mg_copy", 1, false], ["mg_rms_norm_f32", 1, true],
     ]);
     expect(s.rows[1]!.primitives).toEqual(["Multiply", "Add", "Tanh"]);
   });
   test("precisions and notes with counts", () => {
-    expect(s.precisions).toEqual([["IEEE fp32", 5], ["fp32 accumulate over fp32 operands", 1]]);
-    expect(s.notes).toEqual([["copy: transpose made contiguous", 1]]);
+    expect(s.precisions).toEqual([["IEEE fp32", 5], ["fp32 accumulate over fp32 operands", 1], ["no arithmetic", 1]]);
+    // Notes of one kind count together whatever array they name.
+    expect(s.notes).toEqual([["copy: Reshape of array (2,3) float32 cannot be a view", 2]]);
     const text = formatSummary(s, 2).join("\n");
-    expect(text).toContain("6 kernel runs: 3 fused (1 of them mg.fast ops), 3 single-primitive");
-    expect(text).toContain("… 1 more kernels (1 runs)");
-    expect(text).toContain("1× copy: transpose made contiguous");
+    expect(text).toContain("7 kernel runs: 3 fused (1 of them mg.fast ops), 4 single-primitive");
+    expect(text).toContain("… 2 more kernels (2 runs)");
+    expect(text).toContain("2× copy: Reshape of array (2,3) float32 cannot be a view");
   });
   test("a real trace: a CPU matmul then softmax", () => {
     const x = mg.ones([2, 3], mg.float32, { stream: mg.cpu });
