@@ -202,8 +202,10 @@ export function svgPlot(series: readonly Series[], o: SvgPlotOptions): string {
       const d = pts.map(([x, y], j) => `${j ? "L" : "M"}${f(X(x))} ${f(py(y))}`).join(" ");
       out.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="${s.width ?? 1.5}" stroke-linejoin="round"/>`);
     }
-    const ly = m.top + 14 + 16 * i;
-    const lx = m.left + pw - 190;
+    // The legend sits low on the left: a falling loss curve leaves that corner empty, and
+    // accuracy dots crowd the top right.
+    const ly = m.top + ph * 0.6 + 16 * i;
+    const lx = m.left + 16;
     out.push(`<line x1="${lx}" x2="${lx + 18}" y1="${ly - 4}" y2="${ly - 4}" stroke="${color}" stroke-width="3"/>`);
     out.push(`<text x="${lx + 24}" y="${ly}" fill="#222">${escapeXml(s.name)}</text>`);
   });
