@@ -44,7 +44,7 @@ const deviceLabel = device.type === "gpu" ? (simulated ? "gpu (the Metal simulat
 let failed = false;
 
 // Preamble: the machine, and one custom Metal kernel (exp) checked against Math.exp.
-console.log(`metalgrad on ${info.device_name} (${info.architecture}); Metal ${simulated ? "simulated on the CPU" : "GPU"}; default device ${mg.defaultDevice().type}`);
+console.log(`metalgrad: Metal device '${info.device_name}' (${info.architecture}${simulated ? ", kernels simulated on the CPU" : ""}); default device ${mg.defaultDevice().type}`);
 {
   const myexp = mg.fast.metalKernel({
     name: "myexp", inputNames: ["inp"], outputNames: ["out"],
