@@ -159,7 +159,16 @@ function findTopLevelArrow(s: string): number {
 }
 
 async function typeText(w: Walker, t: Type | undefined): Promise<string> {
-  return t ? await w.checker.typeToString(t, undefined, NO_TRUNCATION) : "unknown";
+  return t ? stableTypeText(await w.checker.typeToString(t, undefined, NO_TRUNCATION)) : "unknown";
+}
+
+/**
+ * The checker's text without what differs between checkouts and runs: `import("/abs/path/ts/x").`
+ * qualifiers (the names are exported anyway) and the numeric ids of unique symbols
+ * (`__@TREE_NODE@2950` is `[TREE_NODE]`).
+ */
+export function stableTypeText(text: string): string {
+  return text.replace(/import\("[^"]*"\)\./g, "").replace(/__@([A-Za-z_$][\w$]*)@\d+/g, "[$1]");
 }
 
 /** Option types: the implementation's positional parameter types and its options object's properties. */
@@ -532,7 +541,7 @@ export function render(entries: Entry[]): Map<string, string> {
       body.push(`## ${SECTION[kind]}`, "", group.map((e) => `[${e.key}](#${anchor(e.key.startsWith("MgArray.") ? `a.${e.key.slice(8)}` : `mg.${e.key}`)})`).join(" · "), "");
       for (const e of group) body.push(...renderEntry(e, outputs));
     }
-    files.set(`${page}.md`, `${body.join("\n").trimEnd()}\n`);
+    files.set(`${page}.md`, stableTypeText(`${body.join("\n").trimEnd()}\n`));
   }
   files.set("README.md", `${index.join("\n")}\n`);
   return files;
