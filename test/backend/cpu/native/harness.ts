@@ -100,9 +100,13 @@ export function expectClose(got: MgArray, want: MgArray, tol: Tolerance, what: s
   }
 }
 
-/** Compares a `both` result: the same error, or results that pass `check`. */
-export function compare(r: ReturnType<typeof both>, what: string, check: (got: MgArray, want: MgArray, what: string) => void): void {
+/**
+ * Compares a `both` result: results that pass `check`, or (with `errors`) the same error. Without
+ * `errors` a failing reference fails the test, so a case cannot pass by erroring on both sides.
+ */
+export function compare(r: ReturnType<typeof both>, what: string, check: (got: MgArray, want: MgArray, what: string) => void, errors = false): void {
   if (r.reference instanceof Error) {
+    if (!errors) throw new Error(`${what}: the reference failed: ${r.reference.message}`);
     expect(r.native instanceof Error ? r.native.message : "ran", what).toBe(r.reference.message);
     return;
   }

@@ -36,6 +36,9 @@ const SYMBOLS = {
   mg_cpu_dequantize: { args: [P, i32], returns: i32 },
   mg_cpu_sort: { args: [P, i32], returns: i32 },
   mg_cpu_scatter: { args: [P, i32], returns: i32 },
+  mg_cpu_norm: { args: [P, i32], returns: i32 },
+  mg_cpu_rope: { args: [P, i32], returns: i32 },
+  mg_cpu_sdpa: { args: [P, i32], returns: i32 },
 } as const;
 
 function open(path: string) {

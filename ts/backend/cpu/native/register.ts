@@ -34,6 +34,10 @@ import { qmmKernel, runDequantize, runGatherQmm, runQuantize, runQuantizedMatmul
 import { ArgPartition, ArgSort, Partition, Sort } from "../../../core/primitives/sort.ts";
 import { DynamicSlice, DynamicSliceUpdate, Scatter, ScatterAxis, SliceUpdate } from "../../../core/primitives/indexing.ts";
 import { runDynamicSlice, runDynamicSliceUpdate, runScatter, runScatterAxis, runSliceUpdate, runSort } from "./indexing.ts";
+import {
+  LayerNorm, LayerNormVJP, RMSNorm, RMSNormVJP, RoPE, ScaledDotProductAttention, ScaledDotProductAttentionVJP,
+} from "../../../fast/primitives.ts";
+import { runNorm, runRope, runSdpa } from "./fast.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
 
 export function inexact(d: Dtype): boolean {
@@ -181,3 +185,14 @@ registerNative(ScatterAxis, nativeOr(ScatterAxis, (i, o, p) => runScatterAxis(i,
 registerNative(SliceUpdate, nativeOr(SliceUpdate, (i, o, p) => runSliceUpdate(i, o, p.start, p.strides, p.mode), ([a], _o, p) => ({ kernel: "SliceUpdate", precision: updatePrecision(a!.dtype, p.mode) })));
 registerNative(DynamicSliceUpdate, nativeOr(DynamicSliceUpdate, (i, o, p) => runDynamicSliceUpdate(i, o, p.axes), () => ({ kernel: "DynamicSliceUpdate", precision: Precision.none })));
 registerNative(DynamicSlice, nativeOr(DynamicSlice, (i, o, p) => runDynamicSlice(i, o, p.axes), () => ({ kernel: "DynamicSlice", precision: Precision.none })));
+
+// ---- mg.fast ---------------------------------------------------------------------------------------------------------
+
+const reference64 = (kernel: string) => ([x]: readonly MgArray[]) => ({ kernel, precision: precisionOf(x!.dtype, "float64") });
+registerNative(RMSNorm, nativeOr(RMSNorm, (i, o, p) => runNorm(i, o, p, false, false), reference64("RMSNorm")));
+registerNative(RMSNormVJP, nativeOr(RMSNormVJP, (i, o, p) => runNorm(i, o, p, false, true), reference64("RMSNormVJP")));
+registerNative(LayerNorm, nativeOr(LayerNorm, (i, o, p) => runNorm(i, o, p, true, false), reference64("LayerNorm")));
+registerNative(LayerNormVJP, nativeOr(LayerNormVJP, (i, o, p) => runNorm(i, o, p, true, true), reference64("LayerNormVJP")));
+registerNative(RoPE, nativeOr(RoPE, runRope, reference64("RoPE")));
+registerNative(ScaledDotProductAttention, nativeOr(ScaledDotProductAttention, (i, o, p) => runSdpa(i, o, p, false), reference64("ScaledDotProductAttention")));
+registerNative(ScaledDotProductAttentionVJP, nativeOr(ScaledDotProductAttentionVJP, (i, o, p) => runSdpa(i, o, p, true), reference64("ScaledDotProductAttentionVJP")));
