@@ -103,6 +103,10 @@ int32_t mg_cpu_norm(const double *desc, int32_t words);
 int32_t mg_cpu_rope(const double *desc, int32_t words);
 int32_t mg_cpu_sdpa(const double *desc, int32_t words);
 
+/// Batched float32/float64 factorizations (LU, inverse, triangular inverse, Cholesky, QR) in
+/// float64 with the reference's algorithms; a singular matrix is unsupported (the reference raises).
+int32_t mg_cpu_linalg(const double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,6 +38,8 @@ import {
   LayerNorm, LayerNormVJP, RMSNorm, RMSNormVJP, RoPE, ScaledDotProductAttention, ScaledDotProductAttentionVJP,
 } from "../../../fast/primitives.ts";
 import { runNorm, runRope, runSdpa } from "./fast.ts";
+import { Cholesky, Inverse, LUF, QRF } from "../../../core/primitives/linalg.ts";
+import { LinalgOp, runLinalg } from "./linalg.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
 
 export function inexact(d: Dtype): boolean {
@@ -196,3 +198,14 @@ registerNative(LayerNormVJP, nativeOr(LayerNormVJP, (i, o, p) => runNorm(i, o, p
 registerNative(RoPE, nativeOr(RoPE, runRope, reference64("RoPE")));
 registerNative(ScaledDotProductAttention, nativeOr(ScaledDotProductAttention, (i, o, p) => runSdpa(i, o, p, false), reference64("ScaledDotProductAttention")));
 registerNative(ScaledDotProductAttentionVJP, nativeOr(ScaledDotProductAttentionVJP, (i, o, p) => runSdpa(i, o, p, true), reference64("ScaledDotProductAttentionVJP")));
+
+// ---- linalg --------------------------------------------------------------------------------------------------------
+
+const factorPrecision = ([a]: readonly MgArray[]) => ({ precision: precisionOf(a!.dtype, "float64") });
+registerNative(LUF, nativeOr(LUF, (i, o) => runLinalg(i, o, LinalgOp.lu, false), (i) => ({ kernel: "LUF", ...factorPrecision(i) })));
+registerNative(QRF, nativeOr(QRF, (i, o) => runLinalg(i, o, LinalgOp.qr, false), (i) => ({ kernel: "QRF", ...factorPrecision(i) })));
+registerNative(
+  Inverse,
+  nativeOr(Inverse, (i, o, p) => runLinalg(i, o, p.tri ? LinalgOp.triInverse : LinalgOp.inverse, p.upper), (i, _o, p) => ({ kernel: p.tri ? "Inverse(triangular)" : "Inverse", ...factorPrecision(i) })),
+);
+registerNative(Cholesky, nativeOr(Cholesky, (i, o, p) => runLinalg(i, o, LinalgOp.cholesky, p.upper), (i) => ({ kernel: "Cholesky", ...factorPrecision(i) })));
