@@ -1,8 +1,8 @@
-// Dense factorizations of batches of matrices (LUF, Inverse — general and triangular —, Cholesky,
-// QRF) in float64: the reference's algorithms (ts/backend/cpu/linalg/factor.ts, LAPACK's
+// Dense factorizations of batches of real matrices (LUF, Inverse — general and triangular —,
+// Cholesky, QRF, SVD, Eigh) in float64: the reference's algorithms (ts/backend/cpu/linalg/factor.ts, LAPACK's
 // conventions: getrf's pivots, trtri, potrf stopping at the first non-positive pivot, geqrf/orgqr's
-// reflector signs) with every element's sums in the reference's order, so results equal it (QR up
-// to the last bit of hypot). The loops are arranged so the inner ones run over contiguous memory
+// reflector signs; one-sided Jacobi SVD and cyclic Jacobi eigh from spectral.ts) with every
+// element's sums in the reference's order, so results equal it (QR up to the last bit of hypot). The loops are arranged so the inner ones run over contiguous memory
 // (several right-hand sides at once, columns stored transposed) without reordering any element's
 // arithmetic. Threads take whole matrices. A singular matrix (LU's zero pivot, a zero diagonal of
 // a triangular inverse) is declined: the reference then raises the op's error.
@@ -20,7 +20,7 @@ namespace mgcpu {
 
 namespace {
 
-enum LinOp { OpLU = 0, OpInv = 1, OpTriInv = 2, OpChol = 3, OpQR = 4 };
+enum LinOp { OpLU = 0, OpInv = 1, OpTriInv = 2, OpChol = 3, OpQR = 4, OpSVD = 5, OpEigh = 6 };
 
 // getrf as the reference's luFactor; returns info (1-based index of the first zero pivot, or 0).
 int64_t lu_factor(double *lu, int64_t m, int64_t n, int64_t *piv) {
@@ -211,6 +211,206 @@ void householder_qr(const double *a, int64_t m, int64_t n, double *wt, double *q
     for (int64_t c = 0; c < k; c++) q[i * k + c] = qt[c * m + i];
 }
 
+// ---- spectral decompositions (ts/backend/cpu/linalg/spectral.ts: one-sided and cyclic Jacobi) ----------
+
+constexpr double EPS = 0x1p-52;
+
+double dotv(const double *x, const double *y, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) s += x[i] * y[i];
+  return s;
+}
+
+void rotate(double *x, double *y, double c, double s, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const double xi = x[i], yi = y[i];
+    x[i] = c * xi - s * yi;
+    y[i] = s * xi + c * yi;
+  }
+}
+
+// The reference's completeBasis: empty columns (filled[j] false) become unit vectors orthogonal
+// to the filled ones (Gram-Schmidt twice of e_0, e_1, …, the first of norm > 0.7 or the largest).
+void complete_basis(double *cols, std::vector<char> &filled, int64_t dim, double *v, double *best) {
+  for (int64_t slot = 0; slot < dim; slot++) {
+    if (filled[size_t(slot)]) continue;
+    double best_norm = -1;
+    for (int64_t e = 0; e < dim; e++) {
+      std::fill(v, v + dim, 0.0);
+      v[e] = 1;
+      for (int pass = 0; pass < 2; pass++)
+        for (int64_t b = 0; b < dim; b++) {
+          if (!filled[size_t(b)]) continue;
+          const double *bc = cols + b * dim;
+          const double d = dotv(v, bc, dim);
+          for (int64_t i = 0; i < dim; i++) v[i] -= d * bc[i];
+        }
+      const double nv = std::sqrt(dotv(v, v, dim));
+      if (nv > best_norm) {
+        best_norm = nv;
+        std::copy(v, v + dim, best);
+      }
+      if (nv > 0.7) break;
+    }
+    for (int64_t i = 0; i < dim; i++) cols[slot * dim + i] = best[i] / best_norm;
+    filled[size_t(slot)] = 1;
+  }
+}
+
+// One-sided Jacobi SVD of a tall matrix (m ≥ n) given by columns; u (m×m), vt (n×n) row-major.
+void svd_tall(double *cols, int64_t m, int64_t n, bool uv, double *s_out, double *u, double *vt, double *work) {
+  double *vcols = work, *norms = vcols + n * n, *sv = norms + n, *ucols = sv + n, *v = ucols + m * m, *best = v + m;
+  std::fill(vcols, vcols + n * n, 0.0);
+  for (int64_t j = 0; j < n; j++) vcols[j * n + j] = 1;
+  for (int64_t j = 0; j < n; j++) norms[j] = dotv(cols + j * m, cols + j * m, m);
+  const double tol = EPS * double(m);
+  for (int sweep = 0; sweep < 80; sweep++) {
+    bool rotated = false;
+    for (int64_t p = 0; p < n - 1; p++)
+      for (int64_t q = p + 1; q < n; q++) {
+        double *cp = cols + p * m, *cq = cols + q * m;
+        const double alpha = norms[p], beta = norms[q];
+        const double gamma = dotv(cp, cq, m);
+        if (gamma == 0 || std::fabs(gamma) <= tol * std::sqrt(alpha * beta)) continue;
+        rotated = true;
+        const double zeta = (beta - alpha) / (2 * gamma);
+        const double t = (zeta >= 0 ? 1 : -1) / (std::fabs(zeta) + std::sqrt(1 + zeta * zeta));
+        const double c = 1 / std::sqrt(1 + t * t);
+        const double sn = c * t;
+        rotate(cp, cq, c, sn, m);
+        rotate(vcols + p * n, vcols + q * n, c, sn, n);
+        // both norms in one loop: two independent sums, each in order
+        double np_ = 0, nq = 0;
+        for (int64_t i = 0; i < m; i++) {
+          np_ += cp[i] * cp[i];
+          nq += cq[i] * cq[i];
+        }
+        norms[p] = np_;
+        norms[q] = nq;
+      }
+    if (!rotated) break;
+  }
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; j++) {
+    sv[j] = std::sqrt(norms[j]);
+    order[size_t(j)] = j;
+  }
+  // descending, ties in index order (the values are finite)
+  std::sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return sv[i] > sv[j] || (sv[i] == sv[j] && i < j); });
+  for (int64_t r = 0; r < n; r++) s_out[r] = sv[order[size_t(r)]];
+  if (!uv) return;
+  std::vector<char> filled(static_cast<size_t>(m), 0);
+  std::fill(ucols, ucols + m * m, 0.0);
+  for (int64_t r = 0; r < n; r++) {
+    const int64_t j = order[size_t(r)];
+    if (sv[j] > 0 && sv[j] > s_out[0] * EPS * 1e-3) {
+      const double inv = 1 / sv[j];
+      for (int64_t i = 0; i < m; i++) ucols[r * m + i] = cols[j * m + i] * inv;
+      filled[size_t(r)] = 1;
+    }
+  }
+  complete_basis(ucols, filled, m, v, best);
+  for (int64_t j = 0; j < m; j++)
+    for (int64_t i = 0; i < m; i++) u[i * m + j] = ucols[j * m + i];
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t i = 0; i < n; i++) vt[r * n + i] = vcols[order[size_t(r)] * n + i];
+}
+
+// The reference's svd (gesdd, jobz 'A'): false on a non-finite input.
+bool svd(const double *a, int64_t m, int64_t n, bool uv, double *s, double *u, double *vt, double *work) {
+  for (int64_t i = 0; i < m * n; i++)
+    if (!std::isfinite(a[i])) return false;
+  double *cols = work;  // columns of the tall matrix
+  double *rest = cols + m * n;
+  if (m < n) {
+    // Aᵀ = U'·S·V'ᵀ ⇒ A = V'·S·U'ᵀ; Aᵀ's columns are A's rows
+    for (int64_t j = 0; j < m; j++)
+      for (int64_t i = 0; i < n; i++) cols[j * n + i] = a[j * n + i];
+    double *ut = rest, *vtt = ut + n * n, *w2 = vtt + m * m;
+    svd_tall(cols, n, m, uv, s, ut, vtt, w2);
+    if (!uv) return true;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < m; j++) u[i * m + j] = vtt[j * m + i];
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) vt[i * n + j] = ut[j * n + i];
+    return true;
+  }
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < m; i++) cols[j * m + i] = a[i * n + j];
+  svd_tall(cols, m, n, uv, s, u, vt, rest);
+  return true;
+}
+
+// The reference's eighJacobi (cyclic Jacobi): false on a non-finite input.
+bool eigh(const double *a, int64_t n, bool upper, bool vectors, double *w, double *vs, double *work) {
+  double *s = work, *v = s + n * n;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j <= i; j++) {
+      const double x = upper ? a[j * n + i] : a[i * n + j];
+      s[i * n + j] = x;
+      s[j * n + i] = x;
+    }
+  for (int64_t i = 0; i < n * n; i++)
+    if (!std::isfinite(s[i])) return false;
+  std::fill(v, v + n * n, 0.0);
+  for (int64_t i = 0; i < n; i++) v[i * n + i] = 1;
+  for (int sweep = 0; sweep < 100; sweep++) {
+    double off = 0, diag = 0;
+    for (int64_t i = 0; i < n; i++) {
+      diag += s[i * n + i] * s[i * n + i];
+      for (int64_t j = i + 1; j < n; j++) off += s[i * n + j] * s[i * n + j];
+    }
+    if (off == 0 || off <= EPS * EPS * 1e-2 * diag) break;
+    for (int64_t p = 0; p < n - 1; p++)
+      for (int64_t q = p + 1; q < n; q++) {
+        const double apq = s[p * n + q];
+        if (apq == 0) continue;
+        const double app = s[p * n + p], aqq = s[q * n + q];
+        if (std::fabs(apq) <= EPS * 1e-3 * std::sqrt(std::fabs(app * aqq))) {
+          s[p * n + q] = s[q * n + p] = 0;
+          continue;
+        }
+        const double theta = (aqq - app) / (2 * apq);
+        const double t = (theta >= 0 ? 1 : -1) / (std::fabs(theta) + std::sqrt(1 + theta * theta));
+        const double c = 1 / std::sqrt(1 + t * t);
+        const double sn = t * c;
+        for (int64_t k = 0; k < n; k++) {
+          const double akp = s[k * n + p], akq = s[k * n + q];
+          s[k * n + p] = c * akp - sn * akq;
+          s[k * n + q] = sn * akp + c * akq;
+        }
+        double *sp = s + p * n, *sq = s + q * n;
+        for (int64_t k = 0; k < n; k++) {
+          const double apk = sp[k], aqk = sq[k];
+          sp[k] = c * apk - sn * aqk;
+          sq[k] = sn * apk + c * aqk;
+        }
+        s[p * n + q] = s[q * n + p] = 0;
+        if (vectors) {
+          // V is stored transposed (row p holds column p): the rotation runs over contiguous memory
+          double *vp = v + p * n, *vq = v + q * n;
+          for (int64_t k = 0; k < n; k++) {
+            const double vkp = vp[k], vkq = vq[k];
+            vp[k] = c * vkp - sn * vkq;
+            vq[k] = sn * vkp + c * vkq;
+          }
+        }
+      }
+  }
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i++) order[size_t(i)] = i;
+  // ascending, ties in index order (the values are finite)
+  std::sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+    const double x = s[i * n + i], y = s[j * n + j];
+    return x < y || (x == y && i < j);
+  });
+  for (int64_t i = 0; i < n; i++) w[i] = s[order[size_t(i)] * n + order[size_t(i)]];
+  if (vectors)
+    for (int64_t dst = 0; dst < n; dst++)
+      for (int64_t k = 0; k < n; k++) vs[k * n + dst] = v[order[size_t(dst)] * n + k];
+  return true;
+}
+
 inline double load_d(const char *p, int dtype, int64_t i) {
   return dtype == F32 ? double(reinterpret_cast<const float *>(p)[i]) : reinterpret_cast<const double *>(p)[i];
 }
@@ -221,7 +421,8 @@ inline void store_d(char *p, int dtype, int64_t i, double v) {
 
 struct Job {
   int op, dtype, nd;
-  bool upper;
+  bool upper;    // triangular/Cholesky: the upper triangle; eigh: UPLO "U"
+  bool vectors;  // SVD: U and Vᵀ too; eigh: the eigenvectors too
   int64_t shape[MAX_DIMS], strides[MAX_DIMS];
   int64_t count, m, n;
   const char *src;
@@ -293,6 +494,34 @@ void matrix_task(void *ctx, int64_t b, int thread) {
       for (int64_t i = 0; i < n * n; i++) store_d(j.out[0], j.dtype, b * n * n + i, o[i]);
       return;
     }
+    case OpSVD: {
+      double *s = w, *u = s + k, *vt = u + m * m, *work = vt + n * n;
+      if (!svd(a, m, n, j.vectors, s, u, vt, work)) {
+        int64_t none = -1;
+        j.failed_at.compare_exchange_strong(none, b);
+        return;
+      }
+      if (!j.vectors) {
+        for (int64_t i = 0; i < k; i++) store_d(j.out[0], j.dtype, b * k + i, s[i]);
+        return;
+      }
+      for (int64_t i = 0; i < m * m; i++) store_d(j.out[0], j.dtype, b * m * m + i, u[i]);
+      for (int64_t i = 0; i < k; i++) store_d(j.out[1], j.dtype, b * k + i, s[i]);
+      for (int64_t i = 0; i < n * n; i++) store_d(j.out[2], j.dtype, b * n * n + i, vt[i]);
+      return;
+    }
+    case OpEigh: {
+      double *ev = w, *vs = ev + n, *work = vs + n * n;
+      if (!eigh(a, n, j.upper, j.vectors, ev, vs, work)) {
+        int64_t none = -1;
+        j.failed_at.compare_exchange_strong(none, b);
+        return;
+      }
+      for (int64_t i = 0; i < n; i++) store_d(j.out[0], j.dtype, b * n + i, ev[i]);
+      if (j.vectors)
+        for (int64_t i = 0; i < n * n; i++) store_d(j.out[1], j.dtype, b * n * n + i, vs[i]);
+      return;
+    }
     default: {
       double *wt = w, *qt = wt + m * n, *taus = qt + k * m, *q = taus + k, *r = q + m * k;
       householder_qr(a, m, n, wt, qt, taus, q, r);
@@ -305,27 +534,29 @@ void matrix_task(void *ctx, int64_t b, int thread) {
 
 }  // namespace
 
-// [op (0 LU, 1 inverse, 2 triangular inverse, 3 Cholesky, 4 QR), upper, dtype, ndim (≥ 2),
-//  shape…, src, src strides…, outputs (LU: lu, pivots, rows; QR: q, r; else one)]
+// [op (0 LU, 1 inverse, 2 triangular inverse, 3 Cholesky, 4 QR, 5 SVD, 6 eigh), upper, vectors,
+//  dtype, ndim (≥ 2), shape…, src, src strides…, outputs (LU: lu, pivots, rows; QR: q, r; SVD: u,
+//  s, vt or s; eigh: w (, v); else one)]
 int linalg(const double *desc, int32_t words) {
   const char *fn = "mg_cpu_linalg";
   Reader r(desc, words, fn);
   Job j;
-  j.op = int(r.integer(0, 4, "op"));
+  j.op = int(r.integer(0, 6, "op"));
   j.upper = r.integer(0, 1, "upper") == 1;
+  j.vectors = r.integer(0, 1, "vectors") == 1;
   j.dtype = r.dtype("dtype");
   j.nd = int(r.integer(2, MAX_DIMS, "ndim"));
   if (!read_shape(r, j.nd, j.shape)) return fail(fn, r.error);
   j.src = r.pointer("source");
   if (!read_strides(r, j.nd, j.strides)) return fail(fn, r.error);
-  const int outs = j.op == OpLU ? 3 : j.op == OpQR ? 2 : 1;
+  const int outs = j.op == OpLU ? 3 : j.op == OpQR ? 2 : j.op == OpSVD ? (j.vectors ? 3 : 1) : j.op == OpEigh ? (j.vectors ? 2 : 1) : 1;
   for (int i = 0; i < outs; i++) j.out[i] = r.pointer("output");
   if (!r.ok) return fail(fn, r.error);
   if (r.pos != words) return fail(fn, "descriptor has extra words");
   if (j.dtype != F32 && j.dtype != F64) return unsupported(fn, std::string("factorizations of ") + dtype_name(j.dtype));
   j.m = j.shape[j.nd - 2];
   j.n = j.shape[j.nd - 1];
-  if (j.op != OpLU && j.op != OpQR && j.m != j.n) return fail(fn, "the matrix is not square");
+  if (j.op != OpLU && j.op != OpQR && j.op != OpSVD && j.m != j.n) return fail(fn, "the matrix is not square");
   j.count = j.m * j.n == 0 ? 0 : size_of(j.nd, j.shape) / (j.m * j.n);
   if (j.count == 0) return MGCPU_OK;
   if (!j.src) return fail(fn, "null operand");
@@ -333,13 +564,15 @@ int linalg(const double *desc, int32_t words) {
     if (!j.out[i]) return fail(fn, "null output");
   const int64_t m = j.m, n = j.n, k = std::min(m, n);
   // a, then per op: pivots and permutation (int64) and X; X and s; L and out; QR's buffers
-  j.scratch_bytes = size_t(m * n + 3 * m * n + 2 * k * m + 2 * (m + n) + k + n * n + 64) * sizeof(double);
+  const int64_t big = std::max(m, n);
+  j.scratch_bytes = size_t(m * n + 3 * m * n + 2 * k * m + 2 * (m + n) + k + n * n + 64 + 6 * big * big + 4 * big) * sizeof(double);
   const double work = double(j.count) * double(m) * double(n) * double(std::max(m, n)) * 0.7;
   const int threads = threads_for(work);
   note_threads(threads);
   parallel_for(j.count, threads, matrix_task, &j);
   if (j.oom.load()) return fail(fn, "out of memory for factorization scratch");
-  if (j.failed_at.load() >= 0) return unsupported(fn, j.op == OpInv ? "a singular matrix" : "a zero on the diagonal");
+  if (j.failed_at.load() >= 0)
+    return unsupported(fn, j.op == OpInv ? "a singular matrix" : j.op == OpTriInv ? "a zero on the diagonal" : "a non-finite input");
   return MGCPU_OK;
 }
 

@@ -38,7 +38,7 @@ import {
   LayerNorm, LayerNormVJP, RMSNorm, RMSNormVJP, RoPE, ScaledDotProductAttention, ScaledDotProductAttentionVJP,
 } from "../../../fast/primitives.ts";
 import { runNorm, runRope, runSdpa } from "./fast.ts";
-import { Cholesky, Inverse, LUF, QRF } from "../../../core/primitives/linalg.ts";
+import { Cholesky, Eigh, Inverse, LUF, QRF, SVD } from "../../../core/primitives/linalg.ts";
 import { LinalgOp, runLinalg } from "./linalg.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
 
@@ -209,3 +209,8 @@ registerNative(
   nativeOr(Inverse, (i, o, p) => runLinalg(i, o, p.tri ? LinalgOp.triInverse : LinalgOp.inverse, p.upper), (i, _o, p) => ({ kernel: p.tri ? "Inverse(triangular)" : "Inverse", ...factorPrecision(i) })),
 );
 registerNative(Cholesky, nativeOr(Cholesky, (i, o, p) => runLinalg(i, o, LinalgOp.cholesky, p.upper), (i) => ({ kernel: "Cholesky", ...factorPrecision(i) })));
+registerNative(SVD, nativeOr(SVD, (i, o, p) => runLinalg(i, o, LinalgOp.svd, false, p.computeUv), (i) => ({ kernel: "SVD(one-sided jacobi)", ...factorPrecision(i) })));
+registerNative(
+  Eigh,
+  nativeOr(Eigh, (i, o, p) => runLinalg(i, o, LinalgOp.eigh, p.uplo === "U", p.computeEigenvectors), (i) => ({ kernel: "Eigh(jacobi)", ...factorPrecision(i) })),
+);
