@@ -425,6 +425,68 @@ void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
   }
 }
 
+// ---- cross entropy -------------------------------------------------------------------------------------------
+
+struct Xent {
+  bool vjp;
+  Rows x;  // logits (…, n)
+  int64_t rows, n;
+  const char *t, *g;
+  int tdt, gdt;
+  int64_t tstride, gstride;  // the targets' and g's row strides (1-D views of the leading shape)
+  Rows tr, gr;              // targets and g over the leading dims
+  char *out;
+  int odt;
+  int64_t rows_per_task;
+};
+
+// The reference's rowLogsumexp (NaN stops it; an infinite maximum is the answer).
+double row_lse(const Xent &e, int64_t base, int64_t st) {
+  double m = -INFINITY;
+  for (int64_t j = 0; j < e.n; j++) {
+    const double v = load_d(e.x.p, e.x.dtype, base + j * st);
+    if (v != v) return NAN;
+    if (v > m) m = v;
+  }
+  if (!std::isfinite(m)) return m;
+  double s = 0;
+  for (int64_t j = 0; j < e.n; j++) s += std::exp(load_d(e.x.p, e.x.dtype, base + j * st) - m);
+  return m + std::log(s);
+}
+
+void xent_task(void *ctx, int64_t task, int) {
+  const Xent &e = *static_cast<const Xent *>(ctx);
+  const int64_t r0 = task * e.rows_per_task, r1 = std::min(e.rows, r0 + e.rows_per_task);
+  const int64_t st = e.x.inner();
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t base = e.x.row(r);
+    // targets are int32 class indices over the leading dims (a row-major row index)
+    int64_t toff = 0, rest = r;
+    for (int d = e.tr.nd - 1; d >= 0; d--) {
+      toff += (rest % e.tr.shape[d]) * e.tr.strides[d];
+      rest /= e.tr.shape[d];
+    }
+    const double t = load_d(e.t, e.tdt, toff);
+    const bool valid = t >= 0 && t < double(e.n) && t == std::floor(t);
+    if (!e.vjp) {
+      store_d(e.out, e.odt, r, valid ? row_lse(e, base, st) - load_d(e.x.p, e.x.dtype, base + int64_t(t) * st) : NAN);
+      continue;
+    }
+    int64_t goff = 0;
+    rest = r;
+    for (int d = e.gr.nd - 1; d >= 0; d--) {
+      goff += (rest % e.gr.shape[d]) * e.gr.strides[d];
+      rest /= e.gr.shape[d];
+    }
+    const double gv = load_d(e.g, e.gdt, goff);
+    const double lse = row_lse(e, base, st);
+    for (int64_t j = 0; j < e.n; j++) {
+      const double v = valid ? gv * (std::exp(load_d(e.x.p, e.x.dtype, base + j * st) - lse) - (j == int64_t(t) ? 1 : 0)) : NAN;
+      store_d(e.out, e.odt, r * e.n + j, v);
+    }
+  }
+}
+
 }  // namespace
 
 // [layer, vjp, ndim, shape…, x, x dtype, x strides…, w (0: none), w dtype, w stride, b (0: none),
@@ -585,8 +647,47 @@ int sdpa(const double *desc, int32_t words) {
   return MGCPU_OK;
 }
 
+// [vjp, ndim, shape…, logits, logits dtype, logits strides…, targets, targets dtype, targets
+//  strides (ndim − 1)…, (vjp: g, g dtype, g strides (ndim − 1)…), output dtype, output]
+int cross_entropy(const double *desc, int32_t words) {
+  const char *fn = "mg_cpu_cross_entropy";
+  Reader r(desc, words, fn);
+  Xent e;
+  e.vjp = r.integer(0, 1, "vjp") == 1;
+  const int nd = int(r.integer(1, MAX_DIMS, "ndim"));
+  int64_t shape[MAX_DIMS];
+  if (!read_shape(r, nd, shape)) return fail(fn, r.error);
+  if (!read_rows(r, e.x, nd, shape, "logits")) return fail(fn, r.error);
+  if (!read_rows(r, e.tr, nd - 1, shape, "targets")) return fail(fn, r.error);
+  e.t = e.tr.p;
+  e.tdt = e.tr.dtype;
+  if (e.vjp) {
+    if (!read_rows(r, e.gr, nd - 1, shape, "g")) return fail(fn, r.error);
+    e.g = e.gr.p;
+    e.gdt = e.gr.dtype;
+  } else {
+    e.g = nullptr;
+    e.gdt = F32;
+  }
+  e.odt = r.dtype("output dtype");
+  e.out = r.pointer("output");
+  if (!r.ok) return fail(fn, r.error);
+  if (r.pos != words) return fail(fn, "descriptor has extra words");
+  if (!float_dtype(e.x.dtype) || !float_dtype(e.odt) || e.tdt != I32 || (e.vjp && !float_dtype(e.gdt))) return unsupported(fn, "operand dtypes");
+  e.n = shape[nd - 1];
+  e.rows = size_of(nd - 1, shape);
+  if (e.rows == 0 || (e.vjp && e.n == 0)) return MGCPU_OK;
+  if (!e.out || !e.t || (e.n > 0 && !e.x.p) || (e.vjp && !e.g)) return fail(fn, "null operand");
+  e.rows_per_task = std::max<int64_t>(1, 4096 / std::max<int64_t>(e.n, 1));
+  const int threads = threads_for(double(e.rows) * double(std::max<int64_t>(e.n, 1)) * 20.0);
+  note_threads(threads);
+  parallel_for((e.rows + e.rows_per_task - 1) / e.rows_per_task, threads, xent_task, &e);
+  return MGCPU_OK;
+}
+
 }  // namespace mgcpu
 
 MG_EXPORT int32_t mg_cpu_norm(const double *desc, int32_t words) { return mgcpu::norm(desc, words); }
+MG_EXPORT int32_t mg_cpu_cross_entropy(const double *desc, int32_t words) { return mgcpu::cross_entropy(desc, words); }
 MG_EXPORT int32_t mg_cpu_rope(const double *desc, int32_t words) { return mgcpu::rope(desc, words); }
 MG_EXPORT int32_t mg_cpu_sdpa(const double *desc, int32_t words) { return mgcpu::sdpa(desc, words); }

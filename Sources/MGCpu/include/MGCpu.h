@@ -97,11 +97,12 @@ int32_t mg_cpu_sort(const double *desc, int32_t words);
 /// Scatter, ScatterAxis and (dynamic) slice updates into a copy of the source, in update order.
 int32_t mg_cpu_scatter(const double *desc, int32_t words);
 
-/// mg.fast on the CPU, as the float64 references: RMSNorm/LayerNorm (forward and VJP), RoPE, and
-/// scaled dot-product attention (forward with statistics, and VJP).
+/// mg.fast on the CPU, as the float64 references: RMSNorm/LayerNorm (forward and VJP), RoPE, scaled
+/// dot-product attention (forward with statistics, and VJP), cross entropy (forward and VJP).
 int32_t mg_cpu_norm(const double *desc, int32_t words);
 int32_t mg_cpu_rope(const double *desc, int32_t words);
 int32_t mg_cpu_sdpa(const double *desc, int32_t words);
+int32_t mg_cpu_cross_entropy(const double *desc, int32_t words);
 
 /// Batched float32/float64 factorizations (LU, inverse, triangular inverse, Cholesky, QR) in
 /// float64 with the reference's algorithms; a singular matrix is unsupported (the reference raises).

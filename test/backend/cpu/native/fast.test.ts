@@ -59,6 +59,19 @@ describe("native mg.fast = reference", () => {
     });
   }
 
+  for (const dtype of [mg.float32, mg.float16, mg.float64]) {
+    test(`${dtype.name}: cross entropy and its gradient, targets out of range, strided logits`, () => {
+      const x = input([4, 5, 11], 31, dtype);
+      const xt = onReference(() => mg.transpose(input([11, 5, 4], 32, dtype), [2, 1, 0], S));
+      const t = mg.array([[0, 10, 3, -1, 11], [2, 2, 2, 2, 2], [9, 8, 7, 6, 5], [1, 0, 1, 0, 1]], mg.int32);
+      const special = onReference(() => mg.where(mg.greater(x, 1.5, S), Infinity, mg.where(mg.less(x, -1.7, S), NaN, x, S), S));
+      compare(both(() => [mg.fast.crossEntropy(x, t, S), mg.fast.crossEntropy(xt, t, S), mg.fast.crossEntropy(special, t, S)]), `${dtype.name} cross entropy`, exact);
+      const g = input([4, 5], 33, dtype);
+      const f = mg.grad((a: MgArray) => mg.sum(mg.multiply(mg.fast.crossEntropy(a, t, S), mg.astype(g, mg.float32, S), S), undefined, S)) as unknown as (a: MgArray) => MgArray;
+      compare(both(() => [f(x), f(xt)]), `${dtype.name} cross entropy gradient`, exact);
+    });
+  }
+
   test("the trace names the native kernels", () => {
     const x = uniform([2, 8], 31);
     expect(kernelsOf(() => mg.fast.layerNorm(x, null, null, 1e-5, S))).toContain("cpu-native:LayerNorm");

@@ -1,4 +1,5 @@
-// mg.fast's fused primitives on the native CPU kernels (Sources/MGCpu/fast.cpp): the float64
+// mg.fast's fused primitives (norms, RoPE, attention, cross entropy) on the native CPU kernels
+// (Sources/MGCpu/fast.cpp): the float64
 // references of ts/backend/cpu/fast.ts carried over operation for operation, over strided operands.
 import type { MgArray } from "../../../core/array.ts";
 import type { LayerNormParams, RMSNormParams, RoPEParams, SdpaParams } from "../../../fast/primitives.ts";
@@ -123,4 +124,23 @@ export function runSdpa(inputs: readonly MgArray[], outputs: readonly MgArray[],
     for (const o of outputs) desc.push(o.size > 0 ? addressOf(o) : 0);
   }
   return finish(native().mg_cpu_sdpa, outputs);
+}
+
+/** Cross entropy with class-index targets: the loss (vjp false) or dlogits (true). */
+export function runCrossEntropy(inputs: readonly MgArray[], [out]: readonly MgArray[], vjp: boolean): boolean {
+  const [x, t, g] = inputs;
+  if (!x || !t || !out || x.ndim === 0 || t.ndim !== x.ndim - 1 || (vjp && (!g || g.ndim !== t.ndim))) return false;
+  if (![x, t, g].every(usable)) return false;
+  if (!allocate([out])) return false;
+  desc.n = 0;
+  desc.reserve(16 + 4 * x.ndim);
+  desc.push(vjp ? 1 : 0);
+  desc.push(x.ndim);
+  pushShape(x.shape);
+  pushOperand(x);
+  pushOperand(t);
+  if (vjp) pushOperand(g!);
+  desc.push(out.dtype.index);
+  desc.push(out.size > 0 ? addressOf(out) : 0);
+  return finish(native().mg_cpu_cross_entropy, [out]);
 }

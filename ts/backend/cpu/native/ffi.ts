@@ -39,6 +39,7 @@ const SYMBOLS = {
   mg_cpu_norm: { args: [P, i32], returns: i32 },
   mg_cpu_rope: { args: [P, i32], returns: i32 },
   mg_cpu_sdpa: { args: [P, i32], returns: i32 },
+  mg_cpu_cross_entropy: { args: [P, i32], returns: i32 },
   mg_cpu_linalg: { args: [P, i32], returns: i32 },
 } as const;
 

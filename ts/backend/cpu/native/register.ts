@@ -35,9 +35,9 @@ import { ArgPartition, ArgSort, Partition, Sort } from "../../../core/primitives
 import { DynamicSlice, DynamicSliceUpdate, Scatter, ScatterAxis, SliceUpdate } from "../../../core/primitives/indexing.ts";
 import { runDynamicSlice, runDynamicSliceUpdate, runScatter, runScatterAxis, runSliceUpdate, runSort } from "./indexing.ts";
 import {
-  LayerNorm, LayerNormVJP, RMSNorm, RMSNormVJP, RoPE, ScaledDotProductAttention, ScaledDotProductAttentionVJP,
+  CrossEntropy, CrossEntropyVJP, LayerNorm, LayerNormVJP, RMSNorm, RMSNormVJP, RoPE, ScaledDotProductAttention, ScaledDotProductAttentionVJP,
 } from "../../../fast/primitives.ts";
-import { runNorm, runRope, runSdpa } from "./fast.ts";
+import { runCrossEntropy, runNorm, runRope, runSdpa } from "./fast.ts";
 import { Cholesky, Eigh, Inverse, LUF, QRF, SVD } from "../../../core/primitives/linalg.ts";
 import { LinalgOp, runLinalg } from "./linalg.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
@@ -198,6 +198,8 @@ registerNative(LayerNormVJP, nativeOr(LayerNormVJP, (i, o, p) => runNorm(i, o, p
 registerNative(RoPE, nativeOr(RoPE, runRope, reference64("RoPE")));
 registerNative(ScaledDotProductAttention, nativeOr(ScaledDotProductAttention, (i, o, p) => runSdpa(i, o, p, false), reference64("ScaledDotProductAttention")));
 registerNative(ScaledDotProductAttentionVJP, nativeOr(ScaledDotProductAttentionVJP, (i, o, p) => runSdpa(i, o, p, true), reference64("ScaledDotProductAttentionVJP")));
+registerNative(CrossEntropy, nativeOr(CrossEntropy, (i, o) => runCrossEntropy(i, o, false), reference64("CrossEntropy")));
+registerNative(CrossEntropyVJP, nativeOr(CrossEntropyVJP, (i, o) => runCrossEntropy(i, o, true), reference64("CrossEntropyVJP")));
 
 // ---- linalg --------------------------------------------------------------------------------------------------------
 
