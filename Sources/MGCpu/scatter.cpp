@@ -10,6 +10,7 @@
 // is written: the reference then drops the update or reports it, as configured.
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 
 #include "MGCpu.h"
 #include "mgcpu.h"
@@ -141,6 +142,28 @@ inline int64_t offset_of(int nd, const int64_t *shape, const int64_t *strides, i
   return off;
 }
 
+// Row-major positions of a shape walked in order, carrying up to three operands' offsets.
+struct Walk {
+  int nd;
+  const int64_t *shape;
+  int n;
+  const int64_t *st[3];
+  int64_t c[MAX_DIMS] = {0};
+  int64_t off[3] = {0, 0, 0};
+  Walk(int nd_, const int64_t *shape_, std::initializer_list<const int64_t *> strides) : nd(nd_), shape(shape_), n(0) {
+    for (const int64_t *p : strides) st[n++] = p;
+  }
+  void next() {
+    for (int d = nd - 1; d >= 0; d--) {
+      c[d]++;
+      for (int k = 0; k < n; k++) off[k] += st[k][d];
+      if (c[d] < shape[d]) return;
+      for (int k = 0; k < n; k++) off[k] -= shape[d] * st[k][d];
+      c[d] = 0;
+    }
+  }
+};
+
 // out (row-major) ← src (strided), raw items.
 void copy_in(int nd, const int64_t *shape, const char *src, const int64_t *sst, char *out, int esize) {
   const int64_t total = size_of(nd, shape);
@@ -237,9 +260,10 @@ int scatter(const double *desc, int32_t words) {
   if (kind == 1 && ucount > 0) {
     if (und != nd) return fail(fn, "indices and array ranks differ");
     if (!is_int(idt[0]) && idt[0] != Bool) return unsupported(fn, std::string("indices of ") + dtype_name(idt[0]));
-    for (int64_t i = 0; i < ucount; i++) {
+    Walk w(und, ushape, {ist[0]});
+    for (int64_t i = 0; i < ucount; i++, w.next()) {
       int64_t v;
-      index_at(iptr[0], idt[0], offset_of(und, ushape, ist[0], i), &v);
+      index_at(iptr[0], idt[0], w.off[0], &v);
       if (v < 0) v += shape[axis];
       if (v < 0 || v >= shape[axis]) return unsupported(fn, "an index out of range");
     }
@@ -271,15 +295,17 @@ int scatter(const double *desc, int32_t words) {
   };
   if (kind == 0) {
     // the region in order (row-major over the update)
-    for (int64_t i = 0; i < ucount; i++) apply(base + offset_of(und, ushape, rst, i), offset_of(und, ushape, ust, i));
+    Walk w(und, ushape, {rst, ust});
+    for (int64_t i = 0; i < ucount; i++, w.next()) apply(base + w.off[0], w.off[1]);
   } else if (kind == 1) {
     int64_t ost_axis0[MAX_DIMS];
     for (int d = 0; d < nd; d++) ost_axis0[d] = d == axis ? 0 : ost[d];
-    for (int64_t i = 0; i < ucount; i++) {
+    Walk w(und, ushape, {ist[0], ost_axis0, ust});
+    for (int64_t i = 0; i < ucount; i++, w.next()) {
       int64_t v;
-      index_at(iptr[0], idt[0], offset_of(und, ushape, ist[0], i), &v);
+      index_at(iptr[0], idt[0], w.off[0], &v);
       if (v < 0) v += shape[axis];
-      apply(offset_of(und, ushape, ost_axis0, i) + v * ost[axis], offset_of(und, ushape, ust, i));
+      apply(w.off[1] + v * ost[axis], w.off[2]);
     }
   } else {
     // slice offsets relative to the start, in the output's row-major strides
