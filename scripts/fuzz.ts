@@ -6,6 +6,18 @@ import { fuzzBadArguments } from "../test/fuzz/bad-arguments.ts";
 import { CI_SIZES, fuzzDifferential } from "../test/fuzz/engine.ts";
 
 const args = process.argv.slice(2);
+if (args.includes("--help") || args.includes("-h")) {
+  console.log(`bun run scripts/fuzz.ts [options]       the differential fuzzer (test/fuzz/engine.ts)
+  --runs N        programs to check (default 2000; CI runs 40)
+  --seed N|random fast-check seed (default random; CI uses 20261129)
+  --steps N       steps per program (default 10)
+  --rank N        largest input rank (default 4)
+  --dim N         largest input dimension (default 6)
+  --path P        replay one shrunk failure (with its --seed)
+bun run scripts/fuzz.ts --bad [--runs N] [--seed N]   the bad-argument fuzzer (default 200000 calls)
+Exits nonzero with the shrunk program (as metalgrad code) on the first disagreement.`);
+  process.exit(0);
+}
 const arg = (name: string, fallback: string) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && i + 1 < args.length ? args[i + 1]! : fallback;
@@ -31,8 +43,9 @@ if (args.includes("--bad")) {
 console.log(`fuzz: ${runs} programs, seed ${seed}, sizes ${JSON.stringify(sizes)}`);
 const t0 = performance.now();
 try {
-  const { steps, programs } = fuzzDifferential({ runs, seed, sizes, path });
+  const { steps, programs, coverage } = fuzzDifferential({ runs, seed, sizes, path });
   console.log(`fuzz: ${programs} programs, ${steps} steps agree on both devices (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  console.log(`steps per op family: ${[...coverage].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(", ")}`);
 } catch (e) {
   console.error((e as Error).message);
   process.exit(1);

@@ -17,6 +17,7 @@ import fc from "fast-check";
 import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/core/array.ts";
 import { toleranceFor } from "../../ts/testing/tolerances.ts";
+import { setNativeCpu } from "../../ts/backend/cpu/native/index.ts";
 
 type Dtype = mg.Dtype;
 
@@ -145,8 +146,11 @@ function inputCode(spec: InputSpec, name: string): string {
 export type Kind =
   | { kind: "elementwise" }
   | { kind: "exact" }
-  /** sums: tolerance grows with n and the magnitude reference (the op on |finite inputs| in float64) */
-  | { kind: "sum"; n: number; magnitude: (xs: MgArray[]) => MgArray }
+  /**
+   * sums: tolerance grows with n and the magnitude reference (the op on |finite inputs| in float64);
+   * `partial` (default 1) scales the magnitude to the largest partial sum (a mean's is n times it)
+   */
+  | { kind: "sum"; n: number; magnitude: (xs: MgArray[]) => MgArray; partial?: number }
   /** products: relative tolerance grows with n; elements whose partial products may over/underflow are skipped */
   | { kind: "product"; n: number; magnitude: (xs: MgArray[]) => [MgArray, MgArray] }
   | { kind: "normalized"; n: number };
@@ -155,6 +159,12 @@ interface Planned {
   fn: (xs: MgArray[]) => MgArray;
   code: (names: string[]) => string;
   kind: Kind;
+  /**
+   * Inputs (on the cpu) for which the devices have no one answer to compare: an intermediate
+   * leaves float32's range where the cpu's float64 arithmetic does not (|x|² of a norm, q·k of
+   * attention), as docs/corner-cases.md says. Such steps skip the tolerance comparisons only.
+   */
+  unstable?: (xs: MgArray[]) => boolean;
 }
 
 interface Meta {
@@ -221,7 +231,7 @@ function reduction(names: readonly string[]): OpDef {
       const fn = ([x]: MgArray[]) => op(name)(x, ax, keep);
       const code = ([x]: string[]) => `mg.${name}(${x}, ${js(ax)}, ${keep})`;
       if ((name === "sum" || name === "mean") && isFloat(a!.dtype)) {
-        return { fn, code, kind: { kind: "sum", n, magnitude: ([x]) => op(name)(finiteAbs64(x!), ax, keep) } };
+        return { fn, code, kind: { kind: "sum", n, magnitude: ([x]) => op(name)(finiteAbs64(x!), ax, keep), partial: name === "mean" ? n : 1 } };
       }
       if (name === "prod" && isFloat(a!.dtype)) {
         return {
@@ -265,6 +275,18 @@ function scan(): OpDef {
       return { fn, code, kind: { kind: "exact" } };
     },
   };
+}
+
+/**
+ * `x`'s values repeated cyclically into `shape` as `dtype` (x must not be empty): how the ops that need
+ * particular shapes (convolution weights, packed quantization groups, attention heads) take an input.
+ */
+function cyclic(x: MgArray, shape: number[], dtype: Dtype): MgArray {
+  const n = size(shape);
+  return mg.reshape(mg.astype(mg.take(mg.flatten(x), mg.remainder(mg.arange(n), size(x.shape))), dtype), shape);
+}
+function cyclicCode(x: string, shape: number[], dtype: Dtype): string {
+  return `mg.reshape(mg.astype(mg.take(mg.flatten(${x}), mg.remainder(mg.arange(${size(shape)}), ${x}.size)), ${dtName(dtype)}), ${js(shape)})`;
 }
 
 // Elementwise ops appear several times: that is where most corner semantics live.
@@ -462,6 +484,255 @@ export const OPS: OpDef[] = [
       };
     },
   },
+  // ---- kernels with native CPU implementations beyond elementwise (issue 16's second wave) ----
+  {
+    name: "scatter",
+    arity: 2,
+    plan: ([a, b], p) => {
+      // x.at(idx).op(updates): repeated indices combine in update order (add/multiply/maximum/minimum)
+      if (a!.shape.length === 0 || a!.shape[0] === 0 || size(b!.shape) === 0) return null;
+      const d = a!.shape[0]!;
+      const idx = [p[1]!, p[2]!, p[3]!, p[4]!].slice(0, 1 + (p[5]! % 4)).map((v) => (v % (2 * d)) - d);
+      const method = ["add", "subtract", "multiply", "maximum", "minimum"][p[0]! % 5]!;
+      const ushape = [idx.length, ...a!.shape.slice(1)];
+      type At = Record<string, (v: MgArray) => MgArray>;
+      const fn = ([x, y]: MgArray[]) => (x!.at(mg.array(idx)) as unknown as At)[method]!(cyclic(y!, ushape, a!.dtype));
+      const code = ([x, y]: string[]) => `${x}.at(mg.array(${js(idx)})).${method}(${cyclicCode(y!, ushape, a!.dtype)})`;
+      const repeats = idx.length - new Set(idx.map((i) => (i + d) % d)).size;
+      if (!isFloat(a!.dtype) || repeats === 0 || method === "maximum" || method === "minimum") return { fn, code, kind: { kind: "exact" } };
+      if (method === "multiply") return { fn, code, kind: { kind: "normalized", n: idx.length + 1 } };
+      // repeated float additions: the order of a device's combining may differ
+      return {
+        fn, code,
+        kind: { kind: "sum", n: idx.length + 1, magnitude: ([x, y]) => finiteAbs64(x!).at(mg.array(idx)).add(finiteAbs64(cyclic(y!, ushape, a!.dtype))) },
+      };
+    },
+  },
+  {
+    name: "sliceUpdate",
+    arity: 2,
+    plan: ([a, b], p) => {
+      if (a!.shape.length === 0 || size(b!.shape) === 0) return null;
+      const ax = p[0]! % a!.shape.length;
+      const d = a!.shape[ax]!;
+      const len = d === 0 ? 0 : p[1]! % (d + 1);
+      const start = d - len === 0 ? 0 : p[2]! % (d - len + 1);
+      const ushape = a!.shape.map((s, i) => (i === ax ? len : s));
+      if (size(ushape) === 0) return null;
+      return {
+        fn: ([x, y]) => mg.sliceUpdate(x!, cyclic(y!, ushape, a!.dtype), mg.array([start]), [ax]),
+        code: ([x, y]) => `mg.sliceUpdate(${x}, ${cyclicCode(y!, ushape, a!.dtype)}, mg.array([${start}]), [${ax}])`,
+        kind: { kind: "exact" },
+      };
+    },
+  },
+  {
+    name: "fft",
+    arity: 1,
+    plan: ([a], p) => {
+      if (a!.shape.length === 0 || !(isFloat(a!.dtype) || a!.dtype === mg.int32) || size(a!.shape) === 0) return null;
+      const ax = axisOf(a!.shape.length, p[1]!);
+      const d = a!.shape[(ax + a!.shape.length) % a!.shape.length]!;
+      const n = Math.max(1, d + (p[2]! % 4) - 1); // truncated, as is, or zero-padded
+      const variant = ["fft", "ifft", "rfft", "irfft"][p[0]! % 4]!;
+      const part = p[3]! % 2 === 0 ? "real" : "imag";
+      if (variant === "irfft" && part === "imag") return null; // irfft is real
+      const call = (x: string) => `mg.fft.${variant}(${x}, ${n}, ${ax})`;
+      type Fft = Record<string, (x: MgArray, n: number, axis: number) => MgArray>;
+      const transform = (x: MgArray) => (mg.fft as unknown as Fft)[variant]!(x, n, ax);
+      return {
+        fn: ([x]) => (variant === "irfft" ? transform(x!) : (op(part)(transform(x!)))),
+        code: ([x]) => (variant === "irfft" ? call(x!) : `mg.${part}(${call(x!)})`),
+        // every output is a sum over the line: its magnitude is the line's sum of |x| (irfft: twice, its bins count twice)
+        kind: { kind: "sum", n, magnitude: ([x]) => mg.multiply(mg.sum(finiteAbs64(x!), ax, true), variant === "irfft" ? 2 : 1) },
+      };
+    },
+  },
+  {
+    name: "conv",
+    arity: 2,
+    plan: ([a, b], p) => {
+      // the image is a's own values when a has rank 3 or 4, else a's values repeated into a small one
+      if (size(a!.shape) === 0 || size(b!.shape) === 0) return null;
+      const dt = isFloat(a!.dtype) ? a!.dtype : mg.float32;
+      const own = (a!.shape.length === 3 || a!.shape.length === 4) && isFloat(a!.dtype);
+      const xshape = own ? a!.shape : [1 + (p[0]! % 2), ...(p[3]! % 2 === 0 ? [2 + (p[1]! % 5)] : [1 + (p[1]! % 4), 1 + (p[2]! % 4)]), 1 + (p[4]! % 3)];
+      const image = (x: MgArray) => (own ? x : cyclic(x, xshape, dt));
+      const imageCode = (x: string) => (own ? x : cyclicCode(x, xshape, dt));
+      const rank = xshape.length;
+      const c = xshape[rank - 1]!;
+      const spatial = xshape.slice(1, rank - 1);
+      const stride = 1 + (p[1]! % 2);
+      const padding = p[2]! % 2;
+      const dilation = 1 + (p[3]! % 2);
+      const depthwise = p[4]! % 4 === 0;
+      const groups = depthwise ? c : 1;
+      const o = depthwise ? c : 1 + (p[0]! % 3);
+      const k = spatial.map((s, i) => 1 + ((p[5]! >> (2 * i)) % Math.min(3, s + 2 * padding)));
+      if (k.some((kk, i) => (kk - 1) * dilation + 1 > spatial[i]! + 2 * padding)) return null;
+      const wshape = [o, ...k, depthwise ? 1 : c];
+      const name = rank === 3 ? "conv1d" : "conv2d";
+      const conv = (x: MgArray, w: MgArray) => op(name)(x, w, stride, padding, dilation, groups);
+      return {
+        fn: ([x, y]) => conv(image(x!), cyclic(y!, wshape, dt)),
+        code: ([x, y]) => `mg.${name}(${imageCode(x!)}, ${cyclicCode(y!, wshape, dt)}, ${stride}, ${padding}, ${dilation}, ${groups})`,
+        kind: { kind: "sum", n: size(k) * (depthwise ? 1 : c), magnitude: ([x, y]) => conv(finiteAbs64(image(x!)), finiteAbs64(cyclic(y!, wshape, dt))) },
+      };
+    },
+  },
+  {
+    name: "quantized",
+    arity: 2,
+    plan: ([a, b], p) => {
+      // weights and activations built cyclically from the inputs' values (the packed formats need 32+ columns)
+      if (size(a!.shape) === 0 || size(b!.shape) === 0) return null;
+      const dtype = [mg.float32, mg.float16, mg.bfloat16][p[0]! % 3]!;
+      const bits = [2, 3, 4, 5, 6, 8][p[1]! % 6]!;
+      const group = p[2]! % 2 === 0 ? 32 : 64;
+      const rows = 1 + (p[3]! % 3);
+      const m = 1 + (p[4]! % 3);
+      const variant = p[5]! % 5; // 0-2: quantize's outputs, 3: dequantize, 4: quantized_matmul
+      const wshape = [rows, group];
+      const quant = (y: MgArray) => mg.quantize(cyclic(y, wshape, dtype), group, bits);
+      const qcode = (y: string) => `mg.quantize(${cyclicCode(y, wshape, dtype)}, ${group}, ${bits})`;
+      if (variant < 3) return { fn: ([, y]) => quant(y!)[variant]!, code: ([, y]) => `${qcode(y!)}[${variant}]`, kind: variant === 0 ? { kind: "exact" } : { kind: "elementwise" } };
+      const deq = (y: MgArray) => {
+        const [w, s, z] = quant(y);
+        return mg.dequantize(w!, s!, z!, group, bits);
+      };
+      if (variant === 3) {
+        return {
+          fn: ([, y]) => deq(y!),
+          code: ([, y]) => `((q) => mg.dequantize(q[0], q[1], q[2], ${group}, ${bits}))(${qcode(y!)})`,
+          kind: { kind: "elementwise" },
+        };
+      }
+      const xshape = [m, group];
+      return {
+        fn: ([x, y]) => {
+          const [w, s, z] = quant(y!);
+          return mg.quantizedMatmul(cyclic(x!, xshape, dtype), w!, s!, z!, true, group, bits);
+        },
+        code: ([x, y]) => `((q) => mg.quantizedMatmul(${cyclicCode(x!, xshape, dtype)}, q[0], q[1], q[2], true, ${group}, ${bits}))(${qcode(y!)})`,
+        kind: { kind: "sum", n: group, magnitude: ([x, y]) => mg.matmul(finiteAbs64(cyclic(x!, xshape, dtype)), mg.transpose(finiteAbs64(deq(y!)))) },
+      };
+    },
+  },
+  {
+    name: "fast",
+    arity: 2,
+    plan: ([a, b], p) => {
+      const r = a!.shape.length;
+      if (r === 0 || size(a!.shape) === 0 || size(b!.shape) === 0) return null;
+      const dd = a!.shape[r - 1]!;
+      const eps = [1e-5, 0, 1e-2][p[1]! % 3]!;
+      const variant = p[0]! % 5;
+      if (variant < 4 && !isFloat(a!.dtype)) return null; // the fused ops take floats (attention casts below)
+      const dt = isFloat(a!.dtype) ? a!.dtype : mg.float32;
+      // a row's Σx² (of x − mean for layerNorm) beyond float32's range, or below its normal range with eps 0
+      const squares = (x: MgArray, centred: boolean): MgArray => {
+        const f = mg.astype(x, mg.float64);
+        return mg.sum(mg.square(centred ? mg.subtract(f, mg.mean(f, -1, true)) : f), -1);
+      };
+      const outOfRange = (x: MgArray, centred: boolean) => {
+        const q = squares(x, centred);
+        const big = mg.any(mg.greaterEqual(q, 2 ** 126)).item() as boolean;
+        return big || (eps === 0 && (mg.any(mg.logicalAnd(mg.greater(q, 0), mg.less(q, 2 ** -100))).item() as boolean));
+      };
+      if (variant === 0) {
+        const weighted = p[2]! % 2 === 0;
+        return {
+          fn: ([x, y]) => mg.fast.rmsNorm(x!, weighted ? cyclic(y!, [dd], dt) : null, eps),
+          code: ([x, y]) => `mg.fast.rmsNorm(${x}, ${weighted ? cyclicCode(y!, [dd], dt) : "null"}, ${eps})`,
+          kind: { kind: "normalized", n: dd },
+          unstable: ([x]) => outOfRange(x!, false),
+        };
+      }
+      if (variant === 1) {
+        const weighted = p[2]! % 2 === 0;
+        const biased = p[3]! % 2 === 0;
+        return {
+          fn: ([x, y]) => mg.fast.layerNorm(x!, weighted ? cyclic(y!, [dd], dt) : null, biased ? cyclic(mg.negative(y!), [dd], dt) : null, eps),
+          code: ([x, y]) =>
+            `mg.fast.layerNorm(${x}, ${weighted ? cyclicCode(y!, [dd], dt) : "null"}, ${biased ? cyclicCode(`mg.negative(${y})`, [dd], dt) : "null"}, ${eps})`,
+          kind: { kind: "normalized", n: dd },
+          unstable: ([x]) => outOfRange(x!, true),
+        };
+      }
+      if (variant === 2) {
+        if (r < 2 || dd < 2) return null;
+        const dims = 2 * (1 + (p[2]! % Math.floor(dd / 2)));
+        const o = { traditional: p[3]! % 2 === 0, base: [10000, 10, 1][p[4]! % 3]!, scale: [1, 0.5][p[5]! % 2]!, offset: p[5]! % 7 };
+        return { fn: ([x]) => mg.fast.rope(x!, dims, o), code: ([x]) => `mg.fast.rope(${x}, ${dims}, ${js(o)})`, kind: { kind: "normalized", n: dd } };
+      }
+      if (variant === 3) {
+        // logits a (…, classes), targets in range built from the parameters
+        const rows = a!.shape.slice(0, -1);
+        const t = Array.from({ length: size(rows) }, (_, i) => (p[2]! + i * p[3]!) % dd);
+        return {
+          fn: ([x]) => mg.fast.crossEntropy(x!, mg.reshape(mg.array(t), rows)),
+          code: ([x]) => `mg.fast.crossEntropy(${x}, mg.reshape(mg.array(${js(t)}), ${js(rows)}))`,
+          kind: { kind: "normalized", n: dd },
+        };
+      }
+      // attention: q from a, k and v from b, heads grouped, an optional causal mask
+      const hk = 1 + (p[1]! % 2);
+      const hq = hk * (1 + (p[2]! % 2));
+      const ql = 1 + (p[3]! % 3);
+      const kl = 1 + (p[4]! % 4);
+      const hd = [1, 2, 4, 8][p[5]! % 4]!;
+      const causal = p[5]! % 3 === 0;
+      const qs = [1, hq, ql, hd];
+      const ks = [1, hk, kl, hd];
+      const scale = 1 / Math.sqrt(hd);
+      const opts = causal ? { scale, mask: "causal" as const } : { scale };
+      return {
+        fn: ([x, y]) => mg.fast.scaledDotProductAttention(cyclic(x!, qs, dt), cyclic(y!, ks, dt), cyclic(mg.negative(y!), ks, dt), opts),
+        code: ([x, y]) =>
+          `mg.fast.scaledDotProductAttention(${cyclicCode(x!, qs, dt)}, ${cyclicCode(y!, ks, dt)}, ${cyclicCode(`mg.negative(${y})`, ks, dt)}, ${js(opts)})`,
+        kind: { kind: "normalized", n: kl * hd },
+        // scale·q·k beyond float32's range: the gpu's (and MLX's) scores overflow, the cpu's float64 ones do not
+        unstable: ([x, y]) => {
+          const big = (z: MgArray) => mg.max(finiteAbs64(z)).item() as number;
+          return big(cyclic(x!, qs, dt)) * big(cyclic(y!, ks, dt)) * hd * Math.max(scale, 1) >= 2 ** 126;
+        },
+      };
+    },
+  },
+  {
+    name: "linalg",
+    arity: 1,
+    plan: ([a], p) => {
+      // the factorizations run on the cpu only (as in MLX): this compares the native kernels with the reference
+      if (size(a!.shape) === 0 || !(isFloat(a!.dtype) || a!.dtype === mg.int32)) return null;
+      const n = 1 + (p[1]! % 4);
+      const variant = ["inv", "triInv", "cholesky", "qr", "svd", "eigvalsh", "lu"][p[0]! % 7]!;
+      const upper = p[2]! % 2 === 0;
+      const k = p[3]!;
+      const cpu = { stream: mg.cpu };
+      const square = (x: MgArray) => cyclic(x, [n, n], mg.float32);
+      // symmetric positive (semi)definite for cholesky: A Aᵀ + n·I
+      const spd = (x: MgArray) => mg.add(mg.matmul(square(x), mg.transpose(square(x))), mg.multiply(mg.eye(n), n));
+      type La = Record<string, (...args: unknown[]) => MgArray | MgArray[]>;
+      const la = mg.linalg as unknown as La;
+      const pick = (r: MgArray | MgArray[]) => (Array.isArray(r) ? r[k % r.length]! : r);
+      const calls: Record<string, [(x: MgArray) => MgArray, (x: string) => string]> = {
+        inv: [(x) => pick(la.inv!(square(x), cpu)), (x) => `mg.linalg.inv(${x}, { stream: mg.cpu })`],
+        triInv: [(x) => pick(la.triInv!(square(x), upper, cpu)), (x) => `mg.linalg.triInv(${x}, ${upper}, { stream: mg.cpu })`],
+        cholesky: [(x) => pick(la.cholesky!(spd(x), upper, cpu)), (x) => `mg.linalg.cholesky(SPD(${x}), ${upper}, { stream: mg.cpu })`],
+        qr: [(x) => pick(la.qr!(square(x), cpu)), (x) => `mg.linalg.qr(${x}, { stream: mg.cpu })[${k % 2}]`],
+        svd: [(x) => pick(la.svd!(square(x), false, cpu)), (x) => `mg.linalg.svd(${x}, false, { stream: mg.cpu })`],
+        eigvalsh: [(x) => pick(la.eigvalsh!(spd(x), "L", cpu)), (x) => `mg.linalg.eigvalsh(SPD(${x}), "L", { stream: mg.cpu })`],
+        lu: [(x) => pick(la.luFactor!(square(x), cpu)), (x) => `mg.linalg.luFactor(${x}, { stream: mg.cpu })[${k % 2}]`],
+      };
+      const [f, c] = calls[variant]!;
+      return {
+        fn: ([x]) => f(x!),
+        code: ([x]) => c(cyclicCode(x!, [n, n], mg.float32)).replace(/SPD\((.*)\)(?=, )/, (_m, sq: string) => `mg.add(mg.matmul(${sq}, mg.transpose(${sq})), mg.multiply(mg.eye(${n}), ${n}))`),
+        kind: { kind: "exact" },
+      };
+    },
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -469,7 +740,7 @@ export const OPS: OpDef[] = [
 
 interface Built {
   /** Per step: its plan and operand indices into the pool, or null when skipped. */
-  plans: ({ plan: Planned; operands: number[]; out: number } | null)[];
+  plans: ({ plan: Planned; operands: number[]; out: number; op: string } | null)[];
   /** metalgrad code of the whole program. */
   code: string;
 }
@@ -506,7 +777,7 @@ export function planProgram(prog: Program): Built {
       const name = `v${pool.length - 1}`;
       names.push(name);
       lines.push(`const ${name} = ${plan.code(operands.map((k) => names[k]!))};`);
-      plans.push({ plan, operands, out: pool.length - 1 });
+      plans.push({ plan, operands, out: pool.length - 1, op: def.name });
     }
   });
   return { plans, code: lines.join("\n") };
@@ -519,6 +790,16 @@ function run(prog: Program, built: Built, device: typeof mg.cpu): MgArray[] {
     for (const p of built.plans) if (p) pool.push(p.plan.fn(p.operands.map((k) => pool[k]!)));
     return pool;
   });
+}
+
+/** Runs `f` with the cpu device on its TypeScript reference kernels (the native ones switched off). */
+function withReferenceCpu<T>(f: () => T): T {
+  const before = setNativeCpu(false);
+  try {
+    return f();
+  } finally {
+    setNativeCpu(before);
+  }
 }
 
 /** An evaluated copy of `a` on a device, row-contiguous, with the same bits. */
@@ -537,12 +818,27 @@ const same = (x: number | bigint, y: number | bigint) => x === y || (typeof x ==
 
 export class Mismatch extends Error {}
 
+/** The values of `a`, or the error its evaluation failed with (a singular matrix, say). */
+function outcome(a: MgArray): Values | Error {
+  try {
+    return valuesOf(a);
+  } catch (e) {
+    return e instanceof Error ? e : new Error(String(e));
+  }
+}
+
 function compare(what: string, got: MgArray, want: MgArray, check: (i: number, g: number | bigint, w: number | bigint) => boolean): void {
   if (got.dtype !== want.dtype || got.shape.join() !== want.shape.join()) {
     throw new Mismatch(`${what}: ${got.dtype.name}(${got.shape}) vs ${want.dtype.name}(${want.shape})`);
   }
-  const g = valuesOf(got);
-  const w = valuesOf(want);
+  const g = outcome(got);
+  const w = outcome(want);
+  // a failure is an answer too: both sides must fail, with the same tagged error
+  if (g instanceof Error || w instanceof Error) {
+    if (g instanceof Error && w instanceof Error && g.message === w.message) return;
+    const say = (o: Values | Error) => (o instanceof Error ? `fails (${o.message})` : "gives values");
+    throw new Mismatch(`${what}: ${say(g)} vs ${say(w)}`);
+  }
   for (let i = 0; i < w.length; i++) {
     if (!check(i, g[i]!, w[i]!)) throw new Mismatch(`${what}: element ${i} (flat) is ${String(g[i])}, expected ${String(w[i])}`);
   }
@@ -582,7 +878,7 @@ function checkStep(what: string, kind: Kind, gpuOut: MgArray, cpuOut: MgArray, c
     const mag = valuesOf(mg.stream(mg.cpu, () => kind.magnitude(cpuInputs)));
     compare(what, gpuOut, cpuOut, (i, g, w) => {
       const m = Number(mag[i]!);
-      if (!(m < limit / 4)) return true; // partial sums may overflow in either order: no answer to compare
+      if (!(m * (kind.partial ?? 1) < limit / 4)) return true; // partial sums may overflow in either order: no answer to compare
       return within(g, w, t.atol + kind.n * u * m, t.rtol);
     });
     return;
@@ -601,37 +897,69 @@ function checkStep(what: string, kind: Kind, gpuOut: MgArray, cpuOut: MgArray, c
  * Runs the three comparisons; throws a Mismatch naming the step, with the program as code.
  * Returns how many steps ran.
  */
-export function checkProgram(prog: Program): number {
+export function checkProgram(prog: Program, coverage?: Map<string, number>): number {
   const built = planProgram(prog);
+  for (const p of built.plans) if (p && coverage) coverage.set(p.op, (coverage.get(p.op) ?? 0) + 1);
   const fail = (e: unknown): never => {
     const msg = e instanceof Error ? e.message : String(e);
     throw new Mismatch(`${msg}\n--- reproducer (metalgrad) ---\nimport * as mg from "metalgrad";\nmg.setDefaultDevice(mg.gpu); // and mg.cpu\n${built.code}\n---`);
   };
   const active = built.plans.filter((p) => p !== null);
   if (active.length === 0) return 0;
+  // A step whose evaluation fails (a singular matrix) fails exactly its dependents (failure isolation):
+  // evals may throw, and a step with a failed operand is compared only by failing too.
+  const evalAll = (xs: MgArray[]) => {
+    try {
+      mg.eval(xs);
+    } catch {
+      // read per array below
+    }
+  };
+  const inputsOf = (pool: MgArray[], p: NonNullable<Built["plans"][number]>): MgArray[] | null => {
+    try {
+      return p.operands.map((k) => copyTo(pool[k]!, mg.cpu));
+    } catch {
+      if (!(outcome(pool[p.out]!) instanceof Error)) throw new Mismatch(`v${p.out}: an operand failed, yet the step gives values`);
+      return null;
+    }
+  };
   try {
     // 1 + 2: the gpu writing everything, and writing only the sinks
     const gpuAll = run(prog, built, mg.gpu);
-    mg.eval(gpuAll);
+    evalAll(gpuAll);
     const read = new Set<number>();
     for (const p of active) for (const k of p.operands) read.add(k);
     const sinks = active.map((p) => p.out).filter((k) => !read.has(k));
     const gpuSinksOnly = run(prog, built, mg.gpu);
-    mg.eval(sinks.map((k) => gpuSinksOnly[k]!));
+    evalAll(sinks.map((k) => gpuSinksOnly[k]!));
     for (const k of sinks) compare(`v${k}: gpu writing only the final arrays vs writing every step`, gpuSinksOnly[k]!, gpuAll[k]!, bitwise);
     // 3: the cpu with views vs contiguous copies
     const cpuAll = run(prog, built, mg.cpu);
-    mg.eval(cpuAll);
+    evalAll(cpuAll);
     for (const p of active) {
-      const ins = p.operands.map((k) => copyTo(cpuAll[k]!, mg.cpu));
+      const ins = inputsOf(cpuAll, p);
+      if (!ins) continue;
       const again = mg.stream(mg.cpu, () => p.plan.fn(ins));
       compare(`v${p.out}: cpu on views vs on contiguous copies`, cpuAll[p.out]!, again, bitwise);
     }
     // 1: each gpu step against the cpu op on the gpu's own inputs
     for (const p of active) {
-      const ins = p.operands.map((k) => copyTo(gpuAll[k]!, mg.cpu));
+      const ins = inputsOf(gpuAll, p);
+      if (!ins) continue;
+      if (p.plan.unstable?.(ins)) continue;
       const want = mg.stream(mg.cpu, () => p.plan.fn(ins));
       checkStep(`v${p.out}: gpu vs cpu on the same inputs`, p.plan.kind, gpuAll[p.out]!, want, ins);
+    }
+    // 4: each native cpu step against the TypeScript reference kernels on the same inputs
+    for (const p of active) {
+      const ins = inputsOf(cpuAll, p);
+      if (!ins) continue;
+      const reference = withReferenceCpu(() => {
+        const r = mg.stream(mg.cpu, () => p.plan.fn(ins));
+        evalAll([r]);
+        return r;
+      });
+      checkStep(`v${p.out}: native cpu vs the TypeScript reference on the same inputs`, p.plan.kind, cpuAll[p.out]!, reference, ins);
     }
   } catch (e) {
     fail(e);
@@ -643,12 +971,18 @@ export function checkProgram(prog: Program): number {
  * Checks `runs` random programs from `seed`; throws the shrunk failure's report (its seed and
  * path to replay, and the program as metalgrad code).
  */
-export function fuzzDifferential(o: { runs: number; seed: number; sizes?: ProgramSizes; path?: string }): { steps: number; programs: number } {
+export function fuzzDifferential(o: { runs: number; seed: number; sizes?: ProgramSizes; path?: string }): {
+  steps: number;
+  programs: number;
+  /** Steps run per op family (the OPS entries' names). */
+  coverage: Map<string, number>;
+} {
   let steps = 0;
   let programs = 0;
+  const coverage = new Map<string, number>();
   const out = fc.check(
     fc.property(programArbitrary(o.sizes), (prog) => {
-      steps += checkProgram(prog);
+      steps += checkProgram(prog, coverage);
       programs++;
     }),
     { numRuns: o.runs, seed: o.seed, ...(o.path ? { path: o.path } : {}) },
@@ -665,5 +999,5 @@ export function fuzzDifferential(o: { runs: number; seed: number; sizes?: Progra
         `replay with FUZZ_SEED=${out.seed} FUZZ_PATH=${out.counterexamplePath}):\n${report}\nprogram: ${JSON.stringify(out.counterexample![0])}`,
     );
   }
-  return { steps, programs };
+  return { steps, programs, coverage };
 }
