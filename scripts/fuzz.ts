@@ -3,7 +3,7 @@
 //   bun run scripts/fuzz.ts --bad [--runs 200000] [--seed N]     the bad-argument fuzzer
 // Exits nonzero with the shrunk program (as metalgrad code) on the first disagreement.
 import { fuzzBadArguments } from "../test/fuzz/bad-arguments.ts";
-import { CI_SIZES, fuzzDifferential } from "../test/fuzz/engine.ts";
+import { CI_SIZES, fuzzDifferential, NATIVE_FAMILIES } from "../test/fuzz/engine.ts";
 
 const args = process.argv.slice(2);
 if (args.includes("--help") || args.includes("-h")) {
@@ -14,6 +14,7 @@ if (args.includes("--help") || args.includes("-h")) {
   --rank N        largest input rank (default 4)
   --dim N         largest input dimension (default 6)
   --path P        replay one shrunk failure (with its --seed)
+  --families a,b  draw only these op families (test/fuzz/engine.ts OPS names; "native" for NATIVE_FAMILIES)
 bun run scripts/fuzz.ts --bad [--runs N] [--seed N]   the bad-argument fuzzer (default 200000 calls)
 Exits nonzero with the shrunk program (as metalgrad code) on the first disagreement.`);
   process.exit(0);
@@ -27,6 +28,8 @@ const seed = seedArg === "random" ? Math.floor(Math.random() * 2 ** 31) : Number
 const runs = Number(arg("runs", "2000"));
 const sizes = { maxInputs: CI_SIZES.maxInputs, maxSteps: Number(arg("steps", "10")), maxRank: Number(arg("rank", "4")), maxDim: Number(arg("dim", "6")) };
 const path = args.includes("--path") ? arg("path", "") : undefined;
+const familiesArg = args.includes("--families") ? arg("families", "") : undefined;
+const families = familiesArg === "native" ? NATIVE_FAMILIES : familiesArg?.split(",");
 if (args.includes("--bad")) {
   const calls = Number(arg("runs", "200000"));
   console.log(`bad-argument fuzz: ${calls} calls, seed ${seed}`);
@@ -40,10 +43,10 @@ if (args.includes("--bad")) {
     process.exit(1);
   }
 }
-console.log(`fuzz: ${runs} programs, seed ${seed}, sizes ${JSON.stringify(sizes)}`);
+console.log(`fuzz: ${runs} programs, seed ${seed}, sizes ${JSON.stringify(sizes)}${families ? `, families ${families.join(",")}` : ""}`);
 const t0 = performance.now();
 try {
-  const { steps, programs, coverage } = fuzzDifferential({ runs, seed, sizes, path });
+  const { steps, programs, coverage } = fuzzDifferential({ runs, seed, sizes, path, families });
   console.log(`fuzz: ${programs} programs, ${steps} steps agree on both devices (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
   console.log(`steps per op family: ${[...coverage].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(", ")}`);
 } catch (e) {
