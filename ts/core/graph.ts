@@ -32,8 +32,11 @@ export interface Backend {
 }
 
 const backends = new Map<DeviceType, Backend>();
-export function registerBackend(type: DeviceType, backend: Backend): void {
+/** Makes `backend` run the nodes of `type`'s streams; returns the one it replaces (to restore it). */
+export function registerBackend(type: DeviceType, backend: Backend): Backend | undefined {
+  const previous = backends.get(type);
   backends.set(type, backend);
+  return previous;
 }
 
 /** Arrays under a transform keep their graph after eval (vjp needs it); depth > 0 while tracing. */
