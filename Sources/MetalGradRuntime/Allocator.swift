@@ -23,6 +23,13 @@
 // be reused while an old view still exists, but clearCache / eviction never unmap pinned memory; it
 // moves to "view-held" and is freed when the last view's deallocator runs.
 //
+// Parking. TypeScript keeps small buffers it released for reuse by the same size without crossing
+// into the allocator (ts/backend/runtime.ts, BufferPool). A parked buffer's allocation counts as
+// cache, not active, exactly as if it had been released; taking it back counts it active again
+// (and may raise the peak). Parking never takes the cache past the cache limit (it is declined),
+// and the memory limit counts parked bytes, which only TypeScript can free (it drains its pool and
+// retries when an allocation fails on the limit).
+//
 // Wired limit. Stored and reported only: wiring memory needs residency sets, which are outside the
 // Metal API subset this runtime compiles against (and the simulator has nothing to wire).
 #if canImport(Metal)
@@ -56,6 +63,8 @@ final class BufferRecord {
     let size: Int
     let allocation: Allocation?
     var ownerHeld = true
+    /// Kept by TypeScript for reuse (Allocator.park): counted as cache; binding it is an error.
+    var parked = false
     var inflight = 0
     var viewPinned: Bool
     /// Set once the allocation has gone back to the cache.
@@ -100,6 +109,8 @@ final class Allocator {
     private var nextSequence: UInt64 = 0
     /// Evicted allocations that a view still points into.
     private var viewHeld: [ObjectIdentifier: Allocation] = [:]
+    /// Bytes of parked allocations (counted in stats.cache; TypeScript holds them for reuse).
+    private(set) var parkedBytes = 0
 
     init(device: any MTLDevice, recommendedMaxWorkingSetSize: UInt64, maxBufferLength: Int) {
         self.device = device
@@ -130,10 +141,11 @@ final class Allocator {
         if stats.active + stats.cache + stats.viewHeld + length > stats.memoryLimit {
             clearCache()
         }
-        if stats.active + stats.viewHeld + length > stats.memoryLimit {
+        if stats.active + parkedBytes + stats.viewHeld + length > stats.memoryLimit {
+            let parked = parkedBytes > 0 ? " + \(parkedBytes) parked for reuse" : ""
             throw RuntimeError(
                 "allocating \(size) bytes (\(length) allocated) would exceed the memory limit: "
-                    + "\(stats.active) bytes active + \(stats.viewHeld) held by views + \(length) > limit \(stats.memoryLimit); "
+                    + "\(stats.active) bytes active + \(stats.viewHeld) held by views\(parked) + \(length) > limit \(stats.memoryLimit); "
                     + "release buffers or raise the limit (mg_memory_set_limit)")
         }
         var made = device.makeBuffer(length: length, options: [.storageModeShared, .hazardTrackingModeUntracked])
@@ -174,6 +186,31 @@ final class Allocator {
         stats.cache -= allocation.length
         cachedCount -= 1
         return allocation
+    }
+
+    /// Counts an active allocation as cache while TypeScript keeps it for reuse; false (nothing
+    /// changed) when that would take the cache past its limit.
+    func park(_ allocation: Allocation) -> Bool {
+        guard stats.cache + allocation.length <= stats.cacheLimit else { return false }
+        stats.active -= allocation.length
+        stats.cache += allocation.length
+        parkedBytes += allocation.length
+        return true
+    }
+
+    /// A parked allocation is in use again.
+    func unpark(_ allocation: Allocation) {
+        stats.cache -= allocation.length
+        parkedBytes -= allocation.length
+        noteActive(allocation.length)
+    }
+
+    /// A parked allocation is being released: active again for the instant before `retire` moves
+    /// it into the cache proper (no peak: it was never in use in between).
+    func unparkForRelease(_ allocation: Allocation) {
+        stats.cache -= allocation.length
+        parkedBytes -= allocation.length
+        stats.active += allocation.length
     }
 
     /// A buffer's owner and in-flight batches are gone: its memory becomes reusable.

@@ -182,6 +182,23 @@ public func mg_buffer_release(_ buffer: UnsafeMutableRawPointer?) -> Int32 {
     }
 }
 
+/// Parks a buffer its owner keeps for reuse: its memory counts as cache until mg_buffer_unpark.
+/// Returns 0 parked, 1 declined (a batch still holds it, it is empty, or the cache limit has no
+/// room: release it instead), -1 on error.
+@_cdecl("mg_buffer_park")
+public func mg_buffer_park(_ buffer: UnsafeMutableRawPointer?) -> Int32 {
+    guarded("mg_buffer_park", -1) { try $0.parkBuffer(handleBits(buffer)) ? 0 : 1 }
+}
+
+/// Takes a parked buffer back into use (its memory counts as active again). 0 ok, 1 on error.
+@_cdecl("mg_buffer_unpark")
+public func mg_buffer_unpark(_ buffer: UnsafeMutableRawPointer?) -> Int32 {
+    guarded("mg_buffer_unpark", 1) { runtime in
+        try runtime.unparkBuffer(handleBits(buffer))
+        return 0
+    }
+}
+
 /// The ArrayBuffer deallocator (JSTypedArrayBytesDeallocator: bytes, context = buffer handle). It
 /// may run on a GC thread. Drops the view pin, and the owner too if it was never released.
 @_cdecl("mg_buffer_view_release")

@@ -189,6 +189,31 @@ final class Runtime: @unchecked Sendable {
         try lock.withLock { try ownedBuffer(handle).size }
     }
 
+    /// Parks a buffer its owner keeps for reuse (Allocator.swift, "Parking"): false, with nothing
+    /// changed, when a batch still holds it, it is empty, or the cache has no room.
+    func parkBuffer(_ handle: UInt64) throws -> Bool {
+        try lock.withLock {
+            guard let record = buffers[handle], record.ownerHeld, !record.parked else { throw unknownHandle(handle, .buffer) }
+            guard record.inflight == 0, let allocation = record.allocation, allocator.park(allocation) else { return false }
+            record.parked = true
+            liveBufferCount -= 1
+            return true
+        }
+    }
+
+    /// Takes a parked buffer back into use.
+    func unparkBuffer(_ handle: UInt64) throws {
+        try lock.withLock {
+            guard let record = buffers[handle], record.ownerHeld, record.parked, let allocation = record.allocation else {
+                throw buffers[handle].map { _ in RuntimeError("buffer \(Handle.describe(handle)) is not parked") }
+                    ?? unknownHandle(handle, .buffer)
+            }
+            record.parked = false
+            allocator.unpark(allocation)
+            liveBufferCount += 1
+        }
+    }
+
     /// Drops the owner. Releasing twice is fine; releasing something never issued is an error.
     func releaseBuffer(_ handle: UInt64) throws {
         try lock.withLock {
@@ -215,7 +240,13 @@ final class Runtime: @unchecked Sendable {
     private func dropOwner(_ record: BufferRecord) {
         guard record.ownerHeld else { return }
         record.ownerHeld = false
-        liveBufferCount -= 1
+        if record.parked, let allocation = record.allocation {
+            // Parked: already counted as released (cache, not live); retire moves it properly.
+            record.parked = false
+            allocator.unparkForRelease(allocation)
+        } else {
+            liveBufferCount -= 1
+        }
         settle(record)
     }
 

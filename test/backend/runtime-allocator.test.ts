@@ -179,3 +179,117 @@ describe("allocator", () => {
     expect(() => rt.setWiredLimit(rt.device.recommendedMaxWorkingSetSize * 2)).toThrow(/larger than the recommended working set/);
   });
 });
+
+describe("buffer pool (parking small buffers for reuse)", () => {
+  const pool = rt.pool;
+  // A kernel that runs long enough on the simulator (and on a GPU) to be in flight while we look.
+  const spin = rt
+    .library(`
+#include <metal_stdlib>
+using namespace metal;
+[[kernel]] void spin(device float* out [[buffer(0)]], constant uint& n [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  float x = 0.0f;
+  for (uint k = 0; k < n; k++) x = x * 0.999f + 1.0f;
+  out[i] = x;
+}`)
+    .pipeline("spin");
+
+  test("a released pooled buffer counts as cache; the next buffer of its size takes it back (same memory, same counters)", () => {
+    const { active: base } = settle();
+    const live = rt.memoryStats().liveBuffers;
+    const a = pool.allocate(100); // 256 allocated
+    const where = address(a);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 256, peak: base + 256, cache: 0, liveBuffers: live + 1 });
+    a.release();
+    expect(pool.parkedBytes).toBe(256);
+    // Exactly as a release: active down, cache up, one live buffer fewer.
+    expect(rt.memoryStats()).toMatchObject({ active: base, peak: base + 256, cache: 256, liveBuffers: live });
+    expect(() => a.arrayBuffer).toThrow(/was released/);
+    const b = pool.allocate(100);
+    expect(address(b)).toBe(where);
+    expect(b.byteLength).toBe(100);
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 256, peak: base + 256, cache: 0, liveBuffers: live + 1 });
+    // Another size is a new allocation (reuse is by exact size), and the peak counts both.
+    const c = pool.allocate(200);
+    expect(address(c)).not.toBe(where);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 512, peak: base + 512 });
+    b.release();
+    c.release();
+    expect(rt.memoryStats()).toMatchObject({ active: base, peak: base + 512, cache: 512, liveBuffers: live });
+    // clearCache drains the pool first: nothing is left cached.
+    rt.clearCache();
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 0 });
+  });
+
+  test("large and empty buffers are never parked", () => {
+    settle();
+    const big = pool.allocate(16 * KiB);
+    const empty = pool.allocate(0);
+    big.release();
+    empty.release();
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats().cache).toBe(16 * KiB); // the allocator's own cache
+  });
+
+  test("a parked buffer cannot be bound (it was released), and a buffer a batch holds is released instead of parked", () => {
+    const { active: base } = settle();
+    const a = pool.allocate(64);
+    const handle = a.handle;
+    a.release();
+    expect(pool.parkedBytes).toBe(256);
+    const stale = { handle, byteLength: 64 } as unknown as NativeBuffer;
+    expect(() => rt.newBatch().dispatch({ pipeline: spin, buffers: [{ index: 0, buffer: stale, access: "write" }], bytes: [{ index: 1, data: new Uint32Array([1]) }], grid: 1, threadgroup: 1 }).submit()).toThrow(/was released/);
+    rt.clearCache();
+
+    const out = pool.allocate(64);
+    const batch = rt
+      .newBatch()
+      .dispatch({ pipeline: spin, buffers: [{ index: 0, buffer: out, access: "write" }], bytes: [{ index: 1, data: new Uint32Array([20_000_000]) }], grid: 1, threadgroup: 1 })
+      .submit();
+    out.release();
+    // 20M dependent steps take milliseconds; the release came microseconds after submit.
+    expect(batch.poll()).toBe(false);
+    // Still bound: not parked; the allocator keeps it active until the batch completes.
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats().active).toBe(base + 256);
+    batch.wait();
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 256 });
+  });
+
+  test("parking never takes the cache past its limit; setCacheLimit drains the pool", () => {
+    settle();
+    const previous = rt.setCacheLimit(512);
+    try {
+      const bufs = [pool.allocate(10), pool.allocate(10), pool.allocate(10)];
+      for (const b of bufs) b.release();
+      expect(pool.parkedBytes).toBe(512); // the third was released to the allocator, which evicted it
+      expect(rt.memoryStats().cache).toBe(512);
+      rt.setCacheLimit(256);
+      expect(pool.parkedBytes).toBe(0);
+      expect(rt.memoryStats().cache).toBe(256);
+    } finally {
+      rt.setCacheLimit(previous);
+    }
+  });
+
+  test("an allocation that meets the memory limit drains the pool and succeeds if that makes room", () => {
+    const { active } = settle();
+    const parked = Array.from({ length: 8 }, () => pool.allocate(1000)); // 8 × 1024
+    for (const b of parked) b.release();
+    expect(pool.parkedBytes).toBe(8 * KiB);
+    const viewHeld = rt.memoryStats().viewHeld;
+    // Room for 16 KiB only if the parked 8 KiB go (the limit counts parked memory).
+    const previous = rt.setMemoryLimit(active + viewHeld + 8 * KiB + 16 * KiB);
+    try {
+      expect(() => rt.newBuffer(32 * KiB)).toThrow(/memory limit/);
+      const b = rt.newBuffer(16 * KiB);
+      expect(pool.parkedBytes).toBe(0);
+      b.release();
+    } finally {
+      rt.setMemoryLimit(previous);
+    }
+  });
+});

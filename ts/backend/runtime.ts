@@ -32,6 +32,8 @@ const SYMBOLS = {
   mg_buffer_contents: { args: [P], returns: P },
   mg_buffer_length: { args: [P], returns: f64 },
   mg_buffer_release: { args: [P], returns: i32 },
+  mg_buffer_park: { args: [P], returns: i32 },
+  mg_buffer_unpark: { args: [P], returns: i32 },
   mg_buffer_view_release: { args: [P, P], returns: VOID },
   mg_buffer_view_deallocator: { args: [], returns: P },
   mg_library_new: { args: [P, P, i32, u32, i32], returns: P },
@@ -272,6 +274,8 @@ export class Runtime {
   #defaultQueue: Queue | undefined;
   readonly #stats = new Float64Array(8);
   readonly #address = new Float64Array(1);
+  /** Small buffers released by storages, kept for reuse by size (see BufferPool). */
+  readonly pool: BufferPool;
 
   constructor(native: NativeLibrary = loadNative()) {
     this.libraryPath = native.path;
@@ -282,6 +286,7 @@ export class Runtime {
     const deallocator = handleOf(this.native.mg_buffer_view_deallocator());
     if (deallocator === null) throw new Error("[runtime] the native library returned no view deallocator");
     this.viewDeallocator = deallocator;
+    this.pool = new BufferPool(this);
   }
 
   /** Throws the native runtime's last error. */
@@ -308,7 +313,9 @@ export class Runtime {
     if (this.native.mg_memory_reset_peak() !== 0) this.fail();
   }
 
+  /** Frees cached memory: the pool's parked buffers first, then the allocator's cache. */
   clearCache(): void {
+    this.pool.drain();
     if (this.native.mg_memory_clear_cache() !== 0) this.fail();
   }
 
@@ -320,6 +327,8 @@ export class Runtime {
   }
 
   setCacheLimit(bytes: number): number {
+    // Parked buffers count as cache but only the pool can free them: let the allocator evict.
+    this.pool.drain();
     const previous = this.native.mg_memory_set_cache_limit(bytes);
     if (previous < 0) this.fail();
     return previous;
@@ -343,26 +352,32 @@ export class Runtime {
     return JSON.parse(String(json)) as RuntimeCounters;
   }
 
+  /** A new buffer (never from the pool: `pool.allocate` is the storages' allocator). */
   newBuffer(byteLength: number): NativeBuffer {
+    return this.allocateBuffer(byteLength, null);
+  }
+
+  /** @internal a new buffer, released into `pool` when it is given */
+  allocateBuffer(byteLength: number, pool: BufferPool | null): NativeBuffer {
     // One crossing: the handle, and the memory's address in #address[0].
     const address = this.#address;
     let handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
-    if (handle === null && this.#limitedByViews()) {
-      // Released buffers whose ArrayBuffer the GC has not collected yet still map their memory
-      // (viewHeld); a full collection runs their deallocators, so try once more after one.
-      Bun.gc(true);
-      handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
+    if (handle === null && this.#limitedByMemory()) {
+      // Parked buffers count against the limit but only the pool can free them; released buffers
+      // whose ArrayBuffer the GC has not collected yet still map their memory (viewHeld), and a
+      // full collection runs their deallocators. Try once more after both.
+      const parked = this.pool.drain();
+      const held = this.memoryStats().viewHeld;
+      if (held > 0) Bun.gc(true);
+      // (memoryStats and drain leave the last error alone when they succeed)
+      if (parked > 0 || held > 0) handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
     }
     if (handle === null) this.fail();
-    return new NativeBuffer(this, handle, byteLength, address[0]!);
+    return new NativeBuffer(this, handle, byteLength, address[0]!, null, pool);
   }
 
-  #limitedByViews(): boolean {
-    const message = String(this.native.mg_last_error());
-    if (!message.includes("memory limit")) return false;
-    const held = this.memoryStats().viewHeld;
-    // memoryStats() succeeded, so the last error is still the allocation's.
-    return held > 0;
+  #limitedByMemory(): boolean {
+    return String(this.native.mg_last_error()).includes("memory limit");
   }
 
   library(source: string, options: LibraryOptions = {}): Library {
@@ -471,7 +486,7 @@ type ToArrayBufferWithDeallocator = (
  * so garbage collection alone frees an undisposed buffer.
  */
 // A NativeBuffer is a BufferLike (ts/memory/storage.ts) by shape: the allocator installs
-// `newBuffer` as the storages' allocator, which is where TypeScript checks it. (This module imports
+// `pool.allocate` as the storages' allocator, which is where TypeScript checks it. (This module imports
 // nothing of metalgrad's, so memory/ can depend on it without a cycle.)
 export class NativeBuffer {
   readonly handle: Pointer;
@@ -481,13 +496,22 @@ export class NativeBuffer {
   #view: ArrayBuffer | null;
   #released = false;
   readonly #runtime: Runtime;
+  /** Where release() parks this buffer's memory for reuse (null: released to the allocator). */
+  readonly #pool: BufferPool | null;
 
-  /** @internal use Runtime.newBuffer (which passes the address it got with the handle) */
-  constructor(rt: Runtime, handle: Pointer, byteLength: number, address = -1) {
+  /**
+   * @internal use Runtime.newBuffer (which passes the address it got with the handle) or
+   * BufferPool.allocate (which passes the view of a parked buffer)
+   */
+  constructor(rt: Runtime, handle: Pointer, byteLength: number, address = -1, view: ArrayBuffer | null = null, pool: BufferPool | null = null) {
     this.#runtime = rt;
     this.handle = handle;
     this.byteLength = byteLength;
-    if (byteLength === 0) {
+    this.#pool = byteLength === 0 ? null : pool;
+    if (view !== null) {
+      this.address = address;
+      this.#view = view;
+    } else if (byteLength === 0) {
       this.address = 0;
       this.#view = new ArrayBuffer(0);
       emptyBufferFinalizer.register(this, { symbols: rt.native, handle }, this);
@@ -536,17 +560,99 @@ export class NativeBuffer {
     return new ctor(this.arrayBuffer);
   }
 
-  /** Gives the memory back to the allocator once in-flight batches finish. Idempotent. */
+  /**
+   * Gives the memory back to the allocator once in-flight batches finish (or parks it in its
+   * pool for reuse by the next buffer of the same size). Idempotent.
+   */
   release(): void {
     if (this.#released) return;
     this.#released = true;
+    const view = this.#view;
     this.#view = null;
+    if (this.#pool !== null && view !== null && this.#pool.park(this.handle, this.byteLength, this.address, view)) return;
     if (this.byteLength === 0) emptyBufferFinalizer.unregister(this);
     if (this.#runtime.native.mg_buffer_release(this.handle) !== 0) this.#runtime.fail();
   }
 
   [Symbol.dispose](): void {
     this.release();
+  }
+}
+
+/** A parked buffer: what a new NativeBuffer over it needs. */
+interface Parked {
+  handle: Pointer;
+  address: number;
+  view: ArrayBuffer;
+}
+
+/** Allocated length of a request below 16 KiB (Allocator.swift's rounding: 256-byte granules). */
+const roundedSmall = (n: number) => Math.ceil(n / 256) * 256;
+
+/**
+ * Small buffers that storages released, kept for reuse by their exact byte length. Allocating one
+ * costs no allocator call and no new ArrayBuffer (the parked buffer's view is reused) — on a tiny
+ * op that was a third of the host time. The allocator counts parked memory as cache, exactly as a
+ * release would (mg_buffer_park; docs/ARCHITECTURE.md "Allocator"): the counters stay exact sums
+ * of allocated lengths. A buffer a batch still holds is released instead of parked, so parked
+ * memory is never in use by the GPU. Bounded by MAX_BYTES and the cache limit; clearCache,
+ * setCacheLimit and an allocation that meets the memory limit drain it.
+ */
+export class BufferPool {
+  /** Sizes pooled: below the allocator's 16 KiB page (larger ones reuse its cache by fit). */
+  static readonly MAX_SIZE = 16384 - 1;
+  /** Parked bytes (allocated lengths) at most. */
+  static readonly MAX_BYTES = 4 * 1024 * 1024;
+  readonly #runtime: Runtime;
+  readonly #free = new Map<number, Parked[]>();
+  #bytes = 0;
+
+  constructor(rt: Runtime) {
+    this.#runtime = rt;
+  }
+
+  /** Bytes parked (allocated lengths). */
+  get parkedBytes(): number {
+    return this.#bytes;
+  }
+
+  /** A buffer of `byteLength` bytes: the most recently parked one of that size, else a new one. */
+  allocate(byteLength: number): NativeBuffer {
+    const rt = this.#runtime;
+    if (byteLength > BufferPool.MAX_SIZE || byteLength === 0) return rt.allocateBuffer(byteLength, null);
+    const list = this.#free.get(byteLength);
+    const p = list !== undefined ? list.pop() : undefined;
+    if (p === undefined) return rt.allocateBuffer(byteLength, this);
+    this.#bytes -= roundedSmall(byteLength);
+    if (rt.native.mg_buffer_unpark(p.handle) !== 0) rt.fail();
+    return new NativeBuffer(rt, p.handle, byteLength, p.address, p.view, this);
+  }
+
+  /** @internal NativeBuffer.release: true when the buffer was parked (else the caller releases it). */
+  park(handle: Pointer, byteLength: number, address: number, view: ArrayBuffer): boolean {
+    const length = roundedSmall(byteLength);
+    if (this.#bytes + length > BufferPool.MAX_BYTES) return false;
+    const status = this.#runtime.native.mg_buffer_park(handle);
+    if (status === 1) return false;
+    if (status !== 0) this.#runtime.fail();
+    let list = this.#free.get(byteLength);
+    if (list === undefined) this.#free.set(byteLength, (list = []));
+    list.push({ handle, address, view });
+    this.#bytes += length;
+    return true;
+  }
+
+  /** Releases every parked buffer to the allocator; returns the bytes that were parked. */
+  drain(): number {
+    const drained = this.#bytes;
+    if (drained === 0) return 0;
+    const native = this.#runtime.native;
+    for (const list of this.#free.values()) {
+      for (const p of list) if (native.mg_buffer_release(p.handle) !== 0) this.#runtime.fail();
+    }
+    this.#free.clear();
+    this.#bytes = 0;
+    return drained;
   }
 }
 
