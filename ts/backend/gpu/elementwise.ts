@@ -55,7 +55,7 @@ export function elementwisePrecision(d: Dtype): string {
 // ---------------------------------------------------------------------------------------------
 // Single ops
 
-interface SingleChoice {
+export interface SingleChoice {
   kernel: KernelInstance;
   variant: string;
   /** Extra arguments after the buffers: none, the size (`_v2`), or shapes/strides (`_g`). */
@@ -136,16 +136,17 @@ function buildChoice(node: Node, access: Access[], large: boolean): { kernel: Ke
   return { kernel: { file: "ternary.metal", name: `mg_ternary_g_${tag}_${idxTag(large)}`, instantiation: `ternary_g<${f}, ${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
 }
 
-/** The static kernel a node will need, when its inputs' layouts can be predicted. */
-export function singleKernel(node: Node): KernelInstance | null {
-  return chooseSingle(node, predictedAccess)?.kernel ?? null;
+/** The static kernel choice for a node, its inputs' layouts predicted where they have no data yet
+ *  (null when they cannot be). With every input evaluated, it is the choice encodeSingle makes. */
+export function plannedSingle(node: Node): SingleChoice | null {
+  return chooseSingle(node, predictedAccess);
 }
 
-/** Encodes one elementwise node with its static kernel. The common contiguous case is a hot path
- *  (thousands of small ops per eval): it builds no intermediate arrays and, unless tracing, no
- *  trace record. */
-export function encodeSingle(enc: GpuEncoder, node: Node): void {
-  const c = chooseSingle(node)!;
+/** Encodes one elementwise node with its static kernel (`choice`: planned from its inputs' real
+ *  layouts, or null to choose now). The common contiguous case is a hot path (thousands of small
+ *  ops per eval): it builds no intermediate arrays and, unless tracing, no trace record. */
+export function encodeSingle(enc: GpuEncoder, node: Node, choice: SingleChoice | null = null): void {
+  const c = choice ?? chooseSingle(node)!;
   const pipeline = (c.pipeline ??= kernelPipeline(c.kernel));
   const inputs = node.inputs;
   const outputs = node.outputs;
