@@ -771,8 +771,11 @@ function isDimension(d: number | undefined): d is number {
  * Packs dispatches into one growable Uint32Array (the format in docs/ARCHITECTURE.md) and submits
  * them all with one FFI call.
  */
+/** The words of the last submitted batch, for the next batch to start with (no regrowth per eval). */
+let spareWords: Uint32Array | null = null;
+
 export class CommandBatch {
-  #words = new Uint32Array(64);
+  #words: Uint32Array;
   #length = 2;
   #count = 0;
   readonly #runtime: Runtime;
@@ -783,6 +786,8 @@ export class CommandBatch {
   /** @internal use Runtime.newBatch */
   constructor(rt: Runtime) {
     this.#runtime = rt;
+    this.#words = spareWords ?? new Uint32Array(64);
+    spareWords = null;
   }
 
   get dispatchCount(): number {
@@ -871,6 +876,87 @@ export class CommandBatch {
     return this;
   }
 
+  // The hot-path form of dispatch() (elementwise kernels, thousands per eval): no Dispatch or
+  // binding objects. begin(), then exactly `buffers` bind() calls, then `bytes` inline calls, then
+  // end(). Values are the caller's integers (the runtime validates the batch as a whole).
+  #at = 0;
+  #open = 0;
+
+  /** @internal starts a 1-D dispatchThreads dispatch; `mustWrite`: a mask of buffer indices (< 32). */
+  begin(pipeline: Pipeline, grid: number, threadgroup: number, buffers: number, bytes: number, mustWrite: number): void {
+    if (this.#open !== 0) throw new Error("[CommandBatch] begin() inside an open dispatch (internal error)");
+    this.#reserve(15 + buffers * 8);
+    const w = this.#words;
+    let at = this.#length;
+    const handle = pipeline.handle as number;
+    w[at++] = OP_DISPATCH;
+    w[at++] = handle >>> 0;
+    w[at++] = Math.floor(handle / TWO_32);
+    w[at++] = 1;
+    w[at++] = grid;
+    w[at++] = 1;
+    w[at++] = 1;
+    w[at++] = threadgroup;
+    w[at++] = 1;
+    w[at++] = 1;
+    w[at++] = buffers;
+    w[at++] = bytes;
+    w[at++] = 0;
+    w[at++] = mustWrite >>> 0;
+    w[at++] = 0;
+    this.#at = at;
+    this.#open = buffers + bytes + 1;
+  }
+
+  /** @internal binds `buffer` at `index` (`access`: 1 read, 2 write, 3 read-write) in the open dispatch. */
+  bind(index: number, buffer: NativeBuffer, offset: number, length: number, access: number): void {
+    const w = this.#words;
+    let at = this.#at;
+    const handle = buffer.handle as number;
+    w[at++] = index;
+    w[at++] = handle >>> 0;
+    w[at++] = Math.floor(handle / TWO_32);
+    w[at++] = offset >>> 0;
+    w[at++] = Math.floor(offset / TWO_32);
+    w[at++] = length >>> 0;
+    w[at++] = Math.floor(length / TWO_32);
+    w[at++] = access;
+    this.#at = at;
+    this.#open--;
+    this.#buffers.push(buffer);
+  }
+
+  /** @internal inline bytes at `index` in the open dispatch: `values` as int32 (`wide`: int64, two's complement). */
+  inlineInts(index: number, values: readonly number[], wide: boolean): void {
+    const n = Math.max(values.length, 1);
+    const words = wide ? 2 * n : n;
+    this.#length = this.#at;
+    this.#reserve(2 + words);
+    const w = this.#words;
+    let at = this.#at;
+    w[at++] = index;
+    w[at++] = words * 4;
+    if (values.length === 0) {
+      w[at++] = 0;
+      if (wide) w[at++] = 0;
+    }
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i]!;
+      w[at++] = v >>> 0;
+      if (wide) w[at++] = Math.floor(v / TWO_32) >>> 0;
+    }
+    this.#at = at;
+    this.#open--;
+  }
+
+  /** @internal closes the open dispatch. */
+  end(): void {
+    if (this.#open !== 1) throw new Error("[CommandBatch] end(): the dispatch's bindings do not match begin() (internal error)");
+    this.#open = 0;
+    this.#length = this.#at;
+    this.#count++;
+  }
+
   /** Validates, encodes and commits every dispatch in one FFI call. The batch can then be reused. */
   submit(queue: Queue = this.#runtime.defaultQueue): SubmittedBatch {
     const w = this.#words;
@@ -879,6 +965,11 @@ export class CommandBatch {
     // Hand over exactly the used words: a subarray view, not a cached pointer.
     const handle = handleOf(this.#runtime.native.mg_batch_submit(queue.handle, w.subarray(0, this.#length), this.#length));
     this.reset();
+    // The runtime copied what it keeps: the next batch may start with these words.
+    if (w.length > 64 && (spareWords === null || spareWords.length < w.length)) {
+      spareWords = w;
+      this.#words = new Uint32Array(64);
+    }
     if (handle === null) this.#runtime.fail();
     return new SubmittedBatch(this.#runtime, handle);
   }
@@ -887,6 +978,7 @@ export class CommandBatch {
   reset(): void {
     this.#length = 2;
     this.#count = 0;
+    this.#open = 0;
     this.#buffers = [];
   }
 }
