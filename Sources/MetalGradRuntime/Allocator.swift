@@ -69,6 +69,9 @@ final class BufferRecord {
     var viewPinned: Bool
     /// Set once the allocation has gone back to the cache.
     var retired = false
+    /// The last batch parse that bound it (Runtime.batchMarks) and its slot there (CommandBatch.swift).
+    var batchMark: UInt64 = 0
+    var batchSlot = 0
 
     init(id: UInt64, size: Int, allocation: Allocation?) {
         self.id = id

@@ -128,6 +128,8 @@ final class Runtime: @unchecked Sendable {
     var fileLibraryCache: [String: UInt64] = [:]
     var pipelineCache: [PipelineKey: UInt64] = [:]
     var counters = RuntimeCounters()
+    /// Numbers batch parses, for BufferRecord.batchMark (lock held).
+    var batchMarks: UInt64 = 0
 
     private init() throws {
         device = try Device()

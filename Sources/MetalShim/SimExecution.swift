@@ -307,8 +307,12 @@ final class SimComputeEncoder: NSObject, MTLComputeCommandEncoder, @unchecked Se
     private var ended = false
     var label: String?
 
+    /// The command buffer retains bound buffers (makeCommandBuffer, not ...WithUnretainedReferences).
+    private let retains: Bool
+
     init(commandBuffer: SimCommandBuffer) {
         self.commandBuffer = commandBuffer
+        retains = commandBuffer.retainsReferences
         super.init()
     }
 
@@ -326,7 +330,9 @@ final class SimComputeEncoder: NSObject, MTLComputeCommandEncoder, @unchecked Se
         guard index >= 0, index < buffers.count else { return }
         inlineBytes[index] = nil
         if let buffer, offset >= 0, offset <= buffer.length {
-            buffers[index] = (buffer.contents() + offset, UInt64(buffer.length - offset), buffer)
+            // The owner only when the command buffer retains what it binds (per dispatch, this
+            // reference counting is a good part of the shim's encoding cost).
+            buffers[index] = (buffer.contents() + offset, UInt64(buffer.length - offset), retains ? buffer : nil)
         } else {
             buffers[index] = (nil, 0, nil)
         }
