@@ -23,12 +23,13 @@
 // be reused while an old view still exists, but clearCache / eviction never unmap pinned memory; it
 // moves to "view-held" and is freed when the last view's deallocator runs.
 //
-// Parking. TypeScript keeps small buffers it released for reuse by the same size without crossing
-// into the allocator (ts/backend/runtime.ts, BufferPool). A parked buffer's allocation counts as
-// cache, not active, exactly as if it had been released; taking it back counts it active again
-// (and may raise the peak). Parking never takes the cache past the cache limit (it is declined),
-// and the memory limit counts parked bytes, which only TypeScript can free (it drains its pool and
-// retries when an allocation fails on the limit).
+// Parking. TypeScript keeps small buffers it released for reuse by the same size without the
+// allocator (ts/backend/runtime.ts, BufferPool); it only tells the counters, by length, never per
+// handle. Parked memory counts as cache, not active, and its buffers are not live — exactly as if
+// released; taking one back counts it active again (and may raise the peak). Parking never takes
+// the cache past the cache limit (it is declined), and the memory limit counts parked bytes,
+// which only TypeScript can free (it drains its pool and retries when an allocation fails on the
+// limit). TypeScript parks only buffers no submitted batch may still use.
 //
 // Wired limit. Stored and reported only: wiring memory needs residency sets, which are outside the
 // Metal API subset this runtime compiles against (and the simulator has nothing to wire).
@@ -63,8 +64,6 @@ final class BufferRecord {
     let size: Int
     let allocation: Allocation?
     var ownerHeld = true
-    /// Kept by TypeScript for reuse (Allocator.park): counted as cache; binding it is an error.
-    var parked = false
     var inflight = 0
     var viewPinned: Bool
     /// Set once the allocation has gone back to the cache.
@@ -112,8 +111,9 @@ final class Allocator {
     private var nextSequence: UInt64 = 0
     /// Evicted allocations that a view still points into.
     private var viewHeld: [ObjectIdentifier: Allocation] = [:]
-    /// Bytes of parked allocations (counted in stats.cache; TypeScript holds them for reuse).
+    /// Parked allocations (TypeScript holds them for reuse): their bytes count in stats.cache.
     private(set) var parkedBytes = 0
+    private(set) var parkedCount = 0
 
     init(device: any MTLDevice, recommendedMaxWorkingSetSize: UInt64, maxBufferLength: Int) {
         self.device = device
@@ -191,29 +191,30 @@ final class Allocator {
         return allocation
     }
 
-    /// Counts an active allocation as cache while TypeScript keeps it for reuse; false (nothing
-    /// changed) when that would take the cache past its limit.
-    func park(_ allocation: Allocation) -> Bool {
-        guard stats.cache + allocation.length <= stats.cacheLimit else { return false }
-        stats.active -= allocation.length
-        stats.cache += allocation.length
-        parkedBytes += allocation.length
+    /// `count` active allocations of `bytes` in all are kept by TypeScript for reuse: they count as
+    /// cache. False (nothing changed) when that would take the cache past its limit.
+    func park(bytes: Int, count: Int) throws -> Bool {
+        guard bytes <= stats.active, count >= 0 else {
+            throw RuntimeError("parking \(bytes) bytes in \(count) buffers, but \(stats.active) bytes are active")
+        }
+        guard stats.cache + bytes <= stats.cacheLimit else { return false }
+        stats.active -= bytes
+        stats.cache += bytes
+        parkedBytes += bytes
+        parkedCount += count
         return true
     }
 
-    /// A parked allocation is in use again.
-    func unpark(_ allocation: Allocation) {
-        stats.cache -= allocation.length
-        parkedBytes -= allocation.length
-        noteActive(allocation.length)
-    }
-
-    /// A parked allocation is being released: active again for the instant before `retire` moves
-    /// it into the cache proper (no peak: it was never in use in between).
-    func unparkForRelease(_ allocation: Allocation) {
-        stats.cache -= allocation.length
-        parkedBytes -= allocation.length
-        stats.active += allocation.length
+    /// Parked allocations are in use again (`release`: they are about to be released, so they
+    /// were never in use in between and the peak is left alone).
+    func unpark(bytes: Int, count: Int, release: Bool) throws {
+        guard bytes <= parkedBytes, count >= 0, count <= parkedCount else {
+            throw RuntimeError("unparking \(bytes) bytes in \(count) buffers, but \(parkedBytes) bytes in \(parkedCount) are parked")
+        }
+        stats.cache -= bytes
+        parkedBytes -= bytes
+        parkedCount -= count
+        if release { stats.active += bytes } else { noteActive(bytes) }
     }
 
     /// A buffer's owner and in-flight batches are gone: its memory becomes reusable.

@@ -310,7 +310,7 @@ extension Runtime {
                 let offset = Int(UInt64(entry[3]) | UInt64(entry[4]) << 32)
                 let length = UInt64(entry[5]) | UInt64(entry[6]) << 32
                 let access = entry[7]
-                guard let record = buffers[handle], record.ownerHeld, !record.parked else {
+                guard let record = buffers[handle], record.ownerHeld else {
                     throw RuntimeError("\(context()): buffer(\(index)): \(unknownHandle(handle, .buffer).message)")
                 }
                 guard access >= 1 && access <= 3 else {

@@ -161,11 +161,11 @@ final class Runtime: @unchecked Sendable {
     // MARK: Buffers
 
     func newBuffer(size: Int) throws -> UInt64 {
-        try newBufferWithContents(size: size).0
+        try newBufferWithContents(size: size).handle
     }
 
-    /// newBuffer and its contents under one lock.
-    func newBufferWithContents(size: Int) throws -> (UInt64, UnsafeMutableRawPointer?) {
+    /// newBuffer, its contents and its allocated length (what the counters count) under one lock.
+    func newBufferWithContents(size: Int) throws -> (handle: UInt64, contents: UnsafeMutableRawPointer?, allocated: Int) {
         try lock.withLock {
             let allocation = try allocator.allocate(size: size)
             let id = newID(.buffer)
@@ -173,7 +173,7 @@ final class Runtime: @unchecked Sendable {
             allocation?.viewPins += 1
             buffers[id] = record
             liveBufferCount += 1
-            return (id, allocation?.buffer.contents())
+            return (id, allocation?.buffer.contents(), allocation?.length ?? 0)
         }
     }
 
@@ -189,31 +189,6 @@ final class Runtime: @unchecked Sendable {
 
     func bufferSize(_ handle: UInt64) throws -> Int {
         try lock.withLock { try ownedBuffer(handle).size }
-    }
-
-    /// Parks a buffer its owner keeps for reuse (Allocator.swift, "Parking"): false, with nothing
-    /// changed, when a batch still holds it, it is empty, or the cache has no room.
-    func parkBuffer(_ handle: UInt64) throws -> Bool {
-        try lock.withLock {
-            guard let record = buffers[handle], record.ownerHeld, !record.parked else { throw unknownHandle(handle, .buffer) }
-            guard record.inflight == 0, let allocation = record.allocation, allocator.park(allocation) else { return false }
-            record.parked = true
-            liveBufferCount -= 1
-            return true
-        }
-    }
-
-    /// Takes a parked buffer back into use.
-    func unparkBuffer(_ handle: UInt64) throws {
-        try lock.withLock {
-            guard let record = buffers[handle], record.ownerHeld, record.parked, let allocation = record.allocation else {
-                throw buffers[handle].map { _ in RuntimeError("buffer \(Handle.describe(handle)) is not parked") }
-                    ?? unknownHandle(handle, .buffer)
-            }
-            record.parked = false
-            allocator.unpark(allocation)
-            liveBufferCount += 1
-        }
     }
 
     /// Drops the owner. Releasing twice is fine; releasing something never issued is an error.
@@ -242,13 +217,7 @@ final class Runtime: @unchecked Sendable {
     private func dropOwner(_ record: BufferRecord) {
         guard record.ownerHeld else { return }
         record.ownerHeld = false
-        if record.parked, let allocation = record.allocation {
-            // Parked: already counted as released (cache, not live); retire moves it properly.
-            record.parked = false
-            allocator.unparkForRelease(allocation)
-        } else {
-            liveBufferCount -= 1
-        }
+        liveBufferCount -= 1
         settle(record)
     }
 
@@ -265,7 +234,7 @@ final class Runtime: @unchecked Sendable {
 
     func memoryStats() -> MemoryStats {
         lock.withLock {
-            allocator.setLiveBuffers(liveBufferCount)
+            allocator.setLiveBuffers(liveBufferCount - allocator.parkedCount)
             return allocator.stats
         }
     }

@@ -223,6 +223,22 @@ using namespace metal;
     expect(rt.memoryStats()).toMatchObject({ active: base, cache: 0 });
   });
 
+  test("a pooled buffer that reused a larger cached block parks (and counts) that block's length", () => {
+    const { active: base } = settle();
+    rt.newBuffer(400).release(); // a cached 512-byte block
+    const b = pool.allocate(200); // 256 requested: reuses the cached 512 (within 2 × 256)
+    expect(b.allocatedLength).toBe(512);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 512, cache: 0 });
+    b.release();
+    expect(pool.parkedBytes).toBe(512);
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 512 });
+    const again = pool.allocate(200);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 512, cache: 0 });
+    again.release();
+    rt.clearCache();
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 0 });
+  });
+
   test("large and empty buffers are never parked", () => {
     settle();
     const big = pool.allocate(16 * KiB);
@@ -233,14 +249,19 @@ using namespace metal;
     expect(rt.memoryStats().cache).toBe(16 * KiB); // the allocator's own cache
   });
 
-  test("a parked buffer cannot be bound (it was released), and a buffer a batch holds is released instead of parked", () => {
+  test("a parked buffer cannot be bound (it was released); a buffer a batch may still use is released instead of parked", () => {
     const { active: base } = settle();
     const a = pool.allocate(64);
-    const handle = a.handle;
     a.release();
     expect(pool.parkedBytes).toBe(256);
-    const stale = { handle, byteLength: 64 } as unknown as NativeBuffer;
-    expect(() => rt.newBatch().dispatch({ pipeline: spin, buffers: [{ index: 0, buffer: stale, access: "write" }], bytes: [{ index: 1, data: new Uint32Array([1]) }], grid: 1, threadgroup: 1 }).submit()).toThrow(/was released/);
+    expect(() => rt.newBatch().dispatch({ pipeline: spin, buffers: [{ index: 0, buffer: a, access: "write" }], bytes: [{ index: 1, data: new Uint32Array([1]) }], grid: 1, threadgroup: 1 }).submit()).toThrow(/buffer\(0\): buffer 0x[0-9a-f]+ was released/);
+    rt.clearCache();
+
+    // Bound by a batch that was waited for: parked on release.
+    const done = pool.allocate(64);
+    rt.newBatch().dispatch({ pipeline: spin, buffers: [{ index: 0, buffer: done, access: "write" }], bytes: [{ index: 1, data: new Uint32Array([1]) }], grid: 1, threadgroup: 1 }).submit().wait();
+    done.release();
+    expect(pool.parkedBytes).toBe(256);
     rt.clearCache();
 
     const out = pool.allocate(64);

@@ -32,8 +32,8 @@ const SYMBOLS = {
   mg_buffer_contents: { args: [P], returns: P },
   mg_buffer_length: { args: [P], returns: f64 },
   mg_buffer_release: { args: [P], returns: i32 },
-  mg_buffer_park: { args: [P], returns: i32 },
-  mg_buffer_unpark: { args: [P], returns: i32 },
+  mg_memory_park: { args: [f64, i32], returns: i32 },
+  mg_memory_unpark: { args: [f64, i32, i32], returns: i32 },
   mg_buffer_view_release: { args: [P, P], returns: VOID },
   mg_buffer_view_deallocator: { args: [], returns: P },
   mg_library_new: { args: [P, P, i32, u32, i32], returns: P },
@@ -273,7 +273,8 @@ export class Runtime {
   readonly viewDeallocator: Pointer;
   #defaultQueue: Queue | undefined;
   readonly #stats = new Float64Array(8);
-  readonly #address = new Float64Array(1);
+  /** mg_buffer_new_at's out-parameters: the address, the allocated length. */
+  readonly #address = new Float64Array(2);
   /** Small buffers released by storages, kept for reuse by size (see BufferPool). */
   readonly pool: BufferPool;
 
@@ -373,7 +374,7 @@ export class Runtime {
       if (parked > 0 || held > 0) handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
     }
     if (handle === null) this.fail();
-    return new NativeBuffer(this, handle, byteLength, address[0]!, null, pool);
+    return new NativeBuffer(this, handle, byteLength, address[0]!, null, pool, address[1]!);
   }
 
   #limitedByMemory(): boolean {
@@ -491,6 +492,8 @@ type ToArrayBufferWithDeallocator = (
 export class NativeBuffer {
   readonly handle: Pointer;
   readonly byteLength: number;
+  /** @internal what the memory counters count for it (-1: not known, when not from Runtime.newBuffer or a pool) */
+  readonly allocatedLength: number;
   /** The address of the buffer's memory (0 when empty): native CPU kernels take it directly. */
   readonly address: number;
   #view: ArrayBuffer | null;
@@ -498,15 +501,29 @@ export class NativeBuffer {
   readonly #runtime: Runtime;
   /** Where release() parks this buffer's memory for reuse (null: released to the allocator). */
   readonly #pool: BufferPool | null;
+  /**
+   * @internal whether the last submitted batch that bound this buffer was seen to complete (it is
+   * parked only then). The batch's state, not the batch: a buffer keeps no batch alive.
+   */
+  lastBatch: BatchState | null = null;
 
   /**
    * @internal use Runtime.newBuffer (which passes the address it got with the handle) or
    * BufferPool.allocate (which passes the view of a parked buffer)
    */
-  constructor(rt: Runtime, handle: Pointer, byteLength: number, address = -1, view: ArrayBuffer | null = null, pool: BufferPool | null = null) {
+  constructor(
+    rt: Runtime,
+    handle: Pointer,
+    byteLength: number,
+    address = -1,
+    view: ArrayBuffer | null = null,
+    pool: BufferPool | null = null,
+    allocatedLength = -1,
+  ) {
     this.#runtime = rt;
     this.handle = handle;
     this.byteLength = byteLength;
+    this.allocatedLength = allocatedLength;
     this.#pool = byteLength === 0 ? null : pool;
     if (view !== null) {
       this.address = address;
@@ -569,7 +586,10 @@ export class NativeBuffer {
     this.#released = true;
     const view = this.#view;
     this.#view = null;
-    if (this.#pool !== null && view !== null && this.#pool.park(this.handle, this.byteLength, this.address, view)) return;
+    // A batch that may still run keeps the memory in use: released to the allocator, which holds
+    // it until the batch completes.
+    const batch = this.lastBatch;
+    if (this.#pool !== null && view !== null && (batch === null || batch.completed) && this.#pool.park(this, view)) return;
     if (this.byteLength === 0) emptyBufferFinalizer.unregister(this);
     if (this.#runtime.native.mg_buffer_release(this.handle) !== 0) this.#runtime.fail();
   }
@@ -584,19 +604,19 @@ interface Parked {
   handle: Pointer;
   address: number;
   view: ArrayBuffer;
+  /** Its allocated length (the request rounded, or a larger cached block it reused). */
+  length: number;
 }
-
-/** Allocated length of a request below 16 KiB (Allocator.swift's rounding: 256-byte granules). */
-const roundedSmall = (n: number) => Math.ceil(n / 256) * 256;
 
 /**
  * Small buffers that storages released, kept for reuse by their exact byte length. Allocating one
- * costs no allocator call and no new ArrayBuffer (the parked buffer's view is reused) — on a tiny
- * op that was a third of the host time. The allocator counts parked memory as cache, exactly as a
- * release would (mg_buffer_park; docs/ARCHITECTURE.md "Allocator"): the counters stay exact sums
- * of allocated lengths. A buffer a batch still holds is released instead of parked, so parked
- * memory is never in use by the GPU. Bounded by MAX_BYTES and the cache limit; clearCache,
- * setCacheLimit and an allocation that meets the memory limit drain it.
+ * costs no allocator search, no handle lookup and no new ArrayBuffer (the parked buffer's view is
+ * reused) — on a tiny op that was a third of the host time. The allocator's counters are told by
+ * length (mg_memory_park / mg_memory_unpark): parked memory counts as cache, exactly as a release
+ * would, so they stay exact sums of allocated lengths (docs/ARCHITECTURE.md "Allocator"). A buffer
+ * whose last batch has not been seen to complete is released instead, so parked memory is never in
+ * use by the GPU. Bounded by MAX_BYTES and the cache limit; clearCache, setCacheLimit and an
+ * allocation that meets the memory limit drain it.
  */
 export class BufferPool {
   /** Sizes pooled: below the allocator's 16 KiB page (larger ones reuse its cache by fit). */
@@ -606,6 +626,7 @@ export class BufferPool {
   readonly #runtime: Runtime;
   readonly #free = new Map<number, Parked[]>();
   #bytes = 0;
+  #count = 0;
 
   constructor(rt: Runtime) {
     this.#runtime = rt;
@@ -623,22 +644,24 @@ export class BufferPool {
     const list = this.#free.get(byteLength);
     const p = list !== undefined ? list.pop() : undefined;
     if (p === undefined) return rt.allocateBuffer(byteLength, this);
-    this.#bytes -= roundedSmall(byteLength);
-    if (rt.native.mg_buffer_unpark(p.handle) !== 0) rt.fail();
-    return new NativeBuffer(rt, p.handle, byteLength, p.address, p.view, this);
+    this.#bytes -= p.length;
+    this.#count--;
+    if (rt.native.mg_memory_unpark(p.length, 1, 0) !== 0) rt.fail();
+    return new NativeBuffer(rt, p.handle, byteLength, p.address, p.view, this, p.length);
   }
 
   /** @internal NativeBuffer.release: true when the buffer was parked (else the caller releases it). */
-  park(handle: Pointer, byteLength: number, address: number, view: ArrayBuffer): boolean {
-    const length = roundedSmall(byteLength);
-    if (this.#bytes + length > BufferPool.MAX_BYTES) return false;
-    const status = this.#runtime.native.mg_buffer_park(handle);
+  park(buffer: NativeBuffer, view: ArrayBuffer): boolean {
+    const length = buffer.allocatedLength;
+    if (length <= 0 || this.#bytes + length > BufferPool.MAX_BYTES) return false;
+    const status = this.#runtime.native.mg_memory_park(length, 1);
     if (status === 1) return false;
     if (status !== 0) this.#runtime.fail();
-    let list = this.#free.get(byteLength);
-    if (list === undefined) this.#free.set(byteLength, (list = []));
-    list.push({ handle, address, view });
+    let list = this.#free.get(buffer.byteLength);
+    if (list === undefined) this.#free.set(buffer.byteLength, (list = []));
+    list.push({ handle: buffer.handle, address: buffer.address, view, length });
     this.#bytes += length;
+    this.#count++;
     return true;
   }
 
@@ -647,11 +670,15 @@ export class BufferPool {
     const drained = this.#bytes;
     if (drained === 0) return 0;
     const native = this.#runtime.native;
-    for (const list of this.#free.values()) {
-      for (const p of list) if (native.mg_buffer_release(p.handle) !== 0) this.#runtime.fail();
-    }
+    // Counted active again without touching the peak (they were not in use), then released.
+    if (native.mg_memory_unpark(drained, this.#count, 1) !== 0) this.#runtime.fail();
+    const lists = [...this.#free.values()];
     this.#free.clear();
     this.#bytes = 0;
+    this.#count = 0;
+    for (const list of lists) {
+      for (const p of list) if (native.mg_buffer_release(p.handle) !== 0) this.#runtime.fail();
+    }
     return drained;
   }
 }
@@ -840,6 +867,7 @@ export class CommandBatch {
     w[at++] = mustLo >>> 0;
     w[at++] = mustHi >>> 0;
     for (const b of buffers) {
+      if (b.buffer.released) throw new Error(`[CommandBatch] buffer(${b.index}): buffer 0x${b.buffer.handle.toString(16)} was released`);
       const handle = b.buffer.handle as number;
       const offset = b.offset ?? 0;
       const length = b.length ?? 0;
@@ -910,6 +938,7 @@ export class CommandBatch {
 
   /** @internal binds `buffer` at `index` (`access`: 1 read, 2 write, 3 read-write) in the open dispatch. */
   bind(index: number, buffer: NativeBuffer, offset: number, length: number, access: number): void {
+    if (buffer.released) throw new Error(`[CommandBatch] buffer(${index}): buffer 0x${buffer.handle.toString(16)} was released`);
     const w = this.#words;
     let at = this.#at;
     const handle = buffer.handle as number;
@@ -964,6 +993,7 @@ export class CommandBatch {
     w[1] = this.#count;
     // Hand over exactly the used words: a subarray view, not a cached pointer.
     const handle = handleOf(this.#runtime.native.mg_batch_submit(queue.handle, w.subarray(0, this.#length), this.#length));
+    const bound = this.#buffers;
     this.reset();
     // The runtime copied what it keeps: the next batch may start with these words.
     if (w.length > 64 && (spareWords === null || spareWords.length < w.length)) {
@@ -971,7 +1001,10 @@ export class CommandBatch {
       this.#words = new Uint32Array(64);
     }
     if (handle === null) this.#runtime.fail();
-    return new SubmittedBatch(this.#runtime, handle);
+    const submitted = new SubmittedBatch(this.#runtime, handle);
+    const state = submitted.state;
+    for (let i = 0; i < bound.length; i++) bound[i]!.lastBatch = state;
+    return submitted;
   }
 
   /** Drops the encoded dispatches. */
@@ -991,8 +1024,15 @@ export interface GpuTimes {
   seconds: number;
 }
 
+/** Whether a submitted batch was seen to complete (set by its wait or poll). */
+export class BatchState {
+  completed = false;
+}
+
 /** A submitted batch: wait(), poll() or await done(); then gpuTimes(). */
 export class SubmittedBatch {
+  /** @internal completion as buffers that the batch bound see it (NativeBuffer.lastBatch) */
+  readonly state = new BatchState();
   #handle: Pointer | null;
   #error: string | null = null;
   #times: GpuTimes | null = null;
@@ -1017,6 +1057,7 @@ export class SubmittedBatch {
     }
     this.#error = error;
     this.#handle = null;
+    this.state.completed = true;
     batchFinalizer.unregister(this);
     this.#runtime.native.mg_batch_release(handle);
   }
