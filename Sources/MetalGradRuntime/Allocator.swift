@@ -63,6 +63,9 @@ final class BufferRecord {
     /// The logical size the caller asked for; bindings are checked against it.
     let size: Int
     let allocation: Allocation?
+    /// allocation?.buffer, kept here too: encoding a batch reads it for every binding, and this
+    /// record is already in cache from validating the binding (the allocation object is not).
+    let buffer: (any MTLBuffer)?
     var ownerHeld = true
     var inflight = 0
     var viewPinned: Bool
@@ -76,6 +79,7 @@ final class BufferRecord {
         self.id = id
         self.size = size
         self.allocation = allocation
+        buffer = allocation?.buffer
         viewPinned = allocation != nil
     }
 }

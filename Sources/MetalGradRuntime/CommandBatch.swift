@@ -221,7 +221,10 @@ extension Runtime {
         }
         let commandCount = Int(words[1])
         var batch = ParsedBatch()
-        batch.dispatches.reserveCapacity(commandCount)
+        // Room without regrowing (most dispatches bind two or three buffers), bounded by what the
+        // words can hold: the count itself is not trusted yet.
+        batch.dispatches.reserveCapacity(min(commandCount, count / BatchFormat.dispatchHeaderWords))
+        batch.bindings.reserveCapacity(min(commandCount * 3, count / BatchFormat.bindingWords))
         // A record bound earlier in this batch carries this batch's mark (no set of IDs).
         batchMarks &+= 1
         let mark = batchMarks
@@ -329,7 +332,7 @@ extension Runtime {
                     batch.heldBuffers.append(record)
                 }
                 batch.bindings.append(ResolvedBinding(
-                    index: index, record: record, slot: record.batchSlot, hasMemory: record.allocation != nil, offset: offset,
+                    index: index, record: record, slot: record.batchSlot, hasMemory: record.buffer != nil, offset: offset,
                     extent: extent, access: access))
                 boundBuffers |= 1 << UInt64(index)
             }
@@ -416,7 +419,7 @@ extension Runtime {
             viewLengths.deallocate()
         }
         // The Metal buffer of each held record (nil for an empty buffer), once per batch.
-        let metalBuffers: [(any MTLBuffer)?] = batch.heldBuffers.map { $0.allocation?.buffer }
+        let metalBuffers: [(any MTLBuffer)?] = batch.heldBuffers.map { $0.buffer }
         var segment = 0
         queue.submitLock.withLock {
             batch.bindings.withUnsafeBufferPointer { bindings in

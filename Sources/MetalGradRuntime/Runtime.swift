@@ -117,7 +117,8 @@ final class Runtime: @unchecked Sendable {
 
     private var nextSerial: UInt64 = 1
     let allocator: Allocator
-    var buffers: [UInt64: BufferRecord] = [:]
+    /// Buffer handles to records (HandleTable.swift: the per-binding lookup of every batch).
+    var buffers = HandleTable<BufferRecord>()
     var liveBufferCount = 0
     var libraries: [UInt64: LibraryRecord] = [:]
     var pipelines: [UInt64: PipelineRecord] = [:]
