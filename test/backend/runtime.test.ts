@@ -171,7 +171,7 @@ describe("buffers", () => {
     for (let step = 0; step < 6000; step++) {
       if (live.length === 0 || random() < 0.55) {
         const size = 1 + Math.floor(random() * 64);
-        const handle = rt.native.mg_buffer_new(size)!;
+        const handle = rt.native.mg_buffer_new(size) as Pointer;
         live.push({ handle, size });
       } else {
         const [b] = live.splice(Math.floor(random() * live.length), 1);
