@@ -104,10 +104,15 @@ final class Allocator {
     private let device: any MTLDevice
     private let maxBufferLength: Int
     private(set) var stats = MemoryStats()
-    /// Cached allocations by length; each list is in caching order (last = most recent).
+    /// Cached allocations of a page or more by length; each list is in caching order (last = most
+    /// recent).
     private var cacheByLength: [Int: [Allocation]] = [:]
-    /// The distinct cached lengths, ascending, for the smallest-fit search.
+    /// The distinct cached lengths of a page or more, ascending, for the smallest-fit search.
     private var cachedLengths: [Int] = []
+    /// Cached allocations below a page (lengths 256·k, k < 64) by k, in caching order, and bit k set
+    /// when list k is not empty: a small request (most of them) finds its fit with a mask, no hashing.
+    private var smallLists = [[Allocation]](repeating: [], count: 64)
+    private var smallMask: UInt64 = 0
     /// Cached allocations in caching order, for eviction; entries that left the cache are skipped.
     private var cacheAge: [(allocation: Allocation, sequence: UInt64)] = []
     private var cacheAgeHead = 0
@@ -175,6 +180,22 @@ final class Allocator {
 
     private func takeFromCache(length: Int) -> Allocation? {
         let upper = min(2 * length, length + Allocator.maxReuseSlack)
+        if length < Allocator.pageSize {
+            // Small lengths first (all smaller than any page-sized one): classes length/256 …
+            // min(upper, a page - 1)/256.
+            let first = length / Allocator.smallAlignment
+            let last = min(upper, Allocator.pageSize - 1) / Allocator.smallAlignment
+            let window = smallMask & (~UInt64(0) << UInt64(first)) & (~UInt64(0) >> UInt64(63 - last))
+            if window != 0 {
+                let k = window.trailingZeroBitCount
+                let allocation = smallLists[k].removeLast()
+                if smallLists[k].isEmpty { smallMask &= ~(1 << UInt64(k)) }
+                stats.cache -= allocation.length
+                cachedCount -= 1
+                return allocation
+            }
+            if upper < Allocator.pageSize { return nil }
+        }
         // Smallest cached length >= length.
         var low = 0
         var high = cachedLengths.count
@@ -228,7 +249,11 @@ final class Allocator {
         allocation.state = .cached
         nextSequence += 1
         allocation.cacheSequence = nextSequence
-        if cacheByLength[allocation.length] == nil {
+        if allocation.length < Allocator.pageSize {
+            let k = allocation.length / Allocator.smallAlignment
+            smallLists[k].append(allocation)
+            smallMask |= 1 << UInt64(k)
+        } else if cacheByLength[allocation.length] == nil {
             var low = 0
             var high = cachedLengths.count
             while low < high {
@@ -279,6 +304,15 @@ final class Allocator {
     }
 
     private func removeFromLengthIndex(_ allocation: Allocation) {
+        if allocation.length < Allocator.pageSize {
+            let k = allocation.length / Allocator.smallAlignment
+            guard let position = smallLists[k].firstIndex(where: { $0 === allocation }) else { return }
+            smallLists[k].remove(at: position)
+            if smallLists[k].isEmpty { smallMask &= ~(1 << UInt64(k)) }
+            stats.cache -= allocation.length
+            cachedCount -= 1
+            return
+        }
         guard let position = cacheByLength[allocation.length]?.firstIndex(where: { $0 === allocation }) else { return }
         cacheByLength[allocation.length]!.remove(at: position)
         if cacheByLength[allocation.length]!.isEmpty {
@@ -301,6 +335,14 @@ final class Allocator {
     }
 
     func clearCache() {
+        for list in smallLists where !list.isEmpty {
+            for allocation in list {
+                stats.cache -= allocation.length
+                evict(allocation)
+            }
+        }
+        smallLists = [[Allocation]](repeating: [], count: 64)
+        smallMask = 0
         for list in cacheByLength.values {
             for allocation in list {
                 stats.cache -= allocation.length

@@ -108,6 +108,27 @@ describe("allocator", () => {
     expectStats(0, 256 + 49152 + 32768, 0);
   });
 
+  test("a request below a page takes the smallest fit, small or page-sized, within the window", () => {
+    const { active: base } = settle();
+    const page = rt.newBuffer(16 * KiB);
+    const small = rt.newBuffer(9000); // 9216
+    const [pageAt, smallAt] = [address(page), address(small)];
+    page.release();
+    small.release();
+    // 9000 → 9216: the cached 9216 fits exactly (smallest first); then the page (16384 ≤ 2 × 9216).
+    const a = rt.newBuffer(9000);
+    const b = rt.newBuffer(9000);
+    expect([address(a), address(b)]).toEqual([smallAt, pageAt]);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 9216 + 16384, cache: 0 });
+    a.release();
+    b.release();
+    // 6000 → 6144: 16384 > 2 × 6144, so only the 9216 block fits.
+    const c = rt.newBuffer(6000);
+    expect(address(c)).toBe(smallAt);
+    expect(rt.memoryStats().cache).toBe(16384);
+    c.release();
+  });
+
   test("the cache limit frees the oldest cached buffers first", () => {
     settle();
     const previous = rt.setCacheLimit(2 * KiB);
