@@ -116,6 +116,14 @@ export class MgArray {
   private dataReleased = false;
   /** Its storage went to a later output of the same GPU batch (surrenderStorage): it was computed. */
   surrendered = false;
+  /**
+   * Scratch of a backend's pass over one eval (the GPU counts each input's readers in the batch it
+   * encodes): `runReads`/`runLeft` are valid while `runMark` is that pass's number. As Node.mark,
+   * fields rather than a map per eval: this is touched for every input of every node.
+   */
+  runMark = 0;
+  runReads = 0;
+  runLeft = 0;
   private storageHeld = false;
 
   /**
