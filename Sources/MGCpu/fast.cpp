@@ -303,6 +303,18 @@ RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, int64_t i) 
       hidden[j] = 1;
       s[j] = HIDDEN;
     }
+  } else if (end < a.kL) {
+    // Every visible score −inf under a causal mask: the keys it hides (finite minimum scores, as
+    // MLX's mask) win the softmax, as on the GPU and in MLX.
+    bool all_ninf = true;
+    for (int64_t j = 0; j < end && all_ninf; j++) all_ninf = s[j] == -INFINITY;
+    if (all_ninf) {
+      for (int64_t j = end; j < a.kL; j++) {
+        hidden[j] = 1;
+        s[j] = HIDDEN;
+      }
+      end = a.kL;
+    }
   }
   const bool has_sink = a.sinks != nullptr;
   const double sink = has_sink ? load_d(a.sinks, a.sinks_dtype, h * a.sinks_stride) : 0;
@@ -320,7 +332,7 @@ RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, int64_t i) 
   double total = has_sink ? std::exp(sink - mx) : 0;
   for (int64_t j = 0; j < end; j++) total += p[j] = std::exp(s[j] - mx);
   for (int64_t j = 0; j < end; j++) p[j] = p[j] / total;
-  const double m2 = visible == 0 && (!has_sink || sink * M_LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * M_LOG2E;
+  const double m2 = (visible == 0 || mx == HIDDEN) && (!has_sink || sink * M_LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * M_LOG2E;
   return {end, m2, total};
 }
 
@@ -351,14 +363,22 @@ void sdpa_task(void *ctx, int64_t task, int thread) {
   }
   Head hd = carve(a, sc);
   double *acc = reinterpret_cast<double *>(hd.hidden + ((a.kL + 7) / 8) * 8);
+  uint8_t *v_nonfinite = reinterpret_cast<uint8_t *>(acc + a.Dv);
   const int64_t b = task / a.Hq, h = task % a.Hq, hk = h / (a.Hq / a.Hkv);
   load_head(a, b, h, hk, hd, false);
+  // Every key enters the weighted sum, as on the GPU and in MLX: a zero weight times an infinite
+  // or NaN value is NaN. Zero weights are skipped only for keys whose values are all finite.
+  for (int64_t j = 0; j < a.kL; j++) {
+    bool bad = false;
+    for (int64_t c = 0; c < a.Dv; c++) bad |= !std::isfinite(hd.v[j * a.Dv + c]);
+    v_nonfinite[j] = bad ? 1 : 0;
+  }
   for (int64_t i = 0; i < a.qL; i++) {
     const RowResult rr = softmax_row(a, hd, b, h, i);
     std::fill(acc, acc + a.Dv, 0.0);
-    for (int64_t j = 0; j < rr.end; j++) {
-      const double pj = hd.p[j];
-      if (pj == 0) continue;
+    for (int64_t j = 0; j < a.kL; j++) {
+      const double pj = j < rr.end ? hd.p[j] : 0.0;
+      if (pj == 0 && !v_nonfinite[j]) continue;
       const double *vj = hd.v + j * a.Dv;
       for (int64_t c = 0; c < a.Dv; c++) acc[c] = acc[c] + pj * vj[c];
     }

@@ -73,7 +73,7 @@ const userErrors = new WeakSet<object>();
  * internal slip) gets the function's MLX name prepended, keeping its class and stack. Errors from
  * user code are left alone.
  */
-function tagged(e: unknown, name: string): unknown {
+export function tagged(e: unknown, name: string): unknown {
   if (e instanceof Error) {
     if (userErrors.has(e) || /^\[[^\]\s][^\]]*\] /.test(e.message)) return e;
     e.message = `[${snakeCase(name)}] ${e.message}`;

@@ -251,6 +251,18 @@ class SdpaRows {
         hidden[j] = 1;
         s[j] = HIDDEN;
       }
+    } else if (end < d.kL) {
+      // Every visible score −inf under a causal mask: the keys it hides (finite minimum scores, as
+      // MLX's mask) win the softmax, as on the GPU and in MLX.
+      let allNegInf = true;
+      for (let j = 0; j < end && allNegInf; j++) allNegInf = s[j] === -Infinity;
+      if (allNegInf) {
+        for (let j = end; j < d.kL; j++) {
+          hidden[j] = 1;
+          s[j] = HIDDEN;
+        }
+        end = d.kL;
+      }
     }
     // softmax over [sink, s_0 … s_end−1], as MLX's composition (hidden keys past `end` weigh 0)
     const sink = o.sinks ? o.sinks[h]! : null;
@@ -271,7 +283,7 @@ class SdpaRows {
     for (let j = 0; j < end; j++) total += p[j] = Math.exp(s[j]! - mx);
     for (let j = 0; j < end; j++) p[j] = p[j]! / total;
     // The kernels' statistics: maximum in the log2 domain (hidden = HIDDEN_LOG2), sum of exp2.
-    this.m2 = visible === 0 && (sink === null || sink * Math.LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * Math.LOG2E;
+    this.m2 = (visible === 0 || mx === HIDDEN) && (sink === null || sink * Math.LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * Math.LOG2E;
     this.l = total;
     return end;
   }
@@ -291,18 +303,26 @@ export function sdpaForward(q: Float64Array, k: Float64Array, v: Float64Array, d
   const out = new Float64Array(d.B * d.Hq * d.qL * d.Dv);
   const stats = new Float64Array(d.B * d.Hq * d.qL * 2);
   const rows = new SdpaRows(q, k, d, o);
+  const vNonFinite = new Uint8Array(d.kL);
   const gqa = d.Hq / d.Hkv;
   for (let b = 0; b < d.B; b++) {
     for (let h = 0; h < d.Hq; h++) {
       const vBase = (b * d.Hkv + Math.floor(h / gqa)) * d.kL * d.Dv;
+      // Every key enters the weighted sum, as on the GPU and in MLX: a zero weight times an infinite
+      // or NaN value is NaN. Zero weights are skipped only for keys whose values are all finite.
+      for (let j = 0; j < d.kL; j++) {
+        let bad = 0;
+        for (let c = 0; c < d.Dv; c++) if (!Number.isFinite(v[vBase + j * d.Dv + c]!)) bad = 1;
+        vNonFinite[j] = bad;
+      }
       for (let i = 0; i < d.qL; i++) {
         const end = rows.row(b, h, i);
         const p = rows.p;
         const r = (b * d.Hq + h) * d.qL + i;
         const oo = r * d.Dv;
-        for (let j = 0; j < end; j++) {
-          const pj = p[j]!;
-          if (pj === 0) continue;
+        for (let j = 0; j < d.kL; j++) {
+          const pj = j < end ? p[j]! : 0;
+          if (pj === 0 && !vNonFinite[j]) continue;
           const vo = vBase + j * d.Dv;
           for (let c = 0; c < d.Dv; c++) out[oo + c] = out[oo + c]! + pj * v[vo + c]!;
         }

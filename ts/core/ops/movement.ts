@@ -30,6 +30,7 @@ function checkInt(v: unknown, what: string, op: string): number {
  */
 export function tile(a: ArrayInput, reps: number | readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "tile");
+  if (typeof reps !== "number" && !Array.isArray(reps)) throw new TypeError(`[tile] reps must be an integer or a list of integers, got ${String(reps)}.`);
   const r = (typeof reps === "number" ? [reps] : [...reps]).map((v) => checkInt(v, "reps", "tile"));
   if (r.some((v) => v < 0)) throw new RangeError(`[tile] reps must be non-negative, got ${formatShape(r)}.`);
   const shape = [...x.shape];
