@@ -126,6 +126,18 @@ export function expectSameBits(x: MgArray, y: MgArray, what: string): void {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) throw new Error(`${what}: byte ${i} differs (${a[i]} vs ${b[i]})`);
 }
 
+/**
+ * The same values element by element: bits for everything but NaN, whose sign and payload are not
+ * specified (docs/corner-cases.md) — the TypeScript reference's NaN bits depend on the JavaScript
+ * engine's tier (its interpreter and its JIT store different NaNs).
+ */
+export function expectSameValues(x: MgArray, y: MgArray, what: string): void {
+  expect(x.dtype, what).toBe(y.dtype);
+  const a = x.dataSync() as ArrayLike<number | bigint>, b = y.dataSync() as ArrayLike<number | bigint>;
+  expect(a.length, what).toBe(b.length);
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) throw new Error(`${what}: element ${i} differs (${a[i]} vs ${b[i]})`);
+}
+
 /** `build` natively with 1 thread and with 4: the same bits. */
 export function expectThreadIndependent(build: () => MgArray[], what: string): void {
   const prev = setNativeThreads(1);
