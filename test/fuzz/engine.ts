@@ -710,7 +710,8 @@ export const OPS: OpDef[] = [
         return {
           fn: ([x]) => mg.fast.crossEntropy(x!, mg.reshape(mg.array(t), rows)),
           code: ([x]) => `mg.fast.crossEntropy(${x}, mg.reshape(mg.array(${js(t)}), ${js(rows)}))`,
-          kind: { kind: "normalized", n: dd },
+          // logsumexp − logit: the rounding of the row's largest logit (float32 on the gpu) stays in the difference
+          kind: { kind: "sum", n: dd, magnitude: ([x]) => mg.max(finiteAbs64(x!), -1) },
         };
       }
       // attention: q from a, k and v from b, heads grouped, an optional causal mask
