@@ -40,6 +40,16 @@ inline void store_d(char *p, int dtype, int64_t i, double v) {
   }
 }
 
+// v rounded to a float dtype's values (what store_d would store, as a double).
+inline double round_to(int dtype, double v) {
+  switch (dtype) {
+    case F32: return double(float(v));
+    case F64: return v;
+    case F16: return f16_to_f32(f64_to_f16(v));
+    default: return bf16_to_f32(f32_to_bf16(float(v)));
+  }
+}
+
 bool float_dtype(int d) { return d == F32 || d == F64 || d == F16 || d == BF16; }
 
 // An operand of `nd` dims: element offsets of row r (all dims but the last) and of the last dim.
@@ -110,9 +120,11 @@ void norm_task(void *ctx, int64_t task, int) {
     const int64_t base = m.x.row(r);
     if (!m.vjp) {
       for (int64_t j = 0; j < m.n; j++) {
-        double y = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-        if (m.w) y *= load_d(m.w, m.wdt, j * m.ws);
-        if (m.b && m.layer) y += load_d(m.b, m.bdt, j * m.bs);
+        // out = T(w·T(ŷ)) (+ b, rounded again): MLX's (and the GPU's) rounding, so a product that
+        // overflows a 16-bit type overflows here too
+        double y = round_to(m.odt, (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv);
+        if (m.w) y = round_to(m.odt, y * load_d(m.w, m.wdt, j * m.ws));
+        if (m.b && m.layer) y = round_to(m.odt, y + load_d(m.b, m.bdt, j * m.bs));
         store_d(m.out, m.odt, r * m.n + j, y);
       }
       continue;

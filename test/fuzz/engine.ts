@@ -677,12 +677,28 @@ export const OPS: OpDef[] = [
         const big = mg.any(mg.greaterEqual(q, 2 ** 126)).item() as boolean;
         return big || (eps === 0 && (mg.any(mg.logicalAnd(mg.greater(q, 0), mg.less(q, 2 ** -100))).item() as boolean));
       };
+      // |ŷ| ≤ √n, so an output's magnitude is at most |w|·√n + |b|: ŷ's rounding (float32 on the gpu,
+      // float64 on the cpu) scaled by a large weight is what survives a cancelling bias
+      // (layerNorm: the mean's rounding, u·max|x|, is divided by σ = √(var + eps), which may be tiny)
+      const normKind = (w: ((y: MgArray) => MgArray) | null, b: ((y: MgArray) => MgArray) | null, layer: boolean): Kind => ({
+        kind: "sum", n: dd,
+        magnitude: ([x, y]) => {
+          const x64 = mg.astype(x!, mg.float64);
+          const spread = layer
+            ? mg.add(mg.divide(mg.max(finiteAbs64(x!), -1, true), mg.sqrt(mg.add(mg.variance(x64, -1, true), eps))), Math.sqrt(dd))
+            : mg.array(Math.sqrt(dd), mg.float64);
+          const scaled = w ? mg.multiply(finiteAbs64(w(y!)), spread) : spread;
+          return mg.broadcastTo(b ? mg.add(scaled, finiteAbs64(b(y!))) : scaled, x!.shape);
+        },
+      });
+      const weightOf = (y: MgArray) => cyclic(y, [dd], dt);
+      const biasOf = (y: MgArray) => cyclic(mg.negative(y), [dd], dt);
       if (variant === 0) {
         const weighted = p[2]! % 2 === 0;
         return {
           fn: ([x, y]) => mg.fast.rmsNorm(x!, weighted ? cyclic(y!, [dd], dt) : null, eps),
           code: ([x, y]) => `mg.fast.rmsNorm(${x}, ${weighted ? cyclicCode(y!, [dd], dt) : "null"}, ${eps})`,
-          kind: { kind: "normalized", n: dd },
+          kind: normKind(weighted ? weightOf : null, null, false),
           unstable: ([x]) => outOfRange(x!, false),
         };
       }
@@ -693,7 +709,7 @@ export const OPS: OpDef[] = [
           fn: ([x, y]) => mg.fast.layerNorm(x!, weighted ? cyclic(y!, [dd], dt) : null, biased ? cyclic(mg.negative(y!), [dd], dt) : null, eps),
           code: ([x, y]) =>
             `mg.fast.layerNorm(${x}, ${weighted ? cyclicCode(y!, [dd], dt) : "null"}, ${biased ? cyclicCode(`mg.negative(${y})`, [dd], dt) : "null"}, ${eps})`,
-          kind: { kind: "normalized", n: dd },
+          kind: normKind(weighted ? weightOf : null, biased ? biasOf : null, true),
           unstable: ([x]) => outOfRange(x!, true),
         };
       }
@@ -720,15 +736,20 @@ export const OPS: OpDef[] = [
       const ql = 1 + (p[3]! % 3);
       const kl = 1 + (p[4]! % 4);
       const hd = [1, 2, 4, 8][p[5]! % 4]!;
-      const causal = p[5]! % 3 === 0;
+      // mask: none, causal, boolean or additive (−inf included), one per query row and key
+      const maskKind = Math.floor(p[0]! / 5) % 4;
+      const bits = (i: number) => (p[3]! >> (i % 10)) & 1;
+      const cells = Array.from({ length: ql * kl }, (_, i) => i);
       const qs = [1, hq, ql, hd];
       const ks = [1, hk, kl, hd];
       const scale = 1 / Math.sqrt(hd);
-      const opts = causal ? { scale, mask: "causal" as const } : { scale };
+      const maskValues = maskKind === 2 ? cells.map((i) => bits(i) === 1) : cells.map((i) => [0, -1.5, -Infinity][(bits(i) + bits(i + 3)) % 3]!);
+      const maskOf = () => (maskKind === 1 ? "causal" as const : maskKind >= 2 ? mg.reshape(mg.array(maskValues as number[], maskKind === 2 ? mg.bool_ : mg.float32), [1, 1, ql, kl]) : null);
+      const maskCode = maskKind === 1 ? `"causal"` : maskKind >= 2 ? `mg.reshape(mg.array(${js(maskValues)}, ${maskKind === 2 ? "mg.bool_" : "mg.float32"}), [1, 1, ${ql}, ${kl}])` : "null";
       return {
-        fn: ([x, y]) => mg.fast.scaledDotProductAttention(cyclic(x!, qs, dt), cyclic(y!, ks, dt), cyclic(mg.negative(y!), ks, dt), opts),
+        fn: ([x, y]) => mg.fast.scaledDotProductAttention(cyclic(x!, qs, dt), cyclic(y!, ks, dt), cyclic(mg.negative(y!), ks, dt), { scale, mask: maskOf() }),
         code: ([x, y]) =>
-          `mg.fast.scaledDotProductAttention(${cyclicCode(x!, qs, dt)}, ${cyclicCode(y!, ks, dt)}, ${cyclicCode(`mg.negative(${y})`, ks, dt)}, ${js(opts)})`,
+          `mg.fast.scaledDotProductAttention(${cyclicCode(x!, qs, dt)}, ${cyclicCode(y!, ks, dt)}, ${cyclicCode(`mg.negative(${y})`, ks, dt)}, { scale: ${scale}, mask: ${maskCode} })`,
         // A score's rounding error (≤ hd·u·B with B = max|q|·max|k|·hd·scale) moves the output by up to
         // 2·max|v| times it (the softmax's derivative), the weighted sum adds kl·u·max|v|: large scores make
         // attention ill-conditioned, and the bound says how much.
@@ -740,9 +761,11 @@ export const OPS: OpDef[] = [
             return mg.full([1, hq, ql, hd], big(cyclic(mg.negative(y!), ks, dt)) * (2 * b + 1), mg.float64);
           },
         },
-        // scale·q·k beyond float32's range: the gpu's (and MLX's) scores overflow, the cpu's float64 ones do not
+        // scale·q·k beyond float32's range: the gpu's (and MLX's) scores overflow, the cpu's float64 ones do
+        // not; and an infinite value behind a weight that is 0 in float32 but not in float64 (inf vs NaN)
         unstable: ([x, y]) => {
           const big = (z: MgArray) => mg.max(finiteAbs64(z)).item() as number;
+          if (mg.any(mg.isinf(cyclic(mg.negative(y!), ks, dt))).item() as boolean) return true;
           return big(cyclic(x!, qs, dt)) * big(cyclic(y!, ks, dt)) * hd * Math.max(scale, 1) >= 2 ** 126;
         },
       };

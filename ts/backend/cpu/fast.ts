@@ -10,6 +10,12 @@
 export interface NormRefOptions {
   layer: boolean;
   eps: number;
+  /**
+   * Rounds to the output dtype: the affine part rounds as MLX's kernels (and the GPU's) do,
+   * out = T(w·T(ŷ)) (+ b, rounded again), so a product that overflows a 16-bit type overflows
+   * here too. Absent: no rounding (float64).
+   */
+  round?: (v: number) => number;
 }
 
 /** Per row: μ (0 for rms) and 1/σ. */
@@ -34,10 +40,11 @@ export function normRows(x: Float64Array, n: number, w: Float64Array | null, b: 
   const out = new Float64Array(x.length);
   for (let r = 0; r < rows; r++) {
     const [mean, inv] = normStats(x, n, r, o);
+    const round = o.round ?? ((v: number) => v);
     for (let j = 0; j < n; j++) {
-      let y = (x[r * n + j]! - mean) * inv;
-      if (w) y *= w[j]!;
-      if (b && o.layer) y += b[j]!;
+      let y = round((x[r * n + j]! - mean) * inv);
+      if (w) y = round(y * w[j]!);
+      if (b && o.layer) y = round(y + b[j]!);
       out[r * n + j] = y;
     }
   }
