@@ -67,6 +67,35 @@ bool read_rows(Reader &r, Rows &a, int nd, const int64_t *shape, const char *wha
   return read_strides(r, nd, a.strides);
 }
 
+// n elements of `p` from element `base` at stride `st`, as doubles (the dtype switch once per run,
+// the same conversions as load_d).
+void load_run(const char *p, int dtype, int64_t base, int64_t st, int64_t n, double *out) {
+  if (dtype == F32) {
+    const float *x = reinterpret_cast<const float *>(p) + base;
+    if (st == 1)
+      for (int64_t i = 0; i < n; i++) out[i] = x[i];
+    else
+      for (int64_t i = 0; i < n; i++) out[i] = x[i * st];
+  } else if (dtype == F64) {
+    const double *x = reinterpret_cast<const double *>(p) + base;
+    for (int64_t i = 0; i < n; i++) out[i] = x[i * st];
+  } else {
+    for (int64_t i = 0; i < n; i++) out[i] = load_d(p, dtype, base + i * st);
+  }
+}
+
+// n doubles stored row-contiguously from element `base`, each rounded once as store_d does.
+void store_run(char *p, int dtype, int64_t base, const double *v, int64_t n) {
+  if (dtype == F32) {
+    float *y = reinterpret_cast<float *>(p) + base;
+    for (int64_t i = 0; i < n; i++) y[i] = float(v[i]);
+  } else if (dtype == F64) {
+    std::memcpy(reinterpret_cast<double *>(p) + base, v, size_t(n) * sizeof(double));
+  } else {
+    for (int64_t i = 0; i < n; i++) store_d(p, dtype, base + i, v[i]);
+  }
+}
+
 // ---- norms -------------------------------------------------------------------------------------------------
 
 struct Norm {
@@ -81,60 +110,74 @@ struct Norm {
   int odt = F32;
   std::vector<double> stats;  // vjp: per row (mean, inv)
   int64_t rows_per_task;
+  std::atomic<bool> failed{false};
 };
 
-// The reference's normStats: μ (0 for rms) and 1/σ, sums in order.
-void norm_stats(const Norm &m, int64_t r, double *mean_out, double *inv_out) {
-  const int64_t base = m.x.row(r), st = m.x.inner();
+// The reference's normStats over a row already in doubles: μ (0 for rms) and 1/σ, sums in order.
+void norm_stats(const Norm &m, const double *__restrict x, double *mean_out, double *inv_out) {
+  const int64_t n = m.n;
   double mean = 0;
   if (m.layer) {
-    for (int64_t j = 0; j < m.n; j++) mean += load_d(m.x.p, m.x.dtype, base + j * st);
-    mean /= double(m.n);
+    for (int64_t j = 0; j < n; j++) mean += x[j];
+    mean /= double(n);
   }
   double ss = 0;
-  for (int64_t j = 0; j < m.n; j++) {
-    const double d = load_d(m.x.p, m.x.dtype, base + j * st) - mean;
+  for (int64_t j = 0; j < n; j++) {
+    const double d = x[j] - mean;
     ss += d * d;
   }
   *mean_out = mean;
-  *inv_out = 1 / std::sqrt(ss / double(m.n) + m.eps);
+  *inv_out = 1 / std::sqrt(ss / double(n) + m.eps);
 }
 
-void norm_task(void *ctx, int64_t task, int) {
+// Rows as doubles in the thread's scratch (x, g, the result; w and b once per task), the same
+// operations in the same order as the reference.
+void norm_task(void *ctx, int64_t task, int thread) {
   Norm &m = *static_cast<Norm *>(ctx);
+  const int64_t n = m.n;
   const int64_t r0 = task * m.rows_per_task, r1 = std::min(m.rows, r0 + m.rows_per_task);
-  const int64_t st = m.x.inner();
+  auto *sc = static_cast<double *>(thread_scratch(thread, size_t(5 * n) * sizeof(double) + 64));
+  if (!sc) {
+    m.failed.store(true, std::memory_order_relaxed);
+    return;
+  }
+  double *__restrict x = sc, *__restrict g = sc + n, *__restrict y = sc + 2 * n, *__restrict w = sc + 3 * n, *__restrict b = sc + 4 * n;
+  if (m.w) load_run(m.w, m.wdt, 0, m.ws, n, w);
+  const bool bias = m.b && m.layer;
+  if (bias) load_run(m.b, m.bdt, 0, m.bs, n, b);
+  const bool has_w = m.w != nullptr;
   for (int64_t r = r0; r < r1; r++) {
+    load_run(m.x.p, m.x.dtype, m.x.row(r), m.x.inner(), n, x);
     double mean, inv;
-    norm_stats(m, r, &mean, &inv);
-    const int64_t base = m.x.row(r);
+    norm_stats(m, x, &mean, &inv);
     if (!m.vjp) {
-      for (int64_t j = 0; j < m.n; j++) {
-        double y = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-        if (m.w) y *= load_d(m.w, m.wdt, j * m.ws);
-        if (m.b && m.layer) y += load_d(m.b, m.bdt, j * m.bs);
-        store_d(m.out, m.odt, r * m.n + j, y);
+      for (int64_t j = 0; j < n; j++) {
+        double v = (x[j] - mean) * inv;
+        if (has_w) v *= w[j];
+        if (bias) v += b[j];
+        y[j] = v;
       }
+      store_run(m.out, m.odt, r * n, y, n);
       continue;
     }
     m.stats[size_t(2 * r)] = mean;
     m.stats[size_t(2 * r + 1)] = inv;
-    const int64_t gb = m.g.row(r), gst = m.g.inner();
+    load_run(m.g.p, m.g.dtype, m.g.row(r), m.g.inner(), n, g);
     double su = 0, suy = 0;
-    for (int64_t j = 0; j < m.n; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double u = (m.w ? load_d(m.w, m.wdt, j * m.ws) : 1) * gv;
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
+    for (int64_t j = 0; j < n; j++) {
+      const double u = (has_w ? w[j] : 1) * g[j];
+      const double yhat = (x[j] - mean) * inv;
       su += u;
       suy += u * yhat;
     }
-    const double mean_u = m.layer ? su / double(m.n) : 0;
-    for (int64_t j = 0; j < m.n; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double u = (m.w ? load_d(m.w, m.wdt, j * m.ws) : 1) * gv;
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-      store_d(m.out, m.odt, r * m.n + j, (u - mean_u - yhat * (suy / double(m.n))) * inv);
+    const double mean_u = m.layer ? su / double(n) : 0;
+    const double k = suy / double(n);
+    for (int64_t j = 0; j < n; j++) {
+      const double u = (has_w ? w[j] : 1) * g[j];
+      const double yhat = (x[j] - mean) * inv;
+      y[j] = (u - mean_u - yhat * k) * inv;
     }
+    store_run(m.out, m.odt, r * n, y, n);
   }
 }
 
@@ -142,17 +185,17 @@ void norm_task(void *ctx, int64_t task, int) {
 void norm_columns_task(void *ctx, int64_t task, int) {
   Norm &m = *static_cast<Norm *>(ctx);
   constexpr int64_t COLS = 64;
-  const int64_t j0 = task * COLS, j1 = std::min(m.n, j0 + COLS);
-  double dw[COLS] = {0}, db[COLS] = {0};
+  const int64_t j0 = task * COLS, j1 = std::min(m.n, j0 + COLS), nc = j1 - j0;
+  double dw[COLS] = {0}, db[COLS] = {0}, x[COLS], g[COLS];
   const int64_t st = m.x.inner(), gst = m.g.inner();
   for (int64_t r = 0; r < m.rows; r++) {
     const double mean = m.stats[size_t(2 * r)], inv = m.stats[size_t(2 * r + 1)];
-    const int64_t base = m.x.row(r), gb = m.g.row(r);
-    for (int64_t j = j0; j < j1; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-      dw[j - j0] = dw[j - j0] + gv * yhat;
-      db[j - j0] = db[j - j0] + gv;
+    load_run(m.x.p, m.x.dtype, m.x.row(r) + j0 * st, st, nc, x);
+    load_run(m.g.p, m.g.dtype, m.g.row(r) + j0 * gst, gst, nc, g);
+    for (int64_t j = 0; j < nc; j++) {
+      const double yhat = (x[j] - mean) * inv;
+      dw[j] = dw[j] + g[j] * yhat;
+      db[j] = db[j] + g[j];
     }
   }
   for (int64_t j = j0; j < j1; j++) {
@@ -230,35 +273,6 @@ struct Head {
   double *q, *kt, *k, *v, *vt, *s, *p, *dp, *mrow;
   uint8_t *hidden;
 };
-
-// n elements of `p` from element `base` at stride `st`, as doubles (the dtype switch once per run,
-// the same conversions as load_d).
-void load_run(const char *p, int dtype, int64_t base, int64_t st, int64_t n, double *out) {
-  if (dtype == F32) {
-    const float *x = reinterpret_cast<const float *>(p) + base;
-    if (st == 1)
-      for (int64_t i = 0; i < n; i++) out[i] = x[i];
-    else
-      for (int64_t i = 0; i < n; i++) out[i] = x[i * st];
-  } else if (dtype == F64) {
-    const double *x = reinterpret_cast<const double *>(p) + base;
-    for (int64_t i = 0; i < n; i++) out[i] = x[i * st];
-  } else {
-    for (int64_t i = 0; i < n; i++) out[i] = load_d(p, dtype, base + i * st);
-  }
-}
-
-// n doubles stored row-contiguously from element `base`, each rounded once as store_d does.
-void store_run(char *p, int dtype, int64_t base, const double *v, int64_t n) {
-  if (dtype == F32) {
-    float *y = reinterpret_cast<float *>(p) + base;
-    for (int64_t i = 0; i < n; i++) y[i] = float(v[i]);
-  } else if (dtype == F64) {
-    std::memcpy(reinterpret_cast<double *>(p) + base, v, size_t(n) * sizeof(double));
-  } else {
-    for (int64_t i = 0; i < n; i++) store_d(p, dtype, base + i, v[i]);
-  }
-}
 
 void load_head(const Attn &a, int64_t b, int64_t h, int64_t hk, Head &hd, bool vjp) {
   for (int64_t i = 0; i < a.qL; i++) load_run(a.q.p, a.q.dtype, off4(a.q, b, h, i, 0), a.q.strides[3], a.Dk, hd.q + i * a.Dk);
@@ -590,6 +604,7 @@ int norm(const double *desc, int32_t words) {
   const int threads = threads_for(double(total) * (m.vjp ? 12.0 : 6.0));
   note_threads(threads);
   parallel_for((m.rows + m.rows_per_task - 1) / m.rows_per_task, threads, norm_task, &m);
+  if (m.failed.load()) return fail(fn, "out of memory for normalization scratch");
   if (m.vjp && (m.dw || m.db)) parallel_for((m.n + 63) / 64, threads, norm_columns_task, &m);
   return MGCPU_OK;
 }
