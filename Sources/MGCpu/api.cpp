@@ -1187,6 +1187,20 @@ int arange(const double *desc, int32_t words) {
   char *dst = r.pointer("destination");
   if (!r.ok) return fail(fn, r.error);
   if (r.pos != words) return fail(fn, "descriptor has extra words");
+  // Integral start and step whose values all fit int32 (index arrays, e.g. a strided view's
+  // gradient): every value is an exact integer, so int32 conversion is the wrap below.
+  const double last = start + double(std::max<int64_t>(n - 1, 0)) * step;
+  if (dt == I32 && start == std::floor(start) && step == std::floor(step) && std::fabs(start) < 2147483648.0 &&
+      std::fabs(last) < 2147483648.0) {
+    int32_t *out = reinterpret_cast<int32_t *>(dst);
+    for (int64_t i = 0; i < n; i++) out[i] = int32_t(start + double(i) * step);
+    return MGCPU_OK;
+  }
+  if (dt == F32) {
+    float *out = reinterpret_cast<float *>(dst);
+    for (int64_t i = 0; i < n; i++) out[i] = float(start + double(i) * step);
+    return MGCPU_OK;
+  }
   for (int64_t i = 0; i < n; i++) {
     const double v = start + double(i) * step;
     switch (dt) {
