@@ -108,16 +108,25 @@ template <class T> T load_elem(const char *p, int dtype, int64_t i) {
 
 template <class T>
 void pack_a(T *dst, const char *a, int dtype, int64_t rs, int64_t cs, int64_t mc, int64_t kc, int mr) {
+  const bool same = (dtype == F32 && sizeof(T) == 4) || (dtype == F64 && sizeof(T) == 8);
   for (int64_t i0 = 0; i0 < mc; i0 += mr) {
     T *d = dst + i0 * kc;
     const int64_t rows = std::min<int64_t>(mr, mc - i0);
+    if (same && rs == 1 && cs != 1 && rows == mr) {
+      // A transposed in memory (column-major): each k's mr values are adjacent; copy them
+      // together instead of walking each row across columns of stride cs
+      const T *src = reinterpret_cast<const T *>(a) + i0;
+      for (int64_t p = 0; p < kc; p++)
+        for (int64_t q = 0; q < mr; q++) d[p * mr + q] = src[p * cs + q];
+      continue;
+    }
     for (int64_t i = 0; i < mr; i++) {
       if (i >= rows) {
         for (int64_t p = 0; p < kc; p++) d[p * mr + i] = T(0);
         continue;
       }
       const int64_t row = (i0 + i) * rs;
-      if ((dtype == F32 && sizeof(T) == 4) || (dtype == F64 && sizeof(T) == 8)) {
+      if (same) {
         const T *src = reinterpret_cast<const T *>(a) + row;
         for (int64_t p = 0; p < kc; p++) d[p * mr + i] = src[p * cs];
       } else {
@@ -133,6 +142,16 @@ void pack_b(T *dst, const char *b, int dtype, int64_t rs, int64_t cs, int64_t kc
     T *d = dst + j0 * kc;
     const int64_t cols = std::min<int64_t>(nr, nc - j0);
     const bool same = (dtype == F32 && sizeof(T) == 4) || (dtype == F64 && sizeof(T) == 8);
+    if (same && rs == 1 && cs != 1) {
+      // B transposed in memory: walk each column down k (contiguous), not each k across columns
+      for (int64_t j = 0; j < cols; j++) {
+        const T *src = reinterpret_cast<const T *>(b) + (j0 + j) * cs;
+        for (int64_t p = 0; p < kc; p++) d[p * nr + j] = src[p];
+      }
+      for (int64_t p = 0; p < kc; p++)
+        for (int64_t j = cols; j < nr; j++) d[p * nr + j] = T(0);
+      continue;
+    }
     for (int64_t p = 0; p < kc; p++) {
       T *dp = d + p * nr;
       const int64_t base = p * rs + j0 * cs;
