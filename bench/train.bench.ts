@@ -20,13 +20,15 @@
 // libopenblas0-pthread; MLX_BLAS=0 skips it). Ratios are given against both rows.
 //
 //   bun run bench/train.bench.ts            MG_PYTHON=/path/to/python (with mlx) for MLX's column
-//   ROUNDS=n (default 7 on the CPU, 2 on the simulated GPU)   MODELS=mlp,cnn   DEVICES=cpu,gpu
+//   ROUNDS=n (default 7 on the CPU, 2 on the simulated GPU)   WARMUP=n steps first (10 on the CPU, 2 on
+//   the GPU)   MODELS=mlp,cnn   DEVICES=cpu,gpu
 import * as mg from "../ts/index.ts";
 import type { MgArray } from "../ts/core/array.ts";
 import { existsSync } from "node:fs";
 import { median, pythonWith } from "./util.ts";
 
 const ROUNDS = process.env.ROUNDS ? Number(process.env.ROUNDS) : null;
+const WARMUP = process.env.WARMUP ? Number(process.env.WARMUP) : null;
 const MODELS = (process.env.MODELS ?? "mlp,cnn,transformer").split(",");
 const DEVICES = (process.env.DEVICES ?? "cpu,gpu").split(",");
 const MiB = 2 ** 20;
@@ -132,8 +134,10 @@ function run(name: string, device: mg.Device): Result {
       last = loss.item() as number;
       loss.dispose();
     };
-    step(); // warm-up: compiles kernels, creates the optimizer state
-    step();
+    // warm-up: compiles kernels, creates the optimizer state, and lets the JavaScript JIT settle
+    // (its compiler threads would otherwise bill the first CPU steps)
+    const warmup = WARMUP ?? (device.type === "gpu" ? 2 : 10);
+    for (let i = 0; i < warmup; i++) step();
     Bun.gc(true);
     const before = mg.getActiveMemory();
     mg.resetPeakMemory();
