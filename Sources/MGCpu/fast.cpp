@@ -14,11 +14,21 @@
 #include "MGCpu.h"
 #include "mgcpu.h"
 
+// The attention loops also get an AVX2 clone on x86-64 ELF targets, chosen once at load time (the
+// helpers they call are inlined into each clone). Lanes only ever hold independent sums, and
+// contraction stays off, so both clones give the same bits.
+#if defined(__x86_64__) && defined(__ELF__) && defined(__clang__)
+#define MG_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MG_CLONES
+#endif
+#define MG_INLINE inline __attribute__((always_inline))
+
 namespace mgcpu {
 
 namespace {
 
-inline double load_d(const char *p, int dtype, int64_t i) {
+MG_INLINE double load_d(const char *p, int dtype, int64_t i) {
   switch (dtype) {
     case F32: return reinterpret_cast<const float *>(p)[i];
     case F64: return reinterpret_cast<const double *>(p)[i];
@@ -69,7 +79,7 @@ bool read_rows(Reader &r, Rows &a, int nd, const int64_t *shape, const char *wha
 
 // n elements of `p` from element `base` at stride `st`, as doubles (the dtype switch once per run,
 // the same conversions as load_d).
-void load_run(const char *p, int dtype, int64_t base, int64_t st, int64_t n, double *out) {
+MG_INLINE void load_run(const char *p, int dtype, int64_t base, int64_t st, int64_t n, double *out) {
   if (dtype == F32) {
     const float *x = reinterpret_cast<const float *>(p) + base;
     if (st == 1)
@@ -85,7 +95,7 @@ void load_run(const char *p, int dtype, int64_t base, int64_t st, int64_t n, dou
 }
 
 // n doubles stored row-contiguously from element `base`, each rounded once as store_d does.
-void store_run(char *p, int dtype, int64_t base, const double *v, int64_t n) {
+MG_INLINE void store_run(char *p, int dtype, int64_t base, const double *v, int64_t n) {
   if (dtype == F32) {
     float *y = reinterpret_cast<float *>(p) + base;
     for (int64_t i = 0; i < n; i++) y[i] = float(v[i]);
@@ -274,7 +284,7 @@ struct Head {
   uint8_t *hidden;
 };
 
-void load_head(const Attn &a, int64_t b, int64_t h, int64_t hk, Head &hd, bool vjp) {
+MG_INLINE void load_head(const Attn &a, int64_t b, int64_t h, int64_t hk, Head &hd, bool vjp) {
   for (int64_t i = 0; i < a.qL; i++) load_run(a.q.p, a.q.dtype, off4(a.q, b, h, i, 0), a.q.strides[3], a.Dk, hd.q + i * a.Dk);
   for (int64_t j = 0; j < a.kL; j++) {
     double *kj = hd.k + j * a.Dk;  // the vjp's K; the forward only needs it here as a row buffer
@@ -291,13 +301,13 @@ void load_head(const Attn &a, int64_t b, int64_t h, int64_t hk, Head &hd, bool v
 
 // y[c] = y[c] + s·x[c], c < n: each element its own sum, so vectorising changes no bit. (Buffers are
 // dtype-erased memory here, -fno-strict-aliasing: without __restrict every store could alias.)
-inline void axpy(double *__restrict y, double s, const double *__restrict x, int64_t n) {
+MG_INLINE void axpy(double *__restrict y, double s, const double *__restrict x, int64_t n) {
   for (int64_t c = 0; c < n; c++) y[c] = y[c] + s * x[c];
 }
 
 // Dot products of row `x` (length D) with columns [j0, j1) of `mt` ([D][ld]), each summed over c in
 // order (four at a time, side by side).
-void dots(const double *__restrict x, const double *__restrict mt, int64_t ld, int64_t D, int64_t j0, int64_t j1, double *__restrict out) {
+MG_INLINE void dots(const double *__restrict x, const double *__restrict mt, int64_t ld, int64_t D, int64_t j0, int64_t j1, double *__restrict out) {
   int64_t j = j0;
   for (; j + 4 <= j1; j += 4) {
     double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -327,7 +337,7 @@ struct RowResult {
 };
 
 // The reference's SdpaRows.row: scores, masking, softmax with the sink; p[j] for j < end.
-RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, int64_t i) {
+MG_INLINE RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, int64_t i) {
   double *__restrict s = hd.s, *__restrict p = hd.p;
   uint8_t *__restrict hidden = hd.hidden;
   const int mask = a.mask;
@@ -409,7 +419,7 @@ Head carve(const Attn &a, double *sc) {
   return hd;
 }
 
-void sdpa_task(void *ctx, int64_t task, int thread) {
+MG_CLONES void sdpa_task(void *ctx, int64_t task, int thread) {
   Attn &a = *static_cast<Attn *>(ctx);
   auto *sc = static_cast<double *>(thread_scratch(thread, a.scratch_bytes));
   if (!sc) {
@@ -439,7 +449,7 @@ void sdpa_task(void *ctx, int64_t task, int thread) {
 }
 
 // Gradients of one key/value head: its query heads (in order) accumulate dK and dV.
-void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
+MG_CLONES void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
   Attn &a = *static_cast<Attn *>(ctx);
   auto *sc = static_cast<double *>(thread_scratch(thread, a.scratch_bytes));
   if (!sc) {
