@@ -256,6 +256,29 @@ template <class T>
 void epilogue(const Gemm &g, const T *acc, int64_t ldacc, char *out, int64_t b, int64_t m0, int64_t n0, int64_t m, int64_t n) {
   const int esize = dtype_size(g.dtype);
   const int64_t c0b = g.C0 ? batch_offset(g.nb, g.bshape, g.cbs, b) : 0;
+  if (g.dtype == F32 && (g.beta == 0.0 || g.C0)) {
+    // float32 (a Linear layer's bias add): the same double arithmetic without a dtype switch or a
+    // branch per element, vectorisable
+    const double alpha = g.alpha, beta = g.beta;
+    for (int64_t i = 0; i < m; i++) {
+      float *__restrict orow = reinterpret_cast<float *>(out) + (b * g.M + m0 + i) * g.N + n0;
+      const T *__restrict arow = acc + i * ldacc;
+      if (beta == 0.0) {
+        if (alpha == 1.0)
+          for (int64_t j = 0; j < n; j++) orow[j] = float(double(arow[j]));
+        else
+          for (int64_t j = 0; j < n; j++) orow[j] = float(alpha * double(arow[j]));
+        continue;
+      }
+      const float *c0 = reinterpret_cast<const float *>(g.C0) + c0b + (m0 + i) * g.crs + n0 * g.ccs;
+      const int64_t cs = g.ccs;
+      if (alpha == 1.0)
+        for (int64_t j = 0; j < n; j++) orow[j] = float(double(arow[j]) + beta * double(c0[j * cs]));
+      else
+        for (int64_t j = 0; j < n; j++) orow[j] = float(alpha * double(arow[j]) + beta * double(c0[j * cs]));
+    }
+    return;
+  }
   for (int64_t i = 0; i < m; i++) {
     char *orow = out + ((b * g.M + m0 + i) * g.N + n0) * esize;
     for (int64_t j = 0; j < n; j++) {

@@ -349,10 +349,24 @@ int scatter(const double *desc, int32_t words) {
         if (v < 0) v += shape[axes[k]];
         start += v * ost[axes[k]];
       }
-      for (int64_t jj = 0; jj < sliceN; jj++) {
-        const int64_t dst = start + offset_of(nd, sshape, ost, jj);
-        const int64_t uoff = offset_of(ind, ushape, ust, i) + offset_of(nd, sshape, ust + ind, jj);
-        apply(dst, uoff);
+      if (nd == 0) {
+        for (int64_t jj = 0; jj < sliceN; jj++) apply(start, offset_of(ind, ushape, ust, i));
+        continue;
+      }
+      // the slice row by row over its last dim (the same element order as before)
+      const int last = nd - 1;
+      const int64_t n = sshape[last], ul = ust[ind + last], rows = n == 0 ? 0 : sliceN / n;
+      const int64_t ubase = offset_of(ind, ushape, ust, i);
+      Walk w(last, sshape, {ost, ust + ind});
+      for (int64_t rr = 0; rr < rows; rr++, w.next()) {
+        const int64_t d0 = start + w.off[0], u0 = ubase + w.off[1];
+        if (dtype == F32 && mode == MSum) {
+          float *dp = reinterpret_cast<float *>(out) + d0;  // comb_num<float, MSum>: a float add
+          const float *up = reinterpret_cast<const float *>(upd) + u0;
+          for (int64_t k = 0; k < n; k++) dp[k] = dp[k] + up[k * ul];
+        } else {
+          for (int64_t k = 0; k < n; k++) apply(d0 + k, u0 + k * ul);
+        }
       }
     }
   }
