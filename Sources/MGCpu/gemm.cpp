@@ -461,10 +461,11 @@ int matmul(const double *desc, int32_t words) {
   }
   const int64_t tasks = count();
   // Several row tasks would each pack the same B panels: pack them once (same values, same
-  // micro-kernel calls, so the same bits), unless that needs a large buffer.
+  // micro-kernel calls, so the same bits), unless that needs a large buffer (it is kept by the
+  // calling thread for the next call, outside the allocator's accounting: at most 8 MiB).
   g.npad = (g.N + nr - 1) / nr * nr;
   const size_t packed_bytes = size_t(g.batch) * size_t(g.K) * size_t(g.npad) * (f64 ? 8 : 4);
-  if (g.mtasks > 1 && g.K > 0 && packed_bytes <= (size_t(64) << 20)) {
+  if (g.mtasks > 1 && g.K > 0 && packed_bytes <= (size_t(8) << 20)) {
     g.bpacked = shared_pack_buffer(packed_bytes);
     if (g.bpacked) {
       const int64_t pack_tasks = g.batch * ((g.K + KC - 1) / KC);
