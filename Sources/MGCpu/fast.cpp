@@ -123,71 +123,86 @@ struct Norm {
   std::atomic<bool> failed{false};
 };
 
-// The reference's normStats over a row already in doubles: μ (0 for rms) and 1/σ, sums in order.
-void norm_stats(const Norm &m, const double *__restrict x, double *mean_out, double *inv_out) {
-  const int64_t n = m.n;
-  double mean = 0;
-  if (m.layer) {
-    for (int64_t j = 0; j < n; j++) mean += x[j];
-    mean /= double(n);
-  }
-  double ss = 0;
-  for (int64_t j = 0; j < n; j++) {
-    const double d = x[j] - mean;
-    ss += d * d;
-  }
-  *mean_out = mean;
-  *inv_out = 1 / std::sqrt(ss / double(n) + m.eps);
-}
+// Rows normalised side by side: each row's sums still run over j in order, one row per lane, so
+// the latency-bound in-order sums of four rows overlap (the same bits as one row at a time).
+constexpr int NR = 4;
 
-// Rows as doubles in the thread's scratch (x, g, the result; w and b once per task), the same
-// operations in the same order as the reference.
-void norm_task(void *ctx, int64_t task, int thread) {
+// Rows as doubles in the thread's scratch, NR rows interleaved (x and g: element j of row q at
+// j·NR + q), w and b once per task; the reference's normStats and formulas, sums in order.
+MG_CLONES void norm_task(void *ctx, int64_t task, int thread) {
   Norm &m = *static_cast<Norm *>(ctx);
   const int64_t n = m.n;
   const int64_t r0 = task * m.rows_per_task, r1 = std::min(m.rows, r0 + m.rows_per_task);
-  auto *sc = static_cast<double *>(thread_scratch(thread, size_t(5 * n) * sizeof(double) + 64));
+  auto *sc = static_cast<double *>(thread_scratch(thread, size_t((2 * NR + 4) * n) * sizeof(double) + 64));
   if (!sc) {
     m.failed.store(true, std::memory_order_relaxed);
     return;
   }
-  double *__restrict x = sc, *__restrict g = sc + n, *__restrict y = sc + 2 * n, *__restrict w = sc + 3 * n, *__restrict b = sc + 4 * n;
+  double *__restrict x = sc, *__restrict g = sc + NR * n, *__restrict y = sc + 2 * NR * n;
+  double *__restrict w = y + n, *__restrict b = w + n, *__restrict row = b + n;
   if (m.w) load_run(m.w, m.wdt, 0, m.ws, n, w);
   const bool bias = m.b && m.layer;
   if (bias) load_run(m.b, m.bdt, 0, m.bs, n, b);
   const bool has_w = m.w != nullptr;
-  for (int64_t r = r0; r < r1; r++) {
-    load_run(m.x.p, m.x.dtype, m.x.row(r), m.x.inner(), n, x);
-    double mean, inv;
-    norm_stats(m, x, &mean, &inv);
-    if (!m.vjp) {
-      for (int64_t j = 0; j < n; j++) {
-        double v = (x[j] - mean) * inv;
-        if (has_w) v *= w[j];
-        if (bias) v += b[j];
-        y[j] = v;
+  const double dn = double(n);
+  for (int64_t r = r0; r < r1; r += NR) {
+    const int k = int(std::min<int64_t>(NR, r1 - r));
+    auto interleave = [&](const Rows &src, double *__restrict dst) {
+      for (int q = 0; q < NR; q++) {
+        if (q < k) load_run(src.p, src.dtype, src.row(r + q), src.inner(), n, row);
+        for (int64_t j = 0; j < n; j++) dst[j * NR + q] = q < k ? row[j] : 0.0;  // missing rows: unused zeros
       }
-      store_run(m.out, m.odt, r * n, y, n);
+    };
+    interleave(m.x, x);
+    double mean[NR] = {0, 0, 0, 0}, ss[NR] = {0, 0, 0, 0}, inv[NR];
+    if (m.layer) {
+      for (int64_t j = 0; j < n; j++)
+        for (int q = 0; q < NR; q++) mean[q] += x[j * NR + q];
+      for (int q = 0; q < NR; q++) mean[q] /= dn;
+    }
+    for (int64_t j = 0; j < n; j++)
+      for (int q = 0; q < NR; q++) {
+        const double d = x[j * NR + q] - mean[q];
+        ss[q] += d * d;
+      }
+    for (int q = 0; q < NR; q++) inv[q] = 1 / std::sqrt(ss[q] / dn + m.eps);
+    if (!m.vjp) {
+      for (int q = 0; q < k; q++) {
+        for (int64_t j = 0; j < n; j++) {
+          double v = (x[j * NR + q] - mean[q]) * inv[q];
+          if (has_w) v *= w[j];
+          if (bias) v += b[j];
+          y[j] = v;
+        }
+        store_run(m.out, m.odt, (r + q) * n, y, n);
+      }
       continue;
     }
-    m.stats[size_t(2 * r)] = mean;
-    m.stats[size_t(2 * r + 1)] = inv;
-    load_run(m.g.p, m.g.dtype, m.g.row(r), m.g.inner(), n, g);
-    double su = 0, suy = 0;
-    for (int64_t j = 0; j < n; j++) {
-      const double u = (has_w ? w[j] : 1) * g[j];
-      const double yhat = (x[j] - mean) * inv;
-      su += u;
-      suy += u * yhat;
+    for (int q = 0; q < k; q++) {
+      m.stats[size_t(2 * (r + q))] = mean[q];
+      m.stats[size_t(2 * (r + q) + 1)] = inv[q];
     }
-    const double mean_u = m.layer ? su / double(n) : 0;
-    const double k = suy / double(n);
+    interleave(m.g, g);
+    double su[NR] = {0, 0, 0, 0}, suy[NR] = {0, 0, 0, 0};
     for (int64_t j = 0; j < n; j++) {
-      const double u = (has_w ? w[j] : 1) * g[j];
-      const double yhat = (x[j] - mean) * inv;
-      y[j] = (u - mean_u - yhat * k) * inv;
+      const double wj = has_w ? w[j] : 1;
+      for (int q = 0; q < NR; q++) {
+        const double u = wj * g[j * NR + q];
+        const double yhat = (x[j * NR + q] - mean[q]) * inv[q];
+        su[q] += u;
+        suy[q] += u * yhat;
+      }
     }
-    store_run(m.out, m.odt, r * n, y, n);
+    for (int q = 0; q < k; q++) {
+      const double mean_u = m.layer ? su[q] / dn : 0;
+      const double kq = suy[q] / dn;
+      for (int64_t j = 0; j < n; j++) {
+        const double u = (has_w ? w[j] : 1) * g[j * NR + q];
+        const double yhat = (x[j * NR + q] - mean[q]) * inv[q];
+        y[j] = (u - mean_u - yhat * kq) * inv[q];
+      }
+      store_run(m.out, m.odt, (r + q) * n, y, n);
+    }
   }
 }
 
