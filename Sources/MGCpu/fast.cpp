@@ -14,11 +14,21 @@
 #include "MGCpu.h"
 #include "mgcpu.h"
 
+// The attention loops also get an AVX2 clone on x86-64 ELF targets, chosen once at load time (the
+// helpers they call are inlined into each clone). Lanes only ever hold independent sums, and
+// contraction stays off, so both clones give the same bits.
+#if defined(__x86_64__) && defined(__ELF__) && defined(__clang__)
+#define MG_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MG_CLONES
+#endif
+#define MG_INLINE inline __attribute__((always_inline))
+
 namespace mgcpu {
 
 namespace {
 
-inline double load_d(const char *p, int dtype, int64_t i) {
+MG_INLINE double load_d(const char *p, int dtype, int64_t i) {
   switch (dtype) {
     case F32: return reinterpret_cast<const float *>(p)[i];
     case F64: return reinterpret_cast<const double *>(p)[i];
@@ -37,16 +47,6 @@ inline void store_d(char *p, int dtype, int64_t i, double v) {
     case F64: reinterpret_cast<double *>(p)[i] = v; break;
     case F16: reinterpret_cast<uint16_t *>(p)[i] = f64_to_f16(v); break;
     default: reinterpret_cast<uint16_t *>(p)[i] = f32_to_bf16(float(v)); break;
-  }
-}
-
-// v rounded to a float dtype's values (what store_d would store, as a double).
-inline double round_to(int dtype, double v) {
-  switch (dtype) {
-    case F32: return double(float(v));
-    case F64: return v;
-    case F16: return f16_to_f32(f64_to_f16(v));
-    default: return bf16_to_f32(f32_to_bf16(float(v)));
   }
 }
 
@@ -77,6 +77,35 @@ bool read_rows(Reader &r, Rows &a, int nd, const int64_t *shape, const char *wha
   return read_strides(r, nd, a.strides);
 }
 
+// n elements of `p` from element `base` at stride `st`, as doubles (the dtype switch once per run,
+// the same conversions as load_d).
+MG_INLINE void load_run(const char *p, int dtype, int64_t base, int64_t st, int64_t n, double *out) {
+  if (dtype == F32) {
+    const float *x = reinterpret_cast<const float *>(p) + base;
+    if (st == 1)
+      for (int64_t i = 0; i < n; i++) out[i] = x[i];
+    else
+      for (int64_t i = 0; i < n; i++) out[i] = x[i * st];
+  } else if (dtype == F64) {
+    const double *x = reinterpret_cast<const double *>(p) + base;
+    for (int64_t i = 0; i < n; i++) out[i] = x[i * st];
+  } else {
+    for (int64_t i = 0; i < n; i++) out[i] = load_d(p, dtype, base + i * st);
+  }
+}
+
+// n doubles stored row-contiguously from element `base`, each rounded once as store_d does.
+MG_INLINE void store_run(char *p, int dtype, int64_t base, const double *v, int64_t n) {
+  if (dtype == F32) {
+    float *y = reinterpret_cast<float *>(p) + base;
+    for (int64_t i = 0; i < n; i++) y[i] = float(v[i]);
+  } else if (dtype == F64) {
+    std::memcpy(reinterpret_cast<double *>(p) + base, v, size_t(n) * sizeof(double));
+  } else {
+    for (int64_t i = 0; i < n; i++) store_d(p, dtype, base + i, v[i]);
+  }
+}
+
 // ---- norms -------------------------------------------------------------------------------------------------
 
 struct Norm {
@@ -91,61 +120,98 @@ struct Norm {
   int odt = F32;
   std::vector<double> stats;  // vjp: per row (mean, inv)
   int64_t rows_per_task;
+  std::atomic<bool> failed{false};
 };
 
-// The reference's normStats: μ (0 for rms) and 1/σ, sums in order.
-void norm_stats(const Norm &m, int64_t r, double *mean_out, double *inv_out) {
-  const int64_t base = m.x.row(r), st = m.x.inner();
-  double mean = 0;
-  if (m.layer) {
-    for (int64_t j = 0; j < m.n; j++) mean += load_d(m.x.p, m.x.dtype, base + j * st);
-    mean /= double(m.n);
-  }
-  double ss = 0;
-  for (int64_t j = 0; j < m.n; j++) {
-    const double d = load_d(m.x.p, m.x.dtype, base + j * st) - mean;
-    ss += d * d;
-  }
-  *mean_out = mean;
-  *inv_out = 1 / std::sqrt(ss / double(m.n) + m.eps);
-}
+// Rows normalised side by side: each row's sums still run over j in order, one row per lane, so
+// the latency-bound in-order sums of four rows overlap (the same bits as one row at a time).
+constexpr int NR = 4;
 
-void norm_task(void *ctx, int64_t task, int) {
+// Rows as doubles in the thread's scratch, NR rows interleaved (x and g: element j of row q at
+// j·NR + q), w and b once per task; the reference's normStats and formulas, sums in order.
+MG_CLONES void norm_task(void *ctx, int64_t task, int thread) {
   Norm &m = *static_cast<Norm *>(ctx);
+  const int64_t n = m.n;
   const int64_t r0 = task * m.rows_per_task, r1 = std::min(m.rows, r0 + m.rows_per_task);
-  const int64_t st = m.x.inner();
-  for (int64_t r = r0; r < r1; r++) {
-    double mean, inv;
-    norm_stats(m, r, &mean, &inv);
-    const int64_t base = m.x.row(r);
+  auto *sc = static_cast<double *>(thread_scratch(thread, size_t((2 * NR + 4) * n) * sizeof(double) + 64));
+  if (!sc) {
+    m.failed.store(true, std::memory_order_relaxed);
+    return;
+  }
+  double *__restrict x = sc, *__restrict g = sc + NR * n, *__restrict y = sc + 2 * NR * n;
+  double *__restrict w = y + n, *__restrict b = w + n, *__restrict row = b + n;
+  if (m.w) load_run(m.w, m.wdt, 0, m.ws, n, w);
+  const bool bias = m.b && m.layer;
+  if (bias) load_run(m.b, m.bdt, 0, m.bs, n, b);
+  const bool has_w = m.w != nullptr;
+  const double dn = double(n);
+  for (int64_t r = r0; r < r1; r += NR) {
+    const int k = int(std::min<int64_t>(NR, r1 - r));
+    auto interleave = [&](const Rows &src, double *__restrict dst) {
+      for (int q = 0; q < NR; q++) {
+        if (q < k) load_run(src.p, src.dtype, src.row(r + q), src.inner(), n, row);
+        for (int64_t j = 0; j < n; j++) dst[j * NR + q] = q < k ? row[j] : 0.0;  // missing rows: unused zeros
+      }
+    };
+    interleave(m.x, x);
+    double mean[NR] = {0, 0, 0, 0}, ss[NR] = {0, 0, 0, 0}, inv[NR];
+    if (m.layer) {
+      for (int64_t j = 0; j < n; j++)
+        for (int q = 0; q < NR; q++) mean[q] += x[j * NR + q];
+      for (int q = 0; q < NR; q++) mean[q] /= dn;
+    }
+    for (int64_t j = 0; j < n; j++)
+      for (int q = 0; q < NR; q++) {
+        const double d = x[j * NR + q] - mean[q];
+        ss[q] += d * d;
+      }
+    for (int q = 0; q < NR; q++) inv[q] = 1 / std::sqrt(ss[q] / dn + m.eps);
     if (!m.vjp) {
-      for (int64_t j = 0; j < m.n; j++) {
-        // out = T(w·T(ŷ)) (+ b, rounded again): MLX's (and the GPU's) rounding, so a product that
-        // overflows a 16-bit type overflows here too
-        double y = round_to(m.odt, (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv);
-        if (m.w) y = round_to(m.odt, y * load_d(m.w, m.wdt, j * m.ws));
-        if (m.b && m.layer) y = round_to(m.odt, y + load_d(m.b, m.bdt, j * m.bs));
-        store_d(m.out, m.odt, r * m.n + j, y);
+      // out = T(w·T(ŷ)) (+ b, rounded again): MLX's (and the GPU's) rounding, so a product that
+      // overflows a 16-bit type overflows here too. One loop per output dtype (no switch per element).
+      auto affine = [&](auto round) {
+        for (int q = 0; q < k; q++) {
+          for (int64_t j = 0; j < n; j++) {
+            double v = round((x[j * NR + q] - mean[q]) * inv[q]);
+            if (has_w) v = round(v * w[j]);
+            if (bias) v = round(v + b[j]);
+            y[j] = v;
+          }
+          store_run(m.out, m.odt, (r + q) * n, y, n);
+        }
+      };
+      switch (m.odt) {
+        case F32: affine([](double v) { return double(float(v)); }); break;
+        case F64: affine([](double v) { return v; }); break;
+        case F16: affine([](double v) { return double(f16_to_f32(f64_to_f16(v))); }); break;
+        default: affine([](double v) { return double(bf16_to_f32(f32_to_bf16(float(v)))); }); break;
       }
       continue;
     }
-    m.stats[size_t(2 * r)] = mean;
-    m.stats[size_t(2 * r + 1)] = inv;
-    const int64_t gb = m.g.row(r), gst = m.g.inner();
-    double su = 0, suy = 0;
-    for (int64_t j = 0; j < m.n; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double u = (m.w ? load_d(m.w, m.wdt, j * m.ws) : 1) * gv;
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-      su += u;
-      suy += u * yhat;
+    for (int q = 0; q < k; q++) {
+      m.stats[size_t(2 * (r + q))] = mean[q];
+      m.stats[size_t(2 * (r + q) + 1)] = inv[q];
     }
-    const double mean_u = m.layer ? su / double(m.n) : 0;
-    for (int64_t j = 0; j < m.n; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double u = (m.w ? load_d(m.w, m.wdt, j * m.ws) : 1) * gv;
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-      store_d(m.out, m.odt, r * m.n + j, (u - mean_u - yhat * (suy / double(m.n))) * inv);
+    interleave(m.g, g);
+    double su[NR] = {0, 0, 0, 0}, suy[NR] = {0, 0, 0, 0};
+    for (int64_t j = 0; j < n; j++) {
+      const double wj = has_w ? w[j] : 1;
+      for (int q = 0; q < NR; q++) {
+        const double u = wj * g[j * NR + q];
+        const double yhat = (x[j * NR + q] - mean[q]) * inv[q];
+        su[q] += u;
+        suy[q] += u * yhat;
+      }
+    }
+    for (int q = 0; q < k; q++) {
+      const double mean_u = m.layer ? su[q] / dn : 0;
+      const double kq = suy[q] / dn;
+      for (int64_t j = 0; j < n; j++) {
+        const double u = (has_w ? w[j] : 1) * g[j * NR + q];
+        const double yhat = (x[j * NR + q] - mean[q]) * inv[q];
+        y[j] = (u - mean_u - yhat * kq) * inv[q];
+      }
+      store_run(m.out, m.odt, (r + q) * n, y, n);
     }
   }
 }
@@ -154,17 +220,17 @@ void norm_task(void *ctx, int64_t task, int) {
 void norm_columns_task(void *ctx, int64_t task, int) {
   Norm &m = *static_cast<Norm *>(ctx);
   constexpr int64_t COLS = 64;
-  const int64_t j0 = task * COLS, j1 = std::min(m.n, j0 + COLS);
-  double dw[COLS] = {0}, db[COLS] = {0};
+  const int64_t j0 = task * COLS, j1 = std::min(m.n, j0 + COLS), nc = j1 - j0;
+  double dw[COLS] = {0}, db[COLS] = {0}, x[COLS], g[COLS];
   const int64_t st = m.x.inner(), gst = m.g.inner();
   for (int64_t r = 0; r < m.rows; r++) {
     const double mean = m.stats[size_t(2 * r)], inv = m.stats[size_t(2 * r + 1)];
-    const int64_t base = m.x.row(r), gb = m.g.row(r);
-    for (int64_t j = j0; j < j1; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-      dw[j - j0] = dw[j - j0] + gv * yhat;
-      db[j - j0] = db[j - j0] + gv;
+    load_run(m.x.p, m.x.dtype, m.x.row(r) + j0 * st, st, nc, x);
+    load_run(m.g.p, m.g.dtype, m.g.row(r) + j0 * gst, gst, nc, g);
+    for (int64_t j = 0; j < nc; j++) {
+      const double yhat = (x[j] - mean) * inv;
+      dw[j] = dw[j] + g[j] * yhat;
+      db[j] = db[j] + g[j];
     }
   }
   for (int64_t j = j0; j < j1; j++) {
@@ -239,30 +305,34 @@ inline int64_t off4(const Rows &a, int64_t i0, int64_t i1, int64_t i2, int64_t i
 
 // One head's operands as dense doubles: Q [qL][Dk], Kᵀ [Dk][kL], V [kL][Dv] (and Vᵀ for the vjp).
 struct Head {
-  double *q, *kt, *k, *v, *vt, *s, *p, *dp;
+  double *q, *kt, *k, *v, *vt, *s, *p, *dp, *mrow;
   uint8_t *hidden;
 };
 
-void load_head(const Attn &a, int64_t b, int64_t h, int64_t hk, Head &hd, bool vjp) {
-  for (int64_t i = 0; i < a.qL; i++)
-    for (int64_t c = 0; c < a.Dk; c++) hd.q[i * a.Dk + c] = load_d(a.q.p, a.q.dtype, off4(a.q, b, h, i, c));
-  for (int64_t j = 0; j < a.kL; j++)
-    for (int64_t c = 0; c < a.Dk; c++) {
-      const double x = load_d(a.k.p, a.k.dtype, off4(a.k, b, hk, j, c));
-      hd.kt[c * a.kL + j] = x;
-      if (vjp) hd.k[j * a.Dk + c] = x;
-    }
-  for (int64_t j = 0; j < a.kL; j++)
-    for (int64_t c = 0; c < a.Dv; c++) {
-      const double x = load_d(a.v.p, a.v.dtype, off4(a.v, b, hk, j, c));
-      hd.v[j * a.Dv + c] = x;
-      if (vjp) hd.vt[c * a.kL + j] = x;
-    }
+MG_INLINE void load_head(const Attn &a, int64_t b, int64_t h, int64_t hk, Head &hd, bool vjp) {
+  for (int64_t i = 0; i < a.qL; i++) load_run(a.q.p, a.q.dtype, off4(a.q, b, h, i, 0), a.q.strides[3], a.Dk, hd.q + i * a.Dk);
+  for (int64_t j = 0; j < a.kL; j++) {
+    double *kj = hd.k + j * a.Dk;  // the vjp's K; the forward only needs it here as a row buffer
+    load_run(a.k.p, a.k.dtype, off4(a.k, b, hk, j, 0), a.k.strides[3], a.Dk, kj);
+    for (int64_t c = 0; c < a.Dk; c++) hd.kt[c * a.kL + j] = kj[c];
+  }
+  for (int64_t j = 0; j < a.kL; j++) {
+    double *vj = hd.v + j * a.Dv;
+    load_run(a.v.p, a.v.dtype, off4(a.v, b, hk, j, 0), a.v.strides[3], a.Dv, vj);
+    if (vjp)
+      for (int64_t c = 0; c < a.Dv; c++) hd.vt[c * a.kL + j] = vj[c];
+  }
+}
+
+// y[c] = y[c] + s·x[c], c < n: each element its own sum, so vectorising changes no bit. (Buffers are
+// dtype-erased memory here, -fno-strict-aliasing: without __restrict every store could alias.)
+MG_INLINE void axpy(double *__restrict y, double s, const double *__restrict x, int64_t n) {
+  for (int64_t c = 0; c < n; c++) y[c] = y[c] + s * x[c];
 }
 
 // Dot products of row `x` (length D) with columns [j0, j1) of `mt` ([D][ld]), each summed over c in
 // order (four at a time, side by side).
-void dots(const double *x, const double *mt, int64_t ld, int64_t D, int64_t j0, int64_t j1, double *out) {
+MG_INLINE void dots(const double *__restrict x, const double *__restrict mt, int64_t ld, int64_t D, int64_t j0, int64_t j1, double *__restrict out) {
   int64_t j = j0;
   for (; j + 4 <= j1; j += 4) {
     double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -292,22 +362,36 @@ struct RowResult {
 };
 
 // The reference's SdpaRows.row: scores, masking, softmax with the sink; p[j] for j < end.
-RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, int64_t i) {
-  double *s = hd.s, *p = hd.p;
-  uint8_t *hidden = hd.hidden;
+MG_INLINE RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, int64_t i) {
+  double *__restrict s = hd.s, *__restrict p = hd.p;
+  uint8_t *__restrict hidden = hd.hidden;
+  const int mask = a.mask;
+  const double scale = a.scale;
   const int64_t limit = i + a.kL - a.qL;
-  int64_t end = a.mask == MaskCausal && limit >= 0 ? std::min(a.kL, limit + 1) : a.kL;
+  int64_t end = mask == MaskCausal && limit >= 0 ? std::min(a.kL, limit + 1) : a.kL;
   dots(hd.q + i * a.Dk, hd.kt, a.kL, a.Dk, 0, end, s);
   int64_t visible = 0;
-  for (int64_t j = 0; j < end; j++) {
-    const bool hid = (a.mask == MaskCausal && j > limit) || (a.mask == MaskBool && load_d(a.m.p, a.m.dtype, off4(a.m, b, h, i, j)) == 0);
-    hidden[j] = hid ? 1 : 0;
-    if (hid) {
-      s[j] = HIDDEN;
-      continue;
+  const double *__restrict mrow = hd.mrow;
+  if (mask == MaskBool || mask == MaskAdditive) load_run(a.m.p, a.m.dtype, off4(a.m, b, h, i, 0), a.m.strides[3], end, hd.mrow);
+  if (mask == MaskAdditive || mask == MaskNone) {
+    // nothing hidden: one pass the compiler can vectorise
+    std::memset(hidden, 0, size_t(end));
+    if (mask == MaskAdditive)
+      for (int64_t j = 0; j < end; j++) s[j] = s[j] * scale + mrow[j];
+    else
+      for (int64_t j = 0; j < end; j++) s[j] = s[j] * scale;
+    visible = end;
+  } else {
+    for (int64_t j = 0; j < end; j++) {
+      const bool hid = (mask == MaskCausal && j > limit) || (mask == MaskBool && mrow[j] == 0);
+      hidden[j] = hid ? 1 : 0;
+      if (hid) {
+        s[j] = HIDDEN;
+        continue;
+      }
+      visible++;
+      s[j] = s[j] * scale;
     }
-    visible++;
-    s[j] = a.mask == MaskAdditive ? s[j] * a.scale + load_d(a.m.p, a.m.dtype, off4(a.m, b, h, i, j)) : s[j] * a.scale;
   }
   if (visible == 0) {
     end = a.kL;
@@ -342,14 +426,19 @@ RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, int64_t i) 
     return {end, nan ? NAN : mx * M_LOG2E, mx == -INFINITY ? 0.0 : NAN};
   }
   double total = has_sink ? std::exp(sink - mx) : 0;
-  for (int64_t j = 0; j < end; j++) total += p[j] = std::exp(s[j] - mx);
+  // exp(x) rounds to +0 below -745.2: skipping the call there gives the same bits (a masked score
+  // minus the maximum is far below, and libm's underflow path is slow).
+  for (int64_t j = 0; j < end; j++) {
+    const double x = s[j] - mx;
+    total += p[j] = x < -746.0 ? 0.0 : std::exp(x);
+  }
   for (int64_t j = 0; j < end; j++) p[j] = p[j] / total;
   const double m2 = (visible == 0 || mx == HIDDEN) && (!has_sink || sink * M_LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * M_LOG2E;
   return {end, m2, total};
 }
 
 size_t head_doubles(const Attn &a) {
-  return size_t(a.qL * a.Dk + 2 * a.kL * a.Dk + 2 * a.kL * a.Dv + 3 * a.kL + a.qL * a.Dk + a.kL * (a.Dk + a.Dv) + a.Dv + 64);
+  return size_t(a.qL * a.Dk + 2 * a.kL * a.Dk + 2 * a.kL * a.Dv + 4 * a.kL + a.qL * a.Dk + a.kL * (a.Dk + a.Dv) + a.Dv + 64);
 }
 
 Head carve(const Attn &a, double *sc) {
@@ -362,11 +451,12 @@ Head carve(const Attn &a, double *sc) {
   hd.s = hd.vt + a.kL * a.Dv;
   hd.p = hd.s + a.kL;
   hd.dp = hd.p + a.kL;
-  hd.hidden = reinterpret_cast<uint8_t *>(hd.dp + a.kL);
+  hd.mrow = hd.dp + a.kL;
+  hd.hidden = reinterpret_cast<uint8_t *>(hd.mrow + a.kL);
   return hd;
 }
 
-void sdpa_task(void *ctx, int64_t task, int thread) {
+MG_CLONES void sdpa_task(void *ctx, int64_t task, int thread) {
   Attn &a = *static_cast<Attn *>(ctx);
   auto *sc = static_cast<double *>(thread_scratch(thread, a.scratch_bytes));
   if (!sc) {
@@ -392,10 +482,10 @@ void sdpa_task(void *ctx, int64_t task, int thread) {
       const double pj = j < rr.end ? hd.p[j] : 0.0;
       if (pj == 0 && !v_nonfinite[j]) continue;
       const double *vj = hd.v + j * a.Dv;
-      for (int64_t c = 0; c < a.Dv; c++) acc[c] = acc[c] + pj * vj[c];
+      axpy(acc, pj, vj, a.Dv);
     }
     const int64_t r = (b * a.Hq + h) * a.qL + i;
-    for (int64_t c = 0; c < a.Dv; c++) store_d(a.o, a.q.dtype, r * a.Dv + c, acc[c]);
+    store_run(a.o, a.q.dtype, r * a.Dv, acc, a.Dv);
     if (a.stats) {
       reinterpret_cast<float *>(a.stats)[2 * r] = float(rr.m2);
       reinterpret_cast<float *>(a.stats)[2 * r + 1] = float(rr.l);
@@ -404,7 +494,7 @@ void sdpa_task(void *ctx, int64_t task, int thread) {
 }
 
 // Gradients of one key/value head: its query heads (in order) accumulate dK and dV.
-void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
+MG_CLONES void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
   Attn &a = *static_cast<Attn *>(ctx);
   auto *sc = static_cast<double *>(thread_scratch(thread, a.scratch_bytes));
   if (!sc) {
@@ -424,14 +514,19 @@ void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
     std::fill(dq, dq + a.qL * a.Dk, 0.0);
     for (int64_t i = 0; i < a.qL; i++) {
       const RowResult rr = softmax_row(a, hd, b, h, i);
-      for (int64_t c = 0; c < a.Dv; c++) go[c] = load_d(a.g.p, a.g.dtype, off4(a.g, b, h, i, c));
+      load_run(a.g.p, a.g.dtype, off4(a.g, b, h, i, 0), a.g.strides[3], a.Dv, go);
       // dp[j] = Σ_c dO·v (in order); dV += p·dO; D = Σ_j p·dp
       dots(go, hd.vt, a.kL, a.Dv, 0, rr.end, hd.dp);
+      // dV and D start at +0 and, summed in round-to-nearest, never become −0: a term p·x with p = 0
+      // and x finite adds ±0 and changes no bit, so masked keys are skipped when dO's row is finite.
+      bool go_finite = true;
+      for (int64_t c = 0; c < a.Dv; c++) go_finite = go_finite && std::isfinite(go[c]);
       double D = 0;
       for (int64_t j = 0; j < rr.end; j++) {
         const double pj = hd.p[j];
+        if (pj == 0 && go_finite && std::isfinite(hd.dp[j])) continue;
         double *dvj = dv + j * a.Dv;
-        for (int64_t c = 0; c < a.Dv; c++) dvj[c] = dvj[c] + pj * go[c];
+        axpy(dvj, pj, go, a.Dv);
         D += pj * hd.dp[j];
       }
       const double *qi = hd.q + i * a.Dk;
@@ -442,19 +537,14 @@ void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
         if (ds == 0) continue;
         const double *kj = hd.k + j * a.Dk;
         double *dkj = dk + j * a.Dk;
-        for (int64_t c = 0; c < a.Dk; c++) {
-          dqi[c] = dqi[c] + ds * kj[c];
-          dkj[c] = dkj[c] + ds * qi[c];
-        }
+        axpy(dqi, ds, kj, a.Dk);  // dq and dk are separate buffers: two passes keep every sum's order
+        axpy(dkj, ds, qi, a.Dk);
       }
     }
-    for (int64_t i = 0; i < a.qL; i++)
-      for (int64_t c = 0; c < a.Dk; c++) store_d(a.dq, a.q.dtype, ((b * a.Hq + h) * a.qL + i) * a.Dk + c, dq[i * a.Dk + c]);
+    store_run(a.dq, a.q.dtype, (b * a.Hq + h) * a.qL * a.Dk, dq, a.qL * a.Dk);
   }
-  for (int64_t j = 0; j < a.kL; j++) {
-    for (int64_t c = 0; c < a.Dk; c++) store_d(a.dk, a.k.dtype, ((b * a.Hkv + hk) * a.kL + j) * a.Dk + c, dk[j * a.Dk + c]);
-    for (int64_t c = 0; c < a.Dv; c++) store_d(a.dv, a.v.dtype, ((b * a.Hkv + hk) * a.kL + j) * a.Dv + c, dv[j * a.Dv + c]);
-  }
+  store_run(a.dk, a.k.dtype, (b * a.Hkv + hk) * a.kL * a.Dk, dk, a.kL * a.Dk);
+  store_run(a.dv, a.v.dtype, (b * a.Hkv + hk) * a.kL * a.Dv, dv, a.kL * a.Dv);
 }
 
 // ---- cross entropy -------------------------------------------------------------------------------------------
@@ -569,6 +659,7 @@ int norm(const double *desc, int32_t words) {
   const int threads = threads_for(double(total) * (m.vjp ? 12.0 : 6.0));
   note_threads(threads);
   parallel_for((m.rows + m.rows_per_task - 1) / m.rows_per_task, threads, norm_task, &m);
+  if (m.failed.load()) return fail(fn, "out of memory for normalization scratch");
   if (m.vjp && (m.dw || m.db)) parallel_for((m.n + 63) / 64, threads, norm_columns_task, &m);
   return MGCPU_OK;
 }

@@ -72,6 +72,26 @@ describe("native mg.fast = reference", () => {
     });
   }
 
+  test("attention with MLX's additive causal mask (finfo.min: exp underflows to 0) and cotangent rows holding inf or NaN", () => {
+    // masked scores minus the row maximum lie far below exp's underflow point, and their p = 0 terms
+    // of dV and D are skipped unless dO's row or dp is not finite: all of it must match the reference
+    for (const dtype of [mg.float32, mg.float16]) {
+      const q = input([2, 2, 12, 8], 51, dtype), k = input([2, 2, 12, 8], 52, dtype), v = input([2, 2, 12, 8], 53, dtype);
+      const mask = onReference(() => mg.astype(mg.nn.MultiHeadAttention.createAdditiveCausalMask(12), dtype, S));
+      const special = onReference(() => {
+        const g = input([2, 2, 12, 8], 54, dtype);
+        const rows = mg.reshape(mg.arange(12, S), [1, 1, 12, 1], S);
+        return mg.where(mg.equal(rows, 3, S), Infinity, mg.where(mg.equal(rows, 7, S), NaN, g, S), S);
+      });
+      const opts = { scale: 0.35, mask, stream: mg.cpu };
+      compare(both(() => [mg.fast.scaledDotProductAttention(q, k, v, opts)]), `${dtype.name} additive causal`, exact);
+      for (const [name, g] of [["finite", input([2, 2, 12, 8], 55, dtype)], ["inf and NaN rows", special]] as const) {
+        const f = mg.grad((a: MgArray, kk: MgArray, vv: MgArray) => mg.sum(mg.multiply(mg.fast.scaledDotProductAttention(a, kk, vv, opts), g, S), undefined, S), [0, 1, 2]) as unknown as Grad;
+        compare(both(() => f(q, k, v)), `${dtype.name} additive causal gradients, ${name} cotangent`, exact);
+      }
+    }
+  });
+
   test("the trace names the native kernels", () => {
     const x = uniform([2, 8], 31);
     expect(kernelsOf(() => mg.fast.layerNorm(x, null, null, 1e-5, S))).toContain("cpu-native:LayerNorm");
