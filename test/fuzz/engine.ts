@@ -995,23 +995,14 @@ export function checkProgram(prog: Program, coverage?: Map<string, number>): num
       // read per array below
     }
   };
+  // Whether a step fails is compared on identical inputs (comparison 1 runs the cpu op on the gpu
+  // run's operands; compare() requires the same error), not across the two runs: there a matrix
+  // can be exactly singular in one run and not in the other after upstream rounding.
   const inputsOf = (pool: MgArray[], p: NonNullable<Built["plans"][number]>): MgArray[] | null => {
     try {
       return p.operands.map((k) => copyTo(pool[k]!, mg.cpu));
     } catch {
       return null; // a failed operand (whether the step depends on it is the step's business)
-    }
-  };
-  /** Whether a step failed must not depend on the device: the same steps fail on both, with the same error. */
-  const sameFailures = (gpu: MgArray[], cpu: MgArray[]) => {
-    for (const p of active) {
-      const g = outcome(gpu[p.out]!);
-      const c = outcome(cpu[p.out]!);
-      if (g instanceof Error || c instanceof Error) {
-        if (g instanceof Error && c instanceof Error && g.message === c.message) continue;
-        const say = (o: Values | Error) => (o instanceof Error ? `fails (${o.message})` : "gives values");
-        throw new Mismatch(`v${p.out}: the gpu run ${say(g)}, the cpu run ${say(c)}`);
-      }
     }
   };
   try {
@@ -1033,7 +1024,6 @@ export function checkProgram(prog: Program, coverage?: Map<string, number>): num
       const again = mg.stream(mg.cpu, () => p.plan.fn(ins));
       compare(`v${p.out}: cpu on views vs on contiguous copies`, cpuAll[p.out]!, again, bitwise);
     }
-    sameFailures(gpuAll, cpuAll);
     // 1: each gpu step against the cpu op on the gpu's own inputs
     for (const p of active) {
       const ins = inputsOf(gpuAll, p);
