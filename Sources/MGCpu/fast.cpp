@@ -512,28 +512,44 @@ MG_CLONES void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
   for (int64_t h = hk * gqa; h < (hk + 1) * gqa; h++) {
     load_head(a, b, h, hk, hd, true);
     std::fill(dq, dq + a.qL * a.Dk, 0.0);
+    bool v_finite = true;
+    for (int64_t e = 0; e < a.kL * a.Dv; e++) v_finite = v_finite && std::isfinite(hd.v[e]);
     for (int64_t i = 0; i < a.qL; i++) {
       const RowResult rr = softmax_row(a, hd, b, h, i);
       load_run(a.g.p, a.g.dtype, off4(a.g, b, h, i, 0), a.g.strides[3], a.Dv, go);
-      // dp[j] = Σ_c dO·v (in order); dV += p·dO; D = Σ_j p·dp
-      dots(go, hd.vt, a.kL, a.Dv, 0, rr.end, hd.dp);
       // dV and D start at +0 and, summed in round-to-nearest, never become −0: a term p·x with p = 0
       // and x finite adds ±0 and changes no bit, so masked keys are skipped when dO's row is finite.
+      // Keys past rr.end weigh 0 too: they matter only through non-finite values (0·inf = NaN, as
+      // MLX's composition and the GPU), so they are visited only when some value or dO is not finite.
       bool go_finite = true;
       for (int64_t c = 0; c < a.Dv; c++) go_finite = go_finite && std::isfinite(go[c]);
+      const int64_t jend = go_finite && v_finite ? rr.end : a.kL;
+      // dp[j] = Σ_c dO·v (in order); dV += p·dO; D = Σ_j p·dp
+      dots(go, hd.vt, a.kL, a.Dv, 0, jend, hd.dp);
       double D = 0;
-      for (int64_t j = 0; j < rr.end; j++) {
-        const double pj = hd.p[j];
+      for (int64_t j = 0; j < jend; j++) {
+        const double pj = j < rr.end ? hd.p[j] : 0.0;
         if (pj == 0 && go_finite && std::isfinite(hd.dp[j])) continue;
         double *dvj = dv + j * a.Dv;
         axpy(dvj, pj, go, a.Dv);
         D += pj * hd.dp[j];
       }
+      // a non-finite D reaches every key, the ones past rr.end included (0·(dp − D) = NaN)
+      int64_t send = jend;
+      if (!std::isfinite(D) && send < a.kL) {
+        dots(go, hd.vt, a.kL, a.Dv, send, a.kL, hd.dp);
+        send = a.kL;
+      }
       const double *qi = hd.q + i * a.Dk;
       double *dqi = dq + i * a.Dk;
-      for (int64_t j = 0; j < rr.end; j++) {
-        if (hd.hidden[j]) continue;
-        const double ds = hd.p[j] * (hd.dp[j] - D) * a.scale;
+      for (int64_t j = 0; j < send; j++) {
+        double ds;
+        if (j >= rr.end || hd.hidden[j]) {
+          if (std::isfinite(hd.dp[j]) && std::isfinite(D)) continue;
+          ds = NAN;  // 0 · (dp − D) with a non-finite factor
+        } else {
+          ds = hd.p[j] * (hd.dp[j] - D) * a.scale;
+        }
         if (ds == 0) continue;
         const double *kj = hd.k + j * a.Dk;
         double *dkj = dk + j * a.Dk;

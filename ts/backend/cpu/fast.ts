@@ -369,9 +369,11 @@ export function sdpaVjpRef(
         const { p, hidden } = rows;
         const go = ((b * d.Hq + h) * d.qL + i) * d.Dv;
         const qo = ((b * d.Hq + h) * d.qL + i) * d.Dk;
+        // Keys past `end` weigh 0; like hidden keys they matter only through non-finite values
+        // (0·inf = NaN, as MLX's composition and the GPU): a finite term adds ±0 and changes no bit.
         let D = 0;
-        for (let j = 0; j < end; j++) {
-          const pj = p[j]!;
+        for (let j = 0; j < d.kL; j++) {
+          const pj = j < end ? p[j]! : 0;
           const vo = vBase + j * d.Dv;
           let acc = 0;
           for (let c = 0; c < d.Dv; c++) {
@@ -382,9 +384,12 @@ export function sdpaVjpRef(
           dp[j] = acc;
           D += pj * acc;
         }
-        for (let j = 0; j < end; j++) {
-          if (hidden[j]) continue;
-          const ds = p[j]! * (dp[j]! - D) * o.scale;
+        for (let j = 0; j < d.kL; j++) {
+          let ds: number;
+          if (j >= end || hidden[j]) {
+            if (Number.isFinite(dp[j]!) && Number.isFinite(D)) continue;
+            ds = NaN; // 0 · (dp − D) with a non-finite factor
+          } else ds = p[j]! * (dp[j]! - D) * o.scale;
           if (ds === 0) continue;
           const ko = kBase + j * d.Dk;
           for (let c = 0; c < d.Dk; c++) {
