@@ -372,7 +372,10 @@ export function sdpaPlan(q: SdpaPlanInput, k: SdpaPlanInput, v: SdpaPlanInput, o
     };
   }
   if (device === "cpu") {
-    const label = "float64 reference, one query row at a time (O(kL) memory), rounded once to the output dtype";
+    const label =
+      p.dtype.name === "float64"
+        ? "float64 reference, one query row at a time (O(kL) memory)"
+        : "fp32 products and softmax (native CPU kernels: blocks of query rows against the keys they see, O(rows·kL) scratch per thread; the TypeScript backend, MG_CPU_NATIVE=0, computes in float64), rounded once to the output dtype";
     return {
       device,
       kernel: "cpu-reference",
