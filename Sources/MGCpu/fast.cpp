@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "MGCpu.h"
@@ -83,37 +84,50 @@ struct Norm {
   int64_t rows_per_task;
 };
 
+// Loads and stores of the norms: F = every operand float32 (no per-element dtype switch; the same
+// double arithmetic in the same order, so the same bits).
+template <bool F> inline double ld(const char *p, int dtype, int64_t i) {
+  if constexpr (F) return reinterpret_cast<const float *>(p)[i];
+  else return load_d(p, dtype, i);
+}
+template <bool F> inline void put(char *p, int dtype, int64_t i, double v) {
+  if constexpr (F) reinterpret_cast<float *>(p)[i] = float(v);
+  else store_d(p, dtype, i, v);
+}
+
 // The reference's normStats: μ (0 for rms) and 1/σ, sums in order.
+template <bool F>
 void norm_stats(const Norm &m, int64_t r, double *mean_out, double *inv_out) {
   const int64_t base = m.x.row(r), st = m.x.inner();
   double mean = 0;
   if (m.layer) {
-    for (int64_t j = 0; j < m.n; j++) mean += load_d(m.x.p, m.x.dtype, base + j * st);
+    for (int64_t j = 0; j < m.n; j++) mean += ld<F>(m.x.p, m.x.dtype, base + j * st);
     mean /= double(m.n);
   }
   double ss = 0;
   for (int64_t j = 0; j < m.n; j++) {
-    const double d = load_d(m.x.p, m.x.dtype, base + j * st) - mean;
+    const double d = ld<F>(m.x.p, m.x.dtype, base + j * st) - mean;
     ss += d * d;
   }
   *mean_out = mean;
   *inv_out = 1 / std::sqrt(ss / double(m.n) + m.eps);
 }
 
+template <bool F>
 void norm_task(void *ctx, int64_t task, int) {
   Norm &m = *static_cast<Norm *>(ctx);
   const int64_t r0 = task * m.rows_per_task, r1 = std::min(m.rows, r0 + m.rows_per_task);
   const int64_t st = m.x.inner();
   for (int64_t r = r0; r < r1; r++) {
     double mean, inv;
-    norm_stats(m, r, &mean, &inv);
+    norm_stats<F>(m, r, &mean, &inv);
     const int64_t base = m.x.row(r);
     if (!m.vjp) {
       for (int64_t j = 0; j < m.n; j++) {
-        double y = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-        if (m.w) y *= load_d(m.w, m.wdt, j * m.ws);
-        if (m.b && m.layer) y += load_d(m.b, m.bdt, j * m.bs);
-        store_d(m.out, m.odt, r * m.n + j, y);
+        double y = (ld<F>(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
+        if (m.w) y *= ld<F>(m.w, m.wdt, j * m.ws);
+        if (m.b && m.layer) y += ld<F>(m.b, m.bdt, j * m.bs);
+        put<F>(m.out, m.odt, r * m.n + j, y);
       }
       continue;
     }
@@ -122,23 +136,24 @@ void norm_task(void *ctx, int64_t task, int) {
     const int64_t gb = m.g.row(r), gst = m.g.inner();
     double su = 0, suy = 0;
     for (int64_t j = 0; j < m.n; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double u = (m.w ? load_d(m.w, m.wdt, j * m.ws) : 1) * gv;
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
+      const double gv = ld<F>(m.g.p, m.g.dtype, gb + j * gst);
+      const double u = (m.w ? ld<F>(m.w, m.wdt, j * m.ws) : 1) * gv;
+      const double yhat = (ld<F>(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
       su += u;
       suy += u * yhat;
     }
     const double mean_u = m.layer ? su / double(m.n) : 0;
     for (int64_t j = 0; j < m.n; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double u = (m.w ? load_d(m.w, m.wdt, j * m.ws) : 1) * gv;
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-      store_d(m.out, m.odt, r * m.n + j, (u - mean_u - yhat * (suy / double(m.n))) * inv);
+      const double gv = ld<F>(m.g.p, m.g.dtype, gb + j * gst);
+      const double u = (m.w ? ld<F>(m.w, m.wdt, j * m.ws) : 1) * gv;
+      const double yhat = (ld<F>(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
+      put<F>(m.out, m.odt, r * m.n + j, (u - mean_u - yhat * (suy / double(m.n))) * inv);
     }
   }
 }
 
 // dw[j] = Σ_rows g·ŷ and db[j] = Σ_rows g, rows in order (columns split over tasks).
+template <bool F>
 void norm_columns_task(void *ctx, int64_t task, int) {
   Norm &m = *static_cast<Norm *>(ctx);
   constexpr int64_t COLS = 64;
@@ -149,15 +164,15 @@ void norm_columns_task(void *ctx, int64_t task, int) {
     const double mean = m.stats[size_t(2 * r)], inv = m.stats[size_t(2 * r + 1)];
     const int64_t base = m.x.row(r), gb = m.g.row(r);
     for (int64_t j = j0; j < j1; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
+      const double gv = ld<F>(m.g.p, m.g.dtype, gb + j * gst);
+      const double yhat = (ld<F>(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
       dw[j - j0] = dw[j - j0] + gv * yhat;
       db[j - j0] = db[j - j0] + gv;
     }
   }
   for (int64_t j = j0; j < j1; j++) {
-    if (m.dw) store_d(m.dw, m.wdt, j, dw[j - j0]);
-    if (m.db) store_d(m.db, m.bdt, j, db[j - j0]);
+    if (m.dw) put<F>(m.dw, m.wdt, j, dw[j - j0]);
+    if (m.db) put<F>(m.db, m.bdt, j, db[j - j0]);
   }
 }
 
@@ -174,28 +189,54 @@ struct Rope {
   char *out;
   int odt;
   int64_t rows_per_task;
+  std::vector<double> inv_freq;
+  double *table = nullptr;  // [offset entries][T][dims/2] of (cos, ±sin)
 };
+
+// cos θ and ±sin θ of every (offset entry, position, frequency), computed once: the same values
+// the reference computes per row (heads share them), so the rotation stays bit for bit.
+void rope_table_task(void *ctx, int64_t task, int) {
+  const Rope &o = *static_cast<const Rope *>(ctx);
+  const int64_t half = o.dims / 2;
+  const int64_t bo = task / o.T, t = task % o.T;
+  const double off = load_d(o.offsets, o.off_dtype, bo * o.off_stride);
+  const double position = o.scale * (double(t) + off);
+  double *cs = o.table + task * half * 2;
+  for (int64_t i = 0; i < half; i++) {
+    const double theta = position * o.inv_freq[size_t(i)];
+    cs[2 * i] = std::cos(theta);
+    cs[2 * i + 1] = o.forward ? std::sin(theta) : -std::sin(theta);
+  }
+}
 
 void rope_task(void *ctx, int64_t task, int) {
   const Rope &o = *static_cast<const Rope *>(ctx);
   const int64_t half = o.dims / 2, st = o.x.inner();
   const int64_t r0 = task * o.rows_per_task, r1 = std::min(o.rows, r0 + o.rows_per_task);
+  const bool f32 = o.x.dtype == F32 && o.odt == F32;
   for (int64_t r = r0; r < r1; r++) {
     const int64_t t = r % o.T, b = r / o.per_batch;
-    const double off = load_d(o.offsets, o.off_dtype, (o.n_offsets == 1 ? 0 : b) * o.off_stride);
-    const double position = o.scale * (double(t) + off);
+    const double *cs = o.table + ((o.n_offsets == 1 ? 0 : b) * o.T + t) * half * 2;
     const int64_t base = o.x.row(r);
     // elements past `dims` are copied
     for (int64_t j = 2 * half; j < o.D; j++) store_d(o.out, o.odt, r * o.D + j, load_d(o.x.p, o.x.dtype, base + j * st));
+    if (f32) {
+      const float *x = reinterpret_cast<const float *>(o.x.p) + base;
+      float *y = reinterpret_cast<float *>(o.out) + r * o.D;
+      for (int64_t i = 0; i < half; i++) {
+        const int64_t j1 = o.traditional ? 2 * i : i, j2 = o.traditional ? 2 * i + 1 : i + half;
+        const double c = cs[2 * i], sn = cs[2 * i + 1], x1 = x[j1 * st], x2 = x[j2 * st];
+        y[j1] = float(x1 * c - x2 * sn);
+        y[j2] = float(x1 * sn + x2 * c);
+      }
+      continue;
+    }
     for (int64_t i = 0; i < half; i++) {
-      const double inv_freq = o.freqs ? 1 / load_d(o.freqs, o.freq_dtype, i * o.freq_stride) : std::pow(o.base, -double(i) / double(half));
-      const double theta = position * inv_freq;
-      const double c = std::cos(theta);
-      const double s = o.forward ? std::sin(theta) : -std::sin(theta);
+      const double c = cs[2 * i], sn = cs[2 * i + 1];
       const int64_t j1 = o.traditional ? 2 * i : i, j2 = o.traditional ? 2 * i + 1 : i + half;
       const double x1 = load_d(o.x.p, o.x.dtype, base + j1 * st), x2 = load_d(o.x.p, o.x.dtype, base + j2 * st);
-      store_d(o.out, o.odt, r * o.D + j1, x1 * c - x2 * s);
-      store_d(o.out, o.odt, r * o.D + j2, x1 * s + x2 * c);
+      store_d(o.out, o.odt, r * o.D + j1, x1 * c - x2 * sn);
+      store_d(o.out, o.odt, r * o.D + j2, x1 * sn + x2 * c);
     }
   }
 }
@@ -652,10 +693,41 @@ double row_lse(const Xent &e, int64_t base, int64_t st) {
   return m + std::log(s);
 }
 
-void xent_task(void *ctx, int64_t task, int) {
+// Float32 logits (and float16/bfloat16, widened): the row's log-sum-exp and exp(x − lse) on the
+// vectorised float32 kernels (MLX's precision: float32 max, exp and sum, the sum in double lanes).
+void xent_f32_row(const Xent &e, int64_t r, int64_t base, int64_t st, int64_t t, bool valid, double gv, float *buf) {
+  const float *x;
+  if (e.x.dtype == F32 && st == 1) {
+    x = reinterpret_cast<const float *>(e.x.p) + base;
+  } else {
+    isa().load(buf, e.x.p + base * dtype_size(e.x.dtype), e.x.dtype, st, e.n);
+    x = buf;
+  }
+  float lse;
+  isa().softmax_row(F32, x, &lse, e.n, 1);
+  if (!e.vjp) {
+    store_d(e.out, e.odt, r, valid ? double(lse - x[t]) : NAN);
+    return;
+  }
+  float *y = e.odt == F32 ? reinterpret_cast<float *>(e.out) + r * e.n : buf + e.n;
+  if (!valid) {
+    std::fill(y, y + e.n, NAN);
+  } else {
+    isa().exp_row_f32(x, y, e.n, lse);
+    const float g = float(gv), et = y[t];
+    for (int64_t j = 0; j < e.n; j++) y[j] *= g;
+    y[t] = g * (et - 1.0f);
+  }
+  if (e.odt != F32)
+    for (int64_t j = 0; j < e.n; j++) store_d(e.out, e.odt, r * e.n + j, y[j]);
+}
+
+void xent_task(void *ctx, int64_t task, int thread) {
   const Xent &e = *static_cast<const Xent *>(ctx);
   const int64_t r0 = task * e.rows_per_task, r1 = std::min(e.rows, r0 + e.rows_per_task);
   const int64_t st = e.x.inner();
+  const bool f32 = e.x.dtype != F64 && e.odt != F64;
+  float *buf = f32 ? static_cast<float *>(thread_scratch(thread, size_t(2 * e.n + 16) * sizeof(float))) : nullptr;
   for (int64_t r = r0; r < r1; r++) {
     const int64_t base = e.x.row(r);
     // targets are int32 class indices over the leading dims (a row-major row index)
@@ -666,6 +738,20 @@ void xent_task(void *ctx, int64_t task, int) {
     }
     const double t = load_d(e.t, e.tdt, toff);
     const bool valid = t >= 0 && t < double(e.n) && t == std::floor(t);
+    if (buf) {
+      double gv = 0;
+      if (e.vjp) {
+        int64_t goff = 0;
+        rest = r;
+        for (int d = e.gr.nd - 1; d >= 0; d--) {
+          goff += (rest % e.gr.shape[d]) * e.gr.strides[d];
+          rest /= e.gr.shape[d];
+        }
+        gv = load_d(e.g, e.gdt, goff);
+      }
+      xent_f32_row(e, r, base, st, valid ? int64_t(t) : 0, valid, gv, buf);
+      continue;
+    }
     if (!e.vjp) {
       store_d(e.out, e.odt, r, valid ? row_lse(e, base, st) - load_d(e.x.p, e.x.dtype, base + int64_t(t) * st) : NAN);
       continue;
@@ -734,8 +820,9 @@ int norm(const double *desc, int32_t words) {
   m.rows_per_task = std::max<int64_t>(1, 8192 / std::max<int64_t>(m.n, 1));
   const int threads = threads_for(double(total) * (m.vjp ? 12.0 : 6.0));
   note_threads(threads);
-  parallel_for((m.rows + m.rows_per_task - 1) / m.rows_per_task, threads, norm_task, &m);
-  if (m.vjp && (m.dw || m.db)) parallel_for((m.n + 63) / 64, threads, norm_columns_task, &m);
+  const bool f32 = m.x.dtype == F32 && m.odt == F32 && (!m.w || m.wdt == F32) && (!m.b || m.bdt == F32) && (!m.vjp || m.g.dtype == F32);
+  parallel_for((m.rows + m.rows_per_task - 1) / m.rows_per_task, threads, f32 ? norm_task<true> : norm_task<false>, &m);
+  if (m.vjp && (m.dw || m.db)) parallel_for((m.n + 63) / 64, threads, f32 ? norm_columns_task<true> : norm_columns_task<false>, &m);
   return MGCPU_OK;
 }
 
@@ -777,7 +864,20 @@ int rope(const double *desc, int32_t words) {
   if (o.n_offsets != 1 && o.n_offsets != shape[0]) return fail(fn, "offsets: one, or one per batch entry");
   o.per_batch = o.rows / shape[0];
   o.rows_per_task = std::max<int64_t>(1, 4096 / std::max<int64_t>(o.D, 1));
-  const int threads = threads_for(double(total) * 25.0);
+  const int64_t half = o.dims / 2, positions = o.n_offsets * o.T;
+  o.inv_freq.resize(size_t(half));
+  for (int64_t i = 0; i < half; i++)
+    o.inv_freq[size_t(i)] = o.freqs ? 1 / load_d(o.freqs, o.freq_dtype, i * o.freq_stride) : std::pow(o.base, -double(i) / double(half));
+  std::vector<double> table;
+  try {
+    table.resize(size_t(positions * half * 2));
+  } catch (const std::bad_alloc &) {
+    return fail(fn, "out of memory for the rotation table");
+  }
+  o.table = table.data();
+  const int table_threads = threads_for(double(positions * half) * 40.0);
+  parallel_for(positions, table_threads, rope_table_task, &o);
+  const int threads = std::max(table_threads, threads_for(double(total) * 3.0));
   note_threads(threads);
   parallel_for((o.rows + o.rows_per_task - 1) / o.rows_per_task, threads, rope_task, &o);
   return MGCPU_OK;
@@ -894,7 +994,9 @@ int cross_entropy(const double *desc, int32_t words) {
   if (e.rows == 0 || (e.vjp && e.n == 0)) return MGCPU_OK;
   if (!e.out || !e.t || (e.n > 0 && !e.x.p) || (e.vjp && !e.g)) return fail(fn, "null operand");
   e.rows_per_task = std::max<int64_t>(1, 4096 / std::max<int64_t>(e.n, 1));
-  const int threads = threads_for(double(e.rows) * double(std::max<int64_t>(e.n, 1)) * 20.0);
+  const bool f32 = e.x.dtype != F64 && e.odt != F64;
+  const int threads = threads_for(double(e.rows) * double(std::max<int64_t>(e.n, 1)) * (f32 ? 1.5 : 20.0));
+  if (f32 && !thread_scratch(0, size_t(2 * e.n + 16) * sizeof(float))) return fail(fn, "out of memory for a row");
   note_threads(threads);
   parallel_for((e.rows + e.rows_per_task - 1) / e.rows_per_task, threads, xent_task, &e);
   return MGCPU_OK;

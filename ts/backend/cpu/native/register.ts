@@ -203,8 +203,11 @@ const attention = (kernel: string) => (inputs: readonly MgArray[], outputs: read
 };
 registerNative(ScaledDotProductAttention, nativeOr(ScaledDotProductAttention, (i, o, p) => runSdpa(i, o, p, false), attention("ScaledDotProductAttention")));
 registerNative(ScaledDotProductAttentionVJP, nativeOr(ScaledDotProductAttentionVJP, (i, o, p) => runSdpa(i, o, p, true), attention("ScaledDotProductAttentionVJP")));
-registerNative(CrossEntropy, nativeOr(CrossEntropy, (i, o) => runCrossEntropy(i, o, false), reference64("CrossEntropy")));
-registerNative(CrossEntropyVJP, nativeOr(CrossEntropyVJP, (i, o) => runCrossEntropy(i, o, true), reference64("CrossEntropyVJP")));
+// Cross entropy: float32 max, exp and sum (MLX's) unless the logits are float64.
+const crossEntropy = (kernel: string) => ([x]: readonly MgArray[]) =>
+  x!.dtype === float64 ? { kernel, precision: precisionOf(float64, "float64") } : { kernel, precision: precisionOf(x!.dtype, "float32") };
+registerNative(CrossEntropy, nativeOr(CrossEntropy, (i, o) => runCrossEntropy(i, o, false), crossEntropy("CrossEntropy")));
+registerNative(CrossEntropyVJP, nativeOr(CrossEntropyVJP, (i, o) => runCrossEntropy(i, o, true), crossEntropy("CrossEntropyVJP")));
 
 // ---- linalg --------------------------------------------------------------------------------------------------------
 
