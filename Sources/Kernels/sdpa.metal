@@ -512,15 +512,19 @@ template <typename T, int DK, int DV, int BK, int NSG>
   for (int f = 0; f < DK / 8; ++f) dQ[f] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
 
   const int j_end = sdpa_key_end(p, i0, i0 + BQ);
+  // This simdgroup's own causal end: key fragments past it are hidden from all of its 8 rows
+  // (dS = 0), so their three products are skipped — the block's diagonal tiles cost half.
+  const int sg_end = sdpa_key_end(p, r0, r0 + 8);
   for (int j0 = 0; j0 < j_end; j0 += BK) {
     threadgroup_barrier(mem_flags::mem_threadgroup);
     load_tile_rows<BK, DK, KP, NT>(Kt, kh + int64_t(j0) * p.ks[2], p.ks[2], p.ks[3], p.kL - j0, p.Dk, tid);
     load_tile_rows<BK, DV, VP, NT>(Vt, vh + int64_t(j0) * p.vs[2], p.vs[2], p.vs[3], p.kL - j0, p.Dv, tid);
     threadgroup_barrier(mem_flags::mem_threadgroup);
 
+    const int kfs = metal::clamp((sg_end - j0 + 7) / 8, 0, BK / 8);  // fragments this simdgroup sees
     simdgroup_matrix<float, 8, 8> S[BK / 8];
     simdgroup_matrix<float, 8, 8> dP[BK / 8];
-    for (int kf = 0; kf < BK / 8; ++kf) {
+    for (int kf = 0; kf < kfs; ++kf) {
       S[kf] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
       dP[kf] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
       for (int d = 0; d < DK / 8; ++d) {
@@ -543,7 +547,7 @@ template <typename T, int DK, int DV, int BK, int NSG>
       resync(S[kf], stage + sg * 64);
     }
     for (int f = 0; f < DK / 8; ++f) {
-      for (int kf = 0; kf < BK / 8; ++kf) {
+      for (int kf = 0; kf < kfs; ++kf) {
         simdgroup_matrix<float, 8, 8> Kf;
         simdgroup_load(Kf, Kt + kf * 8 * KP + f * 8, KP);
         simdgroup_multiply_accumulate(dQ[f], S[kf], Kf, dQ[f]);
@@ -637,6 +641,9 @@ template <typename T, int DK, int DV, int BQ, int NSG>
       threadgroup_barrier(mem_flags::mem_threadgroup);
 
       for (int qf = 0; qf < BQ / 8; ++qf) {
+        // Causal: 8 query rows whose last visible key precedes this simdgroup's first key
+        // contribute nothing to its dK or dV (P = dS = 0): skip their four products.
+        if (p.causal && i0 + qf * 8 + off >= 0 && i0 + qf * 8 + 7 + off < c0) continue;
         // Sᵀ (keys × queries) = K·Qᵀ and dPᵀ = V·dOᵀ.
         simdgroup_matrix<float, 8, 8> St = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
         simdgroup_matrix<float, 8, 8> dPt = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);

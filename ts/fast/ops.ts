@@ -301,7 +301,7 @@ export interface SdpaStepPlan {
 /** What mg.fast.sdpaPlan answers: the forward and backward kernels, precision, scratch bytes and why. */
 export interface SdpaPlan {
   device: "cpu" | "gpu";
-  /** fused-prefill / fused-decode (GPU), cpu-reference (the CPU's row-at-a-time primitive) or unfused. */
+  /** fused-prefill / fused-decode (GPU), cpu-reference (the CPU device's fused primitive) or unfused. */
   kernel: "fused-prefill" | "fused-decode" | "cpu-reference" | "unfused";
   fused: boolean;
   /** Why it is not fused (null when it is). */
