@@ -474,7 +474,9 @@ void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
 // one task per key/value head accumulating dK and dV over its query heads and blocks in order, so
 // the result never depends on the thread count.
 
-int64_t block_rows(const Attn &a) { return a.qL <= 256 ? 24 : 48; }
+// Query rows per block: few enough that causal blocks stop near the diagonal, enough that the
+// backward's dK/dV products (summed over the block's rows) keep the micro-kernel busy.
+int64_t block_rows(const Attn &a, bool vjp) { return vjp ? 48 : a.qL <= 256 ? 24 : 48; }
 
 // Keys [0, end) that row i of the reference reads (all of them when a causal row sees none).
 inline int64_t row_end(const Attn &a, int64_t i) {
@@ -937,7 +939,7 @@ int sdpa(const double *desc, int32_t words) {
   const int threads = threads_for(work);
   note_threads(threads);
   // float64 operands keep the float64 reference (gradient checks); the rest run in float32 (MLX's)
-  AttnF32 t{&a, block_rows(a), 0, 0};
+  AttnF32 t{&a, block_rows(a, vjp), 0, 0};
   if (!vjp) {
     if (a.B * a.Hq * a.qL == 0) return MGCPU_OK;
     if (!a.o || !a.q.p || (a.kL > 0 && (!a.k.p || !a.v.p))) return fail(fn, "null operand");
