@@ -475,8 +475,9 @@ void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
 // the result never depends on the thread count.
 
 // Query rows per block: few enough that causal blocks stop near the diagonal, enough that the
-// backward's dK/dV products (summed over the block's rows) keep the micro-kernel busy.
-int64_t block_rows(const Attn &a, bool vjp) { return vjp ? 48 : a.qL <= 256 ? 24 : 48; }
+// backward's dK/dV products (summed over the block's rows) keep the micro-kernel busy at large
+// head dims.
+int64_t block_rows(const Attn &a, bool vjp) { return (vjp && a.Dk + a.Dv >= 256) || a.qL > 256 ? 48 : 24; }
 
 // Keys [0, end) that row i of the reference reads (all of them when a causal row sees none).
 inline int64_t row_end(const Attn &a, int64_t i) {
