@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "MGCpu.h"
@@ -252,28 +253,54 @@ struct Rope {
   char *out;
   int odt;
   int64_t rows_per_task;
+  std::vector<double> inv_freq;
+  double *table = nullptr;  // [offset entries][T][dims/2] of (cos, ±sin)
 };
+
+// cos θ and ±sin θ of every (offset entry, position, frequency), computed once: the same values
+// the reference computes per row (heads share them), so the rotation stays bit for bit.
+void rope_table_task(void *ctx, int64_t task, int) {
+  const Rope &o = *static_cast<const Rope *>(ctx);
+  const int64_t half = o.dims / 2;
+  const int64_t bo = task / o.T, t = task % o.T;
+  const double off = load_d(o.offsets, o.off_dtype, bo * o.off_stride);
+  const double position = o.scale * (double(t) + off);
+  double *cs = o.table + task * half * 2;
+  for (int64_t i = 0; i < half; i++) {
+    const double theta = position * o.inv_freq[size_t(i)];
+    cs[2 * i] = std::cos(theta);
+    cs[2 * i + 1] = o.forward ? std::sin(theta) : -std::sin(theta);
+  }
+}
 
 void rope_task(void *ctx, int64_t task, int) {
   const Rope &o = *static_cast<const Rope *>(ctx);
   const int64_t half = o.dims / 2, st = o.x.inner();
   const int64_t r0 = task * o.rows_per_task, r1 = std::min(o.rows, r0 + o.rows_per_task);
+  const bool f32 = o.x.dtype == F32 && o.odt == F32;
   for (int64_t r = r0; r < r1; r++) {
     const int64_t t = r % o.T, b = r / o.per_batch;
-    const double off = load_d(o.offsets, o.off_dtype, (o.n_offsets == 1 ? 0 : b) * o.off_stride);
-    const double position = o.scale * (double(t) + off);
+    const double *cs = o.table + ((o.n_offsets == 1 ? 0 : b) * o.T + t) * half * 2;
     const int64_t base = o.x.row(r);
     // elements past `dims` are copied
     for (int64_t j = 2 * half; j < o.D; j++) store_d(o.out, o.odt, r * o.D + j, load_d(o.x.p, o.x.dtype, base + j * st));
+    if (f32) {
+      const float *x = reinterpret_cast<const float *>(o.x.p) + base;
+      float *y = reinterpret_cast<float *>(o.out) + r * o.D;
+      for (int64_t i = 0; i < half; i++) {
+        const int64_t j1 = o.traditional ? 2 * i : i, j2 = o.traditional ? 2 * i + 1 : i + half;
+        const double c = cs[2 * i], sn = cs[2 * i + 1], x1 = x[j1 * st], x2 = x[j2 * st];
+        y[j1] = float(x1 * c - x2 * sn);
+        y[j2] = float(x1 * sn + x2 * c);
+      }
+      continue;
+    }
     for (int64_t i = 0; i < half; i++) {
-      const double inv_freq = o.freqs ? 1 / load_d(o.freqs, o.freq_dtype, i * o.freq_stride) : std::pow(o.base, -double(i) / double(half));
-      const double theta = position * inv_freq;
-      const double c = std::cos(theta);
-      const double s = o.forward ? std::sin(theta) : -std::sin(theta);
+      const double c = cs[2 * i], sn = cs[2 * i + 1];
       const int64_t j1 = o.traditional ? 2 * i : i, j2 = o.traditional ? 2 * i + 1 : i + half;
       const double x1 = load_d(o.x.p, o.x.dtype, base + j1 * st), x2 = load_d(o.x.p, o.x.dtype, base + j2 * st);
-      store_d(o.out, o.odt, r * o.D + j1, x1 * c - x2 * s);
-      store_d(o.out, o.odt, r * o.D + j2, x1 * s + x2 * c);
+      store_d(o.out, o.odt, r * o.D + j1, x1 * c - x2 * sn);
+      store_d(o.out, o.odt, r * o.D + j2, x1 * sn + x2 * c);
     }
   }
 }
@@ -563,6 +590,207 @@ MG_CLONES void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
   store_run(a.dv, a.v.dtype, (b * a.Hkv + hk) * a.kL * a.Dv, dv, a.kL * a.Dv);
 }
 
+// ---- attention in float32 (float32, float16 and bfloat16 operands) -------------------------------------------
+// MLX's precision (products accumulated in float32, softmax in float32) at GEMM speed: blocks of BQ
+// query rows multiply against the keys they can see (causal rows stop at the diagonal) with the
+// matmul micro-kernels. Scratch per thread is O(BQ·kL + kL·D): linear in the sequence length.
+// The backward recomputes P from Q and K (flash-attention 2's dS = P ∘ (dP − rowsum(P ∘ dP))),
+// one task per key/value head accumulating dK and dV over its query heads and blocks in order, so
+// the result never depends on the thread count.
+
+// Query rows per block: few enough that causal blocks stop near the diagonal, enough that the
+// backward's dK/dV products (summed over the block's rows) keep the micro-kernel busy at large
+// head dims.
+int64_t block_rows(const Attn &a, bool vjp) { return (vjp && a.Dk + a.Dv >= 256) || a.qL > 256 ? 48 : 24; }
+
+// Keys [0, end) that row i of the reference reads (all of them when a causal row sees none).
+inline int64_t row_end(const Attn &a, int64_t i) {
+  const int64_t limit = i + a.kL - a.qL;
+  return a.mask == MaskCausal && limit >= 0 ? std::min(a.kL, limit + 1) : a.kL;
+}
+
+struct RowF {
+  float m2, l;
+};
+
+// Row i of scores s[0, end) → probabilities p (in place), zero over [end, width); hidden[j] marks
+// masked keys. The reference's corner cases: a row that sees no key is uniform over all of them
+// (zero with a finite sink), NaN scores or an infinite maximum give NaN.
+RowF softmax_row_f32(const Attn &a, float *s, uint8_t *hidden, int64_t width, int64_t b, int64_t h, int64_t i) {
+  const int64_t limit = i + a.kL - a.qL;
+  const int64_t end = row_end(a, i);
+  const float scale = float(a.scale);
+  int64_t visible = 0;
+  for (int64_t j = 0; j < end; j++) {
+    const bool hid = (a.mask == MaskCausal && j > limit) || (a.mask == MaskBool && load_d(a.m.p, a.m.dtype, off4(a.m, b, h, i, j)) == 0);
+    hidden[j] = hid ? 1 : 0;
+    if (hid) {
+      s[j] = -INFINITY;
+      continue;
+    }
+    visible++;
+    s[j] = a.mask == MaskAdditive ? s[j] * scale + float(load_d(a.m.p, a.m.dtype, off4(a.m, b, h, i, j))) : s[j] * scale;
+  }
+  for (int64_t j = end; j < width; j++) s[j] = 0;
+  const bool has_sink = a.sinks != nullptr;
+  const float sink = has_sink ? float(load_d(a.sinks, a.sinks_dtype, h * a.sinks_stride)) : 0.0f;
+  if (visible == 0) {
+    // every key hidden (end = kL here): the reference's −1e300 scores
+    std::fill(hidden, hidden + end, uint8_t(1));
+    if (has_sink && sink == INFINITY) {
+      std::fill(s, s + end, NAN);
+      return {INFINITY, NAN};
+    }
+    if (has_sink && sink != -INFINITY) {
+      const float p = sink != sink ? NAN : 0.0f;
+      std::fill(s, s + end, p);
+      return {sink != sink ? NAN : float(double(sink) * M_LOG2E), sink != sink ? NAN : 1.0f};
+    }
+    std::fill(s, s + end, float(1.0 / double(a.kL)));
+    return {float(HIDDEN_LOG2), float(a.kL)};
+  }
+  float mx = has_sink ? sink : -INFINITY;
+  bool nan = false;
+  for (int64_t j = 0; j < end; j++) {
+    const float x = s[j];
+    if (x != x) nan = true;
+    if (x > mx) mx = x;
+  }
+  if (nan || mx == -INFINITY || mx == INFINITY) {
+    std::fill(s, s + end, NAN);
+    return {nan ? NAN : float(double(mx) * M_LOG2E), mx == -INFINITY ? 0.0f : NAN};
+  }
+  double total = isa().exp_row_f32(s, s, end, mx);
+  if (has_sink) total += std::exp(double(sink) - double(mx));
+  const float inv = float(1.0 / total);
+  for (int64_t j = 0; j < end; j++) s[j] *= inv;
+  return {float(double(mx) * M_LOG2E), float(total)};
+}
+
+inline const char *at4(const Rows &a, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return a.p + off4(a, i0, i1, i2, i3) * dtype_size(a.dtype);
+}
+
+// Forward tasks: (batch, head, block of BQ query rows).
+struct AttnF32 {
+  Attn *a;
+  int64_t bq, blocks;
+  size_t scratch_bytes;
+};
+
+size_t fwd_scratch_bytes(const Attn &a, int64_t bq) {
+  const int64_t n = std::max(a.kL, a.Dv);
+  return size_t(bq * a.kL + bq * a.Dv) * 4 + size_t(bq * a.kL) + local_gemm_scratch_bytes(n) + 512;
+}
+
+void sdpa_f32_task(void *ctx, int64_t task, int thread) {
+  AttnF32 &t = *static_cast<AttnF32 *>(ctx);
+  Attn &a = *t.a;
+  char *sc = static_cast<char *>(thread_scratch(thread, t.scratch_bytes));
+  if (!sc) {
+    a.failed.store(true, std::memory_order_relaxed);
+    return;
+  }
+  void *gs = sc;
+  sc += (local_gemm_scratch_bytes(std::max(a.kL, a.Dv)) + 63) & ~size_t(63);
+  float *s = reinterpret_cast<float *>(sc);
+  float *o = s + t.bq * a.kL;
+  uint8_t *hidden = reinterpret_cast<uint8_t *>(o + t.bq * a.Dv);
+  const int64_t bh = task / t.blocks, blk = task % t.blocks;
+  const int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / (a.Hq / a.Hkv);
+  const int64_t i0 = blk * t.bq, rows = std::min(t.bq, a.qL - i0);
+  int64_t width = 0;
+  for (int64_t i = i0; i < i0 + rows; i++) width = std::max(width, row_end(a, i));
+  // S = Q·Kᵀ over the keys the block sees
+  local_gemm_f32(rows, width, a.Dk, at4(a.q, b, h, i0, 0), a.q.dtype, a.q.strides[2], a.q.strides[3], at4(a.k, b, hk, 0, 0), a.k.dtype,
+                 a.k.strides[3], a.k.strides[2], s, width, false, gs);
+  for (int64_t r = 0; r < rows; r++) {
+    const RowF st = softmax_row_f32(a, s + r * width, hidden, width, b, h, i0 + r);
+    if (a.stats) {
+      const int64_t row = (b * a.Hq + h) * a.qL + i0 + r;
+      reinterpret_cast<float *>(a.stats)[2 * row] = st.m2;
+      reinterpret_cast<float *>(a.stats)[2 * row + 1] = st.l;
+    }
+  }
+  // O = P·V, written straight into a float32 output
+  const int64_t row0 = (b * a.Hq + h) * a.qL + i0;
+  const bool direct = a.q.dtype == F32;
+  float *dst = direct ? reinterpret_cast<float *>(a.o) + row0 * a.Dv : o;
+  local_gemm_f32(rows, a.Dv, width, reinterpret_cast<const char *>(s), F32, width, 1, at4(a.v, b, hk, 0, 0), a.v.dtype, a.v.strides[2],
+                 a.v.strides[3], dst, a.Dv, false, gs);
+  if (!direct)
+    for (int64_t r = 0; r < rows * a.Dv; r++) store_d(a.o, a.q.dtype, row0 * a.Dv + r, o[r]);
+}
+
+size_t vjp_scratch_bytes(const Attn &a, int64_t bq) {
+  const int64_t n = std::max({a.kL, a.Dv, a.Dk});
+  return size_t(2 * bq * a.kL + bq * a.Dk + a.kL * (a.Dk + a.Dv)) * 4 + size_t(bq * a.kL) + local_gemm_scratch_bytes(n) + 1024;
+}
+
+// Gradients of one key/value head (task = batch · Hkv + head): its query heads, block by block.
+void sdpa_f32_vjp_task(void *ctx, int64_t task, int thread) {
+  AttnF32 &t = *static_cast<AttnF32 *>(ctx);
+  Attn &a = *t.a;
+  char *sc = static_cast<char *>(thread_scratch(thread, t.scratch_bytes));
+  if (!sc) {
+    a.failed.store(true, std::memory_order_relaxed);
+    return;
+  }
+  void *gs = sc;
+  sc += (local_gemm_scratch_bytes(std::max({a.kL, a.Dv, a.Dk})) + 63) & ~size_t(63);
+  float *p = reinterpret_cast<float *>(sc);
+  float *dp = p + t.bq * a.kL;
+  float *dq = dp + t.bq * a.kL;
+  float *dk = dq + t.bq * a.Dk;
+  float *dv = dk + a.kL * a.Dk;
+  uint8_t *hidden = reinterpret_cast<uint8_t *>(dv + a.kL * a.Dv);
+  const int64_t b = task / a.Hkv, hk = task % a.Hkv, gqa = a.Hq / a.Hkv;
+  std::fill(dk, dk + a.kL * a.Dk, 0.0f);
+  std::fill(dv, dv + a.kL * a.Dv, 0.0f);
+  const float scale = float(a.scale);
+  const char *kp = at4(a.k, b, hk, 0, 0), *vp = at4(a.v, b, hk, 0, 0);
+  for (int64_t h = hk * gqa; h < (hk + 1) * gqa; h++) {
+    for (int64_t i0 = 0; i0 < a.qL; i0 += t.bq) {
+      const int64_t rows = std::min(t.bq, a.qL - i0);
+      int64_t width = 0;
+      for (int64_t i = i0; i < i0 + rows; i++) width = std::max(width, row_end(a, i));
+      const char *qp = at4(a.q, b, h, i0, 0), *gp = at4(a.g, b, h, i0, 0);
+      local_gemm_f32(rows, width, a.Dk, qp, a.q.dtype, a.q.strides[2], a.q.strides[3], kp, a.k.dtype, a.k.strides[3], a.k.strides[2], p,
+                     width, false, gs);
+      // dP = dO·Vᵀ
+      local_gemm_f32(rows, width, a.Dv, gp, a.g.dtype, a.g.strides[2], a.g.strides[3], vp, a.v.dtype, a.v.strides[3], a.v.strides[2], dp,
+                     width, false, gs);
+      for (int64_t r = 0; r < rows; r++) {
+        float *pr = p + r * width, *dpr = dp + r * width;
+        softmax_row_f32(a, pr, hidden + r * width, width, b, h, i0 + r);
+        const int64_t end = row_end(a, i0 + r);
+        double D = 0;
+        for (int64_t j = 0; j < end; j++) D += double(pr[j]) * double(dpr[j]);
+        const float Df = float(D);
+        const uint8_t *hr = hidden + r * width;
+        // dS (in dP's place); hidden keys get none, as in the reference
+        for (int64_t j = 0; j < end; j++) dpr[j] = hr[j] ? 0.0f : pr[j] * (dpr[j] - Df) * scale;
+        for (int64_t j = end; j < width; j++) dpr[j] = 0;
+      }
+      // dV += Pᵀ·dO, dK += dSᵀ·Q, dQ = dS·K
+      local_gemm_f32(width, a.Dv, rows, reinterpret_cast<const char *>(p), F32, 1, width, gp, a.g.dtype, a.g.strides[2], a.g.strides[3], dv,
+                     a.Dv, true, gs);
+      local_gemm_f32(width, a.Dk, rows, reinterpret_cast<const char *>(dp), F32, 1, width, qp, a.q.dtype, a.q.strides[2], a.q.strides[3],
+                     dk, a.Dk, true, gs);
+      const int64_t row0 = (b * a.Hq + h) * a.qL + i0;
+      const bool direct = a.q.dtype == F32;
+      float *dst = direct ? reinterpret_cast<float *>(a.dq) + row0 * a.Dk : dq;
+      local_gemm_f32(rows, a.Dk, width, reinterpret_cast<const char *>(dp), F32, width, 1, kp, a.k.dtype, a.k.strides[2], a.k.strides[3],
+                     dst, a.Dk, false, gs);
+      if (!direct)
+        for (int64_t r = 0; r < rows * a.Dk; r++) store_d(a.dq, a.q.dtype, row0 * a.Dk + r, dq[r]);
+    }
+  }
+  const int64_t k0 = (b * a.Hkv + hk) * a.kL;
+  for (int64_t r = 0; r < a.kL * a.Dk; r++) store_d(a.dk, a.k.dtype, k0 * a.Dk + r, dk[r]);
+  for (int64_t r = 0; r < a.kL * a.Dv; r++) store_d(a.dv, a.v.dtype, k0 * a.Dv + r, dv[r]);
+}
+
 // ---- cross entropy -------------------------------------------------------------------------------------------
 
 struct Xent {
@@ -592,10 +820,41 @@ double row_lse(const Xent &e, int64_t base, int64_t st) {
   return m + std::log(s);
 }
 
-void xent_task(void *ctx, int64_t task, int) {
+// Float32 logits (and float16/bfloat16, widened): the row's log-sum-exp and exp(x − lse) on the
+// vectorised float32 kernels (MLX's precision: float32 max, exp and sum, the sum in double lanes).
+void xent_f32_row(const Xent &e, int64_t r, int64_t base, int64_t st, int64_t t, bool valid, double gv, float *buf) {
+  const float *x;
+  if (e.x.dtype == F32 && st == 1) {
+    x = reinterpret_cast<const float *>(e.x.p) + base;
+  } else {
+    isa().load(buf, e.x.p + base * dtype_size(e.x.dtype), e.x.dtype, st, e.n);
+    x = buf;
+  }
+  float lse;
+  isa().softmax_row(F32, x, &lse, e.n, 1);
+  if (!e.vjp) {
+    store_d(e.out, e.odt, r, valid ? double(lse - x[t]) : NAN);
+    return;
+  }
+  float *y = e.odt == F32 ? reinterpret_cast<float *>(e.out) + r * e.n : buf + e.n;
+  if (!valid) {
+    std::fill(y, y + e.n, NAN);
+  } else {
+    isa().exp_row_f32(x, y, e.n, lse);
+    const float g = float(gv), et = y[t];
+    for (int64_t j = 0; j < e.n; j++) y[j] *= g;
+    y[t] = g * (et - 1.0f);
+  }
+  if (e.odt != F32)
+    for (int64_t j = 0; j < e.n; j++) store_d(e.out, e.odt, r * e.n + j, y[j]);
+}
+
+void xent_task(void *ctx, int64_t task, int thread) {
   const Xent &e = *static_cast<const Xent *>(ctx);
   const int64_t r0 = task * e.rows_per_task, r1 = std::min(e.rows, r0 + e.rows_per_task);
   const int64_t st = e.x.inner();
+  const bool f32 = e.x.dtype != F64 && e.odt != F64;
+  float *buf = f32 ? static_cast<float *>(thread_scratch(thread, size_t(2 * e.n + 16) * sizeof(float))) : nullptr;
   for (int64_t r = r0; r < r1; r++) {
     const int64_t base = e.x.row(r);
     // targets are int32 class indices over the leading dims (a row-major row index)
@@ -606,6 +865,20 @@ void xent_task(void *ctx, int64_t task, int) {
     }
     const double t = load_d(e.t, e.tdt, toff);
     const bool valid = t >= 0 && t < double(e.n) && t == std::floor(t);
+    if (buf) {
+      double gv = 0;
+      if (e.vjp) {
+        int64_t goff = 0;
+        rest = r;
+        for (int d = e.gr.nd - 1; d >= 0; d--) {
+          goff += (rest % e.gr.shape[d]) * e.gr.strides[d];
+          rest /= e.gr.shape[d];
+        }
+        gv = load_d(e.g, e.gdt, goff);
+      }
+      xent_f32_row(e, r, base, st, valid ? int64_t(t) : 0, valid, gv, buf);
+      continue;
+    }
     if (!e.vjp) {
       store_d(e.out, e.odt, r, valid ? row_lse(e, base, st) - load_d(e.x.p, e.x.dtype, base + int64_t(t) * st) : NAN);
       continue;
@@ -718,7 +991,20 @@ int rope(const double *desc, int32_t words) {
   if (o.n_offsets != 1 && o.n_offsets != shape[0]) return fail(fn, "offsets: one, or one per batch entry");
   o.per_batch = o.rows / shape[0];
   o.rows_per_task = std::max<int64_t>(1, 4096 / std::max<int64_t>(o.D, 1));
-  const int threads = threads_for(double(total) * 25.0);
+  const int64_t half = o.dims / 2, positions = o.n_offsets * o.T;
+  o.inv_freq.resize(size_t(half));
+  for (int64_t i = 0; i < half; i++)
+    o.inv_freq[size_t(i)] = o.freqs ? 1 / load_d(o.freqs, o.freq_dtype, i * o.freq_stride) : std::pow(o.base, -double(i) / double(half));
+  std::vector<double> table;
+  try {
+    table.resize(size_t(positions * half * 2));
+  } catch (const std::bad_alloc &) {
+    return fail(fn, "out of memory for the rotation table");
+  }
+  o.table = table.data();
+  const int table_threads = threads_for(double(positions * half) * 40.0);
+  parallel_for(positions, table_threads, rope_table_task, &o);
+  const int threads = std::max(table_threads, threads_for(double(total) * 3.0));
   note_threads(threads);
   parallel_for((o.rows + o.rows_per_task - 1) / o.rows_per_task, threads, rope_task, &o);
   return MGCPU_OK;
@@ -770,17 +1056,34 @@ int sdpa(const double *desc, int32_t words) {
     return fail(fn, "mask kind and mask operand disagree");
   const size_t head = head_doubles(a);
   a.scratch_bytes = (head + size_t(a.kL * (a.Dk + a.Dv) + a.qL * a.Dk + a.Dv)) * sizeof(double) + size_t(a.kL) + 256;
-  const double work = double(a.B) * double(a.Hq) * double(a.qL) * double(a.kL) * double(a.Dk + a.Dv) * (vjp ? 2.5 : 1.2);
+  // float32 path: ~0.1 ns per multiply-add on the micro-kernels and ~2 ns per score for the softmax
+  const bool f32 = a.q.dtype != F64 && a.k.dtype != F64 && a.v.dtype != F64 && (!vjp || a.g.dtype != F64) && a.kL > 0;
+  const double scores = double(a.B) * double(a.Hq) * double(a.qL) * double(a.kL) * (a.mask == MaskCausal ? 0.5 : 1.0);
+  const double work = f32 ? scores * (0.1 * double(a.Dk + a.Dv) + 2.0) * (vjp ? 2.5 : 1.0)
+                          : double(a.B) * double(a.Hq) * double(a.qL) * double(a.kL) * double(a.Dk + a.Dv) * (vjp ? 2.5 : 1.2);
   const int threads = threads_for(work);
   note_threads(threads);
+  // float64 operands keep the float64 reference (gradient checks); the rest run in float32 (MLX's)
+  AttnF32 t{&a, block_rows(a, vjp), 0, 0};
   if (!vjp) {
     if (a.B * a.Hq * a.qL == 0) return MGCPU_OK;
     if (!a.o || !a.q.p || (a.kL > 0 && (!a.k.p || !a.v.p))) return fail(fn, "null operand");
-    parallel_for(a.B * a.Hq, threads, sdpa_task, &a);
+    if (f32) {
+      t.blocks = (a.qL + t.bq - 1) / t.bq;
+      t.scratch_bytes = fwd_scratch_bytes(a, t.bq);
+      parallel_for(a.B * a.Hq * t.blocks, threads, sdpa_f32_task, &t);
+    } else {
+      parallel_for(a.B * a.Hq, threads, sdpa_task, &a);
+    }
   } else {
     if (a.B * a.Hkv == 0) return MGCPU_OK;
     if (!a.dq || !a.dk || !a.dv) return fail(fn, "null operand");
-    parallel_for(a.B * a.Hkv, threads, sdpa_vjp_task, &a);
+    if (f32 && a.qL > 0) {
+      t.scratch_bytes = vjp_scratch_bytes(a, t.bq);
+      parallel_for(a.B * a.Hkv, threads, sdpa_f32_vjp_task, &t);
+    } else {
+      parallel_for(a.B * a.Hkv, threads, sdpa_vjp_task, &a);
+    }
   }
   if (a.failed.load()) return fail(fn, "out of memory for attention scratch");
   return MGCPU_OK;
@@ -818,7 +1121,9 @@ int cross_entropy(const double *desc, int32_t words) {
   if (e.rows == 0 || (e.vjp && e.n == 0)) return MGCPU_OK;
   if (!e.out || !e.t || (e.n > 0 && !e.x.p) || (e.vjp && !e.g)) return fail(fn, "null operand");
   e.rows_per_task = std::max<int64_t>(1, 4096 / std::max<int64_t>(e.n, 1));
-  const int threads = threads_for(double(e.rows) * double(std::max<int64_t>(e.n, 1)) * 20.0);
+  const bool f32 = e.x.dtype != F64 && e.odt != F64;
+  const int threads = threads_for(double(e.rows) * double(std::max<int64_t>(e.n, 1)) * (f32 ? 1.5 : 20.0));
+  if (f32 && !thread_scratch(0, size_t(2 * e.n + 16) * sizeof(float))) return fail(fn, "out of memory for a row");
   note_threads(threads);
   parallel_for((e.rows + e.rows_per_task - 1) / e.rows_per_task, threads, xent_task, &e);
   return MGCPU_OK;

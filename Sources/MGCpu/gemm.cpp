@@ -388,6 +388,56 @@ bool try_blas(const Gemm &g) {
   return true;
 }
 
+// C[m×n] (ldc) (+)= A[m×k] · B[k×n] in float32 on the calling thread, for kernels that multiply
+// blocks of their own (attention): the same packing and micro-kernel as matmul, operands strided
+// views of any float dtype (16-bit widened while packing).
+template <class T>
+void local_block(const Isa &is, int64_t m, int64_t n, int64_t k, const char *a, int adt, int64_t ars, int64_t acs, const char *b,
+                 int bdt, int64_t brs, int64_t bcs, T *c, int64_t ldc, bool accumulate, char *scratch) {
+  const int mr = Micro<T>::mr(is), nr = Micro<T>::nr(is);
+  const int asz = dtype_size(adt), bsz = dtype_size(bdt);
+  const int64_t nc_max = std::min<int64_t>(NC, (n + nr - 1) / nr * nr);
+  T *bp = reinterpret_cast<T *>(scratch);
+  T *ap = bp + KC * nc_max;
+  T *edge = ap + KC * ((MC + mr - 1) / mr * mr);
+  if (k == 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) c[i * ldc + j] = T(0);
+    return;
+  }
+  for (int64_t jc = 0; jc < n; jc += NC) {
+    const int64_t nc = std::min(NC, n - jc);
+    for (int64_t pc = 0; pc < k; pc += KC) {
+      const int64_t kc = std::min(KC, k - pc);
+      const bool acc = accumulate || pc > 0;
+      pack_b(bp, b + (pc * brs + jc * bcs) * bsz, bdt, brs, bcs, kc, nc, nr);
+      for (int64_t ic = 0; ic < m; ic += MC) {
+        const int64_t mc = std::min(MC, m - ic);
+        pack_a(ap, a + (ic * ars + pc * acs) * asz, adt, ars, acs, mc, kc, mr);
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+          const int64_t nn = std::min<int64_t>(nr, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += mr) {
+            const int64_t mm = std::min<int64_t>(mr, mc - ir);
+            T *ct = c + (ic + ir) * ldc + jc + jr;
+            const T *apanel = ap + ir * kc, *bpanel = bp + jr * kc;
+            if (mm == mr && nn == nr) {
+              Micro<T>::run(is, kc, apanel, bpanel, ct, ldc, acc);
+            } else {
+              if (acc)
+                for (int64_t i = 0; i < mm; i++)
+                  for (int64_t j = 0; j < nn; j++) edge[i * nr + j] = ct[i * ldc + j];
+              Micro<T>::run(is, kc, apanel, bpanel, edge, nr, acc);
+              for (int64_t i = 0; i < mm; i++)
+                for (int64_t j = 0; j < nn; j++) ct[i * ldc + j] = edge[i * nr + j];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int gemm_provider() { return provider_now(); }
@@ -398,6 +448,19 @@ int set_gemm_provider(int p) {
 }
 int last_gemm() { return last.load(std::memory_order_relaxed); }
 const char *blas_name() { return blas().name.c_str(); }
+
+size_t local_gemm_scratch_bytes(int64_t n) {
+  const Isa &is = isa();
+  const int mr = is.gemm_mr_f32, nr = is.gemm_nr_f32;
+  const int64_t nc_max = std::min<int64_t>(NC, (std::max<int64_t>(n, 1) + nr - 1) / nr * nr);
+  return size_t(KC * nc_max + KC * ((MC + mr - 1) / mr * mr) + mr * nr) * sizeof(float) + 256;
+}
+
+void local_gemm_f32(int64_t m, int64_t n, int64_t k, const char *a, int adt, int64_t ars, int64_t acs, const char *b, int bdt,
+                    int64_t brs, int64_t bcs, float *c, int64_t ldc, bool accumulate, void *scratch) {
+  if (m <= 0 || n <= 0) return;
+  local_block<float>(isa(), m, n, k, a, adt, ars, acs, b, bdt, brs, bcs, c, ldc, accumulate, static_cast<char *>(scratch));
+}
 
 int matmul(const double *desc, int32_t words) {
   const char *fn = "mg_cpu_matmul";
