@@ -1056,8 +1056,21 @@ int sdpa(const double *desc, int32_t words) {
     return fail(fn, "mask kind and mask operand disagree");
   const size_t head = head_doubles(a);
   a.scratch_bytes = (head + size_t(a.kL * (a.Dk + a.Dv) + a.qL * a.Dk + a.Dv)) * sizeof(double) + size_t(a.kL) + 256;
-  // float32 path: ~0.1 ns per multiply-add on the micro-kernels and ~2 ns per score for the softmax
-  const bool f32 = a.q.dtype != F64 && a.k.dtype != F64 && a.v.dtype != F64 && (!vjp || a.g.dtype != F64) && a.kL > 0;
+  // float32 path: ~0.1 ns per multiply-add on the micro-kernels and ~2 ns per score for the softmax.
+  // Operands with an infinity or NaN take the float64 path, which gives MLX's answers there (every
+  // key in the weighted sum, 0·inf = NaN; a causal row whose visible scores are all −inf attends to
+  // the hidden keys; docs/corner-cases.md): one scan of the operands, small beside the products.
+  const auto finite4 = [](const Rows &x, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+    for (int64_t i0 = 0; i0 < n0; i0++)
+      for (int64_t i1 = 0; i1 < n1; i1++)
+        for (int64_t i2 = 0; i2 < n2; i2++)
+          for (int64_t i3 = 0; i3 < n3; i3++)
+            if (!std::isfinite(load_d(x.p, x.dtype, off4(x, i0, i1, i2, i3)))) return false;
+    return true;
+  };
+  const bool finite = a.kL == 0 || (finite4(a.q, a.B, a.Hq, a.qL, a.Dk) && finite4(a.k, a.B, a.Hkv, a.kL, a.Dk) &&
+                                    finite4(a.v, a.B, a.Hkv, a.kL, a.Dv) && (!vjp || finite4(a.g, a.B, a.Hq, a.qL, a.Dv)));
+  const bool f32 = a.q.dtype != F64 && a.k.dtype != F64 && a.v.dtype != F64 && (!vjp || a.g.dtype != F64) && a.kL > 0 && finite;
   const double scores = double(a.B) * double(a.Hq) * double(a.qL) * double(a.kL) * (a.mask == MaskCausal ? 0.5 : 1.0);
   const double work = f32 ? scores * (0.1 * double(a.Dk + a.Dv) + 2.0) * (vjp ? 2.5 : 1.0)
                           : double(a.B) * double(a.Hq) * double(a.qL) * double(a.kL) * double(a.Dk + a.Dv) * (vjp ? 2.5 : 1.2);
