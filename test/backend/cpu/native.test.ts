@@ -680,6 +680,27 @@ describe("float32 math accuracy (documented bounds, docs/ARCHITECTURE.md)", () =
       if (worst > bound) throw new Error(`${name}: ${worst.toFixed(2)} ulp at ${at}`);
     });
   }
+
+  // exp takes a short path for vectors of 8 whose lanes all lie in [-87, 88]; a NaN in every
+  // vector forces the full path everywhere: the other lanes must keep their bits.
+  test("exp, tanh and sigmoid: the in-range short path gives the full path's bits", () => {
+    const n = 80000;
+    const xs = new Float32Array(n);
+    for (let i = 0; i < n; i++) xs[i] = -87 + (175 * i) / (n - 1);
+    const forced = xs.slice();
+    for (let i = 0; i < n; i += 8) forced[i] = NaN;
+    for (const f of [(x: MgArray) => mg.exp(x, S), (x: MgArray) => mg.tanh(x, S), (x: MgArray) => mg.sigmoid(x, S)]) {
+      const a = f(mg.array(xs)).dataSync() as Float32Array;
+      const b = f(mg.array(forced)).dataSync() as Float32Array;
+      for (let i = 0; i < n; i++) {
+        if (i % 8 === 0) {
+          expect(Number.isNaN(b[i]!)).toBe(true);
+          continue;
+        }
+        if (!Object.is(a[i], b[i])) throw new Error(`element ${i} (x=${xs[i]}): ${a[i]} vs ${b[i]}`);
+      }
+    }
+  });
 });
 
 // erf in float64 by its Taylor series / continued fraction (independent of both implementations)
