@@ -76,9 +76,18 @@ struct Worker {
   const abi::thread_attrs *unrecorded_current = nullptr;
   const abi::thread_attrs **current = rec ? &rec->current : &unrecorded_current;
   uint64_t group_linear = 0;
+  // Work-item mode: the lanes' attributes, per-lane storage (reserved address space, touched as
+  // used) and the context the kernel runs a threadgroup with.
+  std::vector<abi::thread_attrs> wi_attrs;
+  uint64_t wi_shaped_for = 0;
+  uint32_t wi_shape[3]{};
+  char *wi_arena = nullptr;
+  size_t wi_arena_cap = 0;
+  abi::wi_ctx wc{};
   alignas(64) unsigned char tg_mem[kThreadgroupMemoryLimit + 64 * abi::kMaxBindings];
 
   ~Worker() {
+    if (wi_arena) munmap(wi_arena, wi_arena_cap);
     for (char *s : stacks) munmap(s - guard, stack_size + guard);
     for (auto &h : hosts) fiber_destroy(h.ctx);
     fiber_destroy(main);
@@ -317,7 +326,40 @@ void host_violation(const abi::check_binding *b, int64_t off, uint32_t size, int
   d->violations.push_back(s.str());
 }
 
-const abi::host_api g_host = {abi::kVersion, &host_block, &host_misuse, &host_violation};
+// Work-item mode: a barrier some of the group's threads did not reach, as fiber mode reports it.
+void host_wi_barrier_error(abi::wi_ctx *c, uint32_t reached, uint32_t exited) {
+  Unguarded unguarded;
+  auto *d = static_cast<DispatchState *>(c->L->dispatch);
+  const abi::group &G = *c->G;
+  std::ostringstream m;
+  m << "threadgroup_barrier reached by " << reached << " of " << c->n << " threads in kernel '" << d->name
+    << "', threadgroup (" << G.id[0] << ", " << G.id[1] << ", " << G.id[2] << "): ";
+  if (reached + exited == c->n) m << exited << " thread(s) exited without reaching it";
+  else m << c->n - reached - exited << " thread(s) are in divergent control flow" << (exited ? " and " : "")
+         << (exited ? std::to_string(exited) + " exited" : std::string()) << " (a barrier must be reached by every thread)";
+  d->fail(m.str());
+}
+
+void host_wi_exhausted(abi::wi_ctx *c, uint64_t need) {
+  Unguarded unguarded;
+  auto *d = static_cast<DispatchState *>(c->L->dispatch);
+  if (c->lane_bytes > c->lane_limit) {
+    // A thread's values that live across barriers exceed what a fiber lane's stack would hold.
+    const abi::thread_attrs &a = c->attrs[0];
+    std::ostringstream m;
+    m << "kernel '" << d->name << "': stack overflow in a lane of kernel " << d->name << " (thread position ("
+      << a.grid[0] << ", " << a.grid[1] << ", " << a.grid[2] << "); MG_SIM_STACK_KB raises the " << c->lane_limit / 1024
+      << " KiB limit: each thread keeps " << c->lane_bytes / 1024 << " KiB live across its barriers)";
+    d->fail(m.str());
+    return;
+  }
+  d->fail(std::string("kernel '") + d->name + "': per-lane storage of the work-item form is exhausted (" +
+          std::to_string(c->arena_cap >> 20) + " MiB per worker; " + std::to_string(need) +
+          " more bytes wanted): too many values live across barriers in one threadgroup");
+}
+
+const abi::host_api g_host = {abi::kVersion, &host_block, &host_wi_barrier_error, &host_wi_exhausted, &host_misuse,
+                              &host_violation};
 
 // A lane's fiber runs the kernel once per threadgroup: after exiting it parks in schedule(), and
 // resuming it starts the lane of the next threadgroup (no new context per thread).
@@ -428,11 +470,89 @@ bool run_group_fibers(DispatchState &ds, Worker &w, const abi::group &G) {
   return false;
 }
 
+constexpr size_t kWorkItemArena = size_t(1) << 30;  // address space per worker, touched as used
+
+// A fiber lane's stack (MG_SIM_STACK_KB, default 256 KiB): in work-item mode, the most one thread
+// may keep live across its barriers, so both modes accept the same kernels.
+size_t lane_stack_bytes() {
+  static const size_t bytes = [] {
+    size_t kb = 256;
+    if (const char *e = getenv("MG_SIM_STACK_KB")) {
+      long v = atol(e);
+      if (v >= 16 && v <= 65536) kb = size_t(v);
+    }
+    return kb * 1024;
+  }();
+  return bytes;
+}
+
+// Runs one threadgroup in work-item mode: one call of the kernel's work-item entry.
+void run_group_wi(DispatchState &ds, Worker &w, const abi::group &G) {
+  const uint32_t n = G.nthreads;
+  if (!w.wi_arena) {
+    void *p = mmap(nullptr, kWorkItemArena, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      ds.fail("cannot reserve per-lane storage for the work-item form");
+      return;
+    }
+    w.wi_arena = static_cast<char *>(p);
+    w.wi_arena_cap = kWorkItemArena;
+    w.wi_attrs.resize(kMaxLanes);
+  }
+  const uint32_t sx = G.size[0], sy = G.size[1], sz = G.size[2];
+  if (w.wi_shaped_for != ds.serial || w.wi_shape[0] != sx || w.wi_shape[1] != sy || w.wi_shape[2] != sz) {
+    for (uint32_t i = 0; i < n; ++i) {
+      abi::thread_attrs &a = w.wi_attrs[i];
+      a.local[0] = i % sx;
+      a.local[1] = (i / sx) % sy;
+      a.local[2] = i / (sx * sy);
+      a.index = i;
+      a.lane_id = i & 31u;
+      a.simd_id = i >> 5;
+    }
+    w.wi_shaped_for = ds.serial;
+    w.wi_shape[0] = sx;
+    w.wi_shape[1] = sy;
+    w.wi_shape[2] = sz;
+  }
+  const uint32_t *tg = ds.L.threads_per_threadgroup;
+  const uint32_t bx = G.id[0] * tg[0], by = G.id[1] * tg[1], bz = G.id[2] * tg[2];
+  for (uint32_t i = 0; i < n; ++i) {
+    abi::thread_attrs &a = w.wi_attrs[i];
+    a.grid[0] = bx + a.local[0];
+    a.grid[1] = by + a.local[1];
+    a.grid[2] = bz + a.local[2];
+  }
+  abi::wi_ctx &c = w.wc;
+  c.n = n;
+  c.nsg = (n + 31) / 32;
+  for (uint32_t s = 0; s < c.nsg; ++s) {
+    const uint32_t lanes_here = std::min(32u, n - s * 32);
+    c.active[s] = c.alive[s] = lanes_here == 32 ? ~0u : (1u << lanes_here) - 1;
+  }
+  c.depth = 0;
+  c.failed = 0;
+  c.cur = 0;
+  c.track = 0;
+  c.arena = w.wi_arena;
+  c.arena_cap = w.wi_arena_cap;
+  c.arena_top = 0;
+  c.lane_bytes = 0;
+  c.lane_limit = lane_stack_bytes();
+  c.L = &ds.L;
+  c.G = &G;
+  c.attrs = w.wi_attrs.data();
+  c.tls_attrs = nullptr;
+  c.loop = c.fn = nullptr;
+  ds.kd->wi(&ds.L, &G, &c);
+}
+
 void run_group(DispatchState &ds, Worker &w, uint64_t linear) {
   abi::group G;
   w.group_linear = linear;
   fill_group(ds, linear, G, w);
-  if (ds.kd->needs_fibers) run_group_fibers(ds, w, G);
+  if (ds.kd->wi) run_group_wi(ds, w, G);
+  else if (ds.kd->needs_fibers) run_group_fibers(ds, w, G);
   else ds.kd->plain(&ds.L, &G);
 }
 
@@ -705,6 +825,8 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   ensure_fault_handlers();
   stats().dispatches.fetch_add(1);
   if (kd.needs_fibers) stats().fiber_dispatches.fetch_add(1);
+  if (kd.wi) stats().workitem_dispatches.fetch_add(1);
+  else if (kd.needs_fibers) stats().fiber_fallback_dispatches.fetch_add(1);
   if (ds.total_groups == 0) return 0;
 
   ds.L.host = &g_host;
@@ -754,9 +876,16 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
       unblock_fault_signal(*rec);
       rec->dispatch_serial.store(0, std::memory_order_relaxed);
       if (rec->signo == cancel_signal()) return;  // the watchdog set the dispatch's error
-      if (!ds.kd->needs_fibers) locate_plain_fault(ds, w, *rec);
+      if (ds.kd->wi && w.wc.cur < w.wc.n) {
+        // Work-item mode: the lane the per-lane code was running.
+        const abi::thread_attrs &a = w.wi_attrs[w.wc.cur];
+        for (int k = 0; k < 3; ++k) rec->position[k] = a.grid[k];
+        rec->position_known = true;
+      } else if (!ds.kd->needs_fibers) {
+        locate_plain_fault(ds, w, *rec);
+      }
       ds.fail(describe_fault(*rec, ds.name, w.stacks.data(), w.stacks.size(), w.stack_size, w.guard,
-                             ds.kd->needs_fibers != 0));
+                             ds.kd->needs_fibers != 0 && !ds.kd->wi));
       return;
     }
     if (rec && watched) {

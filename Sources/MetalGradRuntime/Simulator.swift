@@ -33,6 +33,8 @@ func simulatorStatsJSON() -> String {
         "memoryCacheHits": stats.memory_cache_hits,
         "dispatches": stats.dispatches,
         "fiberDispatches": stats.fiber_dispatches,
+        "workItemDispatches": stats.workitem_dispatches,
+        "fiberFallbackDispatches": stats.fiber_fallback_dispatches,
         "cacheDirectory": directory,
     ]
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)

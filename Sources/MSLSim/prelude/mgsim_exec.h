@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 5;
+constexpr uint32_t kVersion = 6;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -91,9 +91,43 @@ struct lane {
   const thread_attrs **tls_attrs_slot;
 };
 
+// Work-item mode (mgsim_wi.h): one call runs a whole threadgroup. The kernel's code is split at its
+// barriers, collectives and simdgroup-matrix operations; the code between two of them runs as a
+// loop over the active lanes, values live across them are kept per lane in `arena` storage, and
+// the operations themselves run once per simdgroup (or threadgroup) over all lanes' values.
+// Bit l of a mask word s is lane 32 * s + l.
+struct wi_ctx {
+  uint32_t n;              // threads in the threadgroup
+  uint32_t nsg;            // simdgroups
+  uint32_t active[32];     // the lanes running the current code
+  uint32_t alive[32];      // the lanes that have not returned from the kernel
+  uint32_t depth;          // work-item function nesting (0 while none runs)
+  uint32_t failed;         // a barrier error stopped the threadgroup: every mask is empty
+  uint32_t cur;            // the lane running per-lane code (fault reports)
+  uint32_t track;          // publish the running lane's attributes in the kernel's tls.attrs
+  char *arena;             // per-lane storage, used as a stack
+  uint64_t arena_cap;
+  uint64_t arena_top;
+  uint64_t lane_bytes;     // one lane's share of the live storage
+  uint64_t lane_limit;     // its limit (a fiber lane's stack size, MG_SIM_STACK_KB)
+  const launch *L;
+  const group *G;
+  const thread_attrs *attrs;          // n entries
+  const thread_attrs **tls_attrs;     // the kernel object's tls.attrs on this thread (track)
+  void *loop;                          // innermost work-item loop (kernel side)
+  void *fn;                            // innermost work-item function (kernel side)
+};
+
 struct host_api {
   uint32_t version;
   void (*block)(lane *self, uint32_t kind, uint64_t token);
+  // Work-item mode: a threadgroup_barrier reached by `reached` of the group's threads while
+  // `exited` had returned from the kernel (the others are in divergent control flow); the host
+  // records the error and the kernel side then stops the group.
+  void (*wi_barrier_error)(wi_ctx *c, uint32_t reached, uint32_t exited);
+  // Work-item mode: per-lane storage ran out (`need` more bytes), or one lane's share exceeds
+  // lane_limit; the host fails the dispatch.
+  void (*wi_exhausted)(wi_ctx *c, uint64_t need);
   void (*misuse)(const launch *L, const char *what);
   void (*violation)(const check_binding *b, int64_t byte_offset, uint32_t size, int write,
                     const uint32_t *pos);
@@ -103,6 +137,10 @@ struct kernel_desc {
   const char *name;
   void (*plain)(const launch *L, const group *G);
   void (*lane_main)(lane *self);
+  void (*wi)(const launch *L, const group *G, wi_ctx *c);
+  // Why a kernel with barriers, collectives or simdgroup matrices runs as fibers rather than in
+  // work-item mode (null when it does not).
+  const char *fiber_reason;
   uint32_t needs_fibers;
   uint32_t max_threads;
   uint32_t static_tg_bytes;
