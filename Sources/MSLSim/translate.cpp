@@ -1637,6 +1637,15 @@ class Translator {
     // The language version the prelude's checks read (mgsim_types.h: language_version).
     s += "namespace mgsim { template <> struct language_version_of<program> { static constexpr unsigned value = " +
          std::to_string(opt_.language_version) + "; }; }\n";
+    // Work-item regions publish each lane's attributes only when something reads them (checked-mode
+    // reports, thread_elements() and simd_lane_id()).
+    bool track = opt_.checked;
+    for (const KernelDecl &kd : kernels_) {
+      bool sync = false, lane_id = false, other = false;
+      reach(kd.body_open, kd.body_close, sync, lane_id, other);
+      track = track || lane_id;
+    }
+    s += std::string("#define MGWI_TRACK ") + (track ? "true" : "false") + "\n";
     s += "#line 1 \"program_source\"\n";
     for (size_t i = 0; i < t_.size(); ++i) {
       s += t_[i].pre;
@@ -1741,6 +1750,7 @@ class Translator {
   // The work-item entry of kernel ki: binds its parameters (buffers and threadgroup memory are the
   // same in every lane, attributes per lane) and runs its work-item form over the threadgroup.
   std::string wi_entry(const KernelInfo &ki, const std::string &ns, const std::string &binds) {
+    (void)0;
     // call_expr = qualification, name, template arguments.
     const std::string &ce = ki.call_expr;
     size_t lt = ce.find('<');
@@ -1753,25 +1763,24 @@ class Translator {
                     "_wi(const mgsim::abi::launch *L, const mgsim::abi::group *G, mgsim::abi::wi_ctx *mgwi_cp) {\n";
     s += "  (void)G;\n  mgsim_fc_load(L);\n  mgsim::wi::ctx &mgwi_c = *mgwi_cp;\n";
     s += "  mgsim::tls.lane = nullptr;\n  mgsim::tls.launch = L;\n  mgwi_c.tls_attrs = &mgsim::tls.attrs;\n";
-    s += std::string("  mgwi_c.track = ") + (ki.track_attrs ? "1u" : "0u") + ";\n" + binds;
-    std::string fills, firsts, args;
+    s += "  mgwi_c.track = MGWI_TRACK ? 1u : 0u;\n" + binds;
+    std::string fills, dv, args, lanes;
     for (size_t p = 0; p < ki.params.size(); ++p) {
       const KernelParam &kp = ki.params[p];
       const std::string P = ns + "::P<" + std::to_string(p) + ">", id = std::to_string(p);
-      if (kp.kind == ParamKind::Attribute)
-        s += "  auto mgwi_f" + id + " = [&](uint32_t mgwi_l) MGWI_INL { const mgsim::abi::thread_attrs &a = mgwi_c.attrs[mgwi_l]; "
-             "(void)a; return mgsim::attr<" + P + ">(" + attr_args(kp.attribute) + "); };\n";
-      else
-        s += "  auto mgwi_f" + id + " = [&](uint32_t) MGWI_INL -> decltype(auto) { return (b" + id + "); };\n";
-      s += "  ::mgsim::wi::lanes<::mgsim::wi::slot_t<decltype(mgwi_f" + id + "(0u))>> mgwi_t" + id + "(mgwi_c);\n";
-      fills += "mgwi_t" + id + "[mgwi_l].set(mgwi_f" + id + "(mgwi_l)); ";
-      firsts += std::string(p ? ", " : "") + "::mgsim::wi::first(mgwi_t" + id + ")";
-      args += ", mgwi_t" + id;
+      dv += std::string(p ? ", " : "") + "::std::declval<" + P + ">()";
+      std::string value = "b" + id;
+      if (kp.kind == ParamKind::Attribute) value = "mgsim::attr<" + P + ">(" + attr_args(kp.attribute) + ")";
+      lanes += "  MGWI_LANES(mgwi_a" + id + ", ::mgsim::wi::param_t<mgwi_o, " + id + ">);\n";
+      fills += "mgwi_a" + id + "[mgwi_l] = ::mgsim::wi::pass<mgwi_o, " + id + ">(" + value + "); ";
+      args += ", mgwi_a" + id;
     }
-    if (!fills.empty()) s += "  ::mgsim::wi::each(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL { " + fills + "});\n";
-    s += "  ::mgsim::wi::result_lanes<void> mgwi_r(mgwi_c);\n";
-    s += "  " + qual + "mgwi_" + name + "(decltype(" + qual + "mgwi_probe_" + name + targs + "(" + firsts +
-         ")){}, mgwi_c, mgwi_r" + args + ");\n";
+    s += "  using mgwi_o = decltype(" + qual + "mgwi_probe_" + name + targs + "(" + dv + "));\n" + lanes;
+    if (!fills.empty())
+      s += "  ::mgsim::wi::each<MGWI_TRACK>(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL { const mgsim::abi::thread_attrs &a = mgwi_c.attrs[mgwi_l]; "
+           "(void)a; " + fills + "});\n";
+    s += "  MGWI_RESULT(mgwi_r, void);\n";
+    s += "  " + qual + "mgwi_" + name + "(mgwi_o{}, mgwi_c, mgwi_r" + args + ");\n";
     s += "  if (mgwi_c.track) mgsim::tls.attrs = nullptr;\n}\n";
     return s;
   }

@@ -100,29 +100,36 @@ class Gen {
     for (Stmt &s : body) mark_sync(s);
     if (!why_.empty()) return fail(out, why_);
     for (auto &tp : f_.tparams) uniform_.insert(tp.name);
+    // Names whose address may outlive a region: after a unary &, or bound by a reference declaration.
+    for (size_t k = 0; k + 1 < t_.size(); ++k) {
+      if (is(k, "&") && ident(k + 1) && (k == 0 || t_[k - 1].kind == Tok::Punct || is_keyword(text(k - 1))) &&
+          !is(k - 1, ")") && !is(k - 1, "]"))
+        exposed_.insert(text(k + 1));
+      if (is(k, "&") && ident(k + 1) && is(k + 2, "=") && ident(k + 3)) exposed_.insert(text(k + 3));
+    }
 
     std::string pro;
     scopes_.emplace_back();
-    // Parameters: per-lane storage, initialised from the caller's argument lanes.
-    std::string inits;
+    // Parameters: the caller's per-lane argument storage (one lanes<P> per parameter, converted
+    // by the caller); a parameter with a default that was not passed gets its own.
+    std::string ptypes, pdecls;
     for (size_t i = 0; i < f_.params.size(); ++i) {
       const WiParam &p = f_.params[i];
-      const std::string a = "mgwi_a" + std::to_string(i);
-      const std::string st = storage_name(p.name.empty() ? "unnamed" : p.name);
-      std::string ty = strip_top_const(p.ref ? strip_refs(p.type) : p.type, p.ref);
-      pro += "::mgsim::wi::lanes<" + (p.ref ? ty + "*" : ty) + "> " + st + "(mgwi_c);\n";
-      std::string from = p.ref ? "&::mgsim::wi::ref(" + a + "[mgwi_l])"
-                               : "::mgsim::wi::conv<" + ty + ">(::mgsim::wi::ref(" + a + "[mgwi_l]))";
-      std::string set = st + "[mgwi_l] = " + from + ";";
-      if (!p.def.empty()) {
-        std::string dflt = p.ref ? "&(" + p.def + ")" : "::mgsim::wi::conv<" + ty + ">(" + p.def + ")";
-        set = "if constexpr (std::is_same<MGA" + std::to_string(i) + ", ::mgsim::wi::absent>::value) " + st +
-              "[mgwi_l] = " + dflt + "; else " + set;
+      const std::string n = std::to_string(i);
+      const std::string ty = strip_top_const(p.ref ? strip_refs(p.type) : p.type, p.ref);
+      const std::string st = p.ref ? ty + "*" : ty;
+      ptypes += (i ? ", " : "") + (p.ref ? "::mgsim::wi::ref_param<" + ty + ">" : ty);
+      pdecls += ", ::mgsim::wi::view<" + st + "> mgwi_a" + n + (p.def.empty() ? "" : " = {}");
+      if (p.def.empty()) {
+        pro += "const auto mgwi_p" + n + " = mgwi_a" + n + ";\n";
+      } else {
+        pro += "MGWI_LANES(mgwi_d" + n + ", " + st + ");\n";
+        pro += "if (!mgwi_a" + n + ".p) ::mgsim::wi::each<MGWI_TRACK>(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL { mgwi_d" + n +
+               "[mgwi_l] = " + (p.ref ? "&(" + p.def + ")" : "::mgsim::wi::conv<" + ty + ">(" + p.def + ")") + "; });\n";
+        pro += "const auto mgwi_p" + n + " = mgwi_a" + n + ".p ? mgwi_a" + n + " : mgwi_d" + n + ";\n";
       }
-      inits += set + " ";
-      if (!p.name.empty()) scopes_.back()[p.name] = Var{p.ref ? Var::LaneRef : Var::Lane, st};
+      if (!p.name.empty()) scopes_.back()[p.name] = Var{p.ref ? Var::LaneRef : Var::Lane, "mgwi_p" + n};
     }
-    if (!inits.empty()) pro += "::mgsim::wi::each(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL { " + inits + "});\n";
 
     o_.clear();
     gen_block(body);
@@ -134,22 +141,19 @@ class Gen {
       const auto &tp = f_.tparams[i];
       targs += (i ? ", " : "") + (tp.type ? tp.name : "std::integral_constant<" + tp.nttp_type + ", " + tp.name + ">");
     }
-    const std::string tag = "::mgsim::wi::ov<" + std::to_string(f_.id) + "u, ::mgsim::wi::targs<" + targs + ">>";
+    const std::string tag = "::mgsim::wi::ov<" + std::to_string(f_.id) + "u, ::mgsim::wi::targs<" + targs +
+                            ">, ::mgsim::wi::params<" + ptypes + ">>";
     std::string code;
     code += "\n#line 1 \"mgsim_workitem\"\n";
     if (f_.templated) code += f_.template_header + " ";
     code += std::string(f_.is_static ? "static " : "") + tag + " mgwi_probe_" + f_.name + "(" + f_.params_text + ");\n";
     std::string th = "template <";
     for (const auto &tp : f_.tparams) th += tp.decl + ", ";
-    th += "class MGR";
-    for (size_t i = 0; i < f_.params.size(); ++i) th += ", class MGA" + std::to_string(i) + " = ::mgsim::wi::absent";
-    th += ">";
-    code += th + "\n" + std::string(f_.is_static ? "static " : "") + "inline " +
-            (f_.always_inline ? "__attribute__((always_inline)) " : "") + "void mgwi_" + f_.name + "(" + tag +
-            ", ::mgsim::wi::ctx &mgwi_c, MGR &mgwi_ret";
-    for (size_t i = 0; i < f_.params.size(); ++i)
-      code += ", const MGA" + std::to_string(i) + " &mgwi_a" + std::to_string(i) + " = MGA" + std::to_string(i) + "()";
-    code += ") {\n(void)mgwi_ret;\nconstexpr uint32_t mgwi_l = 0;\n(void)mgwi_l;\n";
+    th += "class MGR>";
+    // Not forced inline (the original may be): a variant is a loop nest, and inlining every one into
+    // its callers multiplies the code the compiler optimises.
+    code += th + "\n" + std::string(f_.is_static ? "static " : "") + "inline void mgwi_" + f_.name + "(" + tag +
+            ", ::mgsim::wi::ctx &mgwi_c, MGR &mgwi_ret" + pdecls + ") {\n(void)mgwi_ret;\nconstexpr uint32_t mgwi_l = 0;\n(void)mgwi_l;\n";
     code += std::string("::mgsim::wi::fn_scope mgwi_fn(mgwi_c, ") + (f_.kernel ? "true" : "false") + ");\n";
     code += pro + o_ + "\n}\n";
     out.code = code;
@@ -159,7 +163,10 @@ class Gen {
 
  private:
   struct Var {
-    enum K { Lane, LaneRef, Local } k;
+    // Lane: per-lane storage; LaneRef: per-lane pointer (a reference variable); Local: a name
+    // that shadows per-lane ones (region-local or shared); Uniform: the control variable of a loop
+    // every lane runs alike, one scalar at work-item level.
+    enum K { Lane, LaneRef, Local, Uniform } k;
     std::string storage;
   };
   // Breakable constructs between a region statement and its region: 'L' loop, 'S' switch.
@@ -183,6 +190,11 @@ class Gen {
   std::set<std::string> uniform_;
   // Hoisted calls: first token → (one past the last token, replacement text).
   std::map<size_t, std::pair<size_t, std::string>> subst_;
+  // Inside a region: the per-lane variables it uses, cached in locals (storage → local name).
+  std::map<std::string, std::string> *cache_ = nullptr;
+  std::set<std::string> *written_ = nullptr;
+  // Names whose address may outlive a region (unary &, reference initialisers): never cached.
+  std::set<std::string> exposed_;
 
   bool fail(WiOutput &out, const std::string &why) {
     out.reason = why.empty() ? "unsupported construct" : why;
@@ -710,6 +722,17 @@ class Gen {
       if (tk.kind == Tok::Ident && !(k > 0 && (is(k - 1, ".") || is(k - 1, "->") || is(k - 1, "::"))) &&
           !is(k + 1, "::")) {
         const Var *v = lookup(tk.text);
+        if (v && v->k == Var::Uniform) {
+          // A bare call argument cannot bind a non-const reference (which would modify it once per lane).
+          const bool bare = k > 0 && (is(k - 1, "(") || is(k - 1, ",")) && (is(k + 1, ")") || is(k + 1, ","));
+          append(o, bare ? "::mgsim::wi::rv(" + tk.text + ")" : tk.text, !tk.pre.empty());
+          continue;
+        }
+        if (v && v->k == Var::Lane) {
+          if (written_ && may_write(k)) written_->insert(v->storage);
+          append(o, lane_access(tk.text, v->storage), !tk.pre.empty());
+          continue;
+        }
         if (v && v->k != Var::Local) {
           append(o, v->k == Var::LaneRef ? "(*" + v->storage + "[mgwi_l])" : v->storage + "[mgwi_l]",
                  !tk.pre.empty());
@@ -905,6 +928,82 @@ class Gen {
     std::string storage;
   };
 
+  // Per-lane code of one region: its per-lane variables are read into locals first and written
+  // back after (so the compiler keeps them in registers across the region's loops).
+  struct RegionCache {
+    Gen &g;
+    std::map<std::string, std::string> used;
+    std::set<std::string> written;  // cached variables the region may modify (written back)
+    std::map<std::string, std::string> *outer;
+    std::set<std::string> *outer_written;
+    explicit RegionCache(Gen &g_) : g(g_), outer(g_.cache_), outer_written(g_.written_) {
+      g.cache_ = &used;
+      g.written_ = &written;
+    }
+    ~RegionCache() {
+      g.cache_ = outer;
+      g.written_ = outer_written;
+    }
+  };
+  void emit_region(RegionCache &rc, const std::string &body) {
+    g_cache_off();
+    std::string pre, post;
+    for (auto &[st, local] : rc.used) {
+      pre += "::mgsim::wi::cache_t<typename std::remove_reference_t<decltype(" + st + ")>::value_type> " + local + " = " +
+             st + "[mgwi_l]; ";
+      if (rc.written.count(st)) post += "::mgsim::wi::store(" + st + "[mgwi_l], " + local + "); ";
+    }
+    if (rc.used.empty())
+      o_ += "\n::mgsim::wi::each<MGWI_TRACK>(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL {" + body + "});\n";
+    else
+      o_ += "\n::mgsim::wi::each<MGWI_TRACK>(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL { " + pre + "[&]() MGWI_INL {" + body + "}(); " +
+            post + "});\n";
+    at_line(o_);
+  }
+  void g_cache_off() {}
+
+  // May the use of a variable at token k modify it (assigned, incremented, a member or element
+  // assigned, its address taken, or passed where a reference parameter may bind it)?
+  bool may_write(size_t k) const {
+    if (k > 0 && (is(k - 1, "++") || is(k - 1, "--") || is(k - 1, "&"))) return true;
+    size_t j = k + 1;
+    for (;;) {  // past member accesses and subscripts
+      if ((is(j, ".") || is(j, "->")) && ident(j + 1)) {
+        j += 2;
+      } else if (is(j, "[") && m_[j] != SIZE_MAX) {
+        j = m_[j] + 1;
+      } else {
+        break;
+      }
+    }
+    if (t_[j].kind == Tok::Punct && (is_assign_op(text(j)) || is(j, "++") || is(j, "--"))) return true;
+    if (is(j, "(")) return true;  // a member function call
+    // A call argument (directly, or as the object of a member access).
+    size_t b = k;
+    if (k > 0 && (is(k - 1, "(") || is(k - 1, ",")) && (is(j, ")") || is(j, ","))) return true;
+    (void)b;
+    return false;
+  }
+
+  // Lane mgwi_l's element of per-lane variable `name` (storage `st`): its region-local copy when
+  // a region is being written and the variable's address never escapes one.
+  std::string lane_access(const std::string &name, const std::string &st, bool write = false) {
+    if (!cache_ || exposed_.count(name)) return st + "[mgwi_l]";
+    if (write && written_) written_->insert(st);
+    auto it = cache_->find(st);
+    if (it == cache_->end()) it = cache_->emplace(st, "mgwi_k" + std::to_string(++tmp_)).first;
+    return it->second;
+  }
+
+  // One region of per-lane code at work-item level; `code` writes its text (after the syncs it
+  // follows were hoisted).
+  template <class F>
+  void region(F code) {
+    RegionCache rc(*this);
+    const std::string t = code();
+    if (!t.empty()) emit_region(rc, t);
+  }
+
   void flush(std::vector<Item> &pending) {
     if (pending.empty()) return;
     bool any = false;
@@ -916,10 +1015,12 @@ class Gen {
     std::string body;
     Region rc;
     scopes_.emplace_back();
-    for (const Item &it : pending) body += it.s ? region_stmt(*it.s, rc) : init_code(it);
+    {
+      RegionCache cache(*this);
+      for (const Item &it : pending) body += it.s ? region_stmt(*it.s, rc) : init_code(it);
+      emit_region(cache, body);
+    }
     scopes_.pop_back();
-    o_ += "\n::mgsim::wi::each(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL {" + body + "});\n";
-    at_line(o_);
     pending.clear();
   }
 
@@ -971,7 +1072,7 @@ class Gen {
       const std::string base = strip_top_const(s.type + (d.ptr.empty() ? "" : " " + d.ptr), d.ref || false);
       ty = d.ref ? s.type + (d.ptr.empty() ? "" : " " + d.ptr) + "*" : base + d.dims;
     }
-    o_ += "::mgsim::wi::lanes<" + ty + "> " + st + "(mgwi_c);\n";
+    o_ += "MGWI_LANES(" + st + ", " + ty + ");\n";
     return st;
   }
 
@@ -983,12 +1084,12 @@ class Gen {
     if (!d.init_b) return o;
     if (d.ref) {
       const size_t b = t_[d.init_b].text == "=" ? d.init_b + 1 : d.init_b;
-      o += it.storage + "[mgwi_l] = ::mgsim::wi::addr(" + expr(b, d.init_e) + ");\n";
+      o += it.storage + "[mgwi_l] = ::mgsim::wi::addr(" + expr(b, d.init_e) + ");\n";  // (never cached)
       return o;
     }
     o += "{ " + (s.is_auto ? std::string("auto") : s.type) + (d.ptr.empty() ? "" : " " + d.ptr) + " mgwi_tmp" + d.dims +
-         (t_[d.init_b].text == "=" ? " " : "") + expr(d.init_b, d.init_e) + "; ::mgsim::wi::assign(" + it.storage +
-         "[mgwi_l], mgwi_tmp); }\n";
+         (t_[d.init_b].text == "=" ? " " : "") + expr(d.init_b, d.init_e) + "; ::mgsim::wi::assign(" + lane_access(d.name, it.storage, true) +
+         ", mgwi_tmp); }\n";
     return o;
   }
 
@@ -1046,11 +1147,52 @@ class Gen {
     }
   }
 
-  // One statement of per-lane code at work-item level (after its syncs were hoisted).
-  void region_text(const std::string &code) {
-    if (code.empty()) return;
-    o_ += "\n::mgsim::wi::each(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL { " + code + " });\n";
-    at_line(o_);
+
+
+  // Is the expression [b, e) the same in every lane: literals, operators, shared names (constants,
+  // template parameters, uniform loop variables, functions and types), never a per-lane variable,
+  // memory, an atomic or a sync? `loop_var` counts as uniform too.
+  bool uniform_expr(size_t b, size_t e, const std::string &loop_var) const {
+    for (size_t k = b; k < e; ++k) {
+      if (t_[k].kind == Tok::String) return false;
+      if (is(k, "[") || is(k, "->") || is(k, "{")) return false;  // memory, lambdas, braced lists
+      if (is(k, "*") && (k == b || t_[k - 1].kind == Tok::Punct) && !is(k - 1, ")") && !is(k - 1, "]")) return false;
+      if (!ident(k)) continue;
+      const std::string &n = text(k);
+      if (n == loop_var) continue;
+      if (n.rfind("atomic", 0) == 0 || wi_is_prelude_sync(n) || user_sync_(n)) return false;
+      if (k > 0 && (is(k - 1, ".") || is(k - 1, "::"))) continue;  // a member of something checked
+      const Var *v = lookup(n);
+      if (v && v->k != Var::Uniform && !uniform_.count(n)) return false;
+    }
+    return true;
+  }
+
+  // Is `v` only read in [b, e) (never assigned, incremented or its address taken)?
+  bool read_only(size_t b, size_t e, const std::string &v) const {
+    for (size_t k = b; k < e; ++k) {
+      if (!ident(k) || text(k) != v) continue;
+      if (k > 0 && (is(k - 1, ".") || is(k - 1, "->") || is(k - 1, "::"))) continue;
+      if (t_[k + 1].kind == Tok::Punct && (is_assign_op(text(k + 1)) || is(k + 1, "++") || is(k + 1, "--"))) return false;
+      if (k > 0 && (is(k - 1, "++") || is(k - 1, "--"))) return false;
+      if (k > 0 && is(k - 1, "&") && (k < 2 || t_[k - 2].kind == Tok::Punct || is_keyword(text(k - 2)))) return false;
+      if (is(k + 1, "[")) return false;  // (an array: its elements may be written)
+    }
+    return true;
+  }
+
+  // A for loop every lane runs alike: one declared scalar control variable with a uniform start,
+  // condition and step, only read in the body. It runs as a plain loop; the mask still tracks lanes
+  // that break, continue or return.
+  bool uniform_loop(const Stmt &s) const {
+    if (s.kind != Stmt::For || s.kids[0].kind != Stmt::Decl) return false;
+    const Stmt &init = s.kids[0];
+    if (init.decls.size() != 1 || init.is_auto) return false;
+    const Declarator &d = init.decls[0];
+    if (d.ref || !d.ptr.empty() || !d.dims.empty() || !d.init_b || lookup(d.name)) return false;
+    if (!uniform_expr(d.init_b, d.init_e, "") || !uniform_expr(s.c0, s.c1, d.name) || !uniform_expr(s.s0, s.s1, d.name))
+      return false;
+    return read_only(s.kids[1].b, s.kids[1].e, d.name);
   }
 
   void gen_sync(const Stmt &s) {
@@ -1065,7 +1207,7 @@ class Gen {
         return;
       case Stmt::Expr: {
         const bool whole = hoist(s.b, s.e - 1, true);
-        if (!whole) region_text(expr(s.b, s.e));
+        if (!whole) region([&] { return expr(s.b, s.e); });
         return;
       }
       case Stmt::Decl: {
@@ -1075,17 +1217,25 @@ class Gen {
           it.decl = &s;
           it.d = &d;
           it.storage = declare_lane(s, d);
-          region_text(init_code(it));
+          region([&] { return init_code(it); });
           scopes_.back()[d.name] = Var{d.ref ? Var::LaneRef : Var::Lane, it.storage};
         }
         return;
       }
       case Stmt::Return: {
         if (s.e - s.b > 2) {
+          // `return <collective>(...);`: the collective writes the results straight into the return
+          // lanes (one conversion, as the return's copy-initialisation does).
+          if (direct_return(s.b + 1, s.e - 1)) {
+            o_ += "mgwi_fn.retire_all();\n";
+            return;
+          }
           hoist(s.b + 1, s.e - 1, false);
-          region_text("::mgsim::wi::set_ret(mgwi_ret, mgwi_l, " + expr(s.b + 1, s.e - 1) + "); mgwi_fn.retire(mgwi_l);");
+          region([&] {
+            return "::mgsim::wi::set_ret(mgwi_ret, mgwi_l, " + expr(s.b + 1, s.e - 1) + "); mgwi_fn.retire(mgwi_l);";
+          });
         } else {
-          region_text("mgwi_fn.retire(mgwi_l);");
+          o_ += "mgwi_fn.retire_all();\n";
         }
         return;
       }
@@ -1104,7 +1254,12 @@ class Gen {
         hoist(s.c0, s.c1, false);
         const std::string b = "mgwi_b" + std::to_string(++tmp_);
         o_ += "{\n::mgsim::wi::branch " + b + "(mgwi_c);\n";
-        region_text("if (" + expr(s.c0, s.c1) + ") " + b + ".take(mgwi_l);");
+        if (uniform_expr(s.c0, s.c1, "")) {
+          // The same in every lane: all take one branch.
+          o_ += "if (" + expr(s.c0, s.c1) + ") " + b + ".take_all();\n";
+        } else {
+          region([&] { return "if (" + expr(s.c0, s.c1) + ") " + b + ".take(mgwi_l);"; });
+        }
         o_ += "if (" + b + ".then_()) {\n";
         gen_sub(s.kids[0]);
         o_ += "}\n" + b + ".then_done();\nif (" + b + ".else_()) {\n";
@@ -1117,6 +1272,23 @@ class Gen {
       case Stmt::Do: {
         o_ += "{\n";
         scopes_.emplace_back();
+        const int id = ++tmp_;
+        const std::string lp = "mgwi_lp" + std::to_string(id);
+        if (uniform_loop(s)) {
+          const Stmt &init = s.kids[0];
+          const Declarator &d = init.decls[0];
+          o_ += "::mgsim::wi::loop_scope " + lp + "(mgwi_c);\nfor (" + strip_top_const(init.type, false) + " " + d.name +
+                expr(d.init_b, d.init_e) + "; " + expr(s.c0, s.c1) + "; " + expr(s.s0, s.s1) + ") {\n";
+          scopes_.back()[d.name] = Var{Var::Uniform, d.name};
+          o_ += "if (!" + lp + ".any()) break;\n";
+          wi_loops_.push_back(id);
+          gen_sub(s.kids[1]);
+          wi_loops_.pop_back();
+          o_ += lp + ".next();\n}\n" + lp + ".finish();\n";
+          scopes_.pop_back();
+          o_ += "}\n";
+          return;
+        }
         if (s.kind == Stmt::For) {
           const Stmt &init = s.kids[0];
           if (init.kind == Stmt::Decl) {
@@ -1127,36 +1299,45 @@ class Gen {
               it.decl = &init;
               it.d = &d;
               it.storage = declare_lane(init, d);
-              region_text(init_code(it));
+              region([&] { return init_code(it); });
               scopes_.back()[d.name] = Var{d.ref ? Var::LaneRef : Var::Lane, it.storage};
             }
           } else if (init.kind == Stmt::Expr) {
             const bool whole = hoist(init.b, init.e - 1, true);
-            if (!whole) region_text(expr(init.b, init.e));
+            if (!whole) region([&] { return expr(init.b, init.e); });
           } else if (init.kind != Stmt::Empty) {
             unsupported(init.b, "a for-loop initialiser of this kind around a sync");
           }
         }
-        const int id = ++tmp_;
-        const std::string lp = "mgwi_lp" + std::to_string(id);
-        o_ += "::mgsim::wi::loop_scope " + lp + "(mgwi_c);\nfor (;;) {\n";
-        auto test = [&]() {
-          if (s.c1 > s.c0) {
-            hoist(s.c0, s.c1, false);
-            region_text("if (!(" + expr(s.c0, s.c1) + ")) " + lp + ".exit(mgwi_l);");
-          }
-          o_ += "if (!" + lp + ".any()) break;\n";
-        };
-        if (s.kind != Stmt::Do) test();
+        o_ += "::mgsim::wi::loop_scope " + lp + "(mgwi_c);\n";
+        const bool has_cond = s.c1 > s.c0;
+        const bool cond_sync = has_cond && has_sync_call(s.c0, s.c1);
+        const bool step_sync = s.kind == Stmt::For && s.s1 > s.s0 && has_sync_call(s.s0, s.s1);
+        // The step and the next test share one region when neither has a sync.
+        auto test_code = [&]() { return has_cond ? "if (!(" + expr(s.c0, s.c1) + ")) " + lp + ".exit(mgwi_l);" : std::string(); };
+        if (s.kind != Stmt::Do) {
+          if (cond_sync) hoist(s.c0, s.c1, false);
+          region(test_code);
+        }
+        o_ += "for (;;) {\n";
+        if (s.kind != Stmt::Do) o_ += "if (!" + lp + ".any()) break;\n";
         wi_loops_.push_back(id);
         gen_sub(s.kind == Stmt::For ? s.kids[1] : s.kids[0]);
         wi_loops_.pop_back();
         o_ += lp + ".next();\n";
-        if (s.kind == Stmt::For && s.s1 > s.s0) {
-          const bool whole = hoist(s.s0, s.s1, true);
-          if (!whole) region_text(expr(s.s0, s.s1) + ";");
+        const bool step = s.kind == Stmt::For && s.s1 > s.s0;
+        if (step_sync || cond_sync) {
+          if (step) {
+            const bool whole = hoist(s.s0, s.s1, true);
+            if (!whole) region([&] { return expr(s.s0, s.s1) + ";"; });
+          }
+          if (cond_sync) hoist(s.c0, s.c1, false);
+          region(test_code);
+        } else {
+          region([&] { return (step ? expr(s.s0, s.s1) + "; " : std::string()) + test_code(); });
         }
-        if (s.kind == Stmt::Do) test();
+        if (s.kind == Stmt::Do) o_ += "if (!" + lp + ".any()) break;\n";
+        else o_ += "if (!" + lp + ".any()) break;\n";
         o_ += "}\n";
         scopes_.pop_back();
         o_ += "}\n";
@@ -1172,6 +1353,32 @@ class Gen {
         unsupported(s.b, "a sync in this kind of statement");
         return;
     }
+  }
+
+  bool has_sync_call(size_t b, size_t e) const {
+    for (size_t k = b; k < e; ++k)
+      if (sync_call_at(k)) return true;
+    return false;
+  }
+
+  // `return <collective>(...)` whose call is the whole expression: the collective's results go into
+  // the return lanes directly. False (nothing emitted) otherwise.
+  bool direct_return(size_t b, size_t e) {
+    if (!sync_call_at(b) && !(ident(b) && is(b + 1, "::"))) return false;
+    size_t k = b;
+    while (ident(k) && is(k + 1, "::")) k += 2;
+    if (!sync_call_at(k) || !wi_is_collective(text(k))) return false;
+    Call c;
+    if (!parse_call(k, e, c) || c.qs != b || c.close + 1 != e || c.targs_e) return false;
+    if (c.args.empty() || !is(c.args[0].first, "mgsim")) return false;
+    for (auto [ab, ae] : c.args) hoist(ab, ae, false);
+    const std::string site = range_text(c.args[0].first, c.args[0].second);
+    std::vector<std::pair<size_t, size_t>> rest(c.args.begin() + 1, c.args.end());
+    std::vector<std::string> names = capture(rest);
+    o_ += "::metal::mgwi_" + text(c.name) + "(mgwi_c, mgwi_ret, " + site;
+    for (const std::string &n : names) o_ += ", " + n;
+    o_ += ");\n";
+    return true;
   }
 
   // Is the call starting at `at` evaluated only conditionally in [b, at) (after ?, && or ||)?
@@ -1213,11 +1420,11 @@ class Gen {
       }
       const std::string id = std::to_string(++tmp_);
       o_ += "auto mgwi_f" + id + " = [&](uint32_t mgwi_l) MGWI_INL -> decltype(auto) { return (" + expr(b, e) + "); };\n";
-      o_ += "::mgsim::wi::lanes<::mgsim::wi::slot_t<decltype(mgwi_f" + id + "(0u))>> mgwi_t" + id + "(mgwi_c);\n";
+      o_ += "MGWI_LANES(mgwi_t" + id + ", ::mgsim::wi::slot_t<decltype(mgwi_f" + id + "(0u))>);\n";
       fills += "mgwi_t" + id + "[mgwi_l].set(mgwi_f" + id + "(mgwi_l)); ";
       names.push_back("mgwi_t" + id);
     }
-    if (!fills.empty()) region_text(fills);
+    if (!fills.empty()) region([&] { return fills; });
     return names;
   }
 
@@ -1305,22 +1512,32 @@ class Gen {
         std::vector<std::pair<size_t, size_t>> rest(c.args.begin() + 1, c.args.end());
         std::vector<std::string> names = capture(rest);
         const std::string r = "mgwi_r" + std::to_string(++tmp_);
-        o_ += "::mgsim::wi::lanes<::mgsim::wi::result_t<decltype(" + qual + name + "(" + site +
-              (names.empty() ? "" : ", ") + firsts(names) + "))>> " + r + "(mgwi_c);\n";
+        o_ += "MGWI_LANES(" + r + ", ::mgsim::wi::result_t<decltype(" + qual + name + "(" + site +
+              (names.empty() ? "" : ", ") + firsts(names) + "))>);\n";
         o_ += "::metal::mgwi_" + name + "(mgwi_c, " + r + ", " + site;
         for (const std::string &n : names) o_ += ", " + n;
         o_ += ");\n";
         rep = r + "[mgwi_l]";
       } else {
+        // The overload the call picks (the probe's type), its parameters' lanes filled per lane
+        // with the arguments converted as the call would, then its variant.
         calls_.insert(name);
-        std::vector<std::string> names = capture(c.args);
-        const std::string r = "mgwi_r" + std::to_string(++tmp_);
-        const std::string call = qual + name + targs + "(" + firsts(names) + ")";
-        const std::string probe = qual + "mgwi_probe_" + name + targs + "(" + firsts(names) + ")";
-        o_ += "::mgsim::wi::result_lanes<decltype(" + call + ")> " + r + "(mgwi_c);\n";
-        o_ += qual + "mgwi_" + name + "(decltype(" + probe + "){}, mgwi_c, " + r;
-        for (const std::string &n : names) o_ += ", " + n;
-        o_ += ");\n";
+        const std::string id = std::to_string(++tmp_);
+        const std::string o = "mgwi_o" + id, r = "mgwi_r" + id;
+        std::string dv, fills, args;
+        for (size_t i = 0; i < c.args.size(); ++i) {
+          const std::string a = expr(c.args[i].first, c.args[i].second), n = std::to_string(i);
+          dv += (i ? ", " : "") + ("::std::declval<decltype((" + a + "))>()");
+          fills += "mgwi_a" + id + "_" + n + "[mgwi_l] = ::mgsim::wi::pass<" + o + ", " + n + ">(" + a + "); ";
+          args += ", mgwi_a" + id + "_" + n;
+        }
+        o_ += "using " + o + " = decltype(" + qual + "mgwi_probe_" + name + targs + "(" + dv + "));\n";
+        for (size_t i = 0; i < c.args.size(); ++i)
+          o_ += "MGWI_LANES(mgwi_a" + id + "_" + std::to_string(i) + ", ::mgsim::wi::param_t<" + o + ", " +
+                std::to_string(i) + ">);\n";
+        if (!fills.empty()) region([&] { return fills; });
+        o_ += "MGWI_RESULT(" + r + ", decltype(" + qual + name + targs + "(" + dv + ")));\n";
+        o_ += qual + "mgwi_" + name + "(" + o + "{}, mgwi_c, " + r + args + ");\n";
         rep = is_whole ? "" : r + "[mgwi_l]";
       }
       subst_[c.qs] = {c.close + 1, rep};

@@ -8,6 +8,7 @@
 import Foundation
 #if !canImport(Metal)
 import MSLSim
+import MetalShim
 
 let runningOnSimulator = true
 
@@ -40,8 +41,19 @@ func simulatorStatsJSON() -> String {
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
     return String(decoding: data, as: UTF8.self)
 }
+
+/// How the simulator runs this pipeline: {"model":"plain"|"work-item"|"fibers","reason":...}.
+func pipelineExecutionJSON(_ state: any MTLComputePipelineState) -> String {
+    let (model, reason) = simulatorExecutionModel(of: state)
+    let fields: [String: Any] = ["model": model == 1 ? "work-item" : model == 2 ? "fibers" : "plain", "reason": reason]
+    let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
+    return String(decoding: data, as: UTF8.self)
+}
 #else
+import Metal
+
 let runningOnSimulator = false
+func pipelineExecutionJSON(_ state: any MTLComputePipelineState) -> String { "{}" }
 func annotateNextDispatch(viewLengths: UnsafePointer<UInt64>, mustWrite: UInt64) {}
 func simulatorStatsJSON() -> String { "{\"simulator\":false}" }
 #endif

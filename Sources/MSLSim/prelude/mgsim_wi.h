@@ -22,48 +22,57 @@
 #include "mgsim_exec.h"
 
 #define MGWI_INL __attribute__((always_inline))
+// each() publishes lane attributes unless told otherwise; generated code says which (MGWI_TRACK).
+#define MGWI_TRACK_DEFAULT true
 
 namespace mgsim {
 namespace wi {
 
 using ctx = abi::wi_ctx;
 
-// The overload tag a probe returns: the function's id and its template arguments (non-type ones as
-// std::integral_constant), from which the variant deduces them.
+// The overload tag a probe returns: the function's id, its template arguments (non-type ones as
+// std::integral_constant), from which the variant deduces them, and its parameters' storage types
+// (ref_param<T> for a reference parameter T&), into which the caller converts its arguments.
 template <class... T>
 struct targs {};
-template <unsigned ID, class TA>
+template <class T>
+struct ref_param {};
+template <class... P>
+struct params {};
+template <unsigned ID, class TA, class PS>
 struct ov {};
+
+template <class O, unsigned I>
+struct param_of;
+template <unsigned ID, class TA, class... P, unsigned I>
+struct param_of<ov<ID, TA, params<P...>>, I> {
+  using type = std::tuple_element_t<I, std::tuple<P...>>;
+};
+template <class P>
+struct storage_of {
+  using type = P;
+};
+template <class T>
+struct storage_of<ref_param<T>> {
+  using type = T *;
+};
+// The per-lane storage of parameter I of the overload O names.
+template <class O, unsigned I>
+using param_t = typename storage_of<typename param_of<O, I>::type>::type;
 
 MGSIM_ALWAYS_INLINE uint32_t bit(uint32_t l) { return 1u << (l & 31u); }
 
-// Runs f(lane) for every active lane, in lane order.
-template <class F>
+// Runs f(lane) for every active lane, in lane order. Track (the translation unit's MGWI_TRACK:
+// checked mode, or a kernel that asks for its lane id) publishes each lane's attributes as it runs.
+template <bool Track = MGWI_TRACK_DEFAULT, class F>
 MGSIM_ALWAYS_INLINE void each(ctx &c, F &&f) {
   const uint32_t nsg = c.nsg;
-  if (__builtin_expect(c.track != 0, 0)) {
-    for (uint32_t s = 0; s < nsg; ++s)
-      for (uint32_t m = c.active[s]; m; m &= m - 1) {
-        const uint32_t l = (s << 5) | uint32_t(__builtin_ctz(m));
-        c.cur = l;
-        *c.tls_attrs = &c.attrs[l];
-        f(l);
-      }
-    return;
-  }
   for (uint32_t s = 0; s < nsg; ++s) {
-    const uint32_t m = c.active[s];
-    if (m == ~0u) {
-      for (uint32_t l = s << 5, e = l + 32; l < e; ++l) {
-        c.cur = l;
-        f(l);
-      }
-    } else {
-      for (uint32_t k = m; k; k &= k - 1) {
-        const uint32_t l = (s << 5) | uint32_t(__builtin_ctz(k));
-        c.cur = l;
-        f(l);
-      }
+    for (uint32_t k = c.active[s]; k; k &= k - 1) {
+      const uint32_t l = (s << 5) | uint32_t(__builtin_ctz(k));
+      c.cur = l;
+      if constexpr (Track) *c.tls_attrs = &c.attrs[l];
+      f(l);
     }
   }
 }
@@ -109,6 +118,15 @@ MGSIM_NOINLINE inline char *arena_exhausted(ctx &c, uint64_t need) {
   return c.arena;  // nothing runs any more; any address will do
 }
 
+// Access to per-lane storage, passed by value (a pointer the compiler keeps in a register).
+template <class T>
+struct view {
+  using value_type = std::remove_cv_t<T>;
+  static constexpr bool per_sg = sg_uniform<value_type>::value;
+  value_type *p = nullptr;
+  MGSIM_ALWAYS_INLINE value_type &operator[](uint32_t l) const { return p[per_sg ? (l >> 5) : l]; }
+};
+
 // One T per lane (one per simdgroup for sg_uniform types), in the threadgroup's arena; released
 // when it goes out of scope (scopes nest, so the arena is a stack).
 template <class T>
@@ -139,7 +157,12 @@ struct lanes {
     if (!per_sg) c.lane_bytes -= sizeof(value_type);
   }
   MGSIM_ALWAYS_INLINE value_type &operator[](uint32_t l) const { return p[per_sg ? (l >> 5) : l]; }
+  MGSIM_ALWAYS_INLINE view<value_type> get_view() const { return view<value_type>{p}; }
 };
+// Per-lane storage `N` of type T in generated code: the arena object and its view.
+#define MGWI_LANES(N, ...) \
+  ::mgsim::wi::lanes<__VA_ARGS__> N##_s(mgwi_c); \
+  const auto N = N##_s.get_view()
 
 // The value of one argument expression in one lane: a pointer for an lvalue (so a reference
 // parameter binds to the caller's object), the value otherwise.
@@ -166,11 +189,11 @@ using slot_t = slot<E>;
 
 // The expression an argument slot stands for, for decltype: the same type and value category.
 template <class E>
-E first(const lanes<slot<E>> &);
+E first(const view<slot<E>> &);
 
 // A caller's per-lane variable passed as it is: its storage is the argument (an lvalue).
 template <class T>
-T &first(const lanes<T> &);
+T &first(const view<T> &);
 
 template <class E>
 MGSIM_ALWAYS_INLINE decltype(auto) ref(slot<E> &s) {
@@ -187,7 +210,7 @@ struct arg_expr {
   using type = typename X::value_type &;
 };
 template <class E>
-struct arg_expr<lanes<slot<E>>> {
+struct arg_expr<view<slot<E>>> {
   using type = E;
 };
 template <class X>
@@ -206,11 +229,16 @@ struct result_lanes_s {
 template <>
 struct result_lanes_s<void> {
   struct type {
+    struct none {};
     explicit type(ctx &) {}
+    none get_view() const { return {}; }
   };
 };
 template <class R>
 using result_lanes = typename result_lanes_s<R>::type;
+#define MGWI_RESULT(N, ...) \
+  ::mgsim::wi::result_lanes<__VA_ARGS__> N##_s(mgwi_c); \
+  const auto N = N##_s.get_view()
 
 // `return v;` in lane l of a work-item function.
 template <class R, class V>
@@ -236,6 +264,43 @@ MGSIM_ALWAYS_INLINE P conv(A &&a) {
 
 template <class T>
 using result_t = std::remove_cv_t<std::remove_reference_t<T>>;
+
+// Argument a of a call, as lane storage of parameter I of overload O: the parameter's value
+// (copy-initialised, as a call does), or for a reference parameter the argument's address.
+template <class O, unsigned I, class A>
+MGSIM_ALWAYS_INLINE param_t<O, I> pass(A &&a) {
+  using P = typename param_of<O, I>::type;
+  if constexpr (std::is_same<P, param_t<O, I>>::value) {
+    return static_cast<A &&>(a);
+  } else {
+    return addr(a);
+  }
+}
+
+// A uniform loop variable passed as a bare call argument: a copy, so a non-const reference
+// parameter (which would modify it once per lane) does not compile.
+template <class T>
+MGSIM_ALWAYS_INLINE T rv(const T &x) {
+  return x;
+}
+
+// A region's copy of a lane's variable: small values by value (the compiler keeps them in
+// registers), anything else by reference.
+template <class T, bool Small = (sizeof(T) <= 32 && !std::is_array<T>::value &&
+                                 std::is_trivially_destructible<T>::value && std::is_copy_assignable<T>::value)>
+struct cache_s {
+  using type = T;
+};
+template <class T>
+struct cache_s<T, false> {
+  using type = T &;
+};
+template <class T>
+using cache_t = typename cache_s<T>::type;
+template <class T, class C>
+MGSIM_ALWAYS_INLINE void store(T &dst, const C &c) {
+  if constexpr (!std::is_reference<cache_t<T>>::value) dst = c;
+}
 
 // A per-lane object initialised from a value (declarations with an initialiser).
 template <class T, class V>
@@ -263,6 +328,13 @@ struct fn_scope {
   MGSIM_ALWAYS_INLINE void retire(uint32_t l) {
     c.active[l >> 5] &= ~bit(l);
     if (kernel) c.alive[l >> 5] &= ~bit(l);
+  }
+  // `return` in every active lane.
+  MGSIM_ALWAYS_INLINE void retire_all() {
+    for (uint32_t s = 0; s < c.nsg; ++s) {
+      if (kernel) c.alive[s] &= ~c.active[s];
+      c.active[s] = 0;
+    }
   }
   MGSIM_ALWAYS_INLINE ~fn_scope() {
     --c.depth;
@@ -296,6 +368,10 @@ struct loop_scope {
       skipped[s] = 0;
     }
   }
+  // A loop whose condition every lane evaluates alike ended: the lanes still in it leave together.
+  MGSIM_ALWAYS_INLINE void finish() {
+    for (uint32_t s = 0; s < c.nsg; ++s) done[s] |= c.active[s];
+  }
   MGSIM_ALWAYS_INLINE ~loop_scope() {
     for (uint32_t s = 0; s < c.nsg; ++s) c.active[s] = c.failed ? 0u : done[s];
   }
@@ -315,6 +391,9 @@ struct branch {
     }
   }
   MGSIM_ALWAYS_INLINE void take(uint32_t l) { taken[l >> 5] |= bit(l); }
+  MGSIM_ALWAYS_INLINE void take_all() {
+    for (uint32_t s = 0; s < c.nsg; ++s) taken[s] = ~0u;
+  }
   MGSIM_ALWAYS_INLINE bool then_() {
     for (uint32_t s = 0; s < c.nsg; ++s) c.active[s] = c.failed ? 0u : entry[s] & taken[s];
     return any_active(c);

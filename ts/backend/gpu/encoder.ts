@@ -199,6 +199,9 @@ export class GpuEncoder {
     }
     const notes = this.pendingNotes;
     this.pendingNotes = [];
+    // The simulator's slow path is a fallback too: say so, with its reason.
+    const exec = d.pipeline.simulatorExecution;
+    if (exec.model === "fibers") notes.push(`simulator: runs as fibers, not in work-item form: ${exec.reason ?? ""}`);
     if (trace === null) throw new Error(`[gpu] internal: ${d.pipeline.name} dispatched without its trace record while tracing`);
     const grid = (typeof d.grid === "number" ? [d.grid, 1, 1] : [d.grid[0], d.grid[1] ?? 1, d.grid[2] ?? 1]) as [number, number, number];
     const tg = (typeof d.threadgroup === "number" ? [d.threadgroup, 1, 1] : [d.threadgroup[0], d.threadgroup[1] ?? 1, d.threadgroup[2] ?? 1]) as [number, number, number];
