@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -62,6 +63,7 @@ struct Worker {
   uint32_t sg_ready = 0;      // bit per simdgroup with a ready lane
   uint32_t exited = 0, barrier_count = 0;
   GroupEnd end = GroupEnd::kDone;
+  abi::race_state *race = nullptr;  // checked mode: the running group's race state
   // The kernel object's thread-local current lane on this thread (one module per threadgroup).
   abi::lane **tls_lane_slot = nullptr;
   const abi::thread_attrs **tls_attrs_slot = nullptr;
@@ -84,6 +86,12 @@ struct Worker {
   char *wi_arena = nullptr;
   size_t wi_arena_cap = 0;
   abi::wi_ctx wc{};
+  // Checked mode: the running threadgroup's place in time, and the race records of threadgroup
+  // memory (the threadgroup(n) block, and each threadgroup variable met on this thread).
+  abi::race_state race_run{};
+  abi::check_binding tg_checks[abi::kMaxBindings]{};
+  std::vector<abi::tg_shadow> tg_mem_shadow;
+  std::vector<std::unique_ptr<abi::tg_shadow[]>> tg_var_shadows;
   alignas(64) unsigned char tg_mem[kThreadgroupMemoryLimit + 64 * abi::kMaxBindings];
 
   ~Worker() {
@@ -155,6 +163,7 @@ struct Worker {
         if (hb[l].token == token && base[l].combine == combine) set |= 1u << l;
       }
       if (combine) combine(base, set);
+      if (race) ++race->simd_epoch[s];  // checked mode: a simdgroup-level sync
       for (uint32_t m = set; m; m &= m - 1) base[__builtin_ctz(m)].active = set;
       pending &= ~set;
       ready[s] |= set;
@@ -202,6 +211,7 @@ struct Worker {
         if (ready[t]) sg_ready |= 1u << t;
       }
       barrier_count = 0;
+      if (race) ++race->epoch;  // checked mode: a new barrier interval
       if ((ready[s] >> b) & 1u) return;
     }
   }
@@ -220,6 +230,7 @@ Worker &this_worker() {
 }
 
 std::atomic<uint64_t> g_dispatch_serial{0};
+std::atomic<uint32_t> g_run_serial{0};  // threadgroup runs (race records of threadgroup memory)
 
 struct DispatchState {
   const uint64_t serial = g_dispatch_serial.fetch_add(1) + 1;  // never 0
@@ -237,6 +248,12 @@ struct DispatchState {
   std::string error;
   std::vector<std::string> violations;
   uint64_t violation_count = 0;
+  // Checked mode: race records of the bound buffers (8 bytes per byte, mapped for the dispatch).
+  uint64_t *race_shadow[abi::kMaxBindings]{};
+  size_t race_shadow_bytes[abi::kMaxBindings]{};
+  std::vector<std::string> races;        // reports, at most kMaxReportedViolations
+  uint64_t race_count = 0;
+  std::set<std::string> race_keys;       // (memory, kind) already reported
   // The fault records of the threads that run this dispatch (the watchdog interrupts them).
   std::vector<FaultRecord *> records;
 
@@ -311,19 +328,105 @@ void host_misuse(const abi::launch *L, const char *what) {
           "directly rather than through a function pointer)");
 }
 
+thread_local DispatchState *t_dispatch = nullptr;  // the dispatch this thread runs (race reports)
+extern const abi::host_api g_host;
+
 void host_violation(const abi::check_binding *b, int64_t off, uint32_t size, int write, const uint32_t *pos) {
   Unguarded unguarded;
-  auto *d = static_cast<DispatchState *>(b->dispatch);
+  auto *d = b->dispatch ? static_cast<DispatchState *>(b->dispatch) : t_dispatch;
+  if (!d) return;
   std::lock_guard<std::mutex> g(d->mu);
   d->violation_count++;
   if (d->violations.size() >= kMaxReportedViolations) return;
   uint32_t es = b->elem_size ? b->elem_size : 1;
   std::ostringstream s;
-  s << "out-of-bounds " << (write ? "write" : "read") << " in kernel '" << d->name << "': buffer("
-    << b->index << ") element " << (off >= 0 ? off / int64_t(es) : -((-off + es - 1) / int64_t(es)))
+  std::string mem = "buffer(" + std::to_string(b->index) + ")";
+  if (b->kind == 1) mem = "threadgroup(" + std::to_string(b->index) + ") memory";
+  if (b->kind == 2) mem = std::string("threadgroup variable '") + (b->name ? b->name : "?") + "'";
+  s << "out-of-bounds " << (write ? "write" : "read") << " in kernel '" << d->name << "': " << mem << " element " << (off >= 0 ? off / int64_t(es) : -((-off + es - 1) / int64_t(es)))
     << " (byte offset " << off << ", " << size << " bytes; the binding has " << b->length
     << " bytes) by thread " << pos_string(pos);
   d->violations.push_back(s.str());
+}
+
+
+// The grid position of thread `lane` of threadgroup `linear` (reports).
+std::string thread_at(const DispatchState &ds, uint64_t linear, uint32_t lane) {
+  const mgsim_dispatch &d = *ds.d;
+  uint32_t id[3], size[3];
+  id[0] = uint32_t(linear % ds.groups[0]);
+  id[1] = uint32_t((linear / ds.groups[0]) % ds.groups[1]);
+  id[2] = uint32_t(linear / (uint64_t(ds.groups[0]) * ds.groups[1]));
+  for (int k = 0; k < 3; ++k) {
+    const uint32_t tg = d.threads_per_threadgroup[k];
+    size[k] = d.dispatch_threads ? uint32_t(std::min<uint64_t>(tg, d.grid[k] - uint64_t(id[k]) * tg)) : tg;
+  }
+  const uint32_t local[3] = {lane % size[0], (lane / size[0]) % size[1], lane / (size[0] * size[1])};
+  uint32_t pos[3];
+  for (int k = 0; k < 3; ++k) pos[k] = id[k] * d.threads_per_threadgroup[k] + local[k];
+  return pos_string(pos);
+}
+
+void host_race(const abi::check_binding *b, int64_t off, uint32_t size, uint32_t kind, uint32_t other_lane,
+               uint32_t other_group, uint32_t other_line, uint32_t line, const uint32_t *pos) {
+  Unguarded unguarded;
+  DispatchState *d = t_dispatch;
+  if (!d) return;
+  std::string mem;
+  if (b->kind == 0) mem = "buffer(" + std::to_string(b->index) + ")";
+  else if (b->kind == 1) mem = "threadgroup(" + std::to_string(b->index) + ") memory";
+  else mem = std::string("threadgroup variable '") + (b->name ? b->name : "?") + "'";
+  std::lock_guard<std::mutex> g(d->mu);
+  d->race_count++;
+  d->failed.store(true);
+  const std::string key = mem + "/" + std::to_string(kind);
+  if (d->races.size() >= kMaxReportedViolations || !d->race_keys.insert(key).second) return;
+  const uint64_t group = other_group ? other_group - 1 : 0;
+  auto at = [](uint32_t l) { return l ? " at line " + std::to_string(l) : std::string(" (line unknown)"); };
+  const std::string me = "thread " + pos_string(pos) + at(line);
+  const std::string other = other_lane == 0xffffu ? "other threads" : "thread " + thread_at(*d, group, other_lane) + at(other_line);
+  std::ostringstream m;
+  const uint64_t elem = size ? uint64_t(off) / size : uint64_t(off);
+  const char *what = kind == abi::race_uninit ? "uninitialised read" : "race";
+  m << what << " in kernel '" << d->name << "': " << mem << " element " << elem << " (byte offset " << off << ", "
+    << size << " bytes): ";
+  switch (kind) {
+    case abi::race_raw:
+      m << me << " reads it while " << other << " writes it, with no barrier between (read-after-write)";
+      break;
+    case abi::race_waw:
+      m << me << " and " << other << " both write it, with no barrier between (write-after-write)";
+      break;
+    case abi::race_war:
+      m << me << " writes it while " << other << " reads it, with no barrier between (write-after-read)";
+      break;
+    case abi::race_uninit:
+      m << me << " reads it before any thread of its threadgroup wrote it";
+      break;
+    case abi::race_cross_waw:
+      m << me << " and " << other << " of another threadgroup both write it in one dispatch (threadgroups run in "
+        << "any order; use atomics or separate dispatches)";
+      break;
+    default:
+      m << me << " reads it while " << other << " of another threadgroup writes it in one dispatch (threadgroups run "
+        << "in any order)";
+      break;
+  }
+  d->races.push_back(m.str());
+}
+
+// A threadgroup variable met for the first time on this thread: its race records.
+void host_tg_register(abi::check_binding *b) {
+  Unguarded unguarded;
+  Worker &w = this_worker();
+  w.tg_var_shadows.emplace_back(new abi::tg_shadow[b->length ? b->length : 1]());
+  b->tg = w.tg_var_shadows.back().get();
+  b->host = &g_host;
+  b->dispatch = nullptr;
+  b->index = 0;
+  b->elem_size = 0;
+  b->shadow = nullptr;
+  b->race = nullptr;
 }
 
 // Work-item mode: a barrier some of the group's threads did not reach, as fiber mode reports it.
@@ -358,8 +461,8 @@ void host_wi_exhausted(abi::wi_ctx *c, uint64_t need) {
           " more bytes wanted): too many values live across barriers in one threadgroup");
 }
 
-const abi::host_api g_host = {abi::kVersion, &host_block, &host_wi_barrier_error, &host_wi_exhausted, &host_misuse,
-                              &host_violation};
+const abi::host_api g_host = {abi::kVersion, &host_block, &host_wi_barrier_error, &host_wi_exhausted, &host_race,
+                              &host_tg_register, &host_misuse, &host_violation};
 
 // A lane's fiber runs the kernel once per threadgroup: after exiting it parks in schedule(), and
 // resuming it starts the lane of the next threadgroup (no new context per thread).
@@ -396,6 +499,32 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
   for (int k = 0; k < 3; ++k) {
     G.from[k] = 0;
     G.to[k] = G.size[k];
+  }
+  G.race = nullptr;
+  G.tg_checks = nullptr;
+  if (ds.L.checks) {
+    // Checked mode: a new run in race detection's records (device records name threadgroups by
+    // linear index + 1 in 26 bits; beyond that device memory is not tracked).
+    abi::race_state &r = w.race_run;
+    r.group = linear + 1 <= 0x3ffffffu ? uint32_t(linear + 1) : 0u;
+    r.run = g_run_serial.fetch_add(1) + 1;
+    if (r.run == 0) r.run = g_run_serial.fetch_add(1) + 1;
+    r.epoch = 0;
+    for (uint32_t &e : r.simd_epoch) e = 0;
+    G.race = &r;
+    if (w.tg_mem_shadow.size() < sizeof(w.tg_mem)) w.tg_mem_shadow.resize(sizeof(w.tg_mem));
+    for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+      abi::check_binding &c = w.tg_checks[n];
+      c = abi::check_binding{};
+      if (!d.threadgroup_memory_length[n]) continue;
+      c.base = static_cast<char *>(G.tg_mem[n]);
+      c.length = d.threadgroup_memory_length[n];
+      c.index = n;
+      c.host = &g_host;
+      c.tg = w.tg_mem_shadow.data() + ds.tg_offset[n];
+      c.kind = 1;
+    }
+    G.tg_checks = w.tg_checks;
   }
 }
 
@@ -456,6 +585,7 @@ bool run_group_fibers(DispatchState &ds, Worker &w, const abi::group &G) {
   w.exited = 0;
   w.barrier_count = 0;
   w.end = GroupEnd::kDone;
+  w.race = G.race;
   w.tls_lane_slot = nullptr;
   w.tls_attrs_slot = nullptr;
   w.resume(nullptr, 0);
@@ -858,6 +988,26 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
     }
   }
   ds.L.checks = checked ? ds.checks : nullptr;
+  // Checked mode: race records for every bound buffer, mapped for the dispatch (only the pages
+  // of bytes written are ever touched).
+  struct RaceShadows {
+    DispatchState &ds;
+    ~RaceShadows() {
+      for (uint32_t n = 0; n < abi::kMaxBindings; ++n)
+        if (ds.race_shadow[n]) munmap(ds.race_shadow[n], ds.race_shadow_bytes[n]);
+    }
+  } race_shadows{ds};
+  if (checked) {
+    for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+      if (!d.buffers[n].data || !d.buffers[n].length) continue;
+      const size_t bytes = size_t(d.buffers[n].length) * sizeof(uint64_t);
+      void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) continue;  // not tracked (the report would say nothing anyway)
+      ds.race_shadow[n] = static_cast<uint64_t *>(p);
+      ds.race_shadow_bytes[n] = bytes;
+      ds.checks[n].race = ds.race_shadow[n];
+    }
+  }
 
   WatchGuard watch(ds, timeout_ms());
   const bool watched = watch.on;
@@ -898,6 +1048,7 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
       std::lock_guard<std::mutex> g(ds.mu);
       ds.records.push_back(rec);
     }
+    t_dispatch = &ds;
     if (rec) rec->active = 1;
     while (!ds.failed.load(std::memory_order_relaxed)) {
       const uint64_t b = next.fetch_add(chunk);
@@ -917,6 +1068,9 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   std::vector<std::string> msgs;
   if (!ds.error.empty()) msgs.push_back(ds.error);
   for (auto &v : ds.violations) msgs.push_back(v);
+  for (auto &v : ds.races) msgs.push_back(v);
+  if (ds.race_count > ds.races.size())
+    msgs.push_back("... and " + std::to_string(ds.race_count - ds.races.size()) + " more races or uninitialised reads");
   if (ds.violation_count > ds.violations.size())
     msgs.push_back("... and " + std::to_string(ds.violation_count - ds.violations.size()) + " more out-of-bounds accesses");
   if (!ds.failed.load()) {

@@ -198,6 +198,7 @@ class Translator {
     size_t decl;
     size_t scope_end;
     bool array;  // an array of pointers: its elements are two subscripts away
+    bool scalar = false;  // a threadgroup scalar: its name designates the element (*name)
   };
   std::vector<CheckedName> checked_names_;
   std::unordered_set<std::string> checked_members_;
@@ -916,31 +917,36 @@ class Translator {
     for (size_t k = b; k < e; ++k)
       if (is(k, "const") || is(k, "constexpr")) has_const = true;
     if (opt_.checked && pointer && !is(e + 1, "*")) {
-      // device T* → mgsim::dptr<T>, keeping every qualifier on the pointee.
-      std::string inner;
-      bool any_const = false;
-      for (size_t k = b; k < e; ++k) {
-        if (k == i || is(k, "static") || is(k, "constexpr") || is(k, "inline")) continue;
-        if (is(k, "const")) any_const = true;
-        inner += (inner.empty() ? "" : " ") + text(k);
-      }
-      if (is_constant && !any_const) inner = "const " + inner;
-      for (size_t k = b; k <= e; ++k)
-        if (!is(k, "static") && !is(k, "constexpr") && !is(k, "inline")) set(k, "");
-      set(i, "mgsim::dptr<" + inner + ">");
-      size_t d = e + 1;
-      while (is(d, "const") || is(d, "volatile") || is(d, "__restrict")) ++d;
-      if (ident(d) && !is(d + 1, "(")) note_checked_name(d);
+      checked_pointer(i, b, e, is_constant);
       return;
     }
     if (is_constant && !has_const) set(i, "const");
     else set(i, "");
   }
 
+  // device/constant/threadgroup T* (the address-space word at i, the declaration's first token at b,
+  // the '*' at e) → mgsim::dptr<T>, keeping every qualifier on the pointee.
+  void checked_pointer(size_t i, size_t b, size_t e, bool add_const) {
+    std::string inner;
+    bool any_const = false;
+    for (size_t k = b; k < e; ++k) {
+      if (k == i || is(k, "static") || is(k, "constexpr") || is(k, "inline")) continue;
+      if (is(k, "const")) any_const = true;
+      inner += (inner.empty() ? "" : " ") + (replaced_[k] ? repl_[k] : text(k));
+    }
+    if (add_const && !any_const) inner = "const " + inner;
+    for (size_t k = b; k <= e; ++k)
+      if (!is(k, "static") && !is(k, "constexpr") && !is(k, "inline")) set(k, "");
+    set(i, "mgsim::dptr<" + inner + ">");
+    size_t d = e + 1;
+    while (is(d, "const") || is(d, "volatile") || is(d, "__restrict")) ++d;
+    if (ident(d) && !is(d + 1, "(")) note_checked_name(d);
+  }
+
   // --- checked mode: element accesses -----------------------------------------------------------
 
   // Records the checked pointer declared at token d and the extent of its scope.
-  void note_checked_name(size_t d) {
+  void note_checked_name(size_t d, bool scalar = false, bool view = false) {
     size_t k = d, open = SIZE_MAX;
     while (k > 0) {  // the innermost enclosing '(' or '{'
       --k;
@@ -953,7 +959,8 @@ class Translator {
         break;
       }
     }
-    CheckedName c{text(d), d, t_.size() - 1, is(d + 1, "[") && attr_end_[d + 1] == SIZE_MAX};
+    CheckedName c{text(d), d, t_.size() - 1, is(d + 1, "[") && attr_end_[d + 1] == SIZE_MAX, scalar};
+    if (view) c.array = false;  // a threadgroup variable's view: one subscript (rows of rows included)
     if (open != SIZE_MAX && is(open, "{")) {
       const bool ns = open >= 1 && (is(open - 1, "namespace") || (open >= 2 && is(open - 2, "namespace")));
       if (!in_function_[d] && !ns) {  // a data member of a struct
@@ -1044,6 +1051,20 @@ class Translator {
         continue;
       }
       const size_t start = via_member ? postfix_start(i) : i;
+      // Every access carries its source line (race reports): p[i] → p.mg_line(N)[i].
+      const std::string at_line = ".mg_line(" + std::to_string(user_line(t_[i].line).line) + "u)";
+      if (cn && cn->scalar) {
+        // A threadgroup scalar: its name is the element, *view.
+        const size_t n = i + 1;
+        const bool object_use = is(n, ".") || is(n, "[") || is(n, "(") || is(n, "->");
+        const bool assigned = (t_[n].kind == Tok::Punct && is_assign_op(text(n))) || is(n, "++") || is(n, "--") ||
+                              is(i - 1, "++") || is(i - 1, "--");
+        const bool address = is(i - 1, "&") && (t_[i - 2].kind == Tok::Punct || expr_keywords.count(text(i - 2)));
+        const std::string wrap = object_use ? "mgsim::impl::wr(" : (assigned || address) ? "" : "mgsim::impl::rd(";
+        prefix_[i] += wrap + "(*";
+        suffix_[i] = at_line + ")" + (wrap.empty() ? "" : ")") + suffix_[i];
+        continue;
+      }
       if (is(i + 1, "[") && attr_end_[i + 1] == SIZE_MAX) {
         // The element: one subscript, two for an array of pointers.
         size_t j = i + 1;
@@ -1058,6 +1079,8 @@ class Translator {
         }
         if (!ok) continue;
         const size_t last = j - 1;
+        if (subs == 1) suffix_[i] += at_line;
+        else suffix_[match_[i + 1]] += at_line;  // ptrs[k].mg_line(N)[i]
         bool object_use = false, call = false;
         size_t c = j;
         for (;;) {  // member access, subscript or call on the element
@@ -1089,10 +1112,13 @@ class Translator {
         if (!unary) continue;
         const size_t n = i + 1;
         if (is(n, "[") || is(n, ".") || is(n, "->") || is(n, "(") || is(n, "++") || is(n, "--")) continue;
-        if ((t_[n].kind == Tok::Punct && is_assign_op(text(n))) || is(b, "&") || is(b, "++") || is(b, "--")) continue;
+        if ((t_[n].kind == Tok::Punct && is_assign_op(text(n))) || is(b, "&") || is(b, "++") || is(b, "--")) {
+          if (!is(b, "++") && !is(b, "--")) suffix_[i] = at_line + suffix_[i];  // *p = v
+          continue;
+        }
         const bool ref_init = i >= 4 && is(b, "=") && ident(b - 1) && is(b - 2, "&");
         prefix_[i - 1] += ref_init ? "mgsim::impl::wr(" : "mgsim::impl::rd(";
-        suffix_[i] = ")" + suffix_[i];
+        suffix_[i] = at_line + ")" + suffix_[i];
       }
     }
   }
@@ -1114,6 +1140,13 @@ class Translator {
       if (is(k, "atomic") && is(k + 1, "<")) atomic_at = k;
     }
     while (is(e, "const") || is(e, "volatile")) ++e;
+    if (opt_.checked && is(e, "*") && !is(e + 1, "*")) {
+      // threadgroup T* → a checked pointer (race detection, bounds).
+      size_t b = i;
+      while (b > 0 && (is(b - 1, "const") || is(b - 1, "volatile"))) --b;
+      checked_pointer(i, b, e, false);
+      return;
+    }
     if (is(e, "*") || is(e, "&") || !in_function_[i] || !ident(e)) {
       set(i, "");
       return;
@@ -1133,7 +1166,14 @@ class Translator {
     if (is(k, ";") && !replaced_[e] && !replaced_[k]) {
       const std::string name = text(e);
       set(e, "mgsim_tg_" + name);
-      set(k, "; auto &" + name + " = mgsim_tg_" + name + ";");
+      if (opt_.checked) {
+        // A checked pointer to the storage: every access is bounds-checked and race-detected.
+        set(k, "; static thread_local mgsim::abi::check_binding mgsim_tgb_" + name + "; auto " + name +
+                   " = mgsim::impl::tg_view(mgsim_tg_" + name + ", mgsim_tgb_" + name + ", \"" + name + "\");");
+        note_checked_name(e, /*scalar=*/!is(e + 1, "["), /*view=*/true);
+      } else {
+        set(k, "; auto &" + name + " = mgsim_tg_" + name + ";");
+      }
     }
   }
 
@@ -1762,7 +1802,7 @@ class Translator {
     std::string s = "extern \"C\" MGSIM_EXPORT void " + ns +
                     "_wi(const mgsim::abi::launch *L, const mgsim::abi::group *G, mgsim::abi::wi_ctx *mgwi_cp) {\n";
     s += "  (void)G;\n  mgsim_fc_load(L);\n  mgsim::wi::ctx &mgwi_c = *mgwi_cp;\n";
-    s += "  mgsim::tls.lane = nullptr;\n  mgsim::tls.launch = L;\n  mgwi_c.tls_attrs = &mgsim::tls.attrs;\n";
+    s += "  mgsim::tls.lane = nullptr;\n  mgsim::tls.launch = L;\n  mgsim::tls.group = G;\n  mgwi_c.tls_attrs = &mgsim::tls.attrs;\n";
     s += "  mgwi_c.track = MGWI_TRACK ? 1u : 0u;\n" + binds;
     std::string fills, dv, args, lanes;
     for (size_t p = 0; p < ki.params.size(); ++p) {

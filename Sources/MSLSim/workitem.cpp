@@ -529,6 +529,9 @@ class Gen {
     if (ds.size() == 1 && ds[0].ref && ds[0].init_b && ds[0].init_e == ds[0].init_b + 2 &&
         text(ds[0].init_b + 1).rfind("mgsim_tg_", 0) == 0)
       s.kind = Stmt::Uniform;
+    // Checked mode's view of a threadgroup variable (`auto x = mgsim::impl::tg_view(...)`).
+    if (ds.size() == 1 && !ds[0].ref && ds[0].init_b && is(ds[0].init_b + 1, "mgsim") && is(ds[0].init_b + 5, "tg_view"))
+      s.kind = Stmt::Uniform;
     if (cst && s.kind == Stmt::Decl) {
       // A const integer initialised from constants only (an array bound, say) is uniform too.
       bool constant = true;

@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 6;
+constexpr uint32_t kVersion = 7;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -21,8 +21,50 @@ enum block_kind : uint32_t { block_barrier = 1, block_simd = 2 };
 
 struct host_api;
 
-// One bound buffer in checked mode. `shadow` (one byte per buffer byte) is non-null for buffers
-// whose writes are tracked (the dispatch's must-write buffers).
+// Race detection (checked mode) keeps, per byte of memory a dispatch touches, who last wrote it
+// (and, for threadgroup memory, read it) and in which barrier interval.
+//
+// Device memory: one 64-bit word per byte of a bound buffer, 0 when not written in this dispatch:
+//   bits 0-25 the writer's threadgroup (linear index + 1), 26-37 its barrier interval (4095: no
+//   longer tracked), 38-47 the writer (thread index in its threadgroup), 48-63 the source line.
+constexpr uint64_t kRaceEpochMax = 4095;
+// Threadgroup memory: one record per byte; runs are process-unique serials (stale records of an
+// earlier threadgroup on the worker never match).
+struct tg_shadow {
+  uint32_t wrun;    // threadgroup run of the last write (0: none)
+  uint16_t wepoch;  // its barrier interval
+  uint16_t wsimd;   // the writer's simdgroup-level syncs at the write
+  uint16_t wlane;   // the writer (thread index in threadgroup)
+  uint16_t wline;   // source line of the write
+  uint32_t rrun;    // threadgroup run of the reads recorded since the last write
+  uint16_t repoch;
+  uint16_t rsimd;
+  uint16_t rlane;   // the reader + 1; 0xffff: several readers
+  uint16_t rline;
+};
+
+// The threadgroup running on a worker, for race detection: where its threads are in time.
+struct race_state {
+  uint32_t group;            // linear threadgroup index + 1 (0: device memory not tracked)
+  uint32_t run;              // process-unique serial of this threadgroup run
+  uint32_t epoch;            // threadgroup_barriers passed
+  uint32_t simd_epoch[32];   // simdgroup-level syncs (collectives, simdgroup_barrier) passed, per simdgroup
+};
+
+// What checked mode reports (host_api::race).
+enum race_kind : uint32_t {
+  race_raw = 1,        // a read of another thread's write in the same barrier interval
+  race_waw = 2,        // two threads wrote it in the same barrier interval
+  race_war = 3,        // a write over another thread's read in the same barrier interval
+  race_uninit = 4,     // a read of threadgroup memory no thread of the threadgroup wrote
+  race_cross_waw = 5,  // written by two threadgroups of one dispatch
+  race_cross_raw = 6,  // read by one threadgroup, written by another, in one dispatch
+};
+
+// Memory the kernel reaches through a checked pointer: a bound buffer, a threadgroup(n) memory
+// block, or a threadgroup variable. `shadow` (one byte per buffer byte) is non-null for buffers
+// whose writes must cover every byte (the dispatch's must-write buffers); `race` / `tg` hold the
+// race-detection records (device / threadgroup memory).
 struct check_binding {
   char *base;
   uint64_t length;
@@ -31,6 +73,10 @@ struct check_binding {
   uint8_t *shadow;
   const host_api *host;
   void *dispatch;
+  uint64_t *race;
+  tg_shadow *tg;
+  const char *name;   // a threadgroup variable's name (null for buffers and threadgroup(n) memory)
+  uint32_t kind;      // 0 device buffer, 1 threadgroup(n) memory, 2 threadgroup variable
 };
 
 struct launch {
@@ -47,6 +93,8 @@ struct launch {
 };
 
 struct group {
+  race_state *race;                 // checked mode: race detection of this run (else null)
+  const check_binding *tg_checks;   // checked mode: the threadgroup(n) blocks (kMaxBindings), else null
   uint32_t id[3];
   uint32_t size[3];   // the threads this threadgroup really has in each dimension
   uint32_t nthreads;
@@ -128,6 +176,14 @@ struct host_api {
   // Work-item mode: per-lane storage ran out (`need` more bytes), or one lane's share exceeds
   // lane_limit; the host fails the dispatch.
   void (*wi_exhausted)(wi_ctx *c, uint64_t need);
+  // Checked mode: a race or an uninitialised read (race_kind) at `byte_offset` of `b`, `size`
+  // bytes, by the current thread (position `pos`) at `line`; the other access was by thread
+  // `other_lane` of threadgroup `other_group` (linear index + 1) at `other_line`.
+  void (*race)(const check_binding *b, int64_t byte_offset, uint32_t size, uint32_t kind, uint32_t other_lane,
+               uint32_t other_group, uint32_t other_line, uint32_t line, const uint32_t *pos);
+  // Checked mode: a threadgroup variable's binding (base, length, name set) met on this thread for
+  // the first time; the host gives it its race records.
+  void (*tg_register)(check_binding *b);
   void (*misuse)(const launch *L, const char *what);
   void (*violation)(const check_binding *b, int64_t byte_offset, uint32_t size, int write,
                     const uint32_t *pos);
@@ -189,8 +245,9 @@ struct tls_state {
   abi::lane *lane;                  // the running lane (fiber mode), else null
   const abi::thread_attrs *attrs;   // its thread attributes (fiber mode, or tracked plain loops)
   const abi::launch *launch;        // the dispatch being run
+  const abi::group *group;          // the threadgroup being run
 };
-inline thread_local tls_state tls = {nullptr, nullptr, nullptr};
+inline thread_local tls_state tls = {nullptr, nullptr, nullptr, nullptr};
 
 // Per-call-site token the translator passes to every collective and barrier it sees.
 struct site {
@@ -221,6 +278,7 @@ inline void enter_lane(abi::lane *me) {
   tls.lane = me;
   tls.attrs = &me->a;
   tls.launch = me->L;
+  tls.group = me->G;
   me->tls_lane_slot = &tls.lane;
   me->tls_attrs_slot = &tls.attrs;
 }
@@ -272,9 +330,116 @@ inline const uint32_t *current_position() {
   return tls.attrs ? tls.attrs->grid : none;
 }
 
-// True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes.
-MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p, size_t bytes,
-                                      bool write) {
+// Race detection for one access (checked mode): compares with the last accesses recorded for
+// its bytes and records it. `value` is what a write stores (a write of the value already there is
+// not a conflict), or null.
+// A simdgroup-wide access (`sg`: a simdgroup-matrix load or store, which every lane of the
+// simdgroup makes together) never conflicts with the same access by its simdgroup's other lanes.
+MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off, uint32_t n, bool write,
+                                       uint32_t line, const void *value, bool sg = false) {
+  const abi::thread_attrs *a = tls.attrs;
+  const abi::group *G = tls.group;
+  if (!a || !G || !G->race) return;
+  const abi::race_state &r = *G->race;
+  const uint32_t L = a->index, S = a->simd_id;
+  const char *mem = b->base + off;
+  auto same_value = [&]() { return value && memcmp(mem, value, n) == 0; };
+  if (b->race) {
+    if (!r.group) return;
+    const uint64_t E = r.epoch < abi::kRaceEpochMax ? r.epoch : abi::kRaceEpochMax;
+    const uint64_t me = uint64_t(r.group & 0x3ffffffu) | (E << 26) | (uint64_t(L & 1023u) << 38) |
+                        (uint64_t(line & 0xffffu) << 48);
+    uint64_t *sh = b->race + off;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t e = sh[i];
+      if (!e || e == me) continue;
+      const uint32_t g = uint32_t(e & 0x3ffffffu), eE = uint32_t((e >> 26) & 4095u), eL = uint32_t((e >> 38) & 1023u);
+      uint32_t kind = 0;
+      if (g != (r.group & 0x3ffffffu)) {
+        kind = write ? abi::race_cross_waw : abi::race_cross_raw;
+      } else if (eE == E && E != abi::kRaceEpochMax && eL != L && !(sg && (eL >> 5) == S)) {
+        // Lanes of one simdgroup run in lockstep: a read after a write there is ordered.
+        if (write) kind = abi::race_waw;
+        else if ((eL >> 5) != S) kind = abi::race_raw;
+      }
+      if (kind && (kind == abi::race_waw || kind == abi::race_cross_waw) && same_value()) kind = 0;
+      if (kind) {
+        b->host->race(b, off + int64_t(i), n, kind, eL, g, uint32_t(e >> 48), line, a->grid);
+        break;
+      }
+    }
+    if (write)
+      for (uint32_t i = 0; i < n; ++i) sh[i] = me;
+    return;
+  }
+  abi::tg_shadow *sh = b->tg + off;
+  const uint16_t E = uint16_t(r.epoch < 0xfffeu ? r.epoch : 0xfffeu);
+  const uint16_t SE = uint16_t(r.simd_epoch[S & 31u]);
+  const uint32_t run = r.run;
+  // rlane: first reader + 1 in bits 0-10; bit 15: more readers, all in its simdgroup (rsimd is
+  // their latest simdgroup-sync count); bit 14: readers in several simdgroups.
+  constexpr uint16_t kSameSg = 0x8000u, kMixed = 0x4000u;
+  bool reported = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    abi::tg_shadow &e = sh[i];
+    uint32_t kind = 0, other = 0, other_line = 0;
+    // The same simdgroup-wide access by another lane of this simdgroup is no conflict.
+    const bool mine = sg && ((e.wlane >> 5) == S) && e.wsimd == SE;
+    if (write) {
+      const uint32_t reader = (e.rlane & 0x7ffu) - 1u;
+      if (e.wrun == run && e.wepoch == E && E != 0xfffeu && e.wlane != L && !mine &&
+          !((e.wlane >> 5) == S && e.wsimd != SE) && !same_value()) {
+        kind = abi::race_waw;
+        other = e.wlane;
+        other_line = e.wline;
+      } else if (e.rrun == run && e.repoch == E && E != 0xfffeu && (e.rlane & 0x7ffu) != 0 &&
+                 ((e.rlane & kMixed) || ((e.rlane & kSameSg) || reader != L) &&
+                                            !((reader >> 5) == S && e.rsimd != SE) && !(sg && (reader >> 5) == S))) {
+        kind = abi::race_war;
+        other = reader;
+        other_line = e.rline;
+      }
+      e.wrun = run;
+      e.wepoch = E;
+      e.wsimd = SE;
+      e.wlane = uint16_t(L);
+      e.wline = uint16_t(line);
+      e.rrun = 0;
+    } else {
+      if (e.wrun != run) {
+        kind = abi::race_uninit;
+      } else if (e.wepoch == E && E != 0xfffeu && e.wlane != L && !mine && !((e.wlane >> 5) == S && e.wsimd != SE)) {
+        kind = abi::race_raw;
+        other = e.wlane;
+        other_line = e.wline;
+      }
+      if (e.rrun == run && e.repoch == E && (e.rlane & 0x7ffu) != 0) {
+        const uint32_t reader = (e.rlane & 0x7ffu) - 1u;
+        if (reader != L || (e.rlane & (kSameSg | kMixed))) {
+          if ((reader >> 5) == S) e.rlane |= kSameSg;
+          else e.rlane |= kMixed;
+        }
+        if (SE > e.rsimd) e.rsimd = SE;
+      } else {
+        e.rrun = run;
+        e.repoch = E;
+        e.rsimd = SE;
+        e.rlane = uint16_t(L + 1);
+        e.rline = uint16_t(line);
+      }
+    }
+    if (kind && !reported) {
+      b->host->race(b, off + int64_t(i), n, kind, other, r.group, other_line, line, a->grid);
+      reported = true;
+    }
+  }
+}
+
+// True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes, and checks
+// races unless the access is atomic (`atomic`).
+MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p, size_t bytes, bool write,
+                                      uint32_t line = 0, const void *value = nullptr, bool atomic = false,
+                                      bool sg = false) {
   if (!b) return true;
   const char *c = static_cast<const char *>(p);
   int64_t off = c - b->base;
@@ -286,6 +451,7 @@ MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p
     uint8_t *s = b->shadow + off;
     for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, uint8_t(1), __ATOMIC_RELAXED);
   }
+  if (!atomic && (b->race || b->tg)) race_access(b, off, uint32_t(bytes), write, line, value, sg);
   return true;
 }
 
@@ -304,13 +470,14 @@ struct elem_ref {
   using mgsim_value_type = T;
   T *p;
   const abi::check_binding *b;
+  uint32_t line = 0;  // the access's source line (race reports), set by the translator's wrappers
 
   MGSIM_ALWAYS_INLINE operator T() const {
-    if (check_access(b, p, sizeof(T), false)) return *p;
+    if (check_access(b, p, sizeof(T), false, line)) return *p;
     return *oob_slot<T>();
   }
   MGSIM_ALWAYS_INLINE const elem_ref &operator=(const T &v) const {
-    if (check_access(b, p, sizeof(T), true)) *p = v;
+    if (check_access(b, p, sizeof(T), true, line, &v)) *p = v;
     return *this;
   }
   MGSIM_ALWAYS_INLINE const elem_ref &operator=(const elem_ref &o) const { return *this = T(o); }
@@ -322,7 +489,7 @@ struct elem_ref {
   // The element as an object, for member access and reference binding: checked (and marked
   // written) as a write, since what follows may store through it.
   MGSIM_ALWAYS_INLINE T &mg_object() const {
-    if (check_access(b, p, sizeof(T), true)) return *p;
+    if (check_access(b, p, sizeof(T), true, line)) return *p;
     return *oob_slot<T>();
   }
 
@@ -411,6 +578,7 @@ struct dptr {
   using element_type = T;
   T *p = nullptr;
   const abi::check_binding *b = nullptr;
+  uint32_t line = 0;  // source line of the access being made (race reports): see mg_line
 
   dptr() = default;
   dptr(decltype(nullptr)) {}
@@ -425,14 +593,26 @@ struct dptr {
 
   MGSIM_ALWAYS_INLINE explicit operator T *() const { return p; }
   MGSIM_ALWAYS_INLINE explicit operator bool() const { return p != nullptr; }
+  // The same pointer for one access at source line `l` (the translator writes p.mg_line(l)[i]).
+  MGSIM_ALWAYS_INLINE dptr mg_line(uint32_t l) const {
+    dptr d = *this;
+    d.line = l;
+    return d;
+  }
 
-  using ref = std::conditional_t<std::is_const<T>::value, const T &, elem_ref<T>>;
+  // An element of an array element type (threadgroup float a[4][8]: a[i]) is the row itself.
+  using ref = std::conditional_t<std::is_array<T>::value, dptr<std::remove_extent_t<T>>,
+                                 std::conditional_t<std::is_const<T>::value, const T &, elem_ref<T>>>;
   MGSIM_ALWAYS_INLINE ref at(T *q) const {
-    if constexpr (std::is_const<T>::value) {
-      if (check_access(b, q, sizeof(T), false)) return *q;
+    if constexpr (std::is_array<T>::value) {
+      dptr<std::remove_extent_t<T>> row(&(*q)[0], b);
+      row.line = line;
+      return row;
+    } else if constexpr (std::is_const<T>::value) {
+      if (check_access(b, q, sizeof(T), false, line)) return *q;
       return *oob_slot<std::remove_const_t<T>>();
     } else {
-      return elem_ref<T>{q, b};
+      return elem_ref<T>{q, b, line};
     }
   }
   template <class I, std::enable_if_t<std::is_integral<I>::value || std::is_enum<I>::value, int> = 0>
@@ -485,12 +665,44 @@ struct dptr {
 // Found by ADL from the atomic and simdgroup-matrix helpers of mgsim_atomic.h /
 // mgsim_simdgroup_matrix.h: bounds-checks `count` elements, tracks writes, returns a raw pointer.
 template <class T>
-MGSIM_ALWAYS_INLINE T *mgsim_resolve(dptr<T> d, size_t count, bool write) {
-  if (check_access(d.b, d.p, count * sizeof(T), write)) return d.p;
+struct is_atomic_object : std::false_type {};
+template <class T>
+struct is_atomic_object<::metal::atomic<T>> : std::true_type {};
+template <class T>
+struct is_atomic_object<const T> : is_atomic_object<T> {};
+template <class T>
+struct is_atomic_object<volatile T> : is_atomic_object<T> {};
+
+template <class T>
+MGSIM_ALWAYS_INLINE T *mgsim_resolve(dptr<T> d, size_t count, bool write, bool simdgroup = false) {
+  // Atomics are exempt from race detection: concurrent atomic accesses are what they are for.
+  if (check_access(d.b, d.p, count * sizeof(T), write, d.line, nullptr, is_atomic_object<T>::value, simdgroup))
+    return d.p;
   if (count * sizeof(T) > sizeof(oob_scratch)) return nullptr;
   memset(oob_scratch, 0, count * sizeof(T));
   return reinterpret_cast<T *>(oob_scratch);
 }
+
+namespace impl {
+// Checked mode: a threadgroup variable as a checked pointer to its storage (an array: to its first
+// element), its binding set up on first use on this thread.
+template <class T>
+MGSIM_ALWAYS_INLINE auto tg_view(T &storage, abi::check_binding &b, const char *name) {
+  if (!b.host) {
+    const abi::launch *L = tls.launch;
+    b.base = reinterpret_cast<char *>(&storage);
+    b.length = sizeof(T);
+    b.name = name;
+    b.kind = 2;
+    if (L && L->host) L->host->tg_register(&b);
+  }
+  if constexpr (std::is_array<T>::value) {
+    return dptr<std::remove_extent_t<T>>(&storage[0], b.host ? &b : nullptr);
+  } else {
+    return dptr<T>(&storage, b.host ? &b : nullptr);
+  }
+}
+}  // namespace impl
 
 // Casts that keep checked pointers checked (the translator routes reinterpret_cast/static_cast
 // of device pointer types here in checked mode). In mgsim::impl, like every helper a user call
@@ -559,6 +771,8 @@ MGSIM_ALWAYS_INLINE P bind_threadgroup(const abi::group *G, unsigned n) {
   using Q = std::remove_cv_t<std::remove_reference_t<P>>;
   if constexpr (std::is_reference<P>::value) {
     return *static_cast<std::remove_reference_t<P> *>(G->tg_mem[n]);
+  } else if constexpr (is_dptr<Q>::value) {
+    return Q(static_cast<typename Q::element_type *>(G->tg_mem[n]), G->tg_checks ? &G->tg_checks[n] : nullptr);
   } else {
     static_assert(std::is_pointer<Q>::value,
                   "[mgsim] a [[threadgroup(n)]] parameter must be a threadgroup pointer or reference");
@@ -573,6 +787,7 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
   abi::thread_attrs a;
   tls.lane = nullptr;
   tls.launch = L;
+  tls.group = G;
   if (track) tls.attrs = &a;
   const uint32_t sx = G->size[0], sy = G->size[1];
   const uint32_t bx = G->id[0] * L->threads_per_threadgroup[0];

@@ -98,8 +98,9 @@ inline ::metal::simdgroup_matrix<T, 8, 8> synced(const ::metal::simdgroup_matrix
   return r;
 }
 template <class P>
-auto row_ptr(const P &p, size_t offset, bool write) -> decltype(mgsim_resolve(p + offset, size_t(8), write)) {
-  return mgsim_resolve(p + offset, size_t(8), write);
+auto row_ptr(const P &p, size_t offset, bool write) -> decltype(mgsim_resolve(p + offset, size_t(8), write, true)) {
+  // A simdgroup-wide access: every lane of the simdgroup makes it together (race detection).
+  return mgsim_resolve(p + offset, size_t(8), write, true);
 }
 template <class P>
 using elem_t = std::remove_cv_t<std::remove_pointer_t<decltype(row_ptr(std::declval<const P &>(), 0, false))>>;

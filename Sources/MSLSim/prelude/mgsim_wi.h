@@ -421,12 +421,23 @@ MGSIM_NOINLINE inline void barrier(ctx &c) {
     all = all && c.active[s] == c.alive[s];
   }
   // Threads that returned from the kernel never reach it either.
-  if (reached == 0 || (all && alive == c.n)) return;
+  if (reached == 0) return;
+  if (all && alive == c.n) {
+    if (c.G->race) ++c.G->race->epoch;  // checked mode: a new barrier interval
+    return;
+  }
   c.L->host->wi_barrier_error(&c, reached, c.n - alive);
   kill(c);
 }
 
 // --- collectives --------------------------------------------------------------------------------
+
+// Checked mode: a collective or simdgroup_barrier orders the accesses of the simdgroups taking part.
+MGSIM_ALWAYS_INLINE void simd_sync(ctx &c) {
+  if (abi::race_state *r = c.G->race)
+    for (uint32_t s = 0; s < c.nsg; ++s)
+      if (c.active[s]) ++r->simd_epoch[s];
+}
 
 template <class T, class X>
 MGSIM_ALWAYS_INLINE T value_of(const X &x, uint32_t l) {
@@ -608,6 +619,7 @@ namespace metal {
   MGSIM_ALWAYS_INLINE void mgwi_##NAME(mgsim::wi::ctx &c, R &res, mgsim::site, const X &x) {      \
     using T = mgsim::lang::value_t<mgsim::wi::arg_expr_t<X>>;                             \
     MGWI_SIMD_CHECK(NAME, T, INT_ONLY);                                                            \
+    mgsim::wi::simd_sync(c);                                                                       \
     mgsim::wi::reduce<T>(c, res, x, [](const T &a, const T &c2) { return EXPR; });                 \
   }
 MGWI_REDUCE(simd_sum, T(a + c2), false)
@@ -624,6 +636,7 @@ MGWI_REDUCE(simd_xor, T(a ^ c2), true)
   MGSIM_ALWAYS_INLINE void mgwi_##NAME(mgsim::wi::ctx &c, R &res, mgsim::site, const X &x) {      \
     using T = mgsim::lang::value_t<mgsim::wi::arg_expr_t<X>>;                             \
     MGWI_SIMD_CHECK(NAME, T, false);                                                               \
+    mgsim::wi::simd_sync(c);                                                                       \
     mgsim::wi::scan<T>(c, res, x, T(IDENTITY), INCL, [](const T &a, const T &c2) { return EXPR; });  \
   }
 MGWI_SCAN(simd_prefix_inclusive_sum, 0, true, T(a + c2))
@@ -638,6 +651,7 @@ MGWI_SCAN(simd_prefix_exclusive_product, 1, false, T(a * c2))
                                        const A &arg) {                                             \
     using T = mgsim::lang::value_t<mgsim::wi::arg_expr_t<X>>;                             \
     MGWI_SIMD_CHECK(NAME, T, false);                                                               \
+    mgsim::wi::simd_sync(c);                                                                       \
     mgsim::wi::permute<T>(c, res, x, arg, [](uint32_t j, uint32_t a, uint32_t m) {                 \
       (void)m;                                                                                     \
       return int64_t(SRC);                                                                         \
@@ -656,6 +670,7 @@ template <class R, class X>
 MGSIM_ALWAYS_INLINE void mgwi_simd_broadcast_first(mgsim::wi::ctx &c, R &res, mgsim::site, const X &x) {
   using T = mgsim::lang::value_t<mgsim::wi::arg_expr_t<X>>;
   MGWI_SIMD_CHECK(simd_broadcast_first, T, false);
+  mgsim::wi::simd_sync(c);
   for (uint32_t s = 0; s < c.nsg; ++s) {
     const uint32_t m = c.active[s];
     if (!m) continue;
@@ -670,6 +685,7 @@ MGSIM_ALWAYS_INLINE void mgwi_simd_broadcast_first(mgsim::wi::ctx &c, R &res, mg
 #define MGWI_VOTE(NAME, RESULT)                                                                    \
   template <class R, class X>                                                                      \
   MGSIM_ALWAYS_INLINE void mgwi_##NAME(mgsim::wi::ctx &c, R &res, mgsim::site, const X &x) {      \
+    mgsim::wi::simd_sync(c);                                                                       \
     for (uint32_t s = 0; s < c.nsg; ++s) {                                                         \
       const uint32_t m = c.active[s];                                                              \
       if (!m) continue;                                                                            \
@@ -690,12 +706,14 @@ MGWI_VOTE(simd_all, bits == m)
 
 template <class R>
 MGSIM_ALWAYS_INLINE void mgwi_simd_active_threads_mask(mgsim::wi::ctx &c, R &res, mgsim::site) {
+  mgsim::wi::simd_sync(c);
   for (uint32_t s = 0; s < c.nsg; ++s)
     for (uint32_t k = c.active[s]; k; k &= k - 1)
       res[(s << 5) + uint32_t(__builtin_ctz(k))] = simd_vote(uint64_t(c.active[s]));
 }
 template <class R>
 MGSIM_ALWAYS_INLINE void mgwi_simd_is_first(mgsim::wi::ctx &c, R &res, mgsim::site) {
+  mgsim::wi::simd_sync(c);
   for (uint32_t s = 0; s < c.nsg; ++s) {
     const uint32_t m = c.active[s];
     for (uint32_t k = m; k; k &= k - 1) {
@@ -708,7 +726,7 @@ MGSIM_ALWAYS_INLINE void mgwi_simd_is_first(mgsim::wi::ctx &c, R &res, mgsim::si
 // Barriers: threadgroup_barrier waits for the whole group; simdgroup_barrier orders a simdgroup,
 // which runs its lanes' code up to here before any lane goes on anyway.
 MGSIM_ALWAYS_INLINE void mgwi_threadgroup_barrier(mgsim::wi::ctx &c) { mgsim::wi::barrier(c); }
-MGSIM_ALWAYS_INLINE void mgwi_simdgroup_barrier(mgsim::wi::ctx &) {}
+MGSIM_ALWAYS_INLINE void mgwi_simdgroup_barrier(mgsim::wi::ctx &c) { mgsim::wi::simd_sync(c); }
 
 }  // namespace metal
 
