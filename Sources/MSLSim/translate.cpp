@@ -1817,8 +1817,7 @@ class Translator {
     }
     s += "  using mgwi_o = decltype(" + qual + "mgwi_probe_" + name + targs + "(" + dv + "));\n" + lanes;
     if (!fills.empty())
-      s += "  ::mgsim::wi::each<MGWI_TRACK>(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL { const mgsim::abi::thread_attrs &a = mgwi_c.attrs[mgwi_l]; "
-           "(void)a; " + fills + "});\n";
+      s += "  MGWI_EACH { const mgsim::abi::thread_attrs &a = mgwi_c.attrs[mgwi_l]; (void)a; " + fills + "} MGWI_EACH_END\n";
     s += "  MGWI_RESULT(mgwi_r, void);\n";
     s += "  " + qual + "mgwi_" + name + "(mgwi_o{}, mgwi_c, mgwi_r" + args + ");\n";
     s += "  if (mgwi_c.track) mgsim::tls.attrs = nullptr;\n}\n";

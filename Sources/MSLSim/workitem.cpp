@@ -124,8 +124,8 @@ class Gen {
         pro += "const auto mgwi_p" + n + " = mgwi_a" + n + ";\n";
       } else {
         pro += "MGWI_LANES(mgwi_d" + n + ", " + st + ");\n";
-        pro += "if (!mgwi_a" + n + ".p) ::mgsim::wi::each<MGWI_TRACK>(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL { mgwi_d" + n +
-               "[mgwi_l] = " + (p.ref ? "&(" + p.def + ")" : "::mgsim::wi::conv<" + ty + ">(" + p.def + ")") + "; });\n";
+        pro += "if (!mgwi_a" + n + ".p) MGWI_EACH { mgwi_d" + n + "[mgwi_l] = " +
+               (p.ref ? "&(" + p.def + ")" : "::mgsim::wi::conv<" + ty + ">(" + p.def + ")") + "; } MGWI_EACH_END\n";
         pro += "const auto mgwi_p" + n + " = mgwi_a" + n + ".p ? mgwi_a" + n + " : mgwi_d" + n + ";\n";
       }
       if (!p.name.empty()) scopes_.back()[p.name] = Var{p.ref ? Var::LaneRef : Var::Lane, "mgwi_p" + n};
@@ -193,6 +193,7 @@ class Gen {
   // Inside a region: the per-lane variables it uses, cached in locals (storage → local name).
   std::map<std::string, std::string> *cache_ = nullptr;
   std::set<std::string> *written_ = nullptr;
+  std::string region_end_;  // the label ending the current region's per-lane code
   // Names whose address may outlive a region (unary &, reference initialisers): never cached.
   std::set<std::string> exposed_;
 
@@ -892,7 +893,7 @@ class Gen {
         }
         o += "{ ";
         if (s.e - s.b > 2) o += "::mgsim::wi::set_ret(mgwi_ret, mgwi_l, " + expr(s.b + 1, s.e - 1) + "); ";
-        o += "mgwi_fn.retire(mgwi_l); return; }";
+        o += "mgwi_fn.retire(mgwi_l); goto " + region_end_ + "; }";
         break;
       }
       case Stmt::Break:
@@ -902,7 +903,7 @@ class Gen {
         if (local || rc.in_lambda) {
           o += expr(s.b, s.e);
         } else if (!wi_loops_.empty()) {
-          o += "{ " + loop_ref() + (s.kind == Stmt::Break ? ".brk" : ".skip") + "(mgwi_l); return; }";
+          o += "{ " + loop_ref() + (s.kind == Stmt::Break ? ".brk" : ".skip") + "(mgwi_l); goto " + region_end_ + "; }";
         } else {
           unsupported(s.b, "break or continue outside a loop");
         }
@@ -939,13 +940,19 @@ class Gen {
     std::set<std::string> written;  // cached variables the region may modify (written back)
     std::map<std::string, std::string> *outer;
     std::set<std::string> *outer_written;
-    explicit RegionCache(Gen &g_) : g(g_), outer(g_.cache_), outer_written(g_.written_) {
+    std::string label;  // the end of a lane's code (return / break / continue jump there)
+    std::string outer_label;
+    explicit RegionCache(Gen &g_)
+        : g(g_), outer(g_.cache_), outer_written(g_.written_), label("mgwi_next" + std::to_string(++g_.tmp_)),
+          outer_label(g_.region_end_) {
       g.cache_ = &used;
       g.written_ = &written;
+      g.region_end_ = label;
     }
     ~RegionCache() {
       g.cache_ = outer;
       g.written_ = outer_written;
+      g.region_end_ = outer_label;
     }
   };
   void emit_region(RegionCache &rc, const std::string &body) {
@@ -956,11 +963,8 @@ class Gen {
              st + "[mgwi_l]; ";
       if (rc.written.count(st)) post += "::mgsim::wi::store(" + st + "[mgwi_l], " + local + "); ";
     }
-    if (rc.used.empty())
-      o_ += "\n::mgsim::wi::each<MGWI_TRACK>(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL {" + body + "});\n";
-    else
-      o_ += "\n::mgsim::wi::each<MGWI_TRACK>(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL { " + pre + "[&]() MGWI_INL {" + body + "}(); " +
-            post + "});\n";
+    // A plain loop over the active lanes (MGWI_EACH); leaving a lane's code early jumps to the end.
+    o_ += "\nMGWI_EACH { " + pre + "{" + body + "} " + rc.label + ":; " + post + "} MGWI_EACH_END\n";
     at_line(o_);
   }
   void g_cache_off() {}

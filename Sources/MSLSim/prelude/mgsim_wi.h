@@ -24,6 +24,16 @@
 #define MGWI_INL __attribute__((always_inline))
 // each() publishes lane attributes unless told otherwise; generated code says which (MGWI_TRACK).
 #define MGWI_TRACK_DEFAULT true
+// The generated form of each(): `MGWI_EACH { per-lane code using mgwi_l } MGWI_EACH_END` runs the
+// code for every active lane of the work-item function's context `mgwi_c`, in lane order, as a
+// plain loop (no closure per region for the compiler to build and inline).
+#define MGWI_EACH                                                                      \
+  for (uint32_t mgwi_s = 0; mgwi_s < mgwi_c.nsg; ++mgwi_s)                             \
+    for (uint32_t mgwi_k = mgwi_c.active[mgwi_s]; mgwi_k; mgwi_k &= mgwi_k - 1) {      \
+      const uint32_t mgwi_l = (mgwi_s << 5) | uint32_t(__builtin_ctz(mgwi_k));         \
+      mgwi_c.cur = mgwi_l;                                                             \
+      if (MGWI_TRACK) *mgwi_c.tls_attrs = &mgwi_c.attrs[mgwi_l];
+#define MGWI_EACH_END }
 
 namespace mgsim {
 namespace wi {
