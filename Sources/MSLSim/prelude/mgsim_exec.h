@@ -682,6 +682,11 @@ MGSIM_ALWAYS_INLINE T *mgsim_resolve(dptr<T> d, size_t count, bool write, bool s
   memset(oob_scratch, 0, count * sizeof(T));
   return reinterpret_cast<T *>(oob_scratch);
 }
+// simdgroup_load / store through a checked pointer: one access of the whole simdgroup.
+template <class T>
+MGSIM_ALWAYS_INLINE T *mgsim_resolve_sg(dptr<T> d, size_t count, bool write) {
+  return mgsim_resolve(d, count, write, true);
+}
 
 namespace impl {
 // Checked mode: a threadgroup variable as a checked pointer to its storage (an array: to its first

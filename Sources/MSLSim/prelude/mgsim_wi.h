@@ -522,28 +522,38 @@ MGSIM_ALWAYS_INLINE uint32_t vote(const X &x, uint32_t base, uint32_t m) {
 // --- simdgroup matrices -------------------------------------------------------------------------
 
 // The whole matrix a simdgroup's lanes hold in `e` (an lvalue evaluator). Work-item storage keeps
-// one matrix per simdgroup, complete whatever thread_elements() wrote; a matrix every lane keeps
-// its own copy of (a struct member, say) gathers each lane's share, as fiber mode's gather does.
-template <class E>
-MGSIM_ALWAYS_INLINE auto whole_matrix(E &e, uint32_t base, uint32_t m)
-    -> std::remove_cv_t<std::remove_reference_t<decltype(e(0u))>> {
-  using Mat = std::remove_cv_t<std::remove_reference_t<decltype(e(0u))>>;
+// one matrix per simdgroup, complete whatever thread_elements() wrote (it is used in place); a
+// matrix every lane keeps its own copy of (a struct member, say) gathers each lane's share into
+// `tmp`, as fiber mode's gather does.
+template <class E, class Mat>
+MGSIM_ALWAYS_INLINE const Mat &whole_matrix(E &e, uint32_t base, uint32_t m, Mat &tmp) {
   const uint32_t l0 = base + uint32_t(__builtin_ctz(m));
   auto &a0 = e(l0);
-  Mat r = a0;
-  if (!a0.mg_sync) return r;
-  r.mg_sync = nullptr;
+  if (!a0.mg_sync) return a0;
+  bool shared = true;
+  for (uint32_t k = m & (m - 1); k && shared; k &= k - 1) shared = &e(base + uint32_t(__builtin_ctz(k))) == &a0;
+  if (shared) {
+    const_cast<Mat &>(static_cast<const Mat &>(a0)).mg_sync = nullptr;  // one object: every share is in it
+    return a0;
+  }
+  tmp = a0;
+  tmp.mg_sync = nullptr;
   for (uint32_t k = m & (m - 1); k; k &= k - 1) {
     const uint32_t j = uint32_t(__builtin_ctz(k));
     auto &aj = e(base + j);
-    if (&aj != &a0) r.mg_p[Mat::mg_pair(j)] = aj.mg_p[Mat::mg_pair(j)];
+    tmp.mg_p[Mat::mg_pair(j)] = aj.mg_p[Mat::mg_pair(j)];
   }
-  return r;
+  return tmp;
 }
+template <class E>
+using matrix_of = std::remove_cv_t<std::remove_reference_t<decltype(std::declval<E &>()(0u))>>;
 
 // Gives every active lane's destination (evaluated per lane) the value computed into lane l0's.
+// (Work-item storage holds one matrix per simdgroup: when the first and last lanes' destinations
+// are that one object, every lane's is; per-lane objects never share an address.)
 template <class E, class Mat>
 MGSIM_ALWAYS_INLINE void spread(E &e, uint32_t base, uint32_t m, const Mat &value) {
+  if (&e(base + 31u - uint32_t(__builtin_clz(m))) == &value) return;
   for (uint32_t k = m; k; k &= k - 1) {
     auto &d = e(base + uint32_t(__builtin_ctz(k)));
     if (&d != &value) d = value;
@@ -572,7 +582,8 @@ MGSIM_ALWAYS_INLINE void simdgroup_store(ctx &c, EM &&em, EA &&...ea) {
     const uint32_t base = s << 5, l0 = base + uint32_t(__builtin_ctz(m));
     c.cur = l0;
     if (c.track) *c.tls_attrs = &c.attrs[l0];
-    const auto whole = whole_matrix(em, base, m);
+    matrix_of<EM> tmp;
+    const auto &whole = whole_matrix(em, base, m, tmp);
     ::metal::simdgroup_store(whole, ea(l0)...);
   }
 }
@@ -584,9 +595,12 @@ MGSIM_ALWAYS_INLINE void simdgroup_multiply_accumulate(ctx &c, ED &&ed, EA &&ea,
     if (!m) continue;
     const uint32_t base = s << 5, l0 = base + uint32_t(__builtin_ctz(m));
     c.cur = l0;
-    const auto a = whole_matrix(ea, base, m);
-    const auto b = whole_matrix(eb, base, m);
-    const auto cc = whole_matrix(ec, base, m);
+    matrix_of<EA> ta;
+    matrix_of<EB> tb;
+    matrix_of<EC> tc;
+    const auto &a = whole_matrix(ea, base, m, ta);
+    const auto &b = whole_matrix(eb, base, m, tb);
+    const auto &cc = whole_matrix(ec, base, m, tc);
     auto &d0 = ed(l0);
     ::metal::simdgroup_multiply_accumulate(d0, a, b, cc);
     spread(ed, base, m, d0);
@@ -600,8 +614,10 @@ MGSIM_ALWAYS_INLINE void simdgroup_multiply(ctx &c, ED &&ed, EA &&ea, EB &&eb) {
     if (!m) continue;
     const uint32_t base = s << 5, l0 = base + uint32_t(__builtin_ctz(m));
     c.cur = l0;
-    const auto a = whole_matrix(ea, base, m);
-    const auto b = whole_matrix(eb, base, m);
+    matrix_of<EA> ta;
+    matrix_of<EB> tb;
+    const auto &a = whole_matrix(ea, base, m, ta);
+    const auto &b = whole_matrix(eb, base, m, tb);
     auto &d0 = ed(l0);
     ::metal::simdgroup_multiply(d0, a, b);
     spread(ed, base, m, d0);
