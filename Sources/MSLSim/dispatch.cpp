@@ -504,9 +504,9 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
   G.tg_checks = nullptr;
   if (ds.L.checks) {
     // Checked mode: a new run in race detection's records (device records name threadgroups by
-    // linear index + 1 in 26 bits; beyond that device memory is not tracked).
+    // linear index + 1 in 24 bits; beyond that device memory is not tracked).
     abi::race_state &r = w.race_run;
-    r.group = linear + 1 <= 0x3ffffffu ? uint32_t(linear + 1) : 0u;
+    r.group = linear + 1 < (1u << abi::kRaceGroupBits) ? uint32_t(linear + 1) : 0u;
     r.run = g_run_serial.fetch_add(1) + 1;
     if (r.run == 0) r.run = g_run_serial.fetch_add(1) + 1;
     r.epoch = 0;
@@ -1000,7 +1000,11 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   if (checked) {
     for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
       if (!d.buffers[n].data || !d.buffers[n].length) continue;
-      const size_t bytes = size_t(d.buffers[n].length) * sizeof(uint64_t);
+      // One record per element (at most 4 bytes: a wider element is several granules).
+      const uint32_t es = kd.elem_size[n];
+      const uint32_t shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
+      ds.checks[n].granule_shift = shift;
+      const size_t bytes = size_t((d.buffers[n].length + (1u << shift) - 1) >> shift) * sizeof(uint64_t);
       void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (p == MAP_FAILED) continue;  // not tracked (the report would say nothing anyway)
       ds.race_shadow[n] = static_cast<uint64_t *>(p);

@@ -973,16 +973,11 @@ class Gen {
   // assigned, its address taken, or passed where a reference parameter may bind it)?
   bool may_write(size_t k) const {
     if (k > 0 && (is(k - 1, "++") || is(k - 1, "--") || is(k - 1, "&"))) return true;
+    // A subscript or -> writes through the variable (a pointer), or into an array, which is never
+    // cached by value: neither modifies the cached value.
+    if (is(k + 1, "[") || is(k + 1, "->")) return false;
     size_t j = k + 1;
-    for (;;) {  // past member accesses and subscripts
-      if ((is(j, ".") || is(j, "->")) && ident(j + 1)) {
-        j += 2;
-      } else if (is(j, "[") && m_[j] != SIZE_MAX) {
-        j = m_[j] + 1;
-      } else {
-        break;
-      }
-    }
+    while (is(j, ".") && ident(j + 1)) j += 2;  // past member accesses
     if (t_[j].kind == Tok::Punct && (is_assign_op(text(j)) || is(j, "++") || is(j, "--"))) return true;
     if (is(j, "(")) return true;  // a member function call
     // A call argument (directly, or as the object of a member access).

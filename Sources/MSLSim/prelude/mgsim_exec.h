@@ -21,13 +21,17 @@ enum block_kind : uint32_t { block_barrier = 1, block_simd = 2 };
 
 struct host_api;
 
-// Race detection (checked mode) keeps, per byte of memory a dispatch touches, who last wrote it
-// (and, for threadgroup memory, read it) and in which barrier interval.
+// Race detection (checked mode) keeps, for memory a dispatch touches, who last wrote it (and, for
+// threadgroup memory, read it) and in which barrier interval.
 //
-// Device memory: one 64-bit word per byte of a bound buffer, 0 when not written in this dispatch:
-//   bits 0-25 the writer's threadgroup (linear index + 1), 26-37 its barrier interval (4095: no
-//   longer tracked), 38-47 the writer (thread index in its threadgroup), 48-63 the source line.
+// Device memory: one 64-bit record per granule of a bound buffer (the granule is the binding's
+// element size, at most 4 bytes), 0 when not written in this dispatch:
+//   bits 0-23 the writer's threadgroup (linear index + 1), 24-35 its barrier interval (4095: no
+//   longer tracked), 36-45 the writer (thread index in threadgroup), 46-59 the source line (0 if
+//   unknown or past 16383), 60-63 the granule's bytes it wrote (0: written by several threads,
+//   bytes each: no longer compared).
 constexpr uint64_t kRaceEpochMax = 4095;
+constexpr uint32_t kRaceGroupBits = 24;
 // Threadgroup memory: one record per byte; runs are process-unique serials (stale records of an
 // earlier threadgroup on the worker never match).
 struct tg_shadow {
@@ -74,6 +78,7 @@ struct check_binding {
   const host_api *host;
   void *dispatch;
   uint64_t *race;
+  uint32_t granule_shift;  // device records: log2 of the granule in bytes (0, 1 or 2)
   tg_shadow *tg;
   const char *name;   // a threadgroup variable's name (null for buffers and threadgroup(n) memory)
   uint32_t kind;      // 0 device buffer, 1 threadgroup(n) memory, 2 threadgroup variable
@@ -346,30 +351,47 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
   auto same_value = [&]() { return value && memcmp(mem, value, n) == 0; };
   if (b->race) {
     if (!r.group) return;
+    const uint32_t gs = b->granule_shift, gmask = (1u << gs) - 1u;
     const uint64_t E = r.epoch < abi::kRaceEpochMax ? r.epoch : abi::kRaceEpochMax;
-    const uint64_t me = uint64_t(r.group & 0x3ffffffu) | (E << 26) | (uint64_t(L & 1023u) << 38) |
-                        (uint64_t(line & 0xffffu) << 48);
-    uint64_t *sh = b->race + off;
-    for (uint32_t i = 0; i < n; ++i) {
-      const uint64_t e = sh[i];
-      if (!e || e == me) continue;
-      const uint32_t g = uint32_t(e & 0x3ffffffu), eE = uint32_t((e >> 26) & 4095u), eL = uint32_t((e >> 38) & 1023u);
-      uint32_t kind = 0;
-      if (g != (r.group & 0x3ffffffu)) {
-        kind = write ? abi::race_cross_waw : abi::race_cross_raw;
-      } else if (eE == E && E != abi::kRaceEpochMax && eL != L && !(sg && (eL >> 5) == S)) {
-        // Lanes of one simdgroup run in lockstep: a read after a write there is ordered.
-        if (write) kind = abi::race_waw;
-        else if ((eL >> 5) != S) kind = abi::race_raw;
+    const uint64_t who = uint64_t(r.group) | (E << 24) | (uint64_t(L & 1023u) << 36) |
+                         (uint64_t(line < 16384u ? line : 0u) << 46);
+    constexpr uint64_t kWho = ~(uint64_t(15) << 60);
+    const uint64_t first = uint64_t(off) >> gs, last = (uint64_t(off) + n - 1) >> gs;
+    bool reported = false;
+    for (uint64_t q = first; q <= last; ++q) {
+      // The bytes of granule q this access covers.
+      const uint64_t lo = q << gs, hi = lo + gmask;
+      const uint32_t from = uint64_t(off) > lo ? uint32_t(uint64_t(off) - lo) : 0u;
+      const uint32_t to = uint64_t(off) + n - 1 < hi ? uint32_t(uint64_t(off) + n - 1 - lo) : gmask;
+      const uint64_t bytes = ((2ull << to) - 1) & ~((1ull << from) - 1);
+      uint64_t &slot = b->race[q];
+      const uint64_t e = slot;
+      const uint64_t ebytes = e >> 60;
+      if (e && ebytes && (ebytes & bytes) && (e & kWho) != who && !reported) {
+        const uint32_t g = uint32_t(e & 0xffffffu), eE = uint32_t((e >> 24) & 4095u), eL = uint32_t((e >> 36) & 1023u);
+        uint32_t kind = 0;
+        if (g != r.group) {
+          kind = write ? abi::race_cross_waw : abi::race_cross_raw;
+        } else if (eE == E && E != abi::kRaceEpochMax && eL != L && !(sg && (eL >> 5) == S)) {
+          // Lanes of one simdgroup run in lockstep: a read after a write there is ordered.
+          if (write) kind = abi::race_waw;
+          else if ((eL >> 5) != S) kind = abi::race_raw;
+        }
+        if (kind && (kind == abi::race_waw || kind == abi::race_cross_waw) && same_value()) kind = 0;
+        if (kind) {
+          b->host->race(b, int64_t(lo + from), n, kind, eL, g, uint32_t((e >> 46) & 16383u), line, a->grid);
+          reported = true;
+        }
       }
-      if (kind && (kind == abi::race_waw || kind == abi::race_cross_waw) && same_value()) kind = 0;
-      if (kind) {
-        b->host->race(b, off + int64_t(i), n, kind, eL, g, uint32_t(e >> 48), line, a->grid);
-        break;
+      if (write) {
+        // Other bytes of the granule written by another thread: the record can no longer say who
+        // wrote which (bytes 0: not compared again until a whole-granule write).
+        const bool mine = (e & kWho) == who;
+        const bool others = e && ebytes && (ebytes & ~bytes) && !mine;
+        const uint64_t keep = e && mine ? ebytes : 0;
+        slot = who | (others ? 0ull : ((bytes | keep) << 60));
       }
     }
-    if (write)
-      for (uint32_t i = 0; i < n; ++i) sh[i] = me;
     return;
   }
   abi::tg_shadow *sh = b->tg + off;
@@ -451,7 +473,35 @@ MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p
     uint8_t *s = b->shadow + off;
     for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, uint8_t(1), __ATOMIC_RELAXED);
   }
-  if (!atomic && (b->race || b->tg)) race_access(b, off, uint32_t(bytes), write, line, value, sg);
+  if (!atomic) {
+    if (b->race) {
+      const uint32_t gs = b->granule_shift;
+      if (bytes == (1u << gs) && !(uint64_t(off) & ((1u << gs) - 1u))) {
+        uint64_t &slot = b->race[uint64_t(off) >> gs];
+        const uint64_t e = slot;
+        // Fast paths: a whole granule never written in this dispatch, read; or written by this
+        // thread in this barrier interval (or never), written.
+        if (!write && e == 0) return true;
+        if (write) {
+          const abi::thread_attrs *a = tls.attrs;
+          const abi::group *G = tls.group;
+          const abi::race_state *r = G ? G->race : nullptr;
+          if (a && r && r->group) {
+            const uint64_t E = r->epoch < abi::kRaceEpochMax ? r->epoch : abi::kRaceEpochMax;
+            const uint64_t who = uint64_t(r->group) | (E << 24) | (uint64_t(a->index & 1023u) << 36) |
+                                 (uint64_t(line < 16384u ? line : 0u) << 46);
+            if (e == 0 || (e & ~(uint64_t(15) << 60)) == who) {
+              slot = who | (uint64_t((2u << ((1u << gs) - 1u)) - 1u) << 60);
+              return true;
+            }
+          }
+        }
+      }
+      race_access(b, off, uint32_t(bytes), write, line, value, sg);
+    } else if (b->tg) {
+      race_access(b, off, uint32_t(bytes), write, line, value, sg);
+    }
+  }
   return true;
 }
 
