@@ -12,16 +12,40 @@ var products: [Product] = [
 var dependencies: [Package.Dependency] = []
 var targets: [Target] = []
 
+// The native CPU kernels (C++, C ABI mg_cpu_*), linked into the runtime dylib and called from
+// TypeScript through bun:ffi. No -march: AVX2/FMA kernels are a separate TU with target attributes,
+// chosen at run time. Contraction stays explicit (FMA only where the kernels ask for it) so results
+// do not depend on the compiler's choices; buffers are dtype-erased memory (no strict aliasing); only
+// the mg_cpu_* entry points are exported.
+let cpuKernels: Target = .target(
+    name: "MGCpu",
+    path: "Sources/MGCpu",
+    cxxSettings: [
+        .headerSearchPath("."),
+        .unsafeFlags(["-ffp-contract=off", "-fno-math-errno", "-fno-strict-aliasing", "-fvisibility=hidden", "-Wall", "-Wextra",
+                      "-Wno-psabi"]),
+    ]
+)
+
 #if os(macOS)
 // The command-line tool needs swift-argument-parser, which only machines with network access can
 // fetch; Linux machines here cannot, and the library itself depends on nothing outside the toolchain.
-dependencies.append(.package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"))
+// Pinned exactly instead of by a committed Package.resolved: the Linux manifest has no dependencies,
+// and SwiftPM deletes a Package.resolved it does not need there.
+dependencies.append(.package(url: "https://github.com/apple/swift-argument-parser", exact: "1.5.0"))
+targets.append(cpuKernels)
 targets.append(
     .target(
         name: "MetalGradRuntime",
+        dependencies: ["MGCpu"],
         path: "Sources/MetalGradRuntime",
         swiftSettings: [.swiftLanguageMode(.v6)],
-        linkerSettings: [.linkedFramework("Metal"), .linkedFramework("Foundation")]
+        // CoreGraphics: MTLCreateSystemDefaultDevice returns nil in command-line processes without it.
+        // Accelerate: the CPU device's BLAS (MGCpu's cblas_sgemm/dgemm).
+        linkerSettings: [
+            .linkedFramework("Metal"), .linkedFramework("Foundation"), .linkedFramework("CoreGraphics"),
+            .linkedFramework("Accelerate"),
+        ]
     )
 )
 targets.append(
@@ -52,6 +76,7 @@ let staticSwift: [LinkerSetting] = [
     .linkedLibrary("dl"),
 ]
 targets.append(contentsOf: [
+    cpuKernels,
     // The MSL CPU simulator: translator, compiler driver, on-disk cache, dispatcher and prelude.
     .target(
         name: "MSLSim",
@@ -69,7 +94,7 @@ targets.append(contentsOf: [
     ),
     .target(
         name: "MetalGradRuntime",
-        dependencies: ["MetalShim", "MSLSim"],
+        dependencies: ["MetalShim", "MSLSim", "MGCpu"],
         path: "Sources/MetalGradRuntime",
         swiftSettings: [.swiftLanguageMode(.v6)],
         linkerSettings: staticSwift

@@ -21,3 +21,20 @@ export function row(name: string, value: string): void {
 }
 
 export const ROUNDS = Number(process.env.ROUNDS ?? 7);
+
+/**
+ * A Python interpreter that imports every module in `modules` (for side-by-side numbers from MLX
+ * and numpy): $MG_PYTHON if set, else `python3`. Null when none does.
+ */
+export function pythonWith(modules: readonly string[]): string | null {
+  for (const python of [process.env.MG_PYTHON, "python3"]) {
+    if (!python) continue;
+    try {
+      const r = Bun.spawnSync([python, "-c", `import ${modules.join(", ")}`], { stderr: "ignore", stdout: "ignore" });
+      if (r.exitCode === 0) return python;
+    } catch {
+      // Not on PATH: try the next one.
+    }
+  }
+  return null;
+}

@@ -35,6 +35,9 @@ def plain(v):
 def evaluate(name, expr):
     try:
         r = eval(expr, {"mx": mx})
+        # Evaluate inside the try: MLX raises some errors (a singular matrix) only at eval time.
+        if isinstance(r, mx.array) or (isinstance(r, (tuple, list)) and all(isinstance(x, mx.array) for x in r)):
+            mx.eval(r)
     except Exception as e:  # the case expects an error; its text is informative only
         return {"error": f"{type(e).__name__}: {e}"}
     if name.startswith("repr_"):  # the printed form, character for character

@@ -149,6 +149,18 @@ public func mg_buffer_new(_ bytes: Double) -> UnsafeMutableRawPointer? {
     }
 }
 
+/// mg_buffer_new and mg_buffer_contents in one call (one crossing, one lock): the handle, and the
+/// address of its memory in address[0] (0 for a zero-byte buffer).
+@_cdecl("mg_buffer_new_at")
+public func mg_buffer_new_at(_ bytes: Double, _ address: UnsafeMutablePointer<Double>?) -> UnsafeMutableRawPointer? {
+    guarded("mg_buffer_new", nil) { runtime in
+        guard let address else { throw RuntimeError("the address slot is null") }
+        let (handle, contents) = try runtime.newBufferWithContents(size: try byteCount(bytes, "the buffer size"))
+        address.pointee = Double(UInt(bitPattern: contents))
+        return pointer(handle)
+    }
+}
+
 /// The buffer's CPU-visible memory; null for a zero-byte buffer (not an error) or on error.
 @_cdecl("mg_buffer_contents")
 public func mg_buffer_contents(_ buffer: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
@@ -207,6 +219,15 @@ public func mg_library_new(_ source: UnsafePointer<CChar>?, _ macros: UnsafePoin
         }
         return pointer(try runtime.library(
             source: text, macros: table, mathMode: mathMode, languageVersion: languageVersion, checked: checked != 0))
+    }
+}
+
+/// Loads a precompiled library (a .metallib built with `xcrun metallib`), cached per path. On the
+/// Metal simulator this fails: it runs MSL source only.
+@_cdecl("mg_library_from_file")
+public func mg_library_from_file(_ path: UnsafePointer<CChar>?) -> UnsafeMutableRawPointer? {
+    guarded("mg_library_from_file", nil) { runtime in
+        pointer(try runtime.library(contentsOf: try string(path, "the path")))
     }
 }
 

@@ -55,6 +55,14 @@ struct DeviceInfo: Codable {
     let isSimulator: Bool
     /// Threadgroup memory per threadgroup on every Apple GPU (the property is outside the API subset).
     let maxThreadgroupMemoryLength: Int
+    /// The highest MTLGPUFamily.appleN the device reports (0: none). Hosted macOS runners' "Apple
+    /// Paravirtual device" reports apple5, though real Apple silicon runs underneath.
+    let appleFamily: Int
+    /// Features Metal's feature tables list from apple7 on Apple GPUs: simdgroup matrices, and
+    /// atomic<float> in device memory (Metal 3). False means the device does not advertise them
+    /// (kernels using them may still compile there; a failure says why).
+    let supportsSimdgroupMatrix: Bool
+    let supportsAtomicFloat: Bool
 }
 
 /// Threadgroup memory available to one threadgroup on Apple-family GPUs.
@@ -67,10 +75,14 @@ final class Device: @unchecked Sendable {
     let recommendedMaxWorkingSetSize: UInt64
     let maxBufferLength: Int
     let infoJSON: String
+    /// For error messages: what the device reports about features some kernels need.
+    let featureFacts: (appleFamily: Int, simdgroupMatrix: Bool, atomicFloat: Bool)
 
     init() throws {
-        guard let device = MTLCreateSystemDefaultDevice() else {
-            throw RuntimeError("no Metal device is available")
+        // A command-line process (Bun is one) gets a default device only with CoreGraphics linked
+        // (Package.swift links it); listing all devices is the fallback.
+        guard let device = MTLCreateSystemDefaultDevice() ?? MTLCopyAllDevices().first else {
+            throw RuntimeError("no Metal device is available (MTLCreateSystemDefaultDevice and MTLCopyAllDevices found none)")
         }
         self.device = device
         let environment = ProcessInfo.processInfo.environment
@@ -79,6 +91,11 @@ final class Device: @unchecked Sendable {
         maxThreadsPerThreadgroup = device.maxThreadsPerThreadgroup
         recommendedMaxWorkingSetSize = device.recommendedMaxWorkingSetSize
         maxBufferLength = device.maxBufferLength
+        // By raw value (apple1 = 1001 …): newer families are missing from older SDKs.
+        let appleFamily = (1...12).last { family in
+            MTLGPUFamily(rawValue: 1000 + family).map { device.supportsFamily($0) } ?? false
+        } ?? 0
+        let modernFeatures = appleFamily >= 7
         let info = DeviceInfo(
             name: device.name,
             architecture: arch.name,
@@ -94,10 +111,32 @@ final class Device: @unchecked Sendable {
             maxBufferLength: Double(device.maxBufferLength),
             registryID: String(device.registryID),
             isSimulator: runningOnSimulator,
-            maxThreadgroupMemoryLength: maxThreadgroupMemoryLength
+            maxThreadgroupMemoryLength: maxThreadgroupMemoryLength,
+            appleFamily: appleFamily,
+            supportsSimdgroupMatrix: modernFeatures,
+            supportsAtomicFloat: modernFeatures && device.supportsFamily(.metal3)
         )
+        featureFacts = (appleFamily, info.supportsSimdgroupMatrix, info.supportsAtomicFloat)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         infoJSON = String(decoding: try encoder.encode(info), as: UTF8.self)
+    }
+}
+
+extension Device {
+    /// Why a library using simdgroup matrices or atomic<float> may have failed here, when the device
+    /// does not advertise them (hosted macOS runners' paravirtual GPU reports apple5); empty otherwise.
+    func missingFeatureHint(source: String) -> String {
+        var missing: [String] = []
+        if !featureFacts.simdgroupMatrix, source.contains("simdgroup_matrix") || source.contains("simdgroup_multiply")
+            || source.contains("simdgroup_float8x8") || source.contains("simdgroup_half8x8") {
+            missing.append("simdgroup matrices")
+        }
+        if !featureFacts.atomicFloat, source.contains("atomic_float") || source.contains("atomic<float>") {
+            missing.append("atomic<float>")
+        }
+        if missing.isEmpty { return "" }
+        return " — note: this device (\(device.name), apple\(featureFacts.appleFamily) GPU family) does not advertise "
+            + missing.joined(separator: " or ") + ", which Metal lists from the apple7 family"
     }
 }

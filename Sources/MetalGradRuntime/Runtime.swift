@@ -124,6 +124,8 @@ final class Runtime: @unchecked Sendable {
     var queues: [UInt64: QueueRecord] = [:]
     var batches: [UInt64: BatchRecord] = [:]
     var libraryCache: [LibraryKey: UInt64] = [:]
+    /// Libraries loaded from .metallib files, by path.
+    var fileLibraryCache: [String: UInt64] = [:]
     var pipelineCache: [PipelineKey: UInt64] = [:]
     var counters = RuntimeCounters()
 
@@ -157,6 +159,11 @@ final class Runtime: @unchecked Sendable {
     // MARK: Buffers
 
     func newBuffer(size: Int) throws -> UInt64 {
+        try newBufferWithContents(size: size).0
+    }
+
+    /// newBuffer and its contents under one lock.
+    func newBufferWithContents(size: Int) throws -> (UInt64, UnsafeMutableRawPointer?) {
         try lock.withLock {
             let allocation = try allocator.allocate(size: size)
             let id = newID(.buffer)
@@ -164,7 +171,7 @@ final class Runtime: @unchecked Sendable {
             allocation?.viewPins += 1
             buffers[id] = record
             liveBufferCount += 1
-            return id
+            return (id, allocation?.buffer.contents())
         }
     }
 
@@ -237,15 +244,7 @@ final class Runtime: @unchecked Sendable {
         guard (0...2).contains(mathMode) else {
             throw RuntimeError("math mode must be 0 (safe), 1 (relaxed) or 2 (fast), got \(mathMode)")
         }
-        var version: MTLLanguageVersion?
-        if languageVersion != 0 {
-            guard let known = MTLLanguageVersion(rawValue: UInt(languageVersion)) else {
-                throw RuntimeError(
-                    "unknown Metal language version 0x\(String(languageVersion, radix: 16)) "
-                        + "(known: 0x30000, 0x30001, 0x30002, 0x40000; 0 for the default)")
-            }
-            version = known
-        }
+        let version = languageVersion == 0 ? nil : try checkedLanguageVersion(languageVersion)
         var allMacros = macros
         if checked { allMacros.append((checkedModeMacro, "1")) }
         let key = LibraryKey(
@@ -265,13 +264,32 @@ final class Runtime: @unchecked Sendable {
             do {
                 library = try device.device.makeLibrary(source: source, options: options)
             } catch {
-                throw RuntimeError("the library failed to compile: \(describeError(error))")
+                throw RuntimeError("the library failed to compile: \(describeError(error))\(device.missingFeatureHint(source: source))")
             }
             return lock.withLock {
                 let id = newID(.library)
                 libraries[id] = LibraryRecord(id: id, library: library)
                 libraryCache[key] = id
                 counters.librariesCompiled += 1
+                return id
+            }
+        }
+    }
+
+    func library(contentsOf path: String) throws -> UInt64 {
+        try compileLock.withLock {
+            if let cached = lock.withLock({ fileLibraryCache[path] }) { return cached }
+            guard FileManager.default.fileExists(atPath: path) else { throw RuntimeError("\(path) does not exist") }
+            let library: any MTLLibrary
+            do {
+                library = try device.device.makeLibrary(URL: URL(fileURLWithPath: path))
+            } catch {
+                throw RuntimeError("\(path) could not be loaded: \(describeError(error))")
+            }
+            return lock.withLock {
+                let id = newID(.library)
+                libraries[id] = LibraryRecord(id: id, library: library)
+                fileLibraryCache[path] = id
                 return id
             }
         }
@@ -307,7 +325,9 @@ final class Runtime: @unchecked Sendable {
             } else {
                 let values = MTLFunctionConstantValues()
                 for group in stride(from: 0, to: constants.count, by: 4) {
-                    guard let type = MTLDataType(rawValue: UInt(constants[group + 1])) else {
+                    // Checked by raw value: MTLDataType(rawValue:) accepts anything (an open enum).
+                    guard constantDataTypes.contains(constants[group + 1]),
+                          let type = MTLDataType(rawValue: UInt(constants[group + 1])) else {
                         throw RuntimeError("function constant \(constants[group]) has unsupported MTLDataType \(constants[group + 1])")
                     }
                     var value = UInt64(constants[group + 2]) | UInt64(constants[group + 3]) << 32
@@ -368,6 +388,27 @@ final class Runtime: @unchecked Sendable {
             return record
         }
     }
+}
+
+/// MTLDataType raw values accepted for function constants (float, half, int, uint, short, ushort,
+/// char, uchar, bool, long, ulong).
+let constantDataTypes: Set<UInt32> = [3, 16, 29, 33, 37, 41, 45, 49, 53, 81, 85]
+
+/// A language version from its raw value. Swift imports MTLLanguageVersion as an open enum, so
+/// `MTLLanguageVersion(rawValue:)` never fails and would hand Metal anything: check explicitly, and
+/// on macOS against the OS that introduced the version.
+func checkedLanguageVersion(_ raw: UInt32) throws -> MTLLanguageVersion {
+    let known: Set<UInt32> = [0x30000, 0x30001, 0x30002, 0x40000]
+    guard known.contains(raw), let version = MTLLanguageVersion(rawValue: UInt(raw)) else {
+        throw RuntimeError(
+            "unknown Metal language version 0x\(String(raw, radix: 16)) "
+                + "(known: 0x30000, 0x30001, 0x30002, 0x40000; 0 for the default)")
+    }
+    #if canImport(Metal)
+    if raw == 0x30002, #unavailable(macOS 15.0) { throw RuntimeError("Metal language version 3.2 needs macOS 15") }
+    if raw == 0x40000, #unavailable(macOS 26.0) { throw RuntimeError("Metal language version 4.0 needs macOS 26") }
+    #endif
+    return version
 }
 
 /// The macro that asks the simulator for checked mode (see Simulator.swift).

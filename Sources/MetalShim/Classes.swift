@@ -79,12 +79,14 @@ open class MTLFunctionConstantValues: NSObject, NSCopying {
         return copy
     }
 
+    /// 0 for a type outside the API subset (Metal's behaviour there is undefined; nothing is copied).
     static func size(of type: MTLDataType) -> Int {
         switch type {
         case .char, .uchar, .bool: return 1
         case .half, .short, .ushort: return 2
         case .float, .int, .uint: return 4
         case .long, .ulong: return 8
+        default: return 0
         }
     }
 

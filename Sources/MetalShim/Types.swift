@@ -45,64 +45,111 @@ public struct MTLResourceUsage: OptionSet, Sendable {
     public static let write = MTLResourceUsage(rawValue: 2)
 }
 
-public enum MTLGPUFamily: Int, Sendable {
-    case apple1 = 1001, apple2 = 1002, apple3 = 1003, apple4 = 1004, apple5 = 1005
-    case apple6 = 1006, apple7 = 1007, apple8 = 1008, apple9 = 1009, apple10 = 1010
-    case mac2 = 2002
-    case common1 = 3001, common2 = 3002, common3 = 3003
-    case metal3 = 5001
-    case metal4 = 5002
+// Metal's enums are C enums (NS_ENUM), which Swift imports as *open* enums: `init?(rawValue:)`
+// returns a value for any raw value (a newer OS may add cases) and a `switch` needs a default. The
+// shim declares them as structs with the same behaviour, so code that expects
+// `MTLDataType(rawValue: 9999)` to be nil, or that forgets a default, fails here as on a Mac.
+
+public struct MTLGPUFamily: RawRepresentable, Hashable, Sendable {
+    public let rawValue: Int
+    /// Never nil: an imported Metal enum accepts any raw value (see the note above).
+    public init?(rawValue: Int) { self.rawValue = rawValue }
+    init(_ rawValue: Int) { self.rawValue = rawValue }
+    public static let apple1 = MTLGPUFamily(1001)
+    public static let apple2 = MTLGPUFamily(1002)
+    public static let apple3 = MTLGPUFamily(1003)
+    public static let apple4 = MTLGPUFamily(1004)
+    public static let apple5 = MTLGPUFamily(1005)
+    public static let apple6 = MTLGPUFamily(1006)
+    public static let apple7 = MTLGPUFamily(1007)
+    public static let apple8 = MTLGPUFamily(1008)
+    public static let apple9 = MTLGPUFamily(1009)
+    public static let apple10 = MTLGPUFamily(1010)
+    public static let mac2 = MTLGPUFamily(2002)
+    public static let common1 = MTLGPUFamily(3001)
+    public static let common2 = MTLGPUFamily(3002)
+    public static let common3 = MTLGPUFamily(3003)
+    public static let metal3 = MTLGPUFamily(5001)
+    public static let metal4 = MTLGPUFamily(5002)
 }
 
-public enum MTLMathMode: Int, Sendable {
-    case safe = 0
-    case relaxed = 1
-    case fast = 2
+public struct MTLMathMode: RawRepresentable, Hashable, Sendable {
+    public let rawValue: Int
+    /// Never nil: an imported Metal enum accepts any raw value (see the note above).
+    public init?(rawValue: Int) { self.rawValue = rawValue }
+    init(_ rawValue: Int) { self.rawValue = rawValue }
+    public static let safe = MTLMathMode(0)
+    public static let relaxed = MTLMathMode(1)
+    public static let fast = MTLMathMode(2)
 }
 
-public enum MTLMathFloatingPointFunctions: Int, Sendable {
-    case fast = 0
-    case precise = 1
+public struct MTLMathFloatingPointFunctions: RawRepresentable, Hashable, Sendable {
+    public let rawValue: Int
+    /// Never nil: an imported Metal enum accepts any raw value (see the note above).
+    public init?(rawValue: Int) { self.rawValue = rawValue }
+    init(_ rawValue: Int) { self.rawValue = rawValue }
+    public static let fast = MTLMathFloatingPointFunctions(0)
+    public static let precise = MTLMathFloatingPointFunctions(1)
 }
 
-public enum MTLLanguageVersion: UInt, Sendable {
-    case version3_0 = 0x30000
-    case version3_1 = 0x30001
-    case version3_2 = 0x30002
-    case version4_0 = 0x40000
+public struct MTLLanguageVersion: RawRepresentable, Hashable, Sendable {
+    public let rawValue: UInt
+    /// Never nil: an imported Metal enum accepts any raw value (see the note above).
+    public init?(rawValue: UInt) { self.rawValue = rawValue }
+    init(_ rawValue: UInt) { self.rawValue = rawValue }
+    public static let version3_0 = MTLLanguageVersion(0x30000)
+    public static let version3_1 = MTLLanguageVersion(0x30001)
+    public static let version3_2 = MTLLanguageVersion(0x30002)
+    public static let version4_0 = MTLLanguageVersion(0x40000)
 }
 
-public enum MTLDataType: UInt, Sendable {
-    case float = 3
-    case half = 16
-    case int = 29
-    case uint = 33
-    case short = 37
-    case ushort = 41
-    case char = 45
-    case uchar = 49
-    case bool = 53
-    case long = 81
-    case ulong = 85
+public struct MTLDataType: RawRepresentable, Hashable, Sendable {
+    public let rawValue: UInt
+    /// Never nil: an imported Metal enum accepts any raw value (see the note above).
+    public init?(rawValue: UInt) { self.rawValue = rawValue }
+    init(_ rawValue: UInt) { self.rawValue = rawValue }
+    public static let float = MTLDataType(3)
+    public static let half = MTLDataType(16)
+    public static let int = MTLDataType(29)
+    public static let uint = MTLDataType(33)
+    public static let short = MTLDataType(37)
+    public static let ushort = MTLDataType(41)
+    public static let char = MTLDataType(45)
+    public static let uchar = MTLDataType(49)
+    public static let bool = MTLDataType(53)
+    public static let long = MTLDataType(81)
+    public static let ulong = MTLDataType(85)
 }
 
-public enum MTLDispatchType: UInt, Sendable {
-    case serial = 0
-    case concurrent = 1
+public struct MTLDispatchType: RawRepresentable, Hashable, Sendable {
+    public let rawValue: UInt
+    /// Never nil: an imported Metal enum accepts any raw value (see the note above).
+    public init?(rawValue: UInt) { self.rawValue = rawValue }
+    init(_ rawValue: UInt) { self.rawValue = rawValue }
+    public static let serial = MTLDispatchType(0)
+    public static let concurrent = MTLDispatchType(1)
 }
 
-public enum MTLCommandBufferStatus: UInt, Sendable {
-    case notEnqueued = 0
-    case enqueued = 1
-    case committed = 2
-    case scheduled = 3
-    case completed = 4
-    case error = 5
+public struct MTLCommandBufferStatus: RawRepresentable, Hashable, Sendable {
+    public let rawValue: UInt
+    /// Never nil: an imported Metal enum accepts any raw value (see the note above).
+    public init?(rawValue: UInt) { self.rawValue = rawValue }
+    init(_ rawValue: UInt) { self.rawValue = rawValue }
+    public static let notEnqueued = MTLCommandBufferStatus(0)
+    public static let enqueued = MTLCommandBufferStatus(1)
+    public static let committed = MTLCommandBufferStatus(2)
+    public static let scheduled = MTLCommandBufferStatus(3)
+    public static let completed = MTLCommandBufferStatus(4)
+    public static let error = MTLCommandBufferStatus(5)
 }
 
-public enum MTLCaptureDestination: Int, Sendable {
-    case developerTools = 1
-    case gpuTraceDocument = 2
+public struct MTLCaptureDestination: RawRepresentable, Hashable, Sendable {
+    public let rawValue: Int
+    /// Never nil: an imported Metal enum accepts any raw value (see the note above).
+    public init?(rawValue: Int) { self.rawValue = rawValue }
+    init(_ rawValue: Int) { self.rawValue = rawValue }
+    public static let developerTools = MTLCaptureDestination(1)
+    public static let gpuTraceDocument = MTLCaptureDestination(2)
 }
 
 public typealias MTLCommandBufferHandler = @Sendable (any MTLCommandBuffer) -> Void

@@ -49,7 +49,7 @@ describe("customFunction", () => {
 
     const rng = makeRng(3);
     const outer = (a: MgArray, b: MgArray) => myDouble({ x: a, y: b }).out;
-    const inputs = [uniform(rng, [2]), uniform(rng, [2])];
+    const inputs: [MgArray, MgArray] = [uniform(rng, [2]), uniform(rng, [2])];
     const tans = [uniform(rng, [2]), uniform(rng, [2])];
     const [out1, dout1] = mg.jvp(outer, inputs, tans);
     myDouble.jvp((p: { x: MgArray; y: MgArray }, t: { x: MgArray; y: MgArray }) => ({

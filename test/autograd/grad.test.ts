@@ -194,8 +194,8 @@ describe("trees", () => {
     const fun2 = (p: { foo: unknown[] }[], b: MgArray) => mg.multiply(mg.square(p[0]!.foo[2] as MgArray), b);
     const [v2, g2] = mg.valueAndGrad(fun2)([{ foo: [[], [], f32(2)] }], f32(0.5));
     expect(v2.item()).toBe(2);
-    expect(g2[0].foo[2].item()).toBe(2);
-    expect(g2[0].foo[0]).toEqual([]);
+    expect((g2[0]!.foo[2] as MgArray).item()).toBe(2);
+    expect(g2[0]!.foo[0]).toEqual([]);
   });
 
   test("differentiated trees must hold only arrays", () => {

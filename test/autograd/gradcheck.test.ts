@@ -93,6 +93,6 @@ describe("mg.testing.gradcheck", () => {
     expect(() => mg.testing.gradcheck(mg.exp, [mg.astype(x, mg.complex64)])).toThrow("[gradcheck] complex inputs are not supported");
     expect(() => mg.testing.gradcheck(mg.exp, [x], { order: 0 })).toThrow("[gradcheck] order must be a positive integer, got 0.");
     expect(() => mg.testing.gradcheck(mg.exp, [x], { eps: 0 })).toThrow("[gradcheck] eps must be positive, got 0.");
-    expect(() => mg.testing.gradcheck(mg.exp, x as unknown as MgArray[])).toThrow("[gradcheck] inputs must be a list");
+    expect(() => mg.testing.gradcheck(mg.exp, x as unknown as [MgArray])).toThrow("[gradcheck] inputs must be a list");
   });
 });

@@ -46,7 +46,7 @@ describe("jvp", () => {
 
   test("partly traced inputs use their own tangents (test_jvp_with_partly_traced_inputs)", () => {
     const fun = (a: MgArray, b: MgArray) => mg.power(a, b);
-    const primals = [f32(2), f32(3)];
+    const primals: [MgArray, MgArray] = [f32(2), f32(3)];
     const dyda = 12;
     const dydb = Math.log(2) * 8;
     expect(mg.jvp(fun, primals, [f32(1), f32(0)])[1][0]!.item()).toBeCloseTo(dyda, 4);
@@ -96,7 +96,7 @@ describe("jvp", () => {
   });
 
   test("errors", () => {
-    expect(() => mg.jvp((x: MgArray) => x, [f32(1), f32(2)], [f32(1)])).toThrow("[jvp] Number of inputs does not match number of tangents.");
+    expect(() => mg.jvp((x: MgArray) => x, [f32(1), f32(2)] as unknown as [MgArray], [f32(1)])).toThrow("[jvp] Number of inputs does not match number of tangents.");
     expect(() => mg.jvp((x: MgArray) => x, [f32([1, 2])], [f32([1, 2, 3])])).toThrow("[jvp] Input shape (2,) does not match shape of tangent (3,)");
   });
 });

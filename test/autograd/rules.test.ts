@@ -10,11 +10,13 @@ import { describe, expect, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/core/array.ts";
 import type { Primitive } from "../../ts/core/primitive.ts";
+import { gpuRules } from "../../ts/backend/gpu/registry.ts";
 import * as Elementwise from "../../ts/core/primitives/elementwise.ts";
 import * as Join from "../../ts/core/primitives/join.ts";
 import * as Reduce from "../../ts/core/primitives/reduce.ts";
 import * as Scan from "../../ts/core/primitives/scan.ts";
 import * as Views from "../../ts/core/primitives/views.ts";
+import * as Convolution from "../../ts/core/primitives/convolution.ts";
 import {
   broadcastPair, devicesUnderTest, distinct, makeRng, offInteger, randomShape, type Rng, seedOf, uniform,
 } from "./helpers.ts";
@@ -289,6 +291,23 @@ add({ name: "kron", fn: (a, b) => mg.kron(a, b), inputs: (r) => [uniform(r, [2, 
 add({ name: "diff", fn: (a) => mg.diff(a, 2, 0), inputs: (r) => [uniform(r, [4, 2])] });
 
 // ---------------------------------------------------------------------------------------------
+// Convolutions: strides, padding (also negative and asymmetric), both dilations, groups, flip,
+// transposed (input-dilated) forms, 1-3 spatial axes (a 1×1 kernel runs as a matmul: not here).
+
+add({ name: "conv1d (stride, padding, dilation)", fn: (x, w) => mg.conv1d(x, w, 2, 1, 2), inputs: (r) => [uniform(r, [2, 7, 3]), uniform(r, [4, 3, 3])], order: 2 });
+add({ name: "conv2d (groups, padding)", fn: (x, w) => mg.conv2d(x, w, 1, [1, 0], 1, 2), inputs: (r) => [uniform(r, [1, 4, 3, 4]), uniform(r, [6, 2, 2, 2])] });
+add({ name: "conv2d (depthwise, stride)", fn: (x, w) => mg.conv2d(x, w, [2, 1], 1, 1, 3), inputs: (r) => [uniform(r, [2, 5, 4, 3]), uniform(r, [3, 3, 2, 1])] });
+add({ name: "conv3d", fn: (x, w) => mg.conv3d(x, w, [1, 2, 1], [0, 1, 1]), inputs: (r) => [uniform(r, [1, 3, 3, 4, 2]), uniform(r, [2, 2, 2, 2, 2])] });
+add({ name: "convTranspose2d (stride, output padding)", fn: (x, w) => mg.convTranspose2d(x, w, 2, 1, 1, 1), inputs: (r) => [uniform(r, [1, 3, 2, 2]), uniform(r, [3, 3, 2, 2])] });
+add({ name: "convTranspose1d (groups, dilation)", fn: (x, w) => mg.convTranspose1d(x, w, { stride: 3, dilation: 2, groups: 2 }), inputs: (r) => [uniform(r, [2, 3, 4]), uniform(r, [4, 2, 2])] });
+add({
+  name: "convGeneral (input dilation, flip, negative and asymmetric padding)",
+  fn: (x, w) => mg.convGeneral(x, w, [1, 2], [[2, -1], [0, 3]], [1, 2], [2, 1], 1, true),
+  inputs: (r) => [uniform(r, [2, 3, 5, 2]), uniform(r, [3, 2, 2, 2])],
+});
+add({ name: "convolve", fn: (a, v) => [mg.convolve(a, v), mg.convolve(a, v, "same"), mg.convolve(v, a, "valid")], inputs: (r) => [uniform(r, [5]), uniform(r, [3])] });
+
+// ---------------------------------------------------------------------------------------------
 
 /** The primitives in the graphs of `arrays` (unevaluated), through every input. */
 function primitivesIn(arrays: readonly unknown[], into: Set<Primitive<unknown>>): void {
@@ -322,7 +341,7 @@ function missingKernels(c: Case, inputs: MgArray[], device: mg.Device): string[]
       f = (...xs: MgArray[]) => (mg.vjp(prev, xs, prev(...xs).map((o) => mg.onesLike(o)))[1] as MgArray[]).filter((g) => mg.isFloating(g.dtype));
     }
   });
-  return [...used].filter((p) => !p.gpu).map((p) => p.name).filter((n, i, all) => all.indexOf(n) === i).sort();
+  return [...used].filter((p) => !p.layout && gpuRules.lookup(p) === undefined).map((p) => p.name).filter((n, i, all) => all.indexOf(n) === i).sort();
 }
 
 describe.each(devicesUnderTest())("gradcheck of every differentiable primitive on the $name device", ({ device, dtype }) => {
@@ -360,7 +379,7 @@ describe("the table covers every differentiable primitive record", () => {
         stack.push(...a.node.inputs);
       }
     }
-    const records = [Elementwise, Join, Reduce, Scan, Views].flatMap((m) =>
+    const records = [Elementwise, Join, Reduce, Scan, Views, Convolution].flatMap((m) =>
       Object.values(m).filter((v): v is Primitive<unknown> => typeof v === "object" && v !== null && "outputSpecs" in v && "vjp" in v && !!v.vjp),
     );
     const missing = records.filter((p) => !reached.has(p)).map((p) => p.name);

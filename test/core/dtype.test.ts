@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import * as mg from "../../ts/index.ts";
 import {
-  bfloat16BitsFromNumber, numberFromBfloat16Bits, promoteTypes, roundToDtype, scalarDtype, weakScalarDtype,
+  bfloat16BitsFromNumber, isIntegerLiteral, numberFromBfloat16Bits, promoteTypes, roundToDtype, scalarDtype, weakScalarDtype,
 } from "../../ts/core/dtype.ts";
 
 describe("dtypes", () => {
@@ -121,5 +121,30 @@ describe("dtype arguments from untyped callers", () => {
   test("issubdtype takes dtypes and categories only", () => {
     expect(() => mg.issubdtype(bad, mg.floating)).toThrow('[issubdtype] Expected a dtype or a dtype category (mg.floating, ...), got the string "float32".');
     expect(mg.issubdtype(mg.float16, mg.floating)).toBe(true);
+  });
+});
+
+describe("JS numbers as literals (MLX's Python-scalar rule where JavaScript can follow it)", () => {
+  test("integral numbers: int32 within its range, int64 while exact in a double, float32 beyond", () => {
+    const cases: [number, mg.Dtype][] = [
+      [0, mg.int32], [2147483647, mg.int32], [-2147483648, mg.int32], [2147483648, mg.int64], [-2147483649, mg.int64],
+      [2 ** 40, mg.int64], [2 ** 53, mg.int64], [-(2 ** 53), mg.int64], [2 ** 53 + 2, mg.float32], [-(2 ** 54), mg.float32],
+      [1e20, mg.float32], [-1e20, mg.float32], [0.5, mg.float32], [Number.MAX_VALUE, mg.float32],
+    ];
+    for (const [x, d] of cases) {
+      expect(scalarDtype(x), String(x)).toBe(d);
+      expect(isIntegerLiteral(x), String(x)).toBe(d !== mg.float32);
+      expect(mg.array(x).dtype, String(x)).toBe(d);
+    }
+    expect(scalarDtype(2n ** 60n)).toBe(mg.int64);
+    // The value survives: int64 exactly, float32 rounded once.
+    expect(mg.array(2 ** 53).item()).toBe(2n ** 53n);
+    expect(mg.array(1e20).item()).toBe(Math.fround(1e20));
+  });
+  test("next to an array, an integral number beyond 2^53 is a weak float", () => {
+    expect(weakScalarDtype(1e20, mg.int32)).toBe(mg.float32);
+    expect(weakScalarDtype(1e20, mg.float16)).toBe(mg.float16);
+    expect(weakScalarDtype(2 ** 40, mg.int64)).toBe(mg.int64);
+    expect(() => weakScalarDtype(2 ** 40, mg.int32, "add")).toThrow("[add] Converting 1099511627776 to int32 would result in overflow.");
   });
 });

@@ -113,7 +113,7 @@ describe("scans", () => {
       expect(mg.cumsum(mg.array([-1, 2]), null, { dtype: mg.uint8, stream }).tolist()).toEqual([255, 1]);
     }
     expect(() => mg.cumsum(mg.array([1]), null, { dtype: "float32" as unknown as mg.Dtype })).toThrow("[cumsum]");
-    expect(() => mg.cummax(mg.array([1]), null, { dtype: mg.float32 } as mg.ScanOptions)).toThrow("[cummax] takes no dtype (only cumsum and cumprod do).");
+    expect(() => mg.cummax(mg.array([1]), null, { dtype: mg.float32 } as mg.ScanOptions)).toThrow("[cummax] unknown option 'dtype'. Accepted options: 'axis', 'reverse', 'inclusive', 'stream'.");
   });
   test("cumulativeSum and cumulativeProd are cumsum and cumprod, as in MLX", () => {
     expect(mg.cumulativeSum).toBe(mg.cumsum);
@@ -219,25 +219,29 @@ describe("integer wraparound and complex ordering (exact references)", () => {
 });
 
 describe("arguments from untyped callers", () => {
-  // JS callers often pass an options object where MLX has a positional argument; each case used to
-  // end in an engine error ("Spread syntax requires ...") or, worse, a silently wrong value.
+  // JS callers often pass an options object where MLX has a positional argument: the options helper
+  // (ts/core/options.ts) takes any defaulted parameter by name from it; what it cannot place is an error.
   const x = mg.array([[1.5, 2], [3, 4]]);
-  const opts = { keepdims: true } as unknown as number;
+  test("an options object after the required arguments carries defaulted parameters by name", () => {
+    expect(mg.sum(x, { keepdims: true }).tolist()).toEqual([[10.5]]);
+    expect(mg.mean(x, { keepdims: true }).tolist()).toEqual([[2.625]]);
+    expect(mg.sum(x, 0, { keepdims: true }).shape).toEqual([1, 2]);
+    expect(mg.variance(x, 0, { ddof: 1 }).tolist()).toEqual([1.125, 2]);
+    expect(mg.isclose(mg.array([NaN, 1]), mg.array([NaN, 1]), { equalNan: true }).tolist()).toEqual([true, true]);
+    expect(() => mg.softmax(x, { precise: true, axes: 0 } as object)).toThrow("[softmax] unknown option 'axes' (did you mean 'axis'?). Accepted options: 'axis', 'precise', 'stream'.");
+  });
   test("an axis that is neither an integer nor a list", () => {
-    expect(() => mg.sum(x, opts)).toThrow("[sum] axis must be an integer or a list of integers, got an object (keepdims).");
-    expect(() => mg.mean(x, opts)).toThrow("[mean] axis must be an integer or a list of integers");
-    expect(() => mg.softmax(x, { precise: true } as unknown as number)).toThrow("[softmax] axis must be an integer or a list of integers, got an object (precise).");
     expect(() => mg.squeeze(x, "0" as unknown as number)).toThrow('[squeeze] axis must be an integer or a list of integers, got string 0.');
-    // keepdims in an options object in keepdims' place is accepted on purpose (see kd()).
-    expect(mg.sum(x, 0, { keepdims: true } as unknown as boolean).shape).toEqual([1, 2]);
+    expect(() => mg.sum(x, true as unknown as number)).toThrow("[sum] axis must be an integer or a list of integers");
   });
   test("var/std: keepdims a boolean, ddof an integer", () => {
-    expect(() => mg.variance(x, 0, { ddof: 1 } as unknown as boolean)).toThrow("[var] keepdims must be a boolean, got object; the signature is var(a, axis, keepdims, ddof, options).");
+    expect(() => mg.variance(x, 0, 1 as unknown as boolean)).toThrow("[var] keepdims must be a boolean, got number; the signature is var(a, axis, keepdims, ddof, options).");
+    expect(() => mg.sum(x, 0, 1 as unknown as boolean)).toThrow("[sum] keepdims must be a boolean, got 1.");
     expect(() => mg.std(x, null, false, "1" as unknown as number)).toThrow("[std] ddof must be an integer, got string.");
     expect(mg.variance(x, null, false, 1).item()).toBeCloseTo(((1.5 - 2.625) ** 2 + (2 - 2.625) ** 2 + (3 - 2.625) ** 2 + (4 - 2.625) ** 2) / 3, 6);
   });
   test("isclose/allclose tolerances are numbers", () => {
-    expect(() => mg.isclose(x, x, { equalNan: true } as unknown as number)).toThrow("[isclose] rtol must be a number, got object; equalNan and stream go in the options object after atol.");
+    expect(() => mg.isclose(x, x, "1" as unknown as number)).toThrow("[isclose] rtol must be a number, got string");
     expect(() => mg.allclose(x, x, 1e-5, "0" as unknown as number)).toThrow("[allclose] atol must be a number, got string");
     expect(mg.isclose(mg.array([NaN, 1]), mg.array([NaN, 1]), 1e-5, 1e-8, { equalNan: true }).tolist()).toEqual([true, true]);
   });

@@ -151,14 +151,15 @@ describe("arguments", () => {
     const k = R.key(9);
     expect(R.uniform(0, 1, [3], null, k).tolist()).toEqual(R.uniform(0, 1, [3], { key: k }).tolist());
     expect(R.uniform(0, 1, [3], null, k).tolist()).toEqual(R.uniform(0, 1, [3], null, null, { key: k }).tolist());
-    expect(() => R.uniform(0, 1, [3], null, k, { key: k })).toThrow("[uniform] key given both positionally and in the options object.");
+    expect(() => R.uniform(0, 1, [3], null, k, { key: k })).toThrow("[uniform] 'key' was given both positionally and in the options object.");
   });
 
-  test("the options object is last and takes only key and stream", () => {
+  test("the options object is last and takes MLX's parameters by name", () => {
     const call = R.uniform as (...a: unknown[]) => mg.MgArray;
     expect(() => call(0, 1, { key: R.key(0) }, [3])).toThrow("[uniform] the options object must be the last argument.");
-    expect(() => call({ shape: [2] })).toThrow("[uniform] unknown option 'shape' (the options object takes 'key' and 'stream').");
-    expect(() => call(0, 1, [2], null, null, null)).toThrow("[uniform] expected at most 5 positional arguments (low, high, shape, dtype, key), got 6.");
+    expect(call({ shape: [2], key: R.key(3) }).tolist()).toEqual(R.uniform(0, 1, [2], null, R.key(3)).tolist());
+    expect(() => call({ shap: [2] })).toThrow("[uniform] unknown option 'shap' (did you mean 'shape'?). Accepted options: 'low', 'high', 'shape', 'dtype', 'key', 'stream'.");
+    expect(() => call(0, 1, [2], null, null, null)).toThrow("[uniform] takes at most 5 positional arguments (low, high, shape, dtype, key) and an options object, got 6.");
     expect(() => call(0, 1, [2], "float32")).toThrow('[uniform] Expected a dtype such as mg.float32 or mg.int32, got the string "float32".');
   });
 

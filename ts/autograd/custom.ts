@@ -1,76 +1,56 @@
 // customFunction and checkpoint, as mx.custom_function and mx.checkpoint. A custom function is
-// one node (CustomTransforms) whose inputs are the function's arguments followed by its outputs
-// (behind stop_gradient): evaluating it forwards the outputs, and the transforms call the
-// attached vjp/jvp/vmap instead of looking inside. It is pure: captured arrays are constants.
+// one node (CustomTransforms, ts/core/primitives/custom.ts) whose inputs are the function's
+// arguments followed by its outputs (behind stop_gradient): evaluating it forwards the outputs,
+// and the transforms call the attached vjp/jvp/vmap instead of looking inside. It is pure:
+// captured arrays are constants.
 import { MgArray } from "../core/array.ts";
+import { libraryFunction, userFunction } from "../core/ownership.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { resolveStream } from "../core/device.ts";
 import { makeNode } from "../core/graph.ts";
-import type { Primitive } from "../core/primitive.ts";
-import { setView } from "../core/primitives/views.ts";
+import { CustomTransforms, type CustomTransformsParams } from "../core/primitives/custom.ts";
 import { stopGradient } from "../core/ops/elementwise.ts";
 import { zerosLike } from "../core/ops/creation.ts";
 import { jvpFlat } from "./jvp.ts";
-import { describeLeaf, isPlainObject, treeFlatten, treeUnflatten } from "./tree.ts";
+import { describeLeaf, isPlainObject, type Transformable, treeFlatten, treeUnflatten } from "./tree.ts";
 import { flattenOutputs, vjpFlat } from "./vjp.ts";
 import { vmapFlat } from "./vmap.ts";
 
-export interface CustomTransformsParams {
-  /** The trailing inputs that are the function's outputs. */
-  numOutputs: number;
-  vjp(primals: MgArray[], cotangents: MgArray[], outputs: MgArray[]): MgArray[];
-  jvp(primals: MgArray[], tangents: MgArray[], argnums: number[]): MgArray[];
-  vmap(inputs: MgArray[], axes: number[]): [MgArray[], number[]];
+type AnyFn = (...args: unknown[]) => unknown;
+
+/** What a custom rule sees of the arguments: a single argument as itself, several as a list. */
+export type CustomPrimals<F extends Transformable> = Parameters<F> extends [infer A] ? A : Parameters<F>;
+/** Arrays or null (no gradient / a constant), in any tree: what custom rules return. */
+export type CustomRuleResult = MgArray | null | undefined | readonly CustomRuleResult[] | { readonly [key: string]: CustomRuleResult };
+/** A tree like `T` whose arrays may be null (a tangent of a constant input, an unmapped axis). */
+export type OrNull<T, Leaf = MgArray | null> = T extends MgArray ? Leaf
+  : T extends readonly unknown[] ? { [K in keyof T]: OrNull<T[K], Leaf> }
+  : T extends object ? { [K in keyof T]: OrNull<T[K], Leaf> }
+  : T;
+// The rules are declared as methods so that a rule may name narrower parameter types (`axis:
+// number` where the machinery may pass null for an unmapped input it never has): methods compare
+// parameters bivariantly.
+interface Rules<F extends Transformable> {
+  vjp(primals: CustomPrimals<F>, cotangents: ReturnType<F>, outputs: ReturnType<F>): CustomRuleResult;
+  jvp(primals: CustomPrimals<F>, tangents: OrNull<CustomPrimals<F>>): CustomRuleResult;
+  vmap(inputs: CustomPrimals<F>, axes: OrNull<CustomPrimals<F>, number | null>): [ReturnType<F>, unknown];
 }
-
-export const CustomTransforms: Primitive<CustomTransformsParams> = {
-  name: "CustomTransforms",
-  // Layout only (forwards its trailing inputs), so every device runs it as a view.
-  view: true,
-  gpu: { kind: "view" },
-  outputSpecs: (inputs, p) =>
-    inputs.slice(inputs.length - p.numOutputs).map((o) => ({ shape: [...o.shape], dtype: o.dtype })),
-  // The forward pass already ran: each output is a view of its trailing input.
-  cpu(inputs, outputs, p) {
-    const first = inputs.length - p.numOutputs;
-    outputs.forEach((o, i) => {
-      const src = inputs[first + i]!;
-      const l = src.layout!;
-      setView(o, src, l.offset, l.strides);
-    });
-  },
-  vjp(primals, cotangents, argnums, outputs, p) {
-    const n = primals.length - p.numOutputs;
-    const all = p.vjp(primals.slice(0, n), [...cotangents], [...outputs]);
-    return argnums.map((i) => (i < n ? all[i]! : cotangents[i - n]!));
-  },
-  jvp(primals, tangents, argnums, _outputs, p) {
-    const n = primals.length - p.numOutputs;
-    const keep = argnums.flatMap((a, k) => (a < n ? [k] : []));
-    return p.jvp(primals.slice(0, n), keep.map((k) => tangents[k]!), keep.map((k) => argnums[k]!));
-  },
-  vmap(inputs, axes, p) {
-    const n = inputs.length - p.numOutputs;
-    return p.vmap(inputs.slice(0, n), axes.slice(0, n));
-  },
-};
-
-type AnyFn = (...args: any[]) => any;
 /** vjp(primals, cotangents, outputs) → cotangents shaped like primals (null: no gradient). */
-export type CustomVjp = (primals: any, cotangents: any, outputs: any) => unknown;
+export type CustomVjp<F extends Transformable = Transformable> = Rules<F>["vjp"];
 /** jvp(primals, tangents) → tangents shaped like the outputs; a tangent is null for a constant input. */
-export type CustomJvp = (primals: any, tangents: any) => unknown;
+export type CustomJvp<F extends Transformable = Transformable> = Rules<F>["jvp"];
 /** vmap(inputs, axes) → [outputs, outAxes]; an axis is null for an unmapped input or output. */
-export type CustomVmap = (inputs: any, axes: any) => [unknown, unknown];
+export type CustomVmap<F extends Transformable = Transformable> = Rules<F>["vmap"];
 
-export interface CustomFunction<F extends AnyFn> {
+/** What customFunction returns: the function, with .vjp, .jvp and .vmap to attach rules. */
+export interface CustomFunction<F extends Transformable> {
   (...args: Parameters<F>): ReturnType<F>;
   /** Attaches a custom vjp; returns this function (chainable). */
-  vjp(f: CustomVjp): CustomFunction<F>;
+  vjp(f: CustomVjp<F>): CustomFunction<F>;
   /** Attaches a custom jvp; returns this function (chainable). */
-  jvp(f: CustomJvp): CustomFunction<F>;
+  jvp(f: CustomJvp<F>): CustomFunction<F>;
   /** Attaches a custom vectorization rule; returns this function (chainable). */
-  vmap(f: CustomVmap): CustomFunction<F>;
+  vmap(f: CustomVmap<F>): CustomFunction<F>;
 }
 
 /** Flattens a user result that should hold one array (or null) per array of `like`. */
@@ -96,10 +76,11 @@ function flattenMatching(result: unknown, like: readonly MgArray[], what: string
   return out.map((x, i) => x ?? fill(i));
 }
 
+// The rules as the machinery calls them (trees of arrays in, trees out).
 interface UserRules {
-  vjp: CustomVjp | null;
-  jvp: CustomJvp | null;
-  vmap: CustomVmap | null;
+  vjp: ((primals: unknown, cotangents: unknown, outputs: unknown) => unknown) | null;
+  jvp: ((primals: unknown, tangents: unknown) => unknown) | null;
+  vmap: ((inputs: unknown, axes: unknown) => unknown) | null;
 }
 
 /**
@@ -166,27 +147,31 @@ function callWithRules(fn: AnyFn, args: unknown[], rules: UserRules, tag: string
  * with `.vjp(...)`, `.jvp(...)`, `.vmap(...)`; those not attached fall back to transforming `fn`.
  * Arguments and results may be trees; the custom rules see them with the same structure (a
  * single argument as itself, several as a list).
+ * @example
+ * const f = mg.customFunction((x: mg.MgArray) => mg.exp(x)).vjp((_x, g) => mg.multiply(g, 2));
+ * mg.grad((x: mg.MgArray) => mg.sum(f(x)))(mg.array([0, 1], mg.float32))
  */
-export function customFunction<F extends AnyFn>(fn: F): CustomFunction<F> {
-  if (typeof fn !== "function") throw new TypeError("[custom_function] expected a function.");
+export function customFunction<F extends Transformable>(fun: F): CustomFunction<F> {
+  if (typeof fun !== "function") throw new TypeError("[custom_function] expected a function.");
   const rules: UserRules = { vjp: null, jvp: null, vmap: null };
-  const call = (...args: unknown[]): unknown =>
-    rules.vjp || rules.jvp || rules.vmap ? callWithRules(fn, args, { ...rules }, "custom_function") : fn(...args);
+  const userFn = userFunction(fun as unknown as AnyFn);
+  const call = libraryFunction((...args: unknown[]): unknown =>
+    rules.vjp || rules.jvp || rules.vmap ? callWithRules(userFn, args, { ...rules }, "custom_function") : userFn(...args));
 
   const f = call as unknown as CustomFunction<F>;
-  f.vjp = (g: CustomVjp) => {
+  f.vjp = (g: CustomVjp<F>) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] vjp expects a function.");
-    rules.vjp = g;
+    rules.vjp = userFunction(g as unknown as NonNullable<UserRules["vjp"]>);
     return f;
   };
-  f.jvp = (g: CustomJvp) => {
+  f.jvp = (g: CustomJvp<F>) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] jvp expects a function.");
-    rules.jvp = g;
+    rules.jvp = userFunction(g as unknown as NonNullable<UserRules["jvp"]>);
     return f;
   };
-  f.vmap = (g: CustomVmap) => {
+  f.vmap = (g: CustomVmap<F>) => {
     if (typeof g !== "function") throw new TypeError("[custom_function] vmap expects a function.");
-    rules.vmap = g;
+    rules.vmap = userFunction(g as unknown as NonNullable<UserRules["vmap"]>);
     return f;
   };
   return f;
@@ -213,9 +198,12 @@ function flattenAxesLike(spec: unknown, count: number): number[] {
 /**
  * Returns `fn` with its intermediates recomputed in the backward pass instead of kept from the
  * forward pass, as mx.checkpoint: trading compute for memory.
+ * @example
+ * mg.grad(mg.checkpoint((x: mg.MgArray) => mg.sum(mg.square(mg.sin(x)))))(mg.array([1], mg.float32))
  */
-export function checkpoint<F extends AnyFn>(fn: F): F {
-  if (typeof fn !== "function") throw new TypeError("[checkpoint] expected a function.");
+export function checkpoint<F extends Transformable>(fun: F): F {
+  if (typeof fun !== "function") throw new TypeError("[checkpoint] expected a function.");
   const noRules: UserRules = { vjp: null, jvp: null, vmap: null };
-  return ((...args: unknown[]) => callWithRules(fn, args, noRules, "checkpoint")) as unknown as F;
+  const userFn = userFunction(fun as unknown as AnyFn);
+  return libraryFunction((...args: unknown[]) => callWithRules(userFn, args, noRules, "checkpoint")) as unknown as F;
 }

@@ -1,13 +1,40 @@
 // grad and valueAndGrad, as mx.grad and mx.value_and_grad: arguments may be trees of arrays; the
 // gradient of each differentiated argument comes back with that argument's structure.
 import { MgArray } from "../core/array.ts";
+import { libraryFunction, userFunction } from "../core/ownership.ts";
 import { isInexact } from "../core/dtype.ts";
 import { stopGradient } from "../core/ops/elementwise.ts";
-import { describeLeaf, treeFlatten, treeUnflatten } from "./tree.ts";
+import { describeLeaf, type Transformable, treeFlatten, treeUnflatten } from "./tree.ts";
 import { gradSeed, vjpFlat } from "./vjp.ts";
 
 /** argnums as MLX takes it: one index, a list of indices, or undefined/null for the first. */
 export type Argnums = number | readonly number[] | null | undefined;
+
+
+/**
+ * The gradient `argnums` selects from the arguments `P`: the argument's own type for one index
+ * (trees included: the gradient of `{ w, b }` is a `{ w, b }`), and for a list of several, a tuple
+ * of them in ascending index order (as MLX; a one-element list gives the gradient itself).
+ */
+export type GradientOf<P extends readonly unknown[], N> = N extends number ? P[N]
+  : N extends readonly [infer I extends number] ? P[I]
+  : N extends readonly number[] ? PickArguments<P, SortIndices<N>>
+  : P[0];
+type PickArguments<P extends readonly unknown[], S extends readonly number[]> = { -readonly [K in keyof S]: P[S[K] & number] };
+
+// Argument indices sorted at the type level (small non-negative literals; plain number[] stays as is).
+type Counter<N extends number, T extends unknown[] = []> = T["length"] extends N ? T : Counter<N, [...T, unknown]>;
+type Below<A extends number, B extends number> = Counter<B> extends [...Counter<A>, unknown, ...unknown[]] ? true : false;
+type Insert<X extends number, S extends readonly number[]> = S extends readonly [infer H extends number, ...infer T extends readonly number[]]
+  ? Below<X, H> extends true ? [X, ...S] : [H, ...Insert<X, T>]
+  : [X];
+type SortIndices<N extends readonly number[]> = number extends N["length"] ? N
+  : N extends readonly [infer H extends number, ...infer T extends readonly number[]] ? Insert<H, SortIndices<T>> : [];
+
+/** grad's and valueAndGrad's options (MLX's parameters by name). */
+export interface GradOptions<N extends Argnums = Argnums> {
+  argnums?: N;
+}
 
 function normalizeArgnums(argnums: Argnums, tag: string): number[] {
   const list = argnums === undefined || argnums === null ? [0] : typeof argnums === "number" ? [argnums] : [...argnums];
@@ -23,7 +50,7 @@ function normalizeArgnums(argnums: Argnums, tag: string): number[] {
   return sorted;
 }
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 function valueAndGradImpl(fn: AnyFn, argnums: Argnums, tag: "grad" | "value_and_grad") {
   if (typeof fn !== "function") throw new TypeError(`[${tag}] fun must be a function.`);
@@ -113,14 +140,38 @@ function flattenLoss(out: unknown, tag: "grad" | "value_and_grad"): MgArray[] {
  * Returns a function computing the value and gradient of `fn`, as mx.value_and_grad. `fn` returns
  * a scalar loss, or a list whose first element is the scalar loss (the rest are returned as is).
  * The gradient is that of the argument `argnums` (default 0), or a list for several.
+ * @example
+ * mg.valueAndGrad((x: mg.MgArray, y: mg.MgArray) => mg.sum(mg.multiply(x, y)), [0, 1])(mg.array(2, mg.float32), mg.array(3, mg.float32))
  */
-export function valueAndGrad<F extends AnyFn>(fn: F, argnums?: Argnums): (...args: Parameters<F>) => [ReturnType<F>, any] {
-  const impl = valueAndGradImpl(fn, argnums, "value_and_grad");
-  return ((...args: unknown[]) => impl(...args)) as (...args: Parameters<F>) => [ReturnType<F>, any];
+export function valueAndGrad<P extends unknown[], R, const N extends Argnums = 0>(
+  fun: (...args: P) => R,
+  argnums?: N,
+): (...args: P) => [R, GradientOf<P, N>];
+export function valueAndGrad<P extends unknown[], R, const N extends Argnums = 0>(
+  fun: (...args: P) => R,
+  options: GradOptions<N>,
+): (...args: P) => [R, GradientOf<P, N>];
+export function valueAndGrad(fun: Transformable, argnums?: Argnums | GradOptions): (...args: never[]) => [unknown, unknown] {
+  const impl = valueAndGradImpl(userFunction(fun as AnyFn), argnums as Argnums, "value_and_grad");
+  return libraryFunction((...args: unknown[]) => impl(...args));
 }
 
-/** Returns a function computing the gradient of the scalar function `fn`, as mx.grad. */
-export function grad<F extends AnyFn>(fn: F, argnums?: Argnums): (...args: Parameters<F>) => any {
-  const impl = valueAndGradImpl(fn, argnums, "grad");
-  return ((...args: unknown[]) => impl(...args)[1]) as (...args: Parameters<F>) => any;
+/**
+ * Returns a function computing the gradient of the scalar function `fun`, as mx.grad: with respect
+ * to argument `argnums` (default 0), which comes back with that argument's type (trees included),
+ * or a tuple of gradients for a list of indices.
+ * @example
+ * mg.grad((x: mg.MgArray) => mg.sum(mg.square(x)))(mg.array([1, 2], mg.float32))
+ */
+export function grad<P extends unknown[], const N extends Argnums = 0>(
+  fun: (...args: P) => unknown,
+  argnums?: N,
+): (...args: P) => GradientOf<P, N>;
+export function grad<P extends unknown[], const N extends Argnums = 0>(
+  fun: (...args: P) => unknown,
+  options: GradOptions<N>,
+): (...args: P) => GradientOf<P, N>;
+export function grad(fun: Transformable, argnums?: Argnums | GradOptions): (...args: never[]) => unknown {
+  const impl = valueAndGradImpl(userFunction(fun as AnyFn), argnums as Argnums, "grad");
+  return libraryFunction((...args: unknown[]) => impl(...args)[1]);
 }

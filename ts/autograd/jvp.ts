@@ -1,17 +1,20 @@
 // Forward mode: trace the function on tracer copies of the primals, then walk the traced graph
 // forwards calling each primitive's jvp rule with the tangents of its inputs.
 import { MgArray } from "../core/array.ts";
+import { userCall } from "../core/ownership.ts";
 import { type Dtype, isInexact } from "../core/dtype.ts";
 import { withRetainedGraph } from "../core/graph.ts";
-import { missingRule, type Primitive } from "../core/primitive.ts";
+import { missingRule } from "../core/primitive.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { astype } from "../core/ops/elementwise.ts";
 import { zeros } from "../core/ops/creation.ts";
 import { buildTape, checkRuleResult, isDifferentiable, makeTracer, onStream, streamOf } from "./trace.ts";
-import { treeFlatten, treeUnflatten } from "./tree.ts";
+// The rules every transform reads (attached to the records as this module loads).
+import "../core/rules/index.ts";
+import { type Transformable, treeFlatten, treeUnflatten } from "./tree.ts";
 import { flattenOutputs } from "./vjp.ts";
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 export interface JvpResult {
   outputs: MgArray[];
@@ -56,7 +59,7 @@ export function jvpFlat(
 
     for (const node of tape) {
       const rule = node.primitive.jvp;
-      if (!rule) throw missingRule(node.primitive as Primitive<never>, "jvp");
+      if (!rule) throw missingRule(node.primitive, "jvp");
       const argnums: number[] = [];
       const ts: MgArray[] = [];
       node.inputs.forEach((x, i) => {
@@ -91,13 +94,15 @@ export function jvpFlat(
 /**
  * Computes the Jacobian-vector product, as mx.jvp: `fn(...primals)` returns an array or a list
  * (tree) of arrays; `tangents` match the primals. Returns `[outputs, jvps]`, both flat lists.
+ * @example
+ * mg.jvp((x: mg.MgArray) => mg.square(x), [mg.array(3, mg.float32)], [mg.array(1, mg.float32)])[1]
  */
-export function jvp<P extends readonly unknown[]>(
-  fn: AnyFn,
-  primals: P,
+export function jvp<P extends unknown[]>(
+  fun: (...args: P) => unknown,
+  primals: NoInfer<P>,
   tangents: readonly unknown[],
 ): [MgArray[], MgArray[]] {
-  if (typeof fn !== "function") throw new TypeError("[jvp] fun must be a function.");
+  if (typeof fun !== "function") throw new TypeError("[jvp] fun must be a function.");
   if (!Array.isArray(primals)) throw new TypeError("[jvp] primals must be a list of arrays.");
   if (!Array.isArray(tangents)) throw new TypeError("[jvp] tangents must be a list of arrays.");
   const flatPrimals = treeFlatten(primals, true, "jvp");
@@ -106,7 +111,7 @@ export function jvp<P extends readonly unknown[]>(
     throw new Error("[jvp] Number of inputs does not match number of tangents.");
   }
   const { outputs, jvps } = jvpFlat(
-    (tracers) => flattenOutputs((fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[])), "jvp"),
+    (tracers) => flattenOutputs(userCall(() => (fun as unknown as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[]))), "jvp"),
     flatPrimals,
     flatTangents,
   );

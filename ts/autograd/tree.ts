@@ -3,6 +3,9 @@
 // arrays, run, and rebuild the same structure around the transformed arrays.
 import { MgArray } from "../core/array.ts";
 
+/** Any function a transform accepts; transforms carry its parameter and result types through. */
+export type Transformable = (...args: never[]) => unknown;
+
 /** A tree: an array, a JS array of trees, a plain object of trees, or any other leaf value. */
 export type Tree = MgArray | readonly Tree[] | { readonly [key: string]: Tree } | unknown;
 

@@ -4,16 +4,19 @@
 import { MgArray } from "../core/array.ts";
 import { float32 } from "../core/dtype.ts";
 import { withRetainedGraph } from "../core/graph.ts";
-import { missingRule, type Primitive } from "../core/primitive.ts";
+import { missingRule } from "../core/primitive.ts";
 import { StopGradient } from "../core/primitives/elementwise.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { fromValues } from "../core/ops/convert.ts";
+import { userCall } from "../core/ownership.ts";
 import { add, astype } from "../core/ops/elementwise.ts";
-import { zerosLike } from "../core/ops/creation.ts";
+import { zeros, zerosLike } from "../core/ops/creation.ts";
 import { buildTape, checkRuleResult, isDifferentiable, makeTracer, onStream, streamOf } from "./trace.ts";
-import { treeFlatten, treeUnflatten } from "./tree.ts";
+// The rules every transform reads (attached to the records as this module loads).
+import "../core/rules/index.ts";
+import { type Transformable, treeFlatten, treeUnflatten } from "./tree.ts";
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 export interface VjpCoreOptions {
   /** Error tag: "vjp", "grad", "value_and_grad". */
@@ -93,7 +96,7 @@ export function vjpFlat(
       const outs = node.outputs;
       if (!outs.some((o) => cot.has(o))) continue;
       const rule = node.primitive.vjp;
-      if (!rule) throw missingRule(node.primitive as Primitive<never>, "vjp");
+      if (!rule) throw missingRule(node.primitive, "vjp");
       const argnumsOfNode: number[] = [];
       node.inputs.forEach((x, i) => {
         if (active.has(x)) argnumsOfNode.push(i);
@@ -102,7 +105,9 @@ export function vjpFlat(
         const cotsOfNode = outs.map((o) => {
           const c = cot.get(o);
           cot.delete(o);
-          return c ?? zerosLike(o);
+          // zeros(shape, dtype), not zerosLike(o): an output nobody used may already be released
+          // (a library call dropped it), and only its shape and dtype are needed.
+          return c ?? zeros(o.shape, o.dtype);
         });
         const result = rule.call(node.primitive, node.inputs, cotsOfNode, argnumsOfNode, outs, node.params);
         const targets = argnumsOfNode.map((i) => node.inputs[i]!);
@@ -138,19 +143,21 @@ export function flattenOutputs(out: unknown, tag: string): MgArray[] {
  * Computes the vector-Jacobian product, as mx.vjp: `fn(...primals)` returns an array or a list
  * (tree) of arrays; `cotangents` match its outputs. Returns `[outputs, vjps]`: the outputs as a
  * flat list and one cotangent per primal (each shaped like its primal, trees allowed).
+ * @example
+ * mg.vjp((x: mg.MgArray) => mg.square(x), [mg.array(3, mg.float32)], [mg.array(1, mg.float32)])[1]
  */
-export function vjp<P extends readonly unknown[]>(
-  fn: AnyFn,
-  primals: P,
+export function vjp<P extends unknown[]>(
+  fun: (...args: P) => unknown,
+  primals: NoInfer<P>,
   cotangents: readonly unknown[],
 ): [MgArray[], P] {
-  if (typeof fn !== "function") throw new TypeError("[vjp] fun must be a function.");
+  if (typeof fun !== "function") throw new TypeError("[vjp] fun must be a function.");
   if (!Array.isArray(primals)) throw new TypeError("[vjp] primals must be a list of arrays.");
   if (!Array.isArray(cotangents)) throw new TypeError("[vjp] cotangents must be a list of arrays.");
   const flatPrimals = treeFlatten(primals, true, "vjp");
   const flatCots = treeFlatten(cotangents, true, "vjp");
   const { outputs, vjps } = vjpFlat(
-    (tracers) => flattenOutputs((fn as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[])), "vjp"),
+    (tracers) => flattenOutputs(userCall(() => (fun as unknown as AnyFn)(...(treeUnflatten(primals, tracers) as unknown[]))), "vjp"),
     flatPrimals,
     flatCots,
     flatPrimals.map((_, i) => i),

@@ -2,15 +2,18 @@
 // element, then rewrite the traced graph with each primitive's vmap rule so that it runs over the
 // whole batch at once. A primitive without a vmap rule is an error naming it (no silent loop).
 import { MgArray, Node } from "../core/array.ts";
+import { libraryFunction, userCall } from "../core/ownership.ts";
 import type { Dtype } from "../core/dtype.ts";
 import { makeArray } from "../core/graph.ts";
 import { missingRule, type Primitive } from "../core/primitive.ts";
 import { formatShape, shapesEqual } from "../core/shape.ts";
 import { broadcastTo, expandDims, moveaxis } from "../core/ops/shape.ts";
 import { buildTape, onStream } from "./trace.ts";
-import { describeLeaf, isPlainObject, treeFlatten, treeUnflatten } from "./tree.ts";
+// The rules every transform reads (attached to the records as this module loads).
+import "../core/rules/index.ts";
+import { describeLeaf, isPlainObject, type Transformable, treeFlatten, treeUnflatten } from "./tree.ts";
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 interface PlaceholderParams {
   shape: number[];
@@ -21,16 +24,21 @@ interface PlaceholderParams {
 const VmapInput: Primitive<PlaceholderParams> = {
   name: "VmapInput",
   outputSpecs: (_i, p) => [{ shape: [...p.shape], dtype: p.dtype }],
-  cpu() {
-    throw new Error(
+  placeholder: () =>
+    new Error(
       "[vmap] Attempting to eval an array during function transformations like vmap is not allowed " +
         "(the value depends on a vmapped input: item, tolist, eval and data are not available inside vmap).",
-    );
-  },
+    ),
 };
 
 /** Axes spec: a number, null (not mapped) or a tree prefix of the arguments/outputs. */
 export type AxesSpec = number | null | undefined | readonly AxesSpec[] | { readonly [key: string]: AxesSpec };
+
+/** vmap's options (MLX's parameters by name). */
+export interface VmapOptions {
+  inAxes?: AxesSpec;
+  outAxes?: AxesSpec;
+}
 
 /**
  * One axis per array of `tree`, from an axes prefix tree: a number or null applies to every array
@@ -90,7 +98,7 @@ function releaseTrace(tape: readonly Node[]): void {
     node.inputs = [];
     for (const o of node.outputs) {
       if (o.node !== node) continue;
-      const dead = new Node(VmapInput as Primitive<unknown>, { shape: [...o.shape], dtype: o.dtype }, [], node.stream);
+      const dead: Node = new Node(VmapInput, { shape: [...o.shape], dtype: o.dtype }, [], node.stream);
       dead.outputs = [o];
       o.node = dead;
     }
@@ -150,7 +158,7 @@ export function vmapFlat(
   try {
     for (const node of tape) {
       const rule = node.primitive.vmap;
-      if (!rule) throw missingRule(node.primitive as Primitive<never>, "vmap");
+      if (!rule) throw missingRule(node.primitive, "vmap");
       const vin: MgArray[] = [];
       const vax: number[] = [];
       for (const x of node.inputs) {
@@ -205,9 +213,14 @@ export function vmapFlat(
  * Returns a vectorized version of `fn`, as mx.vmap. `inAxes` (default 0) gives the mapped axis of
  * each argument — a number, null (not mapped) or a tree prefix of the arguments; `outAxes`
  * (default 0) likewise for the outputs. Arguments and outputs are arrays or trees of arrays.
+ * @example
+ * mg.vmap((x: mg.MgArray) => mg.sum(x))(mg.array([[1, 2], [3, 4]]))
  */
-export function vmap<F extends AnyFn>(fn: F, inAxes: AxesSpec = 0, outAxes: AxesSpec = 0): F {
-  if (typeof fn !== "function") throw new TypeError("[vmap] fun must be a function.");
+export function vmap<F extends Transformable>(fun: F, inAxes?: AxesSpec, outAxes?: AxesSpec): F;
+export function vmap<F extends Transformable>(fun: F, options: VmapOptions): F;
+export function vmap<F extends Transformable>(fun: F, inAxes: AxesSpec, options: Pick<VmapOptions, "outAxes">): F;
+export function vmap<F extends Transformable>(fun: F, inAxes: AxesSpec | VmapOptions = 0, outAxes: AxesSpec | VmapOptions = 0): F {
+  if (typeof fun !== "function") throw new TypeError("[vmap] fun must be a function.");
   const vfn = (...args: unknown[]): unknown => {
     const inputs = treeFlatten(args, true, "vmap");
     // A single argument is matched against the axes directly (mx.vmap(f, in_axes=1)(x)).
@@ -223,7 +236,7 @@ export function vmap<F extends AnyFn>(fn: F, inAxes: AxesSpec = 0, outAxes: Axes
     let outTree: unknown;
     const outs = vmapFlat(
       (xs) => {
-        outTree = (fn as AnyFn)(...(treeUnflatten(args, xs) as unknown[]));
+        outTree = userCall(() => (fun as unknown as AnyFn)(...(treeUnflatten(args, xs) as unknown[])));
         if (outTree instanceof MgArray) return [outTree];
         return treeFlatten(outTree, true, "vmap");
       },
@@ -233,5 +246,5 @@ export function vmap<F extends AnyFn>(fn: F, inAxes: AxesSpec = 0, outAxes: Axes
     );
     return treeUnflatten(outTree, outs);
   };
-  return vfn as unknown as F;
+  return libraryFunction(vfn) as unknown as F;
 }

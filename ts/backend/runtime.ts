@@ -9,7 +9,6 @@ import { dlopen, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
 import { existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
-import type { BufferLike } from "../memory/storage.ts";
 
 const LIB_NAME = process.platform === "darwin" ? "libMetalGradRuntime.dylib" : "libMetalGradRuntime.so";
 const PACKAGE_ROOT = resolve(import.meta.dir, "../..");
@@ -29,12 +28,14 @@ const SYMBOLS = {
   mg_memory_set_cache_limit: { args: [f64], returns: f64 },
   mg_memory_set_wired_limit: { args: [f64], returns: f64 },
   mg_buffer_new: { args: [f64], returns: P },
+  mg_buffer_new_at: { args: [f64, P], returns: P },
   mg_buffer_contents: { args: [P], returns: P },
   mg_buffer_length: { args: [P], returns: f64 },
   mg_buffer_release: { args: [P], returns: i32 },
   mg_buffer_view_release: { args: [P, P], returns: VOID },
   mg_buffer_view_deallocator: { args: [], returns: P },
   mg_library_new: { args: [P, P, i32, u32, i32], returns: P },
+  mg_library_from_file: { args: [P], returns: P },
   mg_library_function_names_json: { args: [P], returns: cstring },
   mg_pipeline_new: { args: [P, P, P, i32], returns: P },
   mg_pipeline_info: { args: [P, P], returns: i32 },
@@ -61,9 +62,11 @@ export interface NativeLibrary {
   readonly symbols: NativeSymbols;
 }
 
-const BUILD_HINT =
-  "build it with `swift build -c release` in the metalgrad checkout " +
-  "(on Linux first `. ../shared/toolchain/env.sh`), or point MG_RUNTIME_LIB at a built " +
+/** How to get a runtime (deviceInfo() repeats it when there is none). */
+export const RUNTIME_HINT =
+  "`bun add metalgrad` installs it as the optional package metalgrad-darwin-arm64 (Apple silicon " +
+  "Macs) or metalgrad-linux-x64 (Linux x64, GPU kernels on the Metal simulator); in a metalgrad " +
+  "checkout, build it with `swift build -c release`; or point MG_RUNTIME_LIB at a built " +
   `${LIB_NAME}`;
 
 /** The candidate paths in load order, with why each was or was not used. */
@@ -71,7 +74,7 @@ export function findRuntimeLibrary(): string {
   const override = process.env.MG_RUNTIME_LIB;
   if (override) {
     if (!existsSync(override)) {
-      throw new Error(`[runtime] MG_RUNTIME_LIB is set to ${override}, which does not exist; ${BUILD_HINT}`);
+      throw new Error(`[runtime] MG_RUNTIME_LIB is set to ${override}, which does not exist; ${RUNTIME_HINT}`);
     }
     return override;
   }
@@ -93,7 +96,7 @@ export function findRuntimeLibrary(): string {
   throw new Error(
     `[runtime] cannot find the native runtime ${LIB_NAME}: MG_RUNTIME_LIB is unset, ` +
       `${join(PACKAGE_ROOT, ".build")}/{release,debug}/ has no ${LIB_NAME}, and the package ` +
-      `${PLATFORM_PACKAGE} is not installed; ${BUILD_HINT}`,
+      `${PLATFORM_PACKAGE} is not installed; ${RUNTIME_HINT}`,
   );
 }
 
@@ -143,6 +146,11 @@ export interface DeviceInfo {
   registryID: string;
   isSimulator: boolean;
   maxThreadgroupMemoryLength: number;
+  /** The highest MTLGPUFamily.appleN the device reports (hosted macOS runners' paravirtual GPU: 5). */
+  appleFamily: number;
+  /** Advertised from apple7: kernels using them may fail elsewhere (the error then says so). */
+  supportsSimdgroupMatrix: boolean;
+  supportsAtomicFloat: boolean;
 }
 
 export interface MemoryStats {
@@ -264,6 +272,7 @@ export class Runtime {
   readonly viewDeallocator: Pointer;
   #defaultQueue: Queue | undefined;
   readonly #stats = new Float64Array(8);
+  readonly #address = new Float64Array(1);
 
   constructor(native: NativeLibrary = loadNative()) {
     this.libraryPath = native.path;
@@ -336,15 +345,17 @@ export class Runtime {
   }
 
   newBuffer(byteLength: number): NativeBuffer {
-    let handle = handleOf(this.native.mg_buffer_new(byteLength));
+    // One crossing: the handle, and the memory's address in #address[0].
+    const address = this.#address;
+    let handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
     if (handle === null && this.#limitedByViews()) {
       // Released buffers whose ArrayBuffer the GC has not collected yet still map their memory
       // (viewHeld); a full collection runs their deallocators, so try once more after one.
       Bun.gc(true);
-      handle = handleOf(this.native.mg_buffer_new(byteLength));
+      handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
     }
     if (handle === null) this.fail();
-    return new NativeBuffer(this, handle, byteLength);
+    return new NativeBuffer(this, handle, byteLength, address[0]!);
   }
 
   #limitedByViews(): boolean {
@@ -379,6 +390,13 @@ export class Runtime {
     return new Library(this, handle);
   }
 
+  /** A precompiled library (.metallib); fails on the simulator, which runs MSL source only. */
+  libraryFromFile(path: string): Library {
+    const handle = handleOf(this.native.mg_library_from_file(cString(path)));
+    if (handle === null) this.fail();
+    return new Library(this, handle);
+  }
+
   newQueue(): Queue {
     const handle = handleOf(this.native.mg_queue_new());
     if (handle === null) this.fail();
@@ -405,11 +423,36 @@ export class Runtime {
 }
 
 let runtimeSingleton: Runtime | undefined;
+let loadFailure: Error | undefined;
 
-/** The process-wide runtime, created on first use. */
+/** The process-wide runtime, created on first use; throws why none could be loaded. */
 export function runtime(): Runtime {
-  runtimeSingleton ??= new Runtime();
+  if (runtimeSingleton) return runtimeSingleton;
+  if (loadFailure) throw loadFailure;
+  try {
+    runtimeSingleton = new Runtime();
+  } catch (e) {
+    loadFailure = e instanceof Error ? e : new Error(String(e));
+    throw loadFailure;
+  }
   return runtimeSingleton;
+}
+
+/**
+ * The runtime, or null when there is none (not installed for this platform, not built, or it
+ * failed to load): metalgrad then runs on the CPU device alone, on JS-owned memory.
+ */
+export function tryRuntime(): Runtime | null {
+  try {
+    return runtime();
+  } catch {
+    return null;
+  }
+}
+
+/** Why the runtime did not load (null when it did, or was not tried yet). */
+export function runtimeLoadError(): string | null {
+  return loadFailure ? loadFailure.message : null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -428,29 +471,36 @@ type ToArrayBufferWithDeallocator = (
  * native deallocator drops the view pin and, if `release()` was never called, the ownership too,
  * so garbage collection alone frees an undisposed buffer.
  */
-export class NativeBuffer implements BufferLike {
+// A NativeBuffer is a BufferLike (ts/memory/storage.ts) by shape: the allocator installs
+// `newBuffer` as the storages' allocator, which is where TypeScript checks it. (This module imports
+// nothing of metalgrad's, so memory/ can depend on it without a cycle.)
+export class NativeBuffer {
   readonly handle: Pointer;
   readonly byteLength: number;
+  /** The address of the buffer's memory (0 when empty): native CPU kernels take it directly. */
+  readonly address: number;
   #view: ArrayBuffer | null;
   #released = false;
   readonly #runtime: Runtime;
 
-  /** @internal use Runtime.newBuffer */
-  constructor(rt: Runtime, handle: Pointer, byteLength: number) {
+  /** @internal use Runtime.newBuffer (which passes the address it got with the handle) */
+  constructor(rt: Runtime, handle: Pointer, byteLength: number, address = -1) {
     this.#runtime = rt;
     this.handle = handle;
     this.byteLength = byteLength;
     if (byteLength === 0) {
+      this.address = 0;
       this.#view = new ArrayBuffer(0);
       emptyBufferFinalizer.register(this, { symbols: rt.native, handle }, this);
     } else {
-      const contents = handleOf(rt.native.mg_buffer_contents(handle));
+      const contents = address > 0 ? (address as Pointer) : handleOf(rt.native.mg_buffer_contents(handle));
       if (contents === null) {
         const message = String(rt.native.mg_last_error());
         rt.native.mg_buffer_release(handle);
         rt.native.mg_buffer_view_release(null, handle);
         throw new Error(message);
       }
+      this.address = contents as number;
       // The 4th/5th arguments (context, JSTypedArrayBytesDeallocator) exist in Bun but are missing
       // from @types/bun.
       this.#view = (toArrayBuffer as unknown as ToArrayBufferWithDeallocator)(
@@ -570,6 +620,8 @@ export class Library {
 
 export class Pipeline {
   #execution: { model?: string; reason?: string } | undefined;
+  /** Where it came from, for the trace: the precompiled metallib, or source and why (kernels.ts). */
+  origin: string | undefined;
   constructor(
     readonly handle: Pointer,
     readonly name: string,

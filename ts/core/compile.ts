@@ -22,20 +22,21 @@
 //   first trace instead. JS values fn computes from shapes and passes as weak scalars are frozen,
 //   as MLX warns.
 import { MgArray, type Node } from "./array.ts";
+import { libraryFunction, retain, userCall } from "./ownership.ts";
 import { resolveStream, type Stream } from "./device.ts";
 import { Dtype, float32, float64 } from "./dtype.ts";
 import { makeNode } from "./graph.ts";
 import type { Primitive } from "./primitive.ts";
-import { Broadcast } from "./primitives/views.ts";
 import { broadcastShapes, formatShape, shapesEqual } from "./shape.ts";
 import { warnOnce } from "./trace.ts";
-import { isPlainObject, treeFlatten, treeUnflatten } from "../autograd/tree.ts";
+import { isPlainObject, type Transformable, treeFlatten, treeUnflatten } from "../autograd/tree.ts";
 import { keep } from "../memory/scope.ts";
 
 const TAG = "[compile]";
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
+/** compile's options: `shapeless` (replay new shapes without tracing again). */
 export interface CompileOptions {
   /** Key the cache on ndim and dtypes only and replay new shapes without re-tracing (MLX's shapeless). */
   shapeless?: boolean;
@@ -56,23 +57,12 @@ function evalDuringTrace(): Error {
   );
 }
 
-/** A traced input: it has no data, so evaluating anything that depends on it fails clearly. Its
- *  GPU rule fails while the backend lists kernels, before anything of the eval is encoded. */
+/** A traced input: it has no data, so evaluating anything that depends on it fails clearly (on
+ *  every device, before anything of the eval runs). */
 const CompileInput: Primitive<PlaceholderParams> = {
   name: "CompileInput",
   outputSpecs: (_i, p) => [{ shape: [...p.shape], dtype: p.dtype }],
-  cpu() {
-    throw evalDuringTrace();
-  },
-  gpu: {
-    kind: "kernel",
-    kernels() {
-      throw evalDuringTrace();
-    },
-    encode() {
-      throw evalDuringTrace();
-    },
-  },
+  placeholder: () => evalDuringTrace(),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -106,25 +96,27 @@ interface Entry {
   inputShapes: number[][];
 }
 
-// Primitives whose output shapes follow from their inputs' shapes, parameters aside: the ones a
-// shapeless replay can re-run for new shapes. Elementwise primitives are recognised by `fusion`.
-const SHAPE_POLYMORPHIC = new Set([
-  "StopGradient", "AsType", "DivMod", "Select", "Reduce", "ArgReduce", "Scan", "Softmax", "LogSumExp", "Sort",
-  "ArgSort", "Matmul", "AddMM", "Transpose", "Contiguous", "CustomTransforms",
-]);
-
+/** Inputs share the output's shape (the op broadcast them first): replays check they still do. */
 function isElementwise(p: Primitive<unknown>): boolean {
-  return p.fusion === "unary" || p.fusion === "binary" || p.fusion === "ternary" || p.name === "DivMod" || p.name === "Select" || p.name === "StopGradient";
+  return p.shapeless === "elementwise";
 }
 
 let enabled = process.env.MG_DISABLE_COMPILE !== "1";
 
-/** Turns compilation off globally (compiled functions then call fn directly), as mx.disable_compile. */
+/**
+ * Turns compilation off globally (compiled functions then call fn directly), as mx.disable_compile.
+ * @example
+ * mg.disableCompile()
+ */
 export function disableCompile(): void {
   enabled = false;
 }
 
-/** Turns compilation back on, as mx.enable_compile. */
+/**
+ * Turns compilation back on, as mx.enable_compile.
+ * @example
+ * mg.enableCompile()
+ */
 export function enableCompile(): void {
   enabled = true;
 }
@@ -276,19 +268,15 @@ function drawsRandomNumbers(constants: readonly MgArray[]): boolean {
     const n = stack.pop()!;
     if (seen.has(n)) continue;
     seen.add(n);
-    if (n.primitive.name === "RandomBits") return true;
+    if (n.primitive.random) return true;
     for (const i of n.inputs) if (i.node) stack.push(i.node);
   }
   return false;
 }
 
-/** The axes a reduction step keeps as size 1 (Reduce, ArgReduce, LogSumExp), or null. */
+/** The axes a reduction step keeps as size 1 (its record's keptAxes), or null. */
 function reducedAxes(s: Step): number[] | null {
-  const p = s.params as { axes?: number[]; axis?: number };
-  if (s.primitive.name === "Reduce") return [...p.axes!];
-  if (s.primitive.name === "ArgReduce") return [p.axis!];
-  if (s.primitive.name === "LogSumExp") return [s.shapes[0]!.length - 1];
-  return null;
+  return s.primitive.keptAxes ? s.primitive.keptAxes(s.params, s.shapes[0]!.length) : null;
 }
 
 /** A Reshape that drops exactly the size-1 axes a reduction kept (sum without keepdims) is a squeeze. */
@@ -304,17 +292,18 @@ function squeezeAxes(steps: readonly Step[], s: Step): number[] | null {
 
 function checkShapeless(steps: readonly Step[], traceStart: number, fnName: string): void {
   for (const s of steps) {
-    const name = s.primitive.name;
-    if (name === "Reshape") {
+    const rule = s.primitive.shapeless;
+    const resize = typeof rule === "object" ? rule.resize : null;
+    if (resize === "squeeze") {
       const axes = squeezeAxes(steps, s);
       if (axes) {
         s.squeeze = axes;
         continue;
       }
     }
-    if (name !== "Broadcast" && !isElementwise(s.primitive) && !SHAPE_POLYMORPHIC.has(name)) {
+    if (rule === undefined || resize === "squeeze") {
       throw new Error(
-        `${TAG} shapeless compilation of ${fnName} is not supported: its graph has a ${name} node, whose parameters fix ` +
+        `${TAG} shapeless compilation of ${fnName} is not supported: its graph has a ${s.primitive.name} node, whose parameters fix ` +
           "an output shape traced from this call's inputs (it would be replayed unchanged for new shapes). " +
           "Compile without { shapeless: true } (each new shape is then traced once).",
       );
@@ -331,10 +320,16 @@ function checkShapeless(steps: readonly Step[], traceStart: number, fnName: stri
   }
 }
 
+/** A step whose params' shape a shapeless replay recomputes by broadcasting. */
+function isBroadcast(s: Step): boolean {
+  const rule = s.primitive.shapeless;
+  return typeof rule === "object" && rule.resize === "broadcast";
+}
+
 /** For each shapeless Broadcast: the arrays its (elementwise) consumer broadcasts together. */
 function linkBroadcasts(steps: Step[]): void {
   steps.forEach((s, k) => {
-    if (s.primitive !== (Broadcast as Primitive<unknown>)) return;
+    if (!isBroadcast(s)) return;
     const consumer = steps.find((c) => isElementwise(c.primitive) && c.inputs.some((r) => r.kind === "step" && r.step === k));
     if (!consumer) {
       s.partners = null;
@@ -342,7 +337,7 @@ function linkBroadcasts(steps: Step[]): void {
     }
     const partners = consumer.inputs.map((r) => {
       const producer = r.kind === "step" ? steps[r.step]! : null;
-      return producer && producer.primitive === (Broadcast as Primitive<unknown>) ? producer.inputs[0]! : r;
+      return producer && isBroadcast(producer) ? producer.inputs[0]! : r;
     });
     // Only arrays computed before this Broadcast can size it (broadcast_arrays' operands always are).
     s.partners = partners.every((r) => r.kind !== "step" || r.step < k) ? partners : null;
@@ -369,16 +364,17 @@ function replay(entry: Entry, inputs: readonly MgArray[], shapeless: boolean, fn
   for (const s of entry.steps) {
     const ins = s.inputs.map(resolve);
     let params = s.params;
-    if (!sameShapes && s.primitive === (Broadcast as Primitive<unknown>)) {
-      const traced = (s.params as { shape: number[] }).shape;
+    const rule = s.primitive.shapeless;
+    if (!sameShapes && typeof rule === "object" && rule.resize === "broadcast") {
+      const traced = s.shapes[0]!;
       const source = ins[0]!;
       const target = s.partners ? broadcastShapes(s.partners.map((r) => resolve(r).shape), "compile") : traced;
       if (!shapesEqual(broadcastShapes([source.shape, target], "compile"), target)) {
         throw new Error(`${TAG} shapeless replay of ${fnName}: cannot broadcast ${formatShape(source.shape)} to the traced shape ${formatShape(target)}.`);
       }
-      params = { ...(s.params as object), shape: target };
+      params = rule.withShape(s.params, [...target]);
     }
-    if (!sameShapes && s.squeeze) params = { ...(s.params as object), shape: ins[0]!.shape.filter((_, i) => !s.squeeze!.includes(i)) };
+    if (!sameShapes && s.squeeze && typeof rule === "object") params = rule.withShape(s.params, ins[0]!.shape.filter((_, i) => !s.squeeze!.includes(i)));
     if (!sameShapes && isElementwise(s.primitive)) {
       const shapes = ins.map((x) => x.shape);
       if (shapes.some((sh) => !shapesEqual(sh, shapes[0]!))) {
@@ -410,8 +406,11 @@ function replay(entry: Entry, inputs: readonly MgArray[], shapeless: boolean, fn
  * replay the record on the new inputs without running fn. Arguments and results are trees of
  * arrays (JS arrays, plain objects); other argument values are part of the cache key. See the
  * notes at the top of ts/core/compile.ts for what is constant and what `shapeless` supports.
+ * @example
+ * mg.compile((x: mg.MgArray) => mg.multiply(mg.exp(x), 2))(mg.array([0, 1], mg.float32))
  */
-export function compile<F extends AnyFn>(fn: F, options: CompileOptions = {}): F {
+export function compile<F extends Transformable>(fun: F, options: CompileOptions = {}): F {
+  const fn = fun as unknown as AnyFn;
   if (typeof fn !== "function") throw new TypeError(`${TAG} fun must be a function.`);
   if (options === null || typeof options !== "object") throw new TypeError(`${TAG} options must be an object such as { shapeless: true }.`);
   const shapeless = options.shapeless ?? false;
@@ -421,7 +420,7 @@ export function compile<F extends AnyFn>(fn: F, options: CompileOptions = {}): F
   const cache = new Map<string, Entry>();
 
   const compiled = (...args: unknown[]): unknown => {
-    if (!enabled) return fn(...args);
+    if (!enabled) return userCall(() => fn(...args));
     const inputs = treeFlatten(args);
     for (const x of inputs) x.checkUsable("compile");
     const key = `${streamKey(resolveStream())}|${keyOf(args, shapeless)}`;
@@ -433,7 +432,7 @@ export function compile<F extends AnyFn>(fn: F, options: CompileOptions = {}): F
     const outputs = replay(entry, inputs, shapeless, fnName);
     return treeUnflatten(entry.outTree, outputs);
   };
-  return compiled as unknown as F;
+  return libraryFunction(compiled) as unknown as F;
 }
 
 /** Where a placeholder lives: its input's producer stream, else the default (as a transform's
@@ -450,7 +449,7 @@ function trace(fn: AnyFn, args: readonly unknown[], inputs: readonly MgArray[], 
   const placeholders = inputs.map((x) => makeNode(CompileInput, [], { shape: [...x.shape], dtype: x.dtype }, placeholderStream(x))[0]!);
   let out: unknown;
   try {
-    out = fn(...(treeUnflatten(args, placeholders) as unknown[]));
+    out = userCall(() => fn(...(treeUnflatten(args, placeholders) as unknown[])));
   } catch (e) {
     for (const p of placeholders) p.dispose();
     throw e;
@@ -468,7 +467,7 @@ function trace(fn: AnyFn, args: readonly unknown[], inputs: readonly MgArray[], 
     throw e;
   }
   // Constants fn created while tracing belong to the compiled function now, not to a tidy scope.
-  keep(constants.filter((c) => c.id >= traceStart));
+  retain(keep(constants.filter((c) => c.id >= traceStart)));
   if (drawsRandomNumbers(constants)) {
     warnOnce(
       `compile-random-${id}`,

@@ -2,14 +2,22 @@
 // records the stream it runs on. Scopes use AsyncLocalStorage so that interleaved async code
 // never sees another scope's default stream.
 import { AsyncLocalStorage } from "node:async_hooks";
+import { warnOnce } from "./trace.ts";
 
+/** "cpu" or "gpu". */
 export type DeviceType = "cpu" | "gpu";
 
+/**
+ * A device (cpu or gpu), as mx.Device.
+ * @example
+ * mg.cpu.type
+ */
 export class Device {
   constructor(
     readonly type: DeviceType,
     readonly index = 0,
   ) {}
+  /** "Device(cpu, 0)", as MLX prints a device. */
   toString(): string {
     return `Device(${this.type}, ${this.index})`;
   }
@@ -18,11 +26,17 @@ export class Device {
   }
 }
 
+/**
+ * A queue of work on a device, as mx.Stream.
+ * @example
+ * mg.defaultStream(mg.cpu).toString()
+ */
 export class Stream {
   constructor(
     readonly device: Device,
     readonly index: number,
   ) {}
+  /** "Stream(Device(cpu, 0), 1)", as MLX prints a stream. */
   toString(): string {
     return `Stream(${this.device.toString()}, ${this.index})`;
   }
@@ -31,13 +45,21 @@ export class Stream {
   }
 }
 
+/** The CPU device (a Device; MLX's mx.cpu is a device type). */
 export const cpu = new Device("cpu");
+/** The GPU device: Metal, or the Metal simulator on Linux. */
 export const gpu = new Device("gpu");
 
 let nextStreamIndex = 0;
 const defaultStreams = new Map<Device, Stream>();
 
+/**
+ * The default stream of a device, as mx.default_stream.
+ * @example
+ * mg.defaultStream(mg.cpu).device.type
+ */
 export function defaultStream(device: Device): Stream {
+  if (device.type === "gpu" && gpuUnavailable !== null) throw gpuUnavailableError();
   let s = defaultStreams.get(device);
   if (!s) {
     s = new Stream(device, nextStreamIndex++);
@@ -46,12 +68,21 @@ export function defaultStream(device: Device): Stream {
   return s;
 }
 
-/** A new stream on `device`, as mx.new_stream. */
+/**
+ * A new stream on `device`, as mx.new_stream.
+ * @example
+ * mg.newStream(mg.cpu).device.type
+ */
 export function newStream(device: Device): Stream {
+  if (device.type === "gpu" && gpuUnavailable !== null) throw gpuUnavailableError();
   return new Stream(device, nextStreamIndex++);
 }
 
-/** Makes `stream` its device's default stream, as mx.set_default_stream. */
+/**
+ * Makes `stream` its device's default stream, as mx.set_default_stream.
+ * @example
+ * mg.setDefaultStream(mg.defaultStream(mg.defaultDevice()))
+ */
 export function setDefaultStream(stream: Stream): void {
   defaultStreams.set(stream.device, stream);
 }
@@ -62,6 +93,10 @@ export function setDefaultStream(stream: Stream): void {
  */
 export function chooseDefaultDevice(realGpu: boolean): Device {
   const env = process.env.MG_DEFAULT_DEVICE;
+  if (env === "gpu" && gpuUnavailable !== null) {
+    warnOnce("no-gpu-default", `MG_DEFAULT_DEVICE=gpu, but there is no GPU device (${gpuUnavailable}): the CPU is the default.`);
+    return cpu;
+  }
   if (env === "gpu") return gpu;
   if (env === "cpu") return cpu;
   if (env !== undefined && env !== "") throw new Error(`[device] MG_DEFAULT_DEVICE must be 'cpu' or 'gpu', got '${env}'.`);
@@ -70,25 +105,47 @@ export function chooseDefaultDevice(realGpu: boolean): Device {
 
 let globalDefaultDevice: Device = cpu;
 
+/**
+ * The device ops run on when no stream is given, as mx.default_device.
+ * @example
+ * mg.defaultDevice().type
+ */
 export function defaultDevice(): Device {
   return scope.getStore()?.device ?? globalDefaultDevice;
 }
 
+/**
+ * Makes `device` the default device, as mx.set_default_device.
+ * @example
+ * mg.setDefaultDevice(mg.cpu)
+ */
 export function setDefaultDevice(device: Device): void {
   if (!(device instanceof Device)) throw new TypeError("[set_default_device] expected a Device.");
   globalDefaultDevice = device;
 }
 
+/** Where an op runs: a stream, or a device (its default stream). */
 export type StreamOrDevice = Stream | Device;
 
 // Devices per type. The CPU device is always there. The GPU device is counted once index.ts has
-// loaded the native runtime (it fails to import without one): real Metal on a Mac, elsewhere the
-// Metal simulator.
+// loaded the native runtime: real Metal on a Mac, elsewhere the Metal simulator. Without a runtime
+// there is no GPU device, and asking for its stream says why (MLX: "[default_stream] Cannot get gpu
+// stream without gpu backend.").
 const deviceCounts: Record<DeviceType, number> = { cpu: 1, gpu: 0 };
+let gpuUnavailable: string | null = null;
 
-/** Records how many devices of a type can run work (index.ts, after loading the runtime). */
-export function setDeviceCount(type: DeviceType, count: number): void {
+/**
+ * Records how many devices of a type can run work (index.ts, after loading the runtime); for a GPU
+ * count of 0, `reason` says why there is none and how to get one.
+ */
+export function setDeviceCount(type: DeviceType, count: number, reason?: string): void {
   deviceCounts[type] = count;
+  if (type === "gpu") gpuUnavailable = count === 0 ? (reason ?? "no GPU backend") : null;
+}
+
+function gpuUnavailableError(): Error {
+  return new Error(`[default_stream] Cannot get gpu stream without gpu backend: ${gpuUnavailable}. ` +
+    "Run on the CPU device ({ stream: mg.cpu }); mg.deviceInfo() says more.");
 }
 
 function deviceTypeArgument(x: unknown, op: string): DeviceType {
@@ -104,6 +161,8 @@ function deviceTypeArgument(x: unknown, op: string): DeviceType {
  * on the Metal simulator, with Metal's semantics but CPU speed (`mg.deviceInfo().is_simulator`
  * says which); MLX's CPU-only builds report 0 GPUs instead. A Device is accepted for its type,
  * since mg.cpu and mg.gpu are Devices where MLX's mx.cpu and mx.gpu are device types.
+ * @example
+ * mg.deviceCount("cpu")
  */
 export function deviceCount(deviceType: DeviceType | Device): number {
   return deviceCounts[deviceTypeArgument(deviceType, "device_count")];
@@ -113,6 +172,8 @@ export function deviceCount(deviceType: DeviceType | Device): number {
  * Whether work can run on a device or a device type, as mx.is_available: a type when it has a
  * device (see deviceCount: the GPU is available, as the simulator where there is no Metal), a
  * Device when its index is below its type's count (new Device("cpu", 1) is not available).
+ * @example
+ * mg.isAvailable(mg.cpu)
  */
 export function isAvailable(device: Device | DeviceType): boolean {
   const type = deviceTypeArgument(device, "is_available");
@@ -134,6 +195,8 @@ export function resolveStream(s?: StreamOrDevice | null): Stream {
 /**
  * Runs `fn` with `s` as the default stream, as MLX's `with mx.stream(s):`. Works for async `fn`:
  * the scope follows the async context, so interleaved scopes do not leak into each other.
+ * @example
+ * mg.stream(mg.cpu, () => mg.exp(mg.array([0]))).stream.device.type
  */
 export function stream<T>(s: StreamOrDevice, fn: () => T): T {
   return scope.run(resolveStream(s), fn);

@@ -1,6 +1,8 @@
 // The 14 dtypes, MLX's category lattice, type promotion and machine limits (guide §1.1–§1.2).
 
+/** numpy's one-letter dtype kind (b, u, i, f, V for bfloat16, c). */
 export type DtypeKind = "b" | "u" | "i" | "f" | "V" | "c";
+/** The names of the dtypes. */
 export type DtypeName =
   | "bool"
   | "uint8"
@@ -17,12 +19,18 @@ export type DtypeName =
   | "bfloat16"
   | "complex64";
 
+/**
+ * A set of dtypes (mg.floating, mg.integer …), as mx.DtypeCategory, for issubdtype.
+ * @example
+ * mg.issubdtype(mg.float16, mg.floating)
+ */
 export class DtypeCategory {
   constructor(
     readonly name: string,
     /** Index into the subcategory table (MLX's Dtype::Category order). */
     readonly index: number,
   ) {}
+  /** The category's name. */
   toString(): string {
     return this.name;
   }
@@ -31,15 +39,28 @@ export class DtypeCategory {
   }
 }
 
+/** The category of complex dtypes. */
 export const complexfloating = new DtypeCategory("complexfloating", 0);
+/** The category of real floating dtypes. */
 export const floating = new DtypeCategory("floating", 1);
+/** The category of floating and complex dtypes. */
 export const inexact = new DtypeCategory("inexact", 2);
+/** The category of signed integer dtypes. */
 export const signedinteger = new DtypeCategory("signedinteger", 3);
+/** The category of unsigned integer dtypes. */
 export const unsignedinteger = new DtypeCategory("unsignedinteger", 4);
+/** The category of integer dtypes. */
 export const integer = new DtypeCategory("integer", 5);
+/** The category of numeric dtypes (all but bool). */
 export const number = new DtypeCategory("number", 6);
+/** The category of every dtype. */
 export const generic = new DtypeCategory("generic", 7);
 
+/**
+ * An array's element type, as mx.Dtype: `name`, `size` in bytes; compare with ===.
+ * @example
+ * [mg.float16.name, mg.float16.size]
+ */
 export class Dtype {
   constructor(
     readonly name: DtypeName,
@@ -50,6 +71,7 @@ export class Dtype {
     readonly kind: DtypeKind,
     readonly category: DtypeCategory,
   ) {}
+  /** The dtype's name, as MLX prints it ("float32"). */
   toString(): string {
     return this.name;
   }
@@ -59,21 +81,36 @@ export class Dtype {
 }
 
 // Index order follows MLX's Dtype::Val so the promotion table reads like MLX's.
+/** The boolean dtype (MLX's `bool_`). */
 export const bool_ = new Dtype("bool", 1, 0, "b", generic);
+/** 8-bit unsigned integers. */
 export const uint8 = new Dtype("uint8", 1, 1, "u", unsignedinteger);
+/** 16-bit unsigned integers. */
 export const uint16 = new Dtype("uint16", 2, 2, "u", unsignedinteger);
+/** 32-bit unsigned integers. */
 export const uint32 = new Dtype("uint32", 4, 3, "u", unsignedinteger);
+/** 64-bit unsigned integers (values come back as bigints). */
 export const uint64 = new Dtype("uint64", 8, 4, "u", unsignedinteger);
+/** 8-bit signed integers. */
 export const int8 = new Dtype("int8", 1, 5, "i", signedinteger);
+/** 16-bit signed integers. */
 export const int16 = new Dtype("int16", 2, 6, "i", signedinteger);
+/** 32-bit signed integers: the dtype of JS integer literals. */
 export const int32 = new Dtype("int32", 4, 7, "i", signedinteger);
+/** 64-bit signed integers (values come back as bigints; bigint literals are int64). */
 export const int64 = new Dtype("int64", 8, 8, "i", signedinteger);
+/** IEEE half precision. */
 export const float16 = new Dtype("float16", 2, 9, "f", floating);
+/** IEEE single precision: the dtype of JS fractional literals. */
 export const float32 = new Dtype("float32", 4, 10, "f", floating);
+/** IEEE double precision (CPU only, as in MLX). */
 export const float64 = new Dtype("float64", 8, 11, "f", floating);
+/** bfloat16: float32's exponent with an 8-bit significand. */
 export const bfloat16 = new Dtype("bfloat16", 2, 12, "V", floating);
+/** Complex numbers of two float32 parts; values are {re, im} objects. */
 export const complex64 = new Dtype("complex64", 8, 13, "c", complexfloating);
 
+/** Every dtype, in MLX's order. */
 export const ALL_DTYPES: readonly Dtype[] = [
   bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
   float16, float32, float64, bfloat16, complex64,
@@ -103,6 +140,11 @@ const PROMOTION: readonly (readonly Dtype[])[] = (() => {
   ];
 })();
 
+/**
+ * The dtype two dtypes promote to, by MLX's table.
+ * @example
+ * mg.promoteTypes(mg.int32, mg.float16)
+ */
 export function promoteTypes(a: Dtype, b: Dtype): Dtype {
   const t = PROMOTION[a?.index]?.[b?.index];
   if (t === undefined) {
@@ -134,7 +176,11 @@ export function dtypeArgument(op: string, d: unknown): Dtype {
   throw new TypeError(`[${op}] Expected a dtype such as mg.float32 or mg.int32, got ${got}.`);
 }
 
-/** MLX's issubdtype: dtype ⊆ dtype only when equal; a category never sits under a dtype. */
+/**
+ * MLX's issubdtype: dtype ⊆ dtype only when equal; a category never sits under a dtype.
+ * @example
+ * mg.issubdtype(mg.int32, mg.integer)
+ */
 export function issubdtype(a: Dtype | DtypeCategory, b: Dtype | DtypeCategory): boolean {
   for (const x of [a, b]) {
     if (!(x instanceof Dtype) && !(x instanceof DtypeCategory)) {
@@ -149,6 +195,7 @@ export function issubdtype(a: Dtype | DtypeCategory, b: Dtype | DtypeCategory): 
   return SUBCATEGORY[a.index]![b.index]!;
 }
 
+/** The array API's kind names that isdtype accepts. */
 export type DtypeKindName =
   | "bool"
   | "signed integer"
@@ -158,7 +205,11 @@ export type DtypeKindName =
   | "complex floating"
   | "numeric";
 
-/** Array-API style predicate, as mx.isdtype. */
+/**
+ * Array-API style predicate, as mx.isdtype.
+ * @example
+ * mg.isdtype(mg.int8, "signed integer")
+ */
 export function isdtype(
   dtype: Dtype,
   kind: Dtype | DtypeKindName | readonly (Dtype | DtypeKindName)[],
@@ -188,13 +239,21 @@ export function isdtype(
   return one(kind as Dtype | DtypeKindName);
 }
 
-/** `from` can be cast to `to` when promoting the two gives back `to` (MLX's can_cast). */
+/**
+ * `from` can be cast to `to` when promoting the two gives back `to` (MLX's can_cast).
+ * @example
+ * mg.canCast(mg.int32, mg.float32)
+ */
 export function canCast(from: Dtype | { dtype: Dtype }, to: Dtype): boolean {
   const f = from instanceof Dtype ? from : dtypeArgument("can_cast", (from as { dtype?: unknown } | null)?.dtype);
   return promoteTypes(f, dtypeArgument("can_cast", to)) === to;
 }
 
-/** The promoted dtype of arrays and dtypes, as mx.result_type. */
+/**
+ * The promoted dtype of arrays and dtypes, as mx.result_type.
+ * @example
+ * mg.resultType(mg.array([1]), mg.float16)
+ */
 export function resultType(...arraysAndDtypes: (Dtype | { dtype: Dtype })[]): Dtype {
   if (arraysAndDtypes.length === 0) {
     throw new TypeError("[result_type] At least one array or dtype is required.");
@@ -208,10 +267,30 @@ export function resultType(...arraysAndDtypes: (Dtype | { dtype: Dtype })[]): Dt
   return t!;
 }
 
-export const isFloating = (d: Dtype): boolean => d.category === floating;
-export const isComplex = (d: Dtype): boolean => d === complex64;
-export const isInexact = (d: Dtype): boolean => d.category === floating || d === complex64;
-export const isInteger = (d: Dtype): boolean => d.kind === "i" || d.kind === "u";
+/**
+ * Whether a dtype is a real floating type.
+ * @example
+ * mg.isFloating(mg.bfloat16)
+ */
+export const isFloating = (dtype: Dtype): boolean => dtype.category === floating;
+/**
+ * Whether a dtype is complex.
+ * @example
+ * mg.isComplex(mg.complex64)
+ */
+export const isComplex = (dtype: Dtype): boolean => dtype === complex64;
+/**
+ * Whether a dtype is floating or complex.
+ * @example
+ * mg.isInexact(mg.int32)
+ */
+export const isInexact = (dtype: Dtype): boolean => dtype.category === floating || dtype === complex64;
+/**
+ * Whether a dtype is an integer type.
+ * @example
+ * mg.isInteger(mg.uint8)
+ */
+export const isInteger = (dtype: Dtype): boolean => dtype.kind === "i" || dtype.kind === "u";
 export const is64BitInteger = (d: Dtype): boolean => d === int64 || d === uint64;
 
 /** MLX's at_least_float: integers and bool become float32, inexact types stay. */
@@ -222,6 +301,11 @@ export function atLeastFloat(d: Dtype): Dtype {
 // ---------------------------------------------------------------------------------------------
 // Machine limits
 
+/**
+ * Facts about a floating dtype (min, max, eps, tiny …), as mx.finfo.
+ * @example
+ * mg.finfo(mg.bfloat16).max
+ */
 export class Finfo {
   readonly min: number;
   readonly max: number;
@@ -240,12 +324,17 @@ export class Finfo {
     // numpy's definition: 10 ** -precision with precision = floor(-log10(eps)).
     this.resolution = 10 ** -Math.floor(-Math.log10(eps));
   }
+  /** A one-line summary, as MLX prints finfo. */
   toString(): string {
     return `finfo(min=${this.min}, max=${this.max}, dtype=${this.dtype.name})`;
   }
 }
 
-/** Machine limits of a floating (or complex, reported as float32) dtype, as mx.finfo. */
+/**
+ * Machine limits of a floating (or complex, reported as float32) dtype, as mx.finfo.
+ * @example
+ * mg.finfo(mg.float16).eps
+ */
 export function finfo(dtype: Dtype): Finfo {
   dtypeArgument("finfo", dtype);
   switch (dtype) {
@@ -263,17 +352,27 @@ export function finfo(dtype: Dtype): Finfo {
   }
 }
 
+/**
+ * The range of an integer dtype, as mx.iinfo.
+ * @example
+ * mg.iinfo(mg.uint16).max
+ */
 export class Iinfo {
   readonly bits: number;
   constructor(readonly dtype: Dtype, readonly min: number | bigint, readonly max: number | bigint) {
     this.bits = dtype.size * 8;
   }
+  /** A one-line summary, as MLX prints iinfo. */
   toString(): string {
     return `iinfo(min=${this.min}, max=${this.max}, dtype=${this.dtype.name})`;
   }
 }
 
-/** Limits of an integer dtype, as mx.iinfo. 64-bit limits are bigints (they do not fit a double). */
+/**
+ * Limits of an integer dtype, as mx.iinfo. 64-bit limits are bigints (they do not fit a double).
+ * @example
+ * mg.iinfo(mg.int8).min
+ */
 export function iinfo(dtype: Dtype): Iinfo {
   dtypeArgument("iinfo", dtype);
   switch (dtype) {
@@ -293,6 +392,7 @@ export function iinfo(dtype: Dtype): Iinfo {
 // ---------------------------------------------------------------------------------------------
 // JS scalars
 
+/** A JS value an op takes as an array: number, boolean or bigint. */
 export type Scalar = number | boolean | bigint;
 
 export function isScalar(x: unknown): x is Scalar {
@@ -302,12 +402,24 @@ export function isScalar(x: unknown): x is Scalar {
 const INT32_MIN = -2147483648;
 const INT32_MAX = 2147483647;
 
-/** The dtype of a JS scalar on its own: integral numbers int32 (int64 when out of range), other
- *  numbers float32, booleans bool_, bigints int64. */
+/**
+ * An integral JS number is an integer literal only while a double holds it exactly (|x| ≤ 2^53):
+ * JavaScript cannot tell 1e20 from an integer, and a float is what was meant (MLX turns a Python
+ * int that large into an overflow error; 1e20 as a float is float32 there too).
+ */
+export function isIntegerLiteral(x: number): boolean {
+  return Number.isInteger(x) && Math.abs(x) <= 2 ** 53;
+}
+
+/**
+ * The dtype of a JS scalar on its own, MLX's Python-scalar rule where JavaScript can follow it:
+ * integral numbers int32 within int32's range and int64 up to ±2^53 (as MLX gives 2**40), other
+ * numbers — fractions and integral values beyond 2^53 — float32; booleans bool_, bigints int64.
+ */
 export function scalarDtype(x: Scalar): Dtype {
   if (typeof x === "boolean") return bool_;
   if (typeof x === "bigint") return int64;
-  if (Number.isInteger(x)) return x < INT32_MIN || x > INT32_MAX ? int64 : int32;
+  if (isIntegerLiteral(x)) return x < INT32_MIN || x > INT32_MAX ? int64 : int32;
   return float32;
 }
 
@@ -319,7 +431,7 @@ export function scalarDtype(x: Scalar): Dtype {
  */
 export function weakScalarDtype(x: Scalar, other: Dtype, op = "array"): Dtype {
   if (typeof x === "boolean") return other;
-  if (typeof x === "bigint" || Number.isInteger(x)) {
+  if (typeof x === "bigint" || isIntegerLiteral(x)) {
     if (other === bool_) return scalarDtype(x);
     if (isInteger(other)) {
       if (!is64BitInteger(other)) {

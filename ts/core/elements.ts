@@ -32,7 +32,9 @@ export function lanesOf(dtype: Dtype): number {
   return dtype === complex64 ? 2 : 1;
 }
 
+/** One element as JS reads it: a number, a bigint (64-bit integers), a boolean or a {re, im}. */
 export type ElementValue = number | bigint | boolean | Complex;
+/** A complex64 value: {re, im}. */
 export interface Complex {
   re: number;
   im: number;

@@ -5,11 +5,19 @@ import { MgArray, Node, setEvaluator } from "./array.ts";
 import type { Primitive } from "./primitive.ts";
 import type { DeviceType, Stream } from "./device.ts";
 import { type Dtype, float64 } from "./dtype.ts";
+import { currentOp } from "./calls.ts";
 
 /** What a backend knows about the eval it serves. */
 export interface EvalContext {
   /** The arrays eval was asked for: always materialised. */
   targets: ReadonlySet<MgArray>;
+  /**
+   * A backend calls this once a node's work no longer needs its inputs (the CPU: right after the
+   * node ran; the GPU: after the batch is submitted, since the runtime holds bound buffers until
+   * the batch completes). Inputs that were the last use of an internal array free it there and then,
+   * which keeps an eval's peak memory at what is live, not at everything it computed.
+   */
+  finished(node: Node): void;
 }
 
 export interface Backend {
@@ -45,6 +53,11 @@ export function withRetainedGraph<T>(fn: () => T): T {
   }
 }
 
+/** True while a transform traces (MLX's in_grad_tracing): ops may build what only a derivative needs. */
+export function graphRetained(): boolean {
+  return retainGraphDepth > 0;
+}
+
 /** Creates the outputs of one primitive application. Inputs must be usable arrays. */
 export function makeNode<P>(
   primitive: Primitive<P>,
@@ -55,9 +68,9 @@ export function makeNode<P>(
   const specs = primitive.outputSpecs(inputs, params);
   // rejectFloat64OnGpu's test without building a list of dtypes per node (this runs per op).
   if (stream.device.type === "gpu" && (inputs.some(isFloat64) || specs.some(isFloat64))) {
-    rejectFloat64OnGpu(primitive.name, [float64], stream);
+    rejectFloat64OnGpu(currentOp() ?? (primitive.opName ? primitive.opName(params) : primitive.name.toLowerCase()), [float64], stream);
   }
-  const node = new Node(primitive as Primitive<unknown>, params, inputs, stream);
+  const node: Node = new Node(primitive, params, inputs, stream);
   for (const i of inputs) i.graphRefs++;
   node.outputs = specs.map((s) => new MgArray(s.shape, s.dtype, stream, node));
   return node.outputs;
@@ -73,9 +86,12 @@ function isFloat64(x: { dtype: Dtype }): boolean {
  * what the user called.
  */
 export function rejectFloat64OnGpu(op: string, dtypes: readonly Dtype[], stream: Stream): void {
-  if (stream.device.type === "gpu" && dtypes.includes(float64)) {
-    throw new Error(`[${op}] float64 is not supported on the GPU.`);
-  }
+  if (stream.device.type === "gpu" && dtypes.includes(float64)) throw float64OnGpuError(currentOp() ?? op);
+}
+
+/** The error for float64 on the GPU, with the two ways out. */
+export function float64OnGpuError(op: string, what = ""): Error {
+  return new Error(`[${op}] float64 is not supported on the GPU${what}; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).`);
 }
 
 /** Convenience for single-output primitives. */
@@ -122,18 +138,25 @@ export function schedule(targets: readonly MgArray[]): Node[] {
   return order;
 }
 
+/** An eval's context: a class (not an object literal with a getter), as one is made per eval. */
+class Context implements EvalContext {
+  #targetSet: Set<MgArray> | null = null;
+  constructor(
+    readonly targetList: readonly MgArray[],
+    readonly finished: (node: Node) => void,
+  ) {}
+  /** Built on first use: only fused regions ask for it. */
+  get targets(): ReadonlySet<MgArray> {
+    return (this.#targetSet ??= new Set(this.targetList));
+  }
+}
+
 /** Evaluates arrays, as mx.eval. Already evaluated arrays cost nothing. */
 export function evalArrays(targets: readonly MgArray[]): void {
   for (const t of targets) t.checkUsable("eval");
   const order = schedule(targets);
   if (order.length === 0) return;
-  // The set of targets is built on first use: only fused regions ask for it.
-  let targetSet: Set<MgArray> | null = null;
-  const ctx: EvalContext = {
-    get targets() {
-      return (targetSet ??= new Set(targets));
-    },
-  };
+  const ctx = new Context(targets, retainGraphDepth > 0 ? ignoreFinished : detach);
   // Consecutive nodes of one stream form a run: the GPU submits each run as one batch on that
   // stream's queue (so mg.synchronize(stream) and cross-queue waits see it).
   let start = 0;
@@ -157,12 +180,17 @@ export function evalArrays(targets: readonly MgArray[]): void {
     for (const node of order) retainedNodes.push(node);
     return;
   }
+  // Nodes a backend already finished are detached (detach is idempotent); the rest go now.
   for (const node of order) detach(node);
 }
+
+/** Under a transform every evaluated node is kept until the outermost transform returns. */
+function ignoreFinished(_node: Node): void {}
 
 /** Forgets a computed node: outputs keep their data, inputs lose one consumer. A node fused away
  *  (no output materialised) keeps its inputs so that it can be recomputed if read later. */
 export function detach(node: Node): void {
+  if (node.inputs.length === 0 && node.outputs.every(detached, node)) return;
   if (!anyMaterialised(node.outputs)) return;
   for (const o of node.outputs) {
     if (o.node === node) o.node = null;
@@ -173,8 +201,13 @@ export function detach(node: Node): void {
   for (const i of inputs) i.dropGraphRef();
 }
 
+function detached(this: Node, o: MgArray): boolean {
+  return o.node !== this;
+}
+
+/** True when the node ran: an output has data, or had it and gave its storage to a later output. */
 function anyMaterialised(arrays: readonly MgArray[]): boolean {
-  for (let i = 0; i < arrays.length; i++) if (arrays[i]!.layout !== null) return true;
+  for (let i = 0; i < arrays.length; i++) if (arrays[i]!.layout !== null || arrays[i]!.surrendered) return true;
   return false;
 }
 

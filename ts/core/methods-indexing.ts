@@ -4,6 +4,8 @@
 import { MgArray } from "./array.ts";
 import type { Dtype } from "./dtype.ts";
 import type { StreamOptions } from "./ops/convert.ts";
+import { libraryCall, libraryFunction } from "./ownership.ts";
+import { publicMethod, type PublicFn } from "./options.ts";
 import { ArrayAt, getItem, type IndexItem } from "./ops/index-expr.ts";
 import { split } from "./ops/join.ts";
 import { diag, diagonal, view } from "./ops/movement.ts";
@@ -17,11 +19,14 @@ declare module "./array.ts" {
     index(...indices: IndexItem[]): MgArray;
     /** Python's `a.at[...]`: `a.at(idx).add(v)` and subtract/multiply/divide/maximum/minimum. */
     at(...indices: IndexItem[]): ArrayAt;
-    diag(k?: number, opts?: StreamOptions): MgArray;
-    diagonal(offset?: number, axis1?: number, axis2?: number, opts?: StreamOptions): MgArray;
+    /** The k-th diagonal (2-D) or a diagonal matrix (1-D), as mg.diag. */
+    diag: PublicFn<(k?: number, opts?: StreamOptions) => MgArray, "MgArray.diag">;
+    /** The diagonal between two axes, as mg.diagonal. */
+    diagonal: PublicFn<(offset?: number, axis1?: number, axis2?: number, opts?: StreamOptions) => MgArray, "MgArray.diagonal">;
     /** The same bytes as another dtype (see mg.view); astype converts values instead. */
-    view(dtype: Dtype, opts?: StreamOptions): MgArray;
-    split(indicesOrSections: number | readonly number[], axis?: number, opts?: StreamOptions): MgArray[];
+    view: PublicFn<(dtype: Dtype, opts?: StreamOptions) => MgArray, "MgArray.view">;
+    /** Pieces along `axis`, as mg.split. */
+    split: PublicFn<(indicesOrSections: number | readonly number[], axis?: number, opts?: StreamOptions) => MgArray[], "MgArray.split">;
     /** Iterates over the first axis (a.index(0), a.index(1), …), as iterating an mx.array. */
     [Symbol.iterator](): Iterator<MgArray>;
   }
@@ -39,14 +44,17 @@ const methods: Record<string, (this: MgArray, ...args: never[]) => unknown> & Th
   split(s: number | readonly number[], axis?: number, o?: StreamOptions) { return split(this, s, axis, o); },
 };
 const proto = MgArray.prototype as unknown as Record<string | symbol, unknown>;
+// Methods that build arrays are library calls (ownership.ts), as the ops they call are.
 for (const [name, fn] of Object.entries(methods)) {
-  Object.defineProperty(proto, name, { value: fn, writable: true, configurable: true });
+  Object.defineProperty(proto, name, { value: publicMethod(`MgArray.${name}`, fn, { library: name !== "at" }), writable: true, configurable: true });
 }
+const atProto = ArrayAt.prototype as unknown as Record<string, (...args: never[]) => unknown>;
+for (const name of ["add", "subtract", "multiply", "divide", "maximum", "minimum"]) atProto[name] = libraryFunction(atProto[name]!);
 Object.defineProperty(proto, Symbol.iterator, {
   *value(this: MgArray): Generator<MgArray> {
     if (this.ndim === 0) throw new TypeError("[iter] iteration over a 0-d array.");
     const n = this.shape[0]!;
-    for (let i = 0; i < n; i++) yield getItem(this, [i]);
+    for (let i = 0; i < n; i++) yield libraryCall(() => getItem(this, [i]));
   },
   writable: true,
   configurable: true,

@@ -4,6 +4,7 @@
 import { MgArray } from "./array.ts";
 import type { Axes } from "./ops/reduce.ts";
 import type { ArrayInput, StreamOptions } from "./ops/convert.ts";
+import { publicMethod, type PublicFn } from "./options.ts";
 import { matmul } from "./ops/linalg-core.ts";
 import { logsumexp } from "./ops/softmax.ts";
 import { argmax, argmin } from "./ops/sort.ts";
@@ -11,13 +12,13 @@ import { argmax, argmin } from "./ops/sort.ts";
 declare module "./array.ts" {
   interface MgArray {
     /** Indices of the maxima along `axis` (all axes when null); uint32, first index on ties. */
-    argmax(axis?: number | null, keepdims?: boolean, opts?: StreamOptions): MgArray;
+    argmax: PublicFn<(axis?: number | null, keepdims?: boolean, opts?: StreamOptions) => MgArray, "MgArray.argmax">;
     /** Indices of the minima along `axis` (all axes when null); uint32, first index on ties. */
-    argmin(axis?: number | null, keepdims?: boolean, opts?: StreamOptions): MgArray;
+    argmin: PublicFn<(axis?: number | null, keepdims?: boolean, opts?: StreamOptions) => MgArray, "MgArray.argmin">;
     /** log Σ exp over `axis` (all axes when null). */
-    logsumexp(axis?: Axes, keepdims?: boolean, opts?: StreamOptions): MgArray;
+    logsumexp: PublicFn<(axis?: Axes, keepdims?: boolean, opts?: StreamOptions) => MgArray, "MgArray.logsumexp">;
     /** The matrix product this @ other. */
-    matmul(other: ArrayInput, opts?: StreamOptions): MgArray;
+    matmul: PublicFn<(other: ArrayInput, opts?: StreamOptions) => MgArray, "MgArray.matmul">;
   }
 }
 
@@ -28,6 +29,7 @@ const methods: Record<string, (this: MgArray, ...args: never[]) => unknown> & Th
   matmul(other: ArrayInput, opts?: StreamOptions) { return matmul(this, other, opts); },
 };
 const proto = MgArray.prototype as unknown as Record<string, unknown>;
+// Methods that build arrays are library calls (ownership.ts), as the ops they call are.
 for (const [name, fn] of Object.entries(methods)) {
-  Object.defineProperty(proto, name, { value: fn, writable: true, configurable: true });
+  Object.defineProperty(proto, name, { value: publicMethod(`MgArray.${name}`, fn), writable: true, configurable: true });
 }

@@ -1,7 +1,10 @@
-// A primitive is one record: its shape/dtype rule, CPU reference, GPU kernel choice and its
-// derivative and batching rules. Ops (ts/core/ops) build nodes that point at these records;
-// backends (ts/backend/*) evaluate them; transforms (ts/autograd) read vjp/jvp/vmap.
-import type { MgArray } from "./array.ts";
+// A primitive is one record of what holds for an operation on every device: its shape/dtype rule,
+// the flags planners and transforms read (fusion kind, layout rule, compile's shapeless rule …)
+// and, attached by the rules layer (ts/core/rules), its derivative and batching rules. Ops
+// (ts/core/ops) build nodes that point at records; each backend registers its own
+// implementation against a record (registerCpu / registerGpu); the core never sees a kernel.
+// docs/ARCHITECTURE.md ("Primitives and backends") has the full pattern.
+import type { MgArray, Node } from "./array.ts";
 import type { Dtype } from "./dtype.ts";
 
 export interface OutputSpec {
@@ -9,52 +12,42 @@ export interface OutputSpec {
   dtype: Dtype;
 }
 
-/** A compiled-on-demand kernel: a template in Sources/Kernels/<file> instantiated under `name`. */
-export interface KernelInstance {
-  /** File in Sources/Kernels holding the template (its `#include "…"`s are inlined). */
-  file: string;
-  /** The host_name the instance is compiled under (unique, a valid identifier). */
-  name: string;
-  /** The C++ template-id to instantiate, e.g. `unary_v<Exp, float, float>`. */
-  instantiation: string;
-}
-
-/**
- * How the GPU backend runs a primitive (ts/backend/gpu):
- * - "elementwise": an MSL functor in Sources/Kernels/elementwise_ops.h; single ops use the static
- *   unary/binary/ternary kernels and chains fuse into one generated kernel;
- * - "view": layout only (no kernel), except when a copy is unavoidable (recorded in the trace);
- * - "kernel": the primitive chooses and encodes its own kernels.
- */
-export type GpuRule =
-  | { readonly kind: "elementwise"; readonly functor: string }
-  | { readonly kind: "view" }
-  | {
-      readonly kind: "kernel";
-      /** Kernel instances the node will use (compiled together before encoding). */
-      kernels?(node: import("./array.ts").Node): KernelInstance[];
-      encode(enc: import("../backend/gpu/encoder.ts").GpuEncoder, node: import("./array.ts").Node): void;
-    };
-
 /** Classification used by automatic fusion (MLX's compile fuses exactly these kinds). */
 export type FusionKind = "unary" | "binary" | "ternary" | "broadcast";
 
-export interface Primitive<P = unknown> {
-  /** MLX's primitive name ("Add", "Exp", "Reduce" …): shown in traces and errors. */
-  readonly name: string;
-  /** The shape/dtype rule: output specs from the (validated) inputs and params. */
-  outputSpecs(inputs: readonly MgArray[], params: P): OutputSpec[];
-  /**
-   * CPU reference. Inputs are evaluated; each output must be given data (allocated by
-   * `allocateOutput` or a view by `setView` from ts/backend/cpu/data.ts).
-   */
-  cpu(inputs: readonly MgArray[], outputs: readonly MgArray[], params: P): void;
-  /** GPU kernel choice; absent means the primitive has no GPU kernel yet (a clear error). */
-  gpu?: GpuRule;
-  /** Elementwise primitives that automatic fusion may merge into one kernel. */
-  fusion?: FusionKind;
-  /** Layout-only primitives (reshape, transpose, broadcast, slice): no arithmetic, usually no copy. */
-  view?: boolean;
+/** Where an array's elements are, relative to its storage: what a layout rule reads (items). */
+export interface Placement {
+  readonly offset: number;
+  readonly strides: readonly number[];
+  /** Row-major dense from `offset` (size-1 dims ignored). */
+  readonly rowContiguous: boolean;
+  /** Column-major dense from `offset` (size-1 dims ignored). */
+  readonly colContiguous: boolean;
+}
+
+/** An output that is a view of input `input`'s storage: its offset and strides, in its own items. */
+export interface ViewOf {
+  readonly input: number;
+  readonly offset: number;
+  readonly strides: readonly number[];
+}
+
+/**
+ * How mg.compile's shapeless replay treats a primitive:
+ * - "elementwise": its inputs share the output's shape (the op broadcast them first);
+ * - "infer": its output shapes follow from its inputs' shapes, whatever the params;
+ * - `resize`: its params hold an output shape that the replay recomputes — "broadcast" from the
+ *   operands its elementwise consumer broadcasts together, "squeeze" only where it drops the axes a
+ *   reduction kept (any other use refuses shapeless compilation).
+ * Absent: the params fix an output shape traced from the first call, so shapeless compile refuses it.
+ */
+export type ShapelessRule<P> =
+  | "elementwise"
+  | "infer"
+  | { readonly resize: "broadcast" | "squeeze"; withShape(params: P, shape: number[]): P };
+
+/** Derivative and batching rules, written in ops (ts/core/rules) so they run on any device. */
+export interface Rules<P> {
   /**
    * Reverse mode: cotangents of the inputs listed in `argnums`, given the cotangents of every
    * output (zeros where an output is unused). Written in ordinary ops so it runs on any device,
@@ -80,11 +73,69 @@ export interface Primitive<P = unknown> {
    * and the batch axis of each.
    */
   vmap?(inputs: readonly MgArray[], axes: readonly number[], params: P): [MgArray[], number[]];
+}
+
+// Every member that takes P is a method, so a Primitive<P> is usable where a Primitive<unknown>
+// is expected (nodes and registries hold records of any params).
+export interface Primitive<P = unknown> extends Rules<P> {
+  /** MLX's primitive name ("Add", "Exp", "Reduce" …): shown in traces and errors. */
+  readonly name: string;
+  /** The user-facing op for error tags (MLX's snake_case name). Default: the name lower-cased. */
+  opName?(params: P): string;
+  /** The shape/dtype rule: output specs from the (validated) inputs and params. */
+  outputSpecs(inputs: readonly MgArray[], params: P): OutputSpec[];
+  /** Elementwise kinds automatic fusion may merge (where the device has an elementwise kernel). */
+  readonly fusion?: FusionKind;
+  /**
+   * Present on layout-only primitives (broadcast, reshape, transpose, slice …): where each output
+   * lives as a view of an input, computed from the inputs' placements alone (evaluated inputs, or
+   * predicted ones), or null when the layout cannot express it. Backends apply the views without a
+   * kernel; on null they run the kernel registered for the record (a copy, noted in the trace).
+   */
+  layout?(
+    inputs: readonly MgArray[],
+    placements: readonly Placement[],
+    outputs: readonly MgArray[],
+    params: P,
+  ): readonly ViewOf[] | null;
+  /** mg.compile's shapeless replay (see ShapelessRule). */
+  readonly shapeless?: ShapelessRule<P>;
+  /** Reductions: the axes the output keeps as size 1 (compile replays a reshape dropping them as a squeeze). */
+  keptAxes?(params: P, ndim: number): number[];
+  /** Draws random bits: a compiled function reading a constant computed from it is warned about. */
+  readonly random?: boolean;
+  /** Binary elementwise: whether complex64 operands are supported (the op rejects them otherwise). */
+  readonly complex?: boolean;
+  /**
+   * A data-less placeholder (the traced inputs of compile and vmap): evaluating it throws this
+   * error on every device, before anything of the eval runs.
+   */
+  placeholder?(params: P): Error;
   /** A stable string of the params, for graph caches (compile) and fused-kernel keys. */
   paramsKey?(params: P): string;
 }
 
+/** The user-facing op a node computes, for error tags. */
+export function opName(node: Node): string {
+  const p = node.primitive;
+  return p.opName ? p.opName(node.params) : p.name.toLowerCase();
+}
+
+/**
+ * Attaches derivative and batching rules to a record: the one place rules are given (from the
+ * rules layer, which may use every op). A rule given twice is an error.
+ */
+export function defineRules<P>(record: Primitive<P>, rules: Rules<P>): void {
+  for (const key of ["vjp", "jvp", "vmap"] as const) {
+    if (rules[key] === undefined) continue;
+    if (record[key] !== undefined) throw new Error(`[defineRules] ${record.name} already has a ${key} rule.`);
+  }
+  if (rules.vjp) record.vjp = rules.vjp;
+  if (rules.jvp) record.jvp = rules.jvp;
+  if (rules.vmap) record.vmap = rules.vmap;
+}
+
 /** Raised by transforms when a primitive lacks the rule they need. */
-export function missingRule(p: Primitive<never>, rule: "vjp" | "jvp" | "vmap"): Error {
+export function missingRule(p: Primitive, rule: "vjp" | "jvp" | "vmap"): Error {
   return new Error(`[${rule}] ${p.name} has no ${rule} rule.`);
 }

@@ -18,6 +18,7 @@ export function values(a: MgArray, op = "tolist"): ElementValue[] {
   return collectValues(view, a.dtype, a.shape, l.strides, l.offset);
 }
 
+/** tolist()'s result: nested JS arrays of element values. */
 export type Nested = ElementValue | Nested[];
 
 /** Nested JS arrays of numbers (bigints for 64-bit ints, booleans for bool, {re, im} for complex). */

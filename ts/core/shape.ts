@@ -99,3 +99,12 @@ export function checkShape(shape: unknown, op: string): number[] {
   }
   return [...(list as number[])];
 }
+
+/** keepdims is a boolean (an options object in its place is a call the options helper did not
+ *  resolve, e.g. from internal code). */
+export function checkKeepdims(op: string, keepdims: unknown): boolean {
+  if (typeof keepdims !== "boolean") {
+    throw new TypeError(`[${op}] keepdims must be a boolean, got ${typeof keepdims === "object" ? "an object" : String(keepdims)}.`);
+  }
+  return keepdims;
+}

@@ -3,6 +3,7 @@
 // internal precision, and every copy or fallback with its reason. This is how a user answers
 // "which kernel ran?" and "at what precision?" for any op (guide §0, questions 2 and 3).
 
+/** One kernel run, as mg.trace reports it: device, kernel, primitives, dtypes, precision, notes. */
 export interface TraceRecord {
   /** "gpu" or "cpu". */
   device: string;
@@ -20,6 +21,8 @@ export interface TraceRecord {
   precision: string;
   /** Copies and fallbacks, each with its reason. */
   notes: string[];
+  /** GPU: where the kernel's pipeline came from — the precompiled metallib, or source (and why). */
+  pipelineFrom?: string;
 }
 
 /** Precision labels used across backends, so records are comparable. */
@@ -43,7 +46,8 @@ export function tracing(): boolean {
 export function formatRecord(r: TraceRecord): string {
   const geo = r.grid ? ` grid=${r.grid.join("x")} tg=${r.threadgroup?.join("x") ?? "-"}` : "";
   const notes = r.notes.length ? ` notes=[${r.notes.join("; ")}]` : "";
-  return `[trace] ${r.device} ${r.kernel} {${r.primitives.join(",")}} (${r.inputDtypes.join(",")}) -> (${r.outputDtypes.join(",")}) layout=${r.layout}${geo} precision="${r.precision}"${notes}`;
+  const from = r.pipelineFrom ? ` from="${r.pipelineFrom}"` : "";
+  return `[trace] ${r.device} ${r.kernel} {${r.primitives.join(",")}} (${r.inputDtypes.join(",")}) -> (${r.outputDtypes.join(",")}) layout=${r.layout}${geo} precision="${r.precision}"${notes}${from}`;
 }
 
 export function record(r: TraceRecord): void {
@@ -67,9 +71,30 @@ export function collectTrace(fn: () => unknown, evaluate: (value: unknown) => vo
 }
 
 const warned = new Set<string>();
-/** Logs a costly event once per process (the trace records every occurrence). */
+/** Logs a costly event once per process (the trace records every occurrence); MG_WARN=0 silences. */
 export function warnOnce(key: string, message: string): void {
-  if (warned.has(key)) return;
+  if (process.env.MG_WARN === "0" || warned.has(key)) return;
   warned.add(key);
   process.stderr.write(`[metalgrad] ${message}\n`);
+}
+
+// Notes an op attaches to an array it built (a fallback and its reason): the dispatch that
+// computes the array carries them in its trace record.
+const annotations = new WeakMap<object, string[]>();
+
+/** Attaches `note` to the trace record of whatever computes `array`. */
+export function annotate(array: object, note: string): void {
+  const list = annotations.get(array);
+  if (list) list.push(note);
+  else annotations.set(array, [note]);
+}
+
+/** The notes attached to any of `arrays`. */
+export function annotationsOf(arrays: readonly object[]): string[] {
+  const out: string[] = [];
+  for (const a of arrays) {
+    const list = annotations.get(a);
+    if (list) out.push(...list);
+  }
+  return out;
 }

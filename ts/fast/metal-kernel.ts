@@ -5,20 +5,23 @@
 //
 // Where it runs: only on a GPU stream. On a Mac that is the GPU; on Linux mg.gpu is the MSL CPU
 // simulator, which runs the same Metal source. The CPU device cannot run a Metal kernel, so a CPU
-// stream is refused at the call (as MLX's "[metal_kernel] Only supports the GPU.").
+// stream is refused at the call (as MLX's "[metal_kernel] Only supports the GPU."), and the record
+// has no CPU kernel. Its GPU rule is registered here: a custom kernel is GPU code by nature.
 import { MgArray, type Node } from "../core/array.ts";
+import { libraryFunction } from "../core/ownership.ts";
 import { defaultStream, gpu, resolveStream, type Stream, type StreamOrDevice } from "../core/device.ts";
 import { bfloat16, bool_, Dtype, float16, float32, float64, int32, isScalar, type Scalar, scalarDtype, uint32, uint64 } from "../core/dtype.ts";
-import { makeNode } from "../core/graph.ts";
-import type { KernelInstance, Primitive } from "../core/primitive.ts";
+import { float64OnGpuError, makeNode } from "../core/graph.ts";
+import { defineRules, type Primitive } from "../core/primitive.ts";
 import { formatShape, rowMajorStrides } from "../core/shape.ts";
 import { constantScalar } from "../core/ops/convert.ts";
 import { Precision } from "../core/trace.ts";
 import { copyKernel, encodeCopyInto } from "../backend/gpu/copy.ts";
 import { dtypeTag, mslType } from "../backend/gpu/dtypes.ts";
-import { elementwiseGrid } from "../backend/gpu/elementwise.ts";
-import { type BoundArray, type GpuEncoder, float32Bytes, int32Bytes, int64Bytes, linearThreadgroup } from "../backend/gpu/encoder.ts";
-import { kernelCompileCount, kernelPipeline, kernelSource, sourcePipeline } from "../backend/gpu/kernels.ts";
+import { type BoundArray, type GpuEncoder, float32Bytes, int32Bytes, int64Bytes } from "../backend/gpu/encoder.ts";
+import { type KernelInstance, kernelCompileCount, kernelPipeline, kernelSource, sourcePipeline } from "../backend/gpu/kernels.ts";
+import { elementwiseGrid, linearThreadgroup } from "../backend/gpu/launch.ts";
+import { registerGpu } from "../backend/gpu/registry.ts";
 import { type BufferBinding, type InlineBytes, type MathMode, type Pipeline, runtime } from "../backend/runtime.ts";
 
 const TAG = "[metal_kernel]";
@@ -29,6 +32,7 @@ const TAG = "[metal_kernel]";
 /** A template argument as MLX takes it: `[name, value]` with a dtype, an integer or a boolean. */
 export type TemplateArg = readonly [string, Dtype | number | boolean];
 
+/** metalKernel's options: name, input and output names, source, header, ensureRowContiguous, atomicOutputs. */
 export interface MetalKernelOptions {
   /** Part of the generated function name (`custom_kernel_<name>_…`). */
   name: string;
@@ -56,8 +60,12 @@ export interface MetalKernelOptions {
   checked?: boolean;
 }
 
+/** A custom kernel's input: an array or a scalar. */
 export type MetalKernelInput = MgArray | Scalar;
 
+/**
+ * A custom kernel's call: inputs, output shapes and dtypes, grid, threadgroup, template arguments, initValue, verbose, stream.
+ */
 export interface MetalKernelCall {
   /** One per input name: arrays, or JS scalars (they become `constant T&` arguments). */
   inputs: readonly MetalKernelInput[];
@@ -85,7 +93,7 @@ export type MetalKernel = (call: MetalKernelCall) => MgArray[];
 /** MLX's type strings (get_type_string), which the generated signatures and names spell: the MSL
  *  types, except that the 16-bit floats are float16_t and bfloat16_t. */
 function typeString(d: Dtype, what: string): string {
-  if (d === float64) throw new Error(`${TAG} float64 is not supported on the GPU (${what}).`);
+  if (d === float64) throw float64OnGpuError("metal_kernel", ` (${what})`);
   return d === float16 ? "float16_t" : d === bfloat16 ? "bfloat16_t" : mslType(d, "metal_kernel");
 }
 
@@ -255,20 +263,17 @@ function opaque(rule: "vjp" | "jvp" | "vmap", p: CustomKernelParams): Error {
   );
 }
 
+/** The primitive record of custom Metal kernels (kernel traces name it). */
 export const CustomKernel: Primitive<CustomKernelParams> = {
   name: "CustomKernel",
+  opName: () => "metal_kernel",
   outputSpecs: (_inputs, p) => p.outputShapes.map((shape, i) => ({ shape: [...shape], dtype: p.outputDtypes[i]! })),
-  cpu(_inputs, _outputs, p) {
-    throw new Error(
-      `${TAG} custom kernel '${p.name}' cannot run on the CPU device: a Metal kernel runs only on a GPU stream ` +
-        "(mg.gpu; on Linux that is the MSL simulator).",
-    );
-  },
-  gpu: {
-    kind: "kernel",
-    kernels: (node) => kernelsOf(node as CustomKernelNode),
-    encode: (enc, node) => encodeCustomKernel(enc, node as CustomKernelNode),
-  },
+  paramsKey: (p) =>
+    `${p.pipeline.name}#${p.pipeline.handle}|${p.grid.join(",")}|${p.threadgroup.join(",")}|${p.ensureRowContiguous}|${p.initValue}|` +
+    p.outputShapes.map((s) => s.join("x")).join(";"),
+};
+
+defineRules(CustomKernel, {
   vjp(_p, _c, _a, _o, p) {
     throw opaque("vjp", p);
   },
@@ -278,12 +283,11 @@ export const CustomKernel: Primitive<CustomKernelParams> = {
   vmap(_i, _a, p) {
     throw opaque("vmap", p);
   },
-  paramsKey: (p) =>
-    `${p.pipeline.name}#${p.pipeline.handle}|${p.grid.join(",")}|${p.threadgroup.join(",")}|${p.ensureRowContiguous}|${p.initValue}|` +
-    p.outputShapes.map((s) => s.join("x")).join(";"),
-};
+});
 
-type CustomKernelNode = Node & { params: CustomKernelParams };
+registerGpu(CustomKernel, { kind: "kernel", kernels: kernelsOf, encode: encodeCustomKernel });
+
+type CustomKernelNode = Node<CustomKernelParams>;
 
 function initInstance(d: Dtype): KernelInstance {
   return { file: "custom_kernel_init.metal", name: `mg_custom_init_${dtypeTag(d)}`, instantiation: `custom_kernel_init<${mslType(d, "metal_kernel")}>` };
@@ -481,6 +485,8 @@ const PREAMBLE_FILE = "custom_kernel.h";
  * Builds a custom Metal kernel from the body of its function, as mx.fast.metal_kernel. Build it
  * once (at module scope) and call it many times: each distinct generated source compiles once.
  * See the guide §7–§9; differences from MLX are in docs/ARCHITECTURE.md ("fast").
+ * @example
+ * mg.fast.metalKernel({ name: "double", inputNames: ["a"], outputNames: ["out"], source: "uint i = thread_position_in_grid.x; out[i] = 2 * a[i];" })({ inputs: [mg.array([1, 2], mg.float32)], outputShapes: [[2]], outputDtypes: [mg.float32], grid: [2, 1, 1], threadgroup: [2, 1, 1], stream: mg.gpu })[0]
  */
 export function metalKernel(options: MetalKernelOptions): MetalKernel {
   if (options === null || typeof options !== "object") throw new TypeError(`${TAG} expected an options object.`);
@@ -516,7 +522,8 @@ export function metalKernel(options: MetalKernelOptions): MetalKernel {
 
   const variants = new Map<string, { sig: Signature; pipeline: Pipeline }>();
 
-  return (call: MetalKernelCall): MgArray[] => {
+  // A library call: casts and copies of its inputs are freed after the kernel has read them.
+  return libraryFunction((call: MetalKernelCall): MgArray[] => {
     if (call === null || typeof call !== "object") throw new TypeError(`${TAG} expected { inputs, outputShapes, outputDtypes, grid, threadgroup, … }.`);
     if (!Array.isArray(call.inputs)) throw new TypeError(`${TAG} inputs must be a list of arrays and scalars.`);
     if (!Array.isArray(call.outputShapes)) throw new TypeError(`${TAG} outputShapes must be a list of shapes.`);
@@ -601,7 +608,7 @@ export function metalKernel(options: MetalKernelOptions): MetalKernel {
       checked: spec.checked,
     };
     return makeNode(CustomKernel, inputs, params, stream);
-  };
+  });
 }
 
 /** Compiles (once per distinct source and options) the generated kernel behind the preamble. */

@@ -3,51 +3,88 @@
 // The real footprint is active + cache: get_peak_memory is a high-water mark of *active* memory
 // only, and freed buffers stay in the cache for reuse until clearCache() or the cache limit
 // (guide §5.5; MLX's maintainers recommend active + cache for absolute footprint).
-import { runtime } from "../backend/runtime.ts";
+import { memory } from "./allocator.ts";
 export { keep, liveArrayCount, tidy } from "./scope.ts";
 
-/** Bytes held by arrays (and in-flight GPU work), rounded as the allocator rounds. */
+/**
+ * Bytes held by arrays (and in-flight GPU work), rounded as the allocator rounds.
+ * @example
+ * typeof mg.getActiveMemory()
+ */
 export function getActiveMemory(): number {
-  return runtime().memoryStats().active;
+  return memory.stats().active;
 }
 
-/** The high-water mark of active memory since start or the last resetPeakMemory(). */
+/**
+ * The high-water mark of active memory since start or the last resetPeakMemory().
+ * @example
+ * typeof mg.getPeakMemory()
+ */
 export function getPeakMemory(): number {
-  return runtime().memoryStats().peak;
+  return memory.stats().peak;
 }
 
+/**
+ * Resets the peak memory to the active memory, as mx.reset_peak_memory.
+ * @example
+ * mg.resetPeakMemory()
+ */
 export function resetPeakMemory(): void {
-  runtime().resetPeakMemory();
+  memory.resetPeak();
 }
 
-/** Bytes of freed buffers kept for reuse. */
+/**
+ * Bytes of freed buffers kept for reuse.
+ * @example
+ * typeof mg.getCacheMemory()
+ */
 export function getCacheMemory(): number {
-  return runtime().memoryStats().cache;
+  return memory.stats().cache;
 }
 
-/** Frees the cached buffers (memory a live JS view still points into is unmapped later). */
+/**
+ * Frees the cached buffers (memory a live JS view still points into is unmapped later).
+ * @example
+ * mg.clearCache()
+ */
 export function clearCache(): void {
-  runtime().clearCache();
+  memory.clearCache();
 }
 
-/** Sets the memory limit in bytes; returns the previous one. Beyond it an allocation first empties
- *  the cache, then fails with a clear error. */
+/**
+ * Sets the memory limit in bytes; returns the previous one. Beyond it an allocation first empties
+ *  the cache, then fails with a clear error.
+ * @example
+ * mg.setMemoryLimit(mg.getMemoryLimit()) > 0
+ */
 export function setMemoryLimit(limit: number): number {
-  return runtime().setMemoryLimit(limit);
+  return memory.setMemoryLimit(limit);
 }
 
-/** The memory limit in bytes (MLX's default: 1.5 × the device's recommended working set). */
+/**
+ * The memory limit in bytes (MLX's default: 1.5 × the device's recommended working set).
+ * @example
+ * mg.getMemoryLimit() > 0
+ */
 export function getMemoryLimit(): number {
-  return runtime().memoryStats().memoryLimit;
+  return memory.stats().memoryLimit;
 }
 
-/** Sets the cache limit in bytes (0 disables caching); returns the previous one. */
+/**
+ * Sets the cache limit in bytes (0 disables caching); returns the previous one.
+ * @example
+ * mg.setCacheLimit(mg.setCacheLimit(0)) >= 0
+ */
 export function setCacheLimit(limit: number): number {
-  return runtime().setCacheLimit(limit);
+  return memory.setCacheLimit(limit);
 }
 
-/** Sets the wired limit in bytes; returns the previous one. Recorded only: wiring memory needs
- *  Metal residency sets, outside the API subset metalgrad uses. */
+/**
+ * Sets the wired limit in bytes; returns the previous one. Recorded only: wiring memory needs
+ *  Metal residency sets, outside the API subset metalgrad uses.
+ * @example
+ * mg.setWiredLimit(0)
+ */
 export function setWiredLimit(limit: number): number {
-  return runtime().setWiredLimit(limit);
+  return memory.setWiredLimit(limit);
 }

@@ -55,6 +55,8 @@ setArrayHooks({
 /**
  * Arrays alive right now — created, and neither disposed nor garbage collected — for leak hunting.
  * Counting starts at the first call (it costs about a microsecond per array); that call returns 0.
+ * @example
+ * typeof mg.liveArrayCount()
  */
 export function liveArrayCount(): number {
   tracking = true;
@@ -87,6 +89,8 @@ function finish(scope: Scope, result: unknown): void {
  * Runs `fn` and disposes every array created inside it except those it returns (in arrays, plain
  * objects or Maps, nested) and those passed to `keep`. Works for async `fn`: the arrays of an
  * async scope are freed when its promise settles, and interleaved scopes stay separate.
+ * @example
+ * mg.tidy(() => mg.sum(mg.exp(mg.ones([3]))))
  */
 export function tidy<T>(fn: () => T): T {
   const scope = new Scope(current.getStore());
@@ -113,7 +117,11 @@ export function tidy<T>(fn: () => T): T {
   return result;
 }
 
-/** Exempts arrays from every enclosing tidy scope; returns its argument. */
+/**
+ * Exempts arrays from every enclosing tidy scope; returns its argument.
+ * @example
+ * mg.tidy(() => mg.keep(mg.ones([2]))).shape
+ */
 export function keep<T>(value: T): T {
   const arrays = new Set<MgArray>();
   collectArrays(value, arrays);

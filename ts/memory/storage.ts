@@ -71,6 +71,11 @@ export class Storage {
     return this.refs <= 0;
   }
 
+  /** Arrays (and in-flight work) holding this storage. */
+  get holders(): number {
+    return this.refs;
+  }
+
   retain(): void {
     if (this.refs <= 0) throw new Error("[storage] retain after release (internal error)");
     this.refs++;

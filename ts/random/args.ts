@@ -1,68 +1,12 @@
-// Argument handling shared by mg.random: MLX's parameters stay positional in MLX's order, and a
-// trailing options object may carry `stream` and (for convenience) `key`. Every function parses
-// its call the same way, so `normal([2, 3], { key })` and `normal([2, 3], float32, null, null, key)`
-// mean the same thing.
+// Argument checks shared by mg.random. Calls are resolved by the options helper (ts/core/options.ts):
+// MLX's parameters positional in MLX's order, any of them by name in the trailing options object, so
+// `normal([2, 3], { key })` and `normal([2, 3], float32, null, null, key)` mean the same thing.
 import { MgArray } from "../core/array.ts";
 import { type Dtype, dtypeArgument, uint32 } from "../core/dtype.ts";
-import { resolveStream, type Stream, type StreamOrDevice } from "../core/device.ts";
 import { formatShape } from "../core/shape.ts";
-import { isOptionsObject } from "../core/ops/convert.ts";
-
-export interface RandomOptions {
-  /** The PRNG key (as the positional `key` parameter); default: split the global key. */
-  key?: MgArray | null;
-  stream?: StreamOrDevice | null;
-}
 
 /** A shape argument: a list of dimensions or a single dimension. */
 export type ShapeArg = number | readonly number[];
-
-/**
- * A call of a function whose positional parameters are `P`: any prefix of them, optionally
- * followed by the options object.
- */
-export type RandomArgs<P extends readonly unknown[]> = P extends readonly [...infer Init, unknown]
-  ? [...Partial<P>, RandomOptions?] | RandomArgs<Init>
-  : [RandomOptions?];
-
-const OPTION_NAMES = new Set(["key", "stream"]);
-
-export interface ParsedArgs {
-  /** The positional arguments, padded with undefined to the parameter count. */
-  positional: unknown[];
-  options: RandomOptions;
-  stream: Stream;
-}
-
-/** Splits `args` into up to `names.length` positional arguments and the options object. */
-export function parseArgs(op: string, args: readonly unknown[], names: readonly string[]): ParsedArgs {
-  let end = args.length;
-  let options: RandomOptions = {};
-  const at = args.findIndex(isOptionsObject);
-  if (at >= 0) {
-    if (at !== args.length - 1) {
-      throw new TypeError(`[${op}] the options object must be the last argument.`);
-    }
-    options = args[at] as RandomOptions;
-    end = at;
-    for (const k of Object.keys(options)) {
-      if (!OPTION_NAMES.has(k)) {
-        throw new TypeError(`[${op}] unknown option '${k}' (the options object takes 'key' and 'stream').`);
-      }
-    }
-  }
-  if (end > names.length) {
-    throw new TypeError(`[${op}] expected at most ${names.length} positional arguments (${names.join(", ")}), got ${end}.`);
-  }
-  const positional = args.slice(0, end);
-  while (positional.length < names.length) positional.push(undefined);
-  const keyAt = names.indexOf("key");
-  if (keyAt >= 0 && options.key != null) {
-    if (positional[keyAt] != null) throw new TypeError(`[${op}] key given both positionally and in the options object.`);
-    positional[keyAt] = options.key;
-  }
-  return { positional, options, stream: resolveStream(options.stream) };
-}
 
 /** Validates a shape: integers, none negative (MLX's "[bits] Negative dimensions not allowed."). */
 export function checkRandomShape(shape: unknown, op: string): number[] {

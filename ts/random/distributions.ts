@@ -20,9 +20,9 @@ import { split } from "../core/ops/join.ts";
 import { cumsum, max, sum } from "../core/ops/reduce.ts";
 import { argmax, argsort, searchsorted } from "../core/ops/sort.ts";
 import { take } from "../core/ops/indexing.ts";
-import {
-  checkDtype, checkInt, checkRandomShape, describe, parseArgs, type RandomArgs, type ShapeArg,
-} from "./args.ts";
+import { checkDtype, checkInt, checkRandomShape, describe, type ShapeArg } from "./args.ts";
+import { resolveStream } from "../core/device.ts";
+import type { StreamOptions } from "../core/ops/convert.ts";
 import { bitsFromKey, resolveKey } from "./keys.ts";
 
 type Opts = { stream: Stream };
@@ -94,45 +94,50 @@ function paramArray(v: ArrayInput, dtype: Dtype, op: string): MgArray {
 /**
  * Uniform samples on [low, high), as mx.random.uniform(low=0, high=1, shape=[], dtype=float32,
  * key=None). low and high broadcast to `shape`.
+ * @example
+ * mg.random.uniform(0, 1, [3], { key: mg.random.key(0) })
  */
 export function uniform(
-  ...args: RandomArgs<[low: ArrayInput, high: ArrayInput, shape: ShapeArg, dtype: Dtype | null, key: MgArray | null]>
+  low: ArrayInput = 0, high: ArrayInput = 1, shape: ShapeArg = [], dtype: Dtype | null = float32, key: MgArray | null = null,
+  opts: StreamOptions = {},
 ): MgArray {
   const op = "uniform";
-  const { positional: [low, high, s, d, k], stream } = parseArgs(op, args, ["low", "high", "shape", "dtype", "key"]);
-  const lo = toArray((low ?? 0) as ArrayInput, op);
-  const hi = toArray((high ?? 1) as ArrayInput, op);
-  const shape = checkRandomShape(s ?? [], op);
-  const dtype = checkDtype(d, float32, op);
-  const key = resolveKey(k, op, stream);
-  return uniformFrom(lo, hi, shape, dtype, key, { stream }, op);
+  const stream = resolveStream(opts.stream);
+  const [s, d, k] = [shape, dtype, key];
+  const lo = toArray(low ?? 0, op);
+  const hi = toArray(high ?? 1, op);
+  return uniformFrom(lo, hi, checkRandomShape(s ?? [], op), checkDtype(d, float32, op), resolveKey(k, op, stream), { stream }, op);
 }
 
 /**
  * Normal samples, as mx.random.normal(shape=[], dtype=float32, loc=None, scale=None, key=None):
  * loc + scale·√2·erfinv(u) with u uniform on (-1, 1). For complex64 the real and imaginary
  * parts are each N(0, 1/2) (erfinv of two uniforms, without the √2).
+ * @example
+ * mg.random.normal([2], { key: mg.random.key(0) })
  */
 export function normal(
-  ...args: RandomArgs<[shape: ShapeArg, dtype: Dtype | null, loc: ArrayInput | null, scale: ArrayInput | null, key: MgArray | null]>
+  shape: ShapeArg = [], dtype: Dtype | null = float32, loc: ArrayInput | null = null, scale: ArrayInput | null = null,
+  key: MgArray | null = null, opts: StreamOptions = {},
 ): MgArray {
   const op = "normal";
-  const { positional: [s, d, l, sc, k], stream } = parseArgs(op, args, ["shape", "dtype", "loc", "scale", "key"]);
-  const shape = checkRandomShape(s ?? [], op);
-  const dtype = checkDtype(d, float32, op);
-  const key = resolveKey(k, op, stream);
+  const stream = resolveStream(opts.stream);
+  const [s, d, l, sc, k] = [shape, dtype, loc, scale, key];
+  shape = checkRandomShape(s ?? [], op);
+  dtype = checkDtype(d, float32, op);
+  key = resolveKey(k, op, stream);
   const o = { stream };
-  const loc = l === undefined || l === null ? null : paramArray(l as ArrayInput, dtype, op);
-  const scale = sc === undefined || sc === null ? null : paramArray(sc as ArrayInput, dtype, op);
-  if (dtype === complex64) return complexNormal(shape, loc, scale, key, o);
+  loc = l === undefined || l === null ? null : paramArray(l, dtype, op);
+  scale = sc === undefined || sc === null ? null : paramArray(sc, dtype, op);
+  if (dtype === complex64) return complexNormal(shape as number[], loc as MgArray | null, scale as MgArray | null, key, o);
   if (!isFloating(dtype)) throw new TypeError(`[${op}] Only floating point and complex64 types are supported (got ${dtype.name}).`);
 
-  const u = symmetricUniform(shape, key, o, op);
+  const u = symmetricUniform(shape as number[], key, o, op);
   let appliedScale = array(Math.SQRT2, dtype);
-  if (scale) appliedScale = multiply(appliedScale, astype(scale, dtype, o), o);
+  if (scale) appliedScale = multiply(appliedScale, astype(scale as MgArray, dtype, o), o);
   let samples = astype(erfinv(u, o), dtype, o);
   samples = multiply(appliedScale, samples, o);
-  if (loc) samples = add(astype(loc, dtype, o), samples, o);
+  if (loc) samples = add(astype(loc as MgArray, dtype, o), samples, o);
   return samples;
 }
 
@@ -152,28 +157,32 @@ function complexNormal(shape: number[], loc: MgArray | null, scale: MgArray | nu
  * Samples of a normal truncated to [lower, upper], as mx.random.truncated_normal(lower, upper,
  * shape=None, dtype=float32, key=None): √2·erfinv(u) with u uniform on [erf(lower/√2),
  * erf(upper/√2)), clipped into the bounds. The default shape broadcasts lower with upper.
+ * @example
+ * mg.random.truncatedNormal(-1, 1, [3], { key: mg.random.key(0) })
  */
 export function truncatedNormal(
-  ...args: RandomArgs<[lower: ArrayInput, upper: ArrayInput, shape: ShapeArg | null, dtype: Dtype | null, key: MgArray | null]>
+  lower: ArrayInput, upper: ArrayInput, shape: ShapeArg | null = null, dtype: Dtype | null = float32, key: MgArray | null = null,
+  opts: StreamOptions = {},
 ): MgArray {
   const op = "truncated_normal";
-  const { positional: [lw, up, s, d, k], stream } = parseArgs(op, args, ["lower", "upper", "shape", "dtype", "key"]);
+  const stream = resolveStream(opts.stream);
+  const [lw, up, s, d, k] = [lower, upper, shape, dtype, key];
   if (lw === undefined || up === undefined) throw new TypeError(`[${op}] lower and upper are required.`);
-  const lower = toArray(lw as ArrayInput, op);
-  const upper = toArray(up as ArrayInput, op);
+  lower = toArray(lw, op);
+  upper = toArray(up, op);
   const explicitShape = s === undefined || s === null ? null : checkRandomShape(s, op);
-  const dtype = checkDtype(d, float32, op);
-  const key = resolveKey(k, op, stream);
+  const dt = checkDtype(d, float32, op);
+  const validKey = resolveKey(k, op, stream);
   const o = { stream };
-  const shape = explicitShape ?? broadcastShapes([lower.shape, upper.shape], op);
-  if (!isFloating(dtype)) throw new TypeError(`[${op}] truncated_normal only accepts floating point dtypes (got ${dtype.name}).`);
+  const outShape = explicitShape ?? broadcastShapes([lower.shape, upper.shape], op);
+  if (!isFloating(dt)) throw new TypeError(`[${op}] truncated_normal only accepts floating point dtypes (got ${dt.name}).`);
 
-  const sqrt2 = array(Math.SQRT2, dtype);
-  const lowerT = astype(lower, dtype, o);
-  const upperT = astype(upper, dtype, o);
+  const sqrt2 = array(Math.SQRT2, dt);
+  const lowerT = astype(lower, dt, o);
+  const upperT = astype(upper, dt, o);
   const a = erf(divide(lowerT, sqrt2, o), o);
   const b = erf(divide(upperT, sqrt2, o), o);
-  const u = uniformFrom(a, b, shape, dtype, key, o, op);
+  const u = uniformFrom(a, b, outShape, dt, validKey, o, op);
   const out = multiply(sqrt2, erfinv(u, o), o);
   return maximum(minimum(upperT, out, o), lowerT, o);
 }
@@ -183,61 +192,68 @@ export function truncatedNormal(
  * key=None): floor of a float32 uniform on [low, high), cast to `dtype` and clamped to
  * [low, high − 1] (bounds beyond float32's 2²⁴ integer resolution stay respected, though not
  * every integer is reachable there). high ≤ low gives low everywhere.
+ * @example
+ * mg.random.randint(0, 10, [4], { key: mg.random.key(0) })
  */
 export function randint(
-  ...args: RandomArgs<[low: ArrayInput, high: ArrayInput, shape: ShapeArg, dtype: Dtype | null, key: MgArray | null]>
+  low: ArrayInput, high: ArrayInput, shape: ShapeArg = [], dtype: Dtype | null = int32, key: MgArray | null = null,
+  opts: StreamOptions = {},
 ): MgArray {
   const op = "randint";
-  const { positional: [l, h, s, d, k], stream } = parseArgs(op, args, ["low", "high", "shape", "dtype", "key"]);
-  if (l === undefined || h === undefined) throw new TypeError(`[${op}] low and high are required.`);
-  const low = toArray(l as ArrayInput, op);
-  const high = toArray(h as ArrayInput, op);
-  const shape = checkRandomShape(s ?? [], op);
-  const dtype = checkDtype(d, int32, op);
-  const key = resolveKey(k, op, stream);
+  const stream = resolveStream(opts.stream);
+  if (low === undefined || high === undefined) throw new TypeError(`[${op}] low and high are required.`);
+  const lo = toArray(low, op);
+  const hi = toArray(high, op);
+  const outShape = checkRandomShape(shape ?? [], op);
+  const dt = checkDtype(dtype, int32, op);
+  const validKey = resolveKey(key, op, stream);
   const o = { stream };
-  if (isInexact(dtype)) throw new TypeError(`[${op}] randint only accepts integer dtypes and bool (got ${dtype.name}).`);
+  if (isInexact(dt)) throw new TypeError(`[${op}] randint only accepts integer dtypes and bool (got ${dt.name}).`);
 
-  const u = uniformFrom(low, high, shape, float32, key, o, op);
+  const u = uniformFrom(lo, hi, outShape, float32, validKey, o, op);
   // astype truncates toward zero (-1.7 → -1), so floor first.
-  const out = astype(floor(u, o), dtype, o);
-  const last = astype(subtract(high, array(1, high.dtype), o), dtype, o);
-  return maximum(minimum(out, last, o), astype(low, dtype, o), o);
+  const out = astype(floor(u, o), dt, o);
+  const last = astype(subtract(hi, array(1, hi.dtype), o), dt, o);
+  return maximum(minimum(out, last, o), astype(lo, dt, o), o);
 }
 
 /**
  * Bernoulli samples (bool) with probability p, as mx.random.bernoulli(p=0.5, shape=None,
  * key=None): bits < p·nextafter(2³², ∞), so p ≥ 1 is always true and p ≤ 0 always false.
  * p must be a floating array (a JS integer such as 1 is int32; write 1 as mg.array(1, mg.float32)).
+ * @example
+ * mg.random.bernoulli(0.5, [4], mg.random.key(0))
  */
-export function bernoulli(...args: RandomArgs<[p: ArrayInput, shape: ShapeArg | null, key: MgArray | null]>): MgArray {
+export function bernoulli(p: ArrayInput = 0.5, shape: ShapeArg | null = null, key: MgArray | null = null, opts: StreamOptions = {}): MgArray {
   const op = "bernoulli";
-  const { positional: [pa, s, k], stream } = parseArgs(op, args, ["p", "shape", "key"]);
-  const p = toArray((pa ?? 0.5) as ArrayInput, op);
+  const stream = resolveStream(opts.stream);
+  const [pa, s, k] = [p, shape, key];
+  p = toArray(pa ?? 0.5, op);
   const explicitShape = s === undefined || s === null ? null : checkRandomShape(s, op);
-  const key = resolveKey(k, op, stream);
+  const validKey = resolveKey(k, op, stream);
   const o = { stream };
   if (!isFloating(p.dtype)) {
     throw new TypeError(`[${op}] bernoulli probability \`p\` must be a float type (got ${p.dtype.name}).`);
   }
-  const shape = explicitShape ?? [...p.shape];
-  const outShape = broadcastShapes([shape, p.shape], op);
-  if (!shapesEqual(outShape, shape)) {
-    throw new RangeError(`[${op}] shape of \`p\` ${formatShape(p.shape)} is incompatible with argument \`shape\` ${formatShape(shape)}.`);
+  const drawShape = explicitShape ?? [...p.shape];
+  const outShape = broadcastShapes([drawShape, p.shape], op);
+  if (!shapesEqual(outShape, drawShape)) {
+    throw new RangeError(`[${op}] shape of \`p\` ${formatShape(p.shape)} is incompatible with argument \`shape\` ${formatShape(drawShape)}.`);
   }
   // Just above float32(UINT32_MAX) = 2³²: scales p onto the range of the bits.
   const upper = array(4294967808, float32);
-  return less(bitsFromKey(shape, 4, key, stream), multiply(p, upper, o), o);
+  return less(bitsFromKey(drawShape, 4, validKey, stream), multiply(p, upper, o), o);
 }
 
-/** Standard Gumbel samples −log(−log(u)), as mx.random.gumbel(shape=[], dtype=float32, key=None). */
-export function gumbel(...args: RandomArgs<[shape: ShapeArg, dtype: Dtype | null, key: MgArray | null]>): MgArray {
+/**
+ * Standard Gumbel samples −log(−log(u)), as mx.random.gumbel(shape=[], dtype=float32, key=None).
+ * @example
+ * mg.random.gumbel([2], { key: mg.random.key(0) })
+ */
+export function gumbel(shape: ShapeArg = [], dtype: Dtype | null = float32, key: MgArray | null = null, opts: StreamOptions = {}): MgArray {
   const op = "gumbel";
-  const { positional: [s, d, k], stream } = parseArgs(op, args, ["shape", "dtype", "key"]);
-  const shape = checkRandomShape(s ?? [], op);
-  const dtype = checkDtype(d, float32, op);
-  const key = resolveKey(k, op, stream);
-  return gumbelFrom(shape, dtype, key, { stream }, op);
+  const stream = resolveStream(opts.stream);
+  return gumbelFrom(checkRandomShape(shape ?? [], op), checkDtype(dtype, float32, op), resolveKey(key, op, stream), { stream }, op);
 }
 
 function gumbelFrom(shape: number[], dtype: Dtype, key: MgArray, o: Opts, op: string): MgArray {
@@ -248,25 +264,27 @@ function gumbelFrom(shape: number[], dtype: Dtype, key: MgArray, o: Opts, op: st
  * Laplace samples, as mx.random.laplace(shape=[], dtype=float32, loc=0.0, scale=1.0, key=None):
  * sign(u)·log1p(−|u|) for u uniform on (-1, 1) (the inverse CDF), then scale and shift.
  * loc and scale are numbers (float32 in MLX).
+ * @example
+ * mg.random.laplace([2], { key: mg.random.key(0) })
  */
 export function laplace(
-  ...args: RandomArgs<[shape: ShapeArg, dtype: Dtype | null, loc: number, scale: number, key: MgArray | null]>
+  shape: ShapeArg = [], dtype: Dtype | null = float32, loc = 0.0, scale = 1.0, key: MgArray | null = null, opts: StreamOptions = {},
 ): MgArray {
   const op = "laplace";
-  const { positional: [s, d, l, sc, k], stream } = parseArgs(op, args, ["shape", "dtype", "loc", "scale", "key"]);
-  const shape = checkRandomShape(s ?? [], op);
-  const dtype = checkDtype(d, float32, op);
-  const loc = Math.fround(checkNumber(l ?? 0, "loc", op));
-  const scale = Math.fround(checkNumber(sc ?? 1, "scale", op));
-  const key = resolveKey(k, op, stream);
+  const stream = resolveStream(opts.stream);
+  const outShape = checkRandomShape(shape ?? [], op);
+  const dt = checkDtype(dtype, float32, op);
+  const l = Math.fround(checkNumber(loc ?? 0, "loc", op));
+  const sc = Math.fround(checkNumber(scale ?? 1, "scale", op));
+  const validKey = resolveKey(key, op, stream);
   const o = { stream };
-  if (!isFloating(dtype)) throw new TypeError(`[${op}] Only real floating point types are supported (got ${dtype.name}).`);
+  if (!isFloating(dt)) throw new TypeError(`[${op}] Only real floating point types are supported (got ${dt.name}).`);
 
-  const u = symmetricUniform(shape, key, o, op);
-  let samples = multiply(sign(u, o), log1p(multiply(array(-1.0, dtype), abs(u, o), o), o), o);
-  samples = astype(samples, dtype, o);
-  if (scale !== 1) samples = multiply(array(scale, dtype), samples, o);
-  if (loc !== 0) samples = add(array(loc, dtype), samples, o);
+  const u = symmetricUniform(outShape, validKey, o, op);
+  let samples = multiply(sign(u, o), log1p(multiply(array(-1.0, dt), abs(u, o), o), o), o);
+  samples = astype(samples, dt, o);
+  if (sc !== 1) samples = multiply(array(sc, dt), samples, o);
+  if (l !== 0) samples = add(array(l, dt), samples, o);
   return samples;
 }
 
@@ -284,43 +302,47 @@ function checkNumber(x: unknown, name: string, op: string): number {
  * along `axis`. At most one of shape and numSamples: `shape` must broadcast with the logits'
  * shape without `axis`; numSamples draws that many per distribution (a last output axis).
  * Default: one draw per distribution.
+ * @example
+ * mg.random.categorical(mg.log(mg.array([0.1, 0.9])), { numSamples: 4, key: mg.random.key(0) })
  */
 export function categorical(
-  ...args: RandomArgs<[logits: ArrayInput, axis: number, shape: ShapeArg | null, numSamples: number | null, key: MgArray | null]>
+  logits: ArrayInput, axis = -1, shape: ShapeArg | null = null, numSamples: number | null = null, key: MgArray | null = null,
+  opts: StreamOptions = {},
 ): MgArray {
   const op = "categorical";
-  const { positional: [lg, a, s, ns, k], stream } = parseArgs(op, args, ["logits", "axis", "shape", "numSamples", "key"]);
+  const stream = resolveStream(opts.stream);
+  const [lg, a, s, ns, k] = [logits, axis, shape, numSamples, key];
   if (lg === undefined) throw new TypeError(`[${op}] logits are required.`);
-  const logits = toArray(lg as ArrayInput, op);
+  const lgArr = toArray(lg, op);
   const axisArg = a === undefined || a === null ? -1 : checkInt(a, "axis", op);
   const shapeArg = s === undefined || s === null ? null : checkRandomShape(s, op);
-  const numSamples = ns === undefined || ns === null ? null : checkInt(ns, "numSamples", op);
-  const key = resolveKey(k, op, stream);
+  const numSamplesValue = ns === undefined || ns === null ? null : checkInt(ns, "numSamples", op);
+  const validKey = resolveKey(k, op, stream);
   const o = { stream };
-  if (shapeArg && numSamples !== null) throw new Error(`[${op}] At most one of shape or num_samples can be specified.`);
-  const nd = logits.ndim;
+  if (shapeArg && numSamplesValue !== null) throw new Error(`[${op}] At most one of shape or num_samples can be specified.`);
+  const nd = lgArr.ndim;
   if (axisArg < -nd || axisArg >= nd) throw new RangeError(`[${op}] Invalid axis ${axisArg} for logits with ${nd} dimensions.`);
-  const axis = normalizeAxis(axisArg, nd, op);
+  const ax = normalizeAxis(axisArg, nd, op);
 
   if (shapeArg) {
-    const reduced = logits.shape.filter((_, i) => i !== axis);
+    const reduced = lgArr.shape.filter((_, i) => i !== ax);
     const out = broadcastShapes([shapeArg, reduced], op);
     if (!shapesEqual(out, shapeArg)) {
       throw new RangeError(
         `[${op}] Requested shape ${formatShape(shapeArg)} is not broadcast compatible with reduced logits shape ${formatShape(reduced)}.`,
       );
     }
-    return categoricalImpl(logits, axis, shapeArg, key, o);
+    return categoricalImpl(lgArr, ax, shapeArg, validKey, o);
   }
-  if (numSamples !== null) {
-    if (numSamples < 0) throw new RangeError(`[${op}] num_samples must be non-negative, got ${numSamples}.`);
+  if (numSamplesValue !== null) {
+    if (numSamplesValue < 0) throw new RangeError(`[${op}] num_samples must be non-negative, got ${numSamplesValue}.`);
     // A trailing unit axis on the logits broadcasts against the samples axis.
-    const expanded = expandDims(logits, -1, o);
-    const shape = expanded.shape.filter((_, i) => i !== axis);
-    shape[shape.length - 1] = numSamples;
-    return categoricalImpl(expanded, axis, shape, key, o);
+    const expanded = expandDims(lgArr, -1, o);
+    const sampleShape = expanded.shape.filter((_, i) => i !== ax);
+    sampleShape[sampleShape.length - 1] = numSamplesValue;
+    return categoricalImpl(expanded, ax, sampleShape, validKey, o);
   }
-  return categoricalImpl(logits, axis, logits.shape.filter((_, i) => i !== axis), key, o);
+  return categoricalImpl(lgArr, ax, lgArr.shape.filter((_, i) => i !== ax), validKey, o);
 }
 
 function categoricalImpl(logits: MgArray, axis: number, shape: number[], key: MgArray, o: Opts): MgArray {
@@ -356,10 +378,13 @@ function categoricalInverseCdf(logits: MgArray, shape: number[], key: MgArray, o
  * A random permutation, as mx.random.permutation(x, axis=0, key=None): for an integer n, a
  * permutation of arange(n) (uint32: the argsort of n random uint32 words); for an array, its
  * entries along `axis` in a random order.
+ * @example
+ * mg.random.permutation(5, { key: mg.random.key(0) })
  */
-export function permutation(...args: RandomArgs<[x: number | ArrayInput, axis: number, key: MgArray | null]>): MgArray {
+export function permutation(x: number | ArrayInput, axis = 0, key: MgArray | null = null, opts: StreamOptions = {}): MgArray {
   const op = "permutation";
-  const { positional: [xa, a, k], stream } = parseArgs(op, args, ["x", "axis", "key"]);
+  const stream = resolveStream(opts.stream);
+  const [xa, a, k] = [x, axis, key];
   if (xa === undefined || xa === null) throw new TypeError(`[${op}] x (an integer or an array) is required.`);
   const axisArg = a === undefined || a === null ? 0 : checkInt(a, "axis", op);
   const o = { stream };
@@ -368,8 +393,8 @@ export function permutation(...args: RandomArgs<[x: number | ArrayInput, axis: n
     if (n < 0) throw new RangeError(`[${op}] x must be non-negative, got ${n}.`);
     return argsort(bitsFromKey([n], 4, resolveKey(k, op, stream), stream), -1, o);
   }
-  const x = toArray(xa as ArrayInput, op);
-  const axis = normalizeAxis(axisArg, x.ndim, op);
-  const key = resolveKey(k, op, stream);
-  return take(x, argsort(bitsFromKey([x.shape[axis]!], 4, key, stream), -1, o), axis, o);
+  const xs = toArray(xa as ArrayInput, op);
+  const ax = normalizeAxis(axisArg, xs.ndim, op);
+  const validKey = resolveKey(k, op, stream);
+  return take(xs, argsort(bitsFromKey([xs.shape[ax]!], 4, validKey, stream), -1, o), ax, o);
 }

@@ -2,13 +2,11 @@
 // draw from (MLX's KeySequence).
 import { MgArray } from "../core/array.ts";
 import { uint32 } from "../core/dtype.ts";
-import type { Stream } from "../core/device.ts";
+import { resolveStream, type Stream } from "../core/device.ts";
 import { makeArray } from "../core/graph.ts";
-import { fromValues } from "../core/ops/convert.ts";
+import { fromValues, type StreamOptions } from "../core/ops/convert.ts";
 import { type BitWidth, RandomBits } from "../core/primitives/random.ts";
-import {
-  checkInt, checkKey, checkRandomShape, describe, parseArgs, type RandomArgs, type RandomOptions, type ShapeArg,
-} from "./args.ts";
+import { checkInt, checkKey, checkRandomShape, describe, type ShapeArg } from "./args.ts";
 import { keyWords, splitWords } from "./threefry.ts";
 
 const UINT64_MAX = (1n << 64n) - 1n;
@@ -32,9 +30,13 @@ function toSeed(s: unknown, op: string): bigint {
 // time in milliseconds when it is first needed.
 let globalKey: [number, number] | null = null;
 
-/** Seeds the global PRNG, as mx.random.seed. */
-export function seed(s: number | bigint): void {
-  globalKey = keyWords(toSeed(s, "seed"));
+/**
+ * Seeds the global PRNG, as mx.random.seed.
+ * @example
+ * mg.random.seed(42)
+ */
+export function seed(seed: number | bigint): void {
+  globalKey = keyWords(toSeed(seed, "seed"));
 }
 
 /**
@@ -54,9 +56,13 @@ export function resolveKey(key: unknown, op: string, stream: Stream): MgArray {
   return checkKey(key, op);
 }
 
-/** A PRNG key from a seed, as mx.random.key: uint32 [seed >> 32, seed & 0xffffffff]. */
-export function key(s: number | bigint): MgArray {
-  const [k0, k1] = keyWords(toSeed(s, "key"));
+/**
+ * A PRNG key from a seed, as mx.random.key: uint32 [seed >> 32, seed & 0xffffffff].
+ * @example
+ * mg.random.key(0)
+ */
+export function key(seed: number | bigint): MgArray {
+  const [k0, k1] = keyWords(toSeed(seed, "key"));
   return fromValues([k0, k1], [2], uint32);
 }
 
@@ -67,32 +73,32 @@ export function bitsFromKey(shape: readonly number[], width: BitWidth, key: MgAr
 
 /**
  * Splits a key into `num` sub keys, as mx.random.split(key, num=2): an array of shape (num, 2).
+ * @example
+ * mg.random.split(mg.random.key(0))
  */
-export function split(...args: RandomArgs<[key: MgArray, num: number]>): MgArray {
-  const { positional: [k, n], stream } = parseArgs("split", args, ["key", "num"]);
-  const num = n === undefined ? 2 : checkInt(n, "num", "split");
-  if (k === undefined || k === null) throw new TypeError("[split] missing the key to split.");
-  const validKey = checkKey(k, "split");
-  if (num < 0) throw new RangeError(`[split] num must be non-negative, got ${num}.`);
-  return bitsFromKey([num, 2], 4, validKey, stream);
+export function split(key: MgArray, num = 2, opts: StreamOptions = {}): MgArray {
+  const stream = resolveStream(opts.stream);
+  const n = num === undefined ? 2 : checkInt(num, "num", "split");
+  if (key === undefined || key === null) throw new TypeError("[split] missing the key to split.");
+  const validKey = checkKey(key, "split");
+  if (n < 0) throw new RangeError(`[split] num must be non-negative, got ${n}.`);
+  return bitsFromKey([n, 2], 4, validKey, stream);
 }
 
 /**
  * Raw random bits, as MLX's bits(shape=[], width=4, key=None): uint32, uint16 or uint8 for a
  * width of 4, 2 or 1 bytes. As in MLX's C++ API, `bits(shape, key)` means width 4.
+ * @example
+ * mg.random.bits([2], mg.random.key(0))
  */
-export function bits(shape: ShapeArg, key: MgArray, options?: RandomOptions): MgArray;
-export function bits(...args: RandomArgs<[shape: ShapeArg, width: number, key: MgArray | null]>): MgArray;
-export function bits(...args: unknown[]): MgArray {
-  const parsed = parseArgs("bits", args, ["shape", "width", "key"]);
-  const { positional, stream } = parsed;
-  if (positional[1] instanceof MgArray && positional[2] === undefined) positional.splice(1, 2, undefined, positional[1]);
-  const [s, w, k] = positional;
-  const shape = checkRandomShape(s ?? [], "bits");
-  const width = w === undefined || w === null ? 4 : checkInt(w, "width", "bits");
-  const validKey = resolveKey(k, "bits", stream);
-  if (width !== 1 && width !== 2 && width !== 4) {
-    throw new RangeError(`[bits] Bit width must be in {1, 2, 4} but got ${width}.`);
+export function bits(shape: ShapeArg = [], width: number | MgArray = 4, key: MgArray | null = null, opts: StreamOptions = {}): MgArray {
+  const stream = resolveStream(opts.stream);
+  if (width instanceof MgArray && (key === undefined || key === null)) [width, key] = [4, width];
+  const outShape = checkRandomShape(shape ?? [], "bits");
+  const w = width === undefined || width === null ? 4 : checkInt(width, "width", "bits");
+  const validKey = resolveKey(key, "bits", stream);
+  if (w !== 1 && w !== 2 && w !== 4) {
+    throw new RangeError(`[bits] Bit width must be in {1, 2, 4} but got ${w}.`);
   }
-  return bitsFromKey(shape, width, validKey, stream);
+  return bitsFromKey(outShape, w, validKey, stream);
 }

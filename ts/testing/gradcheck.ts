@@ -12,6 +12,7 @@ import { flattenOutputs, vjpFlat } from "../autograd/vjp.ts";
 import { jvpFlat } from "../autograd/jvp.ts";
 import { mulberry32 } from "./rng.ts";
 
+/** gradcheck's options: eps, atol, rtol, order, stream, directions, seed, raiseException. */
 export interface GradcheckOptions {
   /** Finite-difference step (the numerical side is always float64). Default 1e-6. */
   eps?: number;
@@ -31,6 +32,7 @@ export interface GradcheckOptions {
   raiseException?: boolean;
 }
 
+/** The worst disagreement gradcheck found: which check, order, input and output, both values. */
 export interface GradcheckMismatch {
   /** "vjp" (a Jacobian entry from the vjp vs finite differences) or "jvp" (the identity). */
   check: "vjp" | "jvp";
@@ -49,6 +51,7 @@ export interface GradcheckMismatch {
   tolerance: number;
 }
 
+/** gradcheck's report: ok, how many values it compared, the worst mismatch, a message. */
 export interface GradcheckReport {
   ok: boolean;
   /** Number of compared values (Jacobian entries and identity checks, all orders). */
@@ -58,7 +61,7 @@ export interface GradcheckReport {
   message: string;
 }
 
-type AnyFn = (...args: any[]) => any;
+type AnyFn = (...args: unknown[]) => unknown;
 
 function normals(n: number, next: () => number): Float64Array {
   const out = new Float64Array(n);
@@ -113,8 +116,10 @@ function call(p: Problem, flat: readonly MgArray[]): MgArray[] {
  * differences (float64, CPU device) and checks ⟨u, J·v⟩ = ⟨Jᵀ·u, v⟩ between the analytic jvp and
  * vjp on random directions; order k also checks the derivative of the order-(k−1) vjp.
  * Throws (by default) with the worst element: its indices and both values.
+ * @example
+ * mg.testing.gradcheck((x: mg.MgArray) => mg.sin(x), [mg.array([0.5, 1], mg.float64)]).ok
  */
-export function gradcheck(fn: AnyFn, inputs: readonly unknown[], opts: GradcheckOptions = {}): GradcheckReport {
+export function gradcheck<P extends unknown[]>(fn: (...args: P) => unknown, inputs: NoInfer<P>, opts: GradcheckOptions = {}): GradcheckReport {
   if (typeof fn !== "function") throw new TypeError("[gradcheck] fn must be a function.");
   if (!Array.isArray(inputs)) throw new TypeError("[gradcheck] inputs must be a list of arrays (or trees of arrays).");
   const flat = treeFlatten(inputs, true, "gradcheck");
@@ -142,7 +147,7 @@ export function gradcheck(fn: AnyFn, inputs: readonly unknown[], opts: Gradcheck
     }
   };
 
-  let problem: Problem = { fn, args: inputs, inputs: flat, diff };
+  let problem: Problem = { fn: fn as unknown as AnyFn, args: inputs, inputs: flat, diff };
   for (let k = 1; k <= order; k++) {
     checkOrder(problem, k, eps, tol, analyticStream, next, opts.directions ?? 2, consider);
     if (k < order) problem = differentiated(problem, next);

@@ -9,11 +9,13 @@
 // with `accumulationTolerance`.
 import { bfloat16, complex64, type Dtype, float16, float32, float64 } from "../core/dtype.ts";
 
+/** A tolerance: |a − b| ≤ atol + rtol·|b|. */
 export interface Tolerance {
   rtol: number;
   atol: number;
 }
 
+/** The default tolerance of each floating dtype. */
 export const TOLERANCES: ReadonlyMap<Dtype, Tolerance> = new Map([
   [float32, { rtol: 2e-6, atol: 1e-6 }],
   [complex64, { rtol: 2e-6, atol: 1e-6 }],
@@ -22,12 +24,20 @@ export const TOLERANCES: ReadonlyMap<Dtype, Tolerance> = new Map([
   [float64, { rtol: 1e-12, atol: 1e-14 }],
 ]);
 
-/** The tolerance for a dtype (exact for integers and bool). */
+/**
+ * The tolerance for a dtype (exact for integers and bool).
+ * @example
+ * mg.testing.toleranceFor(mg.float16)
+ */
 export function toleranceFor(dtype: Dtype): Tolerance {
   return TOLERANCES.get(dtype) ?? { rtol: 0, atol: 0 };
 }
 
-/** The tolerance for results accumulated over `n` terms (sums, matmuls): rounding grows ~√n. */
+/**
+ * The tolerance for results accumulated over `n` terms (sums, matmuls): rounding grows ~√n.
+ * @example
+ * mg.testing.accumulationTolerance(mg.float32, 1000)
+ */
 export function accumulationTolerance(dtype: Dtype, n: number): Tolerance {
   const t = toleranceFor(dtype);
   const f = Math.max(1, Math.sqrt(Math.max(n, 1)));

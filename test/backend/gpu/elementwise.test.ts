@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
+import type { Primitive } from "../../../ts/core/primitive.ts";
 import { setForceLargeIndex } from "../../../ts/backend/gpu/encoder.ts";
 import { inFlightBatchCount } from "../../../ts/backend/gpu/index.ts";
 import { expectClose, expectDevicesAgree, GPU_FLOAT_DTYPES, GPU_INT_DTYPES, input, layouts, runOn } from "./harness.ts";
@@ -220,30 +221,28 @@ describe("GPU errors", () => {
 
   test("the error names the op the user called, not the broadcast it builds first", () => {
     const x = mg.array([1, 2], mg.float64);
-    expect(() => mg.add(x, 1, { stream: mg.gpu })).toThrow("[add] float64 is not supported on the GPU.");
-    expect(() => mg.multiply(x, mg.ones([3, 2]), { stream: mg.gpu })).toThrow("[multiply] float64 is not supported on the GPU.");
+    expect(() => mg.add(x, 1, { stream: mg.gpu })).toThrow("[add] float64 is not supported on the GPU; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).");
+    expect(() => mg.multiply(x, mg.ones([3, 2]), { stream: mg.gpu })).toThrow("[multiply] float64 is not supported on the GPU; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).");
   });
 });
 
 describe("a failed eval leaves no uncomputed data behind", () => {
   test("when encoding throws midway, earlier outputs of the batch are recomputed, not read as garbage", async () => {
     const { makeArray } = await import("../../../ts/core/graph.ts");
-    const failing = {
+    const { registerGpu } = await import("../../../ts/backend/gpu/registry.ts");
+    const failing: Primitive<null> = {
       name: "AlwaysFailsOnGpu",
-      outputSpecs: ([a]: MgArray[]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
-      cpu() {
-        throw new Error("[AlwaysFailsOnGpu] no CPU rule");
-      },
-      gpu: {
-        kind: "kernel" as const,
-        encode() {
-          throw new Error("[AlwaysFailsOnGpu] planted encode failure");
-        },
-      },
+      outputSpecs: ([a]) => [{ shape: [...a!.shape], dtype: a!.dtype }],
     };
+    registerGpu(failing, {
+      kind: "kernel",
+      encode() {
+        throw new Error("[AlwaysFailsOnGpu] planted encode failure");
+      },
+    });
     const x = mg.array([1, 2, 3], mg.float32);
     const a = mg.exp(x, { stream: mg.gpu });
-    const bad = makeArray(failing as never, [a], null, a.stream);
+    const bad = makeArray(failing, [a], null, a.stream);
     expect(() => mg.eval(a, bad)).toThrow("planted encode failure");
     expect(a.evaluated).toBe(false);
     expect(a.tolist()).toEqual([1, 2, 3].map((v) => Math.fround(Math.exp(v))));

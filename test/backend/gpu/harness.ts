@@ -2,18 +2,26 @@
 // compare with the per-dtype tolerances of ts/testing/tolerances.ts (exact for integers and bool).
 import { expect } from "bun:test";
 import * as mg from "../../../ts/index.ts";
+import { setNativeCpu } from "../../../ts/backend/cpu/native/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import { type Tolerance, toleranceFor } from "../../../ts/testing/tolerances.ts";
 import { sliceStatic } from "../../../ts/core/ops/slicing.ts";
+import { runtime } from "../../../ts/backend/runtime.ts";
 
 export type Device = typeof mg.cpu;
 
-/** Runs `fn` on a device (as the default stream) and returns its results, evaluated. */
+/** Runs `fn` on a device (as the default stream) and returns its results, evaluated. The CPU runs
+ *  the TypeScript reference kernels (float64-accurate), not the native ones. */
 export function runOn(device: Device, fn: () => MgArray | MgArray[]): MgArray[] {
-  const out = mg.stream(device, fn);
-  const list = Array.isArray(out) ? out : [out];
-  mg.eval(list);
-  return list;
+  const reference = device.type === "cpu" ? setNativeCpu(false) : null;
+  try {
+    const out = mg.stream(device, fn);
+    const list = Array.isArray(out) ? out : [out];
+    mg.eval(list);
+    return list;
+  } finally {
+    if (reference !== null) setNativeCpu(reference);
+  }
 }
 
 function flatValues(a: MgArray): (number | bigint | boolean)[] {
@@ -125,3 +133,22 @@ export function layouts(shape: number[], dtype: mg.Dtype, seed = 1): [string, Mg
 export const GPU_FLOAT_DTYPES = [mg.float32, mg.float16, mg.bfloat16];
 export const GPU_INT_DTYPES = [mg.int8, mg.int16, mg.int32, mg.int64, mg.uint8, mg.uint16, mg.uint32, mg.uint64];
 export const GPU_DTYPES = [mg.bool_, ...GPU_INT_DTYPES, ...GPU_FLOAT_DTYPES, mg.complex64];
+
+const announced = new Set<string>();
+/**
+ * Why this GPU cannot run the tests of a feature, or null when it can. Hosted macOS runners' "Apple
+ * Paravirtual device" reports the apple5 family, below the apple7 that Metal lists for simdgroup
+ * matrices and atomic<float>: those tests are skipped there, with this reason printed once.
+ */
+export function gpuLacks(feature: "simdgroupMatrix" | "atomicFloat", what: string): string | null {
+  const d = runtime().device;
+  const supported = feature === "simdgroupMatrix" ? d.supportsSimdgroupMatrix : d.supportsAtomicFloat;
+  if (supported) return null;
+  const reason = `${what} skipped: this GPU (${d.name}, apple${d.appleFamily} family) does not advertise ` +
+    `${feature === "simdgroupMatrix" ? "simdgroup matrices" : "atomic<float>"} (Metal lists them from apple7)`;
+  if (!announced.has(reason)) {
+    announced.add(reason);
+    console.warn(reason);
+  }
+  return reason;
+}

@@ -173,7 +173,7 @@ describe("sort and argsort equal the CPU's stable sort bit for bit", () => {
 
   test("float64 is rejected on the GPU with a tagged error", () => {
     const x = mg.array([3, 1, 2], mg.float64);
-    expect(() => mg.eval(mg.sort(x, -1, { stream: mg.gpu }))).toThrow("[Sort] float64 is not supported on the GPU.");
+    expect(() => mg.eval(mg.sort(x, -1, { stream: mg.gpu }))).toThrow("[sort] float64 is not supported on the GPU; run it on the CPU with { stream: mg.cpu } or cast with astype(mg.float32).");
   });
 });
 

@@ -1,39 +1,24 @@
 // CPU kernels for data movement with computed addresses: gather/scatter (MLX's Gather, Scatter,
 // GatherAxis, ScatterAxis), static and dynamic slice updates, and padding. Elements are moved as
 // raw storage items (bit-exact for every dtype); scatter reductions compute in the dtype's own
-// arithmetic, one update at a time, so every duplicate index is applied in order.
-//
-// Index bounds: MLX does not check integer-array indices (an out-of-range index reads or writes
-// unrelated memory). Here an index is wrapped once if negative (idx + size, as MLX) and then:
-//   - unchecked (default): an element whose address falls outside the array reads as 0 and an
-//     update aimed outside it is dropped — never memory outside the array;
-//   - checked (MG_CHECK_INDICES=1): the kernel throws `[gather] Index 7 is out of bounds for
-//     axis 0 with size 3 ...` when the graph is evaluated.
+// arithmetic, one update at a time, so every duplicate index is applied in order. Out-of-range
+// indices follow the policy in ts/core/primitives/indexing.ts (wrapped once if negative; then
+// read as 0 / dropped, or an error with MG_CHECK_INDICES=1).
 import type { MgArray } from "../../core/array.ts";
 import {
   bfloat16, bfloat16BitsFromNumber, bool_, complex64, type Dtype, int32, numberFromBfloat16Bits,
   uint32,
 } from "../../core/dtype.ts";
 import { elementOffsets, lanesOf } from "../../core/elements.ts";
+import {
+  DynamicSlice, DynamicSliceUpdate, Gather, GatherAxis, indexChecksEnabled, outOfBounds, Scatter, ScatterAxis, SliceUpdate,
+  type UpdateMode,
+} from "../../core/primitives/indexing.ts";
 import { rowMajorStrides, shapeSize } from "../../core/shape.ts";
 import type { TypedArray } from "../../memory/storage.ts";
 import { copyToContiguous } from "./copy.ts";
+import { registerCpu } from "./registry.ts";
 import { readNumbers, storageView } from "./values.ts";
-
-/** True when integer-array indices are bounds-checked at evaluation (MG_CHECK_INDICES=1). */
-export function indexChecksEnabled(): boolean {
-  const v = process.env.MG_CHECK_INDICES;
-  return v !== undefined && v !== "" && v !== "0" && v.toLowerCase() !== "false";
-}
-
-export function outOfBounds(op: string, index: number, axis: number, size: number): Error {
-  return new RangeError(
-    `[${op}] Index ${index} is out of bounds for axis ${axis} with size ${size} (MG_CHECK_INDICES is on).`,
-  );
-}
-
-/** How updates combine with existing elements (MLX's Scatter/SliceUpdate reduce types). */
-export type UpdateMode = "none" | "sum" | "prod" | "max" | "min";
 
 /** dst[d] ← dst[d] ⊕ src[s] for item offsets d and s, in the dtype's arithmetic. */
 export type Combine = (dst: TypedArray, d: number, src: TypedArray, s: number) => void;
@@ -420,3 +405,16 @@ export function padCpu(a: MgArray, value: MgArray, out: MgArray, low: readonly n
   const sv = storageView(a);
   for (let i = 0; i < dOffs.length; i++) copyItem(dst, dOffs[i]!, sv, sOffs[i]!, lanes);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Registrations
+
+registerCpu(Gather, ([a, ...idx], [out], p) => gatherCpu(a!, idx, out!, p.axes, p.sliceSizes));
+registerCpu(Scatter, (inputs, [out], p) => {
+  scatterCpu(inputs[0]!, inputs.slice(1, -1), inputs[inputs.length - 1]!, out!, p.axes, p.mode);
+});
+registerCpu(GatherAxis, ([a, idx], [out], p) => gatherAxisCpu(a!, idx!, out!, p.axis));
+registerCpu(ScatterAxis, ([a, idx, u], [out], p) => scatterAxisCpu(a!, idx!, u!, out!, p.axis, p.mode));
+registerCpu(SliceUpdate, ([a, u], [out], p) => sliceUpdateCpu(a!, u!, out!, p.start, p.strides, p.mode));
+registerCpu(DynamicSlice, ([a, start], [out], p) => dynamicSliceCpu(a!, start!, out!, p.axes));
+registerCpu(DynamicSliceUpdate, ([a, u, start], [out], p) => dynamicSliceUpdateCpu(a!, u!, start!, out!, p.axes));

@@ -145,3 +145,33 @@ export function powBig(base: bigint, exp: bigint): bigint {
   }
   return result;
 }
+
+// Complex arithmetic on (re, im) pairs, in float64.
+
+export const cmul = (ar: number, ai: number, br: number, bi: number): [number, number] => [ar * br - ai * bi, ar * bi + ai * br];
+
+export const cdiv = (ar: number, ai: number, br: number, bi: number): [number, number] => {
+  // Smith's algorithm avoids overflow in |b|².
+  if (Math.abs(br) >= Math.abs(bi)) {
+    const r = bi / br;
+    const den = br + bi * r;
+    return [(ar + ai * r) / den, (ai - ar * r) / den];
+  }
+  const r = br / bi;
+  const den = br * r + bi;
+  return [(ar * r + ai) / den, (ai * r - ar) / den];
+};
+
+export const cexp = (re: number, im: number): [number, number] => {
+  const e = Math.exp(re);
+  return im === 0 ? [e, 0] : [e * Math.cos(im), e * Math.sin(im)];
+};
+
+export const clog = (re: number, im: number): [number, number] => [Math.log(Math.hypot(re, im)), Math.atan2(im, re)];
+
+export const csqrt = (re: number, im: number): [number, number] => {
+  const m = Math.hypot(re, im);
+  const r = Math.sqrt((m + re) / 2);
+  const i = Math.sqrt((m - re) / 2);
+  return [r, im < 0 || Object.is(im, -0) ? -i : i];
+};

@@ -4,7 +4,9 @@
 // read), then multiplied with a blocked i-k-j loop that streams rows of B and C.
 import type { MgArray } from "../../core/array.ts";
 import { bfloat16, complex64, numberFromBfloat16Bits } from "../../core/dtype.ts";
-import { storageView } from "./values.ts";
+import { AddMM, Matmul } from "../../core/primitives/matmul.ts";
+import { registerCpu } from "./registry.ts";
+import { readNumbers, storageView, writeComplex, writeNumbers } from "./values.ts";
 
 /** The dense row-major (rows × cols) matrices of a (batch…, rows, cols) array, one per batch
  *  entry; entries that address the same storage (broadcast) share one Float64Array. For complex64
@@ -146,3 +148,21 @@ export function interleave(re: Float64Array, im: Float64Array): Float64Array {
   }
   return out;
 }
+
+registerCpu(Matmul, ([a, b], [out]) => {
+  const { re, im } = matmulValues(a!, b!);
+  if (im) writeComplex(out!, interleave(re, im));
+  else writeNumbers(out!, re);
+});
+
+registerCpu(AddMM, ([a, b, c], [out], p) => {
+  if (a!.dtype === complex64) throw new Error("[addmm] complex64 is computed as matmul + add (internal error).");
+  const { re } = matmulValues(a!, b!);
+  if (p.beta === 0) {
+    for (let i = 0; i < re.length; i++) re[i] = p.alpha * re[i]!;
+  } else {
+    const cv = readNumbers(c!);
+    for (let i = 0; i < re.length; i++) re[i] = p.alpha * re[i]! + p.beta * cv[i]!;
+  }
+  writeNumbers(out!, re);
+});

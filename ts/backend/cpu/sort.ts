@@ -1,10 +1,12 @@
-// CPU machinery for ordering primitives (sort, argsort, partition, argmax/argmin, searchsorted).
+// CPU kernels of the ordering primitives (sort, argsort, partition, argmax/argmin, searchsorted).
 // Keys are read once in their JS domain; orderings follow MLX's CPU backend: NaN sorts after
 // every number, complex values compare lexicographically (real part, then imaginary part).
 import type { MgArray } from "../../core/array.ts";
 import { complex64, int64, uint64 } from "../../core/dtype.ts";
 import { elementOffsets, lanesOf } from "../../core/elements.ts";
-import { readBigints, readComplex, readNumbers, storageView } from "./values.ts";
+import { ArgPartition, ArgSort, type AxisParams, Partition, SearchSorted, Sort } from "../../core/primitives/sort.ts";
+import { type CpuKernel, registerCpu } from "./registry.ts";
+import { readBigints, readComplex, readNumbers, storageView, writeNumbers } from "./values.ts";
 
 /** Row-major element values of an array in the domain its dtype compares in. */
 export type Keys =
@@ -286,3 +288,19 @@ function improves(keys: Keys, max: boolean): (i: number, j: number) => boolean {
     }
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Registrations
+
+/** Sort and Partition share one reference: the fully sorted lane is also a valid partition. */
+const sortValues: CpuKernel<AxisParams> = ([a], [out], p) => {
+  const order = argsortLanes(readKeys(a!), a!.shape, p.axis);
+  gatherAlongAxisRaw(a!, order, a!.shape, p.axis, out!);
+};
+const sortIndices: CpuKernel<AxisParams> = ([a], [out], p) => writeNumbers(out!, argsortLanes(readKeys(a!), a!.shape, p.axis));
+
+registerCpu(Sort, sortValues);
+registerCpu(Partition, sortValues);
+registerCpu(ArgSort, sortIndices);
+registerCpu(ArgPartition, sortIndices);
+registerCpu(SearchSorted, ([a, v], [out], p) => writeNumbers(out!, searchSorted(a!, v!, p.right)));

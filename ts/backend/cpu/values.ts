@@ -62,6 +62,11 @@ export function readComplex(a: MgArray): Float64Array {
   if (a.dtype === complex64) {
     const layout = a.layout!;
     const view = storageView(a);
+    if (layout.rowContiguous) {
+      // Dense pairs: one widening copy.
+      out.set(view.subarray(2 * layout.offset, 2 * (layout.offset + a.size)) as Float32Array);
+      return out;
+    }
     let i = 0;
     forEachOffset(a.shape, layout.strides, layout.offset, (o) => {
       out[i++] = view[2 * o] as number;
@@ -77,7 +82,8 @@ export function readComplex(a: MgArray): Float64Array {
 /** Allocates `out` and stores number values with its dtype's rounding (bool: nonzero, as a C
  *  cast, so NaN is true). */
 export function writeNumbers(out: MgArray, values: ArrayLike<number>): void {
-  out.allocate();
+  // Every value is computed: an input this node alone still reads may give its buffer.
+  out.allocateInPlace();
   const view = storageView(out);
   const n = out.size;
   const dt = out.dtype;
@@ -114,7 +120,7 @@ export function writeNumbers(out: MgArray, values: ArrayLike<number>): void {
 export function writeBigints(out: MgArray, values: readonly bigint[]): void {
   const dt = out.dtype;
   if (dt === int64 || dt === uint64) {
-    out.allocate();
+    out.allocateInPlace();
     const view = storageView(out) as BigInt64Array | BigUint64Array;
     const wrap = dt === int64 ? (v: bigint) => BigInt.asIntN(64, v) : (v: bigint) => BigInt.asUintN(64, v);
     for (let i = 0; i < values.length; i++) view[i] = wrap(values[i]!);
@@ -133,7 +139,7 @@ export function writeBigints(out: MgArray, values: readonly bigint[]): void {
 
 /** Allocates a complex64 `out` and stores interleaved pairs (rounded to float32). */
 export function writeComplex(out: MgArray, values: ArrayLike<number>): void {
-  out.allocate();
+  out.allocateInPlace();
   const view = storageView(out);
   for (let i = 0; i < values.length; i++) view[i] = values[i]!;
 }

@@ -1,5 +1,6 @@
 // MSL spellings of metalgrad dtypes.
 import { bfloat16, bool_, complex64, type Dtype, float16, float32, float64, int16, int32, int64, int8, uint16, uint32, uint64, uint8 } from "../../core/dtype.ts";
+import { float64OnGpuError } from "../../core/graph.ts";
 
 const MSL = new Map<Dtype, string>([
   [bool_, "bool"],
@@ -21,7 +22,7 @@ const MSL = new Map<Dtype, string>([
 export function mslType(d: Dtype, op = "gpu"): string {
   const t = MSL.get(d);
   if (!t) {
-    if (d === float64) throw new Error(`[${op}] float64 is not supported on the GPU.`);
+    if (d === float64) throw float64OnGpuError(op);
     throw new Error(`[${op}] ${d.name} has no GPU type.`);
   }
   return t;

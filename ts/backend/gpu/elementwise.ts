@@ -3,19 +3,25 @@
 // every intermediate is held in its own dtype, so fused results equal unfused results bit for bit.
 import type { MgArray, Node } from "../../core/array.ts";
 import { bfloat16, complex64, type Dtype, float16 } from "../../core/dtype.ts";
-import type { KernelInstance } from "../../core/primitive.ts";
+import * as P from "../../core/primitives/elementwise.ts";
 import { Precision, tracing } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes, Pipeline, Size3 } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex } from "./encoder.ts";
-import { kernelPipeline, kernelSource, prepareSources, sourcePipeline } from "./kernels.ts";
+import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
+import { type KernelInstance, kernelPipeline, kernelSource, prepareSources, sourcePipeline } from "./kernels.ts";
+import { elementwiseGrid, linearThreadgroup } from "./launch.ts";
+import { elementwise, type ElementwiseRule, gpuRules, registerGpu } from "./registry.ts";
 
-/** The MSL functor a node applies (AsType casts to its output type). */
+/** A node's elementwise rule (planned as elementwise, so it has one). */
+function ruleOf(node: Node): ElementwiseRule<unknown> {
+  const rule = gpuRules.require(node);
+  if (rule.kind !== "elementwise") throw new Error(`[gpu] ${node.primitive.name} is not an elementwise primitive.`);
+  return rule;
+}
+
+/** The MSL functor a node applies. */
 export function functorOf(node: Node): string {
-  const rule = node.primitive.gpu;
-  if (node.primitive.name === "AsType") return `Cast<${mslType(node.outputs[0]!.dtype, "astype")}>`;
-  if (!rule || rule.kind !== "elementwise") throw new Error(`[gpu] ${node.primitive.name} is not an elementwise primitive.`);
-  return rule.functor;
+  return ruleOf(node).functor(node);
 }
 
 const ident = (s: string) => s.replace(/[<>]/g, "_").replace(/[^A-Za-z0-9_]/g, "");
@@ -36,12 +42,6 @@ function isBroadcastScalar(shape: readonly number[], strides: readonly number[])
   return true;
 }
 
-/** 1-D grid for n threads, or 2-D when n does not fit one grid dimension. */
-export function elementwiseGrid(n: number): [number, number, number] {
-  if (n < 2 ** 32) return [n, 1, 1];
-  const width = 2 ** 16;
-  return [width, Math.ceil(n / width), 1];
-}
 
 /** Precision label of an elementwise computation in dtype d. */
 export function elementwisePrecision(d: Dtype): string {
@@ -112,9 +112,8 @@ function buildChoice(node: Node, access: Access[], large: boolean): { kernel: Ke
   const T = mslType(ins.length === 3 ? ins[1]!.dtype : ins[0]!.dtype, node.primitive.name);
   const U = mslType(out.dtype, node.primitive.name);
   const tag = `${ident(f)}_${dtypeTag(ins.length === 3 ? ins[1]!.dtype : ins[0]!.dtype)}_${dtypeTag(out.dtype)}`;
-  if (node.primitive.name === "DivMod") {
-    return { kernel: { file: "binary.metal", name: `mg_divmod_g_${tag}_${idxTag(large)}`, instantiation: `divmod_g<${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
-  }
+  const own = ruleOf(node).stridedKernel;
+  if (own) return { kernel: own({ T, U, idx, tag, large }), variant: large ? "strided, large-index" : "strided" };
   if (ins.length === 1) {
     if (access[0] === "contiguous" && n < 2 ** 32 && !large) return { kernel: { file: "unary.metal", name: `mg_unary_v_${tag}`, instantiation: `unary_v<${f}, ${T}, ${U}>` }, variant: "contiguous" };
     if (access[0] === "contiguous") return { kernel: { file: "unary.metal", name: `mg_unary_v2_${tag}`, instantiation: `unary_v2<${f}, ${T}, ${U}>` }, variant: "contiguous, large-index" };
@@ -173,7 +172,7 @@ export function encodeSingle(enc: GpuEncoder, node: Node): void {
     if (c.args === "size") bytes = [int64Bytes(next++, [n])];
   }
   for (let i = 0; i < outputs.length; i++) {
-    buffers.push(enc.outputBinding(outputs[i]!, inputs.length + i));
+    buffers.push(enc.outputBindingInPlace(outputs[i]!, inputs.length + i));
     mustWrite.push(inputs.length + i);
   }
   // A 1-D grid (the usual case) is passed as plain numbers: no [x, 1, 1] triples to allocate.
@@ -308,7 +307,7 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
   const n = region.nodes[0]!.outputs[0]!.size;
   const shape = region.nodes[0]!.outputs[0]!.shape;
   const ins: BoundArray[] = k.inputs.map((a, i) => enc.input(a, i));
-  const outs = k.outputs.map((o, i) => enc.output(o, k.inputs.length + i));
+  const outs = k.outputs.map((o, i) => enc.outputInPlace(o, k.inputs.length + i));
   let next = k.inputs.length + k.outputs.length;
   const bytes = [];
   if (k.strided) {
@@ -341,3 +340,23 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
   );
 }
 
+// ---------------------------------------------------------------------------------------------
+// Registrations: the functors of Sources/Kernels/elementwise_ops.h, named as the primitives
+
+for (const p of [
+  P.Abs, P.Negative, P.Sign, P.Square, P.Sqrt, P.Rsqrt, P.Exp, P.Expm1, P.Log, P.Log2, P.Log10, P.Log1p, P.Sin, P.Cos,
+  P.Tan, P.ArcSin, P.ArcCos, P.ArcTan, P.Sinh, P.Cosh, P.Tanh, P.ArcSinh, P.ArcCosh, P.ArcTanh, P.Floor, P.Ceil, P.Round,
+  P.Sigmoid, P.Erf, P.ErfInv, P.LogicalNot, P.BitwiseInvert, P.Conjugate, P.Real, P.Imag,
+  P.Add, P.Subtract, P.Multiply, P.Divide, P.FloorDivide, P.Remainder, P.Power, P.Maximum, P.Minimum, P.LogAddExp,
+  P.ArcTan2, P.Equal, P.NotEqual, P.Greater, P.GreaterEqual, P.Less, P.LessEqual, P.LogicalAnd, P.LogicalOr,
+  P.BitwiseAnd, P.BitwiseOr, P.BitwiseXor, P.LeftShift, P.RightShift, P.Select,
+]) registerGpu(p, elementwise(p.name));
+registerGpu(P.EqualNan, elementwise("EqualNan"));
+// Cast<output type>: the functor depends on the node.
+registerGpu(P.AsType, { kind: "elementwise", functor: (node) => `Cast<${mslType(node.outputs[0]!.dtype, "astype")}>` });
+// Two outputs: binary.metal's divmod_g (strided arguments), never fused.
+registerGpu(P.DivMod, {
+  kind: "elementwise",
+  functor: () => "DivMod",
+  stridedKernel: ({ T, idx, tag, large }) => ({ file: "binary.metal", name: `mg_divmod_g_${tag}_${idxTag(large)}`, instantiation: `divmod_g<${T}, ${idx}>` }),
+});

@@ -1,8 +1,9 @@
 // Encoding one eval's GPU work into one command batch: binding arrays, packing small arguments,
 // dispatching, and writing the kernel trace.
-import type { MgArray, Node } from "../../core/array.ts";
+import type { Layout, MgArray, Node } from "../../core/array.ts";
+import { rowMajorStrides } from "../../core/shape.ts";
 import { allocateBuffer, type BufferLike, type Storage } from "../../memory/storage.ts";
-import { record, tracing } from "../../core/trace.ts";
+import { annotationsOf, record, tracing } from "../../core/trace.ts";
 import type { BufferBinding, CommandBatch, Dispatch, InlineBytes, NativeBuffer } from "../runtime.ts";
 
 /** An array bound for a kernel: the binding plus how to address its elements from it. */
@@ -100,6 +101,12 @@ export class GpuEncoder {
 
   /** Scratch memory of multi-pass kernels, released once the batch is submitted. */
   private readonly temporaries: BufferLike[] = [];
+  /**
+   * Storage of internal arrays whose last reader is already encoded in this batch: later outputs of
+   * the batch take it instead of allocating (MLX frees such buffers as the command buffer goes; a
+   * batch is one command stream, so reuse inside it is ordered by the runtime's barriers).
+   */
+  private readonly recycled: Storage[] = [];
 
   constructor(readonly batch: CommandBatch) {}
 
@@ -117,14 +124,44 @@ export class GpuEncoder {
   /** Called by the backend once the batch is submitted (or when nothing was dispatched). */
   releaseTemporaries(): void {
     for (const b of this.temporaries.splice(0)) b.release();
+    for (const s of this.recycled.splice(0)) s.release();
+  }
+
+  /** Offers an array's storage for reuse by later outputs of this batch (see `recycled`). */
+  recycle(a: MgArray): void {
+    if (this.readAfterSubmit.has(a)) return;
+    const s = a.surrenderStorage();
+    if (s) this.recycled.push(s);
+  }
+
+  /** Allocates `a` row-contiguously, from a recycled storage of at least its size (at most twice). */
+  private allocate(a: MgArray): Layout {
+    const n = a.nbytes;
+    const pool = this.recycled;
+    for (let i = pool.length - 1; i >= 0; i--) {
+      const s = pool[i]!;
+      if (s.byteLength >= n && s.byteLength <= 2 * n) {
+        pool.splice(i, 1);
+        a.setLayout(s, 0, rowMajorStrides(a.shape), false);
+        return a.layout!;
+      }
+    }
+    return a.allocate();
   }
 
   /** Checks that read this batch's results on the host (MG_CHECK_INDICES), run after submit. */
   private readonly afterSubmitChecks: (() => void)[] = [];
 
-  /** Runs `check` once the batch is submitted and its outputs carry it as pending work. */
-  afterSubmit(check: () => void): void {
+  /** Arrays an after-submit check reads: their storage is not recycled within the batch. */
+  private readonly readAfterSubmit = new Set<MgArray>();
+
+  /**
+   * Runs `check` once the batch is submitted and its outputs carry it as pending work; `reads`
+   * are the arrays it reads on the host.
+   */
+  afterSubmit(check: () => void, reads: readonly MgArray[] = []): void {
     this.afterSubmitChecks.push(check);
+    for (const a of reads) this.readAfterSubmit.add(a);
   }
 
   /** Called by the backend after setting the outputs' pending work; a check may throw. */
@@ -173,9 +210,25 @@ export class GpuEncoder {
     return { binding, base: 0, strides: l.strides, rowContiguous: l.rowContiguous };
   }
 
+  /**
+   * `output`, for kernels that read each input element before writing the same output element
+   * (elementwise, softmax's last pass): the output may take over the buffer of an input this node
+   * is the last to read (MgArray.allocateInPlace, MLX's donation).
+   */
+  outputInPlace(a: MgArray, index: number): BoundArray {
+    if (a.layout === null) a.allocateInPlace(false);
+    return this.output(a, index);
+  }
+
+  /** `outputInPlace(a, index).binding` alone. */
+  outputBindingInPlace(a: MgArray, index: number): BufferBinding {
+    if (a.layout === null) a.allocateInPlace(false);
+    return this.outputBinding(a, index);
+  }
+
   /** `output(a, index, access).binding` alone. */
   outputBinding(a: MgArray, index: number, access: "write" | "readwrite" = "write"): BufferBinding {
-    const l = a.layout ?? a.allocate();
+    const l = a.layout ?? this.allocate(a);
     this.written.push(l.storage);
     const item = a.dtype.size;
     return { index, buffer: nativeOf(a), offset: l.offset * item, length: a.size * item, access };
@@ -215,7 +268,8 @@ export class GpuEncoder {
       grid,
       threadgroup: tg,
       precision: trace.precision,
-      notes: [...notes, ...(trace.notes ?? [])],
+      notes: [...notes, ...(trace.notes ?? []), ...annotationsOf(trace.outputs)],
+      pipelineFrom: d.pipeline.origin,
     });
   }
 }
@@ -236,10 +290,5 @@ export function float32Bytes(index: number, values: readonly number[]): InlineBy
   return { index, data: Float32Array.from(values.length ? values : [0]) };
 }
 
-/** A 1-D threadgroup for a grid `width` threads wide: 256 threads (MLX's choice), fewer when the
- *  pipeline allows fewer (register-limited pipelines do) or the grid is narrower. */
-export function linearThreadgroup(pipeline: { maxTotalThreadsPerThreadgroup: number }, width: number): [number, number, number] {
-  return [Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, width)), 1, 1];
-}
 
 export type { Node };

@@ -4,18 +4,37 @@
 import type { MgArray, Node } from "../../core/array.ts";
 import type { Stream } from "../../core/device.ts";
 import { type EvalContext, registerBackend } from "../../core/graph.ts";
-import type { KernelInstance } from "../../core/primitive.ts";
-import { reshapeStrides, setView } from "../../core/primitives/views.ts";
+import { applyViews } from "../../core/layout.ts";
+import type { ViewOf } from "../../core/primitive.ts";
 import { shapesEqual } from "../../core/shape.ts";
 import type { PendingWork } from "../../memory/storage.ts";
 import { type Queue, runtime, type SubmittedBatch } from "../runtime.ts";
 import { encodeFused, encodeSingle, FUSED_MAX_BUFFERS, prepareFused, type Region, regionInputs, singleKernel } from "./elementwise.ts";
 import { GpuEncoder } from "./encoder.ts";
-import { encodeCopy, copyKernel } from "./copy.ts";
-import { prepareKernels } from "./kernels.ts";
+import { type KernelInstance, prepareKernels } from "./kernels.ts";
+import { gpuRules, type KernelRule } from "./registry.ts";
+// The GPU rules of every primitive (each module registers its own).
+import "./convolution.ts";
+import "./elementwise.ts";
+import "./fast/rules.ts";
+import "./fft.ts";
+import "./indexing.ts";
+import "./matmul.ts";
+import "./movement.ts";
+import "./quantized.ts";
+import "./random.ts";
+import "./reduce.ts";
+import "./scan.ts";
+import "./softmax.ts";
+import "./sort.ts";
 
 /** Automatic fusion is on unless MG_FUSION=0 (useful to compare fused against unfused). */
 let fusionEnabled = process.env.MG_FUSION !== "0";
+/**
+ * Turns GPU fusion of elementwise chains on or off (as MG_FUSION=0); returns the previous setting.
+ * @example
+ * mg.setFusion(mg.setFusion(true))
+ */
 export function setFusion(enabled: boolean): boolean {
   const previous = fusionEnabled;
   fusionEnabled = enabled;
@@ -102,17 +121,16 @@ export function synchronize(stream?: Stream): void {
   }
 }
 
-function isFusable(node: Node): boolean {
-  const rule = node.primitive.gpu;
-  return rule?.kind === "elementwise" && node.outputs.length === 1;
+/** The kernel rule of a node planned as a kernel (or of a view's copy). */
+function kernelRuleOf(node: Node): KernelRule<unknown> {
+  const rule = gpuRules.require(node);
+  if (rule.kind !== "kernel") throw new Error(`[gpu] internal: ${node.primitive.name} planned as a kernel`);
+  return rule;
 }
 
-function gpuRuleOf(node: Node) {
-  const rule = node.primitive.gpu;
-  if (!rule) {
-    throw new Error(`[${node.primitive.name}] has no GPU kernel yet; run it on the CPU with { stream: mg.cpu }.`);
-  }
-  return rule;
+/** A view node's views, or null when its layout rule asks for the copy kernel. Inputs are evaluated. */
+function viewsOf(node: Node): readonly ViewOf[] | null {
+  return node.primitive.layout!(node.inputs, node.inputs.map((i) => i.layout!), node.outputs, node.params);
 }
 
 /** Splits nodes into view steps, single kernels and fused regions, in an order that respects
@@ -137,10 +155,15 @@ function plan(nodes: readonly Node[], ctx: EvalContext): { items: Item[]; region
   };
 
   for (const node of nodes) {
-    const rule = gpuRuleOf(node);
+    const p = node.primitive;
+    // Placeholders fail here, before anything of the eval is encoded.
+    if (p.placeholder) throw p.placeholder(node.params);
+    // Views need no rule unless their layout cannot express them (then their kernel copies).
+    const rule = p.layout ? null : gpuRules.require(node);
     // Nothing can read an empty region (always the case with fusion off): skip the lookups.
     const readsOpen = open.length > 0 && readsAny(node.inputs, inOpen);
-    if (fusionEnabled && isFusable(node)) {
+    // Automatic fusion: single-output elementwise primitives of a fusion kind.
+    if (fusionEnabled && rule?.kind === "elementwise" && p.fusion !== undefined && node.outputs.length === 1) {
       const shape = node.outputs[0]!.shape;
       const fits = open.length === 0 || shapesEqual(open[0]!.outputs[0]!.shape, shape);
       if (!fits || open.length >= MAX_FUSED_OPS || !withinBufferLimit(open, node, ctx)) close();
@@ -149,8 +172,8 @@ function plan(nodes: readonly Node[], ctx: EvalContext): { items: Item[]; region
       continue;
     }
     if (readsOpen) close();
-    if (rule.kind === "elementwise") items.push({ kind: "single", node });
-    else if (rule.kind === "view") items.push({ kind: "view", node });
+    if (rule === null) items.push({ kind: "view", node });
+    else if (rule.kind === "elementwise") items.push({ kind: "single", node });
     else items.push({ kind: "kernel", node });
   }
   close();
@@ -181,21 +204,11 @@ function withinBufferLimit(open: readonly Node[], node: Node, ctx: EvalContext):
   return regionInputs(region).length + region.outputs.length <= FUSED_MAX_BUFFERS;
 }
 
+/** A view, or (when its layout cannot express it) the record's copy kernel. */
 function encodeView(enc: GpuEncoder, node: Node): void {
-  if (node.primitive.name === "Reshape") {
-    const a = node.inputs[0]!;
-    const out = node.outputs[0]!;
-    const l = a.layout!;
-    const strides = reshapeStrides(a.shape, l.strides, out.shape, l.rowContiguous);
-    if (strides) setView(out, a, l.offset, strides);
-    else {
-      enc.note(`copy: reshape of a non-contiguous ${a.describe()} needs row-contiguous data`);
-      encodeCopy(enc, a, out, "Reshape");
-    }
-    return;
-  }
-  // Every other view primitive only computes a layout from its input's.
-  node.primitive.cpu(node.inputs, node.outputs, node.params);
+  const views = viewsOf(node);
+  if (views) applyViews(node.inputs, node.outputs, views);
+  else kernelRuleOf(node).encode(enc, node);
 }
 
 registerBackend("gpu", {
@@ -209,15 +222,18 @@ registerBackend("gpu", {
         const k = singleKernel(it.node);
         if (k) wanted.push(k);
       }
-      else if (it.kind === "view" && it.node.primitive.name === "Reshape") {
-        // Only a reshape that cannot be a view needs the copy kernel.
-        const a = it.node.inputs[0]!;
-        const l = a.layout;
-        if (l && !reshapeStrides(a.shape, l.strides, it.node.outputs[0]!.shape, l.rowContiguous)) wanted.push(...copyKernel(a));
+      else if (it.kind === "view") {
+        // Only a view its input's layout cannot express needs a kernel (a copy); inputs computed
+        // in this eval are not known yet.
+        const n = it.node;
+        if (n.inputs.every((i) => i.layout !== null) && viewsOf(n) === null) {
+          const rule = kernelRuleOf(n);
+          if (rule.kernels) wanted.push(...rule.kernels(n));
+        }
       }
       else if (it.kind === "kernel") {
-        const rule = it.node.primitive.gpu;
-        if (rule?.kind === "kernel" && rule.kernels) wanted.push(...rule.kernels(it.node));
+        const rule = kernelRuleOf(it.node);
+        if (rule.kernels) wanted.push(...rule.kernels(it.node));
       }
     }
     prepareKernels(wanted);
@@ -232,6 +248,35 @@ registerBackend("gpu", {
     // submitted, no output may keep uncomputed storage. This happens per item rather than in a
     // pass of its own, because encoding touches the same nodes right after (they are cache-hot).
     const fresh: MgArray[] = [];
+    // Reads left per input in this run: an internal array read by no one else gives its storage
+    // to a later output of this batch once its last reader is encoded.
+    // One entry per input (total reads, reads left), counted without a list per item: this runs
+    // for every node of every eval.
+    const reads = new Map<MgArray, { total: number; left: number }>();
+    const count = (node: Node) => {
+      const inputs = node.inputs;
+      for (let k = 0; k < inputs.length; k++) {
+        const i = inputs[k]!;
+        const r = reads.get(i);
+        if (r) {
+          r.total++;
+          r.left++;
+        } else {
+          reads.set(i, { total: 1, left: 1 });
+        }
+      }
+    };
+    for (const it of items) {
+      if (it.kind === "region") for (const n of it.region.nodes) count(n);
+      else count(it.node);
+    }
+    const recycleInputs = (node: Node) => {
+      for (const i of node.inputs) {
+        const r = reads.get(i)!;
+        // Every pending reader is in this run (graphRefs) and already encoded.
+        if (--r.left === 0 && (i.internal || i.disposed) && i.graphRefs === r.total) enc.recycle(i);
+      }
+    };
     const admit = (node: Node) => {
       for (const i of node.inputs) {
         const p = i.layout?.storage.pending;
@@ -253,11 +298,12 @@ registerBackend("gpu", {
         if (it.kind === "region") encodeFused(enc, it.region);
         else if (it.kind === "single") encodeSingle(enc, it.node);
         else if (it.kind === "view") encodeView(enc, it.node);
-        else {
-          const rule = it.node.primitive.gpu;
-          if (rule?.kind !== "kernel") throw new Error(`[gpu] internal: ${it.node.primitive.name} planned as a kernel`);
-          rule.encode(enc, it.node);
-        }
+        else kernelRuleOf(it.node).encode(enc, it.node);
+        // A region node whose output stays unmaterialised keeps its node (recomputed if read
+        // later), so it still reads its inputs after this batch: they are not recycled for it.
+        if (it.kind === "region") {
+          for (const n of it.region.nodes) if (it.region.outputs.includes(n.outputs[0]!)) recycleInputs(n);
+        } else recycleInputs(it.node);
       }
     } catch (e) {
       for (const o of fresh) o.discardData();

@@ -4,41 +4,33 @@
 // source that scatters and slice updates write into (as in MLX), and, past four index buffers,
 // stacking the index arrays into one (noted in the trace).
 //
-// Out-of-range indices follow the CPU device (ts/backend/cpu/indexing.ts): negatives wrap once,
-// reads outside give 0 and writes outside are dropped. With MG_CHECK_INDICES=1 the indices are
-// checked on the host once the batch has run, and evaluation throws the CPU device's error.
+// Out-of-range indices follow the policy of ts/core/primitives/indexing.ts, as on the CPU:
+// negatives wrap once, reads outside give 0 and writes outside are dropped. With
+// MG_CHECK_INDICES=1 the indices are checked on the host once the batch has run, and evaluation
+// throws the same error as the CPU device.
 import type { MgArray, Node } from "../../core/array.ts";
 import { bool_, complex64, type Dtype, int16, int32, int64, int8, uint16, uint32, uint64, uint8 } from "../../core/dtype.ts";
-import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
-import type {
-  AxisParams, DynamicSliceParams, DynamicSliceUpdateParams, GatherParams, ScatterAxisParams, ScatterParams,
-  SliceUpdateParams, UpdateMode,
+import {
+  type AxisParams, DynamicSlice, type DynamicSliceParams, DynamicSliceUpdate, type DynamicSliceUpdateParams, Gather, GatherAxis,
+  type GatherParams, indexChecksEnabled, outOfBounds, Scatter, ScatterAxis, type ScatterAxisParams, type ScatterParams, SliceUpdate,
+  type SliceUpdateParams, type UpdateMode,
 } from "../../core/primitives/indexing.ts";
 import { rowMajorStrides, shapeSize } from "../../core/shape.ts";
 import { Precision } from "../../core/trace.ts";
 import { allocateBuffer, Storage } from "../../memory/storage.ts";
-import { indexChecksEnabled, outOfBounds } from "../cpu/indexing.ts";
 import { readNumbers } from "../cpu/values.ts";
 import type { BufferBinding, InlineBytes, Pipeline } from "../runtime.ts";
+import { bitsTag, bitsType, copyStridedKernel, encodeCopyStrided } from "./copy.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { elementwiseGrid, elementwisePrecision } from "./elementwise.ts";
-import { type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex, viewExtent } from "./encoder.ts";
-import { kernelPipeline } from "./kernels.ts";
+import { elementwisePrecision } from "./elementwise.ts";
+import { type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex, viewExtent } from "./encoder.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
+import { elementwiseGrid, launch, linearThreadgroup } from "./launch.ts";
+import { registerGpu } from "./registry.ts";
 
 // ---------------------------------------------------------------------------------------------
-// Shared helpers (movement.ts uses them too)
+// Index kinds
 
-/** Pure moves copy raw bits: one kernel instance per element size serves every dtype. */
-export function bitsType(d: Dtype): string {
-  switch (d.size) {
-    case 1: return "uint8_t";
-    case 2: return "uint16_t";
-    case 4: return "uint32_t";
-    case 8: return "uint64_t";
-    default: throw new Error(`[gpu] no GPU element type of ${d.size} bytes (${d.name}).`);
-  }
-}
-export const bitsTag = (d: Dtype): string => `b${8 * d.size}`;
 
 /** IndexKind in Sources/Kernels/indexing.h. */
 const INDEX_KIND = new Map<Dtype, number>([
@@ -50,29 +42,6 @@ function indexKind(d: Dtype, op: string): number {
   return k;
 }
 
-/** One thread per element: a 1-D grid (2-D past 2^32), threadgroups of up to 256. */
-export function launch(
-  enc: GpuEncoder,
-  pipeline: Pipeline,
-  n: number,
-  buffers: readonly BufferBinding[],
-  bytes: readonly InlineBytes[],
-  trace: { primitive: string; inputs: readonly MgArray[]; outputs: readonly MgArray[]; layout: string; precision?: string },
-  mustWrite: readonly number[] = [],
-): void {
-  const grid = elementwiseGrid(n);
-  enc.dispatch(
-    {
-      pipeline,
-      buffers,
-      bytes,
-      grid,
-      threadgroup: linearThreadgroup(pipeline, grid[0]),
-      mustWrite,
-    },
-    { primitives: [trace.primitive], inputs: trace.inputs, outputs: trace.outputs, layout: trace.layout, precision: trace.precision ?? Precision.none },
-  );
-}
 
 function nativeOf(a: MgArray) {
   const native = a.layout!.storage.buffer.native;
@@ -80,44 +49,7 @@ function nativeOf(a: MgArray) {
   return native;
 }
 
-/** copy_strided (slicing.metal) for elements of dtype d. */
-export function copyStridedKernel(d: Dtype, large: boolean): KernelInstance {
-  return { file: "slicing.metal", name: `mg_copy_strided_${bitsTag(d)}_${idxTag(large)}`, instantiation: `copy_strided<${bitsType(d)}, ${idxType(large)}>` };
-}
 
-/**
- * Copies `src` (any layout) into `dst` — a binding whose elements `shape` addresses with
- * `dstStrides` from `dstBase` — with copy_strided.
- */
-export function encodeCopyStrided(
-  enc: GpuEncoder,
-  src: MgArray,
-  dst: BufferBinding,
-  dstBase: number,
-  dstStrides: readonly number[],
-  dstContiguous: boolean,
-  trace: { primitive: string; outputs: readonly MgArray[]; layout: string },
-  mustWrite = false,
-): void {
-  const large = needsLargeIndex(src.size, [src], dstBase + src.size);
-  const pipeline = kernelPipeline(copyStridedKernel(src.dtype, large));
-  const s = enc.input(src, 0);
-  launch(
-    enc,
-    pipeline,
-    src.size,
-    [s.binding, { ...dst, index: 1 }],
-    [
-      int32Bytes(2, src.shape),
-      int64Bytes(3, s.strides),
-      int64Bytes(4, dstStrides),
-      int32Bytes(5, [src.ndim, s.rowContiguous ? 1 : 0, dstContiguous ? 1 : 0]),
-      int64Bytes(6, [s.base, dstBase, src.size]),
-    ],
-    { primitive: trace.primitive, inputs: [src], outputs: trace.outputs, layout: `${trace.layout}${large ? ", large-index" : ""}` },
-    mustWrite ? [1] : [],
-  );
-}
 
 // ---------------------------------------------------------------------------------------------
 // Index arrays: up to four buffers ("slots"); arrays sharing a buffer share a slot
@@ -254,8 +186,8 @@ function checkDynamicStart(op: "slice" | "slice_update", shape: readonly number[
 }
 
 /** Queues a check for after submission when MG_CHECK_INDICES is on. */
-function checkLater(enc: GpuEncoder, check: () => void): void {
-  if (indexChecksEnabled()) enc.afterSubmit(check);
+function checkLater(enc: GpuEncoder, reads: readonly MgArray[], check: () => void): void {
+  if (indexChecksEnabled()) enc.afterSubmit(check, reads);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -270,8 +202,8 @@ function layoutLabel(arrays: readonly MgArray[], large: boolean, what = ""): str
   return `${contiguous ? "contiguous" : "strided"}${what}${large ? ", large-index" : ""}`;
 }
 
-function encodeGather(enc: GpuEncoder, node: Node): void {
-  const p = node.params as GatherParams;
+function encodeGather(enc: GpuEncoder, node: Node<GatherParams>): void {
+  const p = node.params;
   const [src, ...idx] = node.inputs as [MgArray, ...MgArray[]];
   const out = node.outputs[0]!;
   const s = enc.input(src, 0);
@@ -294,21 +226,21 @@ function encodeGather(enc: GpuEncoder, node: Node): void {
     { primitive: "Gather", inputs: node.inputs, outputs: [out], layout: layoutLabel(node.inputs, large, `, ${idx.length} index array${idx.length === 1 ? "" : "s"}`) },
     [1],
   );
-  checkLater(enc, () => checkSliceIndices("gather", src.shape, idx, p.axes, p.sliceSizes));
+  checkLater(enc, idx, () => checkSliceIndices("gather", src.shape, idx, p.axes, p.sliceSizes));
 }
 
-export const gatherRule: GpuRule = {
+registerGpu(Gather, {
   kind: "kernel",
   kernels: (node) => [gatherKernel(node.inputs[0]!.dtype, needsLargeIndex(node.outputs[0]!.size, node.inputs))],
   encode: encodeGather,
-};
+});
 
 function gatherAxisKernel(d: Dtype, large: boolean): KernelInstance {
   return { file: "gather.metal", name: `mg_gather_axis_${bitsTag(d)}_${idxTag(large)}`, instantiation: `gather_axis<${bitsType(d)}, ${idxType(large)}>` };
 }
 
-function encodeGatherAxis(enc: GpuEncoder, node: Node): void {
-  const { axis } = node.params as AxisParams;
+function encodeGatherAxis(enc: GpuEncoder, node: Node<AxisParams>): void {
+  const { axis } = node.params;
   const [src, idx] = node.inputs as [MgArray, MgArray];
   const out = node.outputs[0]!;
   const large = needsLargeIndex(out.size, node.inputs);
@@ -331,14 +263,14 @@ function encodeGatherAxis(enc: GpuEncoder, node: Node): void {
     { primitive: "GatherAxis", inputs: node.inputs, outputs: [out], layout: layoutLabel(node.inputs, large) },
     [1],
   );
-  checkLater(enc, () => checkAxisIndices("take_along_axis", idx, axis, src.shape[axis]!));
+  checkLater(enc, [idx], () => checkAxisIndices("take_along_axis", idx, axis, src.shape[axis]!));
 }
 
-export const gatherAxisRule: GpuRule = {
+registerGpu(GatherAxis, {
   kind: "kernel",
   kernels: (node) => [gatherAxisKernel(node.inputs[0]!.dtype, needsLargeIndex(node.outputs[0]!.size, node.inputs))],
   encode: encodeGatherAxis,
-};
+});
 
 // ---------------------------------------------------------------------------------------------
 // Scatter / ScatterAxis
@@ -456,8 +388,8 @@ function copySource(enc: GpuEncoder, a: MgArray, out: MgArray, primitive: string
 /** The copy copySource will use (for compiling up front). */
 const sourceCopyKernel = (a: MgArray): KernelInstance => copyStridedKernel(a.dtype, needsLargeIndex(a.size, [a]));
 
-function encodeScatter(enc: GpuEncoder, node: Node): void {
-  const p = node.params as ScatterParams;
+function encodeScatter(enc: GpuEncoder, node: Node<ScatterParams>): void {
+  const p = node.params;
   const a = node.inputs[0]!;
   const idx = node.inputs.slice(1, -1);
   const updates = node.inputs[node.inputs.length - 1]!;
@@ -509,21 +441,21 @@ function encodeScatter(enc: GpuEncoder, node: Node): void {
       precision: scatterPrecision(out.dtype, p.mode, isOrdered ? "updates applied in row-major order" : "atomic updates in hardware order"),
     });
   }
-  checkLater(enc, () => checkSliceIndices("scatter", a.shape, idx, p.axes, sliceShape));
+  checkLater(enc, idx, () => checkSliceIndices("scatter", a.shape, idx, p.axes, sliceShape));
 }
 
-export const scatterRule: GpuRule = {
+registerGpu(Scatter, {
   kind: "kernel",
   kernels: (node) => {
-    const p = node.params as ScatterParams;
+    const p = node.params;
     const ins = node.inputs;
     return scatterKernels(ins[0]!, ins[ins.length - 1]!, node.outputs[0]!, p.mode, false, ins.slice(1, -1));
   },
   encode: encodeScatter,
-};
+});
 
-function encodeScatterAxis(enc: GpuEncoder, node: Node): void {
-  const p = node.params as ScatterAxisParams;
+function encodeScatterAxis(enc: GpuEncoder, node: Node<ScatterAxisParams>): void {
+  const p = node.params;
   const [a, idx, updates] = node.inputs as [MgArray, MgArray, MgArray];
   const out = node.outputs[0]!;
   const large = needsLargeIndex(Math.max(out.size, updates.size), node.inputs);
@@ -564,18 +496,18 @@ function encodeScatterAxis(enc: GpuEncoder, node: Node): void {
       precision: scatterPrecision(out.dtype, "sum", "atomic updates in hardware order"),
     });
   }
-  checkLater(enc, () => checkAxisIndices("put_along_axis", idx, p.axis, a.shape[p.axis]!));
+  checkLater(enc, [idx], () => checkAxisIndices("put_along_axis", idx, p.axis, a.shape[p.axis]!));
 }
 
-export const scatterAxisRule: GpuRule = {
+registerGpu(ScatterAxis, {
   kind: "kernel",
   kernels: (node) => {
-    const p = node.params as ScatterAxisParams;
+    const p = node.params;
     const [a, idx, u] = node.inputs as [MgArray, MgArray, MgArray];
     return scatterKernels(a, u, node.outputs[0]!, p.mode, true, [idx]);
   },
   encode: encodeScatterAxis,
-};
+});
 
 // ---------------------------------------------------------------------------------------------
 // SliceUpdate, DynamicSlice, DynamicSliceUpdate
@@ -588,8 +520,8 @@ function sliceUpdateKernel(d: Dtype, mode: UpdateMode, large: boolean): KernelIn
   return { file: "slicing.metal", name: `mg_slice_update_${tag}_${mode}_${idxTag(large)}`, instantiation: `slice_update<${T}, ${SLICE_UPDATE_OP[mode]}, ${idxType(large)}>` };
 }
 
-function encodeSliceUpdate(enc: GpuEncoder, node: Node): void {
-  const p = node.params as SliceUpdateParams;
+function encodeSliceUpdate(enc: GpuEncoder, node: Node<SliceUpdateParams>): void {
+  const p = node.params;
   const [a, updates] = node.inputs as [MgArray, MgArray];
   const out = node.outputs[0]!;
   copySource(enc, a, out, "SliceUpdate");
@@ -621,14 +553,14 @@ function encodeSliceUpdate(enc: GpuEncoder, node: Node): void {
   );
 }
 
-export const sliceUpdateRule: GpuRule = {
+registerGpu(SliceUpdate, {
   kind: "kernel",
   kernels: (node) => {
-    const p = node.params as SliceUpdateParams;
+    const p = node.params;
     return [sourceCopyKernel(node.inputs[0]!), sliceUpdateKernel(node.outputs[0]!.dtype, p.mode, needsLargeIndex(node.outputs[0]!.size, node.inputs))];
   },
   encode: encodeSliceUpdate,
-};
+});
 
 /** Per axis of the sliced array: which start belongs to it, or -1. */
 function startOfAxis(ndim: number, axes: readonly number[]): number[] {
@@ -641,8 +573,8 @@ function dynamicSliceKernel(d: Dtype, large: boolean): KernelInstance {
   return { file: "slicing.metal", name: `mg_dynamic_slice_${bitsTag(d)}_${idxTag(large)}`, instantiation: `dynamic_slice<${bitsType(d)}, ${idxType(large)}>` };
 }
 
-function encodeDynamicSlice(enc: GpuEncoder, node: Node): void {
-  const p = node.params as DynamicSliceParams;
+function encodeDynamicSlice(enc: GpuEncoder, node: Node<DynamicSliceParams>): void {
+  const p = node.params;
   const [a, start] = node.inputs as [MgArray, MgArray];
   const out = node.outputs[0]!;
   const large = needsLargeIndex(out.size, [a]);
@@ -665,21 +597,21 @@ function encodeDynamicSlice(enc: GpuEncoder, node: Node): void {
     { primitive: "DynamicSlice", inputs: node.inputs, outputs: [out], layout: layoutLabel([a], large) },
     [1],
   );
-  checkLater(enc, () => checkDynamicStart("slice", a.shape, start, p.axes, out.shape));
+  checkLater(enc, [start], () => checkDynamicStart("slice", a.shape, start, p.axes, out.shape));
 }
 
-export const dynamicSliceRule: GpuRule = {
+registerGpu(DynamicSlice, {
   kind: "kernel",
   kernels: (node) => [dynamicSliceKernel(node.inputs[0]!.dtype, needsLargeIndex(node.outputs[0]!.size, [node.inputs[0]!]))],
   encode: encodeDynamicSlice,
-};
+});
 
 function dynamicSliceUpdateKernel(d: Dtype, large: boolean): KernelInstance {
   return { file: "slicing.metal", name: `mg_dynamic_slice_update_${bitsTag(d)}_${idxTag(large)}`, instantiation: `dynamic_slice_update<${bitsType(d)}, ${idxType(large)}>` };
 }
 
-function encodeDynamicSliceUpdate(enc: GpuEncoder, node: Node): void {
-  const p = node.params as DynamicSliceUpdateParams;
+function encodeDynamicSliceUpdate(enc: GpuEncoder, node: Node<DynamicSliceUpdateParams>): void {
+  const p = node.params;
   const [a, updates, start] = node.inputs as [MgArray, MgArray, MgArray];
   const out = node.outputs[0]!;
   copySource(enc, a, out, "DynamicSliceUpdate");
@@ -705,12 +637,12 @@ function encodeDynamicSliceUpdate(enc: GpuEncoder, node: Node): void {
       { primitive: "DynamicSliceUpdate", inputs: node.inputs, outputs: [out], layout: layoutLabel([updates], large) },
     );
   }
-  checkLater(enc, () => checkDynamicStart("slice_update", a.shape, start, p.axes, updates.shape));
+  checkLater(enc, [start], () => checkDynamicStart("slice_update", a.shape, start, p.axes, updates.shape));
 }
 
-export const dynamicSliceUpdateRule: GpuRule = {
+registerGpu(DynamicSliceUpdate, {
   kind: "kernel",
   kernels: (node) => [sourceCopyKernel(node.inputs[0]!), dynamicSliceUpdateKernel(node.inputs[0]!.dtype, needsLargeIndex(node.outputs[0]!.size, node.inputs.slice(0, 2)))],
   encode: encodeDynamicSliceUpdate,
-};
+});
 

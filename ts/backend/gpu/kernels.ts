@@ -1,10 +1,20 @@
 // metalgrad's kernels: MSL templates in Sources/Kernels, instantiated and compiled on first use
 // (MLX's JIT mode). Instances requested together compile as one library — on the simulator that
 // is one compiler run — and pipelines are cached by host name for the life of the process.
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import type { KernelInstance } from "../../core/primitive.ts";
-import { type LibraryOptions, type Pipeline, runtime } from "../runtime.ts";
+import { type Library, type LibraryOptions, type Pipeline, runtime } from "../runtime.ts";
+import { describeOrigin, type FoundMetallib, findMetallib, planInstance, sourceHash } from "./metallib.ts";
+
+/** A compiled-on-demand kernel: a template in Sources/Kernels/<file> instantiated under `name`. */
+export interface KernelInstance {
+  /** File in Sources/Kernels holding the template (its `#include "…"`s are inlined). */
+  file: string;
+  /** The host_name the instance is compiled under (unique, a valid identifier). */
+  name: string;
+  /** The C++ template-id to instantiate, e.g. `unary_v<Exp, float, float>`. */
+  instantiation: string;
+}
 
 export const KERNEL_DIR = resolve(import.meta.dir, "../../../Sources/Kernels");
 
@@ -38,12 +48,36 @@ function instantiationLine(k: KernelInstance): string {
 const pipelines = new Map<string, Pipeline>();
 let compiles = 0;
 
-/** Compiler runs so far (tests and benchmarks report it). */
+/**
+ * Compiler runs so far (tests and benchmarks report it).
+ * @example
+ * typeof mg.fast.kernelCompileCount()
+ */
 export function kernelCompileCount(): number {
   return compiles;
 }
 
-/** Compiles every instance not yet compiled, one library per source file. */
+// The precompiled kernels (macOS package), looked up once per process.
+let metallib: (FoundMetallib & { library?: Library }) | undefined;
+const fileHashes = new Map<string, string>();
+
+function precompiled(): FoundMetallib & { library?: Library } {
+  if (!metallib) {
+    const rt = runtime();
+    metallib = findMetallib(rt.libraryPath, rt.device.isSimulator);
+    if (metallib.path) {
+      try {
+        metallib.library = rt.libraryFromFile(metallib.path);
+      } catch (e) {
+        metallib = { path: null, manifest: null, missing: `${metallib.path} could not be loaded (${(e as Error).message})` };
+      }
+    }
+  }
+  return metallib;
+}
+
+/** Compiles every instance not yet compiled (one library per source file), taking what it can from
+ *  the precompiled metallib when there is one that matches today's sources. */
 export function prepareKernels(instances: readonly KernelInstance[]): void {
   const missing = new Map<string, Map<string, KernelInstance>>();
   for (const k of instances) {
@@ -52,12 +86,38 @@ export function prepareKernels(instances: readonly KernelInstance[]): void {
     if (!byName) missing.set(k.file, (byName = new Map()));
     byName.set(k.name, k);
   }
+  if (missing.size === 0) return;
+  const pre = precompiled();
   for (const [file, byName] of missing) {
-    const list = [...byName.values()];
-    const source = `${kernelSource(file)}\n\n// instances\n${list.map(instantiationLine).join("\n")}\n`;
+    let hash = fileHashes.get(file);
+    if (hash === undefined) fileHashes.set(file, (hash = sourceHash(kernelSource(file))));
+    const fromSource: [KernelInstance, string][] = [];
+    for (const k of byName.values()) {
+      const origin = planInstance(pre.manifest, pre.missing, file, k.name, hash);
+      if (origin.from === "metallib") {
+        const p = pre.library!.pipeline(k.name);
+        p.origin = describeOrigin(origin);
+        pipelines.set(k.name, p);
+      } else fromSource.push([k, describeOrigin(origin)]);
+    }
+    if (fromSource.length === 0) continue;
+    const source = `${kernelSource(file)}\n\n// instances\n${fromSource.map(([k]) => instantiationLine(k)).join("\n")}\n`;
     const lib = compileLibrary(source, `Sources/Kernels/${file}`);
-    for (const k of list) pipelines.set(k.name, lib.pipeline(k.name));
+    for (const [k, origin] of fromSource) {
+      const p = lib.pipeline(k.name);
+      p.origin = origin;
+      pipelines.set(k.name, p);
+    }
+    recordCatalog(file, fromSource.map(([k]) => k));
   }
+}
+
+/** With MG_KERNEL_CATALOG=<file>, every instance compiled from source is appended to it (one JSON
+ *  line each): the list scripts/build-metallib.ts precompiles. */
+function recordCatalog(file: string, list: readonly KernelInstance[]): void {
+  const out = process.env.MG_KERNEL_CATALOG;
+  if (!out) return;
+  appendFileSync(out, list.map((k) => `${JSON.stringify({ file, name: k.name, instantiation: k.instantiation })}\n`).join(""));
 }
 
 /** The pipeline of a kernel instance, compiling it if needed. */
@@ -77,6 +137,7 @@ export function sourcePipeline(key: string, source: string, functionName: string
   let p = sourcePipelines.get(key);
   if (!p) {
     p = compileLibrary(source, functionName, options).pipeline(functionName);
+    p.origin = "source: a generated kernel";
     sourcePipelines.set(key, p);
   }
   return p;
@@ -91,7 +152,11 @@ export function prepareSources(header: string, kernels: readonly { name: string;
   for (const k of kernels) if (!sourcePipelines.has(k.name)) missing.set(k.name, k.kernel);
   if (missing.size === 0) return;
   const lib = compileLibrary(`${header}\n\n${[...missing.values()].join("\n")}`, `${missing.size} generated kernel(s)`);
-  for (const name of missing.keys()) sourcePipelines.set(name, lib.pipeline(name));
+  for (const name of missing.keys()) {
+    const p = lib.pipeline(name);
+    p.origin = "source: a generated kernel";
+    sourcePipelines.set(name, p);
+  }
 }
 
 function compileLibrary(source: string, what: string, options: LibraryOptions = {}) {

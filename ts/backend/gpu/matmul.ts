@@ -12,16 +12,17 @@
 // the GEMM paths (every element is read many times there) and the copy is noted in the trace.
 import type { MgArray, Node } from "../../core/array.ts";
 import { bfloat16, complex64, type Dtype, float16, float32 } from "../../core/dtype.ts";
-import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
-import type { AddMMParams } from "../../core/primitives/matmul.ts";
-import type { TransposeParams } from "../../core/primitives/views.ts";
+import { predictPlacement } from "../../core/layout.ts";
+import { opName } from "../../core/primitive.ts";
+import { AddMM, Matmul } from "../../core/primitives/matmul.ts";
 import { formatShape, rowMajorStrides } from "../../core/shape.ts";
 import { Precision } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes } from "../runtime.ts";
 import { copyKernel, encodeCopyInto } from "./copy.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
-import { kernelPipeline } from "./kernels.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
+import { registerGpu } from "./registry.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Tiles and thresholds
@@ -80,25 +81,11 @@ function orientation(rows: number, cols: number, rs: number, cs: number): Orient
 
 /**
  * An operand's strides: its layout's or, before it is materialised, a prediction — through the
- * Transpose and Broadcast views that autograd puts in front of matmuls (dA = G·Bᵀ), else those of
- * a fresh row-major kernel output — so that the right kernels compile up front.
+ * views that autograd puts in front of matmuls (dA = G·Bᵀ), else those of a fresh row-major kernel
+ * output — so that the right kernels compile up front.
  */
-function stridesOf(a: MgArray, depth = 0): readonly number[] {
-  if (a.layout) return a.layout.strides;
-  const node = a.node;
-  if (node && depth < 8) {
-    const src = node.inputs[0];
-    if (node.primitive.name === "Transpose" && src) {
-      const s = stridesOf(src, depth + 1);
-      return (node.params as TransposeParams).axes.map((ax) => s[ax]!);
-    }
-    if (node.primitive.name === "Broadcast" && src) {
-      const s = stridesOf(src, depth + 1);
-      const off = a.ndim - src.ndim;
-      return a.shape.map((d, i) => (i < off || (src.shape[i - off] === 1 && d !== 1) ? 0 : s[i - off]!));
-    }
-  }
-  return rowMajorStrides(a.shape);
+function stridesOf(a: MgArray): readonly number[] {
+  return predictPlacement(a).strides;
 }
 
 /** Batch axes with size 1 dropped and neighbours merged where every operand allows it. */
@@ -147,10 +134,6 @@ function geometry(node: Node): Geometry {
     if (v > INT32_MAX) throw new Error(`[${op}] ${name} = ${v} is too large for the GPU kernels (at most 2^31 - 1).`);
   }
   return { M, N, K, batchShape, batchCount };
-}
-
-function opName(node: Node): string {
-  return node.primitive.name === "AddMM" ? "addmm" : "matmul";
 }
 
 type Plan =
@@ -254,10 +237,10 @@ function matmulKernels(node: Node): KernelInstance[] {
 // Encoding
 
 /** Alpha, beta and whether C is read (BLAS: beta == 0 never reads C, so its NaNs cannot leak). */
-function epilogue(node: Node): { alpha: number; beta: number; useC: boolean } {
-  if (node.primitive.name !== "AddMM") return { alpha: 1, beta: 0, useC: false };
-  const p = node.params as AddMMParams;
-  return { alpha: p.alpha, beta: p.beta, useC: p.beta !== 0 };
+interface Epilogue {
+  alpha: number;
+  beta: number;
+  useC: boolean;
 }
 
 /** Packs GemmParams (gemm.metal): seven int64, six int32, two float32 — 88 bytes. */
@@ -328,20 +311,24 @@ function bindCopy(enc: GpuEncoder, node: Node, a: MgArray, which: string, index:
   return { bound: { binding: { index, buffer: scratch, length, access: "read" }, base: 0, strides: copied, rowContiguous: true }, strides: copied };
 }
 
-function encodeMatmul(enc: GpuEncoder, node: Node): void {
+function encodeMatmul(enc: GpuEncoder, node: Node, e: Epilogue): void {
   const out = node.outputs[0]!;
   const p = plan(node);
   const g = geometry(node);
   const [a, b, c] = node.inputs;
   const nd = out.ndim;
-  const e = epilogue(node);
+  // A TF32-class or NAX GEMM would be chosen here for float32 under policy "high"; none exists.
+  const policy =
+    (node.params as { precision?: "high" }).precision === "high" && out.dtype === float32
+      ? ['precision policy matmul="high" allows TF32-class/NAX kernels; metalgrad has none, so this GEMM is IEEE fp32']
+      : [];
   const trace = (layout: string, notes: string[] = []) => ({
     primitives: [node.primitive.name],
     inputs: node.inputs,
     outputs: node.outputs,
     layout,
     precision: matmulPrecision(out.dtype),
-    notes,
+    notes: [...notes, ...policy],
   });
 
   if (p.path === "complex") {
@@ -487,5 +474,9 @@ function encodeMatmul(enc: GpuEncoder, node: Node): void {
   );
 }
 
-/** The GPU rule of Matmul and AddMM (ts/core/primitives/matmul.ts). */
-export const matmulGpu: GpuRule = { kind: "kernel", kernels: matmulKernels, encode: encodeMatmul };
+registerGpu(Matmul, { kind: "kernel", kernels: matmulKernels, encode: (enc, node) => encodeMatmul(enc, node, { alpha: 1, beta: 0, useC: false }) });
+registerGpu(AddMM, {
+  kind: "kernel",
+  kernels: matmulKernels,
+  encode: (enc, node) => encodeMatmul(enc, node, { alpha: node.params.alpha, beta: node.params.beta, useC: node.params.beta !== 0 }),
+});

@@ -1,17 +1,20 @@
-// Data movement and creation on the GPU: Pad, Concatenate (Sources/Kernels/slicing.metal), View
-// and Contiguous (layouts where they suffice, else copies), and Arange (arange.metal).
+// Data movement and creation on the GPU: Pad, Concatenate (Sources/Kernels/slicing.metal), the
+// copies of views whose layout cannot express them (Reshape, View), Contiguous (the input where
+// it is dense, else a copy), and Arange (arange.metal).
 import type { MgArray, Node } from "../../core/array.ts";
 import { bool_, type Dtype } from "../../core/dtype.ts";
-import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
-import type { ArangeParams } from "../../core/primitives/creation.ts";
-import type { ConcatenateParams } from "../../core/primitives/join.ts";
-import type { ContiguousParams, PadParams } from "../../core/primitives/movement.ts";
-import { setView, viewBytesInPlace } from "../../core/primitives/views.ts";
+import { isDense, setView } from "../../core/layout.ts";
+import { Arange, type ArangeParams } from "../../core/primitives/creation.ts";
+import { Concatenate, type ConcatenateParams } from "../../core/primitives/join.ts";
+import { Contiguous, type ContiguousParams, lowPads, Pad, type PadParams, View } from "../../core/primitives/movement.ts";
+import { Reshape } from "../../core/primitives/views.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
+import { bitsTag, bitsType, copyKernel, copyStridedKernel, encodeCopy, encodeCopyStrided } from "./copy.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type GpuEncoder, float32Bytes, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
-import { bitsTag, bitsType, copyStridedKernel, encodeCopyStrided, launch } from "./indexing.ts";
-import { kernelPipeline } from "./kernels.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
+import { launch } from "./launch.ts";
+import { registerGpu } from "./registry.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Pad
@@ -20,12 +23,10 @@ function padKernel(d: Dtype, large: boolean): KernelInstance {
   return { file: "slicing.metal", name: `mg_pad_${bitsTag(d)}_${idxTag(large)}`, instantiation: `pad<${bitsType(d)}, ${idxType(large)}>` };
 }
 
-function encodePad(enc: GpuEncoder, node: Node): void {
-  const p = node.params as PadParams;
+function encodePad(enc: GpuEncoder, node: Node<PadParams>): void {
   const [a, value] = node.inputs as [MgArray, MgArray];
   const out = node.outputs[0]!;
-  const low = new Array<number>(a.ndim).fill(0);
-  p.axes.forEach((ax, i) => (low[ax] = p.low[i]!));
+  const low = lowPads(a.ndim, node.params);
   const large = needsLargeIndex(out.size, [a]);
   // An empty interior binds the value in its place (nothing of it is read).
   const s = a.size > 0 ? enc.input(a, 0) : { ...enc.input(value, 0), strides: a.shape.map(() => 0) };
@@ -49,17 +50,17 @@ function encodePad(enc: GpuEncoder, node: Node): void {
   );
 }
 
-export const padRule: GpuRule = {
+registerGpu(Pad, {
   kind: "kernel",
   kernels: (node) => [padKernel(node.inputs[0]!.dtype, needsLargeIndex(node.outputs[0]!.size, [node.inputs[0]!]))],
   encode: encodePad,
-};
+});
 
 // ---------------------------------------------------------------------------------------------
 // Concatenate: one strided copy per input into its region of the output (MLX does the same)
 
-function encodeConcatenate(enc: GpuEncoder, node: Node): void {
-  const { axis } = node.params as ConcatenateParams;
+function encodeConcatenate(enc: GpuEncoder, node: Node<ConcatenateParams>): void {
+  const { axis } = node.params;
   const out = node.outputs[0]!;
   const o = enc.output(out, 1);
   const strides = rowMajorStrides(out.shape);
@@ -78,48 +79,54 @@ function encodeConcatenate(enc: GpuEncoder, node: Node): void {
   }
 }
 
-export const concatenateRule: GpuRule = {
+registerGpu(Concatenate, {
   kind: "kernel",
   kernels: (node) => {
     const large = needsLargeIndex(node.outputs[0]!.size, node.inputs);
     return [copyStridedKernel(node.outputs[0]!.dtype, large)];
   },
   encode: encodeConcatenate,
-};
+});
 
 // ---------------------------------------------------------------------------------------------
-// View: the same bytes as another dtype
+// Reshape and View: the copies their layout rules ask for when the input's layout cannot be viewed
 
-function encodeView(enc: GpuEncoder, node: Node): void {
-  const x = node.inputs[0]!;
-  const out = node.outputs[0]!;
-  if (viewBytesInPlace(x, out)) return;
-  const l = x.layout!;
-  enc.note(`copy: viewing a ${l.rowContiguous ? "misaligned" : "strided"} ${x.dtype.name} array as ${out.dtype.name} needs its bytes row-contiguous`);
-  const o = enc.output(out, 1);
-  encodeCopyStrided(enc, x, o.binding, 0, rowMajorStrides(x.shape), true, { primitive: "View", outputs: [out], layout: "row-contiguous copy" }, true);
-}
+// A reshape of a view whose strides cannot be regrouped: its elements, row-contiguously.
+registerGpu(Reshape, {
+  kind: "kernel",
+  kernels: (node) => copyKernel(node.inputs[0]!),
+  encode(enc, node) {
+    const a = node.inputs[0]!;
+    enc.note(`copy: reshape of a non-contiguous ${a.describe()} needs row-contiguous data`);
+    encodeCopy(enc, a, node.outputs[0]!, "Reshape");
+  },
+});
 
-export const viewRule: GpuRule = {
+// The same bytes as another dtype, from a strided or misaligned input: its bytes row-contiguously.
+registerGpu(View, {
   kind: "kernel",
   kernels: (node) => {
     const x = node.inputs[0]!;
-    const l = x.layout;
-    if (!l || x.dtype.size === node.outputs[0]!.dtype.size || l.rowContiguous) return [];
     return [copyStridedKernel(x.dtype, needsLargeIndex(x.size, [x]))];
   },
-  encode: encodeView,
-};
+  encode(enc, node) {
+    const x = node.inputs[0]!;
+    const out = node.outputs[0]!;
+    const l = x.layout!;
+    enc.note(`copy: viewing a ${l.rowContiguous ? "misaligned" : "strided"} ${x.dtype.name} array as ${out.dtype.name} needs its bytes row-contiguous`);
+    const o = enc.output(out, 1);
+    encodeCopyStrided(enc, x, o.binding, 0, rowMajorStrides(x.shape), true, { primitive: "View", outputs: [out], layout: "row-contiguous copy" }, true);
+  },
+});
 
 // ---------------------------------------------------------------------------------------------
 // Contiguous: the input itself when its layout is dense, else a row-major copy (what was asked)
 
-function encodeContiguous(enc: GpuEncoder, node: Node): void {
-  const p = node.params as ContiguousParams;
+function encodeContiguous(enc: GpuEncoder, node: Node<ContiguousParams>): void {
   const a = node.inputs[0]!;
   const l = a.layout!;
   const out = node.outputs[0]!;
-  if (l.rowContiguous || (p.allowColMajor && l.colContiguous)) {
+  if (isDense(l, node.params.allowColMajor)) {
     setView(out, a, l.offset, l.strides);
     return;
   }
@@ -127,7 +134,7 @@ function encodeContiguous(enc: GpuEncoder, node: Node): void {
   encodeCopyStrided(enc, a, o.binding, 0, rowMajorStrides(a.shape), true, { primitive: "Contiguous", outputs: [out], layout: "row-contiguous copy" }, true);
 }
 
-export const contiguousRule: GpuRule = {
+registerGpu(Contiguous, {
   kind: "kernel",
   kernels: (node) => {
     const a = node.inputs[0]!;
@@ -135,7 +142,7 @@ export const contiguousRule: GpuRule = {
     return !a.layout || a.layout.rowContiguous ? [] : [copyStridedKernel(a.dtype, needsLargeIndex(a.size, [a]))];
   },
   encode: encodeContiguous,
-};
+});
 
 // ---------------------------------------------------------------------------------------------
 // Arange
@@ -147,8 +154,8 @@ function arangeKernel(d: Dtype): KernelInstance {
 /** float64's exact range for integers: start + i·step is exact there on the CPU too. */
 const EXACT_LIMIT = 2 ** 53;
 
-function encodeArange(enc: GpuEncoder, node: Node): void {
-  const p = node.params as ArangeParams;
+function encodeArange(enc: GpuEncoder, node: Node<ArangeParams>): void {
+  const p = node.params;
   const out = node.outputs[0]!;
   if (p.dtype === bool_) throw new TypeError("[arange] bool not supported for arange.");
   const exact = Number.isInteger(p.start) && Number.isInteger(p.step) && Math.abs(p.start) + p.size * Math.abs(p.step) < EXACT_LIMIT;
@@ -174,9 +181,9 @@ function encodeArange(enc: GpuEncoder, node: Node): void {
   );
 }
 
-export const arangeRule: GpuRule = {
+registerGpu(Arange, {
   kind: "kernel",
-  kernels: (node) => [arangeKernel((node.params as ArangeParams).dtype)],
+  kernels: (node) => [arangeKernel(node.params.dtype)],
   encode: encodeArange,
-};
+});
 

@@ -1,11 +1,13 @@
 // RandomBits on the GPU (Sources/Kernels/random.metal): threefry2x32 with MLX's counter layout,
 // bit-identical to the CPU device. Keys may be any view (vmap hands over transposed ones).
 import type { Node } from "../../core/array.ts";
-import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
+import { RandomBits, type RandomBitsParams } from "../../core/primitives/random.ts";
 import { Precision } from "../../core/trace.ts";
 import { streamLayout } from "../../random/threefry.ts";
-import { type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
-import { kernelPipeline } from "./kernels.ts";
+import { type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
+import { linearThreadgroup } from "./launch.ts";
+import { registerGpu } from "./registry.ts";
 
 const ELEMENT: Record<number, string> = { 1: "uint8_t", 2: "uint16_t", 4: "uint32_t" };
 
@@ -15,14 +17,10 @@ function bitsKernel(width: number): KernelInstance {
   return { file: "random.metal", name: `mg_random_bits_u${8 * width}`, instantiation: `random_bits<${U}>` };
 }
 
-function widthOf(node: Node): number {
-  return (node.params as { width: number }).width;
-}
-
-function encodeRandomBits(enc: GpuEncoder, node: Node): void {
+function encodeRandomBits(enc: GpuEncoder, node: Node<RandomBitsParams>): void {
   const keys = node.inputs[0]!;
   const out = node.outputs[0]!;
-  const width = widthOf(node);
+  const width = node.params.width;
   const numKeys = keys.size / 2;
   const perKey = out.size / numKeys;
   if (perKey >= 2 ** 32) throw new Error(`[bits] ${perKey} elements per key are too many for the GPU (at most 2^32 - 1).`);
@@ -58,8 +56,8 @@ function encodeRandomBits(enc: GpuEncoder, node: Node): void {
   );
 }
 
-export const randomBitsRule: GpuRule = {
+registerGpu(RandomBits, {
   kind: "kernel",
-  kernels: (node) => [bitsKernel(widthOf(node))],
+  kernels: (node) => [bitsKernel(node.params.width)],
   encode: encodeRandomBits,
-};
+});

@@ -5,155 +5,21 @@
 //   row      the reduced elements of an output are contiguous (stride 1)
 //   column   the output's innermost kept dimension is contiguous in the input
 //   general  anything else (elem_to_loc over the reduced dimensions)
-// Also the helpers the other reduction-like families (scan.ts, softmax.ts) share.
 import type { MgArray, Node } from "../../core/array.ts";
 import { bfloat16, complex64, type Dtype, float16, float32, int64, uint64 } from "../../core/dtype.ts";
-import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
-import type { ArgReduceParams } from "../../core/primitives/argreduce.ts";
-import type { ReduceParams, ReduceType } from "../../core/primitives/reduce.ts";
-import { rowMajorStrides } from "../../core/shape.ts";
+import { ArgReduce, type ArgReduceParams } from "../../core/primitives/argreduce.ts";
+import { REDUCE_OPS, Reduce, type ReduceParams, type ReduceType } from "../../core/primitives/reduce.ts";
 import { Precision } from "../../core/trace.ts";
-import type { Pipeline } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { elementwiseGrid } from "./elementwise.ts";
-import { type BoundArray, type DispatchTrace, type GpuEncoder, idxType, int32Bytes, int64Bytes, linearThreadgroup, needsLargeIndex } from "./encoder.ts";
-import { kernelPipeline } from "./kernels.ts";
+import { type GpuEncoder, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
+import {
+  accumulatePrecision, type AxisLanes, axisLanes, type Dim, dispatchLanes, elementwiseGrid, groupGrid, knownStrides, laneLayout,
+  linearThreadgroup, mergeDims, nextPow2, simdThreadgroup,
+} from "./launch.ts";
+import { registerGpu } from "./registry.ts";
 
-// ---------------------------------------------------------------------------------------------
-// Shared helpers (scan.ts, softmax.ts and sort.ts use them too)
-
-const INT32_LIMIT = 2 ** 31;
 const SIMD = 32;
-
-/** One dimension of a strided view: its extent and its stride in elements. */
-export interface Dim {
-  size: number;
-  stride: number;
-}
-
-/** The strides an input will have: its own, or row-major when a kernel is about to produce it. */
-export function knownStrides(a: MgArray): readonly number[] | null {
-  if (a.layout) return a.layout.strides;
-  const producer = a.node?.primitive;
-  // A view's layout is only known once its input is evaluated; kernels write row-major outputs.
-  if (!producer || producer.view || producer.gpu?.kind === "view") return null;
-  return rowMajorStrides(a.shape);
-}
-
-/** Merges neighbouring dimensions that are one run in memory (outer.stride = inner.size·inner.stride). */
-export function mergeDims(dims: readonly Dim[]): Dim[] {
-  const out: Dim[] = [];
-  for (const d of dims) {
-    if (d.size === 1) continue;
-    const last = out[out.length - 1];
-    if (last && last.stride === d.size * d.stride) out[out.length - 1] = { size: last.size * d.size, stride: d.stride };
-    else out.push({ ...d });
-  }
-  return out;
-}
-
-/**
- * A threadgroup size for a kernel reducing with simdgroup shuffles: whole simdgroups, at most the
- * pipeline's maxTotalThreadsPerThreadgroup, about `work` threads (at least one simdgroup).
- */
-export function simdThreadgroup(pipeline: Pipeline, work: number, op: string, cap = 1024): number {
-  const max = Math.floor(Math.min(cap, pipeline.maxTotalThreadsPerThreadgroup) / SIMD) * SIMD;
-  if (max < SIMD) {
-    throw new Error(`[${op}] the pipeline ${pipeline.name} allows only ${pipeline.maxTotalThreadsPerThreadgroup} threads per threadgroup; its reduction needs a whole simdgroup of ${SIMD}.`);
-  }
-  const want = Math.ceil(Math.max(work, 1) / SIMD) * SIMD;
-  return Math.min(max, want);
-}
-
-/** A grid of `count` threadgroups, two-dimensional when one dimension cannot hold it. */
-export function groupGrid(count: number): [number, number, number] {
-  if (count < INT32_LIMIT) return [Math.max(count, 1), 1, 1];
-  const width = 65536;
-  return [width, Math.ceil(count / width), 1];
-}
-
-/** The precision label of a floating accumulation in `acc` over `dtype` operands. */
-export function accumulatePrecision(dtype: Dtype, acc: "fp32" | "fp16" | "bf16"): string {
-  const operand = dtype === float16 ? "fp16" : dtype === bfloat16 ? "bf16" : dtype === complex64 ? "complex64" : "fp32";
-  return Precision.accumulate(acc, operand);
-}
-
-/** The smallest power of two ≥ n (1 for n ≤ 1). */
-export function nextPow2(n: number): number {
-  let p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
-/** Removes one axis from a shape-like list. */
-export function without<T>(xs: readonly T[], axis: number): T[] {
-  return xs.filter((_, i) => i !== axis);
-}
-
-/** An input read as independent lanes along one axis (arg-reduce, scan, softmax). */
-export interface AxisLanes {
-  /** The other dimensions in row-major lane order, merged. */
-  others: Dim[];
-  /** Elements per lane: the axis' length. */
-  n: number;
-  axisStride: number;
-  lanes: number;
-  large: boolean;
-}
-
-/** How `a` reads as lanes along `axis`, or null while its strides are unknown. */
-export function axisLanes(a: MgArray, axis: number): AxisLanes | null {
-  const strides = knownStrides(a);
-  if (!strides) return null;
-  const n = a.shape[axis]!;
-  const others = mergeDims(a.shape.flatMap((size, i) => (i === axis ? [] : [{ size, stride: strides[i]! }])));
-  return { others, n, axisStride: strides[axis]!, lanes: n === 0 ? 0 : a.size / n, large: needsLargeIndex(a.size, [a]) };
-}
-
-/** Lanes at least this long get a threadgroup each when their axis is contiguous or they are few. */
-const ROW_MIN = 32;
-
-/**
- * "row": a threadgroup cooperates on each lane (contiguous lanes, or too few lanes to fill the
- * GPU otherwise); "column": one thread walks each lane, so neighbouring threads read neighbouring
- * memory along a strided axis.
- */
-export function laneLayout(l: AxisLanes): "row" | "column" {
-  return l.n >= ROW_MIN && (Math.abs(l.axisStride) <= 1 || l.lanes < SIMD) ? "row" : "column";
-}
-
-/**
- * Dispatches a lane kernel reading `a` (buffer 0) into `o` (buffer 1). Buffers 2–5 carry the other
- * dimensions' sizes, strides and count, then base, n, lanes, the axis stride and `extra`. A "row"
- * kernel runs a threadgroup per lane, each thread taking `perThread` elements at a time; `op`
- * names the operation in errors.
- */
-export function dispatchLanes(
-  enc: GpuEncoder,
-  pipeline: Pipeline,
-  l: AxisLanes,
-  layout: "row" | "column",
-  perThread: number,
-  op: string,
-  io: { a: BoundArray; o: BoundArray; extra?: readonly number[] },
-  trace: DispatchTrace,
-): void {
-  const buffers = [io.a.binding, io.o.binding];
-  const bytes = [
-    int32Bytes(2, l.others.map((d) => d.size)),
-    int64Bytes(3, l.others.map((d) => d.stride)),
-    int32Bytes(4, [l.others.length]),
-    int64Bytes(5, [io.a.base, l.n, l.lanes, l.axisStride, ...(io.extra ?? [])]),
-  ];
-  const mustWrite = [io.o.binding.index];
-  if (layout === "row") {
-    const tg = simdThreadgroup(pipeline, Math.ceil(l.n / perThread), op);
-    enc.dispatch({ pipeline, buffers, bytes, grid: groupGrid(l.lanes), threadgroup: [tg, 1, 1], mode: "threadgroups", mustWrite }, trace);
-    return;
-  }
-  const grid = elementwiseGrid(l.lanes);
-  enc.dispatch({ pipeline, buffers, bytes, grid, threadgroup: linearThreadgroup(pipeline, grid[0]), mustWrite }, trace);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Accumulators
@@ -183,8 +49,6 @@ function accumulatorOf(type: ReduceType, d: Dtype, op: string): Accumulator {
   const name = { sum: "Sum", prod: "Prod", max: "Max", min: "Min" }[type];
   return { msl, bytes, op: `${name}<${msl}>` };
 }
-
-const OP_NAMES: Record<ReduceType, string> = { sum: "sum", prod: "prod", max: "max", min: "min", and: "all", or: "any" };
 
 function reducePrecision(type: ReduceType, d: Dtype, acc: Accumulator): string {
   if (type === "sum" || type === "prod") {
@@ -283,7 +147,7 @@ function kernelLayout(plan: ReducePlan): Exclude<ReduceLayout, "empty"> {
 }
 
 function reduceKernelsFor(plan: ReducePlan, type: ReduceType, inDtype: Dtype, outDtype: Dtype, twoPass: boolean): ReduceKernels {
-  const op = OP_NAMES[type];
+  const op = REDUCE_OPS[type];
   const acc = accumulatorOf(type, inDtype, op);
   const T = mslType(inDtype, op);
   const U = mslType(outDtype, op);
@@ -309,22 +173,21 @@ function reduceKernelsFor(plan: ReducePlan, type: ReduceType, inDtype: Dtype, ou
   return { main: { file: "reduce.metal", name: `mg_reduce_${variant}_${type}_${tagT}_${tagU}${suffix}`, instantiation: `${fn}<${T}, ${U}, ${acc.op}, ${idx}>` }, acc };
 }
 
-function reducePlanOf(node: Node): ReducePlan | null {
+function reducePlanOf(node: Node<ReduceParams>): ReducePlan | null {
   const a = node.inputs[0]!;
   const strides = knownStrides(a);
   if (!strides) return null;
-  const p = node.params as ReduceParams;
-  return planReduce(a.shape, strides, p.axes, needsLargeIndex(a.size, [a]));
+  return planReduce(a.shape, strides, node.params.axes, needsLargeIndex(a.size, [a]));
 }
 
 function isTwoPass(plan: ReducePlan): boolean {
   return plan.layout === "all" && allReduceGroups(plan.count, laneThreads(plan.count)) > 1;
 }
 
-function reduceKernels(node: Node): KernelInstance[] {
+function reduceKernels(node: Node<ReduceParams>): KernelInstance[] {
   const plan = reducePlanOf(node);
   if (!plan) return [];
-  const p = node.params as ReduceParams;
+  const p = node.params;
   const k = reduceKernelsFor(plan, p.type, node.inputs[0]!.dtype, node.outputs[0]!.dtype, isTwoPass(plan));
   return k.finish ? [k.main, k.finish] : [k.main];
 }
@@ -332,12 +195,12 @@ function reduceKernels(node: Node): KernelInstance[] {
 // ---------------------------------------------------------------------------------------------
 // Reduce: encoding
 
-function encodeReduce(enc: GpuEncoder, node: Node): void {
+function encodeReduce(enc: GpuEncoder, node: Node<ReduceParams>): void {
   const x = node.inputs[0]!;
   const out = node.outputs[0]!;
-  const p = node.params as ReduceParams;
+  const p = node.params;
   const plan = reducePlanOf(node)!;
-  const op = OP_NAMES[p.type];
+  const op = REDUCE_OPS[p.type];
   const twoPass = isTwoPass(plan);
   const kernels = reduceKernelsFor(plan, p.type, x.dtype, out.dtype, twoPass);
   const precision = reducePrecision(p.type, x.dtype, kernels.acc);
@@ -437,7 +300,7 @@ function encodeReduce(enc: GpuEncoder, node: Node): void {
   );
 }
 
-export const reduceRule: GpuRule = { kind: "kernel", kernels: reduceKernels, encode: encodeReduce };
+registerGpu(Reduce, { kind: "kernel", kernels: reduceKernels, encode: encodeReduce });
 
 // ---------------------------------------------------------------------------------------------
 // ArgReduce
@@ -446,16 +309,16 @@ interface ArgPlan extends AxisLanes {
   layout: "row" | "column";
 }
 
-function argPlanOf(node: Node): ArgPlan | null {
+function argPlanOf(node: Node<ArgReduceParams>): ArgPlan | null {
   const a = node.inputs[0]!;
-  const lanes = axisLanes(a, (node.params as ArgReduceParams).axis);
+  const lanes = axisLanes(a, node.params.axis);
   if (!lanes) return null;
   // complex64's ordering with NaN parts is only defined as a walk, so it always walks.
   return { ...lanes, layout: a.dtype === complex64 ? "column" : laneLayout(lanes) };
 }
 
-function argKernel(plan: ArgPlan, node: Node): KernelInstance {
-  const p = node.params as ArgReduceParams;
+function argKernel(plan: ArgPlan, node: Node<ArgReduceParams>): KernelInstance {
+  const p = node.params;
   const d = node.inputs[0]!.dtype;
   const T = mslType(d, p.type);
   const fn = plan.layout === "row" ? "arg_reduce_row" : "arg_reduce_col";
@@ -467,13 +330,13 @@ function argKernel(plan: ArgPlan, node: Node): KernelInstance {
   };
 }
 
-function encodeArgReduce(enc: GpuEncoder, node: Node): void {
+function encodeArgReduce(enc: GpuEncoder, node: Node<ArgReduceParams>): void {
   const x = node.inputs[0]!;
   const out = node.outputs[0]!;
   const plan = argPlanOf(node)!;
   const pipeline = kernelPipeline(argKernel(plan, node));
   const io = { a: enc.input(x, 0), o: enc.output(out, 1) };
-  dispatchLanes(enc, pipeline, plan, plan.layout, 4, (node.params as ArgReduceParams).type, io, {
+  dispatchLanes(enc, pipeline, plan, plan.layout, 4, node.params.type, io, {
     primitives: ["ArgReduce"],
     inputs: [x],
     outputs: [out],
@@ -482,11 +345,11 @@ function encodeArgReduce(enc: GpuEncoder, node: Node): void {
   });
 }
 
-export const argReduceRule: GpuRule = {
+registerGpu(ArgReduce, {
   kind: "kernel",
   kernels(node) {
     const plan = argPlanOf(node);
     return plan ? [argKernel(plan, node)] : [];
   },
   encode: encodeArgReduce,
-};
+});

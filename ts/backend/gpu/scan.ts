@@ -5,17 +5,16 @@
 // read neighbouring memory). Floats accumulate in float32; integers in at least 32 bits, wrapping.
 import type { Node } from "../../core/array.ts";
 import { bfloat16, complex64, type Dtype, float16, float32, int64, uint64 } from "../../core/dtype.ts";
-import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
-import type { ScanParams, ScanType } from "../../core/primitives/scan.ts";
+import { SCAN_OPS, Scan, type ScanParams, type ScanType } from "../../core/primitives/scan.ts";
 import { Precision } from "../../core/trace.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type GpuEncoder, idxType } from "./encoder.ts";
-import { kernelPipeline } from "./kernels.ts";
-import { accumulatePrecision, type AxisLanes, axisLanes, dispatchLanes, laneLayout } from "./reduce.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
+import { accumulatePrecision, type AxisLanes, axisLanes, dispatchLanes, laneLayout } from "./launch.ts";
+import { registerGpu } from "./registry.ts";
 
 /** Elements each thread of a row scan handles per chunk (MG_SCAN_READS in scan.metal). */
 const SCAN_READS = 4;
-const OP_NAMES: Record<ScanType, string> = { sum: "cumsum", prod: "cumprod", max: "cummax", min: "cummin", logaddexp: "logcumsumexp" };
 
 function isFloat(d: Dtype): boolean {
   return d === float32 || d === float16 || d === bfloat16;
@@ -37,16 +36,16 @@ interface ScanPlan extends AxisLanes {
   layout: "row" | "column";
 }
 
-function scanPlanOf(node: Node): ScanPlan | null {
-  const lanes = axisLanes(node.inputs[0]!, (node.params as ScanParams).axis);
+function scanPlanOf(node: Node<ScanParams>): ScanPlan | null {
+  const lanes = axisLanes(node.inputs[0]!, node.params.axis);
   return lanes && { ...lanes, layout: laneLayout(lanes) };
 }
 
-function scanKernel(plan: ScanPlan, node: Node): KernelInstance {
-  const p = node.params as ScanParams;
+function scanKernel(plan: ScanPlan, node: Node<ScanParams>): KernelInstance {
+  const p = node.params;
   const inD = node.inputs[0]!.dtype;
   const outD = node.outputs[0]!.dtype;
-  const op = OP_NAMES[p.type];
+  const op = SCAN_OPS[p.type];
   const { op: opId } = scanOp(p.type, inD, op);
   const fn = plan.layout === "row" ? "scan_row" : "scan_col";
   const idx = idxType(plan.large);
@@ -63,11 +62,11 @@ function scanPrecision(type: ScanType, d: Dtype, acc: string): string {
   return `${Precision.exact} (wrapping ${acc === "uint64_t" ? 64 : 32}-bit integer accumulate)`;
 }
 
-function encodeScan(enc: GpuEncoder, node: Node): void {
+function encodeScan(enc: GpuEncoder, node: Node<ScanParams>): void {
   const x = node.inputs[0]!;
   const out = node.outputs[0]!;
-  const p = node.params as ScanParams;
-  const op = OP_NAMES[p.type];
+  const p = node.params;
+  const op = SCAN_OPS[p.type];
   if (p.type === "logaddexp" && !isFloat(x.dtype)) throw new Error(`[${op}] ${x.dtype.name} is not supported (floating inputs only).`);
   const plan = scanPlanOf(node)!;
   const pipeline = kernelPipeline(scanKernel(plan, node));
@@ -85,11 +84,11 @@ function encodeScan(enc: GpuEncoder, node: Node): void {
   });
 }
 
-export const scanRule: GpuRule = {
+registerGpu(Scan, {
   kind: "kernel",
   kernels(node) {
     const plan = scanPlanOf(node);
     return plan ? [scanKernel(plan, node)] : [];
   },
   encode: encodeScan,
-};
+});

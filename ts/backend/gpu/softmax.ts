@@ -4,12 +4,12 @@
 // The trace's precision says which.
 import type { Node } from "../../core/array.ts";
 import { bfloat16, type Dtype, float16, float32 } from "../../core/dtype.ts";
-import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
-import type { SoftmaxParams } from "../../core/primitives/softmax.ts";
+import { LogSumExp, Softmax, type SoftmaxParams } from "../../core/primitives/softmax.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type GpuEncoder, idxType } from "./encoder.ts";
-import { kernelPipeline } from "./kernels.ts";
-import { accumulatePrecision, type AxisLanes, axisLanes, dispatchLanes } from "./reduce.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
+import { accumulatePrecision, type AxisLanes, axisLanes, dispatchLanes } from "./launch.ts";
+import { registerGpu } from "./registry.ts";
 
 /** The rows: lanes along the last axis, each reduced by one threadgroup. */
 function rowPlanOf(node: Node): AxisLanes | null {
@@ -27,10 +27,10 @@ function softmaxAcc(d: Dtype, precise: boolean): Dtype {
   return precise ? float32 : d;
 }
 
-function softmaxKernel(plan: AxisLanes, node: Node): KernelInstance {
+function softmaxKernel(plan: AxisLanes, node: Node<SoftmaxParams>): KernelInstance {
   const d = node.inputs[0]!.dtype;
   checkFloat(d, "softmax");
-  const acc = softmaxAcc(d, (node.params as SoftmaxParams).precise);
+  const acc = softmaxAcc(d, node.params.precise);
   const idx = idxType(plan.large);
   return {
     file: "softmax.metal",
@@ -49,12 +49,14 @@ function logsumexpKernel(plan: AxisLanes, node: Node): KernelInstance {
 function encodeRows(enc: GpuEncoder, node: Node, plan: AxisLanes, kernel: KernelInstance, precision: string, op: string): void {
   const x = node.inputs[0]!;
   const out = node.outputs[0]!;
-  const io = { a: enc.input(x, 0), o: enc.output(out, 1) };
+  // Softmax's last pass reads each element before writing it (the row's max and sum come first):
+  // the output may take over its input's buffer; logsumexp's output is smaller and never does.
+  const io = { a: enc.input(x, 0), o: node.primitive === Softmax ? enc.outputInPlace(out, 1) : enc.output(out, 1) };
   const layout = `${x.layout!.rowContiguous ? "contiguous rows" : "strided rows"}${plan.large ? ", large-index" : ""}`;
   dispatchLanes(enc, kernelPipeline(kernel), plan, "row", 4, op, io, { primitives: [node.primitive.name], inputs: [x], outputs: [out], layout, precision });
 }
 
-export const softmaxRule: GpuRule = {
+registerGpu(Softmax, {
   kind: "kernel",
   kernels(node) {
     const plan = rowPlanOf(node);
@@ -63,13 +65,13 @@ export const softmaxRule: GpuRule = {
   encode(enc, node) {
     const plan = rowPlanOf(node)!;
     const d = node.inputs[0]!.dtype;
-    const acc = softmaxAcc(d, (node.params as SoftmaxParams).precise);
+    const acc = softmaxAcc(d, node.params.precise);
     const precision = accumulatePrecision(d, acc === float32 ? "fp32" : acc === float16 ? "fp16" : "bf16");
     encodeRows(enc, node, plan, softmaxKernel(plan, node), precision, "softmax");
   },
-};
+});
 
-export const logsumexpRule: GpuRule = {
+registerGpu(LogSumExp, {
   kind: "kernel",
   kernels(node) {
     const plan = rowPlanOf(node);
@@ -79,4 +81,4 @@ export const logsumexpRule: GpuRule = {
     const plan = rowPlanOf(node)!;
     encodeRows(enc, node, plan, logsumexpKernel(plan, node), accumulatePrecision(node.inputs[0]!.dtype, "fp32"), "logsumexp");
   },
-};
+});

@@ -6,14 +6,14 @@
 // Partitions are full sorts: a sorted row is a valid partition around every kth.
 import type { MgArray, Node } from "../../core/array.ts";
 import { complex64, type Dtype, int64, uint64 } from "../../core/dtype.ts";
-import type { GpuRule, KernelInstance } from "../../core/primitive.ts";
+import { ArgPartition, ArgSort, type AxisParams, Partition, SearchSorted, Sort } from "../../core/primitives/sort.ts";
 import { Precision } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
-import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes, linearThreadgroup } from "./encoder.ts";
-import { elementwiseGrid } from "./elementwise.ts";
-import { kernelPipeline } from "./kernels.ts";
-import { nextPow2, without } from "./reduce.ts";
+import { type BoundArray, type GpuEncoder, int32Bytes, int64Bytes } from "./encoder.ts";
+import { type KernelInstance, kernelPipeline } from "./kernels.ts";
+import { elementwiseGrid, linearThreadgroup, nextPow2, without } from "./launch.ts";
+import { type KernelRule, registerGpu } from "./registry.ts";
 
 /** Elements one threadgroup sorts (a power of two): 2048 pairs of 64-bit keys use 24 KiB. */
 export const SORT_BLOCK = 2048;
@@ -192,18 +192,19 @@ function tgMemory(block: number, keyBytes: number): { index: number; length: num
   ];
 }
 
-function axisOf(node: Node): number {
-  return (node.params as { axis: number }).axis;
-}
-
 /** The GPU rule of Sort / Partition (values) and ArgSort / ArgPartition (indices). */
-export function sortRule(what: "indices" | "values"): GpuRule {
+function sortRule(what: "indices" | "values"): KernelRule<AxisParams> {
   return {
     kind: "kernel",
-    kernels: (node) => sortKernels(node.inputs[0]!.dtype, node.inputs[0]!.shape[axisOf(node)]!, node.primitive.name),
-    encode: (enc, node) => encodeSort(enc, node, axisOf(node), what),
+    kernels: (node) => sortKernels(node.inputs[0]!.dtype, node.inputs[0]!.shape[node.params.axis]!, node.primitive.name),
+    encode: (enc, node) => encodeSort(enc, node, node.params.axis, what),
   };
 }
+
+registerGpu(Sort, sortRule("values"));
+registerGpu(Partition, sortRule("values"));
+registerGpu(ArgSort, sortRule("indices"));
+registerGpu(ArgPartition, sortRule("indices"));
 
 // ---------------------------------------------------------------------------------------------
 // SearchSorted
@@ -227,13 +228,13 @@ function searchParams(index: number, seq: BoundArray, seqN: number, values: Boun
   return { index, data: new Uint8Array(buf) };
 }
 
-export const searchSortedRule: GpuRule = {
+registerGpu(SearchSorted, {
   kind: "kernel",
   kernels: (node) => [searchKernel(node.inputs[0]!.dtype)],
   encode(enc, node) {
     const [a, v] = node.inputs as [MgArray, MgArray];
     const out = node.outputs[0]!;
-    const right = (node.params as { right: boolean }).right;
+    const right = node.params.right;
     if (a.size >= 2 ** 32) throw new Error(`[searchsorted] a sequence of ${a.size} elements is too long for the GPU (at most 2^32 - 1).`);
     const pipeline = kernelPipeline(searchKernel(a.dtype));
     const seq = enc.input(a, 0);
@@ -255,4 +256,4 @@ export const searchSortedRule: GpuRule = {
       { primitives: ["SearchSorted"], inputs: [a, v], outputs: [out], layout: values.rowContiguous ? "contiguous" : "strided", precision: Precision.exact },
     );
   },
-};
+});

@@ -20,6 +20,7 @@ export function broadcastToShape(x: MgArray, shape: readonly number[], op: strin
 export function broadcastAll(xs: readonly MgArray[], op: string, stream?: StreamOrDevice | null): MgArray[] {
   const shape = broadcastShapes(xs.map((x) => x.shape), op);
   const s = resolveStream(stream);
-  rejectFloat64OnGpu(op, xs.map((x) => x.dtype), s);
+  // (the dtype list only matters on the GPU: no array per op on the CPU)
+  if (s.device.type === "gpu") rejectFloat64OnGpu(op, xs.map((x) => x.dtype), s);
   return xs.map((x) => (shapesEqual(x.shape, shape) ? x : makeArray(Broadcast, [x], { shape }, s)));
 }

@@ -10,6 +10,7 @@ import { bigFromNumber, type Complex, storageCtor } from "../elements.ts";
 import { rowMajorStrides } from "../shape.ts";
 import { allocateBuffer, Storage, type TypedArray } from "../../memory/storage.ts";
 
+/** The options object every op takes: `stream`, a device or a stream to run on. */
 export interface StreamOptions {
   stream?: StreamOrDevice | null;
 }
@@ -145,6 +146,8 @@ export interface ArrayOptions {
 /**
  * Creates an array, as mx.array: from a scalar, nested JS arrays (of scalars, {re, im} complex
  * values or arrays), a typed array (optionally with a shape) or another array.
+ * @example
+ * mg.array([[1, 2], [3, 4]], mg.float16)
  */
 export function array(value: ArrayInput, dtype?: Dtype | null, options: ArrayOptions = {}): MgArray {
   if (dtype != null) dtypeArgument("array", dtype);
@@ -196,22 +199,46 @@ function stackNested(value: NestedArray, dtype?: Dtype): MgArray {
 }
 
 // Weak scalars recur constantly (x + 1, x * 0.5): ops share one immutable constant per
-// (dtype, value) instead of allocating a buffer each time. Bounded, least recently used first out.
+// (dtype, value) instead of allocating a buffer each time. Bounded; eviction is CLOCK (second
+// chance), which approximates least-recently-used without reordering anything on a hit — this
+// runs on every op with a scalar operand.
 const CONSTANT_CACHE_SIZE = 1024;
-const constants = new Map<string, MgArray>();
+interface ConstantEntry {
+  array: MgArray;
+  table: Map<unknown, ConstantEntry>;
+  key: unknown;
+  recent: boolean;
+}
+// Per dtype, keyed by the value itself (1, 1n and true are distinct keys; −0 has its own key).
+const constantTables = new Map<Dtype, Map<unknown, ConstantEntry>>();
+const NEGATIVE_ZERO = Symbol("-0");
+/** Every entry, oldest first (a Set keeps insertion order). */
+const constantOrder = new Set<ConstantEntry>();
 
 /** A shared, immutable 0-d array holding `value` as `dtype` (for ops' scalar operands). */
 export function constantScalar(value: Scalar, dtype: Dtype): MgArray {
-  const key = `${dtype.name}:${typeof value}:${String(value)}${typeof value === "number" && Object.is(value, -0) ? "-" : ""}`;
-  let c = constants.get(key);
-  if (c) {
-    constants.delete(key);
-  } else {
-    c = fromValues([value], [], dtype, resolveStream(), true);
-    if (constants.size >= CONSTANT_CACHE_SIZE) constants.delete(constants.keys().next().value!);
+  let table = constantTables.get(dtype);
+  if (!table) constantTables.set(dtype, (table = new Map()));
+  const key = value === 0 && Object.is(value, -0) ? NEGATIVE_ZERO : value;
+  const hit = table.get(key);
+  if (hit) {
+    hit.recent = true;
+    return hit.array;
   }
-  constants.set(key, c);
-  return c;
+  while (constantOrder.size >= CONSTANT_CACHE_SIZE) {
+    const oldest = constantOrder.values().next().value!;
+    constantOrder.delete(oldest);
+    if (oldest.recent) {
+      oldest.recent = false;
+      constantOrder.add(oldest); // a second chance: to the back
+    } else {
+      oldest.table.delete(oldest.key);
+    }
+  }
+  const entry: ConstantEntry = { array: fromValues([value], [], dtype, resolveStream(), true), table, key, recent: false };
+  table.set(key, entry);
+  constantOrder.add(entry);
+  return entry.array;
 }
 
 /** Converts an op argument to an array; scalars take their own default dtype. */

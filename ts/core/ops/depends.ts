@@ -1,10 +1,11 @@
 // mg.depends: ordering without data flow. The outputs are views of the inputs produced by one node
 // that also reads the dependencies, so evaluating an output first evaluates every dependency. The
-// node is autograd's CustomTransforms (a multi-input view on both devices) with identity rules.
+// node is a CustomTransforms (the record behind customFunction: a multi-input view on every
+// device) with identity rules.
 import { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { makeNode } from "../graph.ts";
-import { CustomTransforms, type CustomTransformsParams } from "../../autograd/custom.ts";
+import { CustomTransforms, type CustomTransformsParams } from "../primitives/custom.ts";
 import { zerosLike } from "./creation.ts";
 
 function arrayList(x: unknown, what: string): MgArray[] {
@@ -23,6 +24,8 @@ function arrayList(x: unknown, what: string): MgArray[] {
  * Arrays equal to `inputs` whose evaluation first evaluates `dependencies`, as mx.depends: an
  * array in, an array out; a list in, a list out. The gradient passes to the inputs unchanged and
  * the dependencies receive none. jvp and vmap pass through as well (MLX has no rule for them).
+ * @example
+ * mg.depends(mg.array([1, 2]), mg.array([3]))
  */
 export function depends(inputs: MgArray, dependencies: MgArray | readonly MgArray[]): MgArray;
 export function depends(inputs: readonly MgArray[], dependencies: MgArray | readonly MgArray[]): MgArray[];

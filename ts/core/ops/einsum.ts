@@ -245,7 +245,7 @@ function plan(subscripts: string, operands: readonly MgArray[], op: string): [Pa
 /** The diagonal of `x` over axes p < q: keeps p, removes q (take_along_axis, so gradients flow). */
 function diagonalOf(x: MgArray, p: number, q: number, opts: StreamOptions): MgArray {
   const n = x.shape[p]!;
-  const iota = reshape(arange(0, n, uint32, opts), x.shape.map((_, i) => (i === p ? n : 1)), opts);
+  const iota = reshape(arange(0, n, 1, uint32, opts), x.shape.map((_, i) => (i === p ? n : 1)), opts);
   const index = broadcastTo(iota, x.shape.map((d, i) => (i === q ? 1 : d)), opts);
   return squeeze(takeAlongAxis(x, index, q, opts), q, opts);
 }
@@ -335,6 +335,8 @@ function naive(inputs: readonly Term[], output: Term, xs: readonly MgArray[], op
  * Einstein summation, as mx.einsum(subscripts, *operands): e.g. "ij,jk->ik" (matmul), "ii->i"
  * (diagonal), "...ij,...jk" (batched, implicit output), "i,j->ij" (outer). A trailing options
  * object may carry `stream`.
+ * @example
+ * mg.einsum("ij,jk->ik", mg.array([[1, 2]]), mg.array([[3], [4]]))
  */
 export function einsum(subscripts: string, ...args: (ArrayInput | StreamOptions)[]): MgArray {
   const [inputs, opts] = splitOptions(args);
@@ -362,6 +364,8 @@ export function einsum(subscripts: string, ...args: (ArrayInput | StreamOptions)
  * The contraction order einsum uses and a summary of its cost, as mx.einsum_path: a list of the
  * operand positions combined at each step (positions refer to the current operand list, where
  * each result is appended at the end) and a printable report.
+ * @example
+ * mg.einsumPath("ij,jk,kl->il", mg.ones([2, 3]), mg.ones([3, 4]), mg.ones([4, 5]))[0]
  */
 export function einsumPath(subscripts: string, ...operands: ArrayInput[]): [number[][], string] {
   const xs = operands.map((a) => toArray(a, "einsum_path"));

@@ -19,7 +19,7 @@
 // instead (`[gather] Index 7 is out of bounds for axis 0 with size 3 ...`).
 import { MgArray } from "../array.ts";
 import { bool_, int32, isInexact, isInteger } from "../dtype.ts";
-import { sliceLength } from "../primitives/views.ts";
+import { sliceLength } from "../layout.ts";
 import { broadcastShapes, shapeSize } from "../shape.ts";
 import { type ArrayInput, fromValues, type NestedArray, type StreamOptions, toArray, weakScalar } from "./convert.ts";
 import { arange } from "./creation.ts";
@@ -332,7 +332,7 @@ export function updateItem(a: MgArray, items: readonly IndexItem[], kind: AtOp, 
     let idx: MgArray;
     if (e.kind === "slice") {
       shape[placeOf.get(i)!] = e.length;
-      idx = ew.add(ew.multiply(arange(0, e.length, int32, opts), e.step, opts), e.start, opts);
+      idx = ew.add(ew.multiply(arange(0, e.length, 1, int32, opts), e.step, opts), e.start, opts);
     } else {
       idx = e.kind === "array" ? e.array : fromValues([e.value], [], int32);
       const s = idx.shape;
@@ -346,7 +346,11 @@ export function updateItem(a: MgArray, items: readonly IndexItem[], kind: AtOp, 
   return scatter(a, indices, updates, Array.from({ length: k }, (_, i) => i), mode, { ...opts, op });
 }
 
-/** The helper returned by `a.at(...)`: each method returns a new array (as mx's a.at[...]). */
+/**
+ * The helper returned by `a.at(...)`: each method returns a new array (as mx's a.at[...]).
+ * @example
+ * mg.array([1, 2, 3]).at(mg.array([0, 0, 2])).add(10)
+ */
 export class ArrayAt {
   constructor(
     private readonly array: MgArray,
@@ -356,9 +360,15 @@ export class ArrayAt {
   add(value: ArrayInput, opts?: StreamOptions): MgArray {
     return updateItem(this.array, this.items, "add", value, opts);
   }
+  /**
+   * Subtracts `value` at the selected places (duplicates subtract repeatedly).
+   */
   subtract(value: ArrayInput, opts?: StreamOptions): MgArray {
     return updateItem(this.array, this.items, "subtract", value, opts);
   }
+  /**
+   * Multiplies by `value` at the selected places.
+   */
   multiply(value: ArrayInput, opts?: StreamOptions): MgArray {
     return updateItem(this.array, this.items, "multiply", value, opts);
   }
@@ -366,9 +376,15 @@ export class ArrayAt {
   divide(value: ArrayInput, opts?: StreamOptions): MgArray {
     return updateItem(this.array, this.items, "divide", value, opts);
   }
+  /**
+   * The maximum with `value` at the selected places.
+   */
   maximum(value: ArrayInput, opts?: StreamOptions): MgArray {
     return updateItem(this.array, this.items, "maximum", value, opts);
   }
+  /**
+   * The minimum with `value` at the selected places.
+   */
   minimum(value: ArrayInput, opts?: StreamOptions): MgArray {
     return updateItem(this.array, this.items, "minimum", value, opts);
   }

@@ -31,6 +31,8 @@ function checkAxisArg(axis: number, ndim: number, op: string): number {
  * Elements of `a` at `indices` along `axis` (of the flattened array when omitted), as mx.take:
  * the result's shape is a.shape[:axis] ++ indices.shape ++ a.shape[axis+1:]. An integer index
  * gives a view; an array index gathers (not bounds-checked, see the top of this file).
+ * @example
+ * mg.take(mg.array([10, 20, 30]), mg.array([2, 0]))
  */
 export function take(a: ArrayInput, indices: number | bigint | ArrayInput, axis?: number | null, opts: StreamOptions = {}): MgArray {
   let x = toArray(a, "take");
@@ -69,6 +71,8 @@ export function take(a: ArrayInput, indices: number | bigint | ArrayInput, axis?
 /**
  * a[..., indices[..., j, ...], ...] along `axis` (the flattened array when omitted), as
  * mx.take_along_axis: `indices` has a's rank and broadcasts with `a` on the other axes.
+ * @example
+ * mg.takeAlongAxis(mg.array([[3, 1], [2, 4]]), mg.array([[1], [0]]), 1)
  */
 export function takeAlongAxis(a: ArrayInput, indices: ArrayInput, axis?: number | null, opts: StreamOptions = {}): MgArray {
   let x = toArray(a, "take_along_axis");
@@ -91,6 +95,8 @@ export function takeAlongAxis(a: ArrayInput, indices: ArrayInput, axis?: number 
 /**
  * A copy of `a` with `values` written at `indices` along `axis` (the flattened array when
  * omitted), as mx.put_along_axis. With repeated indices the last value wins.
+ * @example
+ * mg.putAlongAxis(mg.zeros([2, 3], mg.int32), mg.array([[1], [2]]), 7, 1)
  */
 export function putAlongAxis(a: ArrayInput, indices: ArrayInput, values: ArrayInput, axis?: number | null, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "put_along_axis");
@@ -140,6 +146,8 @@ function dynamicSliceInputs(a: MgArray, startIndices: ArrayInput, axes: readonly
  * The slice of extent `sliceSize` (one size per axis of `a`) that starts at `startIndices` on
  * `axes` and at 0 on the others, as mx.slice — the start is an array, so it can be computed
  * lazily. Positions past the array's end read 0 (MG_CHECK_INDICES=1 makes them an error).
+ * @example
+ * mg.slice(mg.arange(10), mg.array([3]), [0], [4])
  */
 export function slice(a: ArrayInput, startIndices: ArrayInput, axes: readonly number[], sliceSize: readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "slice");
@@ -157,6 +165,8 @@ export function slice(a: ArrayInput, startIndices: ArrayInput, axes: readonly nu
  * A copy of `a` with `update` written at `startIndices` on `axes` (0 on the others), as
  * mx.slice_update. The update is cast to a's dtype and broadcast to its region: missing leading
  * axes take a's sizes (1 on the sliced axes).
+ * @example
+ * mg.sliceUpdate(mg.zeros([5], mg.int32), mg.array([7, 8]), mg.array([1]), [0])
  */
 export function sliceUpdate(a: ArrayInput, update: ArrayInput, startIndices: ArrayInput, axes: readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "slice_update");

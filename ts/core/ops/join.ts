@@ -10,7 +10,11 @@ import { astype } from "./elementwise.ts";
 import { expandDims, flatten } from "./shape.ts";
 import { sliceStatic } from "./slicing.ts";
 
-/** Joins arrays along an existing axis (axis null flattens them first), as mx.concatenate. */
+/**
+ * Joins arrays along an existing axis (axis null flattens them first), as mx.concatenate.
+ * @example
+ * mg.concatenate([mg.array([1, 2]), mg.array([3])])
+ */
 export function concatenate(arrays: readonly ArrayInput[], axis: number | null = 0, opts: StreamOptions = {}): MgArray {
   if (!Array.isArray(arrays)) throw new TypeError(`[concatenate] Expected a list of arrays, got ${typeof arrays}.`);
   if (arrays.length === 0) throw new Error("[concatenate] No arrays provided for concatenation");
@@ -38,7 +42,11 @@ export function concatenate(arrays: readonly ArrayInput[], axis: number | null =
 }
 export const concat = concatenate;
 
-/** Joins arrays along a new axis, as mx.stack. */
+/**
+ * Joins arrays along a new axis, as mx.stack.
+ * @example
+ * mg.stack([mg.array([1, 2]), mg.array([3, 4])], 1)
+ */
 export function stack(arrays: readonly ArrayInput[], axis = 0, opts: StreamOptions = {}): MgArray {
   if (!Array.isArray(arrays)) throw new TypeError(`[stack] Expected a list of arrays, got ${typeof arrays}.`);
   if (arrays.length === 0) throw new Error("[stack] No arrays provided for stacking");
@@ -56,6 +64,8 @@ export function stack(arrays: readonly ArrayInput[], axis = 0, opts: StreamOptio
 /**
  * Splits into equal sections (an integer) or at the given indices, as mx.split. The parts are
  * views of the input.
+ * @example
+ * mg.split(mg.arange(6), [1, 4])
  */
 export function split(a: ArrayInput, indicesOrSections: number | readonly number[], axis = 0, opts: StreamOptions = {}): MgArray[] {
   const x = toArray(a, "split");

@@ -1,4 +1,5 @@
 // Products of arrays: matmul, addmm, inner, outer, tensordot, vecdot.
+import { getPrecision } from "../precision.ts";
 import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { type Dtype, isComplex, isFloating, isInexact, promoteTypes } from "../dtype.ts";
@@ -61,10 +62,17 @@ function run(op: string, p: Operands, x: MgArray, y: MgArray, build: (a: MgArray
   return reshape(out, p.final, opts);
 }
 
+/** The precision policy as the matmul records carry it (ts/core/precision.ts): read when the op is called. */
+function matmulPolicy(): { precision?: "high" } {
+  return getPrecision().matmul === "high" ? { precision: "high" } : {};
+}
+
 /**
  * Matrix product with NumPy's rules, as mx.matmul: 1-D operands become a row (first) or column
  * (second) vector and that axis is removed again; leading axes are batch axes and broadcast.
  * Only inexact dtypes (MLX has no integer matmul).
+ * @example
+ * mg.matmul(mg.array([[1, 2], [3, 4]], mg.float32), mg.array([[1], [1]], mg.float32))
  */
 export function matmul(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "matmul");
@@ -80,13 +88,15 @@ export function matmul(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): 
     );
   }
   const stream = resolveStream(opts.stream);
-  return run("matmul", p, x, y, (l, r) => makeArray(Matmul, [l, r], {}, stream), opts);
+  return run("matmul", p, x, y, (l, r) => makeArray(Matmul, [l, r], matmulPolicy(), stream), opts);
 }
 
 /**
  * beta·c + alpha·(a @ b), as mx.addmm (alpha and beta are float32, as MLX's C++ parameters).
  * `c` must broadcast to the product's shape. Real floating dtypes; complex64 is computed as
  * matmul and add.
+ * @example
+ * mg.addmm(mg.ones([2, 2]), mg.eye(2), mg.full([2, 2], 2), 1, 0.5)
  */
 export function addmm(c: ArrayInput, a: ArrayInput, b: ArrayInput, alpha = 1.0, beta = 1.0, opts: StreamOptions = {}): MgArray {
   const z = toArray(c, "addmm");
@@ -116,16 +126,21 @@ export function addmm(c: ArrayInput, a: ArrayInput, b: ArrayInput, alpha = 1.0, 
     throw new Error(`[addmm] input c with shape ${formatShape(z.shape)} must broadcast to the output shape ${formatShape(p.final)}.`);
   }
   const stream = resolveStream(opts.stream);
-  const params = { alpha: al, beta: be };
+  const params = { alpha: al, beta: be, ...matmulPolicy() };
   return run("addmm", p, x, y, (l, r, shape) => makeArray(AddMM, [l, r, reshape(cb, shape, opts)], params, stream), opts);
 }
 
+/**
+ * tensordot's axes: how many trailing axes of a meet as many leading axes of b, or the two lists of axes.
+ */
 export type TensordotAxes = number | readonly [number | readonly number[], number | readonly number[]];
 
 /**
  * Sums products over the given axes of `a` and `b`, as mx.tensordot: an integer n pairs the last
  * n axes of `a` with the first n of `b`; a pair of lists names the axes explicitly. The result's
  * axes are a's free axes followed by b's.
+ * @example
+ * mg.tensordot(mg.ones([2, 3]), mg.ones([3, 4]), 1).shape
  */
 export function tensordot(a: ArrayInput, b: ArrayInput, axes: TensordotAxes = 2, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "tensordot");
@@ -172,7 +187,11 @@ export function tensordot(a: ArrayInput, b: ArrayInput, axes: TensordotAxes = 2,
   return reshape(matmul(lhs, rhs, opts), [...freeA.map((i) => x.shape[i]!), ...freeB.map((i) => y.shape[i]!)], opts);
 }
 
-/** Sum of products over the last axes (a plain product when either is 0-D), as mx.inner. */
+/**
+ * Sum of products over the last axes (a plain product when either is 0-D), as mx.inner.
+ * @example
+ * mg.inner(mg.array([1, 2, 3], mg.float32), mg.array([4, 5, 6], mg.float32))
+ */
 export function inner(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "inner");
   const y = toArray(b, "inner");
@@ -183,18 +202,29 @@ export function inner(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): M
   return tensordot(x, y, [[-1], [-1]], opts);
 }
 
-/** The outer product of the flattened inputs, as mx.outer: out[i, j] = a[i]·b[j]. */
+/**
+ * The outer product of the flattened inputs, as mx.outer: out[i, j] = a[i]·b[j].
+ * @example
+ * mg.outer(mg.array([1, 2]), mg.array([1, 10, 100]))
+ */
 export function outer(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "outer");
   const y = toArray(b, "outer");
   return multiply(reshape(x, [x.size, 1], opts), flatten(y, 0, -1, opts), opts);
 }
 
+/**
+ * vecdot's keyword options: `axis` (default −1) and `stream`.
+ */
 export interface VecdotOptions extends StreamOptions {
   axis?: number;
 }
 
-/** Σ conj(a)·b along `axis` (keyword-only, default -1), as mx.vecdot. */
+/**
+ * Σ conj(a)·b along `axis` (keyword-only, default -1), as mx.vecdot.
+ * @example
+ * mg.vecdot(mg.array([[1, 2], [3, 4]], mg.float32), mg.array([[1, 1]], mg.float32))
+ */
 export function vecdot(a: ArrayInput, b: ArrayInput, opts: VecdotOptions = {}): MgArray {
   const x = toArray(a, "vecdot");
   const y = toArray(b, "vecdot");

@@ -6,7 +6,8 @@ import { type Dtype, dtypeArgument, int32 } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { AsStrided } from "../primitives/views.ts";
-import { Contiguous, padConstantRaw, View } from "../primitives/movement.ts";
+import { Contiguous, View } from "../primitives/movement.ts";
+import { padConstantRaw } from "./pad.ts";
 import { formatShape, normalizeAxis, rowMajorStrides, shapeSize } from "../shape.ts";
 import { type ArrayInput, fromValues, splitOptions, type StreamOptions, toArray, weakScalar } from "./convert.ts";
 import { zeros } from "./creation.ts";
@@ -22,7 +23,11 @@ function checkInt(v: unknown, what: string, op: string): number {
   return v;
 }
 
-/** Repeats the whole array `reps` times along each axis, as mx.tile (reps align to the right). */
+/**
+ * Repeats the whole array `reps` times along each axis, as mx.tile (reps align to the right).
+ * @example
+ * mg.tile(mg.array([1, 2]), [2, 2])
+ */
 export function tile(a: ArrayInput, reps: number | readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "tile");
   const r = (typeof reps === "number" ? [reps] : [...reps]).map((v) => checkInt(v, "reps", "tile"));
@@ -46,7 +51,11 @@ export function tile(a: ArrayInput, reps: number | readonly number[], opts: Stre
   return reshape(broadcastTo(reshape(x, expand, opts), broad, opts), final, opts);
 }
 
-/** Repeats each element `repeats` times along `axis` (the flattened array when omitted), as mx.repeat. */
+/**
+ * Repeats each element `repeats` times along `axis` (the flattened array when omitted), as mx.repeat.
+ * @example
+ * mg.repeat(mg.array([1, 2]), 2)
+ */
 export function repeat(a: ArrayInput, repeats: number, axis?: number | null, opts: StreamOptions = {}): MgArray {
   let x = toArray(a, "repeat");
   checkInt(repeats, "repeats", "repeat");
@@ -66,7 +75,13 @@ export function repeat(a: ArrayInput, repeats: number, axis?: number | null, opt
   return reshape(out, shape, opts);
 }
 
+/**
+ * pad's widths: one for every side, a (before, after) pair for every axis, or one pair per axis.
+ */
 export type PadWidth = number | readonly number[] | readonly (readonly number[])[];
+/**
+ * How pad fills: a constant, the edge value, or reflections (with or without the edge).
+ */
 export type PadMode = "constant" | "edge" | "reflect" | "symmetric";
 
 /** Per-axis (low, high) pad sizes from any of mx.pad's pad_width forms. */
@@ -97,6 +112,8 @@ function padPairs(width: PadWidth, ndim: number): [number, number][] {
  * sides), `[n]`, a pair `[low, high]` for every axis, or one pair per axis. Modes: "constant"
  * (with `constantValues`, a scalar), "edge" (repeat the border value), "reflect" (mirror without
  * the border: [1,2,3] → 3,2,[1,2,3],2,1) and "symmetric" (mirror with it: 2,1,[1,2,3],3,2).
+ * @example
+ * mg.pad(mg.array([1, 2]), [1, 2], { mode: "edge" })
  */
 export function pad(a: ArrayInput, padWidth: PadWidth, mode: PadMode = "constant", constantValues: ArrayInput = 0, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "pad");
@@ -143,6 +160,8 @@ function padSource(i: number, n: number, mode: "edge" | "reflect" | "symmetric")
 /**
  * Rolls elements along axes, as mx.roll(a, shift, axis): without an axis the flattened array
  * rolls by the total shift; one shift may serve several axes; several shifts on one axis add up.
+ * @example
+ * mg.roll(mg.array([1, 2, 3, 4]), 1)
  */
 export function roll(a: ArrayInput, shift: number | readonly number[], axis?: number | readonly number[] | null, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "roll");
@@ -180,6 +199,8 @@ function rollAxes(x: MgArray, shifts: readonly number[], axes: readonly number[]
 /**
  * The diagonal at `offset` of the 2-D sub-arrays on axis1/axis2, moved to the last axis, as
  * mx.diagonal (a gather, so a copy).
+ * @example
+ * mg.diagonal(mg.array([[1, 2], [3, 4]]))
  */
 export function diagonal(a: ArrayInput, offset = 0, axis1 = 0, axis2 = 1, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "diagonal");
@@ -207,7 +228,11 @@ function diagonalOf(x: MgArray, offset: number, axis1: number, axis2: number, op
   return moveaxis(squeeze(g, [ax1 + 1, ax2 + 1], opts), 0, -1, opts);
 }
 
-/** Extracts the k-th diagonal of a 2-D array or builds a 2-D array with a 1-D one on it, as mx.diag. */
+/**
+ * Extracts the k-th diagonal of a 2-D array or builds a 2-D array with a 1-D one on it, as mx.diag.
+ * @example
+ * mg.diag(mg.array([1, 2]))
+ */
 export function diag(a: ArrayInput, k = 0, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "diag");
   checkInt(k, "k", "diag");
@@ -235,6 +260,8 @@ export function trace(a: ArrayInput, offset = 0, axis1 = 0, axis2 = 1, dtype?: D
  * The same bytes as another dtype, as mx.view (versus astype, which converts values). When the
  * item sizes differ the last axis scales by their ratio: float32 (2, 4) → uint8 (2, 16);
  * uint8 (2, 16) → float32 (2, 4).
+ * @example
+ * mg.view(mg.array([1], mg.float32), mg.uint32)
  */
 export function view(a: ArrayInput, dtype: Dtype, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "view");
@@ -251,7 +278,11 @@ export function view(a: ArrayInput, dtype: Dtype, opts: StreamOptions = {}): MgA
   return makeArray(View, [x], { dtype }, resolveStream(opts.stream));
 }
 
-/** A row-contiguous array with `a`'s values (the input itself when it already is), as mx.contiguous. */
+/**
+ * A row-contiguous array with `a`'s values (the input itself when it already is), as mx.contiguous.
+ * @example
+ * mg.contiguous(mg.ones([2, 3]).T).shape
+ */
 export function contiguous(a: ArrayInput, allowColMajor = false, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "contiguous");
   return makeArray(Contiguous, [x], { allowColMajor: !!allowColMajor }, resolveStream(opts.stream));
@@ -261,6 +292,8 @@ export function contiguous(a: ArrayInput, allowColMajor = false, opts: StreamOpt
  * A view with explicit shape, strides (in elements) and offset over `a`'s elements taken in
  * row-major order, as mx.as_strided. MLX does not check the addresses; here a view that would
  * reach outside the array's elements is rejected.
+ * @example
+ * mg.asStrided(mg.arange(6), [2, 3], [1, 1])
  */
 export function asStrided(a: ArrayInput, shape?: readonly number[] | null, strides?: readonly number[] | null, offset = 0, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "as_strided");
@@ -306,32 +339,51 @@ function atleast(args: readonly (ArrayInput | StreamOptions | undefined)[], rank
   return out.length === 1 ? out[0]! : out;
 }
 
-/** Arrays with at least one dimension, as mx.atleast_1d: one array in, one out; several in, a list. */
+/**
+ * Arrays with at least one dimension, as mx.atleast_1d: one array in, one out; several in, a list.
+ * @example
+ * mg.atleast1d(mg.array(5)).shape
+ */
 export function atleast1d(a: ArrayInput, opts?: StreamOptions): MgArray;
 export function atleast1d(...arys: (ArrayInput | StreamOptions)[]): MgArray | MgArray[];
 export function atleast1d(...arys: (ArrayInput | StreamOptions | undefined)[]): MgArray | MgArray[] {
   return atleast(arys, 1, "atleast_1d");
 }
 
-/** Arrays with at least two dimensions, as mx.atleast_2d (1-D → (1, n)). */
+/**
+ * Arrays with at least two dimensions, as mx.atleast_2d (1-D → (1, n)).
+ * @example
+ * mg.atleast2d(mg.array([1, 2])).shape
+ */
 export function atleast2d(a: ArrayInput, opts?: StreamOptions): MgArray;
 export function atleast2d(...arys: (ArrayInput | StreamOptions)[]): MgArray | MgArray[];
 export function atleast2d(...arys: (ArrayInput | StreamOptions | undefined)[]): MgArray | MgArray[] {
   return atleast(arys, 2, "atleast_2d");
 }
 
-/** Arrays with at least three dimensions, as mx.atleast_3d (1-D → (1, n, 1), 2-D → (m, n, 1)). */
+/**
+ * Arrays with at least three dimensions, as mx.atleast_3d (1-D → (1, n, 1), 2-D → (m, n, 1)).
+ * @example
+ * mg.atleast3d(mg.array([1, 2])).shape
+ */
 export function atleast3d(a: ArrayInput, opts?: StreamOptions): MgArray;
 export function atleast3d(...arys: (ArrayInput | StreamOptions)[]): MgArray | MgArray[];
 export function atleast3d(...arys: (ArrayInput | StreamOptions | undefined)[]): MgArray | MgArray[] {
   return atleast(arys, 3, "atleast_3d");
 }
 
+/**
+ * unstack's keyword options: `axis` (default 0) and `stream`.
+ */
 export interface UnstackOptions extends StreamOptions {
   axis?: number;
 }
 
-/** The sub-arrays along `axis` (keyword-only in MLX), each without that axis, as mx.unstack. */
+/**
+ * The sub-arrays along `axis` (keyword-only in MLX), each without that axis, as mx.unstack.
+ * @example
+ * mg.unstack(mg.array([[1, 2], [3, 4]]), { axis: 1 })
+ */
 export function unstack(x: ArrayInput, opts: UnstackOptions = {}): MgArray[] {
   const a = toArray(x, "unstack");
   const ax = normalizeAxis(opts.axis ?? 0, a.ndim, "unstack");
@@ -340,7 +392,11 @@ export function unstack(x: ArrayInput, opts: UnstackOptions = {}): MgArray[] {
   return split(a, n, ax, opts).map((p) => squeeze(p, ax, opts));
 }
 
-/** The n-th discrete difference along `axis`, as mx.diff. */
+/**
+ * The n-th discrete difference along `axis`, as mx.diff.
+ * @example
+ * mg.diff(mg.array([1, 4, 9, 16]))
+ */
 export function diff(a: ArrayInput, n = 1, axis = -1, opts: StreamOptions = {}): MgArray {
   let x = toArray(a, "diff");
   const ax = axis < 0 ? axis + x.ndim : axis;
@@ -361,7 +417,11 @@ export function diff(a: ArrayInput, n = 1, axis = -1, opts: StreamOptions = {}):
   return x;
 }
 
-/** The Kronecker product, as mx.kron. */
+/**
+ * The Kronecker product, as mx.kron.
+ * @example
+ * mg.kron(mg.array([1, 2]), mg.array([1, 10]))
+ */
 export function kron(a: ArrayInput, b: ArrayInput, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "kron");
   const y = toArray(b, "kron");

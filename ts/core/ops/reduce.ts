@@ -7,15 +7,17 @@ import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Reduce, type ReduceType } from "../primitives/reduce.ts";
 import { Scan, type ScanType } from "../primitives/scan.ts";
-import { axisList, normalizeAxis } from "../shape.ts";
+import { axisList, checkKeepdims, normalizeAxis } from "../shape.ts";
 import { sliceStatic } from "./slicing.ts";
 import { sort } from "./sort.ts";
 import { type ArrayInput, fromValues, type StreamOptions, toArray } from "./convert.ts";
 import * as ew from "./elementwise.ts";
 import { flatten, reshape, transpose } from "./shape.ts";
 
+/** An axis or a list of axes; null or undefined for all. */
 export type Axes = number | readonly number[] | null | undefined;
 
+/** The reductions' options object: `stream` (and, by name, `axis` and `keepdims`). */
 export interface ReduceOptions extends StreamOptions {}
 
 /** Validates axes as MLX's compute_reduce_shape: sorted, unique, in range; optional empty check. */
@@ -43,6 +45,7 @@ function accumulateDtype(d: Dtype): Dtype {
 }
 
 function reduceOp(type: ReduceType, op: string, a: ArrayInput, axis: Axes, keepdims: boolean, opts: StreamOptions): MgArray {
+  checkKeepdims(op, keepdims);
   let x = toArray(a, op);
   const noIdentity = type === "max" || type === "min";
   if (axis !== undefined && axis !== null && typeof axis !== "number" && axis.length === 0 && (type === "sum" || type === "prod")) return x;
@@ -56,30 +59,55 @@ function reduceOp(type: ReduceType, op: string, a: ArrayInput, axis: Axes, keepd
   return out;
 }
 
-export const sum = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("sum", "sum", a, axis, kd(keepdims), merge(keepdims, opts));
-export const prod = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("prod", "prod", a, axis, kd(keepdims), merge(keepdims, opts));
-export const max = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("max", "max", a, axis, kd(keepdims), merge(keepdims, opts));
-export const min = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("min", "min", a, axis, kd(keepdims), merge(keepdims, opts));
-export const all = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("and", "all", a, axis, kd(keepdims), merge(keepdims, opts));
-export const any = (a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}) =>
-  reduceOp("or", "any", a, axis, kd(keepdims), merge(keepdims, opts));
+/**
+ * The sum over `axis` (all axes when omitted); integers and bool accumulate in at least 32 bits, as MLX.
+ * @example
+ * mg.sum(mg.array([[1, 2, 3], [4, 5, 6]]), { axis: 1 })
+ */
+export const sum = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("sum", "sum", a, axis, keepdims, opts);
+/**
+ * The product over `axis` (all axes when omitted).
+ * @example
+ * mg.prod(mg.array([[1, 2, 3], [4, 5, 6]]), 0)
+ */
+export const prod = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("prod", "prod", a, axis, keepdims, opts);
+/**
+ * The maximum over `axis` (all axes when omitted); NaN propagates.
+ * @example
+ * mg.max(mg.array([[1, 2, 3], [4, 5, 6]]), 1, true)
+ */
+export const max = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("max", "max", a, axis, keepdims, opts);
+/**
+ * The minimum over `axis` (all axes when omitted); NaN propagates.
+ * @example
+ * mg.min(mg.array([[1, 2, 3], [4, 5, 6]]))
+ */
+export const min = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("min", "min", a, axis, keepdims, opts);
+/**
+ * Whether every element over `axis` is nonzero (all axes when omitted).
+ * @example
+ * mg.all(mg.array([[true, false], [true, true]]), 1)
+ */
+export const all = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("and", "all", a, axis, keepdims, opts);
+/**
+ * Whether some element over `axis` is nonzero (all axes when omitted).
+ * @example
+ * mg.any(mg.array([[true, false], [false, false]]), 1)
+ */
+export const any = (a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray =>
+  reduceOp("or", "any", a, axis, keepdims, opts);
 
-// keepdims is positional in MLX (`sum(a, axis, keepdims)`); `{ keepdims }` in the options object is
-// also accepted since JS callers often write it that way.
-function kd(k: boolean | ReduceOptions & { keepdims?: boolean }): boolean {
-  return typeof k === "boolean" ? k : !!k.keepdims;
-}
-function merge(k: boolean | ReduceOptions, opts: ReduceOptions): ReduceOptions {
-  return typeof k === "boolean" ? opts : { ...k, ...opts };
-}
-
-/** The minimum and the maximum over the axes, as mx.minmax: [min, max]. */
-export function minmax(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}): [MgArray, MgArray] {
+/**
+ * The minimum and the maximum over the axes, as mx.minmax: [min, max].
+ * @example
+ * mg.minmax(mg.array([3, 1, 2]))
+ */
+export function minmax(a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): [MgArray, MgArray] {
   const x = toArray(a, "minmax");
   return [min(x, axis, keepdims, opts), max(x, axis, keepdims, opts)];
 }
@@ -89,10 +117,12 @@ export function minmax(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOpt
  * values, or the mean of the two middle ones — (lo + hi) · 0.5 in the result dtype, so float16
  * can overflow as in MLX. Integers and bool give float32; float and complex keep their dtype. A
  * NaN anywhere along the reduced axes makes the result NaN.
+ * @example
+ * mg.median(mg.array([[1, 5, 3], [2, 8, 4]]), 1)
  */
-export function median(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}): MgArray {
-  const o = merge(keepdims, opts);
-  const keep = kd(keepdims);
+export function median(a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray {
+  const o = opts;
+  const keep = keepdims;
   const x = toArray(a, "median");
   const nd = x.ndim;
   let axes: number[];
@@ -126,16 +156,25 @@ function inverseCount(a: MgArray, axes: readonly number[], dtype: Dtype): MgArra
   return fromValues([1 / n], [], dtype);
 }
 
-export function mean(a: ArrayInput, axis?: Axes, keepdims: boolean | ReduceOptions = false, opts: ReduceOptions = {}): MgArray {
+/**
+ * The mean over `axis` (all axes when omitted); integers give float32.
+ * @example
+ * mg.mean(mg.array([[1, 2, 3], [4, 5, 6]]), { axis: 0, keepdims: true })
+ */
+export function mean(a: ArrayInput, axis?: Axes, keepdims = false, opts: ReduceOptions = {}): MgArray {
   const x = toArray(a, "mean");
-  const o = merge(keepdims, opts);
   const axes = reduceAxes(x, axis, "mean");
-  return ew.multiply(sum(x, axes, kd(keepdims), o), inverseCount(x, axes, atLeastFloat(x.dtype)), o);
+  return ew.multiply(sum(x, axes, keepdims, opts), inverseCount(x, axes, atLeastFloat(x.dtype)), opts);
 }
 
+/** variance's and std's options object: `stream` (and, by name, `axis`, `keepdims`, `ddof`). */
 export interface VarianceOptions extends ReduceOptions {}
 
-/** Variance with `ddof` (MLX's var: N − ddof clamped at 0, so var([1,2], ddof=2) is inf). */
+/**
+ * Variance with `ddof` (MLX's var: N − ddof clamped at 0, so var([1,2], ddof=2) is inf).
+ * @example
+ * mg.variance(mg.array([1, 2, 3, 4], mg.float32))
+ */
 export function variance(a: ArrayInput, axis?: Axes, keepdims = false, ddof = 0, opts: VarianceOptions = {}): MgArray {
   return varianceOf("var", a, axis, keepdims, ddof, opts);
 }
@@ -158,11 +197,20 @@ function varianceOf(op: string, a: ArrayInput, axis: Axes, keepdims: boolean, dd
   return ew.multiply(v, fromValues([1 / n], [], dtype), opts);
 }
 
+/**
+ * The standard deviation over `axis` with `ddof` delta degrees of freedom (√variance).
+ * @example
+ * mg.std(mg.array([1, 2, 3, 4], mg.float32), { ddof: 1 })
+ */
 export function std(a: ArrayInput, axis?: Axes, keepdims = false, ddof = 0, opts: VarianceOptions = {}): MgArray {
   return ew.sqrt(varianceOf("std", a, axis, keepdims, ddof, opts), opts);
 }
 
-/** Number of nonzero elements (axis and keepdims are keyword-only in MLX). */
+/**
+ * Number of nonzero elements (axis and keepdims are keyword-only in MLX).
+ * @example
+ * mg.countNonzero(mg.array([[0, 1], [2, 0]]), { axis: 0 })
+ */
 export function countNonzero(a: ArrayInput, opts: ReduceOptions & { axis?: Axes; keepdims?: boolean } = {}): MgArray {
   const x = toArray(a, "count_nonzero");
   return sum(ew.astype(ew.notEqual(x, 0, opts), int32, opts), opts.axis, !!opts.keepdims, opts);
@@ -171,10 +219,12 @@ export function countNonzero(a: ArrayInput, opts: ReduceOptions & { axis?: Axes;
 // ---------------------------------------------------------------------------------------------
 // Scans
 
+/** The scans' keyword options: `reverse`, `inclusive` and `stream`. */
 export interface ScanOptions extends StreamOptions {
   reverse?: boolean;
   inclusive?: boolean;
 }
+/** cumsum's and cumprod's keyword options: `reverse`, `inclusive`, `dtype` (cast first) and `stream`. */
 export interface CumOptions extends ScanOptions {
   dtype?: Dtype | null;
 }
@@ -201,30 +251,64 @@ function scanOp(type: ScanType, op: string, a: ArrayInput, axis: number | null |
   return makeArray(Scan, [x], { type, axis: ax, reverse: !!opts.reverse, inclusive: opts.inclusive ?? true }, resolveStream(opts.stream));
 }
 
+/**
+ * The cumulative sum along `axis` (of the flattened array when omitted); `reverse`, `inclusive` and `dtype` are keyword options. `cumulativeSum` is the same function.
+ * @example
+ * mg.cumsum(mg.array([1, 2, 3, 4]), { reverse: true })
+ */
 export const cumsum = (a: ArrayInput, axis?: number | null, opts: CumOptions = {}) => scanOp("sum", "cumsum", a, axis, opts);
+/**
+ * The cumulative product along `axis` (of the flattened array when omitted). `cumulativeProd` is the same function.
+ * @example
+ * mg.cumprod(mg.array([1, 2, 3, 4]), 0, { inclusive: false })
+ */
 export const cumprod = (a: ArrayInput, axis?: number | null, opts: CumOptions = {}) => scanOp("prod", "cumprod", a, axis, opts);
-/** The array-API spellings of cumsum and cumprod (the same functions in MLX). */
+// The array-API spellings of cumsum and cumprod (the same functions in MLX).
 export const cumulativeSum = cumsum;
 export const cumulativeProd = cumprod;
+/**
+ * The running maximum along `axis` (of the flattened array when omitted).
+ * @example
+ * mg.cummax(mg.array([1, 3, 2, 5]))
+ */
 export const cummax = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("max", "cummax", a, axis, opts);
+/**
+ * The running minimum along `axis` (of the flattened array when omitted).
+ * @example
+ * mg.cummin(mg.array([4, 3, 5, 1]))
+ */
 export const cummin = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("min", "cummin", a, axis, opts);
+/**
+ * The running log Σ exp along `axis` (of the flattened array when omitted), without overflow.
+ * @example
+ * mg.logcumsumexp(mg.array([0, 0, 0], mg.float32))
+ */
 export const logcumsumexp = (a: ArrayInput, axis?: number | null, opts: ScanOptions = {}) => scanOp("logaddexp", "logcumsumexp", a, axis, opts);
 
 // ---------------------------------------------------------------------------------------------
 // Whole-array comparisons
 
-/** True when shapes match and all elements are equal (NaN == NaN with equalNan), as mx.array_equal. */
+/**
+ * True when shapes match and all elements are equal (NaN == NaN with equalNan), as mx.array_equal.
+ * @example
+ * mg.arrayEqual(mg.array([1, NaN]), mg.array([1, NaN]), true)
+ */
 export function arrayEqual(a: ArrayInput, b: ArrayInput, equalNan = false, opts: StreamOptions = {}): MgArray {
   const [x, y] = [toArray(a, "array_equal"), toArray(b, "array_equal")];
   if (x.ndim !== y.ndim || x.shape.some((d, i) => d !== y.shape[i])) return fromValues([false], [], bool_);
-  return all(ew.equal(x, y, { ...opts, equalNan }), null, false, opts);
+  return all(equalNan ? ew.equalOrBothNan(x, y, opts) : ew.equal(x, y, opts), null, false, opts);
 }
 
+/** allclose's options: `equalNan` (NaN equals NaN) and `stream`. */
 export interface AllCloseOptions extends StreamOptions {
   equalNan?: boolean;
 }
 
-/** all(isclose(a, b, rtol, atol)), as mx.allclose. */
+/**
+ * all(isclose(a, b, rtol, atol)), as mx.allclose.
+ * @example
+ * mg.allclose(mg.array([1, 2]), mg.array([1, 2.000001]))
+ */
 export function allclose(a: ArrayInput, b: ArrayInput, rtol = 1e-5, atol = 1e-8, opts: AllCloseOptions = {}): MgArray {
   ew.checkTolerances("allclose", rtol, atol);
   return all(ew.isclose(a, b, rtol, atol, opts), null, false, opts);

@@ -47,7 +47,7 @@ function checkAxes(axes: readonly number[], ndim: number, nIndices: number, op: 
  * Gathers slices of `a` (MLX's gather): for every position i of the broadcast index arrays, the
  * slice of extent `sliceSizes` starting at indices[k][i] on axes[k] (0 on other axes). The
  * output shape is broadcastShape(indices) ++ sliceSizes. Indices are not bounds-checked unless
- * MG_CHECK_INDICES=1 (see ts/backend/cpu/indexing.ts).
+ * MG_CHECK_INDICES=1 (the policy is in ts/core/primitives/indexing.ts).
  */
 export function gather(a: MgArray, indices: readonly MgArray[], axes: readonly number[], sliceSizes: readonly number[], opts: IndexingOptions = {}): MgArray {
   const op = opts.op ?? "gather";

@@ -35,6 +35,11 @@ function resolveShape(size: number, shape: readonly number[], op: string): numbe
   return out;
 }
 
+/**
+ * The same elements in `shape` (one dimension may be −1); a view where the layout allows.
+ * @example
+ * mg.reshape(mg.arange(6), [2, -1])
+ */
 export function reshape(a: ArrayInput, shape: readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "reshape");
   const s = resolveShape(x.size, shape, "reshape");
@@ -42,7 +47,11 @@ export function reshape(a: ArrayInput, shape: readonly number[], opts: StreamOpt
   return makeArray(Reshape, [x], { shape: s }, resolveStream(opts.stream));
 }
 
-/** Flattens axes startAxis..endAxis (inclusive) into one, as mx.flatten. */
+/**
+ * Flattens axes startAxis..endAxis (inclusive) into one, as mx.flatten.
+ * @example
+ * mg.flatten(mg.ones([2, 3, 4]), 1).shape
+ */
 export function flatten(a: ArrayInput, startAxis = 0, endAxis = -1, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "flatten");
   if (x.ndim === 0) return reshape(x, [1], opts);
@@ -53,7 +62,11 @@ export function flatten(a: ArrayInput, startAxis = 0, endAxis = -1, opts: Stream
   return reshape(x, shape, opts);
 }
 
-/** Splits one axis into `shape`, as mx.unflatten. */
+/**
+ * Splits one axis into `shape`, as mx.unflatten.
+ * @example
+ * mg.unflatten(mg.arange(6), 0, [2, 3])
+ */
 export function unflatten(a: ArrayInput, axis: number, shape: readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "unflatten");
   const ax = normalizeAxis(axis, x.ndim, "unflatten");
@@ -62,6 +75,11 @@ export function unflatten(a: ArrayInput, axis: number, shape: readonly number[],
   return reshape(x, [...x.shape.slice(0, ax), ...inner, ...x.shape.slice(ax + 1)], opts);
 }
 
+/**
+ * The array without its size-1 axes (or only those in `axis`).
+ * @example
+ * mg.squeeze(mg.ones([1, 3, 1])).shape
+ */
 export function squeeze(a: ArrayInput, axis?: number | readonly number[] | null, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "squeeze");
   let axes: number[];
@@ -75,6 +93,11 @@ export function squeeze(a: ArrayInput, axis?: number | readonly number[] | null,
   return reshape(x, x.shape.filter((_, i) => !axes.includes(i)), opts);
 }
 
+/**
+ * The array with a new size-1 axis at `axis` (or at each of several).
+ * @example
+ * mg.expandDims(mg.array([1, 2]), 0).shape
+ */
 export function expandDims(a: ArrayInput, axis: number | readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "expand_dims");
   const list = axisList(axis, "expand_dims");
@@ -86,6 +109,11 @@ export function expandDims(a: ArrayInput, axis: number | readonly number[], opts
   return reshape(x, shape, opts);
 }
 
+/**
+ * The axes permuted by `axes` (reversed when omitted); a view. `permuteDims` is the same function.
+ * @example
+ * mg.transpose(mg.array([[1, 2, 3]]))
+ */
 export function transpose(a: ArrayInput, axes?: readonly number[] | null, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "transpose");
   let perm: number[];
@@ -101,16 +129,25 @@ export function transpose(a: ArrayInput, axes?: readonly number[] | null, opts: 
   return makeArray(Transpose, [x], { axes: perm }, resolveStream(opts.stream));
 }
 
-/** The array-API spelling of transpose, as mx.permute_dims (the same function). */
+// The array-API spelling of transpose, as mx.permute_dims (the same function).
 export const permuteDims = transpose;
 
-/** Swaps the last two axes, as mx.matrix_transpose (a view); the array must be at least 2-D. */
+/**
+ * Swaps the last two axes, as mx.matrix_transpose (a view); the array must be at least 2-D.
+ * @example
+ * mg.matrixTranspose(mg.ones([5, 2, 3])).shape
+ */
 export function matrixTranspose(a: ArrayInput, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "matrix_transpose");
   if (x.ndim < 2) throw new Error(`[matrix_transpose] Input array must have at least 2 dimensions, got ${x.ndim}.`);
   return swapaxes(x, -2, -1, opts);
 }
 
+/**
+ * The array with two axes exchanged (a view).
+ * @example
+ * mg.swapaxes(mg.ones([2, 3, 4]), 0, 2).shape
+ */
 export function swapaxes(a: ArrayInput, axis1: number, axis2: number, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "swapaxes");
   const i = normalizeAxis(axis1, x.ndim, "swapaxes");
@@ -121,6 +158,11 @@ export function swapaxes(a: ArrayInput, axis1: number, axis2: number, opts: Stre
   return transpose(x, perm, opts);
 }
 
+/**
+ * The array with axis `source` moved to `destination` (a view).
+ * @example
+ * mg.moveaxis(mg.ones([2, 3, 4]), 0, -1).shape
+ */
 export function moveaxis(a: ArrayInput, source: number, destination: number, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "moveaxis");
   const s = normalizeAxis(source, x.ndim, "moveaxis");
@@ -130,13 +172,21 @@ export function moveaxis(a: ArrayInput, source: number, destination: number, opt
   return transpose(x, perm, opts);
 }
 
-/** `a` broadcast to `shape` (a view), as mx.broadcast_to. */
+/**
+ * `a` broadcast to `shape` (a view), as mx.broadcast_to.
+ * @example
+ * mg.broadcastTo(mg.array([1, 2]), [2, 2])
+ */
 export function broadcastTo(a: ArrayInput, shape: readonly number[], opts: StreamOptions = {}): MgArray {
   return broadcastToShape(toArray(a, "broadcast_to"), shape, "broadcast_to", opts.stream);
 }
 
-/** The arrays broadcast to their common shape (views), as mx.broadcast_arrays(*arrays); a trailing
- *  options object may carry `stream`. */
+/**
+ * The arrays broadcast to their common shape (views), as mx.broadcast_arrays(*arrays); a trailing
+ *  options object may carry `stream`.
+ * @example
+ * mg.broadcastArrays(mg.array([1, 2]), mg.array([[1], [2]])).map((a) => a.shape)
+ */
 export function broadcastArrays(...args: (ArrayInput | StreamOptions)[]): MgArray[] {
   const [arrays, opts] = splitOptions(args);
   return broadcastAll(arrays.map((a) => toArray(a, "broadcast_arrays")), "broadcast_arrays", opts.stream);
@@ -145,6 +195,8 @@ export function broadcastArrays(...args: (ArrayInput | StreamOptions)[]): MgArra
 /**
  * The shape the given shapes broadcast to, as mx.broadcast_shapes(*shapes): broadcastShapes([1],
  * [3, 1]) is [3, 1]. Throws when they cannot be broadcast together.
+ * @example
+ * mg.broadcastShapes([1, 3], [2, 1])
  */
 export function broadcastShapes(...shapes: (readonly number[])[]): number[] {
   if (shapes.length === 0) throw new Error("[broadcast_shapes] Must provide at least one shape.");
@@ -161,7 +213,11 @@ export function broadcastShapes(...shapes: (readonly number[])[]): number[] {
   return broadcastShapeList(shapes, "broadcast_shapes");
 }
 
-/** Reverses the order of elements along the given axes (all when omitted), as mx.flip. A view. */
+/**
+ * Reverses the order of elements along the given axes (all when omitted), as mx.flip. A view.
+ * @example
+ * mg.flip(mg.array([[1, 2], [3, 4]]), 1)
+ */
 export function flip(a: ArrayInput, axis?: number | readonly number[] | null, opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "flip");
   const axes = normalizeAxes(axis ?? null, x.ndim, "flip");

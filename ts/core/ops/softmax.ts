@@ -9,15 +9,14 @@ import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import * as ew from "./elementwise.ts";
 import { max, sum, type Axes } from "./reduce.ts";
 import { reshape, transpose } from "./shape.ts";
-import { axisList } from "../shape.ts";
+import { axisList, checkKeepdims } from "../shape.ts";
 
+/**
+ * softmax's keyword options: `precise` (16-bit inputs accumulate in float32) and `stream`.
+ */
 export interface SoftmaxOptions extends StreamOptions {
   /** Accumulate float16/bfloat16 inputs in float32 (MLX's keyword-only `precise`). */
   precise?: boolean;
-}
-
-export interface LogSumExpOptions extends StreamOptions {
-  keepdims?: boolean;
 }
 
 /** Sorted, unique, in-range axes; all axes when null. */
@@ -54,6 +53,8 @@ function gatherAxesLast(x: MgArray, axes: readonly number[], opts: StreamOptions
 /**
  * exp(x) / Σ exp(x) over `axis` (all axes when null), as mx.softmax: max-shifted, so large inputs
  * do not overflow; integer inputs become float32. A row of all −∞ gives NaN, as in MLX.
+ * @example
+ * mg.softmax(mg.array([1, 2, 3], mg.float32))
  */
 export function softmax(a: ArrayInput, axis?: Axes, opts: SoftmaxOptions = {}): MgArray {
   const x = toArray(a, "softmax");
@@ -76,10 +77,12 @@ export function softmax(a: ArrayInput, axis?: Axes, opts: SoftmaxOptions = {}): 
 /**
  * log Σ exp(x) over `axis` (all axes when null), as mx.logsumexp: max-shifted; a reduction whose
  * maximum is ±∞ gives that infinity (all −∞ → −∞). Reducing an empty array throws.
+ * @example
+ * mg.logsumexp(mg.array([1000, 1000], mg.float32))
  */
-export function logsumexp(a: ArrayInput, axis?: Axes, keepdims: boolean | LogSumExpOptions = false, opts: LogSumExpOptions = {}): MgArray {
-  const o = typeof keepdims === "boolean" ? opts : { ...keepdims, ...opts };
-  const keep = typeof keepdims === "boolean" ? keepdims : !!keepdims.keepdims;
+export function logsumexp(a: ArrayInput, axis?: Axes, keepdims = false, opts: StreamOptions = {}): MgArray {
+  const o = opts;
+  const keep = checkKeepdims("logsumexp", keepdims);
   const x = toArray(a, "logsumexp");
   if (x.size === 0) throw new Error("[logsumexp] Received empty array.");
   const axes = softmaxAxes(x, axis, "logsumexp");

@@ -6,20 +6,16 @@ import { promoteTypes, uint32 } from "../dtype.ts";
 import { makeArray } from "../graph.ts";
 import { ArgReduce } from "../primitives/argreduce.ts";
 import { ArgPartition, ArgSort, Partition, SearchSorted, Sort } from "../primitives/sort.ts";
-import { formatShape, normalizeAxis } from "../shape.ts";
+import { checkKeepdims, formatShape, normalizeAxis } from "../shape.ts";
 import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import { zeros } from "./creation.ts";
 import { astype } from "./elementwise.ts";
 import { flatten, reshape } from "./shape.ts";
 import { sliceStatic } from "./slicing.ts";
 
-export interface ArgReduceOptions extends StreamOptions {
-  keepdims?: boolean;
-}
-
-function argReduce(type: "argmax" | "argmin", a: ArrayInput, axis: number | null | undefined, keepdims: boolean | ArgReduceOptions, opts: ArgReduceOptions): MgArray {
-  const o = typeof keepdims === "boolean" ? opts : { ...keepdims, ...opts };
-  const keep = typeof keepdims === "boolean" ? keepdims : !!keepdims.keepdims;
+function argReduce(type: "argmax" | "argmin", a: ArrayInput, axis: number | null | undefined, keepdims: boolean, opts: StreamOptions): MgArray {
+  const o = opts;
+  const keep = checkKeepdims(type, keepdims);
   const x = toArray(a, type);
   if (axis === undefined || axis === null) {
     // Over the flattened array; keepdims gives a (1, …, 1) result of the input's rank.
@@ -42,13 +38,19 @@ function argReduce(type: "argmax" | "argmin", a: ArrayInput, axis: number | null
  * Indices of the maximum along `axis` (all axes when null), as mx.argmax: uint32, the first index
  * on ties. NaN follows MLX's CPU backend: it never beats a number, but a NaN in first position is
  * never beaten either.
+ * @example
+ * mg.argmax(mg.array([[1, 9, 3], [7, 2, 7]]), 1)
  */
-export function argmax(a: ArrayInput, axis?: number | null, keepdims: boolean | ArgReduceOptions = false, opts: ArgReduceOptions = {}): MgArray {
+export function argmax(a: ArrayInput, axis?: number | null, keepdims = false, opts: StreamOptions = {}): MgArray {
   return argReduce("argmax", a, axis, keepdims, opts);
 }
 
-/** Indices of the minimum along `axis`, as mx.argmin (see argmax for ties and NaN). */
-export function argmin(a: ArrayInput, axis?: number | null, keepdims: boolean | ArgReduceOptions = false, opts: ArgReduceOptions = {}): MgArray {
+/**
+ * Indices of the minimum along `axis`, as mx.argmin (see argmax for ties and NaN).
+ * @example
+ * mg.argmin(mg.array([3, 1, 2]))
+ */
+export function argmin(a: ArrayInput, axis?: number | null, keepdims = false, opts: StreamOptions = {}): MgArray {
   return argReduce("argmin", a, axis, keepdims, opts);
 }
 
@@ -59,13 +61,21 @@ function axisInput(a: ArrayInput, axis: number | null | undefined, op: string, o
   return [x, normalizeAxis(axis ?? -1, x.ndim, op)];
 }
 
-/** Sorted copy along `axis` (default -1; null sorts the flattened array), stable, NaN last. */
+/**
+ * Sorted copy along `axis` (default -1; null sorts the flattened array), stable, NaN last.
+ * @example
+ * mg.sort(mg.array([[3, 1], [2, 4]]), 0)
+ */
 export function sort(a: ArrayInput, axis: number | null = -1, opts: StreamOptions = {}): MgArray {
   const [x, ax] = axisInput(a, axis, "sort", opts);
   return makeArray(Sort, [x], { axis: ax }, resolveStream(opts.stream));
 }
 
-/** Indices (uint32) that sort along `axis`: stable (equal elements keep their order), NaN last. */
+/**
+ * Indices (uint32) that sort along `axis`: stable (equal elements keep their order), NaN last.
+ * @example
+ * mg.argsort(mg.array([3, 1, 2]))
+ */
 export function argsort(a: ArrayInput, axis: number | null = -1, opts: StreamOptions = {}): MgArray {
   const [x, ax] = axisInput(a, axis, "argsort", opts);
   return makeArray(ArgSort, [x], { axis: ax }, resolveStream(opts.stream));
@@ -84,6 +94,8 @@ function checkKth(x: MgArray, kth: number, ax: number, axis: number | null, op: 
  * A copy along `axis` where the kth element is in its sorted position, everything before it is
  * not greater and everything after it is not smaller, as mx.partition. The order within each
  * side is unspecified (the CPU device returns it sorted).
+ * @example
+ * mg.partition(mg.array([5, 1, 4, 2]), 1)
  */
 export function partition(a: ArrayInput, kth: number, axis: number | null = -1, opts: StreamOptions = {}): MgArray {
   const [x, ax] = axisInput(a, axis, "partition", opts);
@@ -91,7 +103,11 @@ export function partition(a: ArrayInput, kth: number, axis: number | null = -1, 
   return makeArray(Partition, [x], { kth: k, axis: ax }, resolveStream(opts.stream));
 }
 
-/** Indices (uint32) that partition along `axis` around the kth element, as mx.argpartition. */
+/**
+ * Indices (uint32) that partition along `axis` around the kth element, as mx.argpartition.
+ * @example
+ * mg.argpartition(mg.array([5, 1, 4, 2]), 1)
+ */
 export function argpartition(a: ArrayInput, kth: number, axis: number | null = -1, opts: StreamOptions = {}): MgArray {
   const [x, ax] = axisInput(a, axis, "argpartition", opts);
   const k = checkKth(x, kth, ax, axis, "argpartition");
@@ -102,6 +118,8 @@ export function argpartition(a: ArrayInput, kth: number, axis: number | null = -
  * The k largest elements along `axis` (null: of the flattened array), as mx.topk: the last k of
  * a partition around the (n − k)th element, so not necessarily in sorted order (the CPU device
  * gives them ascending).
+ * @example
+ * mg.topk(mg.array([5, 1, 4, 2]), 2)
  */
 export function topk(a: ArrayInput, k: number, axis: number | null = -1, opts: StreamOptions = {}): MgArray {
   const [x, ax] = axisInput(a, axis, "topk", opts);
@@ -115,12 +133,17 @@ export function topk(a: ArrayInput, k: number, axis: number | null = -1, opts: S
   return sliceStatic(partition(x, -k, ax, opts), start, [...x.shape], undefined, opts);
 }
 
+/**
+ * searchsorted's options object: `stream` (and `side` by name).
+ */
 export interface SearchSortedOptions extends StreamOptions {}
 
 /**
  * Insertion points (uint32, shaped like `values`) that keep the 1-D ascending `sortedSequence`
  * sorted, as mx.searchsorted: side "left" gives the first suitable position, "right" the last.
  * Both inputs are promoted to a common dtype first; NaN orders after every number, as in sort.
+ * @example
+ * mg.searchsorted(mg.array([1, 3, 5]), mg.array([0, 3, 6]), "right")
  */
 export function searchsorted(sortedSequence: ArrayInput, values: ArrayInput, side: "left" | "right" = "left", opts: SearchSortedOptions = {}): MgArray {
   if (side !== "left" && side !== "right") {

@@ -1,0 +1,44 @@
+// The kernels built for AVX2 + FMA + F16C (x86-64-v3), chosen at run time when the CPU has them.
+// Every function defined in the region below carries the target attribute; the headers are
+// included first so that library code keeps the baseline target.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "mgcpu.h"
+
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+namespace mgcpu {
+namespace avx2 {
+#define MG_FMA 1
+#define MG_F16C 1
+#include "kernels_impl.h"
+#undef MG_FMA
+#undef MG_F16C
+constexpr int MR32 = 6, NV32 = 2, MR64 = 6, NV64 = 2;  // 12 ymm accumulators: 6×16 / 6×8
+}  // namespace avx2
+}  // namespace mgcpu
+#pragma clang attribute pop
+
+namespace mgcpu {
+
+const Isa &isa_avx2() {
+  using namespace avx2;
+  static const Isa table = {
+      "avx2",
+      kernel_impl, load_impl, store_impl, round_grid_impl, reduce_run_impl, reduce_rows_impl,
+      softmax_row_impl, gemm_ukernel_f32<MR32, NV32>, gemm_ukernel_f64<MR64, NV64>,
+      MR32, NV32 * VF, MR64, NV64 * VD, random_bits_impl,
+  };
+  return table;
+}
+
+bool cpu_has_avx2_fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+}  // namespace mgcpu
+#endif

@@ -1,0 +1,42 @@
+// The kernels built for the baseline instruction set every machine of the architecture has: SSE2
+// on x86-64, NEON (with fused multiply-add) on arm64.
+#include <algorithm>
+#include <type_traits>
+
+#include "mgcpu.h"
+
+namespace mgcpu {
+namespace baseline {
+#if defined(__aarch64__)
+#define MG_FMA 1
+#else
+#define MG_FMA 0
+#endif
+#define MG_F16C 0
+#include "kernels_impl.h"
+#undef MG_FMA
+#undef MG_F16C
+
+#if defined(__aarch64__)
+constexpr int MR32 = 6, NV32 = 2, MR64 = 6, NV64 = 2;  // 32 NEON registers hold a 6×16 tile
+#else
+constexpr int MR32 = 6, NV32 = 1, MR64 = 6, NV64 = 1;  // 16 SSE registers hold a 6×8 tile
+#endif
+}  // namespace baseline
+
+const Isa &isa_baseline() {
+  using namespace baseline;
+  static const Isa table = {
+#if defined(__aarch64__)
+      "neon",
+#else
+      "sse2",
+#endif
+      kernel_impl, load_impl, store_impl, round_grid_impl, reduce_run_impl, reduce_rows_impl,
+      softmax_row_impl, gemm_ukernel_f32<MR32, NV32>, gemm_ukernel_f64<MR64, NV64>,
+      MR32, NV32 * VF, MR64, NV64 * VD, random_bits_impl,
+  };
+  return table;
+}
+
+}  // namespace mgcpu

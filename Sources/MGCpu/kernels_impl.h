@@ -1,0 +1,1270 @@
+// The kernels, compiled once per instruction set: isa_baseline.cpp and isa_avx2.cpp include this
+// file inside their own namespace (so nothing here is shared between the builds) with MG_FMA,
+// MG_F16C set for what the TU targets. Semantics follow metalgrad's TypeScript reference
+// (ts/backend/cpu, ts/core/primitives): the same rounding for exact operations, the same integer
+// wraparound, the same special values; see docs/ARCHITECTURE.md "Native CPU kernels".
+
+#include "vec_impl.h"
+
+// ---- representations ---------------------------------------------------------------------------
+
+struct cf {
+  float re, im;
+};
+
+template <int D> struct ReprT;
+template <> struct ReprT<Bool> { using type = uint8_t; };
+template <> struct ReprT<U8> { using type = uint8_t; };
+template <> struct ReprT<U16> { using type = uint16_t; };
+template <> struct ReprT<U32> { using type = uint32_t; };
+template <> struct ReprT<U64> { using type = uint64_t; };
+template <> struct ReprT<I8> { using type = int8_t; };
+template <> struct ReprT<I16> { using type = int16_t; };
+template <> struct ReprT<I32> { using type = int32_t; };
+template <> struct ReprT<I64> { using type = int64_t; };
+template <> struct ReprT<F16> { using type = float; };
+template <> struct ReprT<F32> { using type = float; };
+template <> struct ReprT<F64> { using type = double; };
+template <> struct ReprT<BF16> { using type = float; };
+template <> struct ReprT<C64> { using type = cf; };
+template <int D> using R = typename ReprT<D>::type;
+
+constexpr bool kFloat(int d) { return d == F16 || d == F32 || d == F64 || d == BF16; }
+constexpr bool kF32R(int d) { return d == F16 || d == F32 || d == BF16; }
+constexpr bool kSmallInt(int d) { return d == U8 || d == U16 || d == U32 || d == I8 || d == I16 || d == I32; }
+constexpr bool kLong(int d) { return d == U64 || d == I64; }
+constexpr bool kInt(int d) { return kSmallInt(d) || kLong(d); }
+constexpr bool kSigned(int d) { return d == I8 || d == I16 || d == I32 || d == I64; }
+
+template <int D> static inline double to_d(R<D> x) {
+  if constexpr (D == C64) return double(x.re);
+  else return double(x);
+}
+
+// A double stored into dtype O as the TypeScript reference stores it (writeNumbers): floats round
+// to nearest (float16 straight from the double; bfloat16 through float32, as
+// bfloat16BitsFromNumber), integers truncate and wrap, bool is "nonzero" (NaN is true).
+template <int O> static inline R<O> from_d(double v) {
+  if constexpr (O == Bool) return uint8_t(!(v == 0.0));
+  else if constexpr (kInt(O)) return R<O>(wrap_u64_from_double(v));
+  else if constexpr (O == F32) return float(v);
+  else if constexpr (O == F64) return v;
+  else if constexpr (O == F16) return f16_to_f32(f64_to_f16(v));
+  else if constexpr (O == BF16) return bf16_to_f32(f32_to_bf16(float(v)));
+  else return cf{float(v), 0.0f};
+}
+
+// ---- 16-bit grids ------------------------------------------------------------------------------
+
+static inline vf vf_round_bf16(vf x) {
+  vu b = (vu)x;
+  vu rounded = (b + vu{0x7fff, 0x7fff, 0x7fff, 0x7fff, 0x7fff, 0x7fff, 0x7fff, 0x7fff} + ((b >> 16) & 1u)) &
+               0xffff0000u;
+  vu quiet = (b | 0x00400000u) & 0xffff0000u;
+  vi nan = vf_isnan(x);
+  return (vf)(((vu)nan & quiet) | (~(vu)nan & rounded));
+}
+
+static void round_grid_impl(float *x, int dtype, int64_t n) {
+  if (dtype == BF16) {
+    int64_t i = 0;
+    for (; i + VF <= n; i += VF) vf_store(x + i, vf_round_bf16(vf_load(x + i)));
+    for (; i < n; i++) x[i] = bf16_to_f32(f32_to_bf16(x[i]));
+    return;
+  }
+#if MG_F16C
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)));
+  }
+  for (; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
+#else
+  for (int64_t i = 0; i < n; i++) x[i] = f16_to_f32(f32_to_f16(x[i]));
+#endif
+}
+
+// ---- JS-number semantics used by the double path -------------------------------------------------
+
+static inline int32_t js_int32(double v) { return int32_t(uint32_t(wrap_u64_from_double(v))); }
+static inline double js_pow(double x, double y) {
+  // Math.pow differs from C's pow: 1 ** NaN and (±1) ** ±Infinity are NaN.
+  if (y != y || (std::fabs(x) == 1.0 && std::isinf(y))) return __builtin_nan("");
+  return std::pow(x, y);
+}
+static inline double js_floor_mod(double a, double b) {
+  double r = std::fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline double js_floor_div_int(double a, double b) {
+  if (b == 0) return 0;
+  double r = std::fmod(a, b);
+  double q = (a - r) / b;
+  if (r != 0 && ((r < 0) != (b < 0))) q -= 1;
+  return q;
+}
+static inline double js_sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }
+static inline double js_sigmoid(double x) {
+  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
+  double e = std::exp(x);
+  return e / (1.0 + e);
+}
+static inline double js_logaddexp(double a, double b) {
+  if (a != a || b != b) return __builtin_nan("");
+  double m = a > b ? a : b;
+  if (m == -__builtin_inf()) return -__builtin_inf();
+  if (m == __builtin_inf()) return __builtin_inf();
+  return m + std::log1p(std::exp(-std::fabs(a - b)));
+}
+static inline double js_max(double x, double y) { return x != x ? x : x > y ? x : y; }
+static inline double js_min(double x, double y) { return x != x ? x : x < y ? x : y; }
+
+// erf⁻¹ as the reference computes it: Giles' single-precision approximation, then three Newton
+// steps on erf.
+static inline double js_erfinv(double y) {
+  if (y != y || y < -1 || y > 1) return __builtin_nan("");
+  if (y == 1) return __builtin_inf();
+  if (y == -1) return -__builtin_inf();
+  double w = -std::log((1 - y) * (1 + y));
+  double x, p;
+  if (w < 5) {
+    w -= 2.5;
+    p = 2.81022636e-8;
+    p = 3.43273939e-7 + p * w;
+    p = -3.5233877e-6 + p * w;
+    p = -4.39150654e-6 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = std::sqrt(w) - 3;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  x = p * y;
+  for (int i = 0; i < 3; i++) {
+    double err = std::erf(x) - y;
+    x -= err / (1.1283791670955126 * std::exp(-x * x));
+  }
+  return x;
+}
+
+// ---- integer semantics (wraparound as C's unsigned arithmetic) -----------------------------------
+
+template <class T> using Wide = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
+template <class T> static inline T wadd(T a, T b) { return T(Wide<T>(a) + Wide<T>(b)); }
+template <class T> static inline T wsub(T a, T b) { return T(Wide<T>(a) - Wide<T>(b)); }
+template <class T> static inline T wmul(T a, T b) { return T(Wide<T>(a) * Wide<T>(b)); }
+template <class T> static inline T wneg(T a) { return T(Wide<T>(0) - Wide<T>(a)); }
+template <class T> static inline T iabs(T a) {
+  if constexpr (std::is_signed_v<T>) return a < 0 ? wneg(a) : a;
+  else return a;
+}
+// floor division / modulo with x / 0 = 0 and x % 0 = 0 (the reference's rule; C would trap)
+template <class T> static inline T ifloordiv(T a, T b) {
+  if (b == 0) return 0;
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return wneg(a);
+    T q = T(a / b), r = T(a % b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? T(q - 1) : q;
+  } else {
+    return T(a / b);
+  }
+}
+template <class T> static inline T ifloormod(T a, T b) {
+  if (b == 0) return 0;
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return 0;
+    T r = T(a % b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
+  } else {
+    return T(a % b);
+  }
+}
+// powBig: squaring with 64-bit wraparound; a negative exponent gives 0
+static inline uint64_t ipow64(uint64_t base, int64_t exp_signed, bool exp_negative) {
+  if (exp_negative) return 0;
+  uint64_t e = uint64_t(exp_signed), r = 1, b = base;
+  while (e) {
+    if (e & 1) r *= b;
+    b *= b;
+    e >>= 1;
+  }
+  return r;
+}
+template <class T> static inline T ipow(T a, T b) {
+  bool neg = false;
+  if constexpr (std::is_signed_v<T>) neg = b < 0;
+  return T(ipow64(uint64_t(int64_t(a)), int64_t(b), neg));
+}
+// ≤ 32-bit shifts as JavaScript's on int32 values (count mod 32); the store wraps
+template <class T> static inline T ishl32(T a, T b) {
+  return T(uint32_t(int32_t(a)) << (uint32_t(int32_t(b)) & 31u));
+}
+template <class T> static inline T ishr32(T a, T b) {
+  if constexpr (std::is_signed_v<T>) return T(int32_t(a) >> (uint32_t(int32_t(b)) & 31u));
+  else return T(uint32_t(a) >> (uint32_t(int32_t(b)) & 31u));
+}
+// 64-bit shifts as BigInt's: a negative count shifts the other way; past 63 bits: 0 or -1
+static inline int64_t sshr64(int64_t a, int64_t b);
+static inline int64_t sshl64(int64_t a, int64_t b) {
+  if (b < 0) return b <= -64 ? (a < 0 ? -1 : 0) : sshr64(a, -b);
+  return b >= 64 ? 0 : int64_t(uint64_t(a) << b);
+}
+static inline int64_t sshr64(int64_t a, int64_t b) {
+  if (b < 0) return b <= -64 ? 0 : sshl64(a, -b);
+  return b >= 64 ? (a < 0 ? -1 : 0) : (a >> b);
+}
+static inline uint64_t ushl64(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a << b; }
+static inline uint64_t ushr64(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }
+
+// ---- complex (computed in double, as the reference's formulas) -----------------------------------
+
+struct cd {
+  double re, im;
+};
+static inline cd cmul(cd a, cd b) { return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re}; }
+static inline cd cdiv(cd a, cd b) {
+  if (std::fabs(b.re) >= std::fabs(b.im)) {
+    double r = b.im / b.re, den = b.re + b.im * r;
+    return {(a.re + a.im * r) / den, (a.im - a.re * r) / den};
+  }
+  double r = b.re / b.im, den = b.re * r + b.im;
+  return {(a.re * r + a.im) / den, (a.im * r - a.re) / den};
+}
+static inline cd cexp_(cd z) {
+  double e = std::exp(z.re);
+  return z.im == 0 ? cd{e, 0} : cd{e * std::cos(z.im), e * std::sin(z.im)};
+}
+static inline cd clog_(cd z) { return {std::log(std::hypot(z.re, z.im)), std::atan2(z.im, z.re)}; }
+static inline cd csqrt_(cd z) {
+  double m = std::hypot(z.re, z.im);
+  double r = std::sqrt((m + z.re) / 2), i = std::sqrt((m - z.re) / 2);
+  return {r, (z.im < 0 || (z.im == 0 && std::signbit(z.im))) ? -i : i};
+}
+static inline cd csin_(cd z) { return {std::sin(z.re) * std::cosh(z.im), std::cos(z.re) * std::sinh(z.im)}; }
+static inline cd ccos_(cd z) { return {std::cos(z.re) * std::cosh(z.im), -std::sin(z.re) * std::sinh(z.im)}; }
+static inline cd csinh_(cd z) { return {std::sinh(z.re) * std::cos(z.im), std::cosh(z.re) * std::sin(z.im)}; }
+static inline cd ccosh_(cd z) { return {std::cosh(z.re) * std::cos(z.im), std::sinh(z.re) * std::sin(z.im)}; }
+static inline bool cnan(cd z) { return z.re != z.re || z.im != z.im; }
+static inline bool cgt(cd a, cd b) { return a.re > b.re || (a.re == b.re && a.im > b.im); }
+static inline bool cge(cd a, cd b) { return a.re > b.re || (a.re == b.re && a.im >= b.im); }
+static inline double round_half_even(double x) { return std::nearbyint(x); }
+static inline cd to_cd(cf z) { return {double(z.re), double(z.im)}; }
+static inline cf to_cf(cd z) { return {float(z.re), float(z.im)}; }
+
+// ---- kernel loops ----------------------------------------------------------------------------------
+
+template <int D, int O, class F>
+static void k_unary(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
+  F f{};
+  R<O> *d = static_cast<R<O> *>(dst);
+  const R<D> *x = static_cast<const R<D> *>(a);
+  if (mask & 1) {
+    R<O> v = f(x[0]);
+    for (int64_t i = 0; i < n; i++) d[i] = v;
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) d[i] = f(x[i]);
+}
+template <int D, int O, class F> static KernelFn unary(F) { return &k_unary<D, O, F>; }
+
+// float32 lanes through a vector function; the tail goes through the same function (padded), so an
+// element's result never depends on where a tile starts.
+template <class F>
+static void k_vunary(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
+  F f{};
+  float *d = static_cast<float *>(dst);
+  const float *x = static_cast<const float *>(a);
+  if (mask & 1) {
+    float v = f(vf_splat(x[0]))[0];
+    for (int64_t i = 0; i < n; i++) d[i] = v;
+    return;
+  }
+  int64_t i = 0;
+  for (; i + VF <= n; i += VF) vf_store(d + i, f(vf_load(x + i)));
+  if (i < n) {
+    float tmp[VF] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t j = i; j < n; j++) tmp[j - i] = x[j];
+    vf r = f(vf_load(tmp));
+    for (int64_t j = i; j < n; j++) d[j] = r[j - i];
+  }
+}
+template <class F> static KernelFn vunary(F) { return &k_vunary<F>; }
+
+template <int D, int O, class F>
+static void k_binary(void *dst, const void *a, const void *b, const void *, int64_t n, int mask) {
+  F f{};
+  R<O> *d = static_cast<R<O> *>(dst);
+  const R<D> *x = static_cast<const R<D> *>(a);
+  const R<D> *y = static_cast<const R<D> *>(b);
+  switch (mask & 3) {
+    case 0:
+      for (int64_t i = 0; i < n; i++) d[i] = f(x[i], y[i]);
+      break;
+    case 1: {
+      const R<D> xv = x[0];
+      for (int64_t i = 0; i < n; i++) d[i] = f(xv, y[i]);
+      break;
+    }
+    case 2: {
+      const R<D> yv = y[0];
+      for (int64_t i = 0; i < n; i++) d[i] = f(x[i], yv);
+      break;
+    }
+    default: {
+      R<O> v = f(x[0], y[0]);
+      for (int64_t i = 0; i < n; i++) d[i] = v;
+    }
+  }
+}
+template <int D, int O, class F> static KernelFn binary(F) { return &k_binary<D, O, F>; }
+
+template <int D>
+static void k_select(void *dst, const void *c, const void *a, const void *b, int64_t n, int mask) {
+  R<D> *d = static_cast<R<D> *>(dst);
+  const uint8_t *cond = static_cast<const uint8_t *>(c);
+  const R<D> *x = static_cast<const R<D> *>(a);
+  const R<D> *y = static_cast<const R<D> *>(b);
+  const int64_t sc = (mask & 1) ? 0 : 1, sx = (mask & 2) ? 0 : 1, sy = (mask & 4) ? 0 : 1;
+  if (sc == 1 && sx == 1 && sy == 1) {
+    for (int64_t i = 0; i < n; i++) d[i] = cond[i] ? x[i] : y[i];
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) d[i] = cond[i * sc] ? x[i * sx] : y[i * sy];
+}
+
+// ---- casts -----------------------------------------------------------------------------------------
+
+template <int D, int O> static inline R<O> cast1(R<D> x) {
+  if constexpr (D == O) return x;
+  else if constexpr (D == C64) {
+    if constexpr (O == Bool) return uint8_t(x.re != 0 || x.im != 0);
+    else return cast1<F32, O>(x.re);
+  } else if constexpr (O == C64) return cf{float(to_d<D>(x)), 0.0f};
+  else if constexpr (kInt(D) && kInt(O)) return R<O>(x);
+  else if constexpr (D == Bool) return from_d<O>(x ? 1.0 : 0.0);
+  else if constexpr (O == Bool) return uint8_t(!(x == 0));
+  else if constexpr (kF32R(D) && O == F32) return x;  // 16-bit values are float32 values already
+  else if constexpr (D == F32 && O == F16) return f16_to_f32(f32_to_f16(x));
+  else return from_d<O>(to_d<D>(x));
+}
+template <int D, int O>
+static void k_cast(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
+  R<O> *d = static_cast<R<O> *>(dst);
+  const R<D> *x = static_cast<const R<D> *>(a);
+  if (mask & 1) {
+    R<O> v = cast1<D, O>(x[0]);
+    for (int64_t i = 0; i < n; i++) d[i] = v;
+    return;
+  }
+  if constexpr ((D == F32 || D == BF16) && O == F16) {
+    // float32 → float16 grid: one vector pass where F16C exists
+    for (int64_t i = 0; i < n; i++) d[i] = x[i];
+    round_grid_impl(d, F16, n);
+  } else if constexpr ((D == F32 || D == F16) && O == BF16) {
+    for (int64_t i = 0; i < n; i++) d[i] = x[i];
+    round_grid_impl(d, BF16, n);
+  } else {
+    for (int64_t i = 0; i < n; i++) d[i] = cast1<D, O>(x[i]);
+  }
+}
+template <int D> static KernelFn cast_from(int o) {
+  switch (o) {
+    case Bool: return &k_cast<D, Bool>;
+    case U8: return &k_cast<D, U8>;
+    case U16: return &k_cast<D, U16>;
+    case U32: return &k_cast<D, U32>;
+    case U64: return &k_cast<D, U64>;
+    case I8: return &k_cast<D, I8>;
+    case I16: return &k_cast<D, I16>;
+    case I32: return &k_cast<D, I32>;
+    case I64: return &k_cast<D, I64>;
+    case F16: return &k_cast<D, F16>;
+    case F32: return &k_cast<D, F32>;
+    case F64: return &k_cast<D, F64>;
+    case BF16: return &k_cast<D, BF16>;
+    case C64: return &k_cast<D, C64>;
+    default: return nullptr;
+  }
+}
+
+// ---- the op table ------------------------------------------------------------------------------------
+
+// Unary ops of real dtypes through float64 (the reference's own arithmetic): exact ops and libm
+// functions; the result is stored with the reference's rounding/wrapping.
+#define VIAD1(expr) unary<D, D>([](R<D> xv) { double x = to_d<D>(xv); return from_d<D>(expr); })
+#define VIAD1_TO(O, expr) unary<D, O>([](R<D> xv) { double x = to_d<D>(xv); return from_d<O>(expr); })
+#define VIAD2(expr) \
+  binary<D, D>([](R<D> xv, R<D> yv) { double x = to_d<D>(xv), y = to_d<D>(yv); return from_d<D>(expr); })
+#define VIAD2_TO(O, expr) \
+  binary<D, O>([](R<D> xv, R<D> yv) { double x = to_d<D>(xv), y = to_d<D>(yv); return from_d<O>(expr); })
+#define CPLX1(expr) unary<C64, C64>([](cf zv) { cd z = to_cd(zv); return to_cf(expr); })
+#define CPLX2(expr) binary<C64, C64>([](cf av, cf bv) { cd a = to_cd(av), b = to_cd(bv); return to_cf(expr); })
+#define CPLXCMP(expr) binary<C64, Bool>([](cf av, cf bv) { cd a = to_cd(av), b = to_cd(bv); return uint8_t(expr); })
+
+static KernelFn complex_kernel(int op, int out) {
+  if (op >= FirstBinary && op < FirstTernary && out == Bool) {
+    switch (op) {
+      case OpEqual: return CPLXCMP(a.re == b.re && a.im == b.im);
+      case OpEqualNan:
+        return CPLXCMP((a.re == b.re || (a.re != a.re && b.re != b.re)) && (a.im == b.im || (a.im != a.im && b.im != b.im)));
+      case OpNotEqual: return CPLXCMP(a.re != b.re || a.im != b.im);
+      case OpGreater: return CPLXCMP(cgt(a, b));
+      case OpGreaterEqual: return CPLXCMP(cge(a, b));
+      case OpLess: return CPLXCMP(cgt(b, a));
+      case OpLessEqual: return CPLXCMP(cge(b, a));
+      default: return nullptr;
+    }
+  }
+  if (out == F32) {
+    if (op == OpReal) return unary<C64, F32>([](cf z) { return z.re; });
+    if (op == OpImag) return unary<C64, F32>([](cf z) { return z.im; });
+    return nullptr;
+  }
+  if (out != C64) return nullptr;
+  switch (op) {
+    case OpAbs: return CPLX1((cd{std::hypot(z.re, z.im), 0}));
+    case OpNegative: return CPLX1((cd{-z.re, -z.im}));
+    case OpSign: return CPLX1((std::hypot(z.re, z.im) == 0 ? cd{0, 0} : cd{z.re / std::hypot(z.re, z.im), z.im / std::hypot(z.re, z.im)}));
+    case OpSquare: return CPLX1(cmul(z, z));
+    case OpSqrt: return CPLX1(csqrt_(z));
+    case OpRsqrt: return CPLX1(cdiv(cd{1, 0}, csqrt_(z)));
+    case OpExp: return CPLX1(cexp_(z));
+    case OpLog: return CPLX1(clog_(z));
+    case OpLog2: return CPLX1((cd{clog_(z).re / 0.6931471805599453, clog_(z).im / 0.6931471805599453}));
+    case OpLog10: return CPLX1((cd{clog_(z).re / 2.302585092994046, clog_(z).im / 2.302585092994046}));
+    case OpSin: return CPLX1(csin_(z));
+    case OpCos: return CPLX1(ccos_(z));
+    case OpTan: return CPLX1(cdiv(csin_(z), ccos_(z)));
+    case OpSinh: return CPLX1(csinh_(z));
+    case OpCosh: return CPLX1(ccosh_(z));
+    case OpTanh: return CPLX1(cdiv(csinh_(z), ccosh_(z)));
+    case OpRound: return CPLX1((cd{round_half_even(z.re), round_half_even(z.im)}));
+    case OpConjugate: return CPLX1((cd{z.re, -z.im}));
+    case OpReal: return CPLX1((cd{z.re, 0}));
+    case OpImag: return CPLX1((cd{z.im, 0}));
+    case OpAdd: return CPLX2((cd{a.re + b.re, a.im + b.im}));
+    case OpSubtract: return CPLX2((cd{a.re - b.re, a.im - b.im}));
+    case OpMultiply: return CPLX2(cmul(a, b));
+    case OpDivide: return CPLX2(cdiv(a, b));
+    case OpPower:
+      return CPLX2((a.re == 0 && a.im == 0) ? ((b.re == 0 && b.im == 0) ? cd{1, 0} : cd{0, 0}) : cexp_(cmul(clog_(a), b)));
+    case OpMaximum: return CPLX2((cnan(a) || cgt(a, b)) ? a : b);
+    case OpMinimum: return CPLX2((cnan(a) || cgt(b, a)) ? a : b);
+    case OpLogAddExp:
+      return CPLX2(([](cd x, cd y) -> cd {
+        if (cnan(x) || cnan(y)) return {__builtin_nan(""), 0};
+        cd m = cgt(x, y) ? x : y, s = cgt(x, y) ? y : x;
+        if (s.re == -__builtin_inf() || m.re == __builtin_inf()) return m;
+        double e = std::exp(s.re - m.re);
+        cd l = clog_(cd{1 + e * std::cos(s.im - m.im), e * std::sin(s.im - m.im)});
+        return {m.re + l.re, m.im + l.im};
+      })(a, b));
+    case OpSelect: return &k_select<C64>;
+    default: return nullptr;
+  }
+}
+
+template <int D> static KernelFn real_kernel(int op, int out) {
+  using T = R<D>;
+  constexpr bool F = kFloat(D), F32R = kF32R(D), I = kSmallInt(D), L = kLong(D), S = kSigned(D);
+  constexpr bool INT = I || L;
+  // comparisons (bool out), for every real dtype
+  if (op >= OpEqual && op <= OpLessEqual) {
+    if (out != Bool) return nullptr;
+    switch (op) {
+      case OpEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x == y); });
+      case OpEqualNan:
+        if constexpr (F) return binary<D, Bool>([](T x, T y) { return uint8_t(x == y || (x != x && y != y)); });
+        else return binary<D, Bool>([](T x, T y) { return uint8_t(x == y); });
+      case OpNotEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x != y); });
+      case OpGreater: return binary<D, Bool>([](T x, T y) { return uint8_t(x > y); });
+      case OpGreaterEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x >= y); });
+      case OpLess: return binary<D, Bool>([](T x, T y) { return uint8_t(x < y); });
+      case OpLessEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x <= y); });
+      default: return nullptr;
+    }
+  }
+  if (op == OpLogicalNot) {
+    if (out != Bool) return nullptr;
+    return unary<D, Bool>([](T x) { return uint8_t(x == 0); });
+  }
+  if (op == OpLogicalAnd || op == OpLogicalOr) {
+    if (out != Bool || L) return nullptr;  // the reference has no 64-bit integer rule
+    if (op == OpLogicalAnd) return binary<D, Bool>([](T x, T y) { return uint8_t(x != 0 && y != 0); });
+    return binary<D, Bool>([](T x, T y) { return uint8_t(x != 0 || y != 0); });
+  }
+  if (op == OpSelect) return out == D ? &k_select<D> : nullptr;
+  if (out != D) return nullptr;
+
+  // exact operations in the dtype's own arithmetic (floats: one rounding equals the reference's
+  // double computation rounded once; integers: wraparound)
+  switch (op) {
+    case OpAdd:
+      if constexpr (F) return binary<D, D>([](T x, T y) { return T(x + y); });
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return wadd(x, y); });
+      break;
+    case OpSubtract:
+      if constexpr (F) return binary<D, D>([](T x, T y) { return T(x - y); });
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return wsub(x, y); });
+      break;
+    case OpMultiply:
+      if constexpr (F) return binary<D, D>([](T x, T y) { return T(x * y); });
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return wmul(x, y); });
+      break;
+    case OpDivide:
+      if constexpr (F) return binary<D, D>([](T x, T y) { return T(x / y); });
+      if constexpr (L) return nullptr;
+      break;
+    case OpMaximum:
+      if constexpr (F) return binary<D, D>([](T x, T y) { return x != x ? x : x > y ? x : y; });
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return x > y ? x : y; });
+      break;
+    case OpMinimum:
+      if constexpr (F) return binary<D, D>([](T x, T y) { return x != x ? x : x < y ? x : y; });
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return x < y ? x : y; });
+      break;
+    case OpNegative:
+      if constexpr (F) return unary<D, D>([](T x) { return T(-x); });
+      if constexpr (INT) return unary<D, D>([](T x) { return wneg(x); });
+      break;
+    case OpAbs:
+      if constexpr (F) return unary<D, D>([](T x) { return T(std::fabs(x)); });
+      if constexpr (INT) return unary<D, D>([](T x) { return iabs(x); });
+      break;
+    case OpSquare:
+      if constexpr (F) return unary<D, D>([](T x) { return T(x * x); });
+      if constexpr (INT) return unary<D, D>([](T x) { return wmul(x, x); });
+      break;
+    case OpSign:
+      if constexpr (F) return unary<D, D>([](T x) { return T(x > 0 ? 1 : x < 0 ? -1 : 0); });
+      if constexpr (INT && S) return unary<D, D>([](T x) { return T(x > 0 ? 1 : x < 0 ? -1 : 0); });
+      if constexpr (INT && !S) return unary<D, D>([](T x) { return T(x > 0 ? 1 : 0); });
+      break;
+    case OpSqrt:
+      if constexpr (F) return unary<D, D>([](T x) { return T(std::sqrt(x)); });
+      break;
+    case OpFloor:
+      if constexpr (F) return unary<D, D>([](T x) { return T(std::floor(x)); });
+      if constexpr (INT) return unary<D, D>([](T x) { return x; });
+      break;
+    case OpCeil:
+      if constexpr (F) return unary<D, D>([](T x) { return T(std::ceil(x)); });
+      if constexpr (INT) return unary<D, D>([](T x) { return x; });
+      break;
+    case OpRound:
+      if constexpr (F) return unary<D, D>([](T x) { return T(std::nearbyint(x)); });
+      if constexpr (INT) return unary<D, D>([](T x) { return x; });
+      break;
+    case OpConjugate:
+    case OpReal:
+      if constexpr (F || I) return unary<D, D>([](T x) { return x; });
+      break;
+    case OpImag:
+      if constexpr (F || I) return unary<D, D>([](T) { return T(0); });
+      break;
+    case OpFloorDivide:
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return ifloordiv(x, y); });
+      break;
+    case OpRemainder:
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return ifloormod(x, y); });
+      break;
+    case OpDivModQuotient:
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return ifloordiv(x, y); });
+      if constexpr (F) return VIAD2(std::floor(x / y));
+      break;
+    case OpDivModRemainder:
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return ifloormod(x, y); });
+      if constexpr (F) return VIAD2(js_floor_mod(x, y));
+      break;
+    case OpPower:
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return ipow(x, y); });
+      break;
+    case OpBitwiseAnd:
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return T(x & y); });
+      break;
+    case OpBitwiseOr:
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return T(x | y); });
+      break;
+    case OpBitwiseXor:
+      if constexpr (INT) return binary<D, D>([](T x, T y) { return T(x ^ y); });
+      break;
+    case OpBitwiseInvert:
+      if constexpr (INT) return unary<D, D>([](T x) { return T(~x); });
+      break;
+    case OpLeftShift:
+      if constexpr (I) return binary<D, D>([](T x, T y) { return ishl32(x, y); });
+      if constexpr (D == I64) return binary<D, D>([](T x, T y) { return sshl64(x, y); });
+      if constexpr (D == U64) return binary<D, D>([](T x, T y) { return ushl64(x, y); });
+      break;
+    case OpRightShift:
+      if constexpr (I) return binary<D, D>([](T x, T y) { return ishr32(x, y); });
+      if constexpr (D == I64) return binary<D, D>([](T x, T y) { return sshr64(x, y); });
+      if constexpr (D == U64) return binary<D, D>([](T x, T y) { return ushr64(x, y); });
+      break;
+    default:
+      break;
+  }
+
+  // float32-represented dtypes: vectorised math with documented error
+  if constexpr (F32R) {
+    switch (op) {
+      case OpExp: return vunary([](vf x) { return vexp(x); });
+      case OpLog: return vunary([](vf x) { return vlog(x); });
+      case OpTanh: return vunary([](vf x) { return vtanh(x); });
+      case OpSigmoid: return vunary([](vf x) { return vsigmoid(x); });
+      case OpErf: return vunary([](vf x) { return verf(x); });
+      default: break;
+    }
+  }
+
+  // everything else through double, as the reference computes it
+  if constexpr (L) {
+    // 64-bit integers: unary functions go through a double (the reference's number path);
+    // binary functions without a BigInt rule are not supported by the reference either
+    if (op >= FirstBinary) return nullptr;
+  }
+  if constexpr (F || INT) {
+    switch (op) {
+      case OpRsqrt: return VIAD1(1.0 / std::sqrt(x));
+      case OpSqrt: return VIAD1(std::sqrt(x));
+      case OpExp: return VIAD1(std::exp(x));
+      case OpExpm1: return VIAD1(std::expm1(x));
+      case OpLog: return VIAD1(std::log(x));
+      case OpLog2: return VIAD1(std::log2(x));
+      case OpLog10: return VIAD1(std::log10(x));
+      case OpLog1p: return VIAD1(std::log1p(x));
+      case OpSin: return VIAD1(std::sin(x));
+      case OpCos: return VIAD1(std::cos(x));
+      case OpTan: return VIAD1(std::tan(x));
+      case OpArcSin: return VIAD1(std::asin(x));
+      case OpArcCos: return VIAD1(std::acos(x));
+      case OpArcTan: return VIAD1(std::atan(x));
+      case OpSinh: return VIAD1(std::sinh(x));
+      case OpCosh: return VIAD1(std::cosh(x));
+      case OpTanh: return VIAD1(std::tanh(x));
+      case OpArcSinh: return VIAD1(std::asinh(x));
+      case OpArcCosh: return VIAD1(std::acosh(x));
+      case OpArcTanh: return VIAD1(std::atanh(x));
+      case OpSigmoid: return VIAD1(js_sigmoid(x));
+      case OpErf: return VIAD1(std::erf(x));
+      case OpErfInv: return VIAD1(js_erfinv(x));
+      case OpConjugate: return VIAD1(x);
+      case OpReal: return VIAD1(x);
+      case OpImag: return unary<D, D>([](R<D>) { return from_d<D>(0.0); });
+      case OpBitwiseInvert: return VIAD1(double(~js_int32(x)));
+      case OpDivide: return VIAD2(x / y);
+      case OpRemainder: return VIAD2(js_floor_mod(x, y));
+      case OpFloorDivide: return VIAD2(js_floor_div_int(x, y));
+      case OpPower: return VIAD2(js_pow(x, y));
+      case OpLogAddExp: return VIAD2(js_logaddexp(x, y));
+      case OpArcTan2: return VIAD2(std::atan2(x, y));
+      default: return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+// bool: the reference reads 0/1 numbers, applies its number rule and stores "nonzero"
+static KernelFn bool_kernel(int op, int out) {
+  constexpr int D = Bool;
+  if (op == OpSelect) return out == Bool ? &k_select<Bool> : nullptr;
+  if (op >= OpEqual && op <= OpLessEqual) return real_kernel<U8>(op == OpEqualNan ? OpEqual : op, out);
+  if (op == OpLogicalNot || op == OpLogicalAnd || op == OpLogicalOr) return real_kernel<U8>(op, out);
+  if (out != Bool) return nullptr;
+  switch (op) {
+    case OpAbs: case OpFloor: case OpCeil: case OpRound: case OpConjugate: case OpReal:
+    case OpSquare: case OpSign:
+      return unary<Bool, Bool>([](uint8_t x) { return x; });
+    case OpNegative: return unary<Bool, Bool>([](uint8_t x) { return x; });  // -1 is nonzero
+    case OpImag: return unary<Bool, Bool>([](uint8_t) { return uint8_t(0); });
+    case OpBitwiseInvert: return unary<Bool, Bool>([](uint8_t) { return uint8_t(1); });  // ~0, ~1 ≠ 0
+    case OpAdd: case OpMaximum: case OpBitwiseOr:
+      return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return uint8_t(x | y); });
+    case OpSubtract: case OpBitwiseXor:
+      return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return uint8_t(x ^ y); });
+    case OpMultiply: case OpMinimum: case OpBitwiseAnd:
+      return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return uint8_t(x & y); });
+    default: break;
+  }
+  switch (op) {
+    case OpRsqrt: return VIAD1(1.0 / std::sqrt(x));
+    case OpSqrt: return VIAD1(std::sqrt(x));
+    case OpExp: return VIAD1(std::exp(x));
+    case OpExpm1: return VIAD1(std::expm1(x));
+    case OpLog: return VIAD1(std::log(x));
+    case OpLog2: return VIAD1(std::log2(x));
+    case OpLog10: return VIAD1(std::log10(x));
+    case OpLog1p: return VIAD1(std::log1p(x));
+    case OpSin: return VIAD1(std::sin(x));
+    case OpCos: return VIAD1(std::cos(x));
+    case OpTan: return VIAD1(std::tan(x));
+    case OpArcSin: return VIAD1(std::asin(x));
+    case OpArcCos: return VIAD1(std::acos(x));
+    case OpArcTan: return VIAD1(std::atan(x));
+    case OpSinh: return VIAD1(std::sinh(x));
+    case OpCosh: return VIAD1(std::cosh(x));
+    case OpTanh: return VIAD1(std::tanh(x));
+    case OpArcSinh: return VIAD1(std::asinh(x));
+    case OpArcCosh: return VIAD1(std::acosh(x));
+    case OpArcTanh: return VIAD1(std::atanh(x));
+    case OpSigmoid: return VIAD1(js_sigmoid(x));
+    case OpErf: return VIAD1(std::erf(x));
+    case OpErfInv: return VIAD1(js_erfinv(x));
+    case OpDivide: return VIAD2(x / y);
+    case OpRemainder: return VIAD2(js_floor_mod(x, y));
+    case OpFloorDivide: return VIAD2(js_floor_div_int(x, y));
+    case OpDivModQuotient: return VIAD2(std::floor(x / y));
+    case OpDivModRemainder: return VIAD2(js_floor_mod(x, y));
+    case OpPower: return VIAD2(js_pow(x, y));
+    case OpLogAddExp: return VIAD2(js_logaddexp(x, y));
+    case OpArcTan2: return VIAD2(std::atan2(x, y));
+    case OpLeftShift: return VIAD2(double(int32_t(uint32_t(js_int32(x)) << (uint32_t(js_int32(y)) & 31u))));
+    case OpRightShift: return VIAD2(double(js_int32(x) >> (uint32_t(js_int32(y)) & 31u)));
+    default: return nullptr;
+  }
+}
+
+static KernelFn kernel_impl(int op, int dtype, int out) {
+  if (op == OpCast) {
+    switch (dtype) {
+      case Bool: return cast_from<Bool>(out);
+      case U8: return cast_from<U8>(out);
+      case U16: return cast_from<U16>(out);
+      case U32: return cast_from<U32>(out);
+      case U64: return cast_from<U64>(out);
+      case I8: return cast_from<I8>(out);
+      case I16: return cast_from<I16>(out);
+      case I32: return cast_from<I32>(out);
+      case I64: return cast_from<I64>(out);
+      case F16: return cast_from<F16>(out);
+      case F32: return cast_from<F32>(out);
+      case F64: return cast_from<F64>(out);
+      case BF16: return cast_from<BF16>(out);
+      case C64: return cast_from<C64>(out);
+      default: return nullptr;
+    }
+  }
+  switch (dtype) {
+    case Bool: return bool_kernel(op, out);
+    case U8: return real_kernel<U8>(op, out);
+    case U16: return real_kernel<U16>(op, out);
+    case U32: return real_kernel<U32>(op, out);
+    case U64: return real_kernel<U64>(op, out);
+    case I8: return real_kernel<I8>(op, out);
+    case I16: return real_kernel<I16>(op, out);
+    case I32: return real_kernel<I32>(op, out);
+    case I64: return real_kernel<I64>(op, out);
+    case F16: return real_kernel<F16>(op, out);
+    case F32: return real_kernel<F32>(op, out);
+    case F64: return real_kernel<F64>(op, out);
+    case BF16: return real_kernel<BF16>(op, out);
+    case C64: return complex_kernel(op, out);
+    default: return nullptr;
+  }
+}
+
+// ---- loads and stores -------------------------------------------------------------------------------
+
+template <class T> static void copy_strided(T *dst, const T *src, int64_t stride, int64_t n) {
+  if (stride == 1) {
+    __builtin_memcpy(dst, src, size_t(n) * sizeof(T));
+  } else if (stride == 0) {
+    T v = src[0];
+    for (int64_t i = 0; i < n; i++) dst[i] = v;
+  } else {
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i * stride];
+  }
+}
+
+// storage → repr (16-bit floats widen to float32), strided source
+static void load_impl(void *dst, const void *src, int dtype, int64_t stride, int64_t n) {
+  if (dtype == F16) {
+    const uint16_t *s = static_cast<const uint16_t *>(src);
+    float *d = static_cast<float *>(dst);
+#if MG_F16C
+    if (stride == 1) {
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i))));
+      for (; i < n; i++) d[i] = f16_to_f32(s[i]);
+      return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) d[i] = f16_to_f32(s[i * stride]);
+    return;
+  }
+  if (dtype == BF16) {
+    const uint16_t *s = static_cast<const uint16_t *>(src);
+    float *d = static_cast<float *>(dst);
+    for (int64_t i = 0; i < n; i++) d[i] = bf16_to_f32(s[i * stride]);
+    return;
+  }
+  switch (dtype_size(dtype)) {
+    case 1: copy_strided(static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), stride, n); break;
+    case 2: copy_strided(static_cast<uint16_t *>(dst), static_cast<const uint16_t *>(src), stride, n); break;
+    case 4: copy_strided(static_cast<uint32_t *>(dst), static_cast<const uint32_t *>(src), stride, n); break;
+    default: copy_strided(static_cast<uint64_t *>(dst), static_cast<const uint64_t *>(src), stride, n); break;
+  }
+}
+
+// repr → storage, contiguous (16-bit values are on their grid already: the conversion is exact)
+static void store_impl(void *dst, const void *src, int dtype, int64_t n) {
+  if (dtype == F16) {
+    const float *s = static_cast<const float *>(src);
+    uint16_t *d = static_cast<uint16_t *>(dst);
+    int64_t i = 0;
+#if MG_F16C
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(d + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+    for (; i < n; i++) d[i] = f32_to_f16(s[i]);
+    return;
+  }
+  if (dtype == BF16) {
+    const float *s = static_cast<const float *>(src);
+    uint16_t *d = static_cast<uint16_t *>(dst);
+    for (int64_t i = 0; i < n; i++) d[i] = f32_to_bf16(s[i]);
+    return;
+  }
+  __builtin_memcpy(dst, src, size_t(n) * size_t(dtype_size(dtype)));
+}
+
+// ---- reductions -------------------------------------------------------------------------------------
+// Accumulators (ACC_DOUBLES doubles of room each): float dtypes accumulate sums/products in double, max/min in double (exact);
+// integers sum/multiply modulo 2^64 (then wrap to the dtype, as the reference's wraparound),
+// max/min in int64/uint64; and/or in a byte; complex64 as two doubles (+ a "seen" flag for max/min).
+
+enum ReduceType { RSum = 0, RProd = 1, RMax = 2, RMin = 3, RAnd = 4, ROr = 5 };
+
+// Sums of float32 runs: 16 double lanes (4 vectors), element i into lane i mod 16; the lanes are
+// combined pairwise at the end. Chunks are multiples of 16, so the order is fixed by the run.
+struct SumLanes {
+  vd a0, a1, a2, a3;
+};
+
+static inline void sum_f32_block(SumLanes &s, const float *x, int64_t n16) {
+  vd a0 = s.a0, a1 = s.a1, a2 = s.a2, a3 = s.a3;
+  for (int64_t i = 0; i < n16; i += 16) {
+    vf v0 = vf_load(x + i), v1 = vf_load(x + i + 8);
+    a0 += __builtin_convertvector(__builtin_shufflevector(v0, v0, 0, 1, 2, 3), vd);
+    a1 += __builtin_convertvector(__builtin_shufflevector(v0, v0, 4, 5, 6, 7), vd);
+    a2 += __builtin_convertvector(__builtin_shufflevector(v1, v1, 0, 1, 2, 3), vd);
+    a3 += __builtin_convertvector(__builtin_shufflevector(v1, v1, 4, 5, 6, 7), vd);
+  }
+  s.a0 = a0, s.a1 = a1, s.a2 = a2, s.a3 = a3;
+}
+
+static inline double sum_lanes_total(const SumLanes &s) {
+  vd t = (s.a0 + s.a1) + (s.a2 + s.a3);
+  return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+static inline double fmax_nan(double a, double v) {
+  if (a != a) return a;
+  return (v != v || v > a) ? v : a;
+}
+static inline double fmin_nan(double a, double v) {
+  if (a != a) return a;
+  return (v != v || v < a) ? v : a;
+}
+
+// max/min of float32 runs: 8-lane float vectors with NaN propagation
+static inline vf vmax_nan(vf a, vf v) {
+  vf r = vf_select(v > a, v, a);
+  r = vf_select(vf_isnan(v), v, r);
+  return vf_select(vf_isnan(a), a, r);
+}
+static inline vf vmin_nan(vf a, vf v) {
+  vf r = vf_select(v < a, v, a);
+  r = vf_select(vf_isnan(v), v, r);
+  return vf_select(vf_isnan(a), a, r);
+}
+
+constexpr int64_t RCHUNK = 1024;  // strided runs are gathered in chunks of this many elements
+
+template <int D>
+static void reduce_run_t(int type, const char *src, int64_t stride, int64_t n, void *accp) {
+  using T = R<D>;
+  alignas(64) T buf[RCHUNK];
+  if constexpr (kF32R(D)) {
+    // gather into float32 (widening 16-bit) and combine
+    if (type == RSum) {
+      SumLanes s{vd_splat(0), vd_splat(0), vd_splat(0), vd_splat(0)};
+      for (int64_t i0 = 0; i0 < n; i0 += RCHUNK) {
+        int64_t m = std::min(RCHUNK, n - i0);
+        const float *x;
+        if (D == F32 && stride == 1) x = reinterpret_cast<const float *>(src) + i0;
+        else {
+          load_impl(buf, src + i0 * stride * dtype_size(D), D, stride, m);
+          x = buf;
+        }
+        int64_t m16 = m & ~int64_t(15);
+        sum_f32_block(s, x, m16);
+        if (m16 < m) {  // only the last chunk can have a tail
+          SumLanes t{vd_splat(0), vd_splat(0), vd_splat(0), vd_splat(0)};
+          alignas(32) float pad[16] = {0};
+          for (int64_t j = m16; j < m; j++) pad[j - m16] = x[j];
+          sum_f32_block(t, pad, 16);
+          s.a0 += t.a0, s.a1 += t.a1, s.a2 += t.a2, s.a3 += t.a3;
+        }
+      }
+      *static_cast<double *>(accp) += sum_lanes_total(s);
+      return;
+    }
+    if (type == RMax || type == RMin) {
+      const float init = type == RMax ? -__builtin_inff() : __builtin_inff();
+      vf acc = vf_splat(init);
+      for (int64_t i0 = 0; i0 < n; i0 += RCHUNK) {
+        int64_t m = std::min(RCHUNK, n - i0);
+        const float *x;
+        if (D == F32 && stride == 1) x = reinterpret_cast<const float *>(src) + i0;
+        else {
+          load_impl(buf, src + i0 * stride * dtype_size(D), D, stride, m);
+          x = buf;
+        }
+        int64_t j = 0;
+        for (; j + VF <= m; j += VF) acc = type == RMax ? vmax_nan(acc, vf_load(x + j)) : vmin_nan(acc, vf_load(x + j));
+        for (; j < m; j++) {
+          vf v = vf_splat(x[j]);
+          acc = type == RMax ? vmax_nan(acc, v) : vmin_nan(acc, v);
+        }
+      }
+      double *a = static_cast<double *>(accp);
+      for (int l = 0; l < VF; l++) *a = type == RMax ? fmax_nan(*a, double(acc[l])) : fmin_nan(*a, double(acc[l]));
+      return;
+    }
+  }
+  // generic: sequential per chunk
+  for (int64_t i0 = 0; i0 < n; i0 += RCHUNK) {
+    int64_t m = std::min(RCHUNK, n - i0);
+    load_impl(buf, src + i0 * stride * dtype_size(D), D, stride, m);
+    if constexpr (D == C64) {
+      double *a = static_cast<double *>(accp);
+      for (int64_t j = 0; j < m; j++) {
+        double re = buf[j].re, im = buf[j].im;
+        switch (type) {
+          case RSum: a[0] += re; a[1] += im; break;
+          case RProd: {
+            double r = a[0] * re - a[1] * im;
+            a[1] = a[0] * im + a[1] * re;
+            a[0] = r;
+            break;
+          }
+          case RAnd: if (re == 0 && im == 0) a[0] = 0; break;
+          case ROr: if (re != 0 || im != 0) a[0] = 1; break;
+          default: {
+            // max/min, lexicographic (real part first); the first NaN wins; a[2] = seen
+            if (a[2] != 0) {
+              double cr = a[0], ci = a[1];
+              if (cr != cr || ci != ci) break;
+              bool nan = re != re || im != im;
+              bool better = type == RMax ? (re > cr || (re == cr && im > ci)) : (re < cr || (re == cr && im < ci));
+              if (!nan && !better) break;
+            }
+            a[0] = re;
+            a[1] = im;
+            a[2] = 1;
+          }
+        }
+      }
+    } else if constexpr (kFloat(D)) {
+      double *a = static_cast<double *>(accp);
+      double v = *a;
+      switch (type) {
+        case RSum: for (int64_t j = 0; j < m; j++) v += double(buf[j]); break;
+        case RProd: for (int64_t j = 0; j < m; j++) v *= double(buf[j]); break;
+        case RMax: for (int64_t j = 0; j < m; j++) v = fmax_nan(v, double(buf[j])); break;
+        case RMin: for (int64_t j = 0; j < m; j++) v = fmin_nan(v, double(buf[j])); break;
+        case RAnd: for (int64_t j = 0; j < m; j++) if (buf[j] == 0) v = 0; break;
+        case ROr: for (int64_t j = 0; j < m; j++) if (buf[j] != 0) v = 1; break;
+        default: break;
+      }
+      *a = v;
+    } else {
+      // integers and bool: sums/products modulo 2^64; max/min as signed or unsigned 64-bit
+      switch (type) {
+        case RSum: {
+          uint64_t v;
+          __builtin_memcpy(&v, accp, 8);
+          for (int64_t j = 0; j < m; j++) v += uint64_t(int64_t(buf[j]));
+          __builtin_memcpy(accp, &v, 8);
+          break;
+        }
+        case RProd: {
+          uint64_t v;
+          __builtin_memcpy(&v, accp, 8);
+          for (int64_t j = 0; j < m; j++) v *= uint64_t(int64_t(buf[j]));
+          __builtin_memcpy(accp, &v, 8);
+          break;
+        }
+        case RMax:
+        case RMin:
+          if constexpr (std::is_signed_v<T>) {
+            int64_t v;
+            __builtin_memcpy(&v, accp, 8);
+            if (type == RMax) for (int64_t j = 0; j < m; j++) v = std::max<int64_t>(v, buf[j]);
+            else for (int64_t j = 0; j < m; j++) v = std::min<int64_t>(v, buf[j]);
+            __builtin_memcpy(accp, &v, 8);
+          } else {
+            uint64_t v;
+            __builtin_memcpy(&v, accp, 8);
+            if (type == RMax) for (int64_t j = 0; j < m; j++) v = std::max<uint64_t>(v, buf[j]);
+            else for (int64_t j = 0; j < m; j++) v = std::min<uint64_t>(v, buf[j]);
+            __builtin_memcpy(accp, &v, 8);
+          }
+          break;
+        case RAnd: {
+          uint8_t v;
+          __builtin_memcpy(&v, accp, 1);
+          for (int64_t j = 0; j < m; j++) v = uint8_t(v & (buf[j] != 0));
+          __builtin_memcpy(accp, &v, 1);
+          break;
+        }
+        case ROr: {
+          uint8_t v;
+          __builtin_memcpy(&v, accp, 1);
+          for (int64_t j = 0; j < m; j++) v = uint8_t(v | (buf[j] != 0));
+          __builtin_memcpy(accp, &v, 1);
+          break;
+        }
+        default: break;
+      }
+    }
+  }
+}
+
+static void reduce_run_impl(int type, int dtype, const void *src, int64_t stride, int64_t n, void *acc) {
+  const char *s = static_cast<const char *>(src);
+  switch (dtype) {
+    case Bool: reduce_run_t<Bool>(type, s, stride, n, acc); break;
+    case U8: reduce_run_t<U8>(type, s, stride, n, acc); break;
+    case U16: reduce_run_t<U16>(type, s, stride, n, acc); break;
+    case U32: reduce_run_t<U32>(type, s, stride, n, acc); break;
+    case U64: reduce_run_t<U64>(type, s, stride, n, acc); break;
+    case I8: reduce_run_t<I8>(type, s, stride, n, acc); break;
+    case I16: reduce_run_t<I16>(type, s, stride, n, acc); break;
+    case I32: reduce_run_t<I32>(type, s, stride, n, acc); break;
+    case I64: reduce_run_t<I64>(type, s, stride, n, acc); break;
+    case F16: reduce_run_t<F16>(type, s, stride, n, acc); break;
+    case F32: reduce_run_t<F32>(type, s, stride, n, acc); break;
+    case F64: reduce_run_t<F64>(type, s, stride, n, acc); break;
+    case BF16: reduce_run_t<BF16>(type, s, stride, n, acc); break;
+    case C64: reduce_run_t<C64>(type, s, stride, n, acc); break;
+    default: break;
+  }
+}
+
+// acc[j] (ACC_DOUBLES apart) op= row[j] for a contiguous row: column reductions. Only the common
+// float cases are vectorised; the rest go element by element through reduce_run.
+static void reduce_rows_impl(int type, int dtype, void *accp, const void *src, int64_t n) {
+  double *acc = static_cast<double *>(accp);
+  if (dtype == F32 && (type == RSum || type == RMax || type == RMin)) {
+    const float *x = static_cast<const float *>(src);
+    if (type == RSum) for (int64_t j = 0; j < n; j++) acc[ACC_DOUBLES * j] += double(x[j]);
+    else if (type == RMax) for (int64_t j = 0; j < n; j++) acc[ACC_DOUBLES * j] = fmax_nan(acc[ACC_DOUBLES * j], double(x[j]));
+    else for (int64_t j = 0; j < n; j++) acc[ACC_DOUBLES * j] = fmin_nan(acc[ACC_DOUBLES * j], double(x[j]));
+    return;
+  }
+  if (dtype == F64 && type == RSum) {
+    const double *x = static_cast<const double *>(src);
+    for (int64_t j = 0; j < n; j++) acc[ACC_DOUBLES * j] += x[j];
+    return;
+  }
+  const char *s = static_cast<const char *>(src);
+  const int size = dtype_size(dtype);
+  for (int64_t j = 0; j < n; j++) reduce_run_impl(type, dtype, s + j * size, 1, 1, acc + ACC_DOUBLES * j);
+}
+
+// ---- softmax -------------------------------------------------------------------------------------------
+
+// One row, float32: max (NaN → NaN), e = exp(x − max), sum in double lanes, e / sum.
+static void softmax_row_f32(const float *x, float *y, int64_t n, int log_sum_exp) {
+  vf m = vf_splat(-__builtin_inff());
+  int64_t i = 0;
+  for (; i + VF <= n; i += VF) m = vmax_nan(m, vf_load(x + i));
+  for (; i < n; i++) m = vmax_nan(m, vf_splat(x[i]));
+  double mx = -__builtin_inf();
+  for (int l = 0; l < VF; l++) mx = fmax_nan(mx, double(m[l]));
+  if (log_sum_exp && (mx != mx || std::isinf(mx))) {
+    y[0] = float(mx);
+    return;
+  }
+  const vf mv = vf_splat(float(mx));
+  vf s0 = vf_splat(0), s1 = vf_splat(0);
+  i = 0;
+  if (log_sum_exp) {
+    for (; i + 2 * VF <= n; i += 2 * VF) {
+      s0 += vexp(vf_load(x + i) - mv);
+      s1 += vexp(vf_load(x + i + VF) - mv);
+    }
+  } else {
+    for (; i + 2 * VF <= n; i += 2 * VF) {
+      vf e0 = vexp(vf_load(x + i) - mv), e1 = vexp(vf_load(x + i + VF) - mv);
+      vf_store(y + i, e0);
+      vf_store(y + i + VF, e1);
+      s0 += e0;
+      s1 += e1;
+    }
+  }
+  if (i < n) {
+    alignas(32) float pad[2 * VF];
+    for (int l = 0; l < 2 * VF; l++) pad[l] = i + l < n ? x[i + l] : -__builtin_inff();
+    vf e0 = vexp(vf_load(pad) - mv), e1 = vexp(vf_load(pad + VF) - mv);
+    if (!log_sum_exp)
+      for (int64_t l = 0; i + l < n; l++) y[i + l] = l < VF ? e0[l] : e1[l - VF];
+    s0 += e0;
+    s1 += e1;
+  }
+  vf s = s0 + s1;
+  double total = ((double(s[0]) + double(s[1])) + (double(s[2]) + double(s[3]))) +
+                 ((double(s[4]) + double(s[5])) + (double(s[6]) + double(s[7])));
+  if (log_sum_exp) {
+    y[0] = float(mx + std::log(total));
+    return;
+  }
+  const vf z = vf_splat(float(total));
+  i = 0;
+  for (; i + VF <= n; i += VF) vf_store(y + i, vf_load(y + i) / z);
+  for (; i < n; i++) y[i] = y[i] / float(total);
+}
+
+static void softmax_row_f64(const double *x, double *y, int64_t n, int log_sum_exp) {
+  double m = -__builtin_inf();
+  for (int64_t i = 0; i < n; i++) m = fmax_nan(m, x[i]);
+  if (log_sum_exp) {
+    if (m != m || std::isinf(m)) { y[0] = m; return; }
+    double z = 0;
+    for (int64_t i = 0; i < n; i++) z += std::exp(x[i] - m);
+    y[0] = m + std::log(z);
+    return;
+  }
+  double z = 0;
+  for (int64_t i = 0; i < n; i++) z += (y[i] = std::exp(x[i] - m));
+  for (int64_t i = 0; i < n; i++) y[i] /= z;
+}
+
+static void softmax_row_impl(int dtype, const void *src, void *dst, int64_t n, int lse) {
+  if (dtype == F64) softmax_row_f64(static_cast<const double *>(src), static_cast<double *>(dst), n, lse);
+  else softmax_row_f32(static_cast<const float *>(src), static_cast<float *>(dst), n, lse);
+}
+
+// ---- GEMM micro-kernels ----------------------------------------------------------------------------------
+// C[MR×NR] (+)= Σ_p A[p][0..MR) ⊗ B[p][0..NR): packed panels (A column-major in MR, B row-major in
+// NR), accumulators held in registers. Each C element sums its k products in order, one rounding
+// (or FMA) per step, so the result never depends on how the driver splits M and N.
+
+template <int MR, int NV>
+static void gemm_ukernel_f32(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int accumulate) {
+  vf acc[MR][NV];
+  for (int i = 0; i < MR; i++)
+    for (int v = 0; v < NV; v++) acc[i][v] = vf_splat(0);
+  for (int64_t p = 0; p < k; p++) {
+    vf bv[NV];
+    for (int v = 0; v < NV; v++) bv[v] = vf_load(b + p * NV * VF + v * VF);
+    for (int i = 0; i < MR; i++) {
+      vf av = vf_splat(a[p * MR + i]);
+      for (int v = 0; v < NV; v++) acc[i][v] = madd(av, bv[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < MR; i++)
+    for (int v = 0; v < NV; v++) {
+      float *cp = c + i * ldc + v * VF;
+      vf_store(cp, accumulate ? vf_load(cp) + acc[i][v] : acc[i][v]);
+    }
+}
+
+template <int MR, int NV>
+static void gemm_ukernel_f64(int64_t k, const double *a, const double *b, double *c, int64_t ldc, int accumulate) {
+  vd acc[MR][NV];
+  for (int i = 0; i < MR; i++)
+    for (int v = 0; v < NV; v++) acc[i][v] = vd_splat(0);
+  for (int64_t p = 0; p < k; p++) {
+    vd bv[NV];
+    for (int v = 0; v < NV; v++) bv[v] = vd_load(b + p * NV * VD + v * VD);
+    for (int i = 0; i < MR; i++) {
+      vd av = vd_splat(a[p * MR + i]);
+      for (int v = 0; v < NV; v++) acc[i][v] = madd(av, bv[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < MR; i++)
+    for (int v = 0; v < NV; v++) {
+      double *cp = c + i * ldc + v * VD;
+      vd_store(cp, accumulate ? vd_load(cp) + acc[i][v] : acc[i][v]);
+    }
+}
+
+// ---- random bits: Threefry-2x32, 20 rounds (ts/random/threefry.ts, MLX's RandomBits layout) -----------
+
+static inline void threefry8(uint32_t k0, uint32_t k1, vu &x, vu &y) {
+  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1bd11bdau};
+  static constexpr int ROT[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  x += ks[0];
+  y += ks[1];
+  for (int i = 0; i < 5; i++) {
+    for (int j = 0; j < 4; j++) {
+      const int r = ROT[i % 2][j];
+      x += y;
+      y = (y << r) | (y >> (32 - r));
+      y ^= x;
+    }
+    x += ks[(i + 1) % 3];
+    y += ks[(i + 2) % 3] + uint32_t(i + 1);
+  }
+}
+
+// Words [i0, i1) and [i0 + shift, i1 + shift) of a key's stream: counter pairs (i, i + shift) for
+// i < half (first and second outputs); with an odd word count the middle word `half` is the first
+// output of (half, 0). `put(word index, value)` stores each word.
+template <class Put>
+static void random_words_impl(uint32_t k0, uint32_t k1, int64_t half, bool odd, int64_t i0, int64_t i1, Put put) {
+  const uint32_t shift = uint32_t(half + (odd ? 1 : 0));
+  int64_t i = i0;
+  for (; i + 8 <= i1; i += 8) {
+    const uint32_t b = uint32_t(i);
+    vu x = vu{b, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7};
+    vu y = x + shift;
+    threefry8(k0, k1, x, y);
+    for (int l = 0; l < 8; l++) {
+      put(i + l, x[l]);
+      put(i + l + shift, y[l]);
+    }
+  }
+  for (; i < i1; i++) {
+    vu x = vu{uint32_t(i), 0, 0, 0, 0, 0, 0, 0}, y = vu{uint32_t(i) + shift, 0, 0, 0, 0, 0, 0, 0};
+    threefry8(k0, k1, x, y);
+    put(i, x[0]);
+    put(i + shift, y[0]);
+  }
+  if (odd && i0 == 0) {
+    vu x = vu{uint32_t(half), 0, 0, 0, 0, 0, 0, 0}, y = vu{0, 0, 0, 0, 0, 0, 0, 0};
+    threefry8(k0, k1, x, y);
+    put(half, x[0]);
+  }
+}
+
+// Writes bytes [0, bytes) of the stream of key (k0, k1) whose pairs i lie in [i0, i1).
+static void random_bits_impl(uint32_t k0, uint32_t k1, int64_t bytes, int64_t i0, int64_t i1, uint8_t *out) {
+  const int64_t words = (bytes + 3) / 4;
+  const int64_t half = words / 2;
+  const bool odd = (words % 2) == 1;
+  random_words_impl(k0, k1, half, odd, i0, i1, [&](int64_t w, uint32_t v) {
+    const int64_t at = 4 * w;
+    if (at + 4 <= bytes) {
+      __builtin_memcpy(out + at, &v, 4);
+    } else {
+      for (int64_t b = at; b < bytes; b++) out[b] = uint8_t(v >> (8 * (b - at)));  // little-endian tail
+    }
+  });
+}

@@ -1,0 +1,276 @@
+// Internal declarations shared by the ISA-independent driver (api.cpp, pool.cpp, gemm.cpp) and the
+// kernels compiled once per instruction set (isa_*.cpp including kernels.inc).
+#ifndef MGCPU_INTERNAL_H
+#define MGCPU_INTERNAL_H
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#define MG_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace mgcpu {
+
+// metalgrad's dtype indices (ts/core/dtype.ts).
+enum Dtype : int32_t {
+  Bool = 0, U8 = 1, U16 = 2, U32 = 3, U64 = 4, I8 = 5, I16 = 6, I32 = 7, I64 = 8,
+  F16 = 9, F32 = 10, F64 = 11, BF16 = 12, C64 = 13, DtypeCount = 14
+};
+
+inline int dtype_size(int d) {
+  static const int sizes[DtypeCount] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8};
+  return sizes[d];
+}
+inline bool is_int(int d) { return (d >= U8 && d <= I64); }
+inline bool is_16bit_float(int d) { return d == F16 || d == BF16; }
+inline bool is_float(int d) { return d == F16 || d == F32 || d == F64 || d == BF16; }
+
+// The representation a dtype's values take inside kernels: 16-bit floats are held as float32
+// values that lie on the 16-bit grid; everything else is its storage type.
+inline int repr_of(int d) { return is_16bit_float(d) ? F32 : d; }
+inline int repr_size(int d) { return dtype_size(repr_of(d)); }
+
+// ---- 16-bit floats (round to nearest even; NaN stays NaN, quieted) --------------------------
+
+inline float f32_from_bits(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
+inline uint32_t bits_from_f32(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
+inline double f64_from_bits(uint64_t b) { double f; std::memcpy(&f, &b, 8); return f; }
+inline uint64_t bits_from_f64(double f) { uint64_t b; std::memcpy(&b, &f, 8); return b; }
+
+inline float bf16_to_f32(uint16_t h) { return f32_from_bits(uint32_t(h) << 16); }
+// As metalgrad's bfloat16BitsFromNumber (ts/core/dtype.ts): NaN keeps its sign and is quieted.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t b = bits_from_f32(f);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return uint16_t((b >> 16) | 0x0040u);
+  return uint16_t((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+
+inline float f16_to_f32(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t man = h & 0x3ffu;
+  if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) {
+    // subnormal (or zero): man · 2^-24, exact in float32
+    float v = float(man) * 5.9604644775390625e-8f;
+    return sign ? -v : v;
+  }
+  return f32_from_bits(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+// Rounds a double straight to the nearest float16 (one rounding, as a JS Float16Array store).
+inline uint16_t f64_to_f16(double x) {
+  uint64_t b = bits_from_f64(x);
+  uint16_t sign = uint16_t((b >> 48) & 0x8000u);
+  uint64_t abits = b & 0x7fffffffffffffffull;
+  if (abits > 0x7ff0000000000000ull) return uint16_t(sign | 0x7e00u);  // NaN
+  double a = f64_from_bits(abits);
+  if (a >= 65520.0) return uint16_t(sign | 0x7c00u);                  // rounds to infinity
+  if (a < 6.103515625e-05) {
+    // subnormal range: multiples of 2^-24; nearbyint rounds half to even in the default mode
+    double q = std::nearbyint(a * 16777216.0);
+    return uint16_t(sign | uint16_t(q));
+  }
+  int e;
+  double m = std::frexp(a, &e);                 // a = m·2^e, m in [0.5, 1)
+  double q = std::nearbyint(m * 2048.0);        // 11 significant bits
+  if (q == 2048.0) { q = 1024.0; e += 1; }
+  uint16_t exp = uint16_t(e - 1 + 15);
+  if (exp >= 31) return uint16_t(sign | 0x7c00u);
+  return uint16_t(sign | (exp << 10) | (uint16_t(q) - 1024u));
+}
+
+inline uint16_t f32_to_f16(float f) {
+  uint32_t b = bits_from_f32(f);
+  uint32_t sign = (b >> 16) & 0x8000u;
+  uint32_t a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // ≥ 65520: infinity
+  if (a < 0x38800000u) {
+    // below 2^-14: subnormal half; add 0.5 (as float) to align the bits, then round (RNE)
+    float v = f32_from_bits(a) + 0.5f;
+    return uint16_t(sign | (bits_from_f32(v) - 0x3f000000u));
+  }
+  uint32_t mant_odd = (a >> 13) & 1u;
+  a += 0xc8000fffu + mant_odd;  // rebias exponent (-112 << 23) and round to nearest even
+  return uint16_t(sign | (a >> 13));
+}
+
+// ---- conversions with the TypeScript reference's semantics -----------------------------------
+
+// A double stored into an integer type as metalgrad's CPU reference does: truncate toward zero,
+// then wrap modulo 2^64 (and so modulo the type's width); NaN and ±inf give 0.
+inline uint64_t wrap_u64_from_double(double v) {
+  if (!(v - v == 0.0)) return 0;  // NaN or infinite
+  double t = std::trunc(v);
+  double a = std::fabs(t);
+  uint64_t r;
+  if (a < 9223372036854775808.0) {
+    r = uint64_t(int64_t(a));
+  } else {
+    int e;
+    double m = std::frexp(a, &e);  // a = m·2^e, e ≥ 64
+    uint64_t mant = uint64_t(std::ldexp(m, 53));
+    int shift = e - 53;
+    r = shift >= 64 ? 0 : mant << shift;
+  }
+  return t < 0 ? uint64_t(0) - r : r;
+}
+
+// ---- errors ------------------------------------------------------------------------------------
+
+void set_error(const char *fn, const std::string &message);
+int fail(const char *fn, const std::string &message);         // MGCPU_ERROR
+int unsupported(const char *fn, const std::string &message);  // MGCPU_UNSUPPORTED
+
+// ---- thread pool -------------------------------------------------------------------------------
+
+using TaskFn = void (*)(void *ctx, int64_t task, int thread);
+// Runs fn(ctx, t, thread) for t in [0, tasks) on up to `threads` threads (the caller is thread 0).
+// Tasks are handed out in order; each task's work must not depend on which thread runs it.
+void parallel_for(int64_t tasks, int threads, TaskFn fn, void *ctx);
+int thread_count();
+int set_thread_count(int n);  // 0 = the default; returns the previous count
+// Threads worth using for `work` units of roughly a nanosecond each (1 below the threshold).
+int threads_for(double work);
+// Scratch memory of the calling OS thread (64-byte aligned), valid until it asks again; null when
+// the allocation fails.
+void *thread_scratch(int thread, size_t bytes);
+
+// ---- descriptors -------------------------------------------------------------------------------
+
+constexpr int MAX_DIMS = 32;
+
+// A strided operand: base pointer (at its first element), dtype, strides in elements.
+struct Operand {
+  char *ptr;
+  int32_t dtype;
+  int64_t strides[MAX_DIMS];
+};
+
+// A descriptor reader that checks every word it hands out.
+struct Reader {
+  const double *d;
+  int32_t n;
+  int32_t pos = 0;
+  const char *fn;
+  bool ok = true;
+  std::string error;
+  Reader(const double *desc, int32_t words, const char *name) : d(desc), n(words), fn(name) {
+    if (!desc || words < 0) { ok = false; error = "null descriptor"; }
+  }
+  double next() {
+    if (!ok) return 0;
+    if (pos >= n) { ok = false; error = "descriptor too short"; return 0; }
+    return d[pos++];
+  }
+  int64_t integer(int64_t lo, int64_t hi, const char *what) {
+    double v = next();
+    if (!ok) return 0;
+    // in range first (then the int64 conversion is defined), then integral
+    if (!(v >= double(lo) && v <= double(hi)) || double(int64_t(v)) != v) {
+      ok = false;
+      error = std::string(what) + " out of range (" + std::to_string(v) + ")";
+      return lo;
+    }
+    return int64_t(v);
+  }
+  char *pointer(const char *what) {
+    double v = next();
+    if (!ok) return nullptr;
+    if (!(v >= 0 && v < 9007199254740992.0) || double(int64_t(v)) != v) {
+      ok = false;
+      error = std::string(what) + " is not a pointer";
+      return nullptr;
+    }
+    return reinterpret_cast<char *>(uintptr_t(v));
+  }
+  int dtype(const char *what) { return int(integer(0, DtypeCount - 1, what)); }
+};
+
+// ---- elementwise programs ----------------------------------------------------------------------
+
+// Opcodes (ts/backend/cpu/native/opcodes.ts mirrors this list).
+enum Op : int32_t {
+  // unary
+  OpAbs, OpNegative, OpSign, OpSquare, OpSqrt, OpRsqrt, OpExp, OpExpm1, OpLog, OpLog2, OpLog10,
+  OpLog1p, OpSin, OpCos, OpTan, OpArcSin, OpArcCos, OpArcTan, OpSinh, OpCosh, OpTanh, OpArcSinh,
+  OpArcCosh, OpArcTanh, OpFloor, OpCeil, OpRound, OpSigmoid, OpErf, OpErfInv, OpLogicalNot,
+  OpBitwiseInvert, OpConjugate, OpReal, OpImag, OpCast,
+  // binary
+  OpAdd, OpSubtract, OpMultiply, OpDivide, OpFloorDivide, OpRemainder, OpPower, OpMaximum,
+  OpMinimum, OpLogAddExp, OpArcTan2, OpEqual, OpEqualNan, OpNotEqual, OpGreater, OpGreaterEqual,
+  OpLess, OpLessEqual, OpLogicalAnd, OpLogicalOr, OpBitwiseAnd, OpBitwiseOr, OpBitwiseXor,
+  OpLeftShift, OpRightShift, OpDivModQuotient, OpDivModRemainder,
+  // ternary
+  OpSelect,
+  OpCount
+};
+constexpr int FirstBinary = OpAdd;
+constexpr int FirstTernary = OpSelect;
+inline int op_arity(int op) { return op >= FirstTernary ? 3 : op >= FirstBinary ? 2 : 1; }
+
+struct Instr {
+  int32_t op, dtype, out_dtype, dst, a, b, c;
+};
+
+constexpr int MAX_OPERANDS = 512;
+constexpr int ACC_DOUBLES = 4;  // room per reduction accumulator (complex max/min uses 3)
+constexpr int64_t TILE = 1024;  // elements per tile: a register of 8-byte values is 8 KiB
+
+// A program after parsing: shapes collapsed, operands resolved.
+struct Program {
+  int ndim;
+  int64_t shape[MAX_DIMS];
+  int64_t size;
+  int n_in, n_out, n_temp, n_instr;
+  Operand in[MAX_OPERANDS];
+  char *out_ptr[MAX_OPERANDS];
+  int32_t out_dtype[MAX_OPERANDS];
+  int32_t temp_dtype[MAX_OPERANDS];
+  Instr *instr;
+};
+
+// A unary/binary/ternary kernel over repr values: dst[i] = f(a[i], b[i], c[i]); an operand with
+// its scalar flag set is one value broadcast over n.
+using KernelFn = void (*)(void *dst, const void *a, const void *b, const void *c, int64_t n,
+                          int scalar_mask);
+
+// ---- per-ISA entry points ---------------------------------------------------------------------
+
+struct Isa {
+  const char *name;
+  // kernel for (op, dtype of the op's inputs, output dtype); nullptr when unsupported
+  KernelFn (*kernel)(int op, int dtype, int out_dtype);
+  // storage → repr, strided source (16-bit floats widen to float32)
+  void (*load)(void *dst, const void *src, int dtype, int64_t stride, int64_t n);
+  // repr → storage, contiguous
+  void (*store)(void *dst, const void *src, int dtype, int64_t n);
+  // rounds n float32 values in place to the grid of a 16-bit float dtype
+  void (*round_grid)(float *x, int dtype, int64_t n);
+  // *acc op= the strided run (acc: ACC_DOUBLES doubles, initialised by the driver)
+  void (*reduce_run)(int type, int dtype, const void *src, int64_t stride, int64_t n, void *acc);
+  // acc[j] op= row[j] over a contiguous row (column reductions); accumulators ACC_DOUBLES apart
+  void (*reduce_rows)(int type, int dtype, void *acc, const void *src, int64_t n);
+  // softmax (or log-sum-exp into dst[0]) of one contiguous row of float32 or float64 values
+  void (*softmax_row)(int dtype, const void *src, void *dst, int64_t n, int log_sum_exp);
+  // GEMM micro-kernels: C[MR×NR] (+)= packedA[k×MR] · packedB[k×NR]
+  void (*gemm_f32)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int accumulate);
+  void (*gemm_f64)(int64_t k, const double *a, const double *b, double *c, int64_t ldc, int accumulate);
+  int gemm_mr_f32, gemm_nr_f32, gemm_mr_f64, gemm_nr_f64;
+  // bytes [0, bytes) of key (k0, k1)'s Threefry stream, counter pairs [i0, i1) (MLX's layout)
+  void (*random_bits)(uint32_t k0, uint32_t k1, int64_t bytes, int64_t i0, int64_t i1, uint8_t *out);
+};
+
+const Isa &isa();
+const Isa &isa_baseline();
+#if defined(__x86_64__)
+const Isa &isa_avx2();
+bool cpu_has_avx2_fma();
+#endif
+
+}  // namespace mgcpu
+
+#endif

@@ -1,0 +1,4 @@
+// ts/nn/layers/transformer.ts against MLX's numbers (test/fixtures/mlx-nn/layers.json).
+import { layerTests } from "../layer-cases.ts";
+
+layerTests(["MultiHeadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]);
