@@ -90,6 +90,8 @@ struct Worker {
   // memory (the threadgroup(n) block, and each threadgroup variable met on this thread).
   abi::race_state race_run{};
   abi::check_binding tg_checks[abi::kMaxBindings]{};
+  abi::check_binding checks[abi::kMaxBindings]{};  // the dispatch's bindings, with rs = &race_run
+  uint64_t checks_for = 0;                          // of dispatch serial
   std::vector<abi::tg_shadow> tg_mem_shadow;
   std::vector<std::unique_ptr<abi::tg_shadow[]>> tg_var_shadows;
   alignas(64) unsigned char tg_mem[kThreadgroupMemoryLimit + 64 * abi::kMaxBindings];
@@ -239,7 +241,9 @@ struct DispatchState {
   const char *name = "";
   abi::launch L{};
   abi::check_binding checks[abi::kMaxBindings]{};
-  std::vector<uint8_t> shadows[abi::kMaxBindings];
+  // Checked mode: which bytes of each must-write buffer the kernel wrote (1 per byte, mapped).
+  uint8_t *shadows[abi::kMaxBindings]{};
+  size_t shadow_bytes[abi::kMaxBindings]{};
   uint32_t groups[3]{};
   uint64_t total_groups = 0;
   uint64_t tg_offset[abi::kMaxBindings]{};
@@ -421,6 +425,7 @@ void host_tg_register(abi::check_binding *b) {
   Worker &w = this_worker();
   w.tg_var_shadows.emplace_back(new abi::tg_shadow[b->length ? b->length : 1]());
   b->tg = w.tg_var_shadows.back().get();
+  b->rs = &w.race_run;
   b->host = &g_host;
   b->dispatch = nullptr;
   b->index = 0;
@@ -502,6 +507,7 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
   }
   G.race = nullptr;
   G.tg_checks = nullptr;
+  G.checks = nullptr;
   if (ds.L.checks) {
     // Checked mode: a new run in race detection's records (device records name threadgroups by
     // linear index + 1 in 24 bits; beyond that device memory is not tracked).
@@ -511,7 +517,16 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
     if (r.run == 0) r.run = g_run_serial.fetch_add(1) + 1;
     r.epoch = 0;
     for (uint32_t &e : r.simd_epoch) e = 0;
+    r.attrs_slot = nullptr;
     G.race = &r;
+    if (w.checks_for != ds.serial) {
+      for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+        w.checks[n] = ds.checks[n];
+        w.checks[n].rs = &r;
+      }
+      w.checks_for = ds.serial;
+    }
+    G.checks = w.checks;
     if (w.tg_mem_shadow.size() < sizeof(w.tg_mem)) w.tg_mem_shadow.resize(sizeof(w.tg_mem));
     for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
       abi::check_binding &c = w.tg_checks[n];
@@ -522,6 +537,9 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
       c.index = n;
       c.host = &g_host;
       c.tg = w.tg_mem_shadow.data() + ds.tg_offset[n];
+      c.rs = &r;
+      const uint32_t es = ds.kd->tg_elem_size[n];
+      c.granule_shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
       c.kind = 1;
     }
     G.tg_checks = w.tg_checks;
@@ -972,6 +990,23 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   }
   // Kernels compiled in checked mode bind checked pointers; the launch then carries the bounds.
   const bool checked = fn->library->module->checked;
+  // Checked mode's records are mapped for the dispatch, zeroed by the kernel as touched (large
+  // pages where offered: far fewer page faults over big buffers).
+  struct Mappings {
+    DispatchState &ds;
+    ~Mappings() {
+      for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+        if (ds.race_shadow[n]) munmap(ds.race_shadow[n], ds.race_shadow_bytes[n]);
+        if (ds.shadows[n]) munmap(ds.shadows[n], ds.shadow_bytes[n]);
+      }
+    }
+    static void *map(size_t bytes) {
+      void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) return nullptr;
+      if (bytes >= (size_t(4) << 20)) madvise(p, bytes, MADV_HUGEPAGE);
+      return p;
+    }
+  } mappings{ds};
   for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
     abi::check_binding &c = ds.checks[n];
     c.base = static_cast<char *>(d.buffers[n].data);
@@ -981,22 +1016,17 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
     c.host = &g_host;
     c.dispatch = &ds;
     if (checked && ((d.must_write_mask >> n) & 1u) && d.buffers[n].data && d.buffers[n].length) {
-      ds.shadows[n].assign(d.buffers[n].length, 0);
-      c.shadow = ds.shadows[n].data();
+      void *p = Mappings::map(d.buffers[n].length);
+      if (!p) return fail("checked mode: cannot map the written-bytes record of buffer(" + std::to_string(n) + ")");
+      ds.shadows[n] = static_cast<uint8_t *>(p);
+      ds.shadow_bytes[n] = d.buffers[n].length;
+      c.shadow = ds.shadows[n];
       // Poison: an element the kernel forgets to write reads back as NaN / all-ones.
       memset(d.buffers[n].data, 0xff, d.buffers[n].length);
     }
   }
   ds.L.checks = checked ? ds.checks : nullptr;
-  // Checked mode: race records for every bound buffer, mapped for the dispatch (only the pages
-  // of bytes written are ever touched).
-  struct RaceShadows {
-    DispatchState &ds;
-    ~RaceShadows() {
-      for (uint32_t n = 0; n < abi::kMaxBindings; ++n)
-        if (ds.race_shadow[n]) munmap(ds.race_shadow[n], ds.race_shadow_bytes[n]);
-    }
-  } race_shadows{ds};
+  // Race records for every bound buffer (only the pages of bytes written are ever touched).
   if (checked) {
     for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
       if (!d.buffers[n].data || !d.buffers[n].length) continue;
@@ -1005,8 +1035,8 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
       const uint32_t shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
       ds.checks[n].granule_shift = shift;
       const size_t bytes = size_t((d.buffers[n].length + (1u << shift) - 1) >> shift) * sizeof(uint64_t);
-      void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (p == MAP_FAILED) continue;  // not tracked (the report would say nothing anyway)
+      void *p = Mappings::map(bytes);
+      if (!p) continue;  // not tracked (the report would say nothing anyway)
       ds.race_shadow[n] = static_cast<uint64_t *>(p);
       ds.race_shadow_bytes[n] = bytes;
       ds.checks[n].race = ds.race_shadow[n];
@@ -1079,14 +1109,22 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
     msgs.push_back("... and " + std::to_string(ds.violation_count - ds.violations.size()) + " more out-of-bounds accesses");
   if (!ds.failed.load()) {
     for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
-      if (ds.shadows[n].empty()) continue;
-      const auto &sh = ds.shadows[n];
+      if (!ds.shadows[n]) continue;
+      const uint8_t *sh = ds.shadows[n];
+      const uint64_t size = ds.shadow_bytes[n];
       uint64_t first = UINT64_MAX, count = 0;
-      for (uint64_t i = 0; i < sh.size(); ++i)
+      for (uint64_t i = 0; i < size;) {
+        uint64_t word;
+        if (i + 8 <= size && (memcpy(&word, sh + i, 8), word == 0x0101010101010101ull)) {
+          i += 8;
+          continue;
+        }
         if (!sh[i]) {
           if (first == UINT64_MAX) first = i;
           ++count;
         }
+        ++i;
+      }
       if (count) {
         uint32_t es = kd.elem_size[n] ? kd.elem_size[n] : 1;
         std::ostringstream m;

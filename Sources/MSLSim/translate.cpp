@@ -1715,14 +1715,14 @@ class Translator {
       s += "template <unsigned I> using P = typename mgsim::fn_params<F>::template at<I>;\n}\n";
       std::string binds, args;
       uint32_t bmask = 0, tmask = 0;
-      std::string elem[31], ref[31];
-      for (int b = 0; b < 31; ++b) elem[b] = ref[b] = "0";
+      std::string elem[31], ref[31], tgelem[31];
+      for (int b = 0; b < 31; ++b) elem[b] = ref[b] = tgelem[b] = "0";
       for (size_t p = 0; p < ki.params.size(); ++p) {
         const KernelParam &kp = ki.params[p];
         std::string P = ns + "::P<" + std::to_string(p) + ">";
         std::string bn = "b" + std::to_string(p);
         if (kp.kind == ParamKind::Buffer) {
-          binds += "  " + P + " " + bn + " = mgsim::bind_buffer<" + P + ">(L, " + std::to_string(kp.index) + "u);\n";
+          binds += "  " + P + " " + bn + " = mgsim::bind_buffer<" + P + ">(L, G, " + std::to_string(kp.index) + "u);\n";
           bmask |= 1u << kp.index;
           elem[kp.index] = "mgsim::elem_size<" + P + ">::value";
           ref[kp.index] = "mgsim::elem_size<" + P + ">::ref";
@@ -1730,6 +1730,7 @@ class Translator {
         } else if (kp.kind == ParamKind::Threadgroup) {
           binds += "  " + P + " " + bn + " = mgsim::bind_threadgroup<" + P + ">(G, " + std::to_string(kp.index) + "u);\n";
           tmask |= 1u << kp.index;
+          tgelem[kp.index] = "mgsim::elem_size<" + P + ">::value";
           args += (args.empty() ? "" : ", ") + bn;
         } else {
           args += std::string(args.empty() ? "" : ", ") + "mgsim::attr<" + P + ">(" + attr_args(kp.attribute) + ")";
@@ -1770,10 +1771,12 @@ class Translator {
       for (int b = 0; b < 31; ++b) table += (b ? ", " : "") + elem[b];
       table += "},\n   {";
       for (int b = 0; b < 31; ++b) table += (b ? ", " : "") + ref[b];
+      table += "},\n   {";
+      for (int b = 0; b < 31; ++b) table += (b ? ", " : "") + tgelem[b];
       table += "}},\n";
     }
     s += "static const mgsim::abi::kernel_desc mgsim_kernel_table[] = {\n" + table;
-    if (out.kernels.empty()) s += "  {\"\", nullptr, nullptr, nullptr, nullptr, 0u, 0u, 0u, 0u, 0u, {}, {}},\n";
+    if (out.kernels.empty()) s += "  {\"\", nullptr, nullptr, nullptr, nullptr, 0u, 0u, 0u, 0u, 0u, {}, {}, {}},\n";
     s += "};\n";
     s += "static const mgsim::abi::fconst_desc mgsim_fconst_table[] = {\n";
     for (auto &fc : fconsts_)
@@ -1803,6 +1806,7 @@ class Translator {
                     "_wi(const mgsim::abi::launch *L, const mgsim::abi::group *G, mgsim::abi::wi_ctx *mgwi_cp) {\n";
     s += "  (void)G;\n  mgsim_fc_load(L);\n  mgsim::wi::ctx &mgwi_c = *mgwi_cp;\n";
     s += "  mgsim::tls.lane = nullptr;\n  mgsim::tls.launch = L;\n  mgsim::tls.group = G;\n  mgwi_c.tls_attrs = &mgsim::tls.attrs;\n";
+    s += "  mgsim::publish_attrs(G);\n";
     s += "  mgwi_c.track = MGWI_TRACK ? 1u : 0u;\n" + binds;
     std::string fills, dv, args, lanes;
     for (size_t p = 0; p < ki.params.size(); ++p) {

@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 7;
+constexpr uint32_t kVersion = 8;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -32,8 +32,11 @@ struct host_api;
 //   bytes each: no longer compared).
 constexpr uint64_t kRaceEpochMax = 4095;
 constexpr uint32_t kRaceGroupBits = 24;
-// Threadgroup memory: one record per byte; runs are process-unique serials (stale records of an
-// earlier threadgroup on the worker never match).
+// Threadgroup memory: one record per granule (as device memory's: the element size, at most 4
+// bytes); runs are process-unique serials (stale records of an earlier threadgroup on the worker
+// never match). Byte masks say which bytes of the granule the recorded write / reads covered (0:
+// several threads' parts, not compared until the next barrier interval) and which were written in
+// the run at all (uninitialised reads).
 struct tg_shadow {
   uint32_t wrun;    // threadgroup run of the last write (0: none)
   uint16_t wepoch;  // its barrier interval
@@ -43,9 +46,15 @@ struct tg_shadow {
   uint32_t rrun;    // threadgroup run of the reads recorded since the last write
   uint16_t repoch;
   uint16_t rsimd;
-  uint16_t rlane;   // the reader + 1; 0xffff: several readers
+  uint16_t rlane;   // the reader + 1, and flags (race_access)
   uint16_t rline;
+  uint8_t wbytes;   // bytes of the granule the recorded write covers
+  uint8_t init;     // bytes of the granule written in run wrun
+  uint8_t rbytes;   // bytes of the granule the recorded reads cover
+  uint8_t unused;
 };
+
+struct thread_attrs;
 
 // The threadgroup running on a worker, for race detection: where its threads are in time.
 struct race_state {
@@ -53,6 +62,9 @@ struct race_state {
   uint32_t run;              // process-unique serial of this threadgroup run
   uint32_t epoch;            // threadgroup_barriers passed
   uint32_t simd_epoch[32];   // simdgroup-level syncs (collectives, simdgroup_barrier) passed, per simdgroup
+  // The running kernel object's tls.attrs on this thread (set by the kernel when the threadgroup
+  // starts): the current thread without a thread-local lookup per access.
+  const thread_attrs *const *attrs_slot;
 };
 
 // What checked mode reports (host_api::race).
@@ -78,8 +90,9 @@ struct check_binding {
   const host_api *host;
   void *dispatch;
   uint64_t *race;
-  uint32_t granule_shift;  // device records: log2 of the granule in bytes (0, 1 or 2)
+  uint32_t granule_shift;  // race records: log2 of the granule in bytes (0, 1 or 2)
   tg_shadow *tg;
+  race_state *rs;     // the worker's race_state (its copies of the bindings; null in launch::checks)
   const char *name;   // a threadgroup variable's name (null for buffers and threadgroup(n) memory)
   uint32_t kind;      // 0 device buffer, 1 threadgroup(n) memory, 2 threadgroup variable
 };
@@ -100,6 +113,7 @@ struct launch {
 struct group {
   race_state *race;                 // checked mode: race detection of this run (else null)
   const check_binding *tg_checks;   // checked mode: the threadgroup(n) blocks (kMaxBindings), else null
+  const check_binding *checks;      // checked mode: this worker's copies of launch::checks, else null
   uint32_t id[3];
   uint32_t size[3];   // the threads this threadgroup really has in each dimension
   uint32_t nthreads;
@@ -209,6 +223,7 @@ struct kernel_desc {
   uint32_t tg_mask;          // threadgroup(n) parameters
   uint32_t elem_size[kMaxBindings];  // pointee size of buffer(n), for reports
   uint32_t ref_size[kMaxBindings];   // size of T for `constant T&` buffer parameters, else 0
+  uint32_t tg_elem_size[kMaxBindings];  // pointee size of threadgroup(n) parameters
 };
 
 struct fconst_desc {
@@ -279,6 +294,11 @@ MGSIM_ALWAYS_INLINE void block(abi::lane *me, uint32_t kind, uint64_t token) {
   me->L->host->block(me, kind, token);
 }
 
+// Checked mode: where race detection finds the running thread (see race_state::attrs_slot).
+MGSIM_ALWAYS_INLINE void publish_attrs(const abi::group *G) {
+  if (G->race) G->race->attrs_slot = &tls.attrs;
+}
+
 inline void enter_lane(abi::lane *me) {
   tls.lane = me;
   tls.attrs = &me->a;
@@ -286,6 +306,7 @@ inline void enter_lane(abi::lane *me) {
   tls.group = me->G;
   me->tls_lane_slot = &tls.lane;
   me->tls_attrs_slot = &tls.attrs;
+  publish_attrs(me->G);
 }
 
 // --- thread attributes -------------------------------------------------------------------------
@@ -394,32 +415,49 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
     }
     return;
   }
-  abi::tg_shadow *sh = b->tg + off;
   const uint16_t E = uint16_t(r.epoch < 0xfffeu ? r.epoch : 0xfffeu);
   const uint16_t SE = uint16_t(r.simd_epoch[S & 31u]);
   const uint32_t run = r.run;
   // rlane: first reader + 1 in bits 0-10; bit 15: more readers, all in its simdgroup (rsimd is
   // their latest simdgroup-sync count); bit 14: readers in several simdgroups.
   constexpr uint16_t kSameSg = 0x8000u, kMixed = 0x4000u;
+  const uint32_t gs = b->granule_shift, gmask = (1u << gs) - 1u;
+  const uint64_t first = uint64_t(off) >> gs, last = (uint64_t(off) + n - 1) >> gs;
   bool reported = false;
-  for (uint32_t i = 0; i < n; ++i) {
-    abi::tg_shadow &e = sh[i];
+  for (uint64_t q = first; q <= last; ++q) {
+    abi::tg_shadow &e = b->tg[q];
+    const uint64_t lo = q << gs, hi = lo + gmask;
+    const uint32_t from = uint64_t(off) > lo ? uint32_t(uint64_t(off) - lo) : 0u;
+    const uint32_t to = uint64_t(off) + n - 1 < hi ? uint32_t(uint64_t(off) + n - 1 - lo) : gmask;
+    const uint8_t bytes = uint8_t(((2u << to) - 1u) & ~((1u << from) - 1u));
     uint32_t kind = 0, other = 0, other_line = 0;
-    // The same simdgroup-wide access by another lane of this simdgroup is no conflict.
-    const bool mine = sg && ((e.wlane >> 5) == S) && e.wsimd == SE;
+    const bool wnow = e.wrun == run && e.wepoch == E && E != 0xfffeu && (e.wbytes & bytes);
+    // The same simdgroup-wide access by another lane of this simdgroup is no conflict; neither is
+    // one ordered by a simdgroup-level sync since (lanes of a simdgroup run in lockstep).
+    const bool ordered = ((e.wlane >> 5) == S) && (e.wsimd != SE || sg);
+    const bool rnow = e.rrun == run && e.repoch == E && (e.rlane & 0x7ffu) != 0;
     if (write) {
       const uint32_t reader = (e.rlane & 0x7ffu) - 1u;
-      if (e.wrun == run && e.wepoch == E && E != 0xfffeu && e.wlane != L && !mine &&
-          !((e.wlane >> 5) == S && e.wsimd != SE) && !same_value()) {
+      if (wnow && e.wlane != L && !ordered && !same_value()) {
         kind = abi::race_waw;
         other = e.wlane;
         other_line = e.wline;
-      } else if (e.rrun == run && e.repoch == E && E != 0xfffeu && (e.rlane & 0x7ffu) != 0 &&
+      } else if (rnow && (e.rbytes & bytes) &&
                  ((e.rlane & kMixed) || ((e.rlane & kSameSg) || reader != L) &&
                                             !((reader >> 5) == S && e.rsimd != SE) && !(sg && (reader >> 5) == S))) {
         kind = abi::race_war;
         other = reader;
         other_line = e.rline;
+      }
+      if (e.wrun == run) {
+        // Bytes of the granule another thread wrote in this interval stay: the record no longer
+        // says who wrote which.
+        const bool theirs = e.wepoch == E && e.wlane != L && (e.wbytes & ~bytes);
+        e.wbytes = theirs ? uint8_t(0) : uint8_t(e.wepoch == E && e.wlane == L ? e.wbytes | bytes : bytes);
+        e.init = uint8_t(e.init | bytes);
+      } else {
+        e.wbytes = bytes;
+        e.init = bytes;
       }
       e.wrun = run;
       e.wepoch = E;
@@ -428,18 +466,22 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
       e.wline = uint16_t(line);
       e.rrun = 0;
     } else {
-      if (e.wrun != run) {
+      if (e.wrun != run || (e.init & bytes) != bytes) {
         kind = abi::race_uninit;
-      } else if (e.wepoch == E && E != 0xfffeu && e.wlane != L && !mine && !((e.wlane >> 5) == S && e.wsimd != SE)) {
+      } else if (wnow && e.wlane != L && !ordered) {
         kind = abi::race_raw;
         other = e.wlane;
         other_line = e.wline;
       }
-      if (e.rrun == run && e.repoch == E && (e.rlane & 0x7ffu) != 0) {
+      if (rnow) {
         const uint32_t reader = (e.rlane & 0x7ffu) - 1u;
         if (reader != L || (e.rlane & (kSameSg | kMixed))) {
+          // Another thread's reads of other bytes: which thread read which is no longer known.
+          if (e.rbytes != bytes) e.rbytes = 0;
           if ((reader >> 5) == S) e.rlane |= kSameSg;
           else e.rlane |= kMixed;
+        } else {
+          e.rbytes = uint8_t(e.rbytes | bytes);
         }
         if (SE > e.rsimd) e.rsimd = SE;
       } else {
@@ -448,13 +490,59 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
         e.rsimd = SE;
         e.rlane = uint16_t(L + 1);
         e.rline = uint16_t(line);
+        e.rbytes = bytes;
       }
     }
     if (kind && !reported) {
-      b->host->race(b, off + int64_t(i), n, kind, other, r.group, other_line, line, a->grid);
+      b->host->race(b, int64_t(lo + from), n, kind, other, r.group, other_line, line, a->grid);
       reported = true;
     }
   }
+}
+
+// Checked mode, threadgroup memory: the common cases of an access of one whole granule, inline
+// (the thread-local lookup is then shared by a function's accesses): a read of what an earlier
+// barrier interval or this thread wrote, by its only reader so far in this interval; a write that
+// no other thread read or wrote in this interval. False: race_access decides.
+MGSIM_ALWAYS_INLINE bool tg_race_fast(const abi::check_binding *b, int64_t off, bool write, uint32_t line) {
+  const abi::race_state *rs = b->rs;
+  if (!rs || !rs->attrs_slot) return false;
+  const abi::thread_attrs *a = *rs->attrs_slot;
+  if (!a) return false;
+  const abi::race_state &r = *rs;
+  if (r.epoch >= 0xfffeu) return false;
+  const uint16_t E = uint16_t(r.epoch), L = uint16_t(a->index);
+  const uint32_t gs = b->granule_shift;
+  const uint8_t full = uint8_t((2u << ((1u << gs) - 1u)) - 1u);
+  abi::tg_shadow &e = b->tg[uint64_t(off) >> gs];
+  const bool rnow = e.rrun == r.run && e.repoch == E;
+  if (!write) {
+    if (e.wrun != r.run || e.init != full || (e.wepoch == E && e.wlane != L)) return false;
+    if (!rnow) {
+      e.rrun = r.run;
+      e.repoch = E;
+      e.rsimd = uint16_t(r.simd_epoch[a->simd_id & 31u]);
+      e.rlane = uint16_t(L + 1);
+      e.rline = uint16_t(line);
+      e.rbytes = full;
+      return true;
+    }
+    if (e.rlane != L + 1 || e.rbytes != full) return false;
+    const uint16_t SE = uint16_t(r.simd_epoch[a->simd_id & 31u]);
+    if (SE > e.rsimd) e.rsimd = SE;
+    return true;
+  }
+  if (e.wrun == r.run && e.wepoch == E && e.wlane != L) return false;
+  if (rnow && e.rlane != L + 1) return false;
+  e.wrun = r.run;
+  e.wepoch = E;
+  e.wsimd = uint16_t(r.simd_epoch[a->simd_id & 31u]);
+  e.wlane = L;
+  e.wline = uint16_t(line);
+  e.wbytes = full;
+  e.init = full;
+  e.rrun = 0;
+  return true;
 }
 
 // True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes, and checks
@@ -465,13 +553,15 @@ MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p
   if (!b) return true;
   const char *c = static_cast<const char *>(p);
   int64_t off = c - b->base;
-  if (off < 0 || uint64_t(off) + bytes > b->length || bytes > b->length) {
+  if (bytes > b->length || uint64_t(off) > b->length - bytes) {
     b->host->violation(b, off, uint32_t(bytes), write ? 1 : 0, current_position());
     return false;
   }
   if (write && b->shadow) {
     uint8_t *s = b->shadow + off;
-    for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, uint8_t(1), __ATOMIC_RELAXED);
+    if (bytes == 4 && !(off & 3)) __atomic_store_n(reinterpret_cast<uint32_t *>(s), 0x01010101u, __ATOMIC_RELAXED);
+    else if (bytes == 8 && !(off & 7)) __atomic_store_n(reinterpret_cast<uint64_t *>(s), 0x0101010101010101ull, __ATOMIC_RELAXED);
+    else for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, uint8_t(1), __ATOMIC_RELAXED);
   }
   if (!atomic) {
     if (b->race) {
@@ -483,10 +573,9 @@ MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p
         // thread in this barrier interval (or never), written.
         if (!write && e == 0) return true;
         if (write) {
-          const abi::thread_attrs *a = tls.attrs;
-          const abi::group *G = tls.group;
-          const abi::race_state *r = G ? G->race : nullptr;
-          if (a && r && r->group) {
+          const abi::race_state *r = b->rs;
+          const abi::thread_attrs *a = r && r->attrs_slot ? *r->attrs_slot : nullptr;
+          if (a && r->group) {
             const uint64_t E = r->epoch < abi::kRaceEpochMax ? r->epoch : abi::kRaceEpochMax;
             const uint64_t who = uint64_t(r->group) | (E << 24) | (uint64_t(a->index & 1023u) << 36) |
                                  (uint64_t(line < 16384u ? line : 0u) << 46);
@@ -499,6 +588,9 @@ MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p
       }
       race_access(b, off, uint32_t(bytes), write, line, value, sg);
     } else if (b->tg) {
+      const uint32_t gs = b->granule_shift;
+      if (!sg && bytes == (1u << gs) && !(uint64_t(off) & ((1u << gs) - 1u)) && tg_race_fast(b, off, write, line))
+        return true;
       race_access(b, off, uint32_t(bytes), write, line, value, sg);
     }
   }
@@ -749,6 +841,8 @@ MGSIM_ALWAYS_INLINE auto tg_view(T &storage, abi::check_binding &b, const char *
     b.length = sizeof(T);
     b.name = name;
     b.kind = 2;
+    constexpr size_t es = sizeof(std::remove_all_extents_t<T>);
+    b.granule_shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
     if (L && L->host) L->host->tg_register(&b);
   }
   if constexpr (std::is_array<T>::value) {
@@ -806,14 +900,15 @@ struct elem_size {
 };
 
 template <class P>
-MGSIM_ALWAYS_INLINE P bind_buffer(const abi::launch *L, unsigned n) {
+MGSIM_ALWAYS_INLINE P bind_buffer(const abi::launch *L, const abi::group *G, unsigned n) {
   using Q = std::remove_cv_t<std::remove_reference_t<P>>;
   if constexpr (std::is_reference<P>::value) {
     return *static_cast<std::remove_reference_t<P> *>(L->buffers[n]);
   } else if constexpr (std::is_pointer<Q>::value) {
     return static_cast<Q>(L->buffers[n]);
   } else if constexpr (is_dptr<Q>::value) {
-    return Q(static_cast<typename Q::element_type *>(L->buffers[n]), L->checks ? &L->checks[n] : nullptr);
+    return Q(static_cast<typename Q::element_type *>(L->buffers[n]),
+             G->checks ? &G->checks[n] : L->checks ? &L->checks[n] : nullptr);
   } else {
     static_assert(std::is_pointer<Q>::value,
                   "[mgsim] a [[buffer(n)]] parameter must be a device/constant pointer or reference");
@@ -844,6 +939,7 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
   tls.launch = L;
   tls.group = G;
   if (track) tls.attrs = &a;
+  publish_attrs(G);
   const uint32_t sx = G->size[0], sy = G->size[1];
   const uint32_t bx = G->id[0] * L->threads_per_threadgroup[0];
   const uint32_t by = G->id[1] * L->threads_per_threadgroup[1];
