@@ -4,7 +4,7 @@
 // as metalgrad / reference (below 1 is faster).
 //
 //   MG_PYTHON=/work/mlxenv/bin/python bun run bench/quant.bench.ts
-//   ROUNDS=n  QUANT_K=4096 (a smaller K for a quick look)  QUANT_SIM_PREFILL_K=1024
+//   ROUNDS=n  QUANT_K=4096 (a smaller K for a quick look)  QUANT_SIM_PREFILL_K=1024  DEVICES=cpu,gpu
 //
 // Goals (issue 15): quantized decode ≥ 2× faster than dense float16 on the GPU (memory-bound on
 // Apple GPUs; on Linux the GPU is the MSL simulator, whose cost is arithmetic, so its ratio says
@@ -18,6 +18,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const K = Number(process.env.QUANT_K ?? 4096);
 const N = K;
 const PYTHON = process.env.MG_PYTHON ?? "python3";
+const DEVICES = [mg.cpu, mg.gpu].filter((d) => (process.env.DEVICES ?? "cpu,gpu").split(",").includes(d.type));
 
 function random(shape: number[], seed: number, dtype = mg.float32): MgArray {
   const a = mg.random.normal(shape, mg.float32, 0, 1, mg.random.key(seed), { stream: mg.cpu });
@@ -119,9 +120,8 @@ function layerRows(M: number, device: mg.Device, width: number): void {
     console.log(`    → vs dense float16 on the same device: ${ratio(q, d16)}${device === mg.gpu && M === 1 ? " (goal for decode on a Metal GPU: ≤ 0.5×)" : ""}`);
   }
 }
-for (const device of [mg.cpu, mg.gpu]) layerRows(1, device, K);
-layerRows(64, mg.cpu, K);
-layerRows(64, mg.gpu, SIM_K);
+for (const device of DEVICES) layerRows(1, device, K);
+for (const device of DEVICES) layerRows(64, device, device === mg.gpu ? SIM_K : K);
 
 // ---------------------------------------------------------------------------------------------
 console.log("\n# linalg (CPU) vs numpy (float64, n=128)");
@@ -171,7 +171,7 @@ console.log("\n# fft (complex64) vs numpy (complex128)");
   const c = (shape: number[], seed: number) => mg.add(random(shape, seed), mg.multiply(random(shape, seed + 1), { re: 0, im: 1 }));
   const x1 = c([64, 1024], 20), x2 = c([65536], 22), r2 = random([65536], 24), p = c([16, 997], 25), img = c([256, 256], 27);
   mg.eval(x1, x2, r2, p, img);
-  for (const device of [mg.cpu, mg.gpu]) {
+  for (const device of DEVICES) {
     const s = { stream: device };
     line(`fft 64x1024 ${device.type}`, time(() => mg.fft.fft(x1, s)), np.get("fft 64x1024") ?? null, "numpy");
     line(`fft 65536 ${device.type}`, time(() => mg.fft.fft(x2, s)), np.get("fft 65536") ?? null, "numpy");

@@ -12,13 +12,14 @@
 // optimizer state excluded), measured the same way in MLX.
 //
 //   bun run bench/train.bench.ts            MG_PYTHON=/path/to/python (with mlx) for MLX's column
-//   ROUNDS=n (default 7 on the CPU, 2 on the simulated GPU)   MODELS=mlp,cnn
+//   ROUNDS=n (default 7 on the CPU, 2 on the simulated GPU)   MODELS=mlp,cnn   DEVICES=cpu,gpu
 import * as mg from "../ts/index.ts";
 import type { MgArray } from "../ts/core/array.ts";
 import { median, pythonWith } from "./util.ts";
 
 const ROUNDS = process.env.ROUNDS ? Number(process.env.ROUNDS) : null;
 const MODELS = (process.env.MODELS ?? "mlp,cnn,transformer").split(",");
+const DEVICES = (process.env.DEVICES ?? "cpu,gpu").split(",");
 const MiB = 2 ** 20;
 
 class MLP extends mg.nn.Module {
@@ -211,7 +212,7 @@ for (const name of MODELS) {
   if (ref) {
     console.log(`  ${name.padEnd(12)} ${"mlx-cpu".padEnd(7)} ${ref.steps_per_second.toFixed(2).padStart(9)} ${"".padStart(13)} ${ref.peak_mib.toFixed(2).padStart(9)}`);
   }
-  for (const device of [mg.cpu, mg.gpu]) {
+  for (const device of [mg.cpu, mg.gpu].filter((d) => DEVICES.includes(d.type))) {
     const label = device.type === "gpu" && mg.deviceInfo().is_simulator ? "gpu-sim" : device.type;
     try {
       const r = run(name, device);

@@ -92,22 +92,6 @@ int collapse(int ndim, int64_t *shape, int count, int64_t *const *strides) {
   return out;
 }
 
-int64_t size_of(int ndim, const int64_t *shape) {
-  int64_t n = 1;
-  for (int d = 0; d < ndim; d++) n *= shape[d];
-  return n;
-}
-
-bool read_shape(Reader &r, int ndim, int64_t *shape) {
-  for (int d = 0; d < ndim; d++) shape[d] = r.integer(0, int64_t(1) << 52, "dimension");
-  return r.ok;
-}
-
-bool read_strides(Reader &r, int ndim, int64_t *strides) {
-  for (int d = 0; d < ndim; d++) strides[d] = r.integer(-(int64_t(1) << 52), int64_t(1) << 52, "stride");
-  return r.ok;
-}
-
 }  // namespace
 
 // ---- elementwise programs -----------------------------------------------------------------------

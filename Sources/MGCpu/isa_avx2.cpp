@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "fft.h"
+#include "quant.h"
 #include "mgcpu.h"
 
 #pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
@@ -15,6 +17,8 @@ namespace avx2 {
 #define MG_FMA 1
 #define MG_F16C 1
 #include "kernels_impl.h"
+#include "fft_impl.h"
+#include "quant_impl.h"
 #undef MG_FMA
 #undef MG_F16C
 constexpr int MR32 = 6, NV32 = 2, MR64 = 6, NV64 = 2;  // 12 ymm accumulators: 6×16 / 6×8
@@ -30,7 +34,7 @@ const Isa &isa_avx2() {
       "avx2",
       kernel_impl, load_impl, store_impl, round_grid_impl, reduce_run_impl, reduce_rows_impl,
       softmax_row_impl, gemm_ukernel_f32<MR32, NV32>, gemm_ukernel_f64<MR64, NV64>,
-      MR32, NV32 * VF, MR64, NV64 * VD, random_bits_impl,
+      MR32, NV32 * VF, MR64, NV64 * VD, random_bits_impl, fft_lines_impl, qdequant_f32_impl, qdot_f32_impl, qaxpy_f32_impl, qdot_fused_f32_impl,
   };
   return table;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "fft.h"
+#include "quant.h"
 #include "mgcpu.h"
 
 namespace mgcpu {
@@ -14,6 +16,8 @@ namespace baseline {
 #endif
 #define MG_F16C 0
 #include "kernels_impl.h"
+#include "fft_impl.h"
+#include "quant_impl.h"
 #undef MG_FMA
 #undef MG_F16C
 
@@ -34,7 +38,7 @@ const Isa &isa_baseline() {
 #endif
       kernel_impl, load_impl, store_impl, round_grid_impl, reduce_run_impl, reduce_rows_impl,
       softmax_row_impl, gemm_ukernel_f32<MR32, NV32>, gemm_ukernel_f64<MR64, NV64>,
-      MR32, NV32 * VF, MR64, NV64 * VD, random_bits_impl,
+      MR32, NV32 * VF, MR64, NV64 * VD, random_bits_impl, fft_lines_impl, qdequant_f32_impl, qdot_f32_impl, qaxpy_f32_impl, qdot_fused_f32_impl,
   };
   return table;
 }

@@ -190,6 +190,26 @@ struct Reader {
   int dtype(const char *what) { return int(integer(0, DtypeCount - 1, what)); }
 };
 
+inline int64_t size_of(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
+  return n;
+}
+
+inline bool read_shape(Reader &r, int ndim, int64_t *shape) {
+  for (int d = 0; d < ndim; d++) shape[d] = r.integer(0, int64_t(1) << 52, "dimension");
+  return r.ok;
+}
+
+inline bool read_strides(Reader &r, int ndim, int64_t *strides) {
+  for (int d = 0; d < ndim; d++) strides[d] = r.integer(-(int64_t(1) << 52), int64_t(1) << 52, "stride");
+  return r.ok;
+}
+
+const char *dtype_name(int d);
+// Records the thread count of the last kernel (mg_cpu_last_run).
+void note_threads(int n);
+
 // ---- elementwise programs ----------------------------------------------------------------------
 
 // Opcodes (ts/backend/cpu/native/opcodes.ts mirrors this list).
@@ -240,6 +260,10 @@ using KernelFn = void (*)(void *dst, const void *a, const void *b, const void *c
 
 // ---- per-ISA entry points ---------------------------------------------------------------------
 
+struct FftStep;    // fft.h
+struct QuantSpec;  // quant.h
+constexpr int FFT_LANES = 4;  // lines an ISA's FFT kernel transforms at once (VD)
+
 struct Isa {
   const char *name;
   // kernel for (op, dtype of the op's inputs, output dtype); nullptr when unsupported
@@ -262,6 +286,18 @@ struct Isa {
   int gemm_mr_f32, gemm_nr_f32, gemm_mr_f64, gemm_nr_f64;
   // bytes [0, bytes) of key (k0, k1)'s Threefry stream, counter pairs [i0, i1) (MLX's layout)
   void (*random_bits)(uint32_t k0, uint32_t k1, int64_t bytes, int64_t i0, int64_t i1, uint8_t *out);
+  // FFT: lines [first, first + count) of a step (groups of FFT_LANES vectorised); scratch holds
+  // fft_scratch_doubles(step, FFT_LANES) doubles, 64-byte aligned
+  void (*fft_lines)(const FftStep &s, int64_t first, int64_t count, double *scratch);
+  // quantized products (quant.cpp): `groups` whole groups of a packed row → float32 (decoded
+  // scales and biases per group); acc[m·8 + l] += lane l of Σ x_m·w; y_m += a_m·w
+  void (*qdequant_f32)(const QuantSpec &q, const uint32_t *words, int64_t groups, const float *scale, const float *bias, float *out);
+  void (*qdot_f32)(const float *const *x, int rows, const float *w, int64_t n, float *acc);
+  void (*qaxpy_f32)(float *const *y, const float *a, int rows, const float *w, int64_t n);
+  // qdequant + qdot in one pass where a fused kernel exists (affine float32, 2/4/8 bits); false
+  // otherwise
+  bool (*qdot_fused_f32)(const QuantSpec &q, const uint32_t *words, int64_t groups, const float *scale, const float *bias,
+                         const float *const *x, int rows, float *acc);
 };
 
 const Isa &isa();

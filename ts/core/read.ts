@@ -69,6 +69,7 @@ function copyOut(a: MgArray, l: Layout): TypedArray {
     return out;
   }
   if (dt === complex64) {
+    if (l.rowContiguous) return (src as Float32Array).slice(2 * l.offset, 2 * (l.offset + n));
     const out = new Float32Array(2 * n);
     forEachOffset(a.shape, l.strides, l.offset, (o) => {
       out[i++] = src[2 * o] as number;

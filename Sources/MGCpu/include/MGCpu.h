@@ -76,6 +76,38 @@ int32_t mg_cpu_random_bits(const double *desc, int32_t words);
 int32_t mg_cpu_gather(const double *desc, int32_t words);
 int32_t mg_cpu_gather_axis(const double *desc, int32_t words);
 
+/// FFT (MLX's primitive: complex→complex, real→complex or complex→real over several axes; inverses
+/// include 1/n per axis) of complex64 / float32 data, computed in float64.
+int32_t mg_cpu_fft(const double *desc, int32_t words);
+
+/// Convolution (MLX's primitive, channels last, 1–3 spatial axes) as an implicit GEMM per group.
+int32_t mg_cpu_convolution(const double *desc, int32_t words);
+
+/// QuantizedMatmul and GatherQMM in MLX's packed formats (affine, mxfp4, mxfp8, nvfp4), without
+/// dequantising the weights in memory.
+int32_t mg_cpu_quantized_matmul(const double *desc, int32_t words);
+
+/// Affine quantization (MLX's packed layout and roundings) and dequantization of every mode.
+int32_t mg_cpu_quantize(const double *desc, int32_t words);
+int32_t mg_cpu_dequantize(const double *desc, int32_t words);
+
+/// Stable sort (values or uint32 indices) along one axis: NaN last, −0 = 0, complex by (re, im).
+int32_t mg_cpu_sort(const double *desc, int32_t words);
+
+/// Scatter, ScatterAxis and (dynamic) slice updates into a copy of the source, in update order.
+int32_t mg_cpu_scatter(const double *desc, int32_t words);
+
+/// mg.fast on the CPU, as the float64 references: RMSNorm/LayerNorm (forward and VJP), RoPE, scaled
+/// dot-product attention (forward with statistics, and VJP), cross entropy (forward and VJP).
+int32_t mg_cpu_norm(const double *desc, int32_t words);
+int32_t mg_cpu_rope(const double *desc, int32_t words);
+int32_t mg_cpu_sdpa(const double *desc, int32_t words);
+int32_t mg_cpu_cross_entropy(const double *desc, int32_t words);
+
+/// Batched float32/float64 factorizations (LU, inverse, triangular inverse, Cholesky, QR) in
+/// float64 with the reference's algorithms; a singular matrix is unsupported (the reference raises).
+int32_t mg_cpu_linalg(const double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

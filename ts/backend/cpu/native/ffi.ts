@@ -29,6 +29,18 @@ const SYMBOLS = {
   mg_cpu_random_bits: { args: [P, i32], returns: i32 },
   mg_cpu_gather: { args: [P, i32], returns: i32 },
   mg_cpu_gather_axis: { args: [P, i32], returns: i32 },
+  mg_cpu_fft: { args: [P, i32], returns: i32 },
+  mg_cpu_convolution: { args: [P, i32], returns: i32 },
+  mg_cpu_quantized_matmul: { args: [P, i32], returns: i32 },
+  mg_cpu_quantize: { args: [P, i32], returns: i32 },
+  mg_cpu_dequantize: { args: [P, i32], returns: i32 },
+  mg_cpu_sort: { args: [P, i32], returns: i32 },
+  mg_cpu_scatter: { args: [P, i32], returns: i32 },
+  mg_cpu_norm: { args: [P, i32], returns: i32 },
+  mg_cpu_rope: { args: [P, i32], returns: i32 },
+  mg_cpu_sdpa: { args: [P, i32], returns: i32 },
+  mg_cpu_cross_entropy: { args: [P, i32], returns: i32 },
+  mg_cpu_linalg: { args: [P, i32], returns: i32 },
 } as const;
 
 function open(path: string) {

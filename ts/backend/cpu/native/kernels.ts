@@ -12,21 +12,22 @@ import type { AddMMParams } from "../../../core/primitives/matmul.ts";
 import { Descriptor, native } from "./ffi.ts";
 import { DivModPrimitive, Op, opcodeOf } from "./opcodes.ts";
 
-const desc = new Descriptor();
+/** The descriptor every native call fills (one, reused: calls are synchronous). */
+export const desc = new Descriptor();
 
 /** The address of an evaluated array's first element, or -1 when its memory is not native. */
-function addressOf(a: MgArray): number {
+export function addressOf(a: MgArray): number {
   const l = a.layout!;
   const nb = l.storage.buffer.native;
   if (!nb) return -1;
   return nb.address + l.offset * a.dtype.size;
 }
 
-function pushShape(shape: readonly number[]): void {
+export function pushShape(shape: readonly number[]): void {
   for (let i = 0; i < shape.length; i++) desc.d[desc.n++] = shape[i]!;
 }
 
-function pushStrides(a: MgArray): void {
+export function pushStrides(a: MgArray): void {
   const s = a.layout!.strides;
   for (let i = 0; i < s.length; i++) desc.d[desc.n++] = s[i]!;
 }
@@ -37,7 +38,7 @@ function pushStrides(a: MgArray): void {
  * element of the same index, so an output may take over the buffer of an input it alone reads
  * (MgArray.allocateInPlace: MLX's donation).
  */
-function allocate(outputs: readonly MgArray[], inPlace = false): boolean {
+export function allocate(outputs: readonly MgArray[], inPlace = false): boolean {
   for (const o of outputs) {
     if (inPlace) o.allocateInPlace();
     else o.allocate();
@@ -49,7 +50,7 @@ function allocate(outputs: readonly MgArray[], inPlace = false): boolean {
   return true;
 }
 
-function discard(outputs: readonly MgArray[]): void {
+export function discard(outputs: readonly MgArray[]): void {
   for (const o of outputs) o.discardData();
 }
 
@@ -382,7 +383,7 @@ export function runCopy(src: MgArray, out: MgArray): boolean {
 
 /** dst (at `dstAddress`, strides `dstStrides`) ← src over `shape`, bit for bit (zero source
  *  strides fill). */
-function copyStrided(shape: readonly number[], esize: number, src: number, srcStrides: readonly number[], dst: number, dstStrides: readonly number[]): boolean {
+export function copyStrided(shape: readonly number[], esize: number, src: number, srcStrides: readonly number[], dst: number, dstStrides: readonly number[]): boolean {
   const nd = shape.length;
   desc.n = 0;
   desc.reserve(6 + 3 * nd);
@@ -396,7 +397,7 @@ function copyStrided(shape: readonly number[], esize: number, src: number, srcSt
   return desc.call(native().mg_cpu_copy);
 }
 
-function rowMajor(shape: readonly number[]): number[] {
+export function rowMajor(shape: readonly number[]): number[] {
   const s = new Array<number>(shape.length);
   let acc = 1;
   for (let i = shape.length - 1; i >= 0; i--) {

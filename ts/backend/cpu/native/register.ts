@@ -25,6 +25,21 @@ import { Arange } from "../../../core/primitives/creation.ts";
 import { Concatenate } from "../../../core/primitives/join.ts";
 import { lowPads, Pad } from "../../../core/primitives/movement.ts";
 import { DivModPrimitive, elementwiseRecords } from "./opcodes.ts";
+import { FFT } from "../../../core/primitives/fft.ts";
+import { runFft } from "./fft.ts";
+import { Convolution } from "../../../core/primitives/convolution.ts";
+import { runConvolution } from "./convolution.ts";
+import { Dequantize, GatherQMM, QuantizedMatmul, Quantize } from "../../../core/primitives/quantized.ts";
+import { qmmKernel, runDequantize, runGatherQmm, runQuantize, runQuantizedMatmul } from "./quantized.ts";
+import { ArgPartition, ArgSort, Partition, Sort } from "../../../core/primitives/sort.ts";
+import { DynamicSlice, DynamicSliceUpdate, Scatter, ScatterAxis, SliceUpdate } from "../../../core/primitives/indexing.ts";
+import { runDynamicSlice, runDynamicSliceUpdate, runScatter, runScatterAxis, runSliceUpdate, runSort } from "./indexing.ts";
+import {
+  CrossEntropy, CrossEntropyVJP, LayerNorm, LayerNormVJP, RMSNorm, RMSNormVJP, RoPE, ScaledDotProductAttention, ScaledDotProductAttentionVJP,
+} from "../../../fast/primitives.ts";
+import { runCrossEntropy, runNorm, runRope, runSdpa } from "./fast.ts";
+import { Cholesky, Eigh, Inverse, LUF, QRF, SVD } from "../../../core/primitives/linalg.ts";
+import { LinalgOp, runLinalg } from "./linalg.ts";
 import { nativeEnabled, noteKernel, registerNative } from "./registry.ts";
 
 export function inexact(d: Dtype): boolean {
@@ -132,3 +147,72 @@ registerNative(Arange, nativeOr(Arange, (_i, o, p) => runArange(o, p.start, p.st
 registerNative(RandomBits, nativeOr(RandomBits, (i, o, p) => runRandomBits(i, o, p.width), () => ({ kernel: "RandomBits", precision: Precision.exact })));
 registerNative(Gather, nativeOr(Gather, (i, o, p) => runGather(i, o, p.axes, p.sliceSizes), () => ({ kernel: "Gather", precision: Precision.none })));
 registerNative(GatherAxis, nativeOr(GatherAxis, (i, o, p) => runGatherAxis(i, o, p.axis), () => ({ kernel: "GatherAxis", precision: Precision.none })));
+
+// ---- transforms ------------------------------------------------------------------------------------------------
+
+registerNative(FFT, nativeOr(FFT, runFft, () => ({ kernel: "FFT", precision: "float64, rounded to complex64" })));
+
+// ---- convolution ------------------------------------------------------------------------------------------------
+
+registerNative(
+  Convolution,
+  nativeOr(Convolution, runConvolution, ([x, w], _o, p) => ({
+    kernel: p.groups > 1 && w!.shape[0] === p.groups && w!.shape[w!.ndim - 1] === 1 ? "Convolution(depthwise)" : "Convolution(implicit gemm)",
+    precision: precisionOf(x!.dtype, x!.dtype === float64 ? null : "float32"),
+  })),
+);
+
+// ---- quantized products ---------------------------------------------------------------------------------------
+
+const qmmPrecision = (d: Dtype) => precisionOf(d, d === float64 ? null : "float32");
+registerNative(
+  QuantizedMatmul,
+  nativeOr(QuantizedMatmul, runQuantizedMatmul, ([x], _o, p) => ({ kernel: `QuantizedMatmul(${qmmKernel(x!, p)})`, precision: qmmPrecision(x!.dtype) })),
+);
+registerNative(GatherQMM, nativeOr(GatherQMM, runGatherQmm, ([x], _o, p) => ({ kernel: `GatherQMM(${qmmKernel(x!, p)})`, precision: qmmPrecision(x!.dtype) })));
+registerNative(Quantize, nativeOr(Quantize, runQuantize, ([w]) => ({ kernel: "Quantize", precision: `MLX's float32 arithmetic, rounded to ${w!.dtype.name}` })));
+registerNative(Dequantize, nativeOr(Dequantize, runDequantize, (_i, [o]) => ({ kernel: "Dequantize", precision: precisionOf(o!.dtype, null) })));
+
+// ---- sorting and updates ------------------------------------------------------------------------------------------
+
+const exactly = (kernel: string) => () => ({ kernel, precision: Precision.exact });
+registerNative(Sort, nativeOr(Sort, (i, o, p) => runSort(i, o, p.axis, false), exactly("Sort")));
+registerNative(ArgSort, nativeOr(ArgSort, (i, o, p) => runSort(i, o, p.axis, true), exactly("ArgSort")));
+// a partition is the fully sorted lane, as the reference's (one valid arrangement, deterministic)
+registerNative(Partition, nativeOr(Partition, (i, o, p) => runSort(i, o, p.axis, false), exactly("Partition(sort)")));
+registerNative(ArgPartition, nativeOr(ArgPartition, (i, o, p) => runSort(i, o, p.axis, true), exactly("ArgPartition(sort)")));
+const updatePrecision = (d: Dtype, mode: string) => (mode === "none" ? Precision.none : precisionOf(d, null));
+registerNative(Scatter, nativeOr(Scatter, (i, o, p) => runScatter(i, o, p.axes, p.mode), ([a], _o, p) => ({ kernel: "Scatter", precision: updatePrecision(a!.dtype, p.mode) })));
+registerNative(ScatterAxis, nativeOr(ScatterAxis, (i, o, p) => runScatterAxis(i, o, p.axis, p.mode), ([a], _o, p) => ({ kernel: "ScatterAxis", precision: updatePrecision(a!.dtype, p.mode) })));
+registerNative(SliceUpdate, nativeOr(SliceUpdate, (i, o, p) => runSliceUpdate(i, o, p.start, p.strides, p.mode), ([a], _o, p) => ({ kernel: "SliceUpdate", precision: updatePrecision(a!.dtype, p.mode) })));
+registerNative(DynamicSliceUpdate, nativeOr(DynamicSliceUpdate, (i, o, p) => runDynamicSliceUpdate(i, o, p.axes), () => ({ kernel: "DynamicSliceUpdate", precision: Precision.none })));
+registerNative(DynamicSlice, nativeOr(DynamicSlice, (i, o, p) => runDynamicSlice(i, o, p.axes), () => ({ kernel: "DynamicSlice", precision: Precision.none })));
+
+// ---- mg.fast ---------------------------------------------------------------------------------------------------------
+
+const reference64 = (kernel: string) => ([x]: readonly MgArray[]) => ({ kernel, precision: precisionOf(x!.dtype, "float64") });
+registerNative(RMSNorm, nativeOr(RMSNorm, (i, o, p) => runNorm(i, o, p, false, false), reference64("RMSNorm")));
+registerNative(RMSNormVJP, nativeOr(RMSNormVJP, (i, o, p) => runNorm(i, o, p, false, true), reference64("RMSNormVJP")));
+registerNative(LayerNorm, nativeOr(LayerNorm, (i, o, p) => runNorm(i, o, p, true, false), reference64("LayerNorm")));
+registerNative(LayerNormVJP, nativeOr(LayerNormVJP, (i, o, p) => runNorm(i, o, p, true, true), reference64("LayerNormVJP")));
+registerNative(RoPE, nativeOr(RoPE, runRope, reference64("RoPE")));
+registerNative(ScaledDotProductAttention, nativeOr(ScaledDotProductAttention, (i, o, p) => runSdpa(i, o, p, false), reference64("ScaledDotProductAttention")));
+registerNative(ScaledDotProductAttentionVJP, nativeOr(ScaledDotProductAttentionVJP, (i, o, p) => runSdpa(i, o, p, true), reference64("ScaledDotProductAttentionVJP")));
+registerNative(CrossEntropy, nativeOr(CrossEntropy, (i, o) => runCrossEntropy(i, o, false), reference64("CrossEntropy")));
+registerNative(CrossEntropyVJP, nativeOr(CrossEntropyVJP, (i, o) => runCrossEntropy(i, o, true), reference64("CrossEntropyVJP")));
+
+// ---- linalg --------------------------------------------------------------------------------------------------------
+
+const factorPrecision = ([a]: readonly MgArray[]) => ({ precision: precisionOf(a!.dtype, "float64") });
+registerNative(LUF, nativeOr(LUF, (i, o) => runLinalg(i, o, LinalgOp.lu, false), (i) => ({ kernel: "LUF", ...factorPrecision(i) })));
+registerNative(QRF, nativeOr(QRF, (i, o) => runLinalg(i, o, LinalgOp.qr, false), (i) => ({ kernel: "QRF", ...factorPrecision(i) })));
+registerNative(
+  Inverse,
+  nativeOr(Inverse, (i, o, p) => runLinalg(i, o, p.tri ? LinalgOp.triInverse : LinalgOp.inverse, p.upper), (i, _o, p) => ({ kernel: p.tri ? "Inverse(triangular)" : "Inverse", ...factorPrecision(i) })),
+);
+registerNative(Cholesky, nativeOr(Cholesky, (i, o, p) => runLinalg(i, o, LinalgOp.cholesky, p.upper), (i) => ({ kernel: "Cholesky", ...factorPrecision(i) })));
+registerNative(SVD, nativeOr(SVD, (i, o, p) => runLinalg(i, o, LinalgOp.svd, false, p.computeUv), (i) => ({ kernel: "SVD(one-sided jacobi)", ...factorPrecision(i) })));
+registerNative(
+  Eigh,
+  nativeOr(Eigh, (i, o, p) => runLinalg(i, o, LinalgOp.eigh, p.uplo === "U", p.computeEigenvectors), (i) => ({ kernel: "Eigh(jacobi)", ...factorPrecision(i) })),
+);
