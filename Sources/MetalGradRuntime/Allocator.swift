@@ -23,6 +23,14 @@
 // be reused while an old view still exists, but clearCache / eviction never unmap pinned memory; it
 // moves to "view-held" and is freed when the last view's deallocator runs.
 //
+// Parking. TypeScript keeps small buffers it released for reuse by the same size without the
+// allocator (ts/backend/runtime.ts, BufferPool); it only tells the counters, by length, never per
+// handle. Parked memory counts as cache, not active, and its buffers are not live — exactly as if
+// released; taking one back counts it active again (and may raise the peak). Parking never takes
+// the cache past the cache limit (it is declined), and the memory limit counts parked bytes,
+// which only TypeScript can free (it drains its pool and retries when an allocation fails on the
+// limit). TypeScript parks only buffers no submitted batch may still use.
+//
 // Wired limit. Stored and reported only: wiring memory needs residency sets, which are outside the
 // Metal API subset this runtime compiles against (and the simulator has nothing to wire).
 #if canImport(Metal)
@@ -55,16 +63,23 @@ final class BufferRecord {
     /// The logical size the caller asked for; bindings are checked against it.
     let size: Int
     let allocation: Allocation?
+    /// allocation?.buffer, kept here too: encoding a batch reads it for every binding, and this
+    /// record is already in cache from validating the binding (the allocation object is not).
+    let buffer: (any MTLBuffer)?
     var ownerHeld = true
     var inflight = 0
     var viewPinned: Bool
     /// Set once the allocation has gone back to the cache.
     var retired = false
+    /// The last batch parse that bound it (Runtime.batchMarks) and its slot there (CommandBatch.swift).
+    var batchMark: UInt64 = 0
+    var batchSlot = 0
 
     init(id: UInt64, size: Int, allocation: Allocation?) {
         self.id = id
         self.size = size
         self.allocation = allocation
+        buffer = allocation?.buffer
         viewPinned = allocation != nil
     }
 }
@@ -89,10 +104,15 @@ final class Allocator {
     private let device: any MTLDevice
     private let maxBufferLength: Int
     private(set) var stats = MemoryStats()
-    /// Cached allocations by length; each list is in caching order (last = most recent).
+    /// Cached allocations of a page or more by length; each list is in caching order (last = most
+    /// recent).
     private var cacheByLength: [Int: [Allocation]] = [:]
-    /// The distinct cached lengths, ascending, for the smallest-fit search.
+    /// The distinct cached lengths of a page or more, ascending, for the smallest-fit search.
     private var cachedLengths: [Int] = []
+    /// Cached allocations below a page (lengths 256·k, k < 64) by k, in caching order, and bit k set
+    /// when list k is not empty: a small request (most of them) finds its fit with a mask, no hashing.
+    private var smallLists = [[Allocation]](repeating: [], count: 64)
+    private var smallMask: UInt64 = 0
     /// Cached allocations in caching order, for eviction; entries that left the cache are skipped.
     private var cacheAge: [(allocation: Allocation, sequence: UInt64)] = []
     private var cacheAgeHead = 0
@@ -100,6 +120,9 @@ final class Allocator {
     private var nextSequence: UInt64 = 0
     /// Evicted allocations that a view still points into.
     private var viewHeld: [ObjectIdentifier: Allocation] = [:]
+    /// Parked allocations (TypeScript holds them for reuse): their bytes count in stats.cache.
+    private(set) var parkedBytes = 0
+    private(set) var parkedCount = 0
 
     init(device: any MTLDevice, recommendedMaxWorkingSetSize: UInt64, maxBufferLength: Int) {
         self.device = device
@@ -130,10 +153,11 @@ final class Allocator {
         if stats.active + stats.cache + stats.viewHeld + length > stats.memoryLimit {
             clearCache()
         }
-        if stats.active + stats.viewHeld + length > stats.memoryLimit {
+        if stats.active + parkedBytes + stats.viewHeld + length > stats.memoryLimit {
+            let parked = parkedBytes > 0 ? " + \(parkedBytes) parked for reuse" : ""
             throw RuntimeError(
                 "allocating \(size) bytes (\(length) allocated) would exceed the memory limit: "
-                    + "\(stats.active) bytes active + \(stats.viewHeld) held by views + \(length) > limit \(stats.memoryLimit); "
+                    + "\(stats.active) bytes active + \(stats.viewHeld) held by views\(parked) + \(length) > limit \(stats.memoryLimit); "
                     + "release buffers or raise the limit (mg_memory_set_limit)")
         }
         var made = device.makeBuffer(length: length, options: [.storageModeShared, .hazardTrackingModeUntracked])
@@ -156,6 +180,22 @@ final class Allocator {
 
     private func takeFromCache(length: Int) -> Allocation? {
         let upper = min(2 * length, length + Allocator.maxReuseSlack)
+        if length < Allocator.pageSize {
+            // Small lengths first (all smaller than any page-sized one): classes length/256 …
+            // min(upper, a page - 1)/256.
+            let first = length / Allocator.smallAlignment
+            let last = min(upper, Allocator.pageSize - 1) / Allocator.smallAlignment
+            let window = smallMask & (~UInt64(0) << UInt64(first)) & (~UInt64(0) >> UInt64(63 - last))
+            if window != 0 {
+                let k = window.trailingZeroBitCount
+                let allocation = smallLists[k].removeLast()
+                if smallLists[k].isEmpty { smallMask &= ~(1 << UInt64(k)) }
+                stats.cache -= allocation.length
+                cachedCount -= 1
+                return allocation
+            }
+            if upper < Allocator.pageSize { return nil }
+        }
         // Smallest cached length >= length.
         var low = 0
         var high = cachedLengths.count
@@ -176,6 +216,32 @@ final class Allocator {
         return allocation
     }
 
+    /// `count` active allocations of `bytes` in all are kept by TypeScript for reuse: they count as
+    /// cache. False (nothing changed) when that would take the cache past its limit.
+    func park(bytes: Int, count: Int) throws -> Bool {
+        guard bytes <= stats.active, count >= 0 else {
+            throw RuntimeError("parking \(bytes) bytes in \(count) buffers, but \(stats.active) bytes are active")
+        }
+        guard stats.cache + bytes <= stats.cacheLimit else { return false }
+        stats.active -= bytes
+        stats.cache += bytes
+        parkedBytes += bytes
+        parkedCount += count
+        return true
+    }
+
+    /// Parked allocations are in use again (`release`: they are about to be released, so they
+    /// were never in use in between and the peak is left alone).
+    func unpark(bytes: Int, count: Int, release: Bool) throws {
+        guard bytes <= parkedBytes, count >= 0, count <= parkedCount else {
+            throw RuntimeError("unparking \(bytes) bytes in \(count) buffers, but \(parkedBytes) bytes in \(parkedCount) are parked")
+        }
+        stats.cache -= bytes
+        parkedBytes -= bytes
+        parkedCount -= count
+        if release { stats.active += bytes } else { noteActive(bytes) }
+    }
+
     /// A buffer's owner and in-flight batches are gone: its memory becomes reusable.
     func retire(_ allocation: Allocation) {
         precondition(allocation.state == .active)
@@ -183,7 +249,11 @@ final class Allocator {
         allocation.state = .cached
         nextSequence += 1
         allocation.cacheSequence = nextSequence
-        if cacheByLength[allocation.length] == nil {
+        if allocation.length < Allocator.pageSize {
+            let k = allocation.length / Allocator.smallAlignment
+            smallLists[k].append(allocation)
+            smallMask |= 1 << UInt64(k)
+        } else if cacheByLength[allocation.length] == nil {
             var low = 0
             var high = cachedLengths.count
             while low < high {
@@ -234,6 +304,15 @@ final class Allocator {
     }
 
     private func removeFromLengthIndex(_ allocation: Allocation) {
+        if allocation.length < Allocator.pageSize {
+            let k = allocation.length / Allocator.smallAlignment
+            guard let position = smallLists[k].firstIndex(where: { $0 === allocation }) else { return }
+            smallLists[k].remove(at: position)
+            if smallLists[k].isEmpty { smallMask &= ~(1 << UInt64(k)) }
+            stats.cache -= allocation.length
+            cachedCount -= 1
+            return
+        }
         guard let position = cacheByLength[allocation.length]?.firstIndex(where: { $0 === allocation }) else { return }
         cacheByLength[allocation.length]!.remove(at: position)
         if cacheByLength[allocation.length]!.isEmpty {
@@ -256,6 +335,14 @@ final class Allocator {
     }
 
     func clearCache() {
+        for list in smallLists where !list.isEmpty {
+            for allocation in list {
+                stats.cache -= allocation.length
+                evict(allocation)
+            }
+        }
+        smallLists = [[Allocation]](repeating: [], count: 64)
+        smallMask = 0
         for list in cacheByLength.values {
             for allocation in list {
                 stats.cache -= allocation.length

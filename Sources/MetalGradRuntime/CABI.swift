@@ -149,15 +149,17 @@ public func mg_buffer_new(_ bytes: Double) -> UnsafeMutableRawPointer? {
     }
 }
 
-/// mg_buffer_new and mg_buffer_contents in one call (one crossing, one lock): the handle, and the
-/// address of its memory in address[0] (0 for a zero-byte buffer).
+/// mg_buffer_new and mg_buffer_contents in one call (one crossing, one lock): the handle; in out[0]
+/// the address of its memory (0 for a zero-byte buffer) and in out[1] its allocated length (the
+/// rounded size, or a larger cached block it reuses: what the memory counters count).
 @_cdecl("mg_buffer_new_at")
-public func mg_buffer_new_at(_ bytes: Double, _ address: UnsafeMutablePointer<Double>?) -> UnsafeMutableRawPointer? {
+public func mg_buffer_new_at(_ bytes: Double, _ out: UnsafeMutablePointer<Double>?) -> UnsafeMutableRawPointer? {
     guarded("mg_buffer_new", nil) { runtime in
-        guard let address else { throw RuntimeError("the address slot is null") }
-        let (handle, contents) = try runtime.newBufferWithContents(size: try byteCount(bytes, "the buffer size"))
-        address.pointee = Double(UInt(bitPattern: contents))
-        return pointer(handle)
+        guard let out else { throw RuntimeError("the address slot is null") }
+        let made = try runtime.newBufferWithContents(size: try byteCount(bytes, "the buffer size"))
+        out[0] = Double(UInt(bitPattern: made.contents))
+        out[1] = Double(made.allocated)
+        return pointer(made.handle)
     }
 }
 
@@ -178,6 +180,27 @@ public func mg_buffer_length(_ buffer: UnsafeMutableRawPointer?) -> Double {
 public func mg_buffer_release(_ buffer: UnsafeMutableRawPointer?) -> Int32 {
     guarded("mg_buffer_release", 1) { runtime in
         try runtime.releaseBuffer(handleBits(buffer))
+        return 0
+    }
+}
+
+/// `count` buffers of `bytes` allocated bytes in all, which TypeScript keeps for reuse, count as
+/// cache until mg_memory_unpark (Allocator.swift, "Parking"). Returns 0, 1 when declined (the cache
+/// limit has no room: release them instead), -1 on error.
+@_cdecl("mg_memory_park")
+public func mg_memory_park(_ bytes: Double, _ count: Int32) -> Int32 {
+    guarded("mg_memory_park", -1) { runtime in
+        let value = try byteCount(bytes, "the parked size")
+        return try runtime.lock.withLock { try runtime.allocator.park(bytes: value, count: Int(count)) } ? 0 : 1
+    }
+}
+
+/// Parked buffers are in use again (release != 0: they are about to be released). 0 ok, 1 on error.
+@_cdecl("mg_memory_unpark")
+public func mg_memory_unpark(_ bytes: Double, _ count: Int32, _ release: Int32) -> Int32 {
+    guarded("mg_memory_unpark", 1) { runtime in
+        let value = try byteCount(bytes, "the unparked size")
+        try runtime.lock.withLock { try runtime.allocator.unpark(bytes: value, count: Int(count), release: release != 0) }
         return 0
     }
 }

@@ -27,7 +27,13 @@ enum BatchFormat {
 
 struct ResolvedBinding {
     let index: Int
-    let record: BufferRecord
+    /// Unowned: ParsedBatch.heldBuffers keeps every bound record alive while the batch is parsed
+    /// and encoded, and copying bindings then costs no reference counting.
+    unowned(unsafe) let record: BufferRecord
+    /// The record's position in ParsedBatch.heldBuffers: encode tracks hazards by it, no hashing.
+    let slot: Int
+    /// The buffer has memory (zero-byte buffers have none: no hazards).
+    let hasMemory: Bool
     let offset: Int
     /// Bytes from offset that the dispatch may touch (the logical length, or to the end of the
     /// logical size); also the simulator's checked-mode bound.
@@ -42,7 +48,9 @@ struct InlineBytes {
 }
 
 struct ParsedDispatch {
-    let pipeline: PipelineRecord
+    /// Unowned: pipeline records live as long as the runtime.
+    unowned(unsafe) let pipeline: PipelineRecord
+    let pipelineID: UInt64
     let dispatchThreads: Bool
     let grid: (Int, Int, Int)
     let threadgroup: (Int, Int, Int)
@@ -213,8 +221,13 @@ extension Runtime {
         }
         let commandCount = Int(words[1])
         var batch = ParsedBatch()
-        batch.dispatches.reserveCapacity(commandCount)
-        var heldIDs = Set<UInt64>()
+        // Room without regrowing (most dispatches bind two or three buffers), bounded by what the
+        // words can hold: the count itself is not trusted yet.
+        batch.dispatches.reserveCapacity(min(commandCount, count / BatchFormat.dispatchHeaderWords))
+        batch.bindings.reserveCapacity(min(commandCount * 3, count / BatchFormat.bindingWords))
+        // A record bound earlier in this batch carries this batch's mark (no set of IDs).
+        batchMarks &+= 1
+        let mark = batchMarks
         var position = 2
         let maxThreads = device.maxThreadsPerThreadgroup
         var lastPipeline: PipelineRecord?
@@ -313,10 +326,15 @@ extension Runtime {
                             + "\(record.size)-byte buffer \(Handle.describe(handle))")
                 }
                 let extent = length == 0 ? record.size - offset : Int(length)
+                if record.batchMark != mark {
+                    record.batchMark = mark
+                    record.batchSlot = batch.heldBuffers.count
+                    batch.heldBuffers.append(record)
+                }
                 batch.bindings.append(ResolvedBinding(
-                    index: index, record: record, offset: offset, extent: extent, access: access))
+                    index: index, record: record, slot: record.batchSlot, hasMemory: record.buffer != nil, offset: offset,
+                    extent: extent, access: access))
                 boundBuffers |= 1 << UInt64(index)
-                if heldIDs.insert(record.id).inserted { batch.heldBuffers.append(record) }
             }
             let bytesStart = batch.inlineBytes.count
             for _ in 0..<bytesCount {
@@ -363,7 +381,7 @@ extension Runtime {
                     "\(context()): the must-write mask 0x\(String(mustWrite, radix: 16)) names indices with no buffer bound")
             }
             batch.dispatches.append(ParsedDispatch(
-                pipeline: pipeline, dispatchThreads: flags & 1 != 0, grid: grid, threadgroup: group,
+                pipeline: pipeline, pipelineID: pipeline.id, dispatchThreads: flags & 1 != 0, grid: grid, threadgroup: group,
                 bindings: bindingStart..<batch.bindings.count, inlineBytes: bytesStart..<batch.inlineBytes.count,
                 threadgroupMemory: memoryStart..<batch.threadgroupMemory.count, mustWrite: mustWrite))
         }
@@ -382,93 +400,108 @@ extension Runtime {
         let maxBytes = device.arch.maxMBPerCommandBuffer << 20
         var committed = 0
         var barriers = 0
-        var viewLengths = [UInt64](repeating: 0, count: maxBindings)
+        // This loop runs per dispatch of batches of thousands: it reads the parsed batch through
+        // buffer pointers (bindings hold unowned records) and tracks hazards by slot, so a
+        // dispatch costs no hashing and almost no reference counting.
+        // Hazards per held buffer: the segment — a run of dispatches with no barrier between them
+        // in one encoder — in which it was last written / read. A new encoder or a barrier starts
+        // a new segment, which forgets them all at once.
+        let held = batch.heldBuffers.count
+        let writtenIn = UnsafeMutableBufferPointer<Int>.allocate(capacity: max(held, 1))
+        let readIn = UnsafeMutableBufferPointer<Int>.allocate(capacity: max(held, 1))
+        let viewLengths = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: maxBindings)
+        writtenIn.initialize(repeating: 0)
+        readIn.initialize(repeating: 0)
+        viewLengths.initialize(repeating: 0)
+        defer {
+            writtenIn.deallocate()
+            readIn.deallocate()
+            viewLengths.deallocate()
+        }
+        // The Metal buffer of each held record (nil for an empty buffer), once per batch.
+        let metalBuffers: [(any MTLBuffer)?] = batch.heldBuffers.map { $0.buffer }
+        var segment = 0
         queue.submitLock.withLock {
-            var commandBuffer: (any MTLCommandBuffer)?
-            var encoder: (any MTLComputeCommandEncoder)?
-            var ops = 0
-            var bytes = 0
-            var written = Set<UInt64>()
-            var read = Set<UInt64>()
-            var currentPipeline: UInt64 = 0
-
-            func close() {
-                encoder?.endEncoding()
-                commandBuffer?.commit()
-                if commandBuffer != nil { committed += 1 }
-                encoder = nil
-                commandBuffer = nil
+            batch.bindings.withUnsafeBufferPointer { bindings in
+                metalBuffers.withUnsafeBufferPointer { metal in
+                    let dispatches = batch.dispatches
+                    var next = 0
+                    // One command buffer (and encoder) per pass, closed after MLX's per-size-class
+                    // limits of operations and bytes.
+                    while next < dispatches.count {
+                        guard let commandBuffer = queue.queue.makeCommandBufferWithUnretainedReferences() else {
+                            record.encodingFailed("the queue could not create a command buffer")
+                            break
+                        }
+                        guard let encoder = commandBuffer.makeComputeCommandEncoder(dispatchType: .concurrent) else {
+                            record.encodingFailed("the command buffer could not create a compute encoder")
+                            break
+                        }
+                        record.track(commandBuffer)
+                        segment += 1
+                        var ops = 0
+                        var bytes = 0
+                        var currentPipeline: UInt64 = 0
+                        while next < dispatches.count {
+                            let dispatch = dispatches[next]
+                            next += 1
+                            let range = dispatch.bindings
+                            var hazard = false
+                            for k in range {
+                                let binding = bindings[k]
+                                if binding.hasMemory && (writtenIn[binding.slot] == segment
+                                    || (binding.access & BatchFormat.accessWrite != 0 && readIn[binding.slot] == segment)) {
+                                    hazard = true
+                                    break
+                                }
+                            }
+                            if hazard {
+                                encoder.memoryBarrier(scope: .buffers)
+                                barriers += 1
+                                segment += 1
+                            }
+                            if currentPipeline != dispatch.pipelineID {
+                                encoder.setComputePipelineState(dispatch.pipeline.state)
+                                currentPipeline = dispatch.pipelineID
+                            }
+                            for index in 0..<maxBindings { viewLengths[index] = 0 }
+                            for k in range {
+                                let binding = bindings[k]
+                                encoder.setBuffer(metal[binding.slot], offset: binding.offset, index: binding.index)
+                                // The logical extent, not the allocation's rounded length: checked mode must
+                                // catch an access past the bytes the caller asked for.
+                                viewLengths[binding.index] = UInt64(binding.extent)
+                                bytes += binding.extent
+                                if binding.hasMemory {
+                                    if binding.access & BatchFormat.accessWrite != 0 { writtenIn[binding.slot] = segment }
+                                    if binding.access & BatchFormat.accessRead != 0 { readIn[binding.slot] = segment }
+                                }
+                            }
+                            for k in dispatch.inlineBytes {
+                                let inline = batch.inlineBytes[k]
+                                encoder.setBytes(UnsafeRawPointer(words + inline.wordOffset), length: inline.byteLength, index: inline.index)
+                            }
+                            for k in dispatch.threadgroupMemory {
+                                let memory = batch.threadgroupMemory[k]
+                                encoder.setThreadgroupMemoryLength(memory.length, index: memory.index)
+                            }
+                            annotateNextDispatch(viewLengths: UnsafePointer(viewLengths.baseAddress!), mustWrite: dispatch.mustWrite)
+                            let grid = MTLSize(width: dispatch.grid.0, height: dispatch.grid.1, depth: dispatch.grid.2)
+                            let group = MTLSize(width: dispatch.threadgroup.0, height: dispatch.threadgroup.1, depth: dispatch.threadgroup.2)
+                            if dispatch.dispatchThreads {
+                                encoder.dispatchThreads(grid, threadsPerThreadgroup: group)
+                            } else {
+                                encoder.dispatchThreadgroups(grid, threadsPerThreadgroup: group)
+                            }
+                            ops += 1
+                            if ops >= maxOps || bytes >= maxBytes { break }
+                        }
+                        encoder.endEncoding()
+                        commandBuffer.commit()
+                        committed += 1
+                    }
+                }
             }
-
-            for dispatch in batch.dispatches {
-                if encoder == nil {
-                    guard let made = queue.queue.makeCommandBufferWithUnretainedReferences() else {
-                        record.encodingFailed("the queue could not create a command buffer")
-                        break
-                    }
-                    guard let madeEncoder = made.makeComputeCommandEncoder(dispatchType: .concurrent) else {
-                        record.encodingFailed("the command buffer could not create a compute encoder")
-                        break
-                    }
-                    record.track(made)
-                    commandBuffer = made
-                    encoder = madeEncoder
-                    ops = 0
-                    bytes = 0
-                    written.removeAll(keepingCapacity: true)
-                    read.removeAll(keepingCapacity: true)
-                    currentPipeline = 0
-                }
-                guard let encoder else { break }
-                let bindings = batch.bindings[dispatch.bindings]
-                var hazard = false
-                for binding in bindings where binding.record.allocation != nil {
-                    let id = binding.record.id
-                    if written.contains(id) || (binding.access & BatchFormat.accessWrite != 0 && read.contains(id)) {
-                        hazard = true
-                        break
-                    }
-                }
-                if hazard {
-                    encoder.memoryBarrier(scope: .buffers)
-                    barriers += 1
-                    written.removeAll(keepingCapacity: true)
-                    read.removeAll(keepingCapacity: true)
-                }
-                if currentPipeline != dispatch.pipeline.id {
-                    encoder.setComputePipelineState(dispatch.pipeline.state)
-                    currentPipeline = dispatch.pipeline.id
-                }
-                for index in 0..<maxBindings { viewLengths[index] = 0 }
-                for binding in bindings {
-                    encoder.setBuffer(binding.record.allocation?.buffer, offset: binding.offset, index: binding.index)
-                    // The logical extent, not the allocation's rounded length: checked mode must
-                    // catch an access past the bytes the caller asked for.
-                    viewLengths[binding.index] = UInt64(binding.extent)
-                    bytes += binding.extent
-                    if binding.record.allocation != nil {
-                        if binding.access & BatchFormat.accessWrite != 0 { written.insert(binding.record.id) }
-                        if binding.access & BatchFormat.accessRead != 0 { read.insert(binding.record.id) }
-                    }
-                }
-                for inline in batch.inlineBytes[dispatch.inlineBytes] {
-                    encoder.setBytes(UnsafeRawPointer(words + inline.wordOffset), length: inline.byteLength, index: inline.index)
-                }
-                for memory in batch.threadgroupMemory[dispatch.threadgroupMemory] {
-                    encoder.setThreadgroupMemoryLength(memory.length, index: memory.index)
-                }
-                viewLengths.withUnsafeBufferPointer { annotateNextDispatch(viewLengths: $0.baseAddress!, mustWrite: dispatch.mustWrite) }
-                let grid = MTLSize(width: dispatch.grid.0, height: dispatch.grid.1, depth: dispatch.grid.2)
-                let group = MTLSize(width: dispatch.threadgroup.0, height: dispatch.threadgroup.1, depth: dispatch.threadgroup.2)
-                if dispatch.dispatchThreads {
-                    encoder.dispatchThreads(grid, threadsPerThreadgroup: group)
-                } else {
-                    encoder.dispatchThreadgroups(grid, threadsPerThreadgroup: group)
-                }
-                ops += 1
-                if ops >= maxOps || bytes >= maxBytes { close() }
-            }
-            close()
         }
         return (committed, barriers)
     }

@@ -117,7 +117,8 @@ final class Runtime: @unchecked Sendable {
 
     private var nextSerial: UInt64 = 1
     let allocator: Allocator
-    var buffers: [UInt64: BufferRecord] = [:]
+    /// Buffer handles to records (HandleTable.swift: the per-binding lookup of every batch).
+    var buffers = HandleTable<BufferRecord>()
     var liveBufferCount = 0
     var libraries: [UInt64: LibraryRecord] = [:]
     var pipelines: [UInt64: PipelineRecord] = [:]
@@ -128,6 +129,8 @@ final class Runtime: @unchecked Sendable {
     var fileLibraryCache: [String: UInt64] = [:]
     var pipelineCache: [PipelineKey: UInt64] = [:]
     var counters = RuntimeCounters()
+    /// Numbers batch parses, for BufferRecord.batchMark (lock held).
+    var batchMarks: UInt64 = 0
 
     private init() throws {
         device = try Device()
@@ -159,11 +162,11 @@ final class Runtime: @unchecked Sendable {
     // MARK: Buffers
 
     func newBuffer(size: Int) throws -> UInt64 {
-        try newBufferWithContents(size: size).0
+        try newBufferWithContents(size: size).handle
     }
 
-    /// newBuffer and its contents under one lock.
-    func newBufferWithContents(size: Int) throws -> (UInt64, UnsafeMutableRawPointer?) {
+    /// newBuffer, its contents and its allocated length (what the counters count) under one lock.
+    func newBufferWithContents(size: Int) throws -> (handle: UInt64, contents: UnsafeMutableRawPointer?, allocated: Int) {
         try lock.withLock {
             let allocation = try allocator.allocate(size: size)
             let id = newID(.buffer)
@@ -171,7 +174,7 @@ final class Runtime: @unchecked Sendable {
             allocation?.viewPins += 1
             buffers[id] = record
             liveBufferCount += 1
-            return (id, allocation?.buffer.contents())
+            return (id, allocation?.buffer.contents(), allocation?.length ?? 0)
         }
     }
 
@@ -232,7 +235,7 @@ final class Runtime: @unchecked Sendable {
 
     func memoryStats() -> MemoryStats {
         lock.withLock {
-            allocator.setLiveBuffers(liveBufferCount)
+            allocator.setLiveBuffers(liveBufferCount - allocator.parkedCount)
             return allocator.stats
         }
     }

@@ -298,18 +298,41 @@ final class SimCommandBuffer: NSObject, MTLCommandBuffer, @unchecked Sendable {
 }
 
 final class SimComputeEncoder: NSObject, MTLComputeCommandEncoder, @unchecked Sendable {
+    private static let slots = Int(MGSIM_MAX_BINDINGS)
     private let commandBuffer: SimCommandBuffer
     private var pipeline: SimPipelineState?
-    private var buffers = [(pointer: UnsafeMutableRawPointer?, length: UInt64, owner: AnyObject?)](
-        repeating: (nil, 0, nil), count: Int(MGSIM_MAX_BINDINGS))
-    private var threadgroupMemory = [UInt64](repeating: 0, count: Int(MGSIM_MAX_BINDINGS))
-    private var inlineBytes: [Int: [UInt8]] = [:]
+    // The argument table as the simulator reads it, kept in plain memory: a dispatch copies it
+    // whole, and setting an argument is a store (arrays and dictionaries here were a good part of
+    // encoding a batch: callgrind, mg_batch_submit).
+    private let table = UnsafeMutablePointer<mgsim_binding>.allocate(capacity: slots)
+    private let threadgroupMemory = UnsafeMutablePointer<UInt64>.allocate(capacity: slots)
+    /// setBytes data the encoder owns (it persists until that index is bound again, as on Metal);
+    /// bit i of `inlineMask`: index i holds such bytes (the table's entry points at them).
+    private let inlineData = UnsafeMutablePointer<UnsafeMutableRawPointer?>.allocate(capacity: slots)
+    private var inlineMask: UInt32 = 0
+    /// Bound buffers, kept only for command buffers that retain what they bind.
+    private var owners: [AnyObject?] = []
     private var ended = false
     var label: String?
 
+    /// The command buffer retains bound buffers (makeCommandBuffer, not ...WithUnretainedReferences).
+    private let retains: Bool
+
     init(commandBuffer: SimCommandBuffer) {
         self.commandBuffer = commandBuffer
+        retains = commandBuffer.retainsReferences
+        table.initialize(repeating: mgsim_binding(data: nil, length: 0), count: Self.slots)
+        threadgroupMemory.initialize(repeating: 0, count: Self.slots)
+        inlineData.initialize(repeating: nil, count: Self.slots)
+        if retains { owners = [AnyObject?](repeating: nil, count: Self.slots) }
         super.init()
+    }
+
+    deinit {
+        for index in 0..<Self.slots { free(inlineData[index]) }
+        table.deallocate()
+        threadgroupMemory.deallocate()
+        inlineData.deallocate()
     }
 
     func endEncoding() {
@@ -322,24 +345,38 @@ final class SimComputeEncoder: NSObject, MTLComputeCommandEncoder, @unchecked Se
         pipeline = state as? SimPipelineState
     }
 
+    private func dropInline(_ index: Int) {
+        guard inlineMask & (1 << UInt32(index)) != 0 else { return }
+        free(inlineData[index])
+        inlineData[index] = nil
+        inlineMask &= ~(1 << UInt32(index))
+    }
+
     func setBuffer(_ buffer: (any MTLBuffer)?, offset: Int, index: Int) {
-        guard index >= 0, index < buffers.count else { return }
-        inlineBytes[index] = nil
+        guard index >= 0, index < Self.slots else { return }
+        dropInline(index)
         if let buffer, offset >= 0, offset <= buffer.length {
-            buffers[index] = (buffer.contents() + offset, UInt64(buffer.length - offset), buffer)
+            table[index] = mgsim_binding(data: buffer.contents() + offset, length: UInt64(buffer.length - offset))
+            if retains { owners[index] = buffer }
         } else {
-            buffers[index] = (nil, 0, nil)
+            table[index] = mgsim_binding(data: nil, length: 0)
+            if retains { owners[index] = nil }
         }
     }
 
     func setBytes(_ bytes: UnsafeRawPointer, length: Int, index: Int) {
-        guard index >= 0, index < buffers.count, length >= 0 else { return }
-        inlineBytes[index] = Array(UnsafeRawBufferPointer(start: bytes, count: length))
-        buffers[index] = (nil, 0, nil)
+        guard index >= 0, index < Self.slots, length >= 0 else { return }
+        dropInline(index)
+        let copy = malloc(max(length, 1))!
+        copy.copyMemory(from: bytes, byteCount: length)
+        inlineData[index] = copy
+        inlineMask |= 1 << UInt32(index)
+        table[index] = mgsim_binding(data: copy, length: UInt64(length))
+        if retains { owners[index] = nil }
     }
 
     func setThreadgroupMemoryLength(_ length: Int, index: Int) {
-        guard index >= 0, index < threadgroupMemory.count else { return }
+        guard index >= 0, index < Self.slots else { return }
         threadgroupMemory[index] = UInt64(max(length, 0))
     }
 
@@ -363,29 +400,35 @@ final class SimComputeEncoder: NSObject, MTLComputeCommandEncoder, @unchecked Se
         let annotated = mgsim_take_annotation(&annotation) != 0
         guard let pipeline else { return }  // Metal ignores a dispatch without a pipeline
         let dispatch = SimDispatch(pipeline: pipeline)
-        let retain = commandBuffer.retainsReferences
+        let slots = Self.slots
         withUnsafeMutableBytes(of: &dispatch.description.buffers) { raw in
-            let bindings = raw.bindMemory(to: mgsim_binding.self)
-            withUnsafeBytes(of: annotation.view_length) { viewRaw in
-                let views = viewRaw.bindMemory(to: UInt64.self)
-                for index in 0..<buffers.count {
-                    let bound = buffers[index]
-                    guard let pointer = bound.pointer else { continue }
-                    let view = annotated ? views[index] : 0
-                    bindings[index] = mgsim_binding(data: pointer, length: view > 0 ? min(view, bound.length) : bound.length)
-                    if retain, let owner = bound.owner { dispatch.retained.append(owner) }
+            let bindings = raw.baseAddress!.assumingMemoryBound(to: mgsim_binding.self)
+            bindings.update(from: table, count: slots)
+            if annotated {
+                withUnsafeBytes(of: annotation.view_length) { viewRaw in
+                    let views = viewRaw.bindMemory(to: UInt64.self)
+                    for index in 0..<slots where views[index] > 0 && bindings[index].data != nil {
+                        bindings[index].length = min(views[index], bindings[index].length)
+                    }
                 }
             }
-            for (index, bytes) in inlineBytes {
-                let copy = malloc(max(bytes.count, 1))!
-                bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+            // Each dispatch gets its own copy of the inline bytes: the encoder's may change after it.
+            var mask = inlineMask
+            while mask != 0 {
+                let index = mask.trailingZeroBitCount
+                mask &= mask - 1
+                let length = Int(table[index].length)
+                let copy = malloc(max(length, 1))!
+                copy.copyMemory(from: inlineData[index]!, byteCount: length)
                 dispatch.inlineCopies.append(copy)
-                bindings[index] = mgsim_binding(data: copy, length: UInt64(bytes.count))
+                bindings[index] = mgsim_binding(data: copy, length: UInt64(length))
+            }
+            if retains {
+                for index in 0..<slots { if let owner = owners[index] { dispatch.retained.append(owner) } }
             }
         }
         withUnsafeMutableBytes(of: &dispatch.description.threadgroup_memory_length) { raw in
-            let lengths = raw.bindMemory(to: UInt64.self)
-            for index in 0..<threadgroupMemory.count { lengths[index] = threadgroupMemory[index] }
+            raw.baseAddress!.assumingMemoryBound(to: UInt64.self).update(from: threadgroupMemory, count: slots)
         }
         dispatch.description.grid = (UInt32(clamping: grid.width), UInt32(clamping: grid.height), UInt32(clamping: grid.depth))
         dispatch.description.threads_per_threadgroup = (

@@ -108,6 +108,27 @@ describe("allocator", () => {
     expectStats(0, 256 + 49152 + 32768, 0);
   });
 
+  test("a request below a page takes the smallest fit, small or page-sized, within the window", () => {
+    const { active: base } = settle();
+    const page = rt.newBuffer(16 * KiB);
+    const small = rt.newBuffer(9000); // 9216
+    const [pageAt, smallAt] = [address(page), address(small)];
+    page.release();
+    small.release();
+    // 9000 → 9216: the cached 9216 fits exactly (smallest first); then the page (16384 ≤ 2 × 9216).
+    const a = rt.newBuffer(9000);
+    const b = rt.newBuffer(9000);
+    expect([address(a), address(b)]).toEqual([smallAt, pageAt]);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 9216 + 16384, cache: 0 });
+    a.release();
+    b.release();
+    // 6000 → 6144: 16384 > 2 × 6144, so only the 9216 block fits.
+    const c = rt.newBuffer(6000);
+    expect(address(c)).toBe(smallAt);
+    expect(rt.memoryStats().cache).toBe(16384);
+    c.release();
+  });
+
   test("the cache limit frees the oldest cached buffers first", () => {
     settle();
     const previous = rt.setCacheLimit(2 * KiB);
@@ -177,5 +198,140 @@ describe("allocator", () => {
     const previous = rt.setWiredLimit(1 * MiB);
     expect(rt.setWiredLimit(previous)).toBe(1 * MiB);
     expect(() => rt.setWiredLimit(rt.device.recommendedMaxWorkingSetSize * 2)).toThrow(/larger than the recommended working set/);
+  });
+});
+
+describe("buffer pool (parking small buffers for reuse)", () => {
+  const pool = rt.pool;
+  // A kernel that runs long enough on the simulator (and on a GPU) to be in flight while we look.
+  const spin = rt
+    .library(`
+#include <metal_stdlib>
+using namespace metal;
+[[kernel]] void spin(device float* out [[buffer(0)]], constant uint& n [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  float x = 0.0f;
+  for (uint k = 0; k < n; k++) x = x * 0.999f + 1.0f;
+  out[i] = x;
+}`)
+    .pipeline("spin");
+
+  test("a released pooled buffer counts as cache; the next buffer of its size takes it back (same memory, same counters)", () => {
+    const { active: base } = settle();
+    const live = rt.memoryStats().liveBuffers;
+    const a = pool.allocate(100); // 256 allocated
+    const where = address(a);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 256, peak: base + 256, cache: 0, liveBuffers: live + 1 });
+    a.release();
+    expect(pool.parkedBytes).toBe(256);
+    // Exactly as a release: active down, cache up, one live buffer fewer.
+    expect(rt.memoryStats()).toMatchObject({ active: base, peak: base + 256, cache: 256, liveBuffers: live });
+    expect(() => a.arrayBuffer).toThrow(/was released/);
+    const b = pool.allocate(100);
+    expect(address(b)).toBe(where);
+    expect(b.byteLength).toBe(100);
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 256, peak: base + 256, cache: 0, liveBuffers: live + 1 });
+    // Another size is a new allocation (reuse is by exact size), and the peak counts both.
+    const c = pool.allocate(200);
+    expect(address(c)).not.toBe(where);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 512, peak: base + 512 });
+    b.release();
+    c.release();
+    expect(rt.memoryStats()).toMatchObject({ active: base, peak: base + 512, cache: 512, liveBuffers: live });
+    // clearCache drains the pool first: nothing is left cached.
+    rt.clearCache();
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 0 });
+  });
+
+  test("a pooled buffer that reused a larger cached block parks (and counts) that block's length", () => {
+    const { active: base } = settle();
+    rt.newBuffer(400).release(); // a cached 512-byte block
+    const b = pool.allocate(200); // 256 requested: reuses the cached 512 (within 2 × 256)
+    expect(b.allocatedLength).toBe(512);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 512, cache: 0 });
+    b.release();
+    expect(pool.parkedBytes).toBe(512);
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 512 });
+    const again = pool.allocate(200);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 512, cache: 0 });
+    again.release();
+    rt.clearCache();
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 0 });
+  });
+
+  test("large and empty buffers are never parked", () => {
+    settle();
+    const big = pool.allocate(16 * KiB);
+    const empty = pool.allocate(0);
+    big.release();
+    empty.release();
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats().cache).toBe(16 * KiB); // the allocator's own cache
+  });
+
+  test("a parked buffer cannot be bound (it was released); a buffer a batch may still use is released instead of parked", () => {
+    const { active: base } = settle();
+    const a = pool.allocate(64);
+    a.release();
+    expect(pool.parkedBytes).toBe(256);
+    expect(() => rt.newBatch().dispatch({ pipeline: spin, buffers: [{ index: 0, buffer: a, access: "write" }], bytes: [{ index: 1, data: new Uint32Array([1]) }], grid: 1, threadgroup: 1 }).submit()).toThrow(/buffer\(0\): buffer 0x[0-9a-f]+ was released/);
+    rt.clearCache();
+
+    // Bound by a batch that was waited for: parked on release.
+    const done = pool.allocate(64);
+    rt.newBatch().dispatch({ pipeline: spin, buffers: [{ index: 0, buffer: done, access: "write" }], bytes: [{ index: 1, data: new Uint32Array([1]) }], grid: 1, threadgroup: 1 }).submit().wait();
+    done.release();
+    expect(pool.parkedBytes).toBe(256);
+    rt.clearCache();
+
+    const out = pool.allocate(64);
+    const batch = rt
+      .newBatch()
+      .dispatch({ pipeline: spin, buffers: [{ index: 0, buffer: out, access: "write" }], bytes: [{ index: 1, data: new Uint32Array([20_000_000]) }], grid: 1, threadgroup: 1 })
+      .submit();
+    out.release();
+    // 20M dependent steps take milliseconds; the release came microseconds after submit.
+    expect(batch.poll()).toBe(false);
+    // Still bound: not parked; the allocator keeps it active until the batch completes.
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats().active).toBe(base + 256);
+    batch.wait();
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 256 });
+  });
+
+  test("parking never takes the cache past its limit; setCacheLimit drains the pool", () => {
+    settle();
+    const previous = rt.setCacheLimit(512);
+    try {
+      const bufs = [pool.allocate(10), pool.allocate(10), pool.allocate(10)];
+      for (const b of bufs) b.release();
+      expect(pool.parkedBytes).toBe(512); // the third was released to the allocator, which evicted it
+      expect(rt.memoryStats().cache).toBe(512);
+      rt.setCacheLimit(256);
+      expect(pool.parkedBytes).toBe(0);
+      expect(rt.memoryStats().cache).toBe(256);
+    } finally {
+      rt.setCacheLimit(previous);
+    }
+  });
+
+  test("an allocation that meets the memory limit drains the pool and succeeds if that makes room", () => {
+    const { active } = settle();
+    const parked = Array.from({ length: 8 }, () => pool.allocate(1000)); // 8 × 1024
+    for (const b of parked) b.release();
+    expect(pool.parkedBytes).toBe(8 * KiB);
+    const viewHeld = rt.memoryStats().viewHeld;
+    // Room for 16 KiB only if the parked 8 KiB go (the limit counts parked memory).
+    const previous = rt.setMemoryLimit(active + viewHeld + 8 * KiB + 16 * KiB);
+    try {
+      expect(() => rt.newBuffer(32 * KiB)).toThrow(/memory limit/);
+      const b = rt.newBuffer(16 * KiB);
+      expect(pool.parkedBytes).toBe(0);
+      b.release();
+    } finally {
+      rt.setMemoryLimit(previous);
+    }
   });
 });

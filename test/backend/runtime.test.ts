@@ -161,6 +161,37 @@ describe("buffers", () => {
     expect(String(rt.native.mg_last_error())).toMatch(/\[mg_buffer_length\] null buffer handle/);
   });
 
+  test("the handle table keeps every live handle and forgets released ones through random churn", () => {
+    // HandleTable.swift deletes by backward shift: random orders of creation and release (with the
+    // view deallocator called directly, which is what removes a record) exercise every case.
+    let seed = 12345;
+    const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    const live: { handle: Pointer; size: number }[] = [];
+    const gone: Pointer[] = [];
+    for (let step = 0; step < 6000; step++) {
+      if (live.length === 0 || random() < 0.55) {
+        const size = 1 + Math.floor(random() * 64);
+        const handle = rt.native.mg_buffer_new(size) as Pointer;
+        live.push({ handle, size });
+      } else {
+        const [b] = live.splice(Math.floor(random() * live.length), 1);
+        expect(rt.native.mg_buffer_release(b!.handle)).toBe(0);
+        rt.native.mg_buffer_view_release(null, b!.handle); // drops the view pin: the record goes
+        gone.push(b!.handle);
+      }
+      if (step % 500 === 499) {
+        for (const b of live) expect(rt.native.mg_buffer_length(b.handle)).toBe(b.size);
+        for (const h of gone.slice(-50)) expect(rt.native.mg_buffer_length(h)).toBe(-1);
+      }
+    }
+    for (const b of live) {
+      expect(rt.native.mg_buffer_length(b.handle)).toBe(b.size);
+      rt.native.mg_buffer_release(b.handle);
+      rt.native.mg_buffer_view_release(null, b.handle);
+    }
+    expect(String((() => { rt.native.mg_buffer_length(gone[0]!); return rt.native.mg_last_error(); })())).toMatch(/was released/);
+  });
+
   test("dropping a buffer without release() frees it through the view's deallocator (GC)", async () => {
     quiet();
     const before = rt.memoryStats().liveBuffers;

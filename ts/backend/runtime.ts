@@ -32,6 +32,8 @@ const SYMBOLS = {
   mg_buffer_contents: { args: [P], returns: P },
   mg_buffer_length: { args: [P], returns: f64 },
   mg_buffer_release: { args: [P], returns: i32 },
+  mg_memory_park: { args: [f64, i32], returns: i32 },
+  mg_memory_unpark: { args: [f64, i32, i32], returns: i32 },
   mg_buffer_view_release: { args: [P, P], returns: VOID },
   mg_buffer_view_deallocator: { args: [], returns: P },
   mg_library_new: { args: [P, P, i32, u32, i32], returns: P },
@@ -272,7 +274,10 @@ export class Runtime {
   readonly viewDeallocator: Pointer;
   #defaultQueue: Queue | undefined;
   readonly #stats = new Float64Array(8);
-  readonly #address = new Float64Array(1);
+  /** mg_buffer_new_at's out-parameters: the address, the allocated length. */
+  readonly #address = new Float64Array(2);
+  /** Small buffers released by storages, kept for reuse by size (see BufferPool). */
+  readonly pool: BufferPool;
 
   constructor(native: NativeLibrary = loadNative()) {
     this.libraryPath = native.path;
@@ -283,6 +288,7 @@ export class Runtime {
     const deallocator = handleOf(this.native.mg_buffer_view_deallocator());
     if (deallocator === null) throw new Error("[runtime] the native library returned no view deallocator");
     this.viewDeallocator = deallocator;
+    this.pool = new BufferPool(this);
   }
 
   /** Throws the native runtime's last error. */
@@ -309,7 +315,9 @@ export class Runtime {
     if (this.native.mg_memory_reset_peak() !== 0) this.fail();
   }
 
+  /** Frees cached memory: the pool's parked buffers first, then the allocator's cache. */
   clearCache(): void {
+    this.pool.drain();
     if (this.native.mg_memory_clear_cache() !== 0) this.fail();
   }
 
@@ -321,6 +329,8 @@ export class Runtime {
   }
 
   setCacheLimit(bytes: number): number {
+    // Parked buffers count as cache but only the pool can free them: let the allocator evict.
+    this.pool.drain();
     const previous = this.native.mg_memory_set_cache_limit(bytes);
     if (previous < 0) this.fail();
     return previous;
@@ -344,26 +354,32 @@ export class Runtime {
     return JSON.parse(String(json)) as RuntimeCounters;
   }
 
+  /** A new buffer (never from the pool: `pool.allocate` is the storages' allocator). */
   newBuffer(byteLength: number): NativeBuffer {
+    return this.allocateBuffer(byteLength, null);
+  }
+
+  /** @internal a new buffer, released into `pool` when it is given */
+  allocateBuffer(byteLength: number, pool: BufferPool | null): NativeBuffer {
     // One crossing: the handle, and the memory's address in #address[0].
     const address = this.#address;
     let handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
-    if (handle === null && this.#limitedByViews()) {
-      // Released buffers whose ArrayBuffer the GC has not collected yet still map their memory
-      // (viewHeld); a full collection runs their deallocators, so try once more after one.
-      Bun.gc(true);
-      handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
+    if (handle === null && this.#limitedByMemory()) {
+      // Parked buffers count against the limit but only the pool can free them; released buffers
+      // whose ArrayBuffer the GC has not collected yet still map their memory (viewHeld), and a
+      // full collection runs their deallocators. Try once more after both.
+      const parked = this.pool.drain();
+      const held = this.memoryStats().viewHeld;
+      if (held > 0) Bun.gc(true);
+      // (memoryStats and drain leave the last error alone when they succeed)
+      if (parked > 0 || held > 0) handle = handleOf(this.native.mg_buffer_new_at(byteLength, address));
     }
     if (handle === null) this.fail();
-    return new NativeBuffer(this, handle, byteLength, address[0]!);
+    return new NativeBuffer(this, handle, byteLength, address[0]!, null, pool, address[1]!);
   }
 
-  #limitedByViews(): boolean {
-    const message = String(this.native.mg_last_error());
-    if (!message.includes("memory limit")) return false;
-    const held = this.memoryStats().viewHeld;
-    // memoryStats() succeeded, so the last error is still the allocation's.
-    return held > 0;
+  #limitedByMemory(): boolean {
+    return String(this.native.mg_last_error()).includes("memory limit");
   }
 
   library(source: string, options: LibraryOptions = {}): Library {
@@ -472,23 +488,48 @@ type ToArrayBufferWithDeallocator = (
  * so garbage collection alone frees an undisposed buffer.
  */
 // A NativeBuffer is a BufferLike (ts/memory/storage.ts) by shape: the allocator installs
-// `newBuffer` as the storages' allocator, which is where TypeScript checks it. (This module imports
+// `pool.allocate` as the storages' allocator, which is where TypeScript checks it. (This module imports
 // nothing of metalgrad's, so memory/ can depend on it without a cycle.)
 export class NativeBuffer {
   readonly handle: Pointer;
   readonly byteLength: number;
+  /** @internal what the memory counters count for it (-1: not known, when not from Runtime.newBuffer or a pool) */
+  readonly allocatedLength: number;
   /** The address of the buffer's memory (0 when empty): native CPU kernels take it directly. */
   readonly address: number;
   #view: ArrayBuffer | null;
   #released = false;
   readonly #runtime: Runtime;
+  /** Where release() parks this buffer's memory for reuse (null: released to the allocator). */
+  readonly #pool: BufferPool | null;
+  /**
+   * @internal whether the last submitted batch that bound this buffer was seen to complete (it is
+   * parked only then). The batch's state, not the batch: a buffer keeps no batch alive.
+   */
+  lastBatch: BatchState | null = null;
 
-  /** @internal use Runtime.newBuffer (which passes the address it got with the handle) */
-  constructor(rt: Runtime, handle: Pointer, byteLength: number, address = -1) {
+  /**
+   * @internal use Runtime.newBuffer (which passes the address it got with the handle) or
+   * BufferPool.allocate (which passes the view of a parked buffer)
+   */
+  constructor(
+    rt: Runtime,
+    handle: Pointer,
+    byteLength: number,
+    address = -1,
+    view: ArrayBuffer | null = null,
+    pool: BufferPool | null = null,
+    allocatedLength = -1,
+  ) {
     this.#runtime = rt;
     this.handle = handle;
     this.byteLength = byteLength;
-    if (byteLength === 0) {
+    this.allocatedLength = allocatedLength;
+    this.#pool = byteLength === 0 ? null : pool;
+    if (view !== null) {
+      this.address = address;
+      this.#view = view;
+    } else if (byteLength === 0) {
       this.address = 0;
       this.#view = new ArrayBuffer(0);
       emptyBufferFinalizer.register(this, { symbols: rt.native, handle }, this);
@@ -537,17 +578,109 @@ export class NativeBuffer {
     return new ctor(this.arrayBuffer);
   }
 
-  /** Gives the memory back to the allocator once in-flight batches finish. Idempotent. */
+  /**
+   * Gives the memory back to the allocator once in-flight batches finish (or parks it in its
+   * pool for reuse by the next buffer of the same size). Idempotent.
+   */
   release(): void {
     if (this.#released) return;
     this.#released = true;
+    const view = this.#view;
     this.#view = null;
+    // A batch that may still run keeps the memory in use: released to the allocator, which holds
+    // it until the batch completes.
+    const batch = this.lastBatch;
+    if (this.#pool !== null && view !== null && (batch === null || batch.completed) && this.#pool.park(this, view)) return;
     if (this.byteLength === 0) emptyBufferFinalizer.unregister(this);
     if (this.#runtime.native.mg_buffer_release(this.handle) !== 0) this.#runtime.fail();
   }
 
   [Symbol.dispose](): void {
     this.release();
+  }
+}
+
+/** A parked buffer: what a new NativeBuffer over it needs. */
+interface Parked {
+  handle: Pointer;
+  address: number;
+  view: ArrayBuffer;
+  /** Its allocated length (the request rounded, or a larger cached block it reused). */
+  length: number;
+}
+
+/**
+ * Small buffers that storages released, kept for reuse by their exact byte length. Allocating one
+ * costs no allocator search, no handle lookup and no new ArrayBuffer (the parked buffer's view is
+ * reused) — on a tiny op that was a third of the host time. The allocator's counters are told by
+ * length (mg_memory_park / mg_memory_unpark): parked memory counts as cache, exactly as a release
+ * would, so they stay exact sums of allocated lengths (docs/ARCHITECTURE.md "Allocator"). A buffer
+ * whose last batch has not been seen to complete is released instead, so parked memory is never in
+ * use by the GPU. Bounded by MAX_BYTES and the cache limit; clearCache, setCacheLimit and an
+ * allocation that meets the memory limit drain it.
+ */
+export class BufferPool {
+  /** Sizes pooled: below the allocator's 16 KiB page (larger ones reuse its cache by fit). */
+  static readonly MAX_SIZE = 16384 - 1;
+  /** Parked bytes (allocated lengths) at most. */
+  static readonly MAX_BYTES = 4 * 1024 * 1024;
+  readonly #runtime: Runtime;
+  readonly #free = new Map<number, Parked[]>();
+  #bytes = 0;
+  #count = 0;
+
+  constructor(rt: Runtime) {
+    this.#runtime = rt;
+  }
+
+  /** Bytes parked (allocated lengths). */
+  get parkedBytes(): number {
+    return this.#bytes;
+  }
+
+  /** A buffer of `byteLength` bytes: the most recently parked one of that size, else a new one. */
+  allocate(byteLength: number): NativeBuffer {
+    const rt = this.#runtime;
+    if (byteLength > BufferPool.MAX_SIZE || byteLength === 0) return rt.allocateBuffer(byteLength, null);
+    const list = this.#free.get(byteLength);
+    const p = list !== undefined ? list.pop() : undefined;
+    if (p === undefined) return rt.allocateBuffer(byteLength, this);
+    this.#bytes -= p.length;
+    this.#count--;
+    if (rt.native.mg_memory_unpark(p.length, 1, 0) !== 0) rt.fail();
+    return new NativeBuffer(rt, p.handle, byteLength, p.address, p.view, this, p.length);
+  }
+
+  /** @internal NativeBuffer.release: true when the buffer was parked (else the caller releases it). */
+  park(buffer: NativeBuffer, view: ArrayBuffer): boolean {
+    const length = buffer.allocatedLength;
+    if (length <= 0 || this.#bytes + length > BufferPool.MAX_BYTES) return false;
+    const status = this.#runtime.native.mg_memory_park(length, 1);
+    if (status === 1) return false;
+    if (status !== 0) this.#runtime.fail();
+    let list = this.#free.get(buffer.byteLength);
+    if (list === undefined) this.#free.set(buffer.byteLength, (list = []));
+    list.push({ handle: buffer.handle, address: buffer.address, view, length });
+    this.#bytes += length;
+    this.#count++;
+    return true;
+  }
+
+  /** Releases every parked buffer to the allocator; returns the bytes that were parked. */
+  drain(): number {
+    const drained = this.#bytes;
+    if (drained === 0) return 0;
+    const native = this.#runtime.native;
+    // Counted active again without touching the peak (they were not in use), then released.
+    if (native.mg_memory_unpark(drained, this.#count, 1) !== 0) this.#runtime.fail();
+    const lists = [...this.#free.values()];
+    this.#free.clear();
+    this.#bytes = 0;
+    this.#count = 0;
+    for (const list of lists) {
+      for (const p of list) if (native.mg_buffer_release(p.handle) !== 0) this.#runtime.fail();
+    }
+    return drained;
   }
 }
 
@@ -682,8 +815,11 @@ function isDimension(d: number | undefined): d is number {
  * Packs dispatches into one growable Uint32Array (the format in docs/ARCHITECTURE.md) and submits
  * them all with one FFI call.
  */
+/** The words of the last submitted batch, for the next batch to start with (no regrowth per eval). */
+let spareWords: Uint32Array | null = null;
+
 export class CommandBatch {
-  #words = new Uint32Array(64);
+  #words: Uint32Array;
   #length = 2;
   #count = 0;
   readonly #runtime: Runtime;
@@ -694,6 +830,8 @@ export class CommandBatch {
   /** @internal use Runtime.newBatch */
   constructor(rt: Runtime) {
     this.#runtime = rt;
+    this.#words = spareWords ?? new Uint32Array(64);
+    spareWords = null;
   }
 
   get dispatchCount(): number {
@@ -746,6 +884,7 @@ export class CommandBatch {
     w[at++] = mustLo >>> 0;
     w[at++] = mustHi >>> 0;
     for (const b of buffers) {
+      if (b.buffer.released) throw new Error(`[CommandBatch] buffer(${b.index}): buffer 0x${b.buffer.handle.toString(16)} was released`);
       const handle = b.buffer.handle as number;
       const offset = b.offset ?? 0;
       const length = b.length ?? 0;
@@ -782,6 +921,88 @@ export class CommandBatch {
     return this;
   }
 
+  // The hot-path form of dispatch() (elementwise kernels, thousands per eval): no Dispatch or
+  // binding objects. begin(), then exactly `buffers` bind() calls, then `bytes` inline calls, then
+  // end(). Values are the caller's integers (the runtime validates the batch as a whole).
+  #at = 0;
+  #open = 0;
+
+  /** @internal starts a 1-D dispatchThreads dispatch; `mustWrite`: a mask of buffer indices (< 32). */
+  begin(pipeline: Pipeline, grid: number, threadgroup: number, buffers: number, bytes: number, mustWrite: number): void {
+    if (this.#open !== 0) throw new Error("[CommandBatch] begin() inside an open dispatch (internal error)");
+    this.#reserve(15 + buffers * 8);
+    const w = this.#words;
+    let at = this.#length;
+    const handle = pipeline.handle as number;
+    w[at++] = OP_DISPATCH;
+    w[at++] = handle >>> 0;
+    w[at++] = Math.floor(handle / TWO_32);
+    w[at++] = 1;
+    w[at++] = grid;
+    w[at++] = 1;
+    w[at++] = 1;
+    w[at++] = threadgroup;
+    w[at++] = 1;
+    w[at++] = 1;
+    w[at++] = buffers;
+    w[at++] = bytes;
+    w[at++] = 0;
+    w[at++] = mustWrite >>> 0;
+    w[at++] = 0;
+    this.#at = at;
+    this.#open = buffers + bytes + 1;
+  }
+
+  /** @internal binds `buffer` at `index` (`access`: 1 read, 2 write, 3 read-write) in the open dispatch. */
+  bind(index: number, buffer: NativeBuffer, offset: number, length: number, access: number): void {
+    if (buffer.released) throw new Error(`[CommandBatch] buffer(${index}): buffer 0x${buffer.handle.toString(16)} was released`);
+    const w = this.#words;
+    let at = this.#at;
+    const handle = buffer.handle as number;
+    w[at++] = index;
+    w[at++] = handle >>> 0;
+    w[at++] = Math.floor(handle / TWO_32);
+    w[at++] = offset >>> 0;
+    w[at++] = Math.floor(offset / TWO_32);
+    w[at++] = length >>> 0;
+    w[at++] = Math.floor(length / TWO_32);
+    w[at++] = access;
+    this.#at = at;
+    this.#open--;
+    this.#buffers.push(buffer);
+  }
+
+  /** @internal inline bytes at `index` in the open dispatch: `values` as int32 (`wide`: int64, two's complement). */
+  inlineInts(index: number, values: readonly number[], wide: boolean): void {
+    const n = Math.max(values.length, 1);
+    const words = wide ? 2 * n : n;
+    this.#length = this.#at;
+    this.#reserve(2 + words);
+    const w = this.#words;
+    let at = this.#at;
+    w[at++] = index;
+    w[at++] = words * 4;
+    if (values.length === 0) {
+      w[at++] = 0;
+      if (wide) w[at++] = 0;
+    }
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i]!;
+      w[at++] = v >>> 0;
+      if (wide) w[at++] = Math.floor(v / TWO_32) >>> 0;
+    }
+    this.#at = at;
+    this.#open--;
+  }
+
+  /** @internal closes the open dispatch. */
+  end(): void {
+    if (this.#open !== 1) throw new Error("[CommandBatch] end(): the dispatch's bindings do not match begin() (internal error)");
+    this.#open = 0;
+    this.#length = this.#at;
+    this.#count++;
+  }
+
   /** Validates, encodes and commits every dispatch in one FFI call. The batch can then be reused. */
   submit(queue: Queue = this.#runtime.defaultQueue): SubmittedBatch {
     const w = this.#words;
@@ -789,15 +1010,25 @@ export class CommandBatch {
     w[1] = this.#count;
     // Hand over exactly the used words: a subarray view, not a cached pointer.
     const handle = handleOf(this.#runtime.native.mg_batch_submit(queue.handle, w.subarray(0, this.#length), this.#length));
+    const bound = this.#buffers;
     this.reset();
+    // The runtime copied what it keeps: the next batch may start with these words.
+    if (w.length > 64 && (spareWords === null || spareWords.length < w.length)) {
+      spareWords = w;
+      this.#words = new Uint32Array(64);
+    }
     if (handle === null) this.#runtime.fail();
-    return new SubmittedBatch(this.#runtime, handle);
+    const submitted = new SubmittedBatch(this.#runtime, handle);
+    const state = submitted.state;
+    for (let i = 0; i < bound.length; i++) bound[i]!.lastBatch = state;
+    return submitted;
   }
 
   /** Drops the encoded dispatches. */
   reset(): void {
     this.#length = 2;
     this.#count = 0;
+    this.#open = 0;
     this.#buffers = [];
   }
 }
@@ -810,8 +1041,15 @@ export interface GpuTimes {
   seconds: number;
 }
 
+/** Whether a submitted batch was seen to complete (set by its wait or poll). */
+export class BatchState {
+  completed = false;
+}
+
 /** A submitted batch: wait(), poll() or await done(); then gpuTimes(). */
 export class SubmittedBatch {
+  /** @internal completion as buffers that the batch bound see it (NativeBuffer.lastBatch) */
+  readonly state = new BatchState();
   #handle: Pointer | null;
   #error: string | null = null;
   #times: GpuTimes | null = null;
@@ -836,6 +1074,7 @@ export class SubmittedBatch {
     }
     this.#error = error;
     this.#handle = null;
+    this.state.completed = true;
     batchFinalizer.unregister(this);
     this.#runtime.native.mg_batch_release(handle);
   }

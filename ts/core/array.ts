@@ -116,6 +116,17 @@ export class MgArray {
   private dataReleased = false;
   /** Its storage went to a later output of the same GPU batch (surrenderStorage): it was computed. */
   surrendered = false;
+  /**
+   * Scratch of a backend's pass over one eval (the GPU counts each input's readers in the batch it
+   * encodes): `runReads`/`runLeft` are valid while `runMark` is that pass's number. As Node.mark,
+   * fields rather than a map per eval: this is touched for every input of every node.
+   * @internal
+   */
+  runMark = 0;
+  /** Readers of this array in the current backend pass (valid while `runMark` matches). @internal */
+  runReads = 0;
+  /** Readers not yet encoded in the current backend pass (valid while `runMark` matches). @internal */
+  runLeft = 0;
   private storageHeld = false;
 
   /**

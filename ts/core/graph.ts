@@ -32,8 +32,11 @@ export interface Backend {
 }
 
 const backends = new Map<DeviceType, Backend>();
-export function registerBackend(type: DeviceType, backend: Backend): void {
+/** Makes `backend` run the nodes of `type`'s streams; returns the one it replaces (to restore it). */
+export function registerBackend(type: DeviceType, backend: Backend): Backend | undefined {
+  const previous = backends.get(type);
   backends.set(type, backend);
+  return previous;
 }
 
 /** Arrays under a transform keep their graph after eval (vjp needs it); depth > 0 while tracing. */
@@ -71,9 +74,11 @@ export function makeNode<P>(
     rejectFloat64OnGpu(currentOp() ?? (primitive.opName ? primitive.opName(params) : primitive.name.toLowerCase()), [float64], stream);
   }
   const node: Node = new Node(primitive, params, inputs, stream);
-  for (const i of inputs) i.graphRefs++;
-  node.outputs = specs.map((s) => new MgArray(s.shape, s.dtype, stream, node));
-  return node.outputs;
+  for (let k = 0; k < inputs.length; k++) inputs[k]!.graphRefs++;
+  const outputs: MgArray[] = [];
+  for (let k = 0; k < specs.length; k++) outputs.push(new MgArray(specs[k]!.shape, specs[k]!.dtype, stream, node));
+  node.outputs = outputs;
+  return outputs;
 }
 
 function isFloat64(x: { dtype: Dtype }): boolean {
@@ -197,9 +202,12 @@ export function detach(node: Node): void {
     o.releaseIfUnused(); // a sibling the user already disposed: free its new data
   }
   const inputs = node.inputs;
-  node.inputs = [];
-  for (const i of inputs) i.dropGraphRef();
+  node.inputs = NO_INPUTS;
+  for (let k = 0; k < inputs.length; k++) inputs[k]!.dropGraphRef();
 }
+
+/** The inputs of a detached node (shared: nothing adds inputs to a node). */
+const NO_INPUTS = Object.freeze([]) as unknown as MgArray[];
 
 function detached(this: Node, o: MgArray): boolean {
   return o.node !== this;

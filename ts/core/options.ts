@@ -14,7 +14,7 @@
 //   wrapped (class constructors, methods of nn modules).
 import { isOptionsObject } from "./ops/convert.ts";
 import type { StreamOrDevice } from "./device.ts";
-import { libraryFunction } from "./ownership.ts";
+import { beginLibraryCall, endLibraryCall, markLibraryFunction } from "./ownership.ts";
 import { enterOp } from "./calls.ts";
 import { MLX_SIGNATURES } from "./mlx-signatures.ts";
 import { METALGRAD_SIGNATURES, TREE_ARGUMENTS } from "./signatures.ts";
@@ -198,6 +198,9 @@ export function normalizeCall(spec: CallSpec, args: readonly unknown[]): readonl
     if (count > spec.positional.length) throw tooManyError(spec, count);
   }
   if (!hasOptions) return args;
+  // The common case — the options object right after the positional parameters, naming only
+  // keyword-only options (`{ stream }`) — passes through as written: no copies per call.
+  if (!spec.variadic && count === spec.positional.length && keywordNamesOnly(spec, last as object)) return args;
   const positional = args.slice(0, count);
   const keywords: Record<string, unknown> = {};
   for (const name of Object.keys(last as object)) {
@@ -221,6 +224,22 @@ export function normalizeCall(spec: CallSpec, args: readonly unknown[]): readonl
   if (!spec.variadic) while (positional.length < spec.positional.length) positional.push(undefined);
   positional.push(keywords);
   return positional;
+}
+
+/** Every key of `options` is a keyword-only option of `spec` (any non-positional name with **kwargs). */
+function keywordNamesOnly(spec: CallSpec, options: object): boolean {
+  const keywords = spec.keywords;
+  for (const name in options) {
+    let known = false;
+    for (let i = 0; i < keywords.length; i++) {
+      if (keywords[i]!.name === name) {
+        known = true;
+        break;
+      }
+    }
+    if (!known) return false;
+  }
+  return true;
 }
 
 function looksLikeOptions(spec: CallSpec, x: unknown): boolean {
@@ -291,8 +310,29 @@ export function publicFunction<F extends (...args: never[]) => unknown>(key: str
       enterOp(saved);
     }
   };
-  Object.defineProperty(outer, "name", { value: fn.name || key.slice(key.lastIndexOf(".") + 1) });
-  const result = options.library === false ? (outer as unknown as F) : libraryFunction(outer as unknown as F);
+  // A library call (ownership.ts) in the same wrapper, not a second one around it: this runs on
+  // every public op, and a wrapper costs an argument array and an apply per call.
+  const library = function (this: unknown, ...args: unknown[]): unknown {
+    const normalized = normalizeCall(spec, args) as unknown[];
+    const call = selfResolving ? args : normalized;
+    const saved = enterOp(op);
+    const start = beginLibraryCall();
+    let result: unknown;
+    try {
+      result = impl.apply(this, call);
+    } catch (e) {
+      enterOp(saved);
+      endLibraryCall(start, undefined);
+      throw e;
+    }
+    enterOp(saved);
+    endLibraryCall(start, result);
+    return result;
+  };
+  const name = fn.name || key.slice(key.lastIndexOf(".") + 1);
+  Object.defineProperty(outer, "name", { value: name });
+  Object.defineProperty(library, "name", { value: name });
+  const result = options.library === false ? (outer as unknown as F) : markLibraryFunction(library as unknown as F);
   wrapped.set(fn, result);
   wrapped.set(result, result);
   specOf.set(result, spec);

@@ -70,6 +70,27 @@ export function userFunction<F extends (...args: never[]) => unknown>(fn: F): F 
 // One wrapper per function, so that aliases stay identical (mg.acos === mg.arccos, as in MLX).
 const wrappers = new WeakMap<object, unknown>();
 
+/**
+ * The parts of a library call, for a wrapper that does more than run `fn` (ts/core/options.ts's
+ * public functions, one wrapper rather than two per call): `const start = beginLibraryCall()`,
+ * then `endLibraryCall(start, result)` or, when it throws, `endLibraryCall(start, undefined)`.
+ */
+export function beginLibraryCall(): number {
+  depth++;
+  return created.length;
+}
+
+export function endLibraryCall(start: number, result: unknown): void {
+  depth--;
+  settle(start, result);
+}
+
+/** Marks a function that runs as a library call itself (see beginLibraryCall) as one. */
+export function markLibraryFunction<F extends (...args: never[]) => unknown>(fn: F): F {
+  wrappers.set(fn, fn);
+  return fn;
+}
+
 /** Wraps a function so that each call is a library call (see libraryCall). */
 export function libraryFunction<F extends (...args: never[]) => unknown>(fn: F): F {
   const known = wrappers.get(fn);

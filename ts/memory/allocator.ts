@@ -130,5 +130,5 @@ setAllocator((nbytes: number): BufferLike => {
     sinceCheck = 0;
     checkPressure();
   }
-  return rt ? rt.newBuffer(nbytes) : js!.allocate(nbytes);
+  return rt ? rt.pool.allocate(nbytes) : js!.allocate(nbytes);
 });

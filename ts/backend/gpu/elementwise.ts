@@ -55,7 +55,7 @@ export function elementwisePrecision(d: Dtype): string {
 // ---------------------------------------------------------------------------------------------
 // Single ops
 
-interface SingleChoice {
+export interface SingleChoice {
   kernel: KernelInstance;
   variant: string;
   /** Extra arguments after the buffers: none, the size (`_v2`), or shapes/strides (`_g`). */
@@ -136,20 +136,60 @@ function buildChoice(node: Node, access: Access[], large: boolean): { kernel: Ke
   return { kernel: { file: "ternary.metal", name: `mg_ternary_g_${tag}_${idxTag(large)}`, instantiation: `ternary_g<${f}, ${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
 }
 
-/** The static kernel a node will need, when its inputs' layouts can be predicted. */
-export function singleKernel(node: Node): KernelInstance | null {
-  return chooseSingle(node, predictedAccess)?.kernel ?? null;
+/** The static kernel choice for a node, its inputs' layouts predicted where they have no data yet
+ *  (null when they cannot be). With every input evaluated, it is the choice encodeSingle makes. */
+export function plannedSingle(node: Node): SingleChoice | null {
+  return chooseSingle(node, predictedAccess);
 }
 
-/** Encodes one elementwise node with its static kernel. The common contiguous case is a hot path
- *  (thousands of small ops per eval): it builds no intermediate arrays and, unless tracing, no
- *  trace record. */
-export function encodeSingle(enc: GpuEncoder, node: Node): void {
-  const c = chooseSingle(node)!;
+const NO_NUMBERS: number[] = [];
+
+/** Encodes one elementwise node with its static kernel (`choice`: planned from its inputs' real
+ *  layouts, or null to choose now). The common contiguous case is a hot path (thousands of small
+ *  ops per eval): it builds no intermediate arrays and, unless tracing, no trace record. */
+export function encodeSingle(enc: GpuEncoder, node: Node, choice: SingleChoice | null = null): void {
+  const c = choice ?? chooseSingle(node)!;
   const pipeline = (c.pipeline ??= kernelPipeline(c.kernel));
   const inputs = node.inputs;
   const outputs = node.outputs;
   const n = outputs[0]!.size;
+  if (n < 2 ** 32) {
+    // The hot path: bindings and arguments straight into the batch, no binding, byte or dispatch
+    // objects (outputs are allocated first: begin() opens the dispatch).
+    let mustWrite = 0;
+    for (let i = 0; i < outputs.length; i++) {
+      const o = outputs[i]!;
+      if (o.layout === null) o.allocateInPlace(false);
+      mustWrite |= 1 << (inputs.length + i);
+    }
+    const threadgroup = Math.max(1, Math.min(256, pipeline.maxTotalThreadsPerThreadgroup, n));
+    const strided = c.args === "strided";
+    const next = inputs.length + outputs.length;
+    enc.begin(pipeline, n, threadgroup, next, strided ? 5 : c.args === "size" ? 1 : 0, mustWrite);
+    const bases: number[] = strided ? [] : NO_NUMBERS;
+    for (let i = 0; i < inputs.length; i++) {
+      const base = enc.bindInput(inputs[i]!, i);
+      if (strided) bases.push(base);
+    }
+    for (let i = 0; i < outputs.length; i++) enc.bindOutput(outputs[i]!, inputs.length + i);
+    if (strided) {
+      // shape, every input's strides (int64; [0] for a 0-d input), ndim, bases (int64), size
+      const strides: number[] = [];
+      for (const a of inputs) {
+        const s = a.layout!.strides;
+        if (s.length === 0) strides.push(0);
+        else for (let k = 0; k < s.length; k++) strides.push(s[k]!);
+      }
+      const b = enc.batch;
+      b.inlineInts(next, outputs[0]!.shape, false);
+      b.inlineInts(next + 1, strides, true);
+      b.inlineInts(next + 2, [outputs[0]!.ndim], false);
+      b.inlineInts(next + 3, bases, true);
+      b.inlineInts(next + 4, [n], true);
+    } else if (c.args === "size") enc.batch.inlineInts(next, [n], true);
+    enc.end(pipeline, n, threadgroup, tracing() ? { primitives: [node.primitive.name], inputs, outputs, layout: c.variant, precision: c.precision } : null);
+    return;
+  }
   const buffers: BufferBinding[] = [];
   const mustWrite: number[] = [];
   let bytes: InlineBytes[] | undefined; // contiguous kernels take none

@@ -4,7 +4,7 @@ import type { Layout, MgArray, Node } from "../../core/array.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
 import { allocateBuffer, type BufferLike, type Storage } from "../../memory/storage.ts";
 import { annotationsOf, record, tracing } from "../../core/trace.ts";
-import type { BufferBinding, CommandBatch, Dispatch, InlineBytes, NativeBuffer } from "../runtime.ts";
+import type { BufferBinding, CommandBatch, Dispatch, InlineBytes, NativeBuffer, Pipeline, Size3 } from "../runtime.ts";
 
 /** An array bound for a kernel: the binding plus how to address its elements from it. */
 export interface BoundArray {
@@ -234,6 +234,51 @@ export class GpuEncoder {
     return { index, buffer: nativeOf(a), offset: l.offset * item, length: a.size * item, access };
   }
 
+  // The hot path of single elementwise ops (CommandBatch.begin): bindings written straight into
+  // the batch, no binding or dispatch objects. Outputs must have storage before begin().
+
+  /** Starts a 1-D dispatch of `buffers` bindings and `bytes` inline entries (see CommandBatch.begin). */
+  begin(pipeline: Pipeline, grid: number, threadgroup: number, buffers: number, bytes: number, mustWrite: number): void {
+    this.batch.begin(pipeline, grid, threadgroup, buffers, bytes, mustWrite);
+  }
+
+  /** `inputBinding`, written into the open dispatch; returns `input(a, index).base`. */
+  bindInput(a: MgArray, index: number): number {
+    const l = a.layout!;
+    const item = a.dtype.size;
+    const shape = a.shape;
+    const strides = l.strides;
+    let lo = l.offset;
+    let hi = l.offset + 1;
+    for (let i = 0; i < shape.length; i++) {
+      const d = shape[i]!;
+      if (d === 0) {
+        lo = hi = l.offset;
+        break;
+      }
+      const span = (d - 1) * strides[i]!;
+      if (span < 0) lo += span;
+      else hi += span;
+    }
+    this.batch.bind(index, nativeOf(a), lo * item, (hi - lo) * item, 1);
+    return l.offset - lo;
+  }
+
+  /** `outputBinding` (write access) of an output that has storage, written into the open dispatch. */
+  bindOutput(a: MgArray, index: number): void {
+    const l = a.layout!;
+    this.written.push(l.storage);
+    const item = a.dtype.size;
+    this.batch.bind(index, nativeOf(a), l.offset * item, a.size * item, 2);
+  }
+
+  /** Closes the open dispatch and records its trace (null only when `tracing()` is false). */
+  end(pipeline: Pipeline, grid: number, threadgroup: number, trace: DispatchTrace | null): void {
+    this.batch.end();
+    this.dispatches++;
+    this.#traced(pipeline, grid, threadgroup, trace);
+  }
+
   /** Records a copy or fallback for the next dispatch's trace record. */
   note(text: string): void {
     this.pendingNotes.push(text);
@@ -246,6 +291,10 @@ export class GpuEncoder {
   dispatch(d: Dispatch, trace: DispatchTrace | null): void {
     this.batch.dispatch(d);
     this.dispatches++;
+    this.#traced(d.pipeline, d.grid, d.threadgroup, trace);
+  }
+
+  #traced(pipeline: Pipeline, size: Size3, group: Size3, trace: DispatchTrace | null): void {
     if (!tracing()) {
       if (this.pendingNotes.length > 0) this.pendingNotes = [];
       return;
@@ -253,14 +302,14 @@ export class GpuEncoder {
     const notes = this.pendingNotes;
     this.pendingNotes = [];
     // The simulator's slow path is a fallback too: say so, with its reason.
-    const exec = d.pipeline.simulatorExecution;
+    const exec = pipeline.simulatorExecution;
     if (exec.model === "fibers") notes.push(`simulator: runs as fibers, not in work-item form: ${exec.reason ?? ""}`);
-    if (trace === null) throw new Error(`[gpu] internal: ${d.pipeline.name} dispatched without its trace record while tracing`);
-    const grid = (typeof d.grid === "number" ? [d.grid, 1, 1] : [d.grid[0], d.grid[1] ?? 1, d.grid[2] ?? 1]) as [number, number, number];
-    const tg = (typeof d.threadgroup === "number" ? [d.threadgroup, 1, 1] : [d.threadgroup[0], d.threadgroup[1] ?? 1, d.threadgroup[2] ?? 1]) as [number, number, number];
+    if (trace === null) throw new Error(`[gpu] internal: ${pipeline.name} dispatched without its trace record while tracing`);
+    const grid = (typeof size === "number" ? [size, 1, 1] : [size[0], size[1] ?? 1, size[2] ?? 1]) as [number, number, number];
+    const tg = (typeof group === "number" ? [group, 1, 1] : [group[0], group[1] ?? 1, group[2] ?? 1]) as [number, number, number];
     record({
       device: "gpu",
-      kernel: d.pipeline.name,
+      kernel: pipeline.name,
       primitives: trace.primitives,
       inputDtypes: trace.inputs.map((i) => i.dtype.name),
       outputDtypes: trace.outputs.map((o) => o.dtype.name),
@@ -269,7 +318,7 @@ export class GpuEncoder {
       threadgroup: tg,
       precision: trace.precision,
       notes: [...notes, ...(trace.notes ?? []), ...annotationsOf(trace.outputs)],
-      pipelineFrom: d.pipeline.origin,
+      pipelineFrom: pipeline.origin,
     });
   }
 }

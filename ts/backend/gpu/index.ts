@@ -9,7 +9,7 @@ import type { ViewOf } from "../../core/primitive.ts";
 import { shapesEqual } from "../../core/shape.ts";
 import type { PendingWork } from "../../memory/storage.ts";
 import { type Queue, runtime, type SubmittedBatch } from "../runtime.ts";
-import { encodeFused, encodeSingle, FUSED_MAX_BUFFERS, prepareFused, type Region, regionInputs, singleKernel } from "./elementwise.ts";
+import { encodeFused, encodeSingle, FUSED_MAX_BUFFERS, plannedSingle, prepareFused, type Region, regionInputs, type SingleChoice } from "./elementwise.ts";
 import { GpuEncoder } from "./encoder.ts";
 import { type KernelInstance, prepareKernels } from "./kernels.ts";
 import { gpuRules, type KernelRule } from "./registry.ts";
@@ -44,11 +44,17 @@ export function setFusion(enabled: boolean): boolean {
 /** Longest chain one generated kernel computes: bounds its source size and compile time. */
 const MAX_FUSED_OPS = 128;
 
-type Item =
-  | { kind: "region"; region: Region }
-  | { kind: "single"; node: Node }
-  | { kind: "view"; node: Node }
-  | { kind: "kernel"; node: Node };
+/** One step of an eval's GPU work. A class with one shape for every kind: this is made per node. */
+class Item {
+  constructor(
+    readonly kind: "region" | "single" | "view" | "applied" | "kernel",
+    /** The node (the region's last node for a region). */
+    readonly node: Node,
+    readonly region: Region | null = null,
+    /** A single op's kernel choice, when planning saw every input's real layout. */
+    readonly choice: SingleChoice | null = null,
+  ) {}
+}
 
 const queues = new Map<Stream, Queue>();
 function queueFor(stream: Stream): Queue {
@@ -133,21 +139,31 @@ function viewsOf(node: Node): readonly ViewOf[] | null {
   return node.primitive.layout!(node.inputs, node.inputs.map((i) => i.layout!), node.outputs, node.params);
 }
 
-/** Splits nodes into view steps, single kernels and fused regions, in an order that respects
- *  every dependency. A region is a run of elementwise nodes of one output shape; a node that
- *  does not read the open region is planned ahead of it, one that does closes it first. */
-function plan(nodes: readonly Node[], ctx: EvalContext): { items: Item[]; regions: Region[] } {
+/**
+ * Splits nodes into view steps, single kernels and fused regions, in an order that respects
+ * every dependency, and lists the static kernels they need (`wanted`). A region is a run of
+ * elementwise nodes of one output shape; a node that does not read the open region is planned
+ * ahead of it, one that does closes it first. A view of an array that already has data is
+ * applied here ("applied": its outputs join `fresh`, to be discarded if the eval fails), so the
+ * kernels reading it are chosen from real layouts once, not predicted and chosen again.
+ */
+function plan(nodes: readonly Node[], ctx: EvalContext, wanted: KernelInstance[], fresh: MgArray[]): { items: Item[]; regions: Region[] } {
   const items: Item[] = [];
   const regions: Region[] = [];
   let open: Node[] = [];
   let inOpen = new Set<MgArray>();
 
+  const single = (node: Node) => {
+    const c = plannedSingle(node);
+    if (c !== null && c.pipeline === null) wanted.push(c.kernel);
+    items.push(new Item("single", node, null, c !== null && inputsHaveData(node) ? c : null));
+  };
   const close = () => {
     if (open.length === 0) return;
-    if (open.length === 1) items.push({ kind: "single", node: open[0]! });
+    if (open.length === 1) single(open[0]!);
     else {
       const region: Region = { nodes: open, outputs: regionOutputs(open, ctx) };
-      items.push({ kind: "region", region });
+      items.push(new Item("region", open[open.length - 1]!, region));
       regions.push(region);
     }
     open = [];
@@ -172,12 +188,37 @@ function plan(nodes: readonly Node[], ctx: EvalContext): { items: Item[]; region
       continue;
     }
     if (readsOpen) close();
-    if (rule === null) items.push({ kind: "view", node });
-    else if (rule.kind === "elementwise") items.push({ kind: "single", node });
-    else items.push({ kind: "kernel", node });
+    if (rule === null) {
+      // Inputs computed in this eval are not known yet: the view (or its copy) waits for them.
+      const views = inputsHaveData(node) ? viewsOf(node) : undefined;
+      if (views) {
+        for (const o of node.outputs) if (o.layout === null) fresh.push(o);
+        applyViews(node.inputs, node.outputs, views);
+        items.push(new Item("applied", node));
+      } else {
+        // Only a view its input's layout cannot express needs a kernel (a copy).
+        if (views === null) addKernels(wanted, node);
+        items.push(new Item("view", node));
+      }
+    } else if (rule.kind === "elementwise") single(node);
+    else {
+      addKernels(wanted, node);
+      items.push(new Item("kernel", node));
+    }
   }
   close();
   return { items, regions };
+}
+
+function inputsHaveData(node: Node): boolean {
+  const inputs = node.inputs;
+  for (let i = 0; i < inputs.length; i++) if (inputs[i]!.layout === null) return false;
+  return true;
+}
+
+function addKernels(wanted: KernelInstance[], node: Node): void {
+  const rule = kernelRuleOf(node);
+  if (rule.kernels) for (const k of rule.kernels(node)) wanted.push(k);
 }
 
 function readsAny(inputs: readonly MgArray[], arrays: ReadonlySet<MgArray>): boolean {
@@ -214,95 +255,90 @@ function encodeView(enc: GpuEncoder, node: Node): void {
 registerBackend("gpu", {
   run(nodes, ctx) {
     if (nodes.length === 0) return;
-    const { items, regions } = plan(nodes, ctx);
-    // Compile every static kernel this eval needs in as few compiler runs as possible.
+    // Outputs given storage before the batch is submitted: if anything fails first, none may keep
+    // uncomputed storage. Views applied while planning join here; the rest as they are encoded.
+    const fresh: MgArray[] = [];
+    // Every static kernel this eval needs, compiled in as few compiler runs as possible.
     const wanted: KernelInstance[] = [];
-    for (const it of items) {
-      if (it.kind === "single") {
-        const k = singleKernel(it.node);
-        if (k) wanted.push(k);
-      }
-      else if (it.kind === "view") {
-        // Only a view its input's layout cannot express needs a kernel (a copy); inputs computed
-        // in this eval are not known yet.
-        const n = it.node;
-        if (n.inputs.every((i) => i.layout !== null) && viewsOf(n) === null) {
-          const rule = kernelRuleOf(n);
-          if (rule.kernels) wanted.push(...rule.kernels(n));
-        }
-      }
-      else if (it.kind === "kernel") {
-        const rule = kernelRuleOf(it.node);
-        if (rule.kernels) wanted.push(...rule.kernels(it.node));
-      }
+    let items: Item[];
+    let regions: Region[];
+    try {
+      ({ items, regions } = plan(nodes, ctx, wanted, fresh));
+    } catch (e) {
+      for (const o of fresh) o.discardData();
+      throw e;
     }
     prepareKernels(wanted);
     prepareFused(regions);
 
     const stream = nodes[0]!.stream;
     const queue = queueFor(stream);
-    const rt = runtime();
-    const enc = new GpuEncoder(rt.newBatch());
-    // Before a node is encoded, inputs produced on another queue are waited for (same-queue work
-    // is ordered) and its outputs without data are listed: if anything fails before the batch is
-    // submitted, no output may keep uncomputed storage. This happens per item rather than in a
-    // pass of its own, because encoding touches the same nodes right after (they are cache-hot).
-    const fresh: MgArray[] = [];
-    // Reads left per input in this run: an internal array read by no one else gives its storage
-    // to a later output of this batch once its last reader is encoded.
-    // One entry per input (total reads, reads left), counted without a list per item: this runs
-    // for every node of every eval.
-    const reads = new Map<MgArray, { total: number; left: number }>();
+    const enc = new GpuEncoder(runtime().newBatch());
+    // Reads per input in this run (MgArray's run fields, marked with this run's number: no map
+    // per eval): an internal array read by no one else gives its storage to a later output of this
+    // batch once its last reader is encoded.
+    const run = ++runSerial;
     const count = (node: Node) => {
       const inputs = node.inputs;
       for (let k = 0; k < inputs.length; k++) {
         const i = inputs[k]!;
-        const r = reads.get(i);
-        if (r) {
-          r.total++;
-          r.left++;
-        } else {
-          reads.set(i, { total: 1, left: 1 });
+        if (i.runMark !== run) {
+          i.runMark = run;
+          i.runReads = 0;
+          i.runLeft = 0;
         }
+        i.runReads++;
+        i.runLeft++;
       }
     };
     for (const it of items) {
-      if (it.kind === "region") for (const n of it.region.nodes) count(n);
+      if (it.region !== null) for (const n of it.region.nodes) count(n);
       else count(it.node);
     }
     const recycleInputs = (node: Node) => {
-      for (const i of node.inputs) {
-        const r = reads.get(i)!;
+      const inputs = node.inputs;
+      for (let k = 0; k < inputs.length; k++) {
+        const i = inputs[k]!;
         // Every pending reader is in this run (graphRefs) and already encoded.
-        if (--r.left === 0 && (i.internal || i.disposed) && i.graphRefs === r.total) enc.recycle(i);
+        if (--i.runLeft === 0 && (i.internal || i.disposed) && i.graphRefs === i.runReads) enc.recycle(i);
       }
     };
+    // Before a node is encoded, inputs produced on another queue are waited for (same-queue work
+    // is ordered) and its outputs without data are listed in `fresh`. This happens per item rather
+    // than in a pass of its own, because encoding touches the same nodes right after (cache-hot).
     const admit = (node: Node) => {
-      for (const i of node.inputs) {
-        const p = i.layout?.storage.pending;
-        if (p instanceof BatchWork && p.queue !== queue) i.layout!.storage.sync();
-        else if (p && !(p instanceof BatchWork)) i.layout!.storage.sync();
+      const inputs = node.inputs;
+      for (let k = 0; k < inputs.length; k++) {
+        const l = inputs[k]!.layout;
+        const p = l === null ? null : l.storage.pending;
+        if (p !== null && (!(p instanceof BatchWork) || p.queue !== queue)) l!.storage.sync();
       }
-      for (const o of node.outputs) if (o.layout === null) fresh.push(o);
+      const outputs = node.outputs;
+      for (let k = 0; k < outputs.length; k++) if (outputs[k]!.layout === null) fresh.push(outputs[k]!);
     };
     try {
       for (const it of items) {
-        if (it.kind === "region") for (const n of it.region.nodes) admit(n);
+        const region = it.region;
+        if (it.kind === "applied") {
+          recycleInputs(it.node);
+          continue;
+        }
+        if (region !== null) for (const n of region.nodes) admit(n);
         else admit(it.node);
         // Nothing to compute for empty outputs: give them (empty) storage and launch nothing.
-        const outs = it.kind === "region" ? it.region.outputs : it.node.outputs;
+        const outs = region !== null ? region.outputs : it.node.outputs;
         if (it.kind !== "view" && allEmpty(outs)) {
           for (const o of outs) if (!o.layout) o.allocate();
           continue;
         }
-        if (it.kind === "region") encodeFused(enc, it.region);
-        else if (it.kind === "single") encodeSingle(enc, it.node);
+        if (region !== null) encodeFused(enc, region);
+        else if (it.kind === "single") encodeSingle(enc, it.node, it.choice);
         else if (it.kind === "view") encodeView(enc, it.node);
         else kernelRuleOf(it.node).encode(enc, it.node);
         // A region node whose output stays unmaterialised keeps its node (recomputed if read
         // later), so it still reads its inputs after this batch: they are not recycled for it.
-        if (it.kind === "region") {
-          for (const n of it.region.nodes) if (it.region.outputs.includes(n.outputs[0]!)) recycleInputs(n);
+        if (region !== null) {
+          for (const n of region.nodes) if (region.outputs.includes(n.outputs[0]!)) recycleInputs(n);
         } else recycleInputs(it.node);
       }
     } catch (e) {
@@ -331,3 +367,6 @@ registerBackend("gpu", {
     enc.runAfterSubmit();
   },
 });
+
+/** Numbers the runs of the backend, for MgArray's run fields. */
+let runSerial = 0;

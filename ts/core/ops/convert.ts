@@ -271,6 +271,12 @@ export function toArrays(a: ArrayInput, b: ArrayInput, op: string): [MgArray, Mg
   return [toArray(a, op), toArray(b, op)];
 }
 
+/** `toArrays(a, b, op)[1]` when `a` is an array (already checked): binary ops need no pair. */
+export function secondOperand(a: MgArray, b: ArrayInput, op: string): MgArray {
+  if (!(b instanceof MgArray) && isScalar(b)) return constantScalar(b, weakScalarDtype(b, a.dtype, op));
+  return toArray(b, op);
+}
+
 /** A weak scalar next to a known dtype (for ops with one array and a scalar parameter). */
 export function weakScalar(x: ArrayInput, like: Dtype, op: string): MgArray {
   if (isScalar(x)) return constantScalar(x, weakScalarDtype(x, like, op));

@@ -1,14 +1,16 @@
 // Elementwise ops: validate, promote (MLX's rules), broadcast, build nodes.
-import type { MgArray } from "../array.ts";
+import { MgArray } from "../array.ts";
 import {
-  atLeastFloat, bool_, complex64, type Dtype, dtypeArgument, finfo as finfoOf, float32, isComplex, isFloating, isInexact, isInteger,
-  promoteTypes, type Scalar, uint8,
+  atLeastFloat, bool_, complex64, type Dtype, dtypeArgument, finfo as finfoOf, float32, float64, isComplex, isFloating, isInexact,
+  isInteger, promoteTypes, type Scalar, uint8,
 } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray, makeNode, rejectFloat64OnGpu } from "../graph.ts";
 import * as P from "../primitives/elementwise.ts";
 import type { Primitive } from "../primitive.ts";
-import { type ArrayInput, checkOperand, fromValues, type StreamOptions, toArray, toArrays, weakScalar } from "./convert.ts";
+import { Broadcast } from "../primitives/views.ts";
+import { broadcastShapes, shapesEqual } from "../shape.ts";
+import { type ArrayInput, checkOperand, fromValues, secondOperand, type StreamOptions, toArray, toArrays, weakScalar } from "./convert.ts";
 import { broadcastAll, broadcastToShape } from "./broadcast.ts";
 
 export type { ArrayInput, StreamOptions };
@@ -395,11 +397,29 @@ function prepare(a: ArrayInput, b: ArrayInput, op: string, opts: StreamOptions, 
   return [bx!, by!, t];
 }
 
+/** `prepare`, then the node. Every binary op (and every `x * 2`) runs this, so it builds no
+ *  tuples: the operands, the promoted dtype and the broadcast in locals, in prepare's order. */
 function binaryOp(prim: Primitive<null>, op: string, a: ArrayInput, b: ArrayInput, opts: StreamOptions, dtypeRule?: (d: Dtype) => Dtype): MgArray {
-  const [x, y, t] = prepare(a, b, op, opts, dtypeRule);
+  let x: MgArray;
+  let y: MgArray;
+  if (a instanceof MgArray) {
+    x = toArray(a, op);
+    y = secondOperand(x, b, op);
+  } else [x, y] = toArrays(a, b, op);
+  let t = promoteTypes(x.dtype, y.dtype);
+  if (dtypeRule) t = dtypeRule(t);
+  const stream = resolveStream(opts.stream);
+  if (stream.device.type === "gpu" && (x.dtype === float64 || y.dtype === float64 || t === float64)) rejectFloat64OnGpu(op, [float64], stream);
+  if (x.dtype !== t) x = astype(x, t, opts);
+  if (y.dtype !== t) y = astype(y, t, opts);
+  if (!shapesEqual(x.shape, y.shape)) {
+    const shape = broadcastShapes([x.shape, y.shape], op);
+    if (!shapesEqual(x.shape, shape)) x = makeArray(Broadcast, [x], { shape }, stream);
+    if (!shapesEqual(y.shape, shape)) y = makeArray(Broadcast, [y], { shape }, stream);
+  }
   // Checked here, not when the kernel runs: the CPU would fail at eval, the GPU at compile time.
   if (t === complex64 && !P.supportsComplex(prim)) throw new TypeError(`[${op}] Not supported for complex64.`);
-  return makeArray(prim, [x, y], null, resolveStream(opts.stream));
+  return makeArray(prim, [x, y], null, stream);
 }
 
 /**
