@@ -1021,8 +1021,16 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
       ds.shadows[n] = static_cast<uint8_t *>(p);
       ds.shadow_bytes[n] = d.buffers[n].length;
       c.shadow = ds.shadows[n];
-      // Poison: an element the kernel forgets to write reads back as NaN / all-ones.
-      memset(d.buffers[n].data, 0xff, d.buffers[n].length);
+      // Poison: an element the kernel forgets to write reads back as NaN / all-ones. Not when
+      // another binding overlaps it (an output computed in place over its input): that would
+      // destroy what the kernel reads.
+      const char *lo = static_cast<const char *>(d.buffers[n].data), *hi = lo + d.buffers[n].length;
+      bool shared = false;
+      for (uint32_t m = 0; m < abi::kMaxBindings && !shared; ++m) {
+        const char *mlo = static_cast<const char *>(d.buffers[m].data);
+        shared = m != n && mlo && d.buffers[m].length && mlo < hi && lo < mlo + d.buffers[m].length;
+      }
+      if (!shared) memset(d.buffers[n].data, 0xff, d.buffers[n].length);
     }
   }
   ds.L.checks = checked ? ds.checks : nullptr;
