@@ -327,6 +327,19 @@ public func mg_kernel_cache_limits(_ pipelines: Int32, _ libraries: Int32, _ sim
     }
 }
 
+/// How the simulator runs the pipeline's threadgroups, as JSON: {"model":"plain"|"work-item"|
+/// "fibers","reason":"..."} (fibers is the fallback; the reason says why); {} on a real GPU.
+/// Valid until the next string-returning call on this thread.
+@_cdecl("mg_pipeline_execution_json")
+public func mg_pipeline_execution_json(_ pipeline: UnsafeMutableRawPointer?) -> UnsafePointer<CChar>? {
+    guarded("mg_pipeline_execution_json", nil) { runtime in
+        // the kernel cache may have dropped the built state: rebuilt from its recipe
+        let record = try runtime.pipelineRecord(handleBits(pipeline))
+        guard let state = try runtime.pipelineStates([record])[record.id] else { throw RuntimeError("the pipeline state could not be rebuilt") }
+        return returned(pipelineExecutionJSON(state))
+    }
+}
+
 // MARK: Queues and batches
 
 /// A new command queue (a stream). Queues live as long as the process.

@@ -57,28 +57,31 @@ func simulatorStatsJSON() -> String {
         "loadedObjects": cacheState.loaded_objects,
         "loadedObjectBytes": cacheState.loaded_bytes,
         "unloadedObjects": cacheState.unloaded_objects,
+        "workItemDispatches": stats.workitem_dispatches,
+        "fiberFallbackDispatches": stats.fiber_fallback_dispatches,
         "cacheDirectory": directory,
     ]
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
     return String(decoding: data, as: UTF8.self)
 }
+
+/// How the simulator runs this pipeline: {"model":"plain"|"work-item"|"fibers","reason":...}.
+func pipelineExecutionJSON(_ state: any MTLComputePipelineState) -> String {
+    let (model, reason) = simulatorExecutionModel(of: state)
+    let fields: [String: Any] = ["model": model == 1 ? "work-item" : model == 2 ? "fibers" : "plain", "reason": reason]
+    let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
+    return String(decoding: data, as: UTF8.self)
+}
 #else
+import Metal
+
 let runningOnSimulator = false
+func pipelineExecutionJSON(_ state: any MTLComputePipelineState) -> String { "{}" }
 func annotateNextDispatch(viewLengths: UnsafePointer<UInt64>, mustWrite: UInt64) {}
 func failedDispatchOrdinals(_ error: any Error) -> [(Int, String)]? { nil }
 func simulatorObjectLimits(objects: Int, bytes: Double) -> (previousObjects: Double, previousBytes: Double, loadedObjects: Double, loadedBytes: Double) {
     (0, 0, 0, 0)
 }
-/// The dispatches of a failed command buffer that failed (ordinals within it, with their
-/// messages); the simulator runs the others. nil: unknown (the whole command buffer failed).
-func failedDispatchOrdinals(_ error: any Error) -> [(Int, String)]? {
-    guard let entries = (error as NSError).userInfo[shimFailedDispatchesKey] as? [[Any]] else { return nil }
-    return entries.compactMap { entry in
-        guard entry.count == 2, let ordinal = entry[0] as? Int, let message = entry[1] as? String else { return nil }
-        return (ordinal, message)
-    }
-}
-
 func simulatorStatsJSON() -> String { "{\"simulator\":false}" }
 #endif
 
