@@ -33,9 +33,10 @@ const char *const kMath[] = {
     "scalbln", "scalbn", "sin", "sincos", "sinh", "sqrt", "tan", "tanh", "tgamma", "trunc", "significand",
 };
 
-// Memory, TLS, unwinding and teardown glue the compiler emits on its own.
+// Memory, TLS, unwinding and teardown glue the compiler emits on its own (memcmp and bcmp:
+// comparisons in checked-mode kernels since the work-item/race-check prelude).
 const char *const kRuntime[] = {
-    "memcpy", "memmove", "memset", "__tls_get_addr", "__cxa_finalize", "_Unwind_Resume", "__gxx_personality_v0",
+    "memcpy", "memmove", "memset", "memcmp", "bcmp", "__tls_get_addr", "__cxa_finalize", "_Unwind_Resume", "__gxx_personality_v0",
     "__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable",
 };
 
