@@ -9,6 +9,7 @@
 //                is the save path's own cost, not the disk's writeback, which swings 0.3–3 GB/s here)
 //
 //   bun run bench/io.bench.ts            (ROUNDS=5; MG_MLX_PYTHON=/path/to/python with mlx+numpy)
+//   MG_IO_BENCH_ONLY=small bun run bench/io.bench.ts    (only the cases whose name matches the regex)
 //
 // Rounds alternate between metalgrad and a Python worker (MLX, numpy) holding the same files, so
 // both see the same machine load: on a shared machine, timing one after the other skews ratios.
@@ -50,7 +51,7 @@ interface Case {
   make: () => Record<string, mg.MgArray>;
 }
 
-const cases: Case[] = [
+const allCases: Case[] = [
   {
     name: "safetensors, 16 × 64 MiB float32",
     file: join(DIR, "large.safetensors"),
@@ -72,6 +73,9 @@ const cases: Case[] = [
     make: () => Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`blk.${i}.weight`, filled([8192, 4096], mg.float16, i + 3)])),
   },
 ];
+
+const ONLY = process.env.MG_IO_BENCH_ONLY ? new RegExp(process.env.MG_IO_BENCH_ONLY) : null;
+const cases = allCases.filter((c) => ONLY === null || ONLY.test(c.name) || ONLY.test(c.file));
 
 function save(c: Case, arrays: Record<string, mg.MgArray>, file = c.file): void {
   if (c.format === "safetensors") mg.saveSafetensors(file, arrays);

@@ -9,7 +9,7 @@ import type { Stream } from "../core/device.ts";
 import { formatShape } from "../core/shape.ts";
 import { Precision } from "../core/trace.ts";
 import { arrayBytes, describeTensor, disposeAll, MAX_DIMENSION, newArray, setEntry, traceIo } from "./arrays.ts";
-import type { ByteSource, FileSink } from "./file.ts";
+import type { ByteSource, FileSink, ReadRegion } from "./file.ts";
 import { dequantizeBlocks, Q2_K, Q4_0, Q4_1, Q4_K, Q6_K, Q8_0, type QuantType, repackBlocks } from "./gguf-quants.ts";
 
 const MAGIC = 0x46554747; // "GGUF" little-endian
@@ -320,6 +320,8 @@ export function loadGguf(
   const made: MgArray[] = [];
   const meta: Record<string, GgufMetadataValue> = {};
   try {
+    // Plain tensors are read together at the end (one native call for all of them, over I/O threads).
+    const regions: ReadRegion[] = [];
     for (const t of tensors) {
       if (Object.hasOwn(out, t.name)) src.fail(`tensor '${t.name}' collides with a quantized tensor's scales or biases`);
       if (t.quant) {
@@ -329,12 +331,13 @@ export function loadGguf(
       const dtype = t.plain!;
       const { array, bytes } = newArray(t.shape, dtype, stream);
       made.push(array);
-      src.readInto(bytes, t.offset, describeTensor(t.name, t.shape, t.typeName));
+      regions.push({ dst: bytes, position: t.offset, what: describeTensor(t.name, t.shape, t.typeName) });
       setEntry(out, t.name, array);
       traceIo("load:gguf", t.typeName, dtype, "contiguous", () => [
         `tensor '${t.name}': read ${t.bytes} bytes from offset ${t.offset} into a native buffer (one copy)`,
       ]);
     }
+    src.readRegions(regions);
     if (withMetadata) {
       for (const [k, v] of metadata) {
         const value = materialize(v, stream);
