@@ -10,6 +10,7 @@
 //
 //   bun run bench/io.bench.ts            (ROUNDS=5; MG_MLX_PYTHON=/path/to/python with mlx+numpy)
 //   MG_IO_BENCH_ONLY=small bun run bench/io.bench.ts    (only the cases whose name matches the regex)
+//   MG_IO_BENCH_OPS=load,first bun run bench/io.bench.ts (only these of load, first, save)
 //
 // Rounds alternate between metalgrad and a Python worker (MLX, numpy) holding the same files, so
 // both see the same machine load: on a shared machine, timing one after the other skews ratios.
@@ -75,6 +76,7 @@ const allCases: Case[] = [
 ];
 
 const ONLY = process.env.MG_IO_BENCH_ONLY ? new RegExp(process.env.MG_IO_BENCH_ONLY) : null;
+const OPS = new Set((process.env.MG_IO_BENCH_OPS ?? "load,first,save").split(","));
 const cases = allCases.filter((c) => ONLY === null || ONLY.test(c.name) || ONLY.test(c.file));
 
 function save(c: Case, arrays: Record<string, mg.MgArray>, file = c.file): void {
@@ -185,7 +187,7 @@ for (const c of cases) {
   if (!existsSync(c.file) || statSync(c.file).size < bytes) save(c, arrays, c.file);
   // Saves, alternating.
   const saveFile = join(SAVE_DIR, c.file.slice(c.file.lastIndexOf("/") + 1));
-  for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
+  for (let r = 0; r < (OPS.has("save") ? Math.min(ROUNDS, 3) : 0); r++) {
     const t0 = performance.now();
     save(c, arrays, saveFile);
     push(row, "save", performance.now() - t0);
@@ -199,7 +201,7 @@ for (const c of cases) {
   disposeResult(mg.load(c.file));
   await py("mlx_load", c);
   let kept: unknown = null;
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < (OPS.has("load") ? ROUNDS : 0); r++) {
     disposeResult(kept);
     const t0 = performance.now();
     kept = mg.load(c.file);
@@ -212,7 +214,7 @@ for (const c of cases) {
   Bun.gc(true);
   mg.clearCache();
   // First loads in fresh processes, alternating.
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < (OPS.has("first") ? ROUNDS : 0); r++) {
     push(row, "first", firstLoadMs(c.file));
     push(row, "mlx_first", await py("mlx_first", c));
   }

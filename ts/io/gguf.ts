@@ -8,7 +8,7 @@ import { MgArray } from "../core/array.ts";
 import type { Stream } from "../core/device.ts";
 import { formatShape } from "../core/shape.ts";
 import { Precision } from "../core/trace.ts";
-import { arrayBytes, describeTensor, disposeAll, MAX_DIMENSION, newArray, setEntry, traceIo } from "./arrays.ts";
+import { arrayBytes, describeTensor, disposeAll, MAX_DIMENSION, newArray, newArrays, setEntry, traceIo } from "./arrays.ts";
 import type { ByteSource, FileSink, ReadRegion } from "./file.ts";
 import { dequantizeBlocks, Q2_K, Q4_0, Q4_1, Q4_K, Q6_K, Q8_0, type QuantType, repackBlocks } from "./gguf-quants.ts";
 
@@ -320,7 +320,12 @@ export function loadGguf(
   const made: MgArray[] = [];
   const meta: Record<string, GgufMetadataValue> = {};
   try {
-    // Plain tensors are read together at the end (one native call for all of them, over I/O threads).
+    // Plain tensors: allocated together (small ones share buffers) and read together at the end, in
+    // one native call over I/O threads.
+    const plain = tensors.filter((t) => !t.quant);
+    const arrays = newArrays(plain.map((t) => ({ name: t.name, shape: t.shape, dtype: t.plain! })), stream, "load:gguf");
+    for (const a of arrays) made.push(a.array);
+    let next = 0;
     const regions: ReadRegion[] = [];
     for (const t of tensors) {
       if (Object.hasOwn(out, t.name)) src.fail(`tensor '${t.name}' collides with a quantized tensor's scales or biases`);
@@ -329,8 +334,7 @@ export function loadGguf(
         continue;
       }
       const dtype = t.plain!;
-      const { array, bytes } = newArray(t.shape, dtype, stream);
-      made.push(array);
+      const { array, bytes } = arrays[next++]!;
       regions.push({ dst: bytes, position: t.offset, what: describeTensor(t.name, t.shape, t.typeName) });
       setEntry(out, t.name, array);
       traceIo("load:gguf", t.typeName, dtype, "contiguous", () => [

@@ -9,7 +9,7 @@ import {
 import type { MgArray } from "../core/array.ts";
 import type { Stream } from "../core/device.ts";
 import { formatShape } from "../core/shape.ts";
-import { arrayBytes, byteSize, describeTensor, disposeAll, MAX_DIMENSION, newArray, setEntry, traceIo } from "./arrays.ts";
+import { arrayBytes, byteSize, describeTensor, disposeAll, MAX_DIMENSION, newArrays, setEntry, traceIo } from "./arrays.ts";
 import type { ByteSource, FileSink, ReadRegion } from "./file.ts";
 
 /** The reference implementation's limit on the JSON header. */
@@ -128,11 +128,12 @@ export function loadSafetensors(src: ByteSource, stream: Stream): [Record<string
   const out: Record<string, MgArray> = {};
   const made: MgArray[] = [];
   try {
+    const arrays = newArrays(header.tensors, stream, "load:safetensors");
     const regions: ReadRegion[] = [];
-    for (const t of header.tensors) {
-      const { array, bytes } = newArray(t.shape, t.dtype, stream);
-      made.push(array);
-      regions.push({ dst: bytes, position: header.dataStart + t.begin, what: describeTensor(t.name, t.shape, t.type) });
+    for (let i = 0; i < arrays.length; i++) {
+      const t = header.tensors[i]!;
+      made.push(arrays[i]!.array);
+      regions.push({ dst: arrays[i]!.bytes, position: header.dataStart + t.begin, what: describeTensor(t.name, t.shape, t.type) });
     }
     src.readRegions(regions);
     for (let i = 0; i < made.length; i++) {
