@@ -4,6 +4,8 @@
 // (MLX: mx.eval after mx.load). Files are read from the page cache (each is read once before
 // timing); they live in MG_IO_BENCH_DIR (default /tmp/mg-io-bench), never in the repository.
 //   load         repeated loads in one process (freed buffers are reused: the steady state)
+//   (CPU)        the same loads in CPU time (user + system, all threads): bytes per CPU-second, which
+//                the machine's load does not skew as it skews wall time
 //   first load   one load in a fresh process (every page faulted in: what opening a model costs)
 //   save         into MG_IO_BENCH_SAVE_DIR (default /dev/shm when it exists: tmpfs, so the number
 //                is the save path's own cost, not the disk's writeback, which swings 0.3–3 GB/s here)
@@ -94,12 +96,14 @@ function gbs(bytes: number, ms: number): number {
   return bytes / 1e9 / (ms / 1e3);
 }
 
-/** Milliseconds of one load in a fresh `bun` process (the import is not timed). */
-function firstLoadMs(file: string): number {
+/** Milliseconds (wall, CPU) of one load in a fresh `bun` process (the import is not timed). */
+function firstLoadMs(file: string): [number, number] {
   const code = `import * as mg from ${JSON.stringify(join(import.meta.dir, "../ts/index.ts"))};
-const t0 = performance.now(); mg.load(${JSON.stringify(file)}); console.log(performance.now() - t0);`;
+const c0 = process.cpuUsage(); const t0 = performance.now(); mg.load(${JSON.stringify(file)});
+const t1 = performance.now(); const c1 = process.cpuUsage(c0); console.log(t1 - t0, (c1.user + c1.system) / 1e3);`;
   const r = Bun.spawnSync([process.execPath, "-e", code], { stdout: "pipe", stderr: "inherit" });
-  return Number(r.stdout.toString().trim().split("\n").pop());
+  const [wall, cpu] = r.stdout.toString().trim().split("\n").pop()!.split(" ").map(Number);
+  return [wall!, cpu!];
 }
 
 // The Python side: one worker answering one timed operation per line ("<op> <format> <file>").
@@ -111,18 +115,24 @@ except ImportError:
     mx = None
 import numpy as np
 held = {}
+cpu = None
 def timed(f):
-    t = time.perf_counter(); f(); return (time.perf_counter() - t) * 1e3
+    global cpu
+    t = time.perf_counter(); c = time.process_time(); f()
+    cpu = (time.process_time() - c) * 1e3
+    return (time.perf_counter() - t) * 1e3
 for line in sys.stdin:
     op, fmt, f = line.split(" ", 2); f = f.strip()
     ms = None
+    cpu = None
     if op == "mlx_load" and mx is not None:
         def go():
             d = mx.load(f); mx.eval(d); held[f] = d
         held.pop(f, None); ms = timed(go)
     elif op == "mlx_first" and mx is not None:
-        code = "import time, mlx.core as mx; t = time.perf_counter(); mx.eval(mx.load(%r)); print((time.perf_counter() - t) * 1e3)" % f
-        ms = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        code = ("import time, mlx.core as mx; t = time.perf_counter(); c = time.process_time(); mx.eval(mx.load(%r)); "
+                "print((time.perf_counter() - t) * 1e3, (time.process_time() - c) * 1e3)") % f
+        ms, cpu = map(float, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     elif op == "mlx_save" and mx is not None:
         arrays = held.get(f)
         if arrays is None:
@@ -137,7 +147,7 @@ for line in sys.stdin:
         ms = timed(lambda: np.save(out, a)); os.remove(out)
     elif op == "drop":
         held.clear(); ms = 0
-    print(json.dumps(ms), flush=True)
+    print(json.dumps([ms, cpu]), flush=True)
 `;
 let pyNote = "";
 let worker: ReturnType<typeof Bun.spawn> | null = null;
@@ -160,8 +170,12 @@ try {
   pyNote = `${PYTHON} not runnable (${(e as Error).message}): the MLX and numpy columns are empty`;
 }
 
+/** CPU milliseconds (all threads) of the Python worker's last timed operation. */
+let pyCpu: number | undefined;
+
 /** One timed operation in the Python worker (milliseconds), or undefined where it has none. */
 async function py(op: string, c: Case): Promise<number | undefined> {
+  pyCpu = undefined;
   if (!worker || !lines) return undefined;
   (worker.stdin as import("bun").FileSink).write(`${op} ${c.format} ${c.file}\n`);
   (worker.stdin as import("bun").FileSink).flush();
@@ -171,7 +185,8 @@ async function py(op: string, c: Case): Promise<number | undefined> {
     worker = null;
     return undefined;
   }
-  const v = JSON.parse(next.value) as number | null;
+  const [v, cpu] = JSON.parse(next.value) as [number | null, number | null];
+  pyCpu = cpu ?? undefined;
   return v ?? undefined;
 }
 
@@ -203,10 +218,14 @@ for (const c of cases) {
   let kept: unknown = null;
   for (let r = 0; r < (OPS.has("load") ? ROUNDS : 0); r++) {
     disposeResult(kept);
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     kept = mg.load(c.file);
     push(row, "load", performance.now() - t0);
+    const c1 = process.cpuUsage(c0);
+    push(row, "load_cpu", (c1.user + c1.system) / 1e3);
     push(row, "mlx_load", await py("mlx_load", c));
+    push(row, "mlx_load_cpu", pyCpu);
     push(row, "numpy_load", await py("numpy_load", c));
   }
   disposeResult(kept);
@@ -215,8 +234,11 @@ for (const c of cases) {
   mg.clearCache();
   // First loads in fresh processes, alternating.
   for (let r = 0; r < (OPS.has("first") ? ROUNDS : 0); r++) {
-    push(row, "first", firstLoadMs(c.file));
+    const [wall, cpu] = firstLoadMs(c.file);
+    push(row, "first", wall);
+    push(row, "first_cpu", cpu);
     push(row, "mlx_first", await py("mlx_first", c));
+    push(row, "mlx_first_cpu", pyCpu);
   }
   results.set(c, { bytes, row });
 }
@@ -226,14 +248,22 @@ const fmt = (v: number | undefined) => (v === undefined ? "—" : v.toFixed(2));
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "—" : `${(a / b).toFixed(2)}×`);
 console.log(`io: GB/s (10^9 bytes/s), medians of ${ROUNDS} alternating rounds; files in ${DIR} (page cache warm), saves into ${SAVE_DIR}`);
 if (pyNote) console.log(`  (${pyNote})`);
-console.log(`  ${"case".padEnd(50)} ${"op".padEnd(11)} ${"metalgrad".padStart(9)} ${"MLX".padStart(7)} ${"numpy".padStart(7)}  mg/MLX`);
+console.log(`  ${"case".padEnd(50)} ${"op".padEnd(16)} ${"metalgrad".padStart(9)} ${"MLX".padStart(7)} ${"numpy".padStart(7)}  mg/MLX`);
 for (const c of cases) {
   const { bytes, row } = results.get(c)!;
   const g = (k: string) => (row[k] ? gbs(bytes, median(row[k]!)) : undefined);
   const size = `${(statSync(c.file).size / MiB).toFixed(0)} MiB`;
   const label = `${c.name} (${size})`;
   for (const [op, mine, mlx, np] of [["load", "load", "mlx_load", "numpy_load"], ["first load", "first", "mlx_first", ""], ["save", "save", "mlx_save", "numpy_save"]] as const) {
-    console.log(`  ${(op === "load" ? label : "").padEnd(50)} ${op.padEnd(11)} ${fmt(g(mine)).padStart(9)} ${fmt(g(mlx)).padStart(7)} ${fmt(np ? g(np) : undefined).padStart(7)}  ${ratio(g(mine), g(mlx))}`);
+    console.log(`  ${(op === "load" ? label : "").padEnd(50)} ${op.padEnd(16)} ${fmt(g(mine)).padStart(9)} ${fmt(g(mlx)).padStart(7)} ${fmt(np ? g(np) : undefined).padStart(7)}  ${ratio(g(mine), g(mlx))}`);
+    // Wall time on a busy machine depends on the scheduler; CPU time (all threads) does not.
+    const cpuKey = op === "load" ? "load_cpu" : op === "first load" ? "first_cpu" : "";
+    if (cpuKey && row[cpuKey]) {
+      const ms = (k: string) => (row[k] ? median(row[k]!) : undefined);
+      const name = `${op} (CPU)`;
+      console.log(`  ${"".padEnd(50)} ${name.padEnd(16)} ${fmt(g(cpuKey)).padStart(9)} ${fmt(g(`mlx_${cpuKey}`)).padStart(7)} ${"".padStart(7)}  ${ratio(g(cpuKey), g(`mlx_${cpuKey}`))}` +
+        `   (CPU ms, all threads: ${ms(cpuKey)?.toFixed(0)} vs ${ms(`mlx_${cpuKey}`)?.toFixed(0) ?? "—"})`);
+    }
   }
 }
 rmSync(SAVE_DIR, { recursive: true, force: true });

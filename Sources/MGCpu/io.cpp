@@ -85,8 +85,9 @@ int io_threads() {
   return n;
 }
 
-// Below this many bytes one thread reads everything (a thread start would cost more than it saves).
+// Below this many bytes one thread reads everything (starting helpers would cost more than it saves).
 constexpr double PARALLEL_BYTES = double(4 << 20);
+
 
 }  // namespace
 }  // namespace mgcpu
@@ -103,7 +104,8 @@ MG_EXPORT int32_t mg_cpu_read_file(double *desc, int32_t words) {
   job.fd = int(r.integer(0, INT32_MAX, "fd"));
   int64_t count = r.integer(0, INT32_MAX, "region count");
   if (!r.ok) return fail(fn, r.error);
-  if (int64_t(words) != 2 + 3 * count) return fail(fn, "descriptor has " + std::to_string(words) + " words for " + std::to_string(count) + " regions");
+  if (int64_t(words) < 2 + 3 * count) return fail(fn, "descriptor too short for " + std::to_string(count) + " regions");
+  if (int64_t(words) > 2 + 3 * count) return fail(fn, "descriptor has extra words");
   double total = 0;
   for (int64_t i = 0; i < count; i++) {
     char *dst = r.pointer("destination");
