@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import * as mg from "../../ts/index.ts";
-import { newArrays, SHARED_BUFFER_BYTES, SHARED_TENSOR_BYTES } from "../../ts/io/arrays.ts";
+import { newArrays, setEntry, SHARED_BUFFER_BYTES, SHARED_TENSOR_BYTES } from "../../ts/io/arrays.ts";
 import { tempDir } from "./helpers.ts";
 
 const tmp = tempDir("mg-io-arrays-");
@@ -66,10 +66,25 @@ function writeInts(path: string, count: number, length: number): void {
   for (const t of Object.values(tensors)) t.dispose();
 }
 
+describe("setEntry", () => {
+  test("every name becomes an own enumerable data property, inherited names and __proto__ included", () => {
+    const obj: Record<string, number> = {};
+    const names = ["a", "constructor", "toString", "hasOwnProperty", "__proto__", "valueOf", "b"];
+    names.forEach((k, i) => setEntry(obj, k, i));
+    expect(Object.getPrototypeOf(obj)).toBe(Object.prototype);
+    expect(Object.keys(obj)).toEqual(names);
+    names.forEach((k, i) => {
+      expect(Object.getOwnPropertyDescriptor(obj, k)).toEqual({ value: i, enumerable: true, writable: true, configurable: true });
+    });
+  });
+});
+
 describe("loading into shared buffers", () => {
   test("the trace names each shared buffer; the memory returns when the last of its arrays is freed", () => {
     const path = tmp.path("ints.safetensors");
     writeInts(path, 10, 25_000); // 100 kB each, one shared buffer of ~1 MB
+    // Arrays an earlier test dropped are collected now, not while this one counts.
+    Bun.gc(true);
     mg.clearCache();
     const before = mg.getActiveMemory();
     let loaded: Record<string, mg.MgArray> = {};

@@ -7,6 +7,7 @@ import type { Stream } from "../core/device.ts";
 import { contiguous } from "../core/ops/movement.ts";
 import { formatShape, rowMajorStrides } from "../core/shape.ts";
 import { Precision, record, tracing } from "../core/trace.ts";
+import { beforeAllocations } from "../memory/allocator.ts";
 import { allocateBuffer, Storage } from "../memory/storage.ts";
 
 /** MLX's dimensions are int32. */
@@ -72,6 +73,9 @@ export interface TensorSpec {
  */
 export function newArrays(tensors: readonly TensorSpec[], stream: Stream, kernel: string): { array: MgArray; bytes: Uint8Array }[] {
   const out: { array: MgArray; bytes: Uint8Array }[] = [];
+  let total = 0;
+  for (const t of tensors) total += byteSize(t.shape, t.dtype.size)!;
+  beforeAllocations(total);
   try {
     let i = 0;
     while (i < tensors.length) {
@@ -192,5 +196,8 @@ export function describeTensor(name: string, shape: readonly number[], type: str
 
 /** Sets `obj[key]` as an own data property, even for keys such as `__proto__` a file may contain. */
 export function setEntry<T>(obj: Record<string, T>, key: string, value: T): void {
-  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  // A name the object does not have, own or inherited, is a plain assignment (defineProperty costs
+  // ~1 µs, a tenth of a small tensor's load); '__proto__', 'constructor', … are defined.
+  if (!(key in obj)) obj[key] = value;
+  else Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -1,9 +1,19 @@
 // File access for the loaders and writers: names given as strings or Bun files, positioned reads
 // straight into the destination (never a whole-file JS buffer), and errors tagged with the file.
-import { ptr } from "bun:ffi";
+import { dlopen, FFIType, ptr } from "bun:ffi";
 import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
-import { native } from "../backend/cpu/native/ffi.ts";
 import { tryRuntime } from "../backend/runtime.ts";
+
+/** mg_cpu_read_file (Sources/MGCpu/io.cpp), bound on its own: binding all the CPU kernels costs a first load ~40 ms. */
+function openReader() {
+  const rt = tryRuntime();
+  if (rt === null) return null;
+  return dlopen(rt.libraryPath, {
+    mg_cpu_read_file: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+    mg_cpu_last_error: { args: [], returns: FFIType.cstring },
+  }).symbols;
+}
+let reader: ReturnType<typeof openReader> | undefined;
 
 /** A file name, or a Bun file (`Bun.file(path)`) naming one. */
 export type FileArg = string | { readonly name?: string };
@@ -136,7 +146,10 @@ export class FileSource implements ByteSource {
       bytes += r.dst.byteLength;
     }
     if (regions.length === 0 || bytes === 0) return;
-    if (tryRuntime() === null || (regions.length === 1 && bytes < NATIVE_READ_MIN)) return readEach(this, regions);
+    if (regions.length === 1 && bytes < NATIVE_READ_MIN) return readEach(this, regions);
+    if (reader === undefined) reader = openReader();
+    const lib = reader;
+    if (lib === null) return readEach(this, regions);
     const desc = new Float64Array(2 + 3 * regions.length);
     desc[0] = this.fd;
     desc[1] = regions.length;
@@ -147,7 +160,6 @@ export class FileSource implements ByteSource {
       desc[w++] = r.position;
       desc[w++] = r.dst.byteLength;
     }
-    const lib = native();
     if (lib.mg_cpu_read_file(desc, desc.length) === 0) return;
     const failed = regions[desc[0]!];
     if (failed === undefined) throw new Error(String(lib.mg_cpu_last_error()));

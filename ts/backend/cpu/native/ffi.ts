@@ -41,7 +41,6 @@ const SYMBOLS = {
   mg_cpu_sdpa: { args: [P, i32], returns: i32 },
   mg_cpu_cross_entropy: { args: [P, i32], returns: i32 },
   mg_cpu_linalg: { args: [P, i32], returns: i32 },
-  mg_cpu_read_file: { args: [P, i32], returns: i32 },
 } as const;
 
 function open(path: string) {
