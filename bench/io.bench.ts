@@ -13,6 +13,7 @@
 //   bun run bench/io.bench.ts            (ROUNDS=5; MG_MLX_PYTHON=/path/to/python with mlx+numpy)
 //   MG_IO_BENCH_ONLY=small bun run bench/io.bench.ts    (only the cases whose name matches the regex)
 //   MG_IO_BENCH_OPS=load,first bun run bench/io.bench.ts (only these of load, first, save)
+//   MG_IO_BENCH_DEVICE=gpu bun run bench/io.bench.ts      (metalgrad loads onto the GPU)
 //
 // Rounds alternate between metalgrad and a Python worker (MLX, numpy) holding the same files, so
 // both see the same machine load: on a shared machine, timing one after the other skews ratios.
@@ -25,6 +26,10 @@ import { newArray } from "../ts/io/arrays.ts";
 import { median } from "./util.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
+// The device loads go to (MG_IO_BENCH_DEVICE=gpu: the simulated GPU here; MLX's column stays its CPU
+// build's load, the only one it has on Linux).
+const DEVICE = process.env.MG_IO_BENCH_DEVICE === "gpu" ? "gpu" : "cpu";
+mg.setDefaultDevice(mg[DEVICE]);
 const DIR = process.env.MG_IO_BENCH_DIR ?? "/tmp/mg-io-bench";
 const PYTHON = process.env.MG_MLX_PYTHON ?? "/work/mlxenv/bin/python";
 const SAVE_DIR = process.env.MG_IO_BENCH_SAVE_DIR ?? (existsSync("/dev/shm") ? "/dev/shm/mg-io-bench-save" : DIR);
@@ -99,7 +104,7 @@ function gbs(bytes: number, ms: number): number {
 /** Milliseconds (wall, CPU) of one load in a fresh `bun` process (the import is not timed). */
 function firstLoadMs(file: string): [number, number] {
   const code = `import * as mg from ${JSON.stringify(join(import.meta.dir, "../ts/index.ts"))};
-const c0 = process.cpuUsage(); const t0 = performance.now(); mg.load(${JSON.stringify(file)});
+const c0 = process.cpuUsage(); const t0 = performance.now(); mg.load(${JSON.stringify(file)}, { stream: mg.${DEVICE} });
 const t1 = performance.now(); const c1 = process.cpuUsage(c0); console.log(t1 - t0, (c1.user + c1.system) / 1e3);`;
   const r = Bun.spawnSync([process.execPath, "-e", code], { stdout: "pipe", stderr: "inherit" });
   const [wall, cpu] = r.stdout.toString().trim().split("\n").pop()!.split(" ").map(Number);
@@ -246,7 +251,8 @@ for (const c of cases) {
 
 const fmt = (v: number | undefined) => (v === undefined ? "—" : v.toFixed(2));
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "—" : `${(a / b).toFixed(2)}×`);
-console.log(`io: GB/s (10^9 bytes/s), medians of ${ROUNDS} alternating rounds; files in ${DIR} (page cache warm), saves into ${SAVE_DIR}`);
+console.log(`io: GB/s (10^9 bytes/s), medians of ${ROUNDS} alternating rounds; metalgrad loads onto the ${DEVICE}; files in ${DIR} ` +
+  `(page cache warm), saves into ${SAVE_DIR}`);
 if (pyNote) console.log(`  (${pyNote})`);
 console.log(`  ${"case".padEnd(50)} ${"op".padEnd(16)} ${"metalgrad".padStart(9)} ${"MLX".padStart(7)} ${"numpy".padStart(7)}  mg/MLX`);
 for (const c of cases) {

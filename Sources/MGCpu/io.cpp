@@ -25,18 +25,29 @@ namespace mgcpu {
 namespace {
 
 // Pieces of at most this many bytes are one task: big tensors are read by every thread, and a
-// failure is found within a bounded amount of wasted work.
+// failure is found within a bounded amount of wasted work. Regions that follow each other both in
+// the file and in memory (tensors packed into a shared buffer) are read as one: one pread per
+// piece, not per tensor.
 constexpr int64_t PIECE = int64_t(4) << 20;
+
+struct Region {
+  char *dst;
+  int64_t offset;
+  int64_t length;
+};
 
 struct Piece {
   char *dst;
   int64_t offset;
   int64_t length;
-  int32_t region;
+  // The first region of the run this piece belongs to, and where in the run it starts.
+  int32_t first;
+  int64_t at;
 };
 
 struct ReadJob {
   int fd;
+  std::vector<Region> regions;
   std::vector<Piece> pieces;
   // The failing region (the smallest index among failures seen before the others gave up) and its
   // errno (0: the file ended early).
@@ -44,6 +55,13 @@ struct ReadJob {
   std::atomic<int64_t> failed{INT64_MAX};
   int error = 0;
   std::mutex mutex;
+
+  // The region holding byte `at` of the run that starts with region `first`.
+  int32_t region_at(int32_t first, int64_t at) const {
+    int32_t i = first;
+    while (i + 1 < int32_t(regions.size()) && at >= regions[size_t(i)].length) at -= regions[size_t(i++)].length;
+    return i;
+  }
 
   void fail(int32_t region, int err) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -60,7 +78,7 @@ void read_piece(ReadJob &job, const Piece &p) {
     ssize_t got = pread(job.fd, p.dst + done, size_t(p.length - done), off_t(p.offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
-      job.fail(p.region, got < 0 ? errno : 0);
+      job.fail(job.region_at(p.first, p.at + done), got < 0 ? errno : 0);
       return;
     }
     done += got;
@@ -107,16 +125,31 @@ MG_EXPORT int32_t mg_cpu_read_file(double *desc, int32_t words) {
   if (int64_t(words) < 2 + 3 * count) return fail(fn, "descriptor too short for " + std::to_string(count) + " regions");
   if (int64_t(words) > 2 + 3 * count) return fail(fn, "descriptor has extra words");
   double total = 0;
+  job.regions.reserve(size_t(count));
   for (int64_t i = 0; i < count; i++) {
     char *dst = r.pointer("destination");
     int64_t offset = r.integer(0, INT64_C(1) << 53, "file offset");
     int64_t length = r.integer(0, INT64_C(1) << 53, "length");
     if (!r.ok) return fail(fn, "region " + std::to_string(i) + ": " + r.error);
     if (length > 0 && dst == nullptr) return fail(fn, "region " + std::to_string(i) + ": null destination");
-    for (int64_t at = 0; at < length; at += PIECE) {
-      job.pieces.push_back({dst + at, offset + at, std::min(PIECE, length - at), int32_t(i)});
-    }
+    job.regions.push_back({dst, offset, length});
     total += double(length);
+  }
+  // Runs of regions contiguous in the file and in memory, cut into pieces.
+  for (int64_t i = 0; i < count;) {
+    const Region &head = job.regions[size_t(i)];
+    int64_t end = i + 1;
+    int64_t length = head.length;
+    while (head.length > 0 && end < count) {
+      const Region &next = job.regions[size_t(end)];
+      if (next.length == 0 || next.dst != head.dst + length || next.offset != head.offset + length) break;
+      length += next.length;
+      end++;
+    }
+    for (int64_t at = 0; at < length; at += PIECE) {
+      job.pieces.push_back({head.dst + at, head.offset + at, std::min(PIECE, length - at), int32_t(i), at});
+    }
+    i = end;
   }
   int threads = int(std::min<double>({double(io_threads()), double(job.pieces.size()), std::ceil(total / PARALLEL_BYTES)}));
   std::vector<std::thread> helpers;

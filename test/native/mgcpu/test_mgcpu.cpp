@@ -168,6 +168,17 @@ void test_read_file() {
   check(st == MGCPU_ERROR && past[0] == 1 && past[1] == 0 &&
             std::string(mg_cpu_last_error()) == "[mg_cpu_read_file] region 1: the file ended early",
         std::string("mg_cpu_read_file: a region past the end is reported (") + mg_cpu_last_error() + ")");
+  // regions that follow each other in the file and in memory are read as one run; a failure inside
+  // the run still names the region the file ends in
+  std::vector<uint8_t> packed(300);
+  std::vector<double> run = {double(fd), 3, addr(packed.data()), 1000, 100, addr(packed.data() + 100), 1100, 100,
+                             addr(packed.data() + 200), 1200, 100};
+  check(mg_cpu_read_file(run.data(), int32_t(run.size())) == MGCPU_OK && std::memcmp(packed.data(), data.data() + 1000, 300) == 0,
+        "mg_cpu_read_file: a run of contiguous regions holds the file's bytes");
+  std::vector<double> cut = {double(fd), 3, addr(packed.data()), double(size - 150), 100, addr(packed.data() + 100), double(size - 50), 100,
+                             addr(packed.data() + 200), double(size + 50), 100};
+  check(mg_cpu_read_file(cut.data(), int32_t(cut.size())) == MGCPU_ERROR && cut[0] == 1 && cut[1] == 0,
+        "mg_cpu_read_file: the file ending inside a run names the region it ends in");
   close(fd);
   // a closed descriptor: an errno, not a crash
   std::vector<double> closed = {double(fd), 1, addr(a.data()), 0, 1};
