@@ -11,13 +11,24 @@
 // the high-water mark of active memory during one step minus the active memory before it (model and
 // optimizer state excluded), measured the same way in MLX.
 //
+// Besides wall-clock steps/s, each row gives the process CPU time per step (all threads; on a shared
+// machine wall time includes waiting for a core, CPU time much less so).
+//
+// MLX's Linux wheel (mlx-cpu) links the reference BLAS, which makes its matrix products ~30× slower
+// than an optimised BLAS: the "mlx+blas" row runs the same script with an optimised CBLAS preloaded
+// (MLX_BLAS=/path/to/libopenblas.so; by default Debian's OpenBLAS when installed, apt
+// libopenblas0-pthread; MLX_BLAS=0 skips it). Ratios are given against both rows.
+//
 //   bun run bench/train.bench.ts            MG_PYTHON=/path/to/python (with mlx) for MLX's column
-//   ROUNDS=n (default 7 on the CPU, 2 on the simulated GPU)   MODELS=mlp,cnn   DEVICES=cpu,gpu
+//   ROUNDS=n (default 7 on the CPU, 2 on the simulated GPU)   WARMUP=n steps first (10 on the CPU, 2 on
+//   the GPU)   MODELS=mlp,cnn   DEVICES=cpu,gpu
 import * as mg from "../ts/index.ts";
 import type { MgArray } from "../ts/core/array.ts";
+import { existsSync } from "node:fs";
 import { median, pythonWith } from "./util.ts";
 
 const ROUNDS = process.env.ROUNDS ? Number(process.env.ROUNDS) : null;
+const WARMUP = process.env.WARMUP ? Number(process.env.WARMUP) : null;
 const MODELS = (process.env.MODELS ?? "mlp,cnn,transformer").split(",");
 const DEVICES = (process.env.DEVICES ?? "cpu,gpu").split(",");
 const MiB = 2 ** 20;
@@ -94,8 +105,15 @@ function setup(name: string): Setup {
 interface Result {
   stepsPerSecond: number;
   spread: string;
+  /** Median process CPU time of a step (all threads), ms. */
+  cpuMs: number;
   peakMiB: number;
   loss: number;
+}
+
+function processCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 function run(name: string, device: mg.Device): Result {
@@ -116,8 +134,10 @@ function run(name: string, device: mg.Device): Result {
       last = loss.item() as number;
       loss.dispose();
     };
-    step(); // warm-up: compiles kernels, creates the optimizer state
-    step();
+    // warm-up: compiles kernels, creates the optimizer state, and lets the JavaScript JIT settle
+    // (its compiler threads would otherwise bill the first CPU steps)
+    const warmup = WARMUP ?? (device.type === "gpu" ? 2 : 10);
+    for (let i = 0; i < warmup; i++) step();
     Bun.gc(true);
     const before = mg.getActiveMemory();
     mg.resetPeakMemory();
@@ -125,14 +145,17 @@ function run(name: string, device: mg.Device): Result {
     const peak = mg.getPeakMemory() - before;
     const rounds = ROUNDS ?? (device.type === "gpu" ? 2 : 7);
     const ms: number[] = [];
+    const cpu: number[] = [];
     for (let i = 0; i < rounds; i++) {
       const t0 = performance.now();
+      const c0 = processCpuMs();
       step();
       ms.push(performance.now() - t0);
+      cpu.push(processCpuMs() - c0);
     }
     const m = median(ms);
     const spread = `${(1000 / Math.max(...ms)).toFixed(2)}–${(1000 / Math.min(...ms)).toFixed(2)}`;
-    return { stepsPerSecond: 1000 / m, spread, peakMiB: peak / MiB, loss: last };
+    return { stepsPerSecond: 1000 / m, spread, cpuMs: median(cpu), peakMiB: peak / MiB, loss: last };
   });
 }
 
@@ -187,42 +210,70 @@ for name in sys.argv[2].split(","):
     step(); step()
     before = mx.get_active_memory(); mx.reset_peak_memory(); step()
     peak = mx.get_peak_memory() - before
-    times = []
+    times, cpu = [], []
     for _ in range(rounds):
-        t0 = time.perf_counter(); loss = step(); times.append(time.perf_counter() - t0)
-    times.sort()
-    out[name] = {"steps_per_second": 1 / times[len(times) // 2], "peak_mib": peak / 2**20, "loss": loss}
+        t0 = time.perf_counter(); c0 = time.process_time(); loss = step()
+        times.append(time.perf_counter() - t0); cpu.append(time.process_time() - c0)
+    times.sort(); cpu.sort()
+    out[name] = {"steps_per_second": 1 / times[len(times) // 2], "cpu_ms": 1000 * cpu[len(cpu) // 2], "peak_mib": peak / 2**20, "loss": loss}
 print(json.dumps(out))
 `;
 
-function mlxNumbers(): Record<string, { steps_per_second: number; peak_mib: number; loss: number }> | string {
+interface MlxRow {
+  steps_per_second: number;
+  cpu_ms: number;
+  peak_mib: number;
+  loss: number;
+}
+
+/** The CBLAS to preload into MLX for the "mlx+blas" row: $MLX_BLAS, else Debian's OpenBLAS. */
+function mlxBlas(): string | null {
+  const env = process.env.MLX_BLAS;
+  if (env === "0") return null;
+  if (env) return env;
+  const debian = ["/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0", "/usr/lib/aarch64-linux-gnu/openblas-pthread/libopenblas.so.0"];
+  return debian.find((p) => existsSync(p)) ?? null;
+}
+
+function mlxNumbers(blas: string | null): Record<string, MlxRow> | string {
   const python = pythonWith(["mlx.core", "mlx.nn"]);
   if (!python) return "MLX not importable (set MG_PYTHON)";
-  const r = Bun.spawnSync([python, "-c", MLX_SCRIPT, String(ROUNDS ?? 7), MODELS.join(",")], { stderr: "pipe" });
-  if (r.exitCode !== 0) return `MLX failed: ${r.stderr.toString().trim().split("\n").pop()}`;
+  const env = blas ? { ...process.env, LD_PRELOAD: blas } : process.env;
+  const r = Bun.spawnSync([python, "-c", MLX_SCRIPT, String(ROUNDS ?? 7), MODELS.join(",")], { stderr: "pipe", env });
+  if (r.exitCode !== 0) return `MLX${blas ? " with " + blas : ""} failed: ${r.stderr.toString().trim().split("\n").pop()}`;
   return JSON.parse(r.stdout.toString());
 }
 
-const mlx = mlxNumbers();
-console.log("training step (valueAndGrad + optimizer.update + eval): steps/s (median; spread min–max) and peak MiB over a step");
+const mlx = mlxNumbers(null);
+const blas = mlxBlas();
+const mlxBlasRows = blas && typeof mlx !== "string" ? mlxNumbers(blas) : null;
+console.log("training step (valueAndGrad + optimizer.update + eval): steps/s (median; spread min–max), process CPU ms per step (median), peak MiB over a step");
 if (typeof mlx === "string") console.log(`  (${mlx})`);
-console.log(`  ${"model".padEnd(12)} ${"device".padEnd(7)} ${"steps/s".padStart(9)} ${"spread".padStart(13)} ${"peak MiB".padStart(9)}  ${"vs MLX-CPU: speed".padStart(18)} ${"peak".padStart(6)}`);
+if (typeof mlxBlasRows === "string") console.log(`  (${mlxBlasRows})`);
+if (blas && typeof mlxBlasRows !== "string") console.log(`  mlx+blas: MLX with ${blas} preloaded`);
+const vs = "speed    cpu   peak";
+console.log(
+  `  ${"model".padEnd(12)} ${"device".padEnd(8)} ${"steps/s".padStart(8)} ${"spread".padStart(13)} ${"CPU ms".padStart(7)} ${"peak MiB".padStart(8)}   ${("vs mlx-cpu: " + vs).padStart(32)}   ${mlxBlasRows && typeof mlxBlasRows !== "string" ? "vs mlx+blas: " + vs : ""}`,
+);
+const ratios = (r: Result, ref: MlxRow | undefined) =>
+  ref ? `${(r.stepsPerSecond / ref.steps_per_second).toFixed(2).padStart(6)}x ${(ref.cpu_ms / r.cpuMs).toFixed(2).padStart(5)}x ${(r.peakMiB / ref.peak_mib).toFixed(2).padStart(5)}x` : "";
 for (const name of MODELS) {
-  const ref = typeof mlx === "string" ? null : mlx[name];
-  if (ref) {
-    console.log(`  ${name.padEnd(12)} ${"mlx-cpu".padEnd(7)} ${ref.steps_per_second.toFixed(2).padStart(9)} ${"".padStart(13)} ${ref.peak_mib.toFixed(2).padStart(9)}`);
+  const ref = typeof mlx === "string" ? undefined : mlx[name];
+  const refBlas = mlxBlasRows && typeof mlxBlasRows !== "string" ? mlxBlasRows[name] : undefined;
+  for (const [label, row] of [["mlx-cpu", ref], ["mlx+blas", refBlas]] as const) {
+    if (row) {
+      console.log(`  ${name.padEnd(12)} ${label.padEnd(8)} ${row.steps_per_second.toFixed(2).padStart(8)} ${"".padStart(13)} ${row.cpu_ms.toFixed(1).padStart(7)} ${row.peak_mib.toFixed(2).padStart(8)}`);
+    }
   }
   for (const device of [mg.cpu, mg.gpu].filter((d) => DEVICES.includes(d.type))) {
     const label = device.type === "gpu" && mg.deviceInfo().is_simulator ? "gpu-sim" : device.type;
     try {
       const r = run(name, device);
-      const speed = ref ? `${(r.stepsPerSecond / ref.steps_per_second).toFixed(3)}x` : "";
-      const peak = ref ? `${(r.peakMiB / ref.peak_mib).toFixed(2)}x` : "";
       console.log(
-        `  ${name.padEnd(12)} ${label.padEnd(7)} ${r.stepsPerSecond.toFixed(2).padStart(9)} ${r.spread.padStart(13)} ${r.peakMiB.toFixed(2).padStart(9)}  ${speed.padStart(18)} ${peak.padStart(6)}`,
+        `  ${name.padEnd(12)} ${label.padEnd(8)} ${r.stepsPerSecond.toFixed(2).padStart(8)} ${r.spread.padStart(13)} ${r.cpuMs.toFixed(1).padStart(7)} ${r.peakMiB.toFixed(2).padStart(8)}   ${ratios(r, ref).padStart(32)}   ${ratios(r, refBlas).padStart(20)}`,
       );
     } catch (e) {
-      console.log(`  ${name.padEnd(12)} ${label.padEnd(7)} not run: ${(e as Error).message}`);
+      console.log(`  ${name.padEnd(12)} ${label.padEnd(8)} not run: ${(e as Error).message}`);
     }
   }
 }

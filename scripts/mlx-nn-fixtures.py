@@ -577,6 +577,13 @@ labels = mx.array(rng.integers(0, 4, (8,)).astype(np.int32))
 train("cnn_sgd", SmallCNN(), "optim.SGD(0.05, momentum=0.9)", "new mg.optimizers.SGD(0.05, { momentum: 0.9 })", images, labels,
       "nn.losses.cross_entropy(model(x), y, reduction='mean')", "mg.nn.losses.crossEntropy(model.forward(x), y, { reduction: 'mean' })", 15)
 
+# ---------------------------------------------------------------- pooling windows that leave a remainder
+# (stride = kernel, sizes not multiples of it); last, so every case above keeps its inputs
+layer("maxpool2d_remainder", "nn.MaxPool2d(2)", "new mg.nn.MaxPool2d(2)", [randn(2, 5, 7, 3)])
+layer("avgpool2d_remainder", "nn.AvgPool2d(2)", "new mg.nn.AvgPool2d(2)", [randn(2, 7, 5, 2)])
+layer("maxpool1d_remainder", "nn.MaxPool1d(3)", "new mg.nn.MaxPool1d(3)", [randn(2, 8, 3)])
+layer("maxpool3d_remainder", "nn.MaxPool3d(2)", "new mg.nn.MaxPool3d(2)", [randn(1, 3, 5, 4, 2)])
+
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)

@@ -512,15 +512,19 @@ template <typename T, int DK, int DV, int BK, int NSG>
   for (int f = 0; f < DK / 8; ++f) dQ[f] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
 
   const int j_end = sdpa_key_end(p, i0, i0 + BQ);
+  // This simdgroup's own causal end: key fragments past it are hidden from all of its 8 rows
+  // (dS = 0), so their three products are skipped — the block's diagonal tiles cost half.
+  const int sg_end = sdpa_key_end(p, r0, r0 + 8);
   for (int j0 = 0; j0 < j_end; j0 += BK) {
     threadgroup_barrier(mem_flags::mem_threadgroup);
     load_tile_rows<BK, DK, KP, NT>(Kt, kh + int64_t(j0) * p.ks[2], p.ks[2], p.ks[3], p.kL - j0, p.Dk, tid);
     load_tile_rows<BK, DV, VP, NT>(Vt, vh + int64_t(j0) * p.vs[2], p.vs[2], p.vs[3], p.kL - j0, p.Dv, tid);
     threadgroup_barrier(mem_flags::mem_threadgroup);
 
+    const int kfs = metal::clamp((sg_end - j0 + 7) / 8, 0, BK / 8);  // fragments this simdgroup sees
     simdgroup_matrix<float, 8, 8> S[BK / 8];
     simdgroup_matrix<float, 8, 8> dP[BK / 8];
-    for (int kf = 0; kf < BK / 8; ++kf) {
+    for (int kf = 0; kf < kfs; ++kf) {
       S[kf] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
       dP[kf] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
       for (int d = 0; d < DK / 8; ++d) {
@@ -543,7 +547,7 @@ template <typename T, int DK, int DV, int BK, int NSG>
       resync(S[kf], stage + sg * 64);
     }
     for (int f = 0; f < DK / 8; ++f) {
-      for (int kf = 0; kf < BK / 8; ++kf) {
+      for (int kf = 0; kf < kfs; ++kf) {
         simdgroup_matrix<float, 8, 8> Kf;
         simdgroup_load(Kf, Kt + kf * 8 * KP + f * 8, KP);
         simdgroup_multiply_accumulate(dQ[f], S[kf], Kf, dQ[f]);
@@ -637,6 +641,9 @@ template <typename T, int DK, int DV, int BQ, int NSG>
       threadgroup_barrier(mem_flags::mem_threadgroup);
 
       for (int qf = 0; qf < BQ / 8; ++qf) {
+        // Causal: 8 query rows whose last visible key precedes this simdgroup's first key
+        // contribute nothing to its dK or dV (P = dS = 0): skip their four products.
+        if (p.causal && i0 + qf * 8 + off >= 0 && i0 + qf * 8 + 7 + off < c0) continue;
         // Sᵀ (keys × queries) = K·Qᵀ and dPᵀ = V·dOᵀ.
         simdgroup_matrix<float, 8, 8> St = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
         simdgroup_matrix<float, 8, 8> dPt = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
@@ -689,6 +696,198 @@ template <typename T, int DK, int DV, int BQ, int NSG>
         const int d = f * 8 + fn + c;
         if (d < p.Dv) dv[row * p.Dv + d] = T(dV[f].thread_elements()[c]);
       }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backward in one pass, for short key sequences (the host takes it when kL ≤ 256). grid: (1, Hkv,
+// B) threadgroups of 32·NSG threads: one threadgroup owns a key/value head and walks its keys in
+// blocks of 8·NSG (one 8-key fragment per simdgroup, K and V in registers, as the key-side pass)
+// and, per block, its query heads' rows in blocks of BQ. P and dS are computed once per 8×8 tile
+// and feed dV, dK and dQ: five products per tile where the two passes take seven (they recompute S
+// and dP on the query side). dQ accumulates in a float scratch ([B, Hq, qL8, DK], qL8 = qL rounded
+// up to 8) that only this threadgroup touches, its simdgroups adding their keys' parts in a fixed
+// order — deterministic, no atomics; the last step scales it into dq.
+
+template <typename T, int DK, int DV, int BQ, int NSG>
+[[kernel]] void sdpa_backward_onepass(
+    device const T* q [[buffer(0)]],
+    device const T* k [[buffer(1)]],
+    device const T* v [[buffer(2)]],
+    device const bool* mask_bool [[buffer(3)]],
+    device const T* mask_add [[buffer(4)]],
+    device const T* o [[buffer(5)]],
+    device const float2* stats [[buffer(6)]],
+    device const T* dout [[buffer(7)]],
+    device T* dq [[buffer(8)]],
+    device T* dk [[buffer(9)]],
+    device T* dv [[buffer(10)]],
+    device float* dq_acc [[buffer(11)]],
+    constant const SdpaParams& p [[buffer(12)]],
+    uint3 tgid [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]]) {
+  constexpr int BKV = 8 * NSG;
+  constexpr int NT = 32 * NSG;
+  constexpr int PAD = 4;  // float tiles
+  constexpr int QP = DK + PAD;
+  constexpr int OP = DV + PAD;
+  threadgroup float Qt[BQ * QP];
+  threadgroup float dOt[BQ * OP];
+  threadgroup float stage[NSG * 64];
+  threadgroup float row_m[BQ];
+  threadgroup float row_inv_l[BQ];
+  threadgroup float row_D[BQ];
+
+  const int b = int(tgid.z);
+  const int hk = int(tgid.y);
+  const int fm = frag_row(lane);
+  const int fn = frag_col(lane);
+  const int qL8 = (p.qL + 7) / 8 * 8;
+  const int off = p.kL - p.qL;
+  const float scale = p.scale_log2 / SDPA_LOG2E;
+
+  device const T* kh = k + p.k_base + int64_t(b) * p.ks[0] + int64_t(hk) * p.ks[1];
+  device const T* vh = v + p.v_base + int64_t(b) * p.vs[0] + int64_t(hk) * p.vs[1];
+
+  for (int hr = 0; hr < p.gqa; ++hr) {
+    device float* acc = dq_acc + (int64_t(b) * p.Hq + hk * p.gqa + hr) * qL8 * DK;
+    for (int x = int(tid); x < qL8 * DK; x += NT) acc[x] = 0.0f;
+  }
+  threadgroup_barrier(mem_flags::mem_device);
+
+  for (int j0 = 0; j0 < p.kL; j0 += BKV) {
+    const int c0 = j0 + int(sg) * 8;  // this simdgroup's first key
+    const int j = c0 + fm;            // the key this lane's elements belong to
+    simdgroup_matrix<float, 8, 8> Kf[DK / 8];
+    simdgroup_matrix<float, 8, 8> Vf[DV / 8];
+    load_row_fragments<float, DK>(Kf, kh + int64_t(c0) * p.ks[2], p.ks[2], p.ks[3], p.kL - c0, p.Dk, stage + sg * 64, lane);
+    load_row_fragments<float, DV>(Vf, vh + int64_t(c0) * p.vs[2], p.vs[2], p.vs[3], p.kL - c0, p.Dv, stage + sg * 64, lane);
+    simdgroup_matrix<float, 8, 8> dK[DK / 8];
+    simdgroup_matrix<float, 8, 8> dV[DV / 8];
+    for (int f = 0; f < DK / 8; ++f) dK[f] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    for (int f = 0; f < DV / 8; ++f) dV[f] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+
+    for (int hr = 0; hr < p.gqa; ++hr) {
+      const int h = hk * p.gqa + hr;
+      const int64_t bh = int64_t(b) * p.Hq + h;
+      device const T* qh = q + p.q_base + int64_t(b) * p.qs[0] + int64_t(h) * p.qs[1];
+      device const T* oh = o + p.o_base + int64_t(b) * p.os[0] + int64_t(h) * p.os[1];
+      device const T* doh = dout + p.do_base + int64_t(b) * p.dos[0] + int64_t(h) * p.dos[1];
+      device float* acc = dq_acc + bh * qL8 * DK;
+      for (int i0 = 0; i0 < p.qL; i0 += BQ) {
+        // Causal: rows whose last visible key precedes this key block never see it.
+        if (p.causal && i0 + off >= 0 && i0 + BQ - 1 + off < j0) continue;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        load_tile_rows<BQ, DK, QP, NT>(Qt, qh + int64_t(i0) * p.qs[2], p.qs[2], p.qs[3], p.qL - i0, p.Dk, tid);
+        load_tile_rows<BQ, DV, OP, NT>(dOt, doh + int64_t(i0) * p.dos[2], p.dos[2], p.dos[3], p.qL - i0, p.Dv, tid);
+        for (int r = int(tid); r < BQ; r += NT) {
+          const bool in = i0 + r < p.qL;
+          const float2 ml = in ? stats[bh * p.qL + i0 + r] : float2(0.0f, 1.0f);
+          row_m[r] = ml.x;
+          row_inv_l[r] = 1.0f / ml.y;
+          float D = 0.0f;  // rowsum(dO∘O)
+          if (in) {
+            for (int d = 0; d < p.Dv; ++d) {
+              D += float(doh[int64_t(i0 + r) * p.dos[2] + int64_t(d) * p.dos[3]]) * float(oh[int64_t(i0 + r) * p.os[2] + int64_t(d) * p.os[3]]);
+            }
+          }
+          row_D[r] = D;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+
+        for (int qf = 0; qf < BQ / 8; ++qf) {
+          // This simdgroup's 8 keys against 8 query rows: nothing when the rows are past qL or
+          // (causal) end before its first key. Uniform over the simdgroup.
+          const bool live = i0 + qf * 8 < p.qL && c0 < p.kL && !(p.causal && i0 + qf * 8 + off >= 0 && i0 + qf * 8 + 7 + off < c0);
+          simdgroup_matrix<float, 8, 8> dS;
+          if (live) {
+            simdgroup_matrix<float, 8, 8> St = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+            simdgroup_matrix<float, 8, 8> dPt = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+            for (int d = 0; d < DK / 8; ++d) {
+              simdgroup_matrix<float, 8, 8> Qf;
+              simdgroup_load(Qf, Qt + qf * 8 * QP + d * 8, QP, ulong2(0, 0), true);
+              simdgroup_multiply_accumulate(St, Kf[d], Qf, St);
+            }
+            for (int d = 0; d < DV / 8; ++d) {
+              simdgroup_matrix<float, 8, 8> dOf;
+              simdgroup_load(dOf, dOt + qf * 8 * OP + d * 8, OP, ulong2(0, 0), true);
+              simdgroup_multiply_accumulate(dPt, Vf[d], dOf, dPt);
+            }
+            simdgroup_matrix<float, 8, 8> dSt;
+            for (int c = 0; c < 2; ++c) {
+              const int r = qf * 8 + fn + c;
+              bool hidden;
+              const float s = sdpa_score<T>(St.thread_elements()[c], b, h, i0 + r, j, p, mask_bool, mask_add, hidden);
+              const float pr = j < p.kL ? sdpa_exp(s, row_m[r]) * row_inv_l[r] : 0.0f;
+              dSt.thread_elements()[c] = hidden ? 0.0f : pr * (dPt.thread_elements()[c] - row_D[r]);
+              St.thread_elements()[c] = pr;
+            }
+            resync(St, stage + sg * 64);
+            // dSᵀ through the stage: stored transposed, it reads back as dS (queries × keys)
+            simdgroup_store(dSt, stage + sg * 64, 8, ulong2(0, 0), true);
+            simdgroup_barrier(mem_flags::mem_threadgroup);
+            simdgroup_load(dS, stage + sg * 64, 8);
+            simdgroup_barrier(mem_flags::mem_threadgroup);
+            simdgroup_load(dSt, stage + sg * 64, 8, ulong2(0, 0), true);
+            simdgroup_barrier(mem_flags::mem_threadgroup);
+            for (int f = 0; f < DV / 8; ++f) {
+              simdgroup_matrix<float, 8, 8> dOf;
+              simdgroup_load(dOf, dOt + qf * 8 * OP + f * 8, OP);
+              simdgroup_multiply_accumulate(dV[f], St, dOf, dV[f]);
+            }
+            for (int f = 0; f < DK / 8; ++f) {
+              simdgroup_matrix<float, 8, 8> Qf;
+              simdgroup_load(Qf, Qt + qf * 8 * QP + f * 8, QP);
+              simdgroup_multiply_accumulate(dK[f], dSt, Qf, dK[f]);
+            }
+          }
+          // dQ rows += dS·K, the simdgroups in turn (a fixed order of sums)
+          for (int s = 0; s < NSG; ++s) {
+            threadgroup_barrier(mem_flags::mem_device);
+            if (int(sg) == s && live) {
+              device float* rows = acc + int64_t(i0 + qf * 8) * DK;
+              for (int f = 0; f < DK / 8; ++f) {
+                simdgroup_matrix<float, 8, 8> a;
+                simdgroup_load(a, rows + f * 8, DK);
+                // every lane has read before any writes (the simulator runs lanes one by one)
+                simdgroup_barrier(mem_flags::mem_device);
+                simdgroup_multiply_accumulate(a, dS, Kf[f], a);
+                simdgroup_store(a, rows + f * 8, DK);
+              }
+            }
+          }
+        }
+      }
+    }
+
+    if (j < p.kL) {
+      const int64_t row = (int64_t(b) * p.Hkv + hk) * p.kL + j;
+      for (int f = 0; f < DK / 8; ++f) {
+        for (int c = 0; c < 2; ++c) {
+          const int d = f * 8 + fn + c;
+          if (d < p.Dk) dk[row * p.Dk + d] = T(dK[f].thread_elements()[c] * scale);
+        }
+      }
+      for (int f = 0; f < DV / 8; ++f) {
+        for (int c = 0; c < 2; ++c) {
+          const int d = f * 8 + fn + c;
+          if (d < p.Dv) dv[row * p.Dv + d] = T(dV[f].thread_elements()[c]);
+        }
+      }
+    }
+  }
+
+  threadgroup_barrier(mem_flags::mem_device);
+  for (int hr = 0; hr < p.gqa; ++hr) {
+    const int64_t bh = int64_t(b) * p.Hq + hk * p.gqa + hr;
+    device const float* acc = dq_acc + bh * qL8 * DK;
+    for (int x = int(tid); x < p.qL * p.Dk; x += NT) {
+      const int r = x / p.Dk;
+      const int d = x % p.Dk;
+      dq[(bh * p.qL + r) * p.Dk + d] = T(acc[int64_t(r) * DK + d] * scale);
     }
   }
 }

@@ -582,15 +582,52 @@ void reduce_columns_task(void *ctx, int64_t task, int thread) {
   const int64_t m = j1 - j0;
   const int esize = dtype_size(p.dtype);
   const int osize = (p.type == RAnd || p.type == ROr) ? 1 : esize;
+  // the kept offset of (outer, j0)
+  int64_t base = j0;
+  for (int64_t d = p.nk - 2, o = outer; d >= 0; d--) {
+    base += (o % p.kshape[d]) * p.kstride[d];
+    o /= p.kshape[d];
+  }
+  int64_t idx[MAX_DIMS] = {0};
+  int64_t off = 0;
+  if (p.dtype == F32 && (p.type == RSum || p.type == RMax || p.type == RMin)) {
+    // float32 sum/max/min: one contiguous double per column and the rows combined in the same
+    // order and the same way as reduce_rows (so, vectorisable, the same bits), each stored once
+    double *__restrict a = static_cast<double *>(thread_scratch(thread, size_t(m) * 8));
+    if (!a) return;
+    const double init = p.type == RSum ? 0.0 : p.type == RMax ? -__builtin_inf() : __builtin_inf();
+    for (int64_t j = 0; j < m; j++) a[j] = init;
+    for (int64_t r = 0; r < p.red_count; r++) {
+      const float *__restrict x = reinterpret_cast<const float *>(p.in) + base + off;
+      if (p.type == RSum)
+        for (int64_t j = 0; j < m; j++) a[j] += double(x[j]);
+      else if (p.type == RMax)
+        for (int64_t j = 0; j < m; j++) {  // fmax_nan without branches (vector selects)
+          const double c = a[j], v = double(x[j]);
+          const bool take = (c == c) & ((v != v) | (v > c));
+          a[j] = take ? v : c;
+        }
+      else
+        for (int64_t j = 0; j < m; j++) {
+          const double c = a[j], v = double(x[j]);
+          const bool take = (c == c) & ((v != v) | (v < c));
+          a[j] = take ? v : c;
+        }
+      for (int d = p.nr - 1; d >= 0; d--) {
+        idx[d]++;
+        off += p.rstride[d];
+        if (idx[d] < p.rshape[d]) break;
+        off -= p.rshape[d] * p.rstride[d];
+        idx[d] = 0;
+      }
+    }
+    float *o = reinterpret_cast<float *>(p.out) + outer * cols + j0;
+    for (int64_t j = 0; j < m; j++) o[j] = float(a[j]);
+    return;
+  }
   double *acc = static_cast<double *>(thread_scratch(thread, size_t(m) * ACC_DOUBLES * 8));
   if (!acc) return;
   for (int64_t j = 0; j < m; j++) acc_init(p.type, p.dtype, acc + j * ACC_DOUBLES);
-  // the kept offset of (outer, j0)
-  ReducePlan outer_plan = p;
-  outer_plan.nk = p.nk - 1;
-  const int64_t base = kept_offset(outer_plan, outer) + j0;
-  int64_t idx[MAX_DIMS] = {0};
-  int64_t off = 0;
   for (int64_t r = 0; r < p.red_count; r++) {
     p.isa->reduce_rows(p.type, p.dtype, acc, p.in + (base + off) * esize, m);
     for (int d = p.nr - 1; d >= 0; d--) {
@@ -1187,6 +1224,20 @@ int arange(const double *desc, int32_t words) {
   char *dst = r.pointer("destination");
   if (!r.ok) return fail(fn, r.error);
   if (r.pos != words) return fail(fn, "descriptor has extra words");
+  // Integral start and step whose values all fit int32 (index arrays, e.g. a strided view's
+  // gradient): every value is an exact integer, so int32 conversion is the wrap below.
+  const double last = start + double(std::max<int64_t>(n - 1, 0)) * step;
+  if (dt == I32 && start == std::floor(start) && step == std::floor(step) && std::fabs(start) < 2147483648.0 &&
+      std::fabs(last) < 2147483648.0) {
+    int32_t *out = reinterpret_cast<int32_t *>(dst);
+    for (int64_t i = 0; i < n; i++) out[i] = int32_t(start + double(i) * step);
+    return MGCPU_OK;
+  }
+  if (dt == F32) {
+    float *out = reinterpret_cast<float *>(dst);
+    for (int64_t i = 0; i < n; i++) out[i] = float(start + double(i) * step);
+    return MGCPU_OK;
+  }
   for (int64_t i = 0; i < n; i++) {
     const double v = start + double(i) * step;
     switch (dt) {

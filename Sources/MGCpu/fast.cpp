@@ -9,16 +9,27 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "MGCpu.h"
 #include "mgcpu.h"
 
+// The attention loops also get an AVX2 clone on x86-64 ELF targets, chosen once at load time (the
+// helpers they call are inlined into each clone). Lanes only ever hold independent sums, and
+// contraction stays off, so both clones give the same bits.
+#if defined(__x86_64__) && defined(__ELF__) && defined(__clang__)
+#define MG_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MG_CLONES
+#endif
+#define MG_INLINE inline __attribute__((always_inline))
+
 namespace mgcpu {
 
 namespace {
 
-inline double load_d(const char *p, int dtype, int64_t i) {
+MG_INLINE double load_d(const char *p, int dtype, int64_t i) {
   switch (dtype) {
     case F32: return reinterpret_cast<const float *>(p)[i];
     case F64: return reinterpret_cast<const double *>(p)[i];
@@ -67,6 +78,35 @@ bool read_rows(Reader &r, Rows &a, int nd, const int64_t *shape, const char *wha
   return read_strides(r, nd, a.strides);
 }
 
+// n elements of `p` from element `base` at stride `st`, as doubles (the dtype switch once per run,
+// the same conversions as load_d).
+MG_INLINE void load_run(const char *p, int dtype, int64_t base, int64_t st, int64_t n, double *out) {
+  if (dtype == F32) {
+    const float *x = reinterpret_cast<const float *>(p) + base;
+    if (st == 1)
+      for (int64_t i = 0; i < n; i++) out[i] = x[i];
+    else
+      for (int64_t i = 0; i < n; i++) out[i] = x[i * st];
+  } else if (dtype == F64) {
+    const double *x = reinterpret_cast<const double *>(p) + base;
+    for (int64_t i = 0; i < n; i++) out[i] = x[i * st];
+  } else {
+    for (int64_t i = 0; i < n; i++) out[i] = load_d(p, dtype, base + i * st);
+  }
+}
+
+// n doubles stored row-contiguously from element `base`, each rounded once as store_d does.
+MG_INLINE void store_run(char *p, int dtype, int64_t base, const double *v, int64_t n) {
+  if (dtype == F32) {
+    float *y = reinterpret_cast<float *>(p) + base;
+    for (int64_t i = 0; i < n; i++) y[i] = float(v[i]);
+  } else if (dtype == F64) {
+    std::memcpy(reinterpret_cast<double *>(p) + base, v, size_t(n) * sizeof(double));
+  } else {
+    for (int64_t i = 0; i < n; i++) store_d(p, dtype, base + i, v[i]);
+  }
+}
+
 // ---- norms -------------------------------------------------------------------------------------------------
 
 struct Norm {
@@ -81,59 +121,88 @@ struct Norm {
   int odt = F32;
   std::vector<double> stats;  // vjp: per row (mean, inv)
   int64_t rows_per_task;
+  std::atomic<bool> failed{false};
 };
 
-// The reference's normStats: μ (0 for rms) and 1/σ, sums in order.
-void norm_stats(const Norm &m, int64_t r, double *mean_out, double *inv_out) {
-  const int64_t base = m.x.row(r), st = m.x.inner();
-  double mean = 0;
-  if (m.layer) {
-    for (int64_t j = 0; j < m.n; j++) mean += load_d(m.x.p, m.x.dtype, base + j * st);
-    mean /= double(m.n);
-  }
-  double ss = 0;
-  for (int64_t j = 0; j < m.n; j++) {
-    const double d = load_d(m.x.p, m.x.dtype, base + j * st) - mean;
-    ss += d * d;
-  }
-  *mean_out = mean;
-  *inv_out = 1 / std::sqrt(ss / double(m.n) + m.eps);
-}
+// Rows normalised side by side: each row's sums still run over j in order, one row per lane, so
+// the latency-bound in-order sums of four rows overlap (the same bits as one row at a time).
+constexpr int NR = 4;
 
-void norm_task(void *ctx, int64_t task, int) {
+// Rows as doubles in the thread's scratch, NR rows interleaved (x and g: element j of row q at
+// j·NR + q), w and b once per task; the reference's normStats and formulas, sums in order.
+MG_CLONES void norm_task(void *ctx, int64_t task, int thread) {
   Norm &m = *static_cast<Norm *>(ctx);
+  const int64_t n = m.n;
   const int64_t r0 = task * m.rows_per_task, r1 = std::min(m.rows, r0 + m.rows_per_task);
-  const int64_t st = m.x.inner();
-  for (int64_t r = r0; r < r1; r++) {
-    double mean, inv;
-    norm_stats(m, r, &mean, &inv);
-    const int64_t base = m.x.row(r);
+  auto *sc = static_cast<double *>(thread_scratch(thread, size_t((2 * NR + 4) * n) * sizeof(double) + 64));
+  if (!sc) {
+    m.failed.store(true, std::memory_order_relaxed);
+    return;
+  }
+  double *__restrict x = sc, *__restrict g = sc + NR * n, *__restrict y = sc + 2 * NR * n;
+  double *__restrict w = y + n, *__restrict b = w + n, *__restrict row = b + n;
+  if (m.w) load_run(m.w, m.wdt, 0, m.ws, n, w);
+  const bool bias = m.b && m.layer;
+  if (bias) load_run(m.b, m.bdt, 0, m.bs, n, b);
+  const bool has_w = m.w != nullptr;
+  const double dn = double(n);
+  for (int64_t r = r0; r < r1; r += NR) {
+    const int k = int(std::min<int64_t>(NR, r1 - r));
+    auto interleave = [&](const Rows &src, double *__restrict dst) {
+      for (int q = 0; q < NR; q++) {
+        if (q < k) load_run(src.p, src.dtype, src.row(r + q), src.inner(), n, row);
+        for (int64_t j = 0; j < n; j++) dst[j * NR + q] = q < k ? row[j] : 0.0;  // missing rows: unused zeros
+      }
+    };
+    interleave(m.x, x);
+    double mean[NR] = {0, 0, 0, 0}, ss[NR] = {0, 0, 0, 0}, inv[NR];
+    if (m.layer) {
+      for (int64_t j = 0; j < n; j++)
+        for (int q = 0; q < NR; q++) mean[q] += x[j * NR + q];
+      for (int q = 0; q < NR; q++) mean[q] /= dn;
+    }
+    for (int64_t j = 0; j < n; j++)
+      for (int q = 0; q < NR; q++) {
+        const double d = x[j * NR + q] - mean[q];
+        ss[q] += d * d;
+      }
+    for (int q = 0; q < NR; q++) inv[q] = 1 / std::sqrt(ss[q] / dn + m.eps);
     if (!m.vjp) {
-      for (int64_t j = 0; j < m.n; j++) {
-        double y = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-        if (m.w) y *= load_d(m.w, m.wdt, j * m.ws);
-        if (m.b && m.layer) y += load_d(m.b, m.bdt, j * m.bs);
-        store_d(m.out, m.odt, r * m.n + j, y);
+      for (int q = 0; q < k; q++) {
+        for (int64_t j = 0; j < n; j++) {
+          double v = (x[j * NR + q] - mean[q]) * inv[q];
+          if (has_w) v *= w[j];
+          if (bias) v += b[j];
+          y[j] = v;
+        }
+        store_run(m.out, m.odt, (r + q) * n, y, n);
       }
       continue;
     }
-    m.stats[size_t(2 * r)] = mean;
-    m.stats[size_t(2 * r + 1)] = inv;
-    const int64_t gb = m.g.row(r), gst = m.g.inner();
-    double su = 0, suy = 0;
-    for (int64_t j = 0; j < m.n; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double u = (m.w ? load_d(m.w, m.wdt, j * m.ws) : 1) * gv;
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-      su += u;
-      suy += u * yhat;
+    for (int q = 0; q < k; q++) {
+      m.stats[size_t(2 * (r + q))] = mean[q];
+      m.stats[size_t(2 * (r + q) + 1)] = inv[q];
     }
-    const double mean_u = m.layer ? su / double(m.n) : 0;
-    for (int64_t j = 0; j < m.n; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double u = (m.w ? load_d(m.w, m.wdt, j * m.ws) : 1) * gv;
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-      store_d(m.out, m.odt, r * m.n + j, (u - mean_u - yhat * (suy / double(m.n))) * inv);
+    interleave(m.g, g);
+    double su[NR] = {0, 0, 0, 0}, suy[NR] = {0, 0, 0, 0};
+    for (int64_t j = 0; j < n; j++) {
+      const double wj = has_w ? w[j] : 1;
+      for (int q = 0; q < NR; q++) {
+        const double u = wj * g[j * NR + q];
+        const double yhat = (x[j * NR + q] - mean[q]) * inv[q];
+        su[q] += u;
+        suy[q] += u * yhat;
+      }
+    }
+    for (int q = 0; q < k; q++) {
+      const double mean_u = m.layer ? su[q] / dn : 0;
+      const double kq = suy[q] / dn;
+      for (int64_t j = 0; j < n; j++) {
+        const double u = (has_w ? w[j] : 1) * g[j * NR + q];
+        const double yhat = (x[j * NR + q] - mean[q]) * inv[q];
+        y[j] = (u - mean_u - yhat * kq) * inv[q];
+      }
+      store_run(m.out, m.odt, (r + q) * n, y, n);
     }
   }
 }
@@ -142,17 +211,17 @@ void norm_task(void *ctx, int64_t task, int) {
 void norm_columns_task(void *ctx, int64_t task, int) {
   Norm &m = *static_cast<Norm *>(ctx);
   constexpr int64_t COLS = 64;
-  const int64_t j0 = task * COLS, j1 = std::min(m.n, j0 + COLS);
-  double dw[COLS] = {0}, db[COLS] = {0};
+  const int64_t j0 = task * COLS, j1 = std::min(m.n, j0 + COLS), nc = j1 - j0;
+  double dw[COLS] = {0}, db[COLS] = {0}, x[COLS], g[COLS];
   const int64_t st = m.x.inner(), gst = m.g.inner();
   for (int64_t r = 0; r < m.rows; r++) {
     const double mean = m.stats[size_t(2 * r)], inv = m.stats[size_t(2 * r + 1)];
-    const int64_t base = m.x.row(r), gb = m.g.row(r);
-    for (int64_t j = j0; j < j1; j++) {
-      const double gv = load_d(m.g.p, m.g.dtype, gb + j * gst);
-      const double yhat = (load_d(m.x.p, m.x.dtype, base + j * st) - mean) * inv;
-      dw[j - j0] = dw[j - j0] + gv * yhat;
-      db[j - j0] = db[j - j0] + gv;
+    load_run(m.x.p, m.x.dtype, m.x.row(r) + j0 * st, st, nc, x);
+    load_run(m.g.p, m.g.dtype, m.g.row(r) + j0 * gst, gst, nc, g);
+    for (int64_t j = 0; j < nc; j++) {
+      const double yhat = (x[j] - mean) * inv;
+      dw[j] = dw[j] + g[j] * yhat;
+      db[j] = db[j] + g[j];
     }
   }
   for (int64_t j = j0; j < j1; j++) {
@@ -174,28 +243,54 @@ struct Rope {
   char *out;
   int odt;
   int64_t rows_per_task;
+  std::vector<double> inv_freq;
+  double *table = nullptr;  // [offset entries][T][dims/2] of (cos, ±sin)
 };
+
+// cos θ and ±sin θ of every (offset entry, position, frequency), computed once: the same values
+// the reference computes per row (heads share them), so the rotation stays bit for bit.
+void rope_table_task(void *ctx, int64_t task, int) {
+  const Rope &o = *static_cast<const Rope *>(ctx);
+  const int64_t half = o.dims / 2;
+  const int64_t bo = task / o.T, t = task % o.T;
+  const double off = load_d(o.offsets, o.off_dtype, bo * o.off_stride);
+  const double position = o.scale * (double(t) + off);
+  double *cs = o.table + task * half * 2;
+  for (int64_t i = 0; i < half; i++) {
+    const double theta = position * o.inv_freq[size_t(i)];
+    cs[2 * i] = std::cos(theta);
+    cs[2 * i + 1] = o.forward ? std::sin(theta) : -std::sin(theta);
+  }
+}
 
 void rope_task(void *ctx, int64_t task, int) {
   const Rope &o = *static_cast<const Rope *>(ctx);
   const int64_t half = o.dims / 2, st = o.x.inner();
   const int64_t r0 = task * o.rows_per_task, r1 = std::min(o.rows, r0 + o.rows_per_task);
+  const bool f32 = o.x.dtype == F32 && o.odt == F32;
   for (int64_t r = r0; r < r1; r++) {
     const int64_t t = r % o.T, b = r / o.per_batch;
-    const double off = load_d(o.offsets, o.off_dtype, (o.n_offsets == 1 ? 0 : b) * o.off_stride);
-    const double position = o.scale * (double(t) + off);
+    const double *cs = o.table + ((o.n_offsets == 1 ? 0 : b) * o.T + t) * half * 2;
     const int64_t base = o.x.row(r);
     // elements past `dims` are copied
     for (int64_t j = 2 * half; j < o.D; j++) store_d(o.out, o.odt, r * o.D + j, load_d(o.x.p, o.x.dtype, base + j * st));
+    if (f32) {
+      const float *x = reinterpret_cast<const float *>(o.x.p) + base;
+      float *y = reinterpret_cast<float *>(o.out) + r * o.D;
+      for (int64_t i = 0; i < half; i++) {
+        const int64_t j1 = o.traditional ? 2 * i : i, j2 = o.traditional ? 2 * i + 1 : i + half;
+        const double c = cs[2 * i], sn = cs[2 * i + 1], x1 = x[j1 * st], x2 = x[j2 * st];
+        y[j1] = float(x1 * c - x2 * sn);
+        y[j2] = float(x1 * sn + x2 * c);
+      }
+      continue;
+    }
     for (int64_t i = 0; i < half; i++) {
-      const double inv_freq = o.freqs ? 1 / load_d(o.freqs, o.freq_dtype, i * o.freq_stride) : std::pow(o.base, -double(i) / double(half));
-      const double theta = position * inv_freq;
-      const double c = std::cos(theta);
-      const double s = o.forward ? std::sin(theta) : -std::sin(theta);
+      const double c = cs[2 * i], sn = cs[2 * i + 1];
       const int64_t j1 = o.traditional ? 2 * i : i, j2 = o.traditional ? 2 * i + 1 : i + half;
       const double x1 = load_d(o.x.p, o.x.dtype, base + j1 * st), x2 = load_d(o.x.p, o.x.dtype, base + j2 * st);
-      store_d(o.out, o.odt, r * o.D + j1, x1 * c - x2 * s);
-      store_d(o.out, o.odt, r * o.D + j2, x1 * s + x2 * c);
+      store_d(o.out, o.odt, r * o.D + j1, x1 * c - x2 * sn);
+      store_d(o.out, o.odt, r * o.D + j2, x1 * sn + x2 * c);
     }
   }
 }
@@ -227,30 +322,34 @@ inline int64_t off4(const Rows &a, int64_t i0, int64_t i1, int64_t i2, int64_t i
 
 // One head's operands as dense doubles: Q [qL][Dk], Kᵀ [Dk][kL], V [kL][Dv] (and Vᵀ for the vjp).
 struct Head {
-  double *q, *kt, *k, *v, *vt, *s, *p, *dp;
+  double *q, *kt, *k, *v, *vt, *s, *p, *dp, *mrow;
   uint8_t *hidden;
 };
 
-void load_head(const Attn &a, int64_t b, int64_t h, int64_t hk, Head &hd, bool vjp) {
-  for (int64_t i = 0; i < a.qL; i++)
-    for (int64_t c = 0; c < a.Dk; c++) hd.q[i * a.Dk + c] = load_d(a.q.p, a.q.dtype, off4(a.q, b, h, i, c));
-  for (int64_t j = 0; j < a.kL; j++)
-    for (int64_t c = 0; c < a.Dk; c++) {
-      const double x = load_d(a.k.p, a.k.dtype, off4(a.k, b, hk, j, c));
-      hd.kt[c * a.kL + j] = x;
-      if (vjp) hd.k[j * a.Dk + c] = x;
-    }
-  for (int64_t j = 0; j < a.kL; j++)
-    for (int64_t c = 0; c < a.Dv; c++) {
-      const double x = load_d(a.v.p, a.v.dtype, off4(a.v, b, hk, j, c));
-      hd.v[j * a.Dv + c] = x;
-      if (vjp) hd.vt[c * a.kL + j] = x;
-    }
+MG_INLINE void load_head(const Attn &a, int64_t b, int64_t h, int64_t hk, Head &hd, bool vjp) {
+  for (int64_t i = 0; i < a.qL; i++) load_run(a.q.p, a.q.dtype, off4(a.q, b, h, i, 0), a.q.strides[3], a.Dk, hd.q + i * a.Dk);
+  for (int64_t j = 0; j < a.kL; j++) {
+    double *kj = hd.k + j * a.Dk;  // the vjp's K; the forward only needs it here as a row buffer
+    load_run(a.k.p, a.k.dtype, off4(a.k, b, hk, j, 0), a.k.strides[3], a.Dk, kj);
+    for (int64_t c = 0; c < a.Dk; c++) hd.kt[c * a.kL + j] = kj[c];
+  }
+  for (int64_t j = 0; j < a.kL; j++) {
+    double *vj = hd.v + j * a.Dv;
+    load_run(a.v.p, a.v.dtype, off4(a.v, b, hk, j, 0), a.v.strides[3], a.Dv, vj);
+    if (vjp)
+      for (int64_t c = 0; c < a.Dv; c++) hd.vt[c * a.kL + j] = vj[c];
+  }
+}
+
+// y[c] = y[c] + s·x[c], c < n: each element its own sum, so vectorising changes no bit. (Buffers are
+// dtype-erased memory here, -fno-strict-aliasing: without __restrict every store could alias.)
+MG_INLINE void axpy(double *__restrict y, double s, const double *__restrict x, int64_t n) {
+  for (int64_t c = 0; c < n; c++) y[c] = y[c] + s * x[c];
 }
 
 // Dot products of row `x` (length D) with columns [j0, j1) of `mt` ([D][ld]), each summed over c in
 // order (four at a time, side by side).
-void dots(const double *x, const double *mt, int64_t ld, int64_t D, int64_t j0, int64_t j1, double *out) {
+MG_INLINE void dots(const double *__restrict x, const double *__restrict mt, int64_t ld, int64_t D, int64_t j0, int64_t j1, double *__restrict out) {
   int64_t j = j0;
   for (; j + 4 <= j1; j += 4) {
     double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -280,22 +379,36 @@ struct RowResult {
 };
 
 // The reference's SdpaRows.row: scores, masking, softmax with the sink; p[j] for j < end.
-RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, int64_t i) {
-  double *s = hd.s, *p = hd.p;
-  uint8_t *hidden = hd.hidden;
+MG_INLINE RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, int64_t i) {
+  double *__restrict s = hd.s, *__restrict p = hd.p;
+  uint8_t *__restrict hidden = hd.hidden;
+  const int mask = a.mask;
+  const double scale = a.scale;
   const int64_t limit = i + a.kL - a.qL;
-  int64_t end = a.mask == MaskCausal && limit >= 0 ? std::min(a.kL, limit + 1) : a.kL;
+  int64_t end = mask == MaskCausal && limit >= 0 ? std::min(a.kL, limit + 1) : a.kL;
   dots(hd.q + i * a.Dk, hd.kt, a.kL, a.Dk, 0, end, s);
   int64_t visible = 0;
-  for (int64_t j = 0; j < end; j++) {
-    const bool hid = (a.mask == MaskCausal && j > limit) || (a.mask == MaskBool && load_d(a.m.p, a.m.dtype, off4(a.m, b, h, i, j)) == 0);
-    hidden[j] = hid ? 1 : 0;
-    if (hid) {
-      s[j] = HIDDEN;
-      continue;
+  const double *__restrict mrow = hd.mrow;
+  if (mask == MaskBool || mask == MaskAdditive) load_run(a.m.p, a.m.dtype, off4(a.m, b, h, i, 0), a.m.strides[3], end, hd.mrow);
+  if (mask == MaskAdditive || mask == MaskNone) {
+    // nothing hidden: one pass the compiler can vectorise
+    std::memset(hidden, 0, size_t(end));
+    if (mask == MaskAdditive)
+      for (int64_t j = 0; j < end; j++) s[j] = s[j] * scale + mrow[j];
+    else
+      for (int64_t j = 0; j < end; j++) s[j] = s[j] * scale;
+    visible = end;
+  } else {
+    for (int64_t j = 0; j < end; j++) {
+      const bool hid = (mask == MaskCausal && j > limit) || (mask == MaskBool && mrow[j] == 0);
+      hidden[j] = hid ? 1 : 0;
+      if (hid) {
+        s[j] = HIDDEN;
+        continue;
+      }
+      visible++;
+      s[j] = s[j] * scale;
     }
-    visible++;
-    s[j] = a.mask == MaskAdditive ? s[j] * a.scale + load_d(a.m.p, a.m.dtype, off4(a.m, b, h, i, j)) : s[j] * a.scale;
   }
   if (visible == 0) {
     end = a.kL;
@@ -318,14 +431,19 @@ RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, int64_t i) 
     return {end, nan ? NAN : mx * M_LOG2E, mx == -INFINITY ? 0.0 : NAN};
   }
   double total = has_sink ? std::exp(sink - mx) : 0;
-  for (int64_t j = 0; j < end; j++) total += p[j] = std::exp(s[j] - mx);
+  // exp(x) rounds to +0 below -745.2: skipping the call there gives the same bits (a masked score
+  // minus the maximum is far below, and libm's underflow path is slow).
+  for (int64_t j = 0; j < end; j++) {
+    const double x = s[j] - mx;
+    total += p[j] = x < -746.0 ? 0.0 : std::exp(x);
+  }
   for (int64_t j = 0; j < end; j++) p[j] = p[j] / total;
   const double m2 = visible == 0 && (!has_sink || sink * M_LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * M_LOG2E;
   return {end, m2, total};
 }
 
 size_t head_doubles(const Attn &a) {
-  return size_t(a.qL * a.Dk + 2 * a.kL * a.Dk + 2 * a.kL * a.Dv + 3 * a.kL + a.qL * a.Dk + a.kL * (a.Dk + a.Dv) + a.Dv + 64);
+  return size_t(a.qL * a.Dk + 2 * a.kL * a.Dk + 2 * a.kL * a.Dv + 4 * a.kL + a.qL * a.Dk + a.kL * (a.Dk + a.Dv) + a.Dv + 64);
 }
 
 Head carve(const Attn &a, double *sc) {
@@ -338,11 +456,12 @@ Head carve(const Attn &a, double *sc) {
   hd.s = hd.vt + a.kL * a.Dv;
   hd.p = hd.s + a.kL;
   hd.dp = hd.p + a.kL;
-  hd.hidden = reinterpret_cast<uint8_t *>(hd.dp + a.kL);
+  hd.mrow = hd.dp + a.kL;
+  hd.hidden = reinterpret_cast<uint8_t *>(hd.mrow + a.kL);
   return hd;
 }
 
-void sdpa_task(void *ctx, int64_t task, int thread) {
+MG_CLONES void sdpa_task(void *ctx, int64_t task, int thread) {
   Attn &a = *static_cast<Attn *>(ctx);
   auto *sc = static_cast<double *>(thread_scratch(thread, a.scratch_bytes));
   if (!sc) {
@@ -360,10 +479,10 @@ void sdpa_task(void *ctx, int64_t task, int thread) {
       const double pj = hd.p[j];
       if (pj == 0) continue;
       const double *vj = hd.v + j * a.Dv;
-      for (int64_t c = 0; c < a.Dv; c++) acc[c] = acc[c] + pj * vj[c];
+      axpy(acc, pj, vj, a.Dv);
     }
     const int64_t r = (b * a.Hq + h) * a.qL + i;
-    for (int64_t c = 0; c < a.Dv; c++) store_d(a.o, a.q.dtype, r * a.Dv + c, acc[c]);
+    store_run(a.o, a.q.dtype, r * a.Dv, acc, a.Dv);
     if (a.stats) {
       reinterpret_cast<float *>(a.stats)[2 * r] = float(rr.m2);
       reinterpret_cast<float *>(a.stats)[2 * r + 1] = float(rr.l);
@@ -372,7 +491,7 @@ void sdpa_task(void *ctx, int64_t task, int thread) {
 }
 
 // Gradients of one key/value head: its query heads (in order) accumulate dK and dV.
-void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
+MG_CLONES void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
   Attn &a = *static_cast<Attn *>(ctx);
   auto *sc = static_cast<double *>(thread_scratch(thread, a.scratch_bytes));
   if (!sc) {
@@ -392,14 +511,19 @@ void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
     std::fill(dq, dq + a.qL * a.Dk, 0.0);
     for (int64_t i = 0; i < a.qL; i++) {
       const RowResult rr = softmax_row(a, hd, b, h, i);
-      for (int64_t c = 0; c < a.Dv; c++) go[c] = load_d(a.g.p, a.g.dtype, off4(a.g, b, h, i, c));
+      load_run(a.g.p, a.g.dtype, off4(a.g, b, h, i, 0), a.g.strides[3], a.Dv, go);
       // dp[j] = Σ_c dO·v (in order); dV += p·dO; D = Σ_j p·dp
       dots(go, hd.vt, a.kL, a.Dv, 0, rr.end, hd.dp);
+      // dV and D start at +0 and, summed in round-to-nearest, never become −0: a term p·x with p = 0
+      // and x finite adds ±0 and changes no bit, so masked keys are skipped when dO's row is finite.
+      bool go_finite = true;
+      for (int64_t c = 0; c < a.Dv; c++) go_finite = go_finite && std::isfinite(go[c]);
       double D = 0;
       for (int64_t j = 0; j < rr.end; j++) {
         const double pj = hd.p[j];
+        if (pj == 0 && go_finite && std::isfinite(hd.dp[j])) continue;
         double *dvj = dv + j * a.Dv;
-        for (int64_t c = 0; c < a.Dv; c++) dvj[c] = dvj[c] + pj * go[c];
+        axpy(dvj, pj, go, a.Dv);
         D += pj * hd.dp[j];
       }
       const double *qi = hd.q + i * a.Dk;
@@ -410,19 +534,215 @@ void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
         if (ds == 0) continue;
         const double *kj = hd.k + j * a.Dk;
         double *dkj = dk + j * a.Dk;
-        for (int64_t c = 0; c < a.Dk; c++) {
-          dqi[c] = dqi[c] + ds * kj[c];
-          dkj[c] = dkj[c] + ds * qi[c];
-        }
+        axpy(dqi, ds, kj, a.Dk);  // dq and dk are separate buffers: two passes keep every sum's order
+        axpy(dkj, ds, qi, a.Dk);
       }
     }
-    for (int64_t i = 0; i < a.qL; i++)
-      for (int64_t c = 0; c < a.Dk; c++) store_d(a.dq, a.q.dtype, ((b * a.Hq + h) * a.qL + i) * a.Dk + c, dq[i * a.Dk + c]);
+    store_run(a.dq, a.q.dtype, (b * a.Hq + h) * a.qL * a.Dk, dq, a.qL * a.Dk);
   }
-  for (int64_t j = 0; j < a.kL; j++) {
-    for (int64_t c = 0; c < a.Dk; c++) store_d(a.dk, a.k.dtype, ((b * a.Hkv + hk) * a.kL + j) * a.Dk + c, dk[j * a.Dk + c]);
-    for (int64_t c = 0; c < a.Dv; c++) store_d(a.dv, a.v.dtype, ((b * a.Hkv + hk) * a.kL + j) * a.Dv + c, dv[j * a.Dv + c]);
+  store_run(a.dk, a.k.dtype, (b * a.Hkv + hk) * a.kL * a.Dk, dk, a.kL * a.Dk);
+  store_run(a.dv, a.v.dtype, (b * a.Hkv + hk) * a.kL * a.Dv, dv, a.kL * a.Dv);
+}
+
+// ---- attention in float32 (float32, float16 and bfloat16 operands) -------------------------------------------
+// MLX's precision (products accumulated in float32, softmax in float32) at GEMM speed: blocks of BQ
+// query rows multiply against the keys they can see (causal rows stop at the diagonal) with the
+// matmul micro-kernels. Scratch per thread is O(BQ·kL + kL·D): linear in the sequence length.
+// The backward recomputes P from Q and K (flash-attention 2's dS = P ∘ (dP − rowsum(P ∘ dP))),
+// one task per key/value head accumulating dK and dV over its query heads and blocks in order, so
+// the result never depends on the thread count.
+
+// Query rows per block: few enough that causal blocks stop near the diagonal, enough that the
+// backward's dK/dV products (summed over the block's rows) keep the micro-kernel busy at large
+// head dims.
+int64_t block_rows(const Attn &a, bool vjp) { return (vjp && a.Dk + a.Dv >= 256) || a.qL > 256 ? 48 : 24; }
+
+// Keys [0, end) that row i of the reference reads (all of them when a causal row sees none).
+inline int64_t row_end(const Attn &a, int64_t i) {
+  const int64_t limit = i + a.kL - a.qL;
+  return a.mask == MaskCausal && limit >= 0 ? std::min(a.kL, limit + 1) : a.kL;
+}
+
+struct RowF {
+  float m2, l;
+};
+
+// Row i of scores s[0, end) → probabilities p (in place), zero over [end, width); hidden[j] marks
+// masked keys. The reference's corner cases: a row that sees no key is uniform over all of them
+// (zero with a finite sink), NaN scores or an infinite maximum give NaN.
+RowF softmax_row_f32(const Attn &a, float *s, uint8_t *hidden, int64_t width, int64_t b, int64_t h, int64_t i) {
+  const int64_t limit = i + a.kL - a.qL;
+  const int64_t end = row_end(a, i);
+  const float scale = float(a.scale);
+  int64_t visible = 0;
+  for (int64_t j = 0; j < end; j++) {
+    const bool hid = (a.mask == MaskCausal && j > limit) || (a.mask == MaskBool && load_d(a.m.p, a.m.dtype, off4(a.m, b, h, i, j)) == 0);
+    hidden[j] = hid ? 1 : 0;
+    if (hid) {
+      s[j] = -INFINITY;
+      continue;
+    }
+    visible++;
+    s[j] = a.mask == MaskAdditive ? s[j] * scale + float(load_d(a.m.p, a.m.dtype, off4(a.m, b, h, i, j))) : s[j] * scale;
   }
+  for (int64_t j = end; j < width; j++) s[j] = 0;
+  const bool has_sink = a.sinks != nullptr;
+  const float sink = has_sink ? float(load_d(a.sinks, a.sinks_dtype, h * a.sinks_stride)) : 0.0f;
+  if (visible == 0) {
+    // every key hidden (end = kL here): the reference's −1e300 scores
+    std::fill(hidden, hidden + end, uint8_t(1));
+    if (has_sink && sink == INFINITY) {
+      std::fill(s, s + end, NAN);
+      return {INFINITY, NAN};
+    }
+    if (has_sink && sink != -INFINITY) {
+      const float p = sink != sink ? NAN : 0.0f;
+      std::fill(s, s + end, p);
+      return {sink != sink ? NAN : float(double(sink) * M_LOG2E), sink != sink ? NAN : 1.0f};
+    }
+    std::fill(s, s + end, float(1.0 / double(a.kL)));
+    return {float(HIDDEN_LOG2), float(a.kL)};
+  }
+  float mx = has_sink ? sink : -INFINITY;
+  bool nan = false;
+  for (int64_t j = 0; j < end; j++) {
+    const float x = s[j];
+    if (x != x) nan = true;
+    if (x > mx) mx = x;
+  }
+  if (nan || mx == -INFINITY || mx == INFINITY) {
+    std::fill(s, s + end, NAN);
+    return {nan ? NAN : float(double(mx) * M_LOG2E), mx == -INFINITY ? 0.0f : NAN};
+  }
+  double total = isa().exp_row_f32(s, s, end, mx);
+  if (has_sink) total += std::exp(double(sink) - double(mx));
+  const float inv = float(1.0 / total);
+  for (int64_t j = 0; j < end; j++) s[j] *= inv;
+  return {float(double(mx) * M_LOG2E), float(total)};
+}
+
+inline const char *at4(const Rows &a, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return a.p + off4(a, i0, i1, i2, i3) * dtype_size(a.dtype);
+}
+
+// Forward tasks: (batch, head, block of BQ query rows).
+struct AttnF32 {
+  Attn *a;
+  int64_t bq, blocks;
+  size_t scratch_bytes;
+};
+
+size_t fwd_scratch_bytes(const Attn &a, int64_t bq) {
+  const int64_t n = std::max(a.kL, a.Dv);
+  return size_t(bq * a.kL + bq * a.Dv) * 4 + size_t(bq * a.kL) + local_gemm_scratch_bytes(n) + 512;
+}
+
+void sdpa_f32_task(void *ctx, int64_t task, int thread) {
+  AttnF32 &t = *static_cast<AttnF32 *>(ctx);
+  Attn &a = *t.a;
+  char *sc = static_cast<char *>(thread_scratch(thread, t.scratch_bytes));
+  if (!sc) {
+    a.failed.store(true, std::memory_order_relaxed);
+    return;
+  }
+  void *gs = sc;
+  sc += (local_gemm_scratch_bytes(std::max(a.kL, a.Dv)) + 63) & ~size_t(63);
+  float *s = reinterpret_cast<float *>(sc);
+  float *o = s + t.bq * a.kL;
+  uint8_t *hidden = reinterpret_cast<uint8_t *>(o + t.bq * a.Dv);
+  const int64_t bh = task / t.blocks, blk = task % t.blocks;
+  const int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / (a.Hq / a.Hkv);
+  const int64_t i0 = blk * t.bq, rows = std::min(t.bq, a.qL - i0);
+  int64_t width = 0;
+  for (int64_t i = i0; i < i0 + rows; i++) width = std::max(width, row_end(a, i));
+  // S = Q·Kᵀ over the keys the block sees
+  local_gemm_f32(rows, width, a.Dk, at4(a.q, b, h, i0, 0), a.q.dtype, a.q.strides[2], a.q.strides[3], at4(a.k, b, hk, 0, 0), a.k.dtype,
+                 a.k.strides[3], a.k.strides[2], s, width, false, gs);
+  for (int64_t r = 0; r < rows; r++) {
+    const RowF st = softmax_row_f32(a, s + r * width, hidden, width, b, h, i0 + r);
+    if (a.stats) {
+      const int64_t row = (b * a.Hq + h) * a.qL + i0 + r;
+      reinterpret_cast<float *>(a.stats)[2 * row] = st.m2;
+      reinterpret_cast<float *>(a.stats)[2 * row + 1] = st.l;
+    }
+  }
+  // O = P·V, written straight into a float32 output
+  const int64_t row0 = (b * a.Hq + h) * a.qL + i0;
+  const bool direct = a.q.dtype == F32;
+  float *dst = direct ? reinterpret_cast<float *>(a.o) + row0 * a.Dv : o;
+  local_gemm_f32(rows, a.Dv, width, reinterpret_cast<const char *>(s), F32, width, 1, at4(a.v, b, hk, 0, 0), a.v.dtype, a.v.strides[2],
+                 a.v.strides[3], dst, a.Dv, false, gs);
+  if (!direct)
+    for (int64_t r = 0; r < rows * a.Dv; r++) store_d(a.o, a.q.dtype, row0 * a.Dv + r, o[r]);
+}
+
+size_t vjp_scratch_bytes(const Attn &a, int64_t bq) {
+  const int64_t n = std::max({a.kL, a.Dv, a.Dk});
+  return size_t(2 * bq * a.kL + bq * a.Dk + a.kL * (a.Dk + a.Dv)) * 4 + size_t(bq * a.kL) + local_gemm_scratch_bytes(n) + 1024;
+}
+
+// Gradients of one key/value head (task = batch · Hkv + head): its query heads, block by block.
+void sdpa_f32_vjp_task(void *ctx, int64_t task, int thread) {
+  AttnF32 &t = *static_cast<AttnF32 *>(ctx);
+  Attn &a = *t.a;
+  char *sc = static_cast<char *>(thread_scratch(thread, t.scratch_bytes));
+  if (!sc) {
+    a.failed.store(true, std::memory_order_relaxed);
+    return;
+  }
+  void *gs = sc;
+  sc += (local_gemm_scratch_bytes(std::max({a.kL, a.Dv, a.Dk})) + 63) & ~size_t(63);
+  float *p = reinterpret_cast<float *>(sc);
+  float *dp = p + t.bq * a.kL;
+  float *dq = dp + t.bq * a.kL;
+  float *dk = dq + t.bq * a.Dk;
+  float *dv = dk + a.kL * a.Dk;
+  uint8_t *hidden = reinterpret_cast<uint8_t *>(dv + a.kL * a.Dv);
+  const int64_t b = task / a.Hkv, hk = task % a.Hkv, gqa = a.Hq / a.Hkv;
+  std::fill(dk, dk + a.kL * a.Dk, 0.0f);
+  std::fill(dv, dv + a.kL * a.Dv, 0.0f);
+  const float scale = float(a.scale);
+  const char *kp = at4(a.k, b, hk, 0, 0), *vp = at4(a.v, b, hk, 0, 0);
+  for (int64_t h = hk * gqa; h < (hk + 1) * gqa; h++) {
+    for (int64_t i0 = 0; i0 < a.qL; i0 += t.bq) {
+      const int64_t rows = std::min(t.bq, a.qL - i0);
+      int64_t width = 0;
+      for (int64_t i = i0; i < i0 + rows; i++) width = std::max(width, row_end(a, i));
+      const char *qp = at4(a.q, b, h, i0, 0), *gp = at4(a.g, b, h, i0, 0);
+      local_gemm_f32(rows, width, a.Dk, qp, a.q.dtype, a.q.strides[2], a.q.strides[3], kp, a.k.dtype, a.k.strides[3], a.k.strides[2], p,
+                     width, false, gs);
+      // dP = dO·Vᵀ
+      local_gemm_f32(rows, width, a.Dv, gp, a.g.dtype, a.g.strides[2], a.g.strides[3], vp, a.v.dtype, a.v.strides[3], a.v.strides[2], dp,
+                     width, false, gs);
+      for (int64_t r = 0; r < rows; r++) {
+        float *pr = p + r * width, *dpr = dp + r * width;
+        softmax_row_f32(a, pr, hidden + r * width, width, b, h, i0 + r);
+        const int64_t end = row_end(a, i0 + r);
+        double D = 0;
+        for (int64_t j = 0; j < end; j++) D += double(pr[j]) * double(dpr[j]);
+        const float Df = float(D);
+        const uint8_t *hr = hidden + r * width;
+        // dS (in dP's place); hidden keys get none, as in the reference
+        for (int64_t j = 0; j < end; j++) dpr[j] = hr[j] ? 0.0f : pr[j] * (dpr[j] - Df) * scale;
+        for (int64_t j = end; j < width; j++) dpr[j] = 0;
+      }
+      // dV += Pᵀ·dO, dK += dSᵀ·Q, dQ = dS·K
+      local_gemm_f32(width, a.Dv, rows, reinterpret_cast<const char *>(p), F32, 1, width, gp, a.g.dtype, a.g.strides[2], a.g.strides[3], dv,
+                     a.Dv, true, gs);
+      local_gemm_f32(width, a.Dk, rows, reinterpret_cast<const char *>(dp), F32, 1, width, qp, a.q.dtype, a.q.strides[2], a.q.strides[3],
+                     dk, a.Dk, true, gs);
+      const int64_t row0 = (b * a.Hq + h) * a.qL + i0;
+      const bool direct = a.q.dtype == F32;
+      float *dst = direct ? reinterpret_cast<float *>(a.dq) + row0 * a.Dk : dq;
+      local_gemm_f32(rows, a.Dk, width, reinterpret_cast<const char *>(dp), F32, width, 1, kp, a.k.dtype, a.k.strides[2], a.k.strides[3],
+                     dst, a.Dk, false, gs);
+      if (!direct)
+        for (int64_t r = 0; r < rows * a.Dk; r++) store_d(a.dq, a.q.dtype, row0 * a.Dk + r, dq[r]);
+    }
+  }
+  const int64_t k0 = (b * a.Hkv + hk) * a.kL;
+  for (int64_t r = 0; r < a.kL * a.Dk; r++) store_d(a.dk, a.k.dtype, k0 * a.Dk + r, dk[r]);
+  for (int64_t r = 0; r < a.kL * a.Dv; r++) store_d(a.dv, a.v.dtype, k0 * a.Dv + r, dv[r]);
 }
 
 // ---- cross entropy -------------------------------------------------------------------------------------------
@@ -454,10 +774,41 @@ double row_lse(const Xent &e, int64_t base, int64_t st) {
   return m + std::log(s);
 }
 
-void xent_task(void *ctx, int64_t task, int) {
+// Float32 logits (and float16/bfloat16, widened): the row's log-sum-exp and exp(x − lse) on the
+// vectorised float32 kernels (MLX's precision: float32 max, exp and sum, the sum in double lanes).
+void xent_f32_row(const Xent &e, int64_t r, int64_t base, int64_t st, int64_t t, bool valid, double gv, float *buf) {
+  const float *x;
+  if (e.x.dtype == F32 && st == 1) {
+    x = reinterpret_cast<const float *>(e.x.p) + base;
+  } else {
+    isa().load(buf, e.x.p + base * dtype_size(e.x.dtype), e.x.dtype, st, e.n);
+    x = buf;
+  }
+  float lse;
+  isa().softmax_row(F32, x, &lse, e.n, 1);
+  if (!e.vjp) {
+    store_d(e.out, e.odt, r, valid ? double(lse - x[t]) : NAN);
+    return;
+  }
+  float *y = e.odt == F32 ? reinterpret_cast<float *>(e.out) + r * e.n : buf + e.n;
+  if (!valid) {
+    std::fill(y, y + e.n, NAN);
+  } else {
+    isa().exp_row_f32(x, y, e.n, lse);
+    const float g = float(gv), et = y[t];
+    for (int64_t j = 0; j < e.n; j++) y[j] *= g;
+    y[t] = g * (et - 1.0f);
+  }
+  if (e.odt != F32)
+    for (int64_t j = 0; j < e.n; j++) store_d(e.out, e.odt, r * e.n + j, y[j]);
+}
+
+void xent_task(void *ctx, int64_t task, int thread) {
   const Xent &e = *static_cast<const Xent *>(ctx);
   const int64_t r0 = task * e.rows_per_task, r1 = std::min(e.rows, r0 + e.rows_per_task);
   const int64_t st = e.x.inner();
+  const bool f32 = e.x.dtype != F64 && e.odt != F64;
+  float *buf = f32 ? static_cast<float *>(thread_scratch(thread, size_t(2 * e.n + 16) * sizeof(float))) : nullptr;
   for (int64_t r = r0; r < r1; r++) {
     const int64_t base = e.x.row(r);
     // targets are int32 class indices over the leading dims (a row-major row index)
@@ -468,6 +819,20 @@ void xent_task(void *ctx, int64_t task, int) {
     }
     const double t = load_d(e.t, e.tdt, toff);
     const bool valid = t >= 0 && t < double(e.n) && t == std::floor(t);
+    if (buf) {
+      double gv = 0;
+      if (e.vjp) {
+        int64_t goff = 0;
+        rest = r;
+        for (int d = e.gr.nd - 1; d >= 0; d--) {
+          goff += (rest % e.gr.shape[d]) * e.gr.strides[d];
+          rest /= e.gr.shape[d];
+        }
+        gv = load_d(e.g, e.gdt, goff);
+      }
+      xent_f32_row(e, r, base, st, valid ? int64_t(t) : 0, valid, gv, buf);
+      continue;
+    }
     if (!e.vjp) {
       store_d(e.out, e.odt, r, valid ? row_lse(e, base, st) - load_d(e.x.p, e.x.dtype, base + int64_t(t) * st) : NAN);
       continue;
@@ -537,6 +902,7 @@ int norm(const double *desc, int32_t words) {
   const int threads = threads_for(double(total) * (m.vjp ? 12.0 : 6.0));
   note_threads(threads);
   parallel_for((m.rows + m.rows_per_task - 1) / m.rows_per_task, threads, norm_task, &m);
+  if (m.failed.load()) return fail(fn, "out of memory for normalization scratch");
   if (m.vjp && (m.dw || m.db)) parallel_for((m.n + 63) / 64, threads, norm_columns_task, &m);
   return MGCPU_OK;
 }
@@ -579,7 +945,20 @@ int rope(const double *desc, int32_t words) {
   if (o.n_offsets != 1 && o.n_offsets != shape[0]) return fail(fn, "offsets: one, or one per batch entry");
   o.per_batch = o.rows / shape[0];
   o.rows_per_task = std::max<int64_t>(1, 4096 / std::max<int64_t>(o.D, 1));
-  const int threads = threads_for(double(total) * 25.0);
+  const int64_t half = o.dims / 2, positions = o.n_offsets * o.T;
+  o.inv_freq.resize(size_t(half));
+  for (int64_t i = 0; i < half; i++)
+    o.inv_freq[size_t(i)] = o.freqs ? 1 / load_d(o.freqs, o.freq_dtype, i * o.freq_stride) : std::pow(o.base, -double(i) / double(half));
+  std::vector<double> table;
+  try {
+    table.resize(size_t(positions * half * 2));
+  } catch (const std::bad_alloc &) {
+    return fail(fn, "out of memory for the rotation table");
+  }
+  o.table = table.data();
+  const int table_threads = threads_for(double(positions * half) * 40.0);
+  parallel_for(positions, table_threads, rope_table_task, &o);
+  const int threads = std::max(table_threads, threads_for(double(total) * 3.0));
   note_threads(threads);
   parallel_for((o.rows + o.rows_per_task - 1) / o.rows_per_task, threads, rope_task, &o);
   return MGCPU_OK;
@@ -631,17 +1010,34 @@ int sdpa(const double *desc, int32_t words) {
     return fail(fn, "mask kind and mask operand disagree");
   const size_t head = head_doubles(a);
   a.scratch_bytes = (head + size_t(a.kL * (a.Dk + a.Dv) + a.qL * a.Dk + a.Dv)) * sizeof(double) + size_t(a.kL) + 256;
-  const double work = double(a.B) * double(a.Hq) * double(a.qL) * double(a.kL) * double(a.Dk + a.Dv) * (vjp ? 2.5 : 1.2);
+  // float32 path: ~0.1 ns per multiply-add on the micro-kernels and ~2 ns per score for the softmax
+  const bool f32 = a.q.dtype != F64 && a.k.dtype != F64 && a.v.dtype != F64 && (!vjp || a.g.dtype != F64) && a.kL > 0;
+  const double scores = double(a.B) * double(a.Hq) * double(a.qL) * double(a.kL) * (a.mask == MaskCausal ? 0.5 : 1.0);
+  const double work = f32 ? scores * (0.1 * double(a.Dk + a.Dv) + 2.0) * (vjp ? 2.5 : 1.0)
+                          : double(a.B) * double(a.Hq) * double(a.qL) * double(a.kL) * double(a.Dk + a.Dv) * (vjp ? 2.5 : 1.2);
   const int threads = threads_for(work);
   note_threads(threads);
+  // float64 operands keep the float64 reference (gradient checks); the rest run in float32 (MLX's)
+  AttnF32 t{&a, block_rows(a, vjp), 0, 0};
   if (!vjp) {
     if (a.B * a.Hq * a.qL == 0) return MGCPU_OK;
     if (!a.o || !a.q.p || (a.kL > 0 && (!a.k.p || !a.v.p))) return fail(fn, "null operand");
-    parallel_for(a.B * a.Hq, threads, sdpa_task, &a);
+    if (f32) {
+      t.blocks = (a.qL + t.bq - 1) / t.bq;
+      t.scratch_bytes = fwd_scratch_bytes(a, t.bq);
+      parallel_for(a.B * a.Hq * t.blocks, threads, sdpa_f32_task, &t);
+    } else {
+      parallel_for(a.B * a.Hq, threads, sdpa_task, &a);
+    }
   } else {
     if (a.B * a.Hkv == 0) return MGCPU_OK;
     if (!a.dq || !a.dk || !a.dv) return fail(fn, "null operand");
-    parallel_for(a.B * a.Hkv, threads, sdpa_vjp_task, &a);
+    if (f32 && a.qL > 0) {
+      t.scratch_bytes = vjp_scratch_bytes(a, t.bq);
+      parallel_for(a.B * a.Hkv, threads, sdpa_f32_vjp_task, &t);
+    } else {
+      parallel_for(a.B * a.Hkv, threads, sdpa_vjp_task, &a);
+    }
   }
   if (a.failed.load()) return fail(fn, "out of memory for attention scratch");
   return MGCPU_OK;
@@ -679,7 +1075,9 @@ int cross_entropy(const double *desc, int32_t words) {
   if (e.rows == 0 || (e.vjp && e.n == 0)) return MGCPU_OK;
   if (!e.out || !e.t || (e.n > 0 && !e.x.p) || (e.vjp && !e.g)) return fail(fn, "null operand");
   e.rows_per_task = std::max<int64_t>(1, 4096 / std::max<int64_t>(e.n, 1));
-  const int threads = threads_for(double(e.rows) * double(std::max<int64_t>(e.n, 1)) * 20.0);
+  const bool f32 = e.x.dtype != F64 && e.odt != F64;
+  const int threads = threads_for(double(e.rows) * double(std::max<int64_t>(e.n, 1)) * (f32 ? 1.5 : 20.0));
+  if (f32 && !thread_scratch(0, size_t(2 * e.n + 16) * sizeof(float))) return fail(fn, "out of memory for a row");
   note_threads(threads);
   parallel_for((e.rows + e.rows_per_task - 1) / e.rows_per_task, threads, xent_task, &e);
   return MGCPU_OK;

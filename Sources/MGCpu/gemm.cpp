@@ -91,6 +91,10 @@ struct Gemm {
   int64_t ars, acs, brs, bcs, crs, ccs;
   double alpha, beta;
   int64_t mt, nt, mtasks, ntasks, batch;
+  // B packed once for every row task (null: each task packs its own panels): per batch item,
+  // KC-row blocks of npad columns in nr-wide micro-panels, column j of block pc at pc·npad + j·kc.
+  char *bpacked = nullptr;
+  int64_t npad = 0;
 };
 
 template <class T> T load_elem(const char *p, int dtype, int64_t i) {
@@ -104,16 +108,25 @@ template <class T> T load_elem(const char *p, int dtype, int64_t i) {
 
 template <class T>
 void pack_a(T *dst, const char *a, int dtype, int64_t rs, int64_t cs, int64_t mc, int64_t kc, int mr) {
+  const bool same = (dtype == F32 && sizeof(T) == 4) || (dtype == F64 && sizeof(T) == 8);
   for (int64_t i0 = 0; i0 < mc; i0 += mr) {
     T *d = dst + i0 * kc;
     const int64_t rows = std::min<int64_t>(mr, mc - i0);
+    if (same && rs == 1 && cs != 1 && rows == mr) {
+      // A transposed in memory (column-major): each k's mr values are adjacent; copy them
+      // together instead of walking each row across columns of stride cs
+      const T *src = reinterpret_cast<const T *>(a) + i0;
+      for (int64_t p = 0; p < kc; p++)
+        for (int64_t q = 0; q < mr; q++) d[p * mr + q] = src[p * cs + q];
+      continue;
+    }
     for (int64_t i = 0; i < mr; i++) {
       if (i >= rows) {
         for (int64_t p = 0; p < kc; p++) d[p * mr + i] = T(0);
         continue;
       }
       const int64_t row = (i0 + i) * rs;
-      if ((dtype == F32 && sizeof(T) == 4) || (dtype == F64 && sizeof(T) == 8)) {
+      if (same) {
         const T *src = reinterpret_cast<const T *>(a) + row;
         for (int64_t p = 0; p < kc; p++) d[p * mr + i] = src[p * cs];
       } else {
@@ -129,6 +142,16 @@ void pack_b(T *dst, const char *b, int dtype, int64_t rs, int64_t cs, int64_t kc
     T *d = dst + j0 * kc;
     const int64_t cols = std::min<int64_t>(nr, nc - j0);
     const bool same = (dtype == F32 && sizeof(T) == 4) || (dtype == F64 && sizeof(T) == 8);
+    if (same && rs == 1 && cs != 1) {
+      // B transposed in memory: walk each column down k (contiguous), not each k across columns
+      for (int64_t j = 0; j < cols; j++) {
+        const T *src = reinterpret_cast<const T *>(b) + (j0 + j) * cs;
+        for (int64_t p = 0; p < kc; p++) d[p * nr + j] = src[p];
+      }
+      for (int64_t p = 0; p < kc; p++)
+        for (int64_t j = cols; j < nr; j++) d[p * nr + j] = T(0);
+      continue;
+    }
     for (int64_t p = 0; p < kc; p++) {
       T *dp = d + p * nr;
       const int64_t base = p * rs + j0 * cs;
@@ -173,7 +196,8 @@ int64_t batch_offset(int nb, const int64_t *shape, const int64_t *strides, int64
 
 // C[m×n] (ldc) = A[m×K] · B[K×n]: the BLIS loops over one task's block.
 template <class T>
-void gemm_block(const Gemm &g, const char *a, const char *b, T *c, int64_t ldc, int64_t m, int64_t n, char *scratch) {
+void gemm_block(const Gemm &g, const char *a, const char *b, T *c, int64_t ldc, int64_t m, int64_t n, char *scratch,
+                const T *bpre, int64_t n0) {
   const Isa &is = *g.isa;
   const int mr = Micro<T>::mr(is), nr = Micro<T>::nr(is);
   const int esize = dtype_size(g.dtype);
@@ -190,7 +214,9 @@ void gemm_block(const Gemm &g, const char *a, const char *b, T *c, int64_t ldc, 
     const int64_t nc = std::min(NC, n - jc);
     for (int64_t pc = 0; pc < g.K; pc += KC) {
       const int64_t kc = std::min(KC, g.K - pc);
-      pack_b(bp, b + (pc * g.brs + jc * g.bcs) * esize, g.dtype, g.brs, g.bcs, kc, nc, nr);
+      const T *bpanels = bp;
+      if (bpre) bpanels = bpre + pc * g.npad + (n0 + jc) * kc;
+      else pack_b(bp, b + (pc * g.brs + jc * g.bcs) * esize, g.dtype, g.brs, g.bcs, kc, nc, nr);
       for (int64_t ic = 0; ic < m; ic += MC) {
         const int64_t mc = std::min(MC, m - ic);
         pack_a(ap, a + (ic * g.ars + pc * g.acs) * esize, g.dtype, g.ars, g.acs, mc, kc, mr);
@@ -199,7 +225,7 @@ void gemm_block(const Gemm &g, const char *a, const char *b, T *c, int64_t ldc, 
           for (int64_t ir = 0; ir < mc; ir += mr) {
             const int64_t mm = std::min<int64_t>(mr, mc - ir);
             T *ct = c + (ic + ir) * ldc + jc + jr;
-            const T *apanel = ap + ir * kc, *bpanel = bp + jr * kc;
+            const T *apanel = ap + ir * kc, *bpanel = bpanels + jr * kc;
             if (mm == mr && nn == nr) {
               Micro<T>::run(is, kc, apanel, bpanel, ct, ldc, pc > 0);
             } else {
@@ -230,6 +256,29 @@ template <class T>
 void epilogue(const Gemm &g, const T *acc, int64_t ldacc, char *out, int64_t b, int64_t m0, int64_t n0, int64_t m, int64_t n) {
   const int esize = dtype_size(g.dtype);
   const int64_t c0b = g.C0 ? batch_offset(g.nb, g.bshape, g.cbs, b) : 0;
+  if (g.dtype == F32 && (g.beta == 0.0 || g.C0)) {
+    // float32 (a Linear layer's bias add): the same double arithmetic without a dtype switch or a
+    // branch per element, vectorisable
+    const double alpha = g.alpha, beta = g.beta;
+    for (int64_t i = 0; i < m; i++) {
+      float *__restrict orow = reinterpret_cast<float *>(out) + (b * g.M + m0 + i) * g.N + n0;
+      const T *__restrict arow = acc + i * ldacc;
+      if (beta == 0.0) {
+        if (alpha == 1.0)
+          for (int64_t j = 0; j < n; j++) orow[j] = float(double(arow[j]));
+        else
+          for (int64_t j = 0; j < n; j++) orow[j] = float(alpha * double(arow[j]));
+        continue;
+      }
+      const float *c0 = reinterpret_cast<const float *>(g.C0) + c0b + (m0 + i) * g.crs + n0 * g.ccs;
+      const int64_t cs = g.ccs;
+      if (alpha == 1.0)
+        for (int64_t j = 0; j < n; j++) orow[j] = float(double(arow[j]) + beta * double(c0[j * cs]));
+      else
+        for (int64_t j = 0; j < n; j++) orow[j] = float(alpha * double(arow[j]) + beta * double(c0[j * cs]));
+    }
+    return;
+  }
   for (int64_t i = 0; i < m; i++) {
     char *orow = out + ((b * g.M + m0 + i) * g.N + n0) * esize;
     for (int64_t j = 0; j < n; j++) {
@@ -256,17 +305,46 @@ template <class T> void gemm_task(void *ctx, int64_t task, int thread) {
   const char *a = g.A + (batch_offset(g.nb, g.bshape, g.abs, b) + m0 * g.ars) * esize;
   const char *bb = g.B + (batch_offset(g.nb, g.bshape, g.bbs, b) + n0 * g.bcs) * esize;
   const bool direct = (g.dtype == (sizeof(T) == 4 ? F32 : F64)) && g.alpha == 1.0 && g.beta == 0.0;
+  const T *bpre = g.bpacked ? reinterpret_cast<const T *>(g.bpacked) + b * g.K * g.npad : nullptr;
   const size_t block = block_scratch_bytes(g, n, sizeof(T));
   char *scratch = static_cast<char *>(thread_scratch(thread, block + (direct ? 0 : size_t(m * n) * sizeof(T))));
   if (!scratch) return;
   if (direct) {
     T *c = reinterpret_cast<T *>(g.C) + (b * g.M + m0) * g.N + n0;
-    gemm_block<T>(g, a, bb, c, g.N, m, n, scratch);
+    gemm_block<T>(g, a, bb, c, g.N, m, n, scratch, bpre, n0);
   } else {
     T *acc = reinterpret_cast<T *>(scratch + block);
-    gemm_block<T>(g, a, bb, acc, n, m, n, scratch);
+    gemm_block<T>(g, a, bb, acc, n, m, n, scratch, bpre, n0);
     epilogue<T>(g, acc, n, g.C, b, m0, n0, m, n);
   }
+}
+
+// Packs B's block (batch item, KC-row block) of every column into g.bpacked.
+template <class T> void pack_b_task(void *ctx, int64_t task, int) {
+  const Gemm &g = *static_cast<const Gemm *>(ctx);
+  const int64_t kblocks = (g.K + KC - 1) / KC;
+  const int64_t b = task / kblocks, pc = (task % kblocks) * KC, kc = std::min(KC, g.K - pc);
+  const int esize = dtype_size(g.dtype);
+  T *dst = reinterpret_cast<T *>(g.bpacked) + b * g.K * g.npad + pc * g.npad;
+  const char *src = g.B + (batch_offset(g.nb, g.bshape, g.bbs, b) + pc * g.brs) * esize;
+  pack_b(dst, src, g.dtype, g.brs, g.bcs, kc, g.N, Micro<T>::nr(*g.isa));
+}
+
+// The caller's buffer for B packed once (helpers read it while the caller waits in parallel_for).
+char *shared_pack_buffer(size_t bytes) {
+  struct Buffer {
+    void *ptr = nullptr;
+    size_t bytes = 0;
+    ~Buffer() { std::free(ptr); }
+  };
+  static thread_local Buffer buf;
+  if (buf.bytes < bytes) {
+    std::free(buf.ptr);
+    const size_t rounded = (bytes + 63) & ~size_t(63);
+    buf.ptr = std::aligned_alloc(64, rounded);
+    buf.bytes = buf.ptr ? rounded : 0;
+  }
+  return static_cast<char *>(buf.ptr);
 }
 
 // Unit-stride operands go to CBLAS as they are (row-major, transposed or not); else null.
@@ -310,6 +388,56 @@ bool try_blas(const Gemm &g) {
   return true;
 }
 
+// C[m×n] (ldc) (+)= A[m×k] · B[k×n] in float32 on the calling thread, for kernels that multiply
+// blocks of their own (attention): the same packing and micro-kernel as matmul, operands strided
+// views of any float dtype (16-bit widened while packing).
+template <class T>
+void local_block(const Isa &is, int64_t m, int64_t n, int64_t k, const char *a, int adt, int64_t ars, int64_t acs, const char *b,
+                 int bdt, int64_t brs, int64_t bcs, T *c, int64_t ldc, bool accumulate, char *scratch) {
+  const int mr = Micro<T>::mr(is), nr = Micro<T>::nr(is);
+  const int asz = dtype_size(adt), bsz = dtype_size(bdt);
+  const int64_t nc_max = std::min<int64_t>(NC, (n + nr - 1) / nr * nr);
+  T *bp = reinterpret_cast<T *>(scratch);
+  T *ap = bp + KC * nc_max;
+  T *edge = ap + KC * ((MC + mr - 1) / mr * mr);
+  if (k == 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) c[i * ldc + j] = T(0);
+    return;
+  }
+  for (int64_t jc = 0; jc < n; jc += NC) {
+    const int64_t nc = std::min(NC, n - jc);
+    for (int64_t pc = 0; pc < k; pc += KC) {
+      const int64_t kc = std::min(KC, k - pc);
+      const bool acc = accumulate || pc > 0;
+      pack_b(bp, b + (pc * brs + jc * bcs) * bsz, bdt, brs, bcs, kc, nc, nr);
+      for (int64_t ic = 0; ic < m; ic += MC) {
+        const int64_t mc = std::min(MC, m - ic);
+        pack_a(ap, a + (ic * ars + pc * acs) * asz, adt, ars, acs, mc, kc, mr);
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+          const int64_t nn = std::min<int64_t>(nr, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += mr) {
+            const int64_t mm = std::min<int64_t>(mr, mc - ir);
+            T *ct = c + (ic + ir) * ldc + jc + jr;
+            const T *apanel = ap + ir * kc, *bpanel = bp + jr * kc;
+            if (mm == mr && nn == nr) {
+              Micro<T>::run(is, kc, apanel, bpanel, ct, ldc, acc);
+            } else {
+              if (acc)
+                for (int64_t i = 0; i < mm; i++)
+                  for (int64_t j = 0; j < nn; j++) edge[i * nr + j] = ct[i * ldc + j];
+              Micro<T>::run(is, kc, apanel, bpanel, edge, nr, acc);
+              for (int64_t i = 0; i < mm; i++)
+                for (int64_t j = 0; j < nn; j++) ct[i * ldc + j] = edge[i * nr + j];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int gemm_provider() { return provider_now(); }
@@ -320,6 +448,19 @@ int set_gemm_provider(int p) {
 }
 int last_gemm() { return last.load(std::memory_order_relaxed); }
 const char *blas_name() { return blas().name.c_str(); }
+
+size_t local_gemm_scratch_bytes(int64_t n) {
+  const Isa &is = isa();
+  const int mr = is.gemm_mr_f32, nr = is.gemm_nr_f32;
+  const int64_t nc_max = std::min<int64_t>(NC, (std::max<int64_t>(n, 1) + nr - 1) / nr * nr);
+  return size_t(KC * nc_max + KC * ((MC + mr - 1) / mr * mr) + mr * nr) * sizeof(float) + 256;
+}
+
+void local_gemm_f32(int64_t m, int64_t n, int64_t k, const char *a, int adt, int64_t ars, int64_t acs, const char *b, int bdt,
+                    int64_t brs, int64_t bcs, float *c, int64_t ldc, bool accumulate, void *scratch) {
+  if (m <= 0 || n <= 0) return;
+  local_block<float>(isa(), m, n, k, a, adt, ars, acs, b, bdt, brs, bcs, c, ldc, accumulate, static_cast<char *>(scratch));
+}
 
 int matmul(const double *desc, int32_t words) {
   const char *fn = "mg_cpu_matmul";
@@ -375,12 +516,25 @@ int matmul(const double *desc, int32_t words) {
     g.ntasks = (g.N + g.nt - 1) / g.nt;
     return g.batch * g.mtasks * g.ntasks;
   };
+  // rows first: row tasks share B packed once below, column tasks would each pack the same A rows
   while (threads > 1 && count() < 3 * threads) {
-    if (g.nt >= 8 * nr) g.nt = ((g.nt + 1) / 2 + nr - 1) / nr * nr;
-    else if (g.mt >= 4 * mr) g.mt = ((g.mt + 1) / 2 + mr - 1) / mr * mr;
+    if (g.mt >= 4 * mr) g.mt = ((g.mt + 1) / 2 + mr - 1) / mr * mr;
+    else if (g.nt >= 8 * nr) g.nt = ((g.nt + 1) / 2 + nr - 1) / nr * nr;
     else break;
   }
   const int64_t tasks = count();
+  // Several row tasks would each pack the same B panels: pack them once (same values, same
+  // micro-kernel calls, so the same bits), unless that needs a large buffer (it is kept by the
+  // calling thread for the next call, outside the allocator's accounting: at most 8 MiB).
+  g.npad = (g.N + nr - 1) / nr * nr;
+  const size_t packed_bytes = size_t(g.batch) * size_t(g.K) * size_t(g.npad) * (f64 ? 8 : 4);
+  if (g.mtasks > 1 && g.K > 0 && packed_bytes <= (size_t(8) << 20)) {
+    g.bpacked = shared_pack_buffer(packed_bytes);
+    if (g.bpacked) {
+      const int64_t pack_tasks = g.batch * ((g.K + KC - 1) / KC);
+      parallel_for(pack_tasks, threads_for(double(packed_bytes) * 0.5), f64 ? pack_b_task<double> : pack_b_task<float>, &g);
+    }
+  }
   if (!thread_scratch(0, block_scratch_bytes(g, g.nt, f64 ? 8 : 4) + size_t(g.mt * g.nt) * (f64 ? 8 : 4)))
     return fail(fn, "out of memory for GEMM packing buffers");
   note_threads(threads);

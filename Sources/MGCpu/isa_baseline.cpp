@@ -37,7 +37,7 @@ const Isa &isa_baseline() {
       "sse2",
 #endif
       kernel_impl, load_impl, store_impl, round_grid_impl, reduce_run_impl, reduce_rows_impl,
-      softmax_row_impl, gemm_ukernel_f32<MR32, NV32>, gemm_ukernel_f64<MR64, NV64>,
+      softmax_row_impl, exp_row_f32_impl, gemm_ukernel_f32<MR32, NV32>, gemm_ukernel_f64<MR64, NV64>,
       MR32, NV32 * VF, MR64, NV64 * VD, random_bits_impl, fft_lines_impl, qdequant_f32_impl, qdot_f32_impl, qaxpy_f32_impl, qdot_fused_f32_impl,
   };
   return table;

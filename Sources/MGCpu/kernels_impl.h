@@ -1155,6 +1155,32 @@ static void softmax_row_f64(const double *x, double *y, int64_t n, int log_sum_e
   for (int64_t i = 0; i < n; i++) y[i] /= z;
 }
 
+// y = exp(x − shift), contiguous float32 (in place allowed); the sum as softmax_row_f32 takes it.
+static double exp_row_f32_impl(const float *x, float *y, int64_t n, float shift) {
+  const vf mv = vf_splat(shift);
+  vf s0 = vf_splat(0), s1 = vf_splat(0);
+  int64_t i = 0;
+  for (; i + 2 * VF <= n; i += 2 * VF) {
+    vf e0 = vexp(vf_load(x + i) - mv), e1 = vexp(vf_load(x + i + VF) - mv);
+    vf_store(y + i, e0);
+    vf_store(y + i + VF, e1);
+    s0 += e0;
+    s1 += e1;
+  }
+  if (i < n) {
+    alignas(32) float pad[2 * VF];
+    for (int l = 0; l < 2 * VF; l++) pad[l] = i + l < n ? x[i + l] : -__builtin_inff();
+    vf e0 = vexp(vf_load(pad) - mv), e1 = vexp(vf_load(pad + VF) - mv);
+    for (int64_t l = 0; i + l < n; l++) y[i + l] = l < VF ? e0[l] : e1[l - VF];
+    s0 += e0;
+    s1 += e1;
+  }
+  vf s = s0 + s1;
+  double total = 0;
+  for (int l = 0; l < VF; l++) total += double(s[l]);
+  return total;
+}
+
 static void softmax_row_impl(int dtype, const void *src, void *dst, int64_t n, int lse) {
   if (dtype == F64) softmax_row_f64(static_cast<const double *>(src), static_cast<double *>(dst), n, lse);
   else softmax_row_f32(static_cast<const float *>(src), static_cast<float *>(dst), n, lse);

@@ -139,6 +139,15 @@ int threads_for(double work);
 // the allocation fails.
 void *thread_scratch(int thread, size_t bytes);
 
+// ---- blocked products for kernels that multiply blocks of their own (gemm.cpp) ----------------
+
+// C[m×n] (row stride ldc) = A[m×k]·B[k×n] (+= when accumulate), float32 accumulation on the calling
+// thread with the matmul micro-kernels. A and B are strided views of any float dtype (element
+// strides: rows, columns); scratch holds local_gemm_scratch_bytes(n) bytes, 64-byte aligned.
+size_t local_gemm_scratch_bytes(int64_t n);
+void local_gemm_f32(int64_t m, int64_t n, int64_t k, const char *a, int adt, int64_t ars, int64_t acs, const char *b, int bdt,
+                    int64_t brs, int64_t bcs, float *c, int64_t ldc, bool accumulate, void *scratch);
+
 // ---- descriptors -------------------------------------------------------------------------------
 
 constexpr int MAX_DIMS = 32;
@@ -280,6 +289,8 @@ struct Isa {
   void (*reduce_rows)(int type, int dtype, void *acc, const void *src, int64_t n);
   // softmax (or log-sum-exp into dst[0]) of one contiguous row of float32 or float64 values
   void (*softmax_row)(int dtype, const void *src, void *dst, int64_t n, int log_sum_exp);
+  // y = exp(x − shift) over a contiguous float32 row (y may be x); returns Σ y, summed in double
+  double (*exp_row_f32)(const float *x, float *y, int64_t n, float shift);
   // GEMM micro-kernels: C[MR×NR] (+)= packedA[k×MR] · packedB[k×NR]
   void (*gemm_f32)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int accumulate);
   void (*gemm_f64)(int64_t k, const double *a, const double *b, double *c, int64_t ldc, int accumulate);

@@ -164,6 +164,32 @@ struct Walk {
   }
 };
 
+// n raw items from src (item stride ss) to dst (item stride ds): typed moves for the common item
+// sizes (a memcpy call per item otherwise dominates a copy).
+template <class U> void move_items(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n) {
+  U *d = reinterpret_cast<U *>(dst);
+  const U *s = reinterpret_cast<const U *>(src);
+  if (ds == 1 && ss == 1) {
+    std::memcpy(d, s, size_t(n) * sizeof(U));
+  } else if (ss == 0) {
+    const U v = s[0];
+    for (int64_t k = 0; k < n; k++) d[k * ds] = v;
+  } else {
+    for (int64_t k = 0; k < n; k++) d[k * ds] = s[k * ss];
+  }
+}
+
+void copy_items(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n, int esize) {
+  switch (esize) {
+    case 1: move_items<uint8_t>(dst, ds, src, ss, n); break;
+    case 2: move_items<uint16_t>(dst, ds, src, ss, n); break;
+    case 4: move_items<uint32_t>(dst, ds, src, ss, n); break;
+    case 8: move_items<uint64_t>(dst, ds, src, ss, n); break;
+    default:
+      for (int64_t k = 0; k < n; k++) std::memcpy(dst + k * ds * esize, src + k * ss * esize, size_t(esize));
+  }
+}
+
 // out (row-major) ← src (strided), raw items.
 void copy_in(int nd, const int64_t *shape, const char *src, const int64_t *sst, char *out, int esize) {
   const int64_t total = size_of(nd, shape);
@@ -185,8 +211,7 @@ void copy_in(int nd, const int64_t *shape, const char *src, const int64_t *sst, 
       off += (rest % shape[d]) * sst[d];
       rest /= shape[d];
     }
-    char *o = out + r * shape[last] * esize;
-    for (int64_t k = 0; k < shape[last]; k++) std::memcpy(o + k * esize, src + (off + k * sst[last]) * esize, size_t(esize));
+    copy_items(out + r * shape[last] * esize, 1, src + off * esize, sst[last], shape[last], esize);
   }
 }
 
@@ -293,7 +318,13 @@ int scatter(const double *desc, int32_t words) {
     if (comb) comb(dp, sp);
     else std::memcpy(dp, sp, size_t(esize));
   };
-  if (kind == 0) {
+  if (kind == 0 && !comb && und > 0) {
+    // an assignment: row by row over the update's last dim (rows never overlap, so order is moot)
+    const int last = und - 1;
+    const int64_t n = ushape[last], rows = ucount / n;
+    Walk w(last, ushape, {rst, ust});
+    for (int64_t i = 0; i < rows; i++, w.next()) copy_items(out + (base + w.off[0]) * esize, rst[last], upd + w.off[1] * esize, ust[last], n, esize);
+  } else if (kind == 0) {
     // the region in order (row-major over the update)
     Walk w(und, ushape, {rst, ust});
     for (int64_t i = 0; i < ucount; i++, w.next()) apply(base + w.off[0], w.off[1]);
@@ -318,10 +349,24 @@ int scatter(const double *desc, int32_t words) {
         if (v < 0) v += shape[axes[k]];
         start += v * ost[axes[k]];
       }
-      for (int64_t jj = 0; jj < sliceN; jj++) {
-        const int64_t dst = start + offset_of(nd, sshape, ost, jj);
-        const int64_t uoff = offset_of(ind, ushape, ust, i) + offset_of(nd, sshape, ust + ind, jj);
-        apply(dst, uoff);
+      if (nd == 0) {
+        for (int64_t jj = 0; jj < sliceN; jj++) apply(start, offset_of(ind, ushape, ust, i));
+        continue;
+      }
+      // the slice row by row over its last dim (the same element order as before)
+      const int last = nd - 1;
+      const int64_t n = sshape[last], ul = ust[ind + last], rows = n == 0 ? 0 : sliceN / n;
+      const int64_t ubase = offset_of(ind, ushape, ust, i);
+      Walk w(last, sshape, {ost, ust + ind});
+      for (int64_t rr = 0; rr < rows; rr++, w.next()) {
+        const int64_t d0 = start + w.off[0], u0 = ubase + w.off[1];
+        if (dtype == F32 && mode == MSum) {
+          float *dp = reinterpret_cast<float *>(out) + d0;  // comb_num<float, MSum>: a float add
+          const float *up = reinterpret_cast<const float *>(upd) + u0;
+          for (int64_t k = 0; k < n; k++) dp[k] = dp[k] + up[k * ul];
+        } else {
+          for (int64_t k = 0; k < n; k++) apply(d0 + k, u0 + k * ul);
+        }
       }
     }
   }

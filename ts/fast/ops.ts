@@ -301,7 +301,7 @@ export interface SdpaStepPlan {
 /** What mg.fast.sdpaPlan answers: the forward and backward kernels, precision, scratch bytes and why. */
 export interface SdpaPlan {
   device: "cpu" | "gpu";
-  /** fused-prefill / fused-decode (GPU), cpu-reference (the CPU's row-at-a-time primitive) or unfused. */
+  /** fused-prefill / fused-decode (GPU), cpu-reference (the CPU device's fused primitive) or unfused. */
   kernel: "fused-prefill" | "fused-decode" | "cpu-reference" | "unfused";
   fused: boolean;
   /** Why it is not fused (null when it is). */
@@ -372,7 +372,10 @@ export function sdpaPlan(q: SdpaPlanInput, k: SdpaPlanInput, v: SdpaPlanInput, o
     };
   }
   if (device === "cpu") {
-    const label = "float64 reference, one query row at a time (O(kL) memory), rounded once to the output dtype";
+    const label =
+      p.dtype.name === "float64"
+        ? "float64 reference, one query row at a time (O(kL) memory)"
+        : "fp32 products and softmax (native CPU kernels: blocks of query rows against the keys they see, O(rows·kL) scratch per thread; the TypeScript backend, MG_CPU_NATIVE=0, computes in float64), rounded once to the output dtype";
     return {
       device,
       kernel: "cpu-reference",

@@ -473,6 +473,12 @@ describe("concatenate, pad, arange", () => {
       if (dtype !== mg.complex64) {
         compareResults(P.AsType, both(() => [mg.arange(-3, 40, 1.25, dtype, S)]), `arange ${dtype.name}`);
       }
+      if (dtype === mg.int32) {
+        // integral steps (the int32 fast path), and values past int32's range (they wrap)
+        for (const [start, stop, step] of [[-7, 50, 3], [40, -9, -4], [2147483640, 2147483650, 2], [-2147483648, -2147483640, 1]] as const) {
+          compareResults(P.AsType, both(() => [mg.arange(start, stop, step, dtype, S)]), `arange int32 ${start}:${stop}:${step}`);
+        }
+      }
     });
   }
 });
@@ -570,6 +576,28 @@ describe("determinism", () => {
       expectSameBits(one, four, name);
     });
   }
+
+  test("GEMM with B packed once for all row tasks (4 threads) = each task packing its own (1 thread, one row task)", () => {
+    // M ≤ 144 is one row task on 1 thread; more threads split the rows (these products are large
+    // enough for 2) and share one packed B. K spans two KC blocks, N ends in a partial micro-panel,
+    // B is transposed, batched or broadcast.
+    const a = ref(() => mg.reshape(uniform(3 * 140 * 300, 141), [3, 140, 300], S));
+    const b = ref(() => mg.reshape(uniform(3 * 300 * 310, 142), [3, 300, 310], S));
+    const bt = ref(() => mg.transpose(mg.reshape(uniform(310 * 300, 143), [310, 300], S), undefined, S));
+    const c = ref(() => mg.reshape(uniform(140 * 310, 144), [140, 310], S));
+    const a2 = ref(() => mg.reshape(uniform(140 * 300, 145), [140, 300], S));
+    const build = () => [mg.matmul(a, b, S), mg.matmul(a, bt, S), mg.addmm(c, a2, bt, 0.5, 2, S), mg.matmul(mg.astype(a2, mg.float64, S), mg.astype(bt, mg.float64, S), S)];
+    const prev = setNativeThreads(1);
+    const one = build();
+    mg.eval(one);
+    setNativeThreads(4);
+    const four = build();
+    mg.eval(four);
+    setNativeThreads(prev);
+    one.forEach((o, k) => expectSameBits(o, four[k]!, `product ${k}`));
+    const want = ref(() => build());
+    one.forEach((o, k) => expectClose(o, want[k]!, accumulationTolerance(o.dtype, 300 * 40), `product ${k} vs reference`));
+  });
 
   test("both instruction sets agree with the reference; exact ops and sums bit for bit", () => {
     const info = nativeInfo();

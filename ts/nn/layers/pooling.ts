@@ -4,6 +4,7 @@ import type { MgArray } from "../../core/array.ts";
 import { asStrided, pad } from "../../core/ops/movement.ts";
 import { max, mean } from "../../core/ops/reduce.ts";
 import { reshape, transpose } from "../../core/ops/shape.ts";
+import { sliceStatic } from "../../core/ops/slicing.ts";
 import { resolveOptions, type Trailing } from "../../core/options.ts";
 import { libraryForward, Module } from "../module.ts";
 
@@ -43,6 +44,13 @@ export function slidingWindows(x: MgArray, window: readonly number[], strides: r
     );
   }
   if (spatial.every((size, i) => window[i] === strides[i] && size % window[i]! === 0)) return nonOverlappingWindows(x, window);
+  if (spatial.every((_, i) => window[i] === strides[i])) {
+    // Non-overlapping windows that leave a remainder: the elements past the last whole window are
+    // never read, so slicing them off gives the same windows, and a slice's gradient instead of
+    // as_strided's (a scatter-add through an index array of the whole input).
+    const stop = x.shape.map((size, d) => (d === 0 || d === x.ndim - 1 ? size : Math.floor(size / window[d - 1]!) * window[d - 1]!));
+    return nonOverlappingWindows(sliceStatic(x, stop.map(() => 0), stop), window);
+  }
   const shape = x.shape;
   const elemStrides = new Array<number>(shape.length);
   let acc = 1;

@@ -1,12 +1,17 @@
 // mg.fast's fused primitives on the native CPU kernels (Sources/MGCpu/fast.cpp, bound in
-// ts/backend/cpu/native/fast.ts) against the float64 references (ts/backend/cpu/fast.ts), which they
-// carry over operation for operation: equal values for every float dtype, mask kind, sinks, grouped
-// heads, strided operands, forward and backward; thread counts give the same bits.
+// ts/backend/cpu/native/fast.ts) against the float64 references (ts/backend/cpu/fast.ts): the
+// norms, RoPE and cross entropy carry them over operation for operation (equal values for every
+// float dtype); attention and cross entropy on float32/float16/bfloat16 run in float32 on the
+// vectorised kernels (MLX's precision), so they match within the dtype's accumulation tolerance
+// (float64: exactly).
+// Every mask kind, sinks, grouped heads, strided operands, forward and backward; thread counts give
+// the same bits.
 import { describe, expect, test } from "bun:test";
 import * as mg from "../../../../ts/index.ts";
 import type { MgArray } from "../../../../ts/core/array.ts";
 import type { Dtype } from "../../../../ts/core/dtype.ts";
-import { both, compare, expectExact, expectThreadIndependent, kernelsOf, onReference, S, uniform } from "./harness.ts";
+import { accumulationTolerance } from "../../../../ts/testing/tolerances.ts";
+import { both, compare, expectClose, expectExact, expectThreadIndependent, kernelsOf, onReference, S, uniform } from "./harness.ts";
 
 const exact = (got: MgArray, want: MgArray, what: string) => expectExact(got, want, what);
 const input = (shape: number[], seed: number, dtype: Dtype) => onReference(() => mg.astype(uniform(shape, seed, mg.float32, 2), dtype, S));
@@ -38,10 +43,21 @@ describe("native mg.fast = reference", () => {
       for (const [name, mask] of masks) {
         for (const sinks of [null, input([4], 19, dtype)]) {
           const opts = { scale: 0.3, mask: mask as never, sinks, stream: mg.cpu };
-          compare(both(() => [mg.fast.scaledDotProductAttention(q, k, v, opts), mg.fast.scaledDotProductAttention(qs, k, v, opts)]), `${dtype.name} sdpa ${name}${sinks ? " sinks" : ""}`, exact);
+          compare(both(() => [mg.fast.scaledDotProductAttention(q, k, v, opts), mg.fast.scaledDotProductAttention(qs, k, v, opts)]), `${dtype.name} sdpa ${name}${sinks ? " sinks" : ""}`, attention(13));
           const f = mg.grad((a: MgArray, kk: MgArray, vv: MgArray) => mg.sum(mg.multiply(mg.fast.scaledDotProductAttention(a, kk, vv, opts), g, S), undefined, S), [0, 1, 2]) as unknown as Grad;
-          compare(both(() => f(q, k, v)), `${dtype.name} sdpa gradients ${name}${sinks ? " sinks" : ""}`, exact);
+          compare(both(() => f(q, k, v)), `${dtype.name} sdpa gradients ${name}${sinks ? " sinks" : ""}`, attention(13));
         }
+      }
+      // several blocks of query rows (partial last block), causal rows ending mid-block, qL < kL
+      const ql = input([1, 4, 61, 40], 51, dtype), kl = input([1, 2, 70, 40], 52, dtype), vl = input([1, 2, 70, 24], 53, dtype), gl = input([1, 4, 61, 24], 54, dtype);
+      for (const mask of [undefined, "causal"]) {
+        const opts = { scale: 0.2, mask: mask as never, stream: mg.cpu };
+        const f = mg.grad((a: MgArray, kk: MgArray, vv: MgArray) => mg.sum(mg.multiply(mg.fast.scaledDotProductAttention(a, kk, vv, opts), gl, S), undefined, S), [0, 1, 2]) as unknown as Grad;
+        compare(both(() => [mg.fast.scaledDotProductAttention(ql, kl, vl, opts), ...f(ql, kl, vl)]), `${dtype.name} sdpa blocks ${mask ?? "none"}`, attention(70 * 4));
+      }
+      // exact for float64, else float32 accumulation against the float64 reference
+      function attention(n: number) {
+        return (got: MgArray, want: MgArray, what: string) => (dtype === mg.float64 ? expectExact(got, want, what) : expectClose(got, want, accumulationTolerance(dtype, n), what));
       }
     });
 
@@ -65,12 +81,37 @@ describe("native mg.fast = reference", () => {
       const xt = onReference(() => mg.transpose(input([11, 5, 4], 32, dtype), [2, 1, 0], S));
       const t = mg.array([[0, 10, 3, -1, 11], [2, 2, 2, 2, 2], [9, 8, 7, 6, 5], [1, 0, 1, 0, 1]], mg.int32);
       const special = onReference(() => mg.where(mg.greater(x, 1.5, S), Infinity, mg.where(mg.less(x, -1.7, S), NaN, x, S), S));
-      compare(both(() => [mg.fast.crossEntropy(x, t, S), mg.fast.crossEntropy(xt, t, S), mg.fast.crossEntropy(special, t, S)]), `${dtype.name} cross entropy`, exact);
+      // float64 logits: the float64 reference exactly; else float32 (MLX's precision)
+      const close = (got: MgArray, want: MgArray, what: string) => (dtype === mg.float64 ? expectExact(got, want, what) : expectClose(got, want, accumulationTolerance(got.dtype, 11), what));
+      compare(both(() => [mg.fast.crossEntropy(x, t, S), mg.fast.crossEntropy(xt, t, S), mg.fast.crossEntropy(special, t, S)]), `${dtype.name} cross entropy`, close);
       const g = input([4, 5], 33, dtype);
       const f = mg.grad((a: MgArray) => mg.sum(mg.multiply(mg.fast.crossEntropy(a, t, S), mg.astype(g, mg.float32, S), S), undefined, S)) as unknown as (a: MgArray) => MgArray;
-      compare(both(() => [f(x), f(xt)]), `${dtype.name} cross entropy gradient`, exact);
+      compare(both(() => [f(x), f(xt), f(special)]), `${dtype.name} cross entropy gradient`, close);
     });
   }
+
+  test("attention with MLX's additive causal mask (finfo.min: exp underflows to 0) and cotangent rows holding inf or NaN", () => {
+    // masked scores minus the row maximum lie far below exp's underflow point, and their p = 0 terms
+    // of dV and D are skipped unless dO's row or dp is not finite: all of it must match the reference
+    // (float64 runs the reference's arithmetic: exactly; the others MLX's float32: within tolerance)
+    for (const dtype of [mg.float32, mg.float16, mg.float64]) {
+      const exact = (got: MgArray, want: MgArray, what: string) =>
+        dtype === mg.float64 ? expectExact(got, want, what) : expectClose(got, want, accumulationTolerance(got.dtype, 12), what);
+      const q = input([2, 2, 12, 8], 51, dtype), k = input([2, 2, 12, 8], 52, dtype), v = input([2, 2, 12, 8], 53, dtype);
+      const mask = onReference(() => mg.astype(mg.nn.MultiHeadAttention.createAdditiveCausalMask(12), dtype, S));
+      const special = onReference(() => {
+        const g = input([2, 2, 12, 8], 54, dtype);
+        const rows = mg.reshape(mg.arange(12, S), [1, 1, 12, 1], S);
+        return mg.where(mg.equal(rows, 3, S), Infinity, mg.where(mg.equal(rows, 7, S), NaN, g, S), S);
+      });
+      const opts = { scale: 0.35, mask, stream: mg.cpu };
+      compare(both(() => [mg.fast.scaledDotProductAttention(q, k, v, opts)]), `${dtype.name} additive causal`, exact);
+      for (const [name, g] of [["finite", input([2, 2, 12, 8], 55, dtype)], ["inf and NaN rows", special]] as const) {
+        const f = mg.grad((a: MgArray, kk: MgArray, vv: MgArray) => mg.sum(mg.multiply(mg.fast.scaledDotProductAttention(a, kk, vv, opts), g, S), undefined, S), [0, 1, 2]) as unknown as Grad;
+        compare(both(() => f(q, k, v)), `${dtype.name} additive causal gradients, ${name} cotangent`, exact);
+      }
+    }
+  });
 
   test("the trace names the native kernels", () => {
     const x = uniform([2, 8], 31);

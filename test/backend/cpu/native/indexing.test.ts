@@ -76,6 +76,13 @@ describe("native scatter and slice updates = reference", () => {
         const region = onReference(() => mg.reshape(values(dtype, 3 * 2, 14), [3, 2], S));
         compare(both(() => [makeArray(SliceUpdate, [a, region], { start: [1, 0], stop: [7, 6], strides: [2, 3], mode }, D)]), `${dtype.name} slice update ${mode}`, exact);
       }
+      // sum-scatter of strided (transposed) update rows, duplicate indices (an embedding's gradient)
+      const updT = onReference(() => mg.transpose(mg.reshape(values(dtype, 6 * 5, 18), [6, 1, 5], S), [2, 1, 0], S));
+      compare(both(() => [makeArray(Scatter, [a, idx, updT], { axes: [0], mode: "sum" }, D)]), `${dtype.name} scatter sum, transposed updates`, exact);
+      // an assignment of a transposed region into a broadcast source (a strided view's gradient)
+      const zeros = onReference(() => mg.broadcastTo(mg.zeros([1, 6], dtype, S), [8, 6], S));
+      const regionT = onReference(() => mg.transpose(mg.reshape(values(dtype, 3 * 4, 17), [3, 4], S), undefined, S));
+      compare(both(() => [makeArray(SliceUpdate, [zeros, regionT], { start: [0, 1], stop: [8, 6], strides: [2, 2], mode: "none" }, D)]), `${dtype.name} slice update into broadcast`, exact);
       // two index arrays (a point per pair), slice of one element
       const i0 = mg.array([[1, 1], [7, -8]], mg.int64), i1 = mg.array([[0, 0], [5, 2]], mg.uint8);
       const u2 = onReference(() => mg.reshape(values(dtype, 4, 15), [2, 2, 1, 1], S));

@@ -31,6 +31,8 @@ interface Case {
   /** Store q as (B, qL, Hq, D) and read it transposed. */
   stridedQ?: boolean;
   backward?: boolean;
+  /** The backward's kernels: the one-pass kernel (what kL ≤ 256 takes) or the two passes. */
+  twoPass?: boolean;
   accumulate16?: "float32" | "native";
   seed?: number;
 }
@@ -60,7 +62,7 @@ function runCase(c: Case): { kernels: string[]; precision: string } {
   const mask = c.mask ?? "none";
   const seed = c.seed ?? c.qL * 1000 + c.kL + c.D;
   const p: SdpaProblem = { B, Hq, Hkv, qL: c.qL, kL: c.kL, Dk: c.D, Dv, dtype: d, mask, sinks: !!c.sinks };
-  const plan = planSdpaKernels(p, c.accumulate16 ?? "float32", TGMEM);
+  const plan = planSdpaKernels(p, c.accumulate16 ?? "float32", TGMEM, c.twoPass ? 0 : undefined);
   prepareKernels([...plan.steps.map((s) => s.kernel), ...(c.backward ? plan.backward.steps.map((s) => s.kernel) : [])]);
 
   const qs = [B, Hq, c.qL, c.D];
@@ -183,19 +185,31 @@ describe("decode (split keys, qL ≤ 8)", () => {
   for (const d of [float16, bfloat16]) test(`${d.name}, kL 257`, () => void runCase({ qL: 2, kL: 257, D: 40, dtype: d }));
 });
 
-describe("fused backward (flash-attention-2)", () => {
-  test("float32, GQA 2:1, partial tiles", () => {
-    const r = runCase({ Hq: 4, Hkv: 2, qL: 19, kL: 27, D: 16, backward: true });
-    expect(r.kernels.slice(1)).toEqual(["mg_sdpa_backward_dq_f32_dk16_dv16_bk32", "mg_sdpa_backward_dkdv_f32_dk16_dv16_bq32"]);
+// Every case runs both backward kernels: the two passes (dQ, then dK/dV) and the one pass.
+for (const twoPass of [true, false]) {
+  describe(`fused backward (flash-attention-2), ${twoPass ? "two passes" : "one pass"}`, () => {
+    const runB = (c: Case) => runCase({ ...c, backward: true, twoPass });
+    test("float32, GQA 2:1, partial tiles", () => {
+      const r = runB({ Hq: 4, Hkv: 2, qL: 19, kL: 27, D: 16 });
+      expect(r.kernels.slice(1)).toEqual(twoPass ? ["mg_sdpa_backward_dq_f32_dk16_dv16_bk32", "mg_sdpa_backward_dkdv_f32_dk16_dv16_bq32"] : ["mg_sdpa_backward_onepass_f32_dk16_dv16_bq32"]);
+    });
+    test("causal qL < kL and qL > kL, several key blocks", () => {
+      runB({ qL: 10, kL: 30, D: 8, mask: "causal" });
+      runB({ qL: 35, kL: 12, D: 8, mask: "causal" });
+      runB({ Hq: 4, Hkv: 1, qL: 70, kL: 75, D: 24, mask: "causal" });
+    });
+    test("boolean mask with a hidden row, sinks", () => void runB({ qL: 12, kL: 20, D: 16, mask: "bool", maskShape: [1, 1, 12, 20], sinks: true }));
+    test("additive mask", () => void runB({ qL: 9, kL: 14, D: 24, mask: "additive", maskShape: [1, 2, 9, 14] }));
+    test("decode forward then backward (qL 3)", () => void runB({ Hq: 2, Hkv: 1, qL: 3, kL: 40, D: 16, mask: "causal" }));
+    test("D=256, Dv 200", () => void runB({ Hq: 1, qL: 9, kL: 10, D: 256, Dv: 200 }));
+    for (const d of [float16, bfloat16]) test(`${d.name}`, () => void runB({ qL: 16, kL: 16, D: 16, dtype: d, mask: "causal" }));
+    test("strided q", () => void runB({ B: 2, qL: 9, kL: 9, D: 8, stridedQ: true }));
   });
-  test("causal qL < kL and qL > kL", () => {
-    runCase({ qL: 10, kL: 30, D: 8, mask: "causal", backward: true });
-    runCase({ qL: 35, kL: 12, D: 8, mask: "causal", backward: true });
-  });
-  test("boolean mask with a hidden row, sinks", () => void runCase({ qL: 12, kL: 20, D: 16, mask: "bool", maskShape: [1, 1, 12, 20], sinks: true, backward: true }));
-  test("additive mask", () => void runCase({ qL: 9, kL: 14, D: 24, mask: "additive", maskShape: [1, 2, 9, 14], backward: true }));
-  test("decode forward then backward (qL 3)", () => void runCase({ Hq: 2, Hkv: 1, qL: 3, kL: 40, D: 16, mask: "causal", backward: true }));
-  test("D=256, Dv 200", () => void runCase({ Hq: 1, qL: 9, kL: 10, D: 256, Dv: 200, backward: true }));
-  for (const d of [float16, bfloat16]) test(`${d.name}`, () => void runCase({ qL: 16, kL: 16, D: 16, dtype: d, mask: "causal", backward: true }));
-  test("strided q", () => void runCase({ B: 2, qL: 9, kL: 9, D: 8, stridedQ: true, backward: true }));
+}
+
+test("the backward takes one pass up to 256 keys, two passes beyond", () => {
+  const p = (kL: number): SdpaProblem => ({ B: 1, Hq: 2, Hkv: 2, qL: 64, kL, Dk: 64, Dv: 64, dtype: float32, mask: "causal", sinks: false });
+  expect(planSdpaKernels(p(256), "float32", TGMEM).backward.steps.map((s) => s.kernel.name)).toEqual(["mg_sdpa_backward_onepass_f32_dk64_dv64_bq32"]);
+  expect(planSdpaKernels(p(256), "float32", TGMEM).backward.precision).toContain("one pass");
+  expect(planSdpaKernels(p(257), "float32", TGMEM).backward.steps.map((s) => s.kernel.name)).toEqual(["mg_sdpa_backward_dq_f32_dk64_dv64_bk32", "mg_sdpa_backward_dkdv_f32_dk64_dv64_bq32"]);
 });

@@ -196,10 +196,18 @@ registerNative(RMSNormVJP, nativeOr(RMSNormVJP, (i, o, p) => runNorm(i, o, p, fa
 registerNative(LayerNorm, nativeOr(LayerNorm, (i, o, p) => runNorm(i, o, p, true, false), reference64("LayerNorm")));
 registerNative(LayerNormVJP, nativeOr(LayerNormVJP, (i, o, p) => runNorm(i, o, p, true, true), reference64("LayerNormVJP")));
 registerNative(RoPE, nativeOr(RoPE, runRope, reference64("RoPE")));
-registerNative(ScaledDotProductAttention, nativeOr(ScaledDotProductAttention, (i, o, p) => runSdpa(i, o, p, false), reference64("ScaledDotProductAttention")));
-registerNative(ScaledDotProductAttentionVJP, nativeOr(ScaledDotProductAttentionVJP, (i, o, p) => runSdpa(i, o, p, true), reference64("ScaledDotProductAttentionVJP")));
-registerNative(CrossEntropy, nativeOr(CrossEntropy, (i, o) => runCrossEntropy(i, o, false), reference64("CrossEntropy")));
-registerNative(CrossEntropyVJP, nativeOr(CrossEntropyVJP, (i, o) => runCrossEntropy(i, o, true), reference64("CrossEntropyVJP")));
+// Attention runs in float32 (MLX's precision: float32 products and softmax) unless an operand is float64.
+const attention = (kernel: string) => (inputs: readonly MgArray[], outputs: readonly MgArray[]) => {
+  const f64 = inputs.slice(0, 3).some((a) => a.dtype === float64);
+  return f64 ? { kernel, precision: precisionOf(float64, "float64") } : { kernel, precision: `${precisionOf(outputs[0]!.dtype, "float32")} (blocked products, softmax in float32)` };
+};
+registerNative(ScaledDotProductAttention, nativeOr(ScaledDotProductAttention, (i, o, p) => runSdpa(i, o, p, false), attention("ScaledDotProductAttention")));
+registerNative(ScaledDotProductAttentionVJP, nativeOr(ScaledDotProductAttentionVJP, (i, o, p) => runSdpa(i, o, p, true), attention("ScaledDotProductAttentionVJP")));
+// Cross entropy: float32 max, exp and sum (MLX's) unless the logits are float64.
+const crossEntropy = (kernel: string) => ([x]: readonly MgArray[]) =>
+  x!.dtype === float64 ? { kernel, precision: precisionOf(float64, "float64") } : { kernel, precision: precisionOf(x!.dtype, "float32") };
+registerNative(CrossEntropy, nativeOr(CrossEntropy, (i, o) => runCrossEntropy(i, o, false), crossEntropy("CrossEntropy")));
+registerNative(CrossEntropyVJP, nativeOr(CrossEntropyVJP, (i, o) => runCrossEntropy(i, o, true), crossEntropy("CrossEntropyVJP")));
 
 // ---- linalg --------------------------------------------------------------------------------------------------------
 

@@ -19,6 +19,8 @@ import { accumulatorOf } from "./precision.ts";
 
 export const SDPA_MAX_HEAD_DIM = 256;
 export const SDPA_DECODE_MAX_QUERIES = 8;
+/** Key lengths up to this take the one-pass backward (one threadgroup per key/value head). */
+export const SDPA_ONEPASS_MAX_KEYS = 256;
 /** Simdgroups per threadgroup of the tiled kernels (8 query rows or keys each). */
 const NSG = 4;
 /** Threads of the decode kernel (one key each per step). */
@@ -79,7 +81,7 @@ function fitBlock(choices: readonly number[], bytes: (block: number) => number, 
 }
 
 /** Kernel choice and tiles for a problem the fused kernels take (sdpaUnfusedReason is null). */
-export function planSdpaKernels(p: SdpaProblem, accumulate16: Accumulate16, threadgroupMemory: number): SdpaKernelPlan {
+export function planSdpaKernels(p: SdpaProblem, accumulate16: Accumulate16, threadgroupMemory: number, onePassMaxKeys = SDPA_ONEPASS_MAX_KEYS): SdpaKernelPlan {
   const t = mslType(p.dtype, "scaled_dot_product_attention");
   const tag = dtypeTag(p.dtype);
   const acc = accumulatorOf(p.dtype, accumulate16);
@@ -93,7 +95,7 @@ export function planSdpaKernels(p: SdpaProblem, accumulate16: Accumulate16, thre
   // blocks staged in float). Always float32.
   const bkDq = fitBlock([32, 16, 8], (bk) => (bk * (DK + 4) + bk * (DV + 4) + NSG * 64 + NSG * 8) * 4, budget);
   const bqKv = fitBlock([32, 16, 8], (bq) => (bq * (DK + 4) + bq * (DV + 4) + NSG * 64 + 3 * bq) * 4, budget);
-  const backward = {
+  const twoPass = {
     steps: [
       {
         kernel: {
@@ -120,6 +122,28 @@ export function planSdpaKernels(p: SdpaProblem, accumulate16: Accumulate16, thre
     scratchBytes: p.B * p.Hq * p.qL * 4,
     precision: `${p.dtype === float32 ? "IEEE fp32 products" : `fp32 accumulate over ${short(p.dtype)} operands`} (simdgroup matrices); P recomputed from the saved row statistics`,
   };
+  // Short key ranges: one pass per key/value head (P and dS once per tile, 5 products instead of
+  // 7; parallel over B·Hkv threadgroups only, which long sequences cannot afford).
+  const backward =
+    p.kL <= onePassMaxKeys
+      ? {
+          steps: [
+            {
+              kernel: {
+                file: "sdpa.metal",
+                name: `mg_sdpa_backward_onepass_${tag}_dk${DK}_dv${DV}_bq${bqKv}`,
+                instantiation: `sdpa_backward_onepass<${t}, ${DK}, ${DV}, ${bqKv}, ${NSG}>`,
+              },
+              grid: [1, p.Hkv, p.B] as [number, number, number],
+              threadgroup: 32 * NSG,
+              tile: { BK: 8 * NSG, BQ: bqKv },
+            },
+          ],
+          // dQ accumulated in float, rows padded to a multiple of 8
+          scratchBytes: p.B * p.Hq * Math.ceil(p.qL / 8) * 8 * DK * 4,
+          precision: `${twoPass.precision}; one pass (kL ≤ ${SDPA_ONEPASS_MAX_KEYS}): dQ summed in float scratch in a fixed order`,
+        }
+      : twoPass;
 
   if (p.qL <= SDPA_DECODE_MAX_QUERIES) {
     const heads = p.B * p.Hq;
@@ -297,9 +321,27 @@ export function encodeSdpaVjp(
   const { q, k, v, mask, o, stats, dO } = views;
   const dummy = q;
   const inputs = [bind(0, q, "read"), bind(1, k, "read"), bind(2, v, "read"), bind(3, mask && p.mask === "bool" ? mask : dummy, "read"), bind(4, mask && p.mask === "additive" ? mask : dummy, "read")];
-  const [dqStep, kvStep] = plan.backward.steps as [SdpaKernelStep, SdpaKernelStep];
+  const [dqStep, kvStep] = plan.backward.steps as [SdpaKernelStep, SdpaKernelStep | undefined];
   const D = sink.temporary(plan.backward.scratchBytes);
   const layout = (step: SdpaKernelStep, what: string) => `${what}; ${Object.entries(step.tile).map(([n, x]) => `${n}=${x}`).join(" ")}; mask ${p.mask}${p.Hq !== p.Hkv ? `, GQA ${p.Hq / p.Hkv}:1` : ""}`;
+  if (!kvStep) {
+    sink.dispatch(
+      {
+        pipeline: kernelPipeline(dqStep.kernel),
+        buffers: [...inputs, bind(5, o, "read"), bind(6, stats, "read"), bind(7, dO, "read"), bind(8, dq, "write"), bind(9, dk, "write"), bind(10, dv, "write"), bindScratch(11, D, "write")],
+        bytes: [params(12, p, scale, { ...views, o, dO })],
+        grid: dqStep.grid,
+        threadgroup: [dqStep.threadgroup, 1, 1],
+        mode: "threadgroups",
+        mustWrite: [8, 9, 10],
+      },
+      {
+        layout: layout(dqStep, `fused backward, one pass (kL ≤ ${SDPA_ONEPASS_MAX_KEYS}): dQ, dK, dV from P and dS computed once per tile`),
+        precision: plan.backward.precision,
+      },
+    );
+    return;
+  }
   sink.dispatch(
     {
       pipeline: kernelPipeline(dqStep.kernel),
