@@ -66,8 +66,8 @@ export interface TensorSpec {
  * New evaluated arrays for a loader's tensors, in order, with the bytes to fill. Tensors of at
  * least SHARED_TENSOR_BYTES get their own buffers; runs of smaller ones are packed into shared
  * buffers of at most SHARED_BUFFER_BYTES, each array a view at its own offset — one allocation
- * (and, on first use, one mapping) instead of one per tensor, which on a file of many small tensors
- * was most of the time not spent copying. The cost: a shared buffer is freed when the last of its
+ * (and, on first use, one mapping) instead of one per tensor, the largest cost after the copy on a
+ * file of many small tensors. The cost: a shared buffer is freed when the last of its
  * arrays is, so a small tensor kept alive keeps up to SHARED_BUFFER_BYTES; the trace records each
  * shared buffer and the tensors in it.
  */

@@ -72,7 +72,7 @@ function readEach(src: ByteSource, regions: readonly ReadRegion[]): void {
 
 /** Reads below this size in one call; larger reads are split so no single call asks for > 1 GiB. */
 const MAX_READ = 1 << 30;
-/** A single region smaller than this is read by readSync (no descriptor to build, no pool to wake). */
+/** A single region smaller than this is read by readSync (no descriptor to build, no threads to start). */
 const NATIVE_READ_MIN = 1 << 20;
 
 /**
@@ -135,9 +135,9 @@ export class FileSource implements ByteSource {
   }
 
   /**
-   * Fills every region in one native call that splits the reads over the CPU worker pool (a read
-   * from the page cache is a copy; one thread leaves the other cores idle). Every range is checked
-   * first; without the native runtime the regions are read in turn.
+   * Fills every region in one native call that splits the reads over I/O threads (a read from the
+   * page cache is a copy; one thread leaves the other cores idle). Every range is checked first;
+   * without the native runtime the regions are read in turn.
    */
   readRegions(regions: readonly ReadRegion[]): void {
     let bytes = 0;
