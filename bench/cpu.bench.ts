@@ -1,7 +1,8 @@
 // The CPU device side by side with numpy and MLX's CPU backend, in one run: elementwise,
 // reductions, softmax, matmul, an MLP training step, a fused 10-op chain and the cost of one tiny op.
-// Times are medians of ROUNDS runs after WARMUP runs; every result is freed before the next run
-// (metalgrad: tidy + dispose, as numpy and MLX free theirs by reference count).
+// Times are medians of ROUNDS runs after WARMUP runs, with the quartiles in brackets (the machine
+// is often shared: a wide bracket says the median is load, not code); every result is freed before
+// the next run (metalgrad: tidy + dispose, as numpy and MLX free theirs by reference count).
 //
 //   MG_PYTHON=/work/mlxenv/bin/python bun run bench/cpu.bench.ts     (ROUNDS=9 WARMUP=2 by default)
 //
@@ -10,7 +11,7 @@
 import * as mg from "../ts/index.ts";
 import type { MgArray } from "../ts/core/array.ts";
 import { nativeInfo } from "../ts/backend/cpu/native/index.ts";
-import { median, pythonWith } from "./util.ts";
+import { pythonWith } from "./util.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 9);
 const WARMUP = Number(process.env.WARMUP ?? 2);
@@ -60,7 +61,19 @@ function filled(n: number, seed: number, dtype: mg.Dtype = mg.float32, shape = [
   return a;
 }
 
-function time(run: () => void): number {
+/** Median and quartiles of a sample, in ms. */
+interface Stat {
+  med: number;
+  q1: number;
+  q3: number;
+}
+function stat(values: readonly number[]): Stat {
+  const s = [...values].sort((a, b) => a - b);
+  const n = s.length - 1;
+  return { med: s[Math.round(n / 2)]!, q1: s[Math.floor(n / 4)]!, q3: s[Math.ceil((3 * n) / 4)]! };
+}
+
+function time(run: () => void): Stat {
   for (let i = 0; i < WARMUP; i++) run();
   const ms: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
@@ -68,11 +81,11 @@ function time(run: () => void): number {
     run();
     ms.push((Bun.nanoseconds() - t0) / 1e6);
   }
-  return median(ms);
+  return stat(ms);
 }
 
 /** Times building and evaluating `fn`'s result, freed after each run. */
-function timeOp(fn: () => MgArray | MgArray[]): number {
+function timeOp(fn: () => MgArray | MgArray[]): Stat {
   return time(() => {
     const out = mg.tidy(() => fn());
     const list = Array.isArray(out) ? out : [out];
@@ -88,8 +101,8 @@ function gelu(x: MgArray): MgArray {
   return mg.multiply(mg.multiply(x, 0.5, S), mg.add(mg.tanh(inner, S), 1, S), S);
 }
 
-function metalgrad(): Map<string, number> {
-  const t = new Map<string, number>();
+function metalgrad(): Map<string, Stat> {
+  const t = new Map<string, Stat>();
   // tiny ops: build + eval one add on a 4-element array, 10,000 times
   const small = mg.array([1, 2, 3, 4], mg.float32);
   mg.eval(small);
@@ -109,7 +122,7 @@ function metalgrad(): Map<string, number> {
     const u = process.cpuUsage(u0);
     cpu.push((u.user + u.system) / 1000);
   }
-  t.set("tiny op, CPU time (not wall)", median(cpu));
+  t.set("tiny op, CPU time (not wall)", stat(cpu));
 
   const a1 = filled(M1, 1), b1 = filled(M1, 2), a16 = filled(M16, 3), b16 = filled(M16, 4);
   t.set("add 1M f32", timeOp(() => mg.add(a1, b1, S)));
@@ -157,12 +170,15 @@ const PY = String.raw`
 import json, sys, time, statistics
 import numpy as np
 ROUNDS, WARMUP, which = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def quart(ts):
+    s = sorted(ts); n = len(s) - 1
+    return [s[(n + 1) // 2] if n % 2 else s[n // 2], s[n // 4], s[-(-3 * n // 4)]]
 def med(run):
     for _ in range(WARMUP): run()
     ts = []
     for _ in range(ROUNDS):
         t0 = time.perf_counter(); run(); ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts)
+    return quart(ts)
 rng = np.random.default_rng(0)
 M1, M16 = 1 << 20, 1 << 24
 out = {}
@@ -194,7 +210,7 @@ if which == "numpy":
     cpu = []
     for _ in range(ROUNDS):
         c0 = time.process_time(); tiny(); cpu.append((time.process_time() - c0) * 1e3)
-    out["tiny op, CPU time (not wall)"] = statistics.median(cpu)
+    out["tiny op, CPU time (not wall)"] = quart(cpu)
 else:
     import mlx.core as mx
     mx.set_default_device(mx.cpu)
@@ -237,30 +253,36 @@ else:
     cpu = []
     for _ in range(ROUNDS):
         c0 = time.process_time(); tiny(); cpu.append((time.process_time() - c0) * 1e3)
-    out["tiny op, CPU time (not wall)"] = statistics.median(cpu)
+    out["tiny op, CPU time (not wall)"] = quart(cpu)
 print(json.dumps(out))
 `;
 
-function python(which: "numpy" | "mlx"): Map<string, number> | string {
+function python(which: "numpy" | "mlx"): Map<string, Stat> | string {
   const py = pythonWith(which === "mlx" ? ["mlx.core", "numpy"] : ["numpy"]);
   if (!py) return "not importable";
   const r = Bun.spawnSync([py, "-c", PY, String(ROUNDS), String(WARMUP), which], { stderr: "pipe" });
   if (r.exitCode !== 0) return `failed: ${r.stderr.toString().trim().split("\n").pop()}`;
-  return new Map(Object.entries(JSON.parse(r.stdout.toString()) as Record<string, number>));
+  const parsed = JSON.parse(r.stdout.toString()) as Record<string, [number, number, number]>;
+  return new Map(Object.entries(parsed).map(([k, [med, q1, q3]]) => [k, { med, q1, q3 }]));
 }
 
 // ---- the table ----------------------------------------------------------------------------------------
 
-function cell(c: Case, ms: number | undefined): string {
-  if (ms === undefined) return "—";
-  if (c.perOp) return `${((ms * 1e3) / c.perOp).toFixed(2)} µs`;
+function cell(c: Case, t: Stat | undefined): string {
+  if (t === undefined) return "—";
+  const ms = t.med;
+  if (c.perOp) {
+    const us = (v: number) => ((v * 1e3) / c.perOp!).toFixed(2);
+    return `${us(ms)} µs [${us(t.q1)}–${us(t.q3)}]`;
+  }
+  const f = (v: number) => (v < 10 ? v.toFixed(3) : v.toFixed(1));
   const rate = c.bytes ? ` ${(c.bytes / ms / 1e6).toFixed(1)} GB/s` : c.flops ? ` ${(c.flops / ms / 1e6).toFixed(1)} GFLOP/s` : "";
-  return `${ms < 10 ? ms.toFixed(3) : ms.toFixed(1)} ms${rate}`;
+  return `${f(ms)} ms [${f(t.q1)}–${f(t.q3)}]${rate}`;
 }
 
 const info = nativeInfo();
 const load = (await Bun.file("/proc/loadavg").text().catch(() => "")).split(" ")[0];
-console.log(`cpu.bench: CPU device (native ${info.isa}, ${info.threads} threads, GEMM ${info.gemm}) vs numpy and MLX cpu; medians of ${ROUNDS} (warmup ${WARMUP})${load ? `; load average ${load}` : ""}`);
+console.log(`cpu.bench: CPU device (native ${info.isa}, ${info.threads} threads, GEMM ${info.gemm}) vs numpy and MLX cpu; medians [quartiles] of ${ROUNDS} (warmup ${WARMUP})${load ? `; load average ${load}` : ""}`);
 const mine = metalgrad();
 const np = python("numpy");
 const mlx = python("mlx");
@@ -271,7 +293,7 @@ const rows = CASES.map((c) => {
   const m = mine.get(c.name);
   const n = typeof np === "string" ? undefined : np.get(c.name);
   const x = typeof mlx === "string" ? undefined : mlx.get(c.name);
-  return [c.name, cell(c, m), cell(c, n), cell(c, x), m && n ? `${(n / m).toFixed(2)}×` : "—"];
+  return [c.name, cell(c, m), cell(c, n), cell(c, x), m && n ? `${(n.med / m.med).toFixed(2)}×` : "—"];
 });
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 const line = (r: string[]) => `| ${r.map((v, i) => v.padEnd(widths[i]!)).join(" | ")} |`;

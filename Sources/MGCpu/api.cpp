@@ -245,9 +245,9 @@ int elementwise(const double *desc, int32_t words) {
     return o < p.n_in ? p.in[o].dtype : o < p.n_in + p.n_out ? p.out_dtype[o - p.n_in] : p.temp_dtype[o - p.n_in - p.n_out];
   };
   // per-call scratch lives in thread-local vectors whose capacity persists: no allocation per call
-  static thread_local std::vector<char> written;
-  written.assign(size_t(n_ops), 0);
-  for (int k = 0; k < p.n_in; k++) written[size_t(k)] = 1;
+  static thread_local char written[3 * MAX_OPERANDS];
+  std::memset(written, 0, size_t(n_ops));
+  std::memset(written, 1, size_t(p.n_in));
   const Isa &is = isa();
   static thread_local Exec exec;
   Exec &e = exec;
@@ -357,7 +357,8 @@ int elementwise(const double *desc, int32_t words) {
   const int64_t tasks = (p.size + e.chunk - 1) / e.chunk;
   if (!thread_scratch(0, size_t(regs) * TILE * 8 + 64)) return fail(fn, "out of memory for tile registers");
   note_threads(threads);
-  parallel_for(tasks, threads, run_tiles, &e);
+  if (tasks == 1) run_tiles(&e, 0, 0);  // a small program: no pool
+  else parallel_for(tasks, threads, run_tiles, &e);
   return MGCPU_OK;
 }
 

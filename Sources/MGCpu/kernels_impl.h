@@ -264,6 +264,13 @@ static inline cf to_cf(cd z) { return {float(z.re), float(z.im)}; }
 
 // ---- kernel loops ----------------------------------------------------------------------------------
 
+// Elementwise loops run in blocks: a block's operands are copied into locals, computed, and the
+// results stored. A fused program's instructions often write the register they read (dst == a);
+// the compiler's alias check sends such loops to scalar code, the locals let it vectorise every
+// block (callgrind: a float32 multiply went from 1.9 to 0.4 instructions an element). Reading a
+// block before writing it is what the in-place case needs anyway (same index only).
+template <class T> constexpr int64_t block_of() { return sizeof(T) >= 8 ? 8 : 16; }
+
 template <int D, int O, class F>
 static void k_unary(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
   F f{};
@@ -274,7 +281,16 @@ static void k_unary(void *dst, const void *a, const void *, const void *, int64_
     for (int64_t i = 0; i < n; i++) d[i] = v;
     return;
   }
-  for (int64_t i = 0; i < n; i++) d[i] = f(x[i]);
+  constexpr int64_t B = block_of<R<D>>();
+  int64_t i = 0;
+  for (; i + B <= n; i += B) {
+    R<D> xb[B];
+    R<O> rb[B];
+    __builtin_memcpy(xb, x + i, sizeof xb);
+    for (int64_t j = 0; j < B; j++) rb[j] = f(xb[j]);
+    __builtin_memcpy(d + i, rb, sizeof rb);
+  }
+  for (; i < n; i++) d[i] = f(x[i]);
 }
 template <int D, int O, class F> static KernelFn unary(F) { return &k_unary<D, O, F>; }
 
@@ -307,23 +323,47 @@ static void k_binary(void *dst, const void *a, const void *b, const void *, int6
   R<O> *d = static_cast<R<O> *>(dst);
   const R<D> *x = static_cast<const R<D> *>(a);
   const R<D> *y = static_cast<const R<D> *>(b);
+  constexpr int64_t B = block_of<R<D>>();
+  int64_t i = 0;
   switch (mask & 3) {
     case 0:
-      for (int64_t i = 0; i < n; i++) d[i] = f(x[i], y[i]);
+      for (; i + B <= n; i += B) {
+        R<D> xb[B], yb[B];
+        R<O> rb[B];
+        __builtin_memcpy(xb, x + i, sizeof xb);
+        __builtin_memcpy(yb, y + i, sizeof yb);
+        for (int64_t j = 0; j < B; j++) rb[j] = f(xb[j], yb[j]);
+        __builtin_memcpy(d + i, rb, sizeof rb);
+      }
+      for (; i < n; i++) d[i] = f(x[i], y[i]);
       break;
     case 1: {
       const R<D> xv = x[0];
-      for (int64_t i = 0; i < n; i++) d[i] = f(xv, y[i]);
+      for (; i + B <= n; i += B) {
+        R<D> yb[B];
+        R<O> rb[B];
+        __builtin_memcpy(yb, y + i, sizeof yb);
+        for (int64_t j = 0; j < B; j++) rb[j] = f(xv, yb[j]);
+        __builtin_memcpy(d + i, rb, sizeof rb);
+      }
+      for (; i < n; i++) d[i] = f(xv, y[i]);
       break;
     }
     case 2: {
       const R<D> yv = y[0];
-      for (int64_t i = 0; i < n; i++) d[i] = f(x[i], yv);
+      for (; i + B <= n; i += B) {
+        R<D> xb[B];
+        R<O> rb[B];
+        __builtin_memcpy(xb, x + i, sizeof xb);
+        for (int64_t j = 0; j < B; j++) rb[j] = f(xb[j], yv);
+        __builtin_memcpy(d + i, rb, sizeof rb);
+      }
+      for (; i < n; i++) d[i] = f(x[i], yv);
       break;
     }
     default: {
       R<O> v = f(x[0], y[0]);
-      for (int64_t i = 0; i < n; i++) d[i] = v;
+      for (; i < n; i++) d[i] = v;
     }
   }
 }

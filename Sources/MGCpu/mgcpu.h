@@ -170,28 +170,43 @@ struct Reader {
   Reader(const double *desc, int32_t words, const char *name) : d(desc), n(words), fn(name) {
     if (!desc || words < 0) { ok = false; error = "null descriptor"; }
   }
+  // The checks are inline and the messages out of line: a tiny op's descriptor has ~20 words, and
+  // a call per word with a std::string in reach was ~40 instructions each (callgrind).
+  [[gnu::noinline, gnu::cold]] void too_short() {
+    ok = false;
+    error = "descriptor too short";
+  }
+  [[gnu::noinline, gnu::cold]] void out_of_range(const char *what, double v) {
+    ok = false;
+    error = std::string(what) + " out of range (" + std::to_string(v) + ")";
+  }
+  [[gnu::noinline, gnu::cold]] void not_pointer(const char *what) {
+    ok = false;
+    error = std::string(what) + " is not a pointer";
+  }
   double next() {
-    if (!ok) return 0;
-    if (pos >= n) { ok = false; error = "descriptor too short"; return 0; }
+    if (__builtin_expect(!ok, 0)) return 0;
+    if (__builtin_expect(pos >= n, 0)) {
+      too_short();
+      return 0;
+    }
     return d[pos++];
   }
   int64_t integer(int64_t lo, int64_t hi, const char *what) {
     double v = next();
-    if (!ok) return 0;
+    if (__builtin_expect(!ok, 0)) return 0;
     // in range first (then the int64 conversion is defined), then integral
-    if (!(v >= double(lo) && v <= double(hi)) || double(int64_t(v)) != v) {
-      ok = false;
-      error = std::string(what) + " out of range (" + std::to_string(v) + ")";
+    if (__builtin_expect(!(v >= double(lo) && v <= double(hi)) || double(int64_t(v)) != v, 0)) {
+      out_of_range(what, v);
       return lo;
     }
     return int64_t(v);
   }
   char *pointer(const char *what) {
     double v = next();
-    if (!ok) return nullptr;
-    if (!(v >= 0 && v < 9007199254740992.0) || double(int64_t(v)) != v) {
-      ok = false;
-      error = std::string(what) + " is not a pointer";
+    if (__builtin_expect(!ok, 0)) return nullptr;
+    if (__builtin_expect(!(v >= 0 && v < 9007199254740992.0) || double(int64_t(v)) != v, 0)) {
+      not_pointer(what);
       return nullptr;
     }
     return reinterpret_cast<char *>(uintptr_t(v));

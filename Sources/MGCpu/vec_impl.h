@@ -55,7 +55,27 @@ static inline vf vf_pow2i(vi n) { return (vf)((n + vi_splat(127)) << 23); }
 // exp(x), float32. Cody–Waite reduction x = n·ln2 + r, |r| ≤ ln2/2, and a degree-6 polynomial
 // for e^r (Cephes' expf coefficients); 2^n is applied in two halves so results reaching the
 // subnormal range round once. Max error ≤ 2 ulp (measured, test/backend/cpu/native-math).
+// Where every lane lies in [-87, 88] (the usual case), 2^n is one normal power of two and no lane
+// needs the range or NaN handling: the same bits as vexp_slow (one rounding of the same exact
+// product p·2^n), ~10 fewer instructions a vector.
+static inline vf vexp_slow(vf x);
 static inline vf vexp(vf x) {
+  vi in_range = (x >= vf_splat(-87.0f)) & (x <= vf_splat(88.0f));
+  if (__builtin_expect(__builtin_reduce_and(in_range) == 0, 0)) return vexp_slow(x);
+  vf n = vf_rint_small(x * vf_splat(1.44269504088896341f));
+  vf r = madd(n, vf_splat(-0.693359375f), x);
+  r = madd(n, vf_splat(2.12194440e-4f), r);
+  vf z = r * r;
+  vf p = vf_splat(1.9875691500E-4f);
+  p = madd(p, r, vf_splat(1.3981999507E-3f));
+  p = madd(p, r, vf_splat(8.3334519073E-3f));
+  p = madd(p, r, vf_splat(4.1665795894E-2f));
+  p = madd(p, r, vf_splat(1.6666665459E-1f));
+  p = madd(p, r, vf_splat(5.0000001201E-1f));
+  p = madd(p, z, r) + vf_splat(1.0f);
+  return p * vf_pow2i(__builtin_convertvector(n, vi));
+}
+static inline vf vexp_slow(vf x) {
   const vf hi = vf_splat(88.72283935546875f), lo = vf_splat(-103.972084045410f);
   vf xc = __builtin_elementwise_min(__builtin_elementwise_max(x, vf_splat(-104.0f)), vf_splat(89.0f));
   vf n = vf_rint_small(xc * vf_splat(1.44269504088896341f));

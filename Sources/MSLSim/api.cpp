@@ -134,6 +134,16 @@ int32_t mgsim_function_static_threadgroup_memory_length(const mgsim_function *fu
   return function ? int32_t(function->kernel->static_tg_bytes) : 0;
 }
 
+int32_t mgsim_function_execution_model(const mgsim_function *function, const char **reason) {
+  if (reason) *reason = nullptr;
+  if (!function) return MGSIM_EXEC_PLAIN;
+  const abi::kernel_desc *k = function->kernel;
+  if (k->wi) return MGSIM_EXEC_WORKITEM;
+  if (!k->needs_fibers) return MGSIM_EXEC_PLAIN;
+  if (reason) *reason = k->fiber_reason ? k->fiber_reason : "";
+  return MGSIM_EXEC_FIBERS;
+}
+
 int32_t mgsim_dispatch_run(const mgsim_dispatch *dispatch, char **error) {
   if (error) *error = nullptr;
   if (!dispatch || !dispatch->function) {
@@ -176,6 +186,8 @@ void mgsim_get_stats(mgsim_stats *out) {
   out->memory_cache_hits = s.memory_cache_hits.load();
   out->dispatches = s.dispatches.load();
   out->fiber_dispatches = s.fiber_dispatches.load();
+  out->workitem_dispatches = s.workitem_dispatches.load();
+  out->fiber_fallback_dispatches = s.fiber_fallback_dispatches.load();
   out->preprocessor_invocations = s.preprocessor_invocations.load();
 }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -62,6 +63,7 @@ struct Worker {
   uint32_t sg_ready = 0;      // bit per simdgroup with a ready lane
   uint32_t exited = 0, barrier_count = 0;
   GroupEnd end = GroupEnd::kDone;
+  abi::race_state *race = nullptr;  // checked mode: the running group's race state
   // The kernel object's thread-local current lane on this thread (one module per threadgroup).
   abi::lane **tls_lane_slot = nullptr;
   const abi::thread_attrs **tls_attrs_slot = nullptr;
@@ -76,9 +78,26 @@ struct Worker {
   const abi::thread_attrs *unrecorded_current = nullptr;
   const abi::thread_attrs **current = rec ? &rec->current : &unrecorded_current;
   uint64_t group_linear = 0;
+  // Work-item mode: the lanes' attributes, per-lane storage (reserved address space, touched as
+  // used) and the context the kernel runs a threadgroup with.
+  std::vector<abi::thread_attrs> wi_attrs;
+  uint64_t wi_shaped_for = 0;
+  uint32_t wi_shape[3]{};
+  char *wi_arena = nullptr;
+  size_t wi_arena_cap = 0;
+  abi::wi_ctx wc{};
+  // Checked mode: the running threadgroup's place in time, and the race records of threadgroup
+  // memory (the threadgroup(n) block, and each threadgroup variable met on this thread).
+  abi::race_state race_run{};
+  abi::check_binding tg_checks[abi::kMaxBindings]{};
+  abi::check_binding checks[abi::kMaxBindings]{};  // the dispatch's bindings, with rs = &race_run
+  uint64_t checks_for = 0;                          // of dispatch serial
+  std::vector<abi::tg_shadow> tg_mem_shadow;
+  std::vector<std::unique_ptr<abi::tg_shadow[]>> tg_var_shadows;
   alignas(64) unsigned char tg_mem[kThreadgroupMemoryLimit + 64 * abi::kMaxBindings];
 
   ~Worker() {
+    if (wi_arena) munmap(wi_arena, wi_arena_cap);
     for (char *s : stacks) munmap(s - guard, stack_size + guard);
     for (auto &h : hosts) fiber_destroy(h.ctx);
     fiber_destroy(main);
@@ -146,6 +165,7 @@ struct Worker {
         if (hb[l].token == token && base[l].combine == combine) set |= 1u << l;
       }
       if (combine) combine(base, set);
+      if (race) ++race->simd_epoch[s];  // checked mode: a simdgroup-level sync
       for (uint32_t m = set; m; m &= m - 1) base[__builtin_ctz(m)].active = set;
       pending &= ~set;
       ready[s] |= set;
@@ -193,6 +213,7 @@ struct Worker {
         if (ready[t]) sg_ready |= 1u << t;
       }
       barrier_count = 0;
+      if (race) ++race->epoch;  // checked mode: a new barrier interval
       if ((ready[s] >> b) & 1u) return;
     }
   }
@@ -211,6 +232,7 @@ Worker &this_worker() {
 }
 
 std::atomic<uint64_t> g_dispatch_serial{0};
+std::atomic<uint32_t> g_run_serial{0};  // threadgroup runs (race records of threadgroup memory)
 
 struct DispatchState {
   const uint64_t serial = g_dispatch_serial.fetch_add(1) + 1;  // never 0
@@ -219,7 +241,9 @@ struct DispatchState {
   const char *name = "";
   abi::launch L{};
   abi::check_binding checks[abi::kMaxBindings]{};
-  std::vector<uint8_t> shadows[abi::kMaxBindings];
+  // Checked mode: which bytes of each must-write buffer the kernel wrote (1 per byte, mapped).
+  uint8_t *shadows[abi::kMaxBindings]{};
+  size_t shadow_bytes[abi::kMaxBindings]{};
   uint32_t groups[3]{};
   uint64_t total_groups = 0;
   uint64_t tg_offset[abi::kMaxBindings]{};
@@ -228,6 +252,12 @@ struct DispatchState {
   std::string error;
   std::vector<std::string> violations;
   uint64_t violation_count = 0;
+  // Checked mode: race records of the bound buffers (8 bytes per byte, mapped for the dispatch).
+  uint64_t *race_shadow[abi::kMaxBindings]{};
+  size_t race_shadow_bytes[abi::kMaxBindings]{};
+  std::vector<std::string> races;        // reports, at most kMaxReportedViolations
+  uint64_t race_count = 0;
+  std::set<std::string> race_keys;       // (memory, kind) already reported
   // The fault records of the threads that run this dispatch (the watchdog interrupts them).
   std::vector<FaultRecord *> records;
 
@@ -302,22 +332,142 @@ void host_misuse(const abi::launch *L, const char *what) {
           "directly rather than through a function pointer)");
 }
 
+thread_local DispatchState *t_dispatch = nullptr;  // the dispatch this thread runs (race reports)
+extern const abi::host_api g_host;
+
 void host_violation(const abi::check_binding *b, int64_t off, uint32_t size, int write, const uint32_t *pos) {
   Unguarded unguarded;
-  auto *d = static_cast<DispatchState *>(b->dispatch);
+  auto *d = b->dispatch ? static_cast<DispatchState *>(b->dispatch) : t_dispatch;
+  if (!d) return;
   std::lock_guard<std::mutex> g(d->mu);
   d->violation_count++;
   if (d->violations.size() >= kMaxReportedViolations) return;
   uint32_t es = b->elem_size ? b->elem_size : 1;
   std::ostringstream s;
-  s << "out-of-bounds " << (write ? "write" : "read") << " in kernel '" << d->name << "': buffer("
-    << b->index << ") element " << (off >= 0 ? off / int64_t(es) : -((-off + es - 1) / int64_t(es)))
+  std::string mem = "buffer(" + std::to_string(b->index) + ")";
+  if (b->kind == 1) mem = "threadgroup(" + std::to_string(b->index) + ") memory";
+  if (b->kind == 2) mem = std::string("threadgroup variable '") + (b->name ? b->name : "?") + "'";
+  s << "out-of-bounds " << (write ? "write" : "read") << " in kernel '" << d->name << "': " << mem << " element " << (off >= 0 ? off / int64_t(es) : -((-off + es - 1) / int64_t(es)))
     << " (byte offset " << off << ", " << size << " bytes; the binding has " << b->length
     << " bytes) by thread " << pos_string(pos);
   d->violations.push_back(s.str());
 }
 
-const abi::host_api g_host = {abi::kVersion, &host_block, &host_misuse, &host_violation};
+
+// The grid position of thread `lane` of threadgroup `linear` (reports).
+std::string thread_at(const DispatchState &ds, uint64_t linear, uint32_t lane) {
+  const mgsim_dispatch &d = *ds.d;
+  uint32_t id[3], size[3];
+  id[0] = uint32_t(linear % ds.groups[0]);
+  id[1] = uint32_t((linear / ds.groups[0]) % ds.groups[1]);
+  id[2] = uint32_t(linear / (uint64_t(ds.groups[0]) * ds.groups[1]));
+  for (int k = 0; k < 3; ++k) {
+    const uint32_t tg = d.threads_per_threadgroup[k];
+    size[k] = d.dispatch_threads ? uint32_t(std::min<uint64_t>(tg, d.grid[k] - uint64_t(id[k]) * tg)) : tg;
+  }
+  const uint32_t local[3] = {lane % size[0], (lane / size[0]) % size[1], lane / (size[0] * size[1])};
+  uint32_t pos[3];
+  for (int k = 0; k < 3; ++k) pos[k] = id[k] * d.threads_per_threadgroup[k] + local[k];
+  return pos_string(pos);
+}
+
+void host_race(const abi::check_binding *b, int64_t off, uint32_t size, uint32_t kind, uint32_t other_lane,
+               uint32_t other_group, uint32_t other_line, uint32_t line, const uint32_t *pos) {
+  Unguarded unguarded;
+  DispatchState *d = t_dispatch;
+  if (!d) return;
+  std::string mem;
+  if (b->kind == 0) mem = "buffer(" + std::to_string(b->index) + ")";
+  else if (b->kind == 1) mem = "threadgroup(" + std::to_string(b->index) + ") memory";
+  else mem = std::string("threadgroup variable '") + (b->name ? b->name : "?") + "'";
+  std::lock_guard<std::mutex> g(d->mu);
+  d->race_count++;
+  d->failed.store(true);
+  const std::string key = mem + "/" + std::to_string(kind);
+  if (d->races.size() >= kMaxReportedViolations || !d->race_keys.insert(key).second) return;
+  const uint64_t group = other_group ? other_group - 1 : 0;
+  auto at = [](uint32_t l) { return l ? " at line " + std::to_string(l) : std::string(" (line unknown)"); };
+  const std::string me = "thread " + pos_string(pos) + at(line);
+  const std::string other = other_lane == 0xffffu ? "other threads" : "thread " + thread_at(*d, group, other_lane) + at(other_line);
+  std::ostringstream m;
+  const uint64_t elem = size ? uint64_t(off) / size : uint64_t(off);
+  const char *what = kind == abi::race_uninit ? "uninitialised read" : "race";
+  m << what << " in kernel '" << d->name << "': " << mem << " element " << elem << " (byte offset " << off << ", "
+    << size << " bytes): ";
+  switch (kind) {
+    case abi::race_raw:
+      m << me << " reads it while " << other << " writes it, with no barrier between (read-after-write)";
+      break;
+    case abi::race_waw:
+      m << me << " and " << other << " both write it, with no barrier between (write-after-write)";
+      break;
+    case abi::race_war:
+      m << me << " writes it while " << other << " reads it, with no barrier between (write-after-read)";
+      break;
+    case abi::race_uninit:
+      m << me << " reads it before any thread of its threadgroup wrote it";
+      break;
+    case abi::race_cross_waw:
+      m << me << " and " << other << " of another threadgroup both write it in one dispatch (threadgroups run in "
+        << "any order; use atomics or separate dispatches)";
+      break;
+    default:
+      m << me << " reads it while " << other << " of another threadgroup writes it in one dispatch (threadgroups run "
+        << "in any order)";
+      break;
+  }
+  d->races.push_back(m.str());
+}
+
+// A threadgroup variable met for the first time on this thread: its race records.
+void host_tg_register(abi::check_binding *b) {
+  Unguarded unguarded;
+  Worker &w = this_worker();
+  w.tg_var_shadows.emplace_back(new abi::tg_shadow[b->length ? b->length : 1]());
+  b->tg = w.tg_var_shadows.back().get();
+  b->rs = &w.race_run;
+  b->host = &g_host;
+  b->dispatch = nullptr;
+  b->index = 0;
+  b->elem_size = 0;
+  b->shadow = nullptr;
+  b->race = nullptr;
+}
+
+// Work-item mode: a barrier some of the group's threads did not reach, as fiber mode reports it.
+void host_wi_barrier_error(abi::wi_ctx *c, uint32_t reached, uint32_t exited) {
+  Unguarded unguarded;
+  auto *d = static_cast<DispatchState *>(c->L->dispatch);
+  const abi::group &G = *c->G;
+  std::ostringstream m;
+  m << "threadgroup_barrier reached by " << reached << " of " << c->n << " threads in kernel '" << d->name
+    << "', threadgroup (" << G.id[0] << ", " << G.id[1] << ", " << G.id[2] << "): ";
+  if (reached + exited == c->n) m << exited << " thread(s) exited without reaching it";
+  else m << c->n - reached - exited << " thread(s) are in divergent control flow" << (exited ? " and " : "")
+         << (exited ? std::to_string(exited) + " exited" : std::string()) << " (a barrier must be reached by every thread)";
+  d->fail(m.str());
+}
+
+void host_wi_exhausted(abi::wi_ctx *c, uint64_t need) {
+  Unguarded unguarded;
+  auto *d = static_cast<DispatchState *>(c->L->dispatch);
+  if (c->lane_bytes > c->lane_limit) {
+    // A thread's values that live across barriers exceed what a fiber lane's stack would hold.
+    const abi::thread_attrs &a = c->attrs[0];
+    std::ostringstream m;
+    m << "kernel '" << d->name << "': stack overflow in a lane of kernel " << d->name << " (thread position ("
+      << a.grid[0] << ", " << a.grid[1] << ", " << a.grid[2] << "); MG_SIM_STACK_KB raises the " << c->lane_limit / 1024
+      << " KiB limit: each thread keeps " << c->lane_bytes / 1024 << " KiB live across its barriers)";
+    d->fail(m.str());
+    return;
+  }
+  d->fail(std::string("kernel '") + d->name + "': per-lane storage of the work-item form is exhausted (" +
+          std::to_string(c->arena_cap >> 20) + " MiB per worker; " + std::to_string(need) +
+          " more bytes wanted): too many values live across barriers in one threadgroup");
+}
+
+const abi::host_api g_host = {abi::kVersion, &host_block, &host_wi_barrier_error, &host_wi_exhausted, &host_race,
+                              &host_tg_register, &host_misuse, &host_violation};
 
 // A lane's fiber runs the kernel once per threadgroup: after exiting it parks in schedule(), and
 // resuming it starts the lane of the next threadgroup (no new context per thread).
@@ -354,6 +504,45 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
   for (int k = 0; k < 3; ++k) {
     G.from[k] = 0;
     G.to[k] = G.size[k];
+  }
+  G.race = nullptr;
+  G.tg_checks = nullptr;
+  G.checks = nullptr;
+  if (ds.L.checks) {
+    // Checked mode: a new run in race detection's records (device records name threadgroups by
+    // linear index + 1 in 24 bits; beyond that device memory is not tracked).
+    abi::race_state &r = w.race_run;
+    r.group = linear + 1 < (1u << abi::kRaceGroupBits) ? uint32_t(linear + 1) : 0u;
+    r.run = g_run_serial.fetch_add(1) + 1;
+    if (r.run == 0) r.run = g_run_serial.fetch_add(1) + 1;
+    r.epoch = 0;
+    for (uint32_t &e : r.simd_epoch) e = 0;
+    r.attrs_slot = nullptr;
+    G.race = &r;
+    if (w.checks_for != ds.serial) {
+      for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+        w.checks[n] = ds.checks[n];
+        w.checks[n].rs = &r;
+      }
+      w.checks_for = ds.serial;
+    }
+    G.checks = w.checks;
+    if (w.tg_mem_shadow.size() < sizeof(w.tg_mem)) w.tg_mem_shadow.resize(sizeof(w.tg_mem));
+    for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+      abi::check_binding &c = w.tg_checks[n];
+      c = abi::check_binding{};
+      if (!d.threadgroup_memory_length[n]) continue;
+      c.base = static_cast<char *>(G.tg_mem[n]);
+      c.length = d.threadgroup_memory_length[n];
+      c.index = n;
+      c.host = &g_host;
+      c.tg = w.tg_mem_shadow.data() + ds.tg_offset[n];
+      c.rs = &r;
+      const uint32_t es = ds.kd->tg_elem_size[n];
+      c.granule_shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
+      c.kind = 1;
+    }
+    G.tg_checks = w.tg_checks;
   }
 }
 
@@ -414,6 +603,7 @@ bool run_group_fibers(DispatchState &ds, Worker &w, const abi::group &G) {
   w.exited = 0;
   w.barrier_count = 0;
   w.end = GroupEnd::kDone;
+  w.race = G.race;
   w.tls_lane_slot = nullptr;
   w.tls_attrs_slot = nullptr;
   w.resume(nullptr, 0);
@@ -428,11 +618,89 @@ bool run_group_fibers(DispatchState &ds, Worker &w, const abi::group &G) {
   return false;
 }
 
+constexpr size_t kWorkItemArena = size_t(1) << 30;  // address space per worker, touched as used
+
+// A fiber lane's stack (MG_SIM_STACK_KB, default 256 KiB): in work-item mode, the most one thread
+// may keep live across its barriers, so both modes accept the same kernels.
+size_t lane_stack_bytes() {
+  static const size_t bytes = [] {
+    size_t kb = 256;
+    if (const char *e = getenv("MG_SIM_STACK_KB")) {
+      long v = atol(e);
+      if (v >= 16 && v <= 65536) kb = size_t(v);
+    }
+    return kb * 1024;
+  }();
+  return bytes;
+}
+
+// Runs one threadgroup in work-item mode: one call of the kernel's work-item entry.
+void run_group_wi(DispatchState &ds, Worker &w, const abi::group &G) {
+  const uint32_t n = G.nthreads;
+  if (!w.wi_arena) {
+    void *p = mmap(nullptr, kWorkItemArena, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      ds.fail("cannot reserve per-lane storage for the work-item form");
+      return;
+    }
+    w.wi_arena = static_cast<char *>(p);
+    w.wi_arena_cap = kWorkItemArena;
+    w.wi_attrs.resize(kMaxLanes);
+  }
+  const uint32_t sx = G.size[0], sy = G.size[1], sz = G.size[2];
+  if (w.wi_shaped_for != ds.serial || w.wi_shape[0] != sx || w.wi_shape[1] != sy || w.wi_shape[2] != sz) {
+    for (uint32_t i = 0; i < n; ++i) {
+      abi::thread_attrs &a = w.wi_attrs[i];
+      a.local[0] = i % sx;
+      a.local[1] = (i / sx) % sy;
+      a.local[2] = i / (sx * sy);
+      a.index = i;
+      a.lane_id = i & 31u;
+      a.simd_id = i >> 5;
+    }
+    w.wi_shaped_for = ds.serial;
+    w.wi_shape[0] = sx;
+    w.wi_shape[1] = sy;
+    w.wi_shape[2] = sz;
+  }
+  const uint32_t *tg = ds.L.threads_per_threadgroup;
+  const uint32_t bx = G.id[0] * tg[0], by = G.id[1] * tg[1], bz = G.id[2] * tg[2];
+  for (uint32_t i = 0; i < n; ++i) {
+    abi::thread_attrs &a = w.wi_attrs[i];
+    a.grid[0] = bx + a.local[0];
+    a.grid[1] = by + a.local[1];
+    a.grid[2] = bz + a.local[2];
+  }
+  abi::wi_ctx &c = w.wc;
+  c.n = n;
+  c.nsg = (n + 31) / 32;
+  for (uint32_t s = 0; s < c.nsg; ++s) {
+    const uint32_t lanes_here = std::min(32u, n - s * 32);
+    c.active[s] = c.alive[s] = lanes_here == 32 ? ~0u : (1u << lanes_here) - 1;
+  }
+  c.depth = 0;
+  c.failed = 0;
+  c.cur = 0;
+  c.track = 0;
+  c.arena = w.wi_arena;
+  c.arena_cap = w.wi_arena_cap;
+  c.arena_top = 0;
+  c.lane_bytes = 0;
+  c.lane_limit = lane_stack_bytes();
+  c.L = &ds.L;
+  c.G = &G;
+  c.attrs = w.wi_attrs.data();
+  c.tls_attrs = nullptr;
+  c.loop = c.fn = nullptr;
+  ds.kd->wi(&ds.L, &G, &c);
+}
+
 void run_group(DispatchState &ds, Worker &w, uint64_t linear) {
   abi::group G;
   w.group_linear = linear;
   fill_group(ds, linear, G, w);
-  if (ds.kd->needs_fibers) run_group_fibers(ds, w, G);
+  if (ds.kd->wi) run_group_wi(ds, w, G);
+  else if (ds.kd->needs_fibers) run_group_fibers(ds, w, G);
   else ds.kd->plain(&ds.L, &G);
 }
 
@@ -705,6 +973,8 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   ensure_fault_handlers();
   stats().dispatches.fetch_add(1);
   if (kd.needs_fibers) stats().fiber_dispatches.fetch_add(1);
+  if (kd.wi) stats().workitem_dispatches.fetch_add(1);
+  else if (kd.needs_fibers) stats().fiber_fallback_dispatches.fetch_add(1);
   if (ds.total_groups == 0) return 0;
 
   ds.L.host = &g_host;
@@ -720,6 +990,23 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   }
   // Kernels compiled in checked mode bind checked pointers; the launch then carries the bounds.
   const bool checked = fn->library->module->checked;
+  // Checked mode's records are mapped for the dispatch, zeroed by the kernel as touched (large
+  // pages where offered: far fewer page faults over big buffers).
+  struct Mappings {
+    DispatchState &ds;
+    ~Mappings() {
+      for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+        if (ds.race_shadow[n]) munmap(ds.race_shadow[n], ds.race_shadow_bytes[n]);
+        if (ds.shadows[n]) munmap(ds.shadows[n], ds.shadow_bytes[n]);
+      }
+    }
+    static void *map(size_t bytes) {
+      void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) return nullptr;
+      if (bytes >= (size_t(4) << 20)) madvise(p, bytes, MADV_HUGEPAGE);
+      return p;
+    }
+  } mappings{ds};
   for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
     abi::check_binding &c = ds.checks[n];
     c.base = static_cast<char *>(d.buffers[n].data);
@@ -729,13 +1016,40 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
     c.host = &g_host;
     c.dispatch = &ds;
     if (checked && ((d.must_write_mask >> n) & 1u) && d.buffers[n].data && d.buffers[n].length) {
-      ds.shadows[n].assign(d.buffers[n].length, 0);
-      c.shadow = ds.shadows[n].data();
-      // Poison: an element the kernel forgets to write reads back as NaN / all-ones.
-      memset(d.buffers[n].data, 0xff, d.buffers[n].length);
+      void *p = Mappings::map(d.buffers[n].length);
+      if (!p) return fail("checked mode: cannot map the written-bytes record of buffer(" + std::to_string(n) + ")");
+      ds.shadows[n] = static_cast<uint8_t *>(p);
+      ds.shadow_bytes[n] = d.buffers[n].length;
+      c.shadow = ds.shadows[n];
+      // Poison: an element the kernel forgets to write reads back as NaN / all-ones. Not when
+      // another binding overlaps it (an output computed in place over its input): that would
+      // destroy what the kernel reads.
+      const char *lo = static_cast<const char *>(d.buffers[n].data), *hi = lo + d.buffers[n].length;
+      bool shared = false;
+      for (uint32_t m = 0; m < abi::kMaxBindings && !shared; ++m) {
+        const char *mlo = static_cast<const char *>(d.buffers[m].data);
+        shared = m != n && mlo && d.buffers[m].length && mlo < hi && lo < mlo + d.buffers[m].length;
+      }
+      if (!shared) memset(d.buffers[n].data, 0xff, d.buffers[n].length);
     }
   }
   ds.L.checks = checked ? ds.checks : nullptr;
+  // Race records for every bound buffer (only the pages of bytes written are ever touched).
+  if (checked) {
+    for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+      if (!d.buffers[n].data || !d.buffers[n].length) continue;
+      // One record per element (at most 4 bytes: a wider element is several granules).
+      const uint32_t es = kd.elem_size[n];
+      const uint32_t shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
+      ds.checks[n].granule_shift = shift;
+      const size_t bytes = size_t((d.buffers[n].length + (1u << shift) - 1) >> shift) * sizeof(uint64_t);
+      void *p = Mappings::map(bytes);
+      if (!p) continue;  // not tracked (the report would say nothing anyway)
+      ds.race_shadow[n] = static_cast<uint64_t *>(p);
+      ds.race_shadow_bytes[n] = bytes;
+      ds.checks[n].race = ds.race_shadow[n];
+    }
+  }
 
   WatchGuard watch(ds, timeout_ms());
   const bool watched = watch.on;
@@ -754,9 +1068,16 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
       unblock_fault_signal(*rec);
       rec->dispatch_serial.store(0, std::memory_order_relaxed);
       if (rec->signo == cancel_signal()) return;  // the watchdog set the dispatch's error
-      if (!ds.kd->needs_fibers) locate_plain_fault(ds, w, *rec);
+      if (ds.kd->wi && w.wc.cur < w.wc.n) {
+        // Work-item mode: the lane the per-lane code was running.
+        const abi::thread_attrs &a = w.wi_attrs[w.wc.cur];
+        for (int k = 0; k < 3; ++k) rec->position[k] = a.grid[k];
+        rec->position_known = true;
+      } else if (!ds.kd->needs_fibers) {
+        locate_plain_fault(ds, w, *rec);
+      }
       ds.fail(describe_fault(*rec, ds.name, w.stacks.data(), w.stacks.size(), w.stack_size, w.guard,
-                             ds.kd->needs_fibers != 0));
+                             ds.kd->needs_fibers != 0 && !ds.kd->wi));
       return;
     }
     if (rec && watched) {
@@ -769,6 +1090,7 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
       std::lock_guard<std::mutex> g(ds.mu);
       ds.records.push_back(rec);
     }
+    t_dispatch = &ds;
     if (rec) rec->active = 1;
     while (!ds.failed.load(std::memory_order_relaxed)) {
       const uint64_t b = next.fetch_add(chunk);
@@ -788,18 +1110,29 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   std::vector<std::string> msgs;
   if (!ds.error.empty()) msgs.push_back(ds.error);
   for (auto &v : ds.violations) msgs.push_back(v);
+  for (auto &v : ds.races) msgs.push_back(v);
+  if (ds.race_count > ds.races.size())
+    msgs.push_back("... and " + std::to_string(ds.race_count - ds.races.size()) + " more races or uninitialised reads");
   if (ds.violation_count > ds.violations.size())
     msgs.push_back("... and " + std::to_string(ds.violation_count - ds.violations.size()) + " more out-of-bounds accesses");
   if (!ds.failed.load()) {
     for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
-      if (ds.shadows[n].empty()) continue;
-      const auto &sh = ds.shadows[n];
+      if (!ds.shadows[n]) continue;
+      const uint8_t *sh = ds.shadows[n];
+      const uint64_t size = ds.shadow_bytes[n];
       uint64_t first = UINT64_MAX, count = 0;
-      for (uint64_t i = 0; i < sh.size(); ++i)
+      for (uint64_t i = 0; i < size;) {
+        uint64_t word;
+        if (i + 8 <= size && (memcpy(&word, sh + i, 8), word == 0x0101010101010101ull)) {
+          i += 8;
+          continue;
+        }
         if (!sh[i]) {
           if (first == UINT64_MAX) first = i;
           ++count;
         }
+        ++i;
+      }
       if (count) {
         uint32_t es = kd.elem_size[n] ? kd.elem_size[n] : 1;
         std::ostringstream m;

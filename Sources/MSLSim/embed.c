@@ -20,6 +20,9 @@ static const unsigned char prelude_matrix[] = {
 static const unsigned char prelude_exec[] = {
 #embed "prelude/mgsim_exec.h" suffix(, )
     0};
+static const unsigned char prelude_wi[] = {
+#embed "prelude/mgsim_wi.h" suffix(, )
+    0};
 
 #define ENTRY(name, arr) {name, arr, sizeof(arr) - 1}
 
@@ -31,6 +34,7 @@ const struct mgsim_embedded_file mgsim_prelude_files[] = {
     ENTRY("mgsim_atomic.h", prelude_atomic),
     ENTRY("mgsim_simdgroup_matrix.h", prelude_matrix),
     ENTRY("mgsim_exec.h", prelude_exec),
+    ENTRY("mgsim_wi.h", prelude_wi),
 };
 
 const size_t mgsim_prelude_file_count = sizeof(mgsim_prelude_files) / sizeof(mgsim_prelude_files[0]);
@@ -43,8 +47,29 @@ static const unsigned char translator_cpp[] = {
 static const unsigned char translator_h[] = {
 #embed "translate.h" suffix(, )
     0};
+static const unsigned char workitem_cpp[] = {
+#embed "workitem.cpp" suffix(, )
+    0};
+static const unsigned char workitem_h[] = {
+#embed "workitem.h" suffix(, )
+    0};
+static const unsigned char lex_cpp[] = {
+#embed "lex.cpp" suffix(, )
+    0};
 const struct mgsim_embedded_file mgsim_translator_files[] = {
     ENTRY("translate.cpp", translator_cpp),
     ENTRY("translate.h", translator_h),
 };
 const size_t mgsim_translator_file_count = sizeof(mgsim_translator_files) / sizeof(mgsim_translator_files[0]);
+// The translator's other sources: the work-item generator and the lexer (hashed the same way).
+static const unsigned char lex_h[] = {
+#embed "lex.h" suffix(, )
+    0};
+const struct mgsim_embedded_file mgsim_translator_part_files[] = {
+    ENTRY("workitem.cpp", workitem_cpp),
+    ENTRY("workitem.h", workitem_h),
+    ENTRY("lex.cpp", lex_cpp),
+    ENTRY("lex.h", lex_h),
+};
+const size_t mgsim_translator_part_file_count =
+    sizeof(mgsim_translator_part_files) / sizeof(mgsim_translator_part_files[0]);

@@ -19,6 +19,8 @@ extern const size_t mgsim_prelude_file_count;
 // The translator's sources (hashed into the compiled-object cache key, never written out).
 extern const struct mgsim_embedded_file mgsim_translator_files[];
 extern const size_t mgsim_translator_file_count;
+extern const struct mgsim_embedded_file mgsim_translator_part_files[];
+extern const size_t mgsim_translator_part_file_count;
 
 #ifdef __cplusplus
 }

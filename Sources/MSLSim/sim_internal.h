@@ -33,6 +33,8 @@ struct Stats {
   std::atomic<uint64_t> memory_cache_hits{0};
   std::atomic<uint64_t> dispatches{0};
   std::atomic<uint64_t> fiber_dispatches{0};
+  std::atomic<uint64_t> workitem_dispatches{0};
+  std::atomic<uint64_t> fiber_fallback_dispatches{0};
 };
 Stats &stats();
 

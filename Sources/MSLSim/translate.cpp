@@ -5,6 +5,9 @@
 // user's lines. Rewrites replace token text in place; nothing is reformatted.
 #include "translate.h"
 
+#include "lex.h"
+#include "workitem.h"
+
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -16,161 +19,6 @@
 
 namespace mgsim {
 namespace {
-
-enum class Tok { Ident, Number, String, Punct, PP, End };
-
-struct Token {
-  Tok kind;
-  std::string text;
-  std::string pre;  // whitespace and comments before the token
-  int line;
-};
-
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-std::vector<Token> lex(const std::string &s) {
-  std::vector<Token> toks;
-  size_t i = 0, n = s.size();
-  int line = 1;
-  bool line_start = true;  // only whitespace since the last newline
-  std::string pre;
-  auto push = [&](Tok k, size_t b, size_t e, int l) {
-    toks.push_back(Token{k, s.substr(b, e - b), pre, l});
-    pre.clear();
-  };
-  while (i < n) {
-    char c = s[i];
-    if (c == '\n') {
-      pre += c;
-      ++line;
-      ++i;
-      line_start = true;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
-      pre += c;
-      ++i;
-      continue;
-    }
-    if (c == '\\' && i + 1 < n && s[i + 1] == '\n') {  // stray line splice
-      pre += "\\\n";
-      i += 2;
-      ++line;
-      continue;
-    }
-    if (c == '/' && i + 1 < n && s[i + 1] == '/') {
-      size_t e = s.find('\n', i);
-      if (e == std::string::npos) e = n;
-      pre.append(s, i, e - i);
-      i = e;
-      continue;
-    }
-    if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-      size_t e = s.find("*/", i + 2);
-      e = (e == std::string::npos) ? n : e + 2;
-      for (size_t k = i; k < e; ++k)
-        if (s[k] == '\n') ++line;
-      pre.append(s, i, e - i);
-      i = e;
-      continue;
-    }
-    int l = line;
-    if (c == '#' && line_start) {
-      // A preprocessor directive runs to the end of the line, through line splices.
-      size_t b = i;
-      while (i < n) {
-        if (s[i] == '\\' && i + 1 < n && s[i + 1] == '\n') {
-          i += 2;
-          ++line;
-          continue;
-        }
-        if (s[i] == '\\' && i + 2 < n && s[i + 1] == '\r' && s[i + 2] == '\n') {
-          i += 3;
-          ++line;
-          continue;
-        }
-        if (s[i] == '\n') break;
-        if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') {  // a block comment may span lines
-          size_t e = s.find("*/", i + 2);
-          e = (e == std::string::npos) ? n : e + 2;
-          for (size_t k = i; k < e; ++k)
-            if (s[k] == '\n') ++line;
-          i = e;
-          continue;
-        }
-        ++i;
-      }
-      push(Tok::PP, b, i, l);
-      continue;
-    }
-    line_start = false;
-    size_t b = i;
-    if (is_ident_start(c)) {
-      while (i < n && is_ident_char(s[i])) ++i;
-      // Raw string literal R"delim( ... )delim"
-      if (i < n && s[i] == '"' && s[i - 1] == 'R') {
-        size_t open = s.find('(', i);
-        if (open != std::string::npos) {
-          std::string delim = ")" + s.substr(i + 1, open - i - 1) + "\"";
-          size_t e = s.find(delim, open);
-          e = (e == std::string::npos) ? n : e + delim.size();
-          for (size_t k = i; k < e; ++k)
-            if (s[k] == '\n') ++line;
-          i = e;
-          push(Tok::String, b, i, l);
-          continue;
-        }
-      }
-      push(Tok::Ident, b, i, l);
-      continue;
-    }
-    if (std::isdigit(static_cast<unsigned char>(c)) ||
-        (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
-      while (i < n) {
-        char d = s[i];
-        if (is_ident_char(d) || d == '.' || d == '\'') {
-          ++i;
-        } else if ((d == '+' || d == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' ||
-                                               s[i - 1] == 'P')) {
-          ++i;
-        } else {
-          break;
-        }
-      }
-      push(Tok::Number, b, i, l);
-      continue;
-    }
-    if (c == '"' || c == '\'') {
-      ++i;
-      while (i < n && s[i] != c) {
-        if (s[i] == '\\' && i + 1 < n) ++i;
-        if (s[i] == '\n') ++line;
-        ++i;
-      }
-      if (i < n) ++i;
-      push(Tok::String, b, i, l);
-      continue;
-    }
-    // No ">>" token: it is two '>' (the second with nothing before it), as C++ parsers split it when
-    // it closes two template argument lists (S<T<U>>); eval() joins them back into a shift.
-    static const char *const puncts[] = {"<<=", ">>=", "...", "->*", "::", "->", "++", "--", "<<",
-                                         "<=",  ">=",  "==",  "!=",  "&&", "||", "+=", "-=",
-                                         "*=",  "/=",  "%=",  "&=",  "|=", "^=", "##"};
-    size_t len = 1;
-    for (const char *p : puncts) {
-      size_t pl = std::char_traits<char>::length(p);
-      if (s.compare(i, pl, p) == 0) {
-        len = pl;
-        break;
-      }
-    }
-    i += len;
-    push(Tok::Punct, b, i, l);
-  }
-  toks.push_back(Token{Tok::End, "", pre, line});
-  return toks;
-}
 
 const std::unordered_set<std::string> &collective_names() {
   static const std::unordered_set<std::string> s = {
@@ -268,6 +116,8 @@ struct Attr {
 struct FunctionBody {
   std::string name;
   size_t open = 0, close = 0;  // brace token indices
+  size_t decl = 0;             // first token of the declaration (template header, specifiers)
+  bool in_class = false;       // defined inside a class body (a member function)
 };
 
 struct KernelDecl {
@@ -314,6 +164,7 @@ class Translator {
     if (!analyze_structure()) return fail(out);
     if (!rewrite_tokens()) return fail(out);
     if (opt_.checked) wrap_element_accesses();
+    build_workitem();
     if (!build_kernels(out)) return fail(out);
     emit(out);
     return true;
@@ -347,6 +198,7 @@ class Translator {
     size_t decl;
     size_t scope_end;
     bool array;  // an array of pointers: its elements are two subscripts away
+    bool scalar = false;  // a threadgroup scalar: its name designates the element (*name)
   };
   std::vector<CheckedName> checked_names_;
   std::unordered_set<std::string> checked_members_;
@@ -586,6 +438,7 @@ class Translator {
     struct Scope {
       bool function;
       std::string ns;  // namespace name for namespace scopes
+      bool cls = false;  // a class body
     };
     std::vector<Scope> scopes;
     std::vector<size_t> function_stack;  // indices into functions_
@@ -634,7 +487,8 @@ class Translator {
           fn = !name.empty();
         }
         if (fn) {
-          functions_.push_back(FunctionBody{name, i, match_[i]});
+          const bool in_class = !scopes.empty() && scopes.back().cls;
+          functions_.push_back(FunctionBody{name, i, match_[i], stmt_start, in_class});
           function_stack.push_back(functions_.size() - 1);
           if (!note_kernel_definition(stmt_start, i, ns_prefix())) return false;
           scopes.push_back(Scope{true, ""});
@@ -644,7 +498,11 @@ class Translator {
         } else {
           std::string ns;
           if (i >= 2 && ident(i - 1) && is(i - 2, "namespace")) ns = text(i - 1);
-          scopes.push_back(Scope{false, ns});
+          bool cls = false;
+          for (size_t k = stmt_start; k < i; ++k)
+            if (is(k, "struct") || is(k, "class") || is(k, "union")) cls = true;
+          if (i >= 1 && is(i - 1, "namespace")) cls = false;
+          scopes.push_back(Scope{false, ns, cls});
           stmt_start = i + 1;
         }
         continue;
@@ -1059,31 +917,36 @@ class Translator {
     for (size_t k = b; k < e; ++k)
       if (is(k, "const") || is(k, "constexpr")) has_const = true;
     if (opt_.checked && pointer && !is(e + 1, "*")) {
-      // device T* → mgsim::dptr<T>, keeping every qualifier on the pointee.
-      std::string inner;
-      bool any_const = false;
-      for (size_t k = b; k < e; ++k) {
-        if (k == i || is(k, "static") || is(k, "constexpr") || is(k, "inline")) continue;
-        if (is(k, "const")) any_const = true;
-        inner += (inner.empty() ? "" : " ") + text(k);
-      }
-      if (is_constant && !any_const) inner = "const " + inner;
-      for (size_t k = b; k <= e; ++k)
-        if (!is(k, "static") && !is(k, "constexpr") && !is(k, "inline")) set(k, "");
-      set(i, "mgsim::dptr<" + inner + ">");
-      size_t d = e + 1;
-      while (is(d, "const") || is(d, "volatile") || is(d, "__restrict")) ++d;
-      if (ident(d) && !is(d + 1, "(")) note_checked_name(d);
+      checked_pointer(i, b, e, is_constant);
       return;
     }
     if (is_constant && !has_const) set(i, "const");
     else set(i, "");
   }
 
+  // device/constant/threadgroup T* (the address-space word at i, the declaration's first token at b,
+  // the '*' at e) → mgsim::dptr<T>, keeping every qualifier on the pointee.
+  void checked_pointer(size_t i, size_t b, size_t e, bool add_const) {
+    std::string inner;
+    bool any_const = false;
+    for (size_t k = b; k < e; ++k) {
+      if (k == i || is(k, "static") || is(k, "constexpr") || is(k, "inline")) continue;
+      if (is(k, "const")) any_const = true;
+      inner += (inner.empty() ? "" : " ") + (replaced_[k] ? repl_[k] : text(k));
+    }
+    if (add_const && !any_const) inner = "const " + inner;
+    for (size_t k = b; k <= e; ++k)
+      if (!is(k, "static") && !is(k, "constexpr") && !is(k, "inline")) set(k, "");
+    set(i, "mgsim::dptr<" + inner + ">");
+    size_t d = e + 1;
+    while (is(d, "const") || is(d, "volatile") || is(d, "__restrict")) ++d;
+    if (ident(d) && !is(d + 1, "(")) note_checked_name(d);
+  }
+
   // --- checked mode: element accesses -----------------------------------------------------------
 
   // Records the checked pointer declared at token d and the extent of its scope.
-  void note_checked_name(size_t d) {
+  void note_checked_name(size_t d, bool scalar = false, bool view = false) {
     size_t k = d, open = SIZE_MAX;
     while (k > 0) {  // the innermost enclosing '(' or '{'
       --k;
@@ -1096,7 +959,8 @@ class Translator {
         break;
       }
     }
-    CheckedName c{text(d), d, t_.size() - 1, is(d + 1, "[") && attr_end_[d + 1] == SIZE_MAX};
+    CheckedName c{text(d), d, t_.size() - 1, is(d + 1, "[") && attr_end_[d + 1] == SIZE_MAX, scalar};
+    if (view) c.array = false;  // a threadgroup variable's view: one subscript (rows of rows included)
     if (open != SIZE_MAX && is(open, "{")) {
       const bool ns = open >= 1 && (is(open - 1, "namespace") || (open >= 2 && is(open - 2, "namespace")));
       if (!in_function_[d] && !ns) {  // a data member of a struct
@@ -1187,6 +1051,20 @@ class Translator {
         continue;
       }
       const size_t start = via_member ? postfix_start(i) : i;
+      // Every access carries its source line (race reports): p[i] → p.mg_line(N)[i].
+      const std::string at_line = ".mg_line(" + std::to_string(user_line(t_[i].line).line) + "u)";
+      if (cn && cn->scalar) {
+        // A threadgroup scalar: its name is the element, *view.
+        const size_t n = i + 1;
+        const bool object_use = is(n, ".") || is(n, "[") || is(n, "(") || is(n, "->");
+        const bool assigned = (t_[n].kind == Tok::Punct && is_assign_op(text(n))) || is(n, "++") || is(n, "--") ||
+                              is(i - 1, "++") || is(i - 1, "--");
+        const bool address = is(i - 1, "&") && (t_[i - 2].kind == Tok::Punct || expr_keywords.count(text(i - 2)));
+        const std::string wrap = object_use ? "mgsim::impl::wr(" : (assigned || address) ? "" : "mgsim::impl::rd(";
+        prefix_[i] += wrap + "(*";
+        suffix_[i] = at_line + ")" + (wrap.empty() ? "" : ")") + suffix_[i];
+        continue;
+      }
       if (is(i + 1, "[") && attr_end_[i + 1] == SIZE_MAX) {
         // The element: one subscript, two for an array of pointers.
         size_t j = i + 1;
@@ -1201,6 +1079,8 @@ class Translator {
         }
         if (!ok) continue;
         const size_t last = j - 1;
+        if (subs == 1) suffix_[i] += at_line;
+        else suffix_[match_[i + 1]] += at_line;  // ptrs[k].mg_line(N)[i]
         bool object_use = false, call = false;
         size_t c = j;
         for (;;) {  // member access, subscript or call on the element
@@ -1232,10 +1112,13 @@ class Translator {
         if (!unary) continue;
         const size_t n = i + 1;
         if (is(n, "[") || is(n, ".") || is(n, "->") || is(n, "(") || is(n, "++") || is(n, "--")) continue;
-        if ((t_[n].kind == Tok::Punct && is_assign_op(text(n))) || is(b, "&") || is(b, "++") || is(b, "--")) continue;
+        if ((t_[n].kind == Tok::Punct && is_assign_op(text(n))) || is(b, "&") || is(b, "++") || is(b, "--")) {
+          if (!is(b, "++") && !is(b, "--")) suffix_[i] = at_line + suffix_[i];  // *p = v
+          continue;
+        }
         const bool ref_init = i >= 4 && is(b, "=") && ident(b - 1) && is(b - 2, "&");
         prefix_[i - 1] += ref_init ? "mgsim::impl::wr(" : "mgsim::impl::rd(";
-        suffix_[i] = ")" + suffix_[i];
+        suffix_[i] = at_line + ")" + suffix_[i];
       }
     }
   }
@@ -1257,6 +1140,13 @@ class Translator {
       if (is(k, "atomic") && is(k + 1, "<")) atomic_at = k;
     }
     while (is(e, "const") || is(e, "volatile")) ++e;
+    if (opt_.checked && is(e, "*") && !is(e + 1, "*")) {
+      // threadgroup T* → a checked pointer (race detection, bounds).
+      size_t b = i;
+      while (b > 0 && (is(b - 1, "const") || is(b - 1, "volatile"))) --b;
+      checked_pointer(i, b, e, false);
+      return;
+    }
     if (is(e, "*") || is(e, "&") || !in_function_[i] || !ident(e)) {
       set(i, "");
       return;
@@ -1276,14 +1166,301 @@ class Translator {
     if (is(k, ";") && !replaced_[e] && !replaced_[k]) {
       const std::string name = text(e);
       set(e, "mgsim_tg_" + name);
-      set(k, "; auto &" + name + " = mgsim_tg_" + name + ";");
+      if (opt_.checked) {
+        // A checked pointer to the storage: every access is bounds-checked and race-detected.
+        set(k, "; static thread_local mgsim::abi::check_binding mgsim_tgb_" + name + "; auto " + name +
+                   " = mgsim::impl::tg_view(mgsim_tg_" + name + ", mgsim_tgb_" + name + ", \"" + name + "\");");
+        note_checked_name(e, /*scalar=*/!is(e + 1, "["), /*view=*/true);
+      } else {
+        set(k, "; auto &" + name + " = mgsim_tg_" + name + ";");
+      }
     }
+  }
+
+
+  // --- work-item form ---------------------------------------------------------------------------
+
+  std::set<std::string> wi_sync_;                 // user functions with syncs, by name
+  std::map<std::string, std::string> wi_fail_;    // names with no work-item form, and why
+  std::string wi_global_;                         // a reason no kernel may use the work-item form
+  bool wi_written_ = false;
+
+  // The rewritten text of tokens [b, e), whitespace and comments included (line structure kept).
+  std::string rtext(size_t b, size_t e) const {
+    std::string o;
+    for (size_t k = b; k < e && k < t_.size(); ++k) {
+      o += t_[k].pre;
+      o += prefix_[k];
+      o += replaced_[k] ? repl_[k] : t_[k].text;
+      o += suffix_[k];
+    }
+    return o;
+  }
+  // The same on one line, comments dropped.
+  std::string ctext(size_t b, size_t e) const {
+    std::string o;
+    for (size_t k = b; k < e && k < t_.size(); ++k) {
+      std::string x = prefix_[k] + (replaced_[k] ? repl_[k] : t_[k].text) + suffix_[k];
+      if (x.empty()) continue;
+      if (!o.empty() && (!t_[k].pre.empty() || (is_ident_char(o.back()) && is_ident_char(x.front())))) o += ' ';
+      o += x;
+    }
+    return o;
+  }
+
+  WiLine user_line(int pp_line) const {
+    WiLine w{"program_source", pp_line};
+    for (const Marker &mk : markers_) {
+      if (mk.line >= pp_line) break;
+      w.file = mk.file;
+      w.line = mk.user_line + (pp_line - mk.line - 1);
+    }
+    return w;
+  }
+
+  // Is the token at k erased by a rewrite (an attribute, an address space)?
+  bool erased(size_t k) const { return replaced_[k] && repl_[k].empty(); }
+
+  // The declaration of function fb as the work-item generator needs it; false (with why) when it
+  // has a shape the generator does not handle.
+  bool extract_wi(const FunctionBody &fb, unsigned id, WiFunction &wf, std::string &why, bool &implicit) {
+    static const std::unordered_set<std::string> builtin = {"unsigned", "signed", "short", "long", "int",
+                                                            "char", "float", "double", "bool", "void"};
+    wf.id = id;
+    if (fb.name == "operator") return implicit = true, why = "a sync in an operator", false;
+    size_t k = fb.decl;
+    while (ident(k) && is(k + 1, ":") && !is(k + 2, ":")) k += 2;  // public: / private:
+    if (is(k, "template")) {
+      if (!is(k + 1, "<")) return why = "a template declaration it cannot read", false;
+      const size_t close = skip_angles(k + 1);
+      if (close == k + 2) return why = "an explicit specialization", false;
+      wf.templated = true;
+      wf.template_header = ctext(k, close + 1);
+      // Parameters: split at top-level commas.
+      size_t pb = k + 2;
+      int depth = 0;
+      for (size_t j = k + 2; j <= close; ++j) {
+        if (j < close && (is(j, "(") || is(j, "[") || is(j, "{")) && match_[j] != SIZE_MAX) {
+          j = match_[j];
+          continue;
+        }
+        if (j < close && is(j, "<")) ++depth;
+        if (j < close && is(j, ">")) --depth;
+        if (j == close || (depth == 0 && is(j, ","))) {
+          size_t pe = j;
+          for (size_t q = pb; q < j; ++q)
+            if (is(q, "=")) {
+              pe = q;
+              break;
+            }
+          WiTemplateParam tp;
+          size_t last = SIZE_MAX;
+          for (size_t q = pb; q < pe; ++q) {
+            if (is(q, "...") || is(q, "template")) return why = "a variadic or template-template parameter", false;
+            if (ident(q)) last = q;
+          }
+          if (last == SIZE_MAX) return why = "an unnamed template parameter", false;
+          tp.name = text(last);
+          tp.decl = ctext(pb, pe);
+          tp.type = (is(pb, "typename") || is(pb, "class")) && last == pb + 1;
+          if (!tp.type) tp.nttp_type = ctext(pb, last);
+          wf.tparams.push_back(tp);
+          pb = j + 1;
+        }
+      }
+      k = close + 1;
+      if (is(k, "template")) return why = "a member template defined outside its class", false;
+    }
+    const size_t open = declarator_paren(fb.open);
+    if (open == SIZE_MAX || open == 0 || !ident(open - 1)) return why = "a declaration it cannot read", false;
+    const size_t name_at = open - 1;
+    if (is(name_at - 1, "::")) return why = "a member function defined outside its class", false;
+    if (is(name_at - 1, "~") || is(name_at - 1, "operator") || text(name_at) == "operator")
+      return implicit = true, why = "a sync in an operator or destructor", false;
+    wf.name = text(name_at);
+    bool has_type = false;
+    for (size_t j = k; j < name_at; ++j) {
+      if (is(j, "static")) wf.is_static = true;
+      if (ident(j) && text(j) == "always_inline") wf.always_inline = true;
+      if (is(j, "__attribute__") && is(j + 1, "(") && match_[j + 1] != SIZE_MAX) {
+        for (size_t q = j; q <= match_[j + 1]; ++q)
+          if (ident(q) && text(q) == "always_inline") wf.always_inline = true;
+        j = match_[j + 1];
+        continue;
+      }
+      if (erased(j)) continue;
+      if (ident(j) && !is(j, "static") && !is(j, "inline") && !is(j, "constexpr") && !is(j, "explicit") &&
+          !is(j, "friend") && !is(j, "extern"))
+        has_type = true;
+      if (is(j, "friend")) return why = "a friend function", false;
+    }
+    if (!has_type) return implicit = true, why = "a sync in a constructor", false;
+    if (fb.in_class && !wf.is_static) return implicit = true, why = "a sync in a non-static member function", false;
+    for (const KernelDecl &kd : kernels_)
+      if (kd.body_open == fb.open) wf.kernel = true;
+    wf.params_text = ctext(open + 1, match_[open]);
+    for (auto [pb, pe] : split_params(open)) {
+      size_t eq = pe;
+      for (size_t q = pb; q < pe; ++q) {
+        if ((is(q, "(") || is(q, "[") || is(q, "{")) && match_[q] != SIZE_MAX) {
+          q = match_[q];
+          continue;
+        }
+        if (attr_end_[q] != SIZE_MAX) {
+          q = attr_end_[q];
+          continue;
+        }
+        if (is(q, "=")) {
+          eq = q;
+          break;
+        }
+      }
+      // The name: the last identifier (not erased, not a builtin type word) before any array bounds.
+      size_t name = SIZE_MAX, dims = eq, sig = 0;
+      for (size_t q = pb; q < eq; ++q) {
+        if (attr_end_[q] != SIZE_MAX) {
+          q = attr_end_[q];
+          continue;
+        }
+        if (erased(q)) continue;
+        if (is(q, "[")) {
+          dims = q;
+          break;
+        }
+        if (is(q, "<") ) {
+          const size_t a = skip_angles(q);
+          q = a;
+          ++sig;
+          continue;
+        }
+        ++sig;
+        if (ident(q)) name = q;
+      }
+      if (sig == 1 && name != SIZE_MAX && text(name) == "void" && split_params(open).size() == 1) break;
+      WiParam p;
+      const bool named = name != SIZE_MAX && sig > 1 && !builtin.count(text(name)) && !is(name, "const") &&
+                         !is(name, "volatile") && !(name > pb && is(name - 1, "::"));
+      const size_t type_end = named ? name : dims;
+      for (size_t q = pb; q < type_end; ++q)
+        if (is(q, "&") || is(q, "&&")) p.ref = true;
+      p.type = ctext(pb, type_end);
+      if (dims < eq) p.type += " *";
+      if (named) p.name = text(name);
+      if (eq < pe) p.def = ctext(eq + 1, pe);
+      wf.params.push_back(p);
+    }
+    wf.body = rtext(fb.open + 1, fb.close);
+    wf.first_line = t_[fb.open].line;
+    return true;
+  }
+
+  // Finds the user functions with syncs, writes a work-item variant next to each (when every
+  // function it calls has one too) and records why not otherwise.
+  void build_workitem() {
+    if (!opt_.workitem) return;
+    auto calls_sync = [&](const FunctionBody &fb) {
+      for (size_t k = fb.open + 1; k < fb.close; ++k) {
+        if (!ident(k)) continue;
+        const std::string &n = text(k);
+        if (!wi_is_prelude_sync(n) && !wi_sync_.count(n)) continue;
+        if (is(k - 1, ".") || is(k - 1, "->")) continue;
+        if (is(k + 1, "(") || is(k + 1, "<")) return true;
+      }
+      return false;
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const FunctionBody &fb : functions_)
+        if (!wi_sync_.count(fb.name) && calls_sync(fb)) {
+          wi_sync_.insert(fb.name);
+          changed = true;
+        }
+    }
+    if (wi_sync_.empty()) return;
+    // A function with syncs reached other than by a call (its address taken, say) would run its
+    // scalar form inside per-lane code.
+    for (const FunctionBody &fb : functions_)
+      for (size_t k = fb.open + 1; k < fb.close && wi_global_.empty(); ++k)
+        if (ident(k) && wi_sync_.count(text(k)) && !wi_is_prelude_sync(text(k)) && !is(k + 1, "(") &&
+            !is(k + 1, "<") && !is(k - 1, ".") && !is(k - 1, "->")) {
+          WiLine w = user_line(t_[k].line);
+          wi_global_ = "'" + text(k) + "' (which has syncs) is used other than by a call (" + w.file + ":" +
+                       std::to_string(w.line) + ")";
+        }
+    std::map<size_t, WiOutput> outs;
+    for (size_t fi = 0; fi < functions_.size(); ++fi) {
+      const FunctionBody &fb = functions_[fi];
+      if (!wi_sync_.count(fb.name)) continue;
+      WiFunction wf;
+      std::string why;
+      bool implicit = false;  // a function a kernel may call without naming it (operator, constructor, method)
+      if (!extract_wi(fb, unsigned(fi + 1), wf, why, implicit)) {
+        if (implicit && wi_global_.empty()) {
+          WiLine w = user_line(t_[fb.open].line);
+          wi_global_ = why + " (" + w.file + ":" + std::to_string(w.line) + ")";
+        }
+        WiLine w = user_line(t_[fb.open].line);
+        if (!wi_fail_.count(fb.name))
+          wi_fail_[fb.name] = why + " (" + w.file + ":" + std::to_string(w.line) + ", in '" + fb.name + "')";
+        continue;
+      }
+      WiOutput o;
+      if (!wi_transform(wf, [&](const std::string &n) { return wi_sync_.count(n) > 0; },
+                        [&](int l) { return user_line(l); }, o)) {
+        if (!wi_fail_.count(fb.name)) wi_fail_[fb.name] = o.reason;
+        continue;
+      }
+      outs[fi] = std::move(o);
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto &[fi, o] : outs) {
+        const std::string &n = functions_[fi].name;
+        if (wi_fail_.count(n)) continue;
+        for (const std::string &c : o.calls)
+          if (wi_fail_.count(c)) {
+            wi_fail_[n] = wi_fail_[c];
+            changed = true;
+            break;
+          }
+      }
+    }
+    if (!wi_global_.empty()) return;
+    for (auto &[fi, o] : outs) {
+      const FunctionBody &fb = functions_[fi];
+      if (wi_fail_.count(fb.name)) continue;
+      const WiLine back = user_line(t_[fb.close].line);
+      suffix_[fb.close] += o.code + "\n#line " + std::to_string(back.line) + " \"" + back.file + "\"\n";
+      wi_written_ = true;
+    }
+  }
+
+  // The work-item decision for a kernel named `name` that needs cooperation (reason when fibers).
+  bool kernel_workitem(const std::string &name, std::string &reason) const {
+    if (!opt_.workitem) {
+      reason = opt_.fiber_note.empty() ? "the work-item form is disabled (MG_SIM_WORKITEM=0)" : opt_.fiber_note;
+      return false;
+    }
+    if (!wi_global_.empty()) {
+      reason = wi_global_;
+      return false;
+    }
+    if (!wi_sync_.count(name)) {
+      reason = "it reaches a barrier, collective or thread_elements() other than by direct calls";
+      return false;
+    }
+    auto it = wi_fail_.find(name);
+    if (it != wi_fail_.end()) {
+      reason = it->second;
+      return false;
+    }
+    return true;
   }
 
   // --- kernels: call graph, threadgroup sizes, entries -----------------------------------------
 
   // Identifiers reachable from the body [open, close] through function and macro bodies.
-  void reach(size_t open, size_t close, bool &sync, bool &lane_id) {
+  void reach(size_t open, size_t close, bool &sync, bool &lane_id, bool &sync_other) {
     std::multimap<std::string, const FunctionBody *> by_name;
     for (auto &f : functions_) by_name.emplace(f.name, &f);
     std::set<std::string> seen;
@@ -1297,6 +1474,7 @@ class Translator {
       std::string id = work.back();
       work.pop_back();
       if (is_sync_name(id)) sync = true;
+      if (is_sync_name(id) && id != "thread_elements") sync_other = true;
       if (id == "thread_elements" || id == "simd_lane_id") lane_id = true;
       auto range = by_name.equal_range(id);
       for (auto it = range.first; it != range.second; ++it) scan_tokens(t_, it->second->open, it->second->close);
@@ -1421,8 +1599,8 @@ class Translator {
 
   bool build_kernels(TranslateResult &out) {
     for (const KernelDecl &kd : kernels_) {
-      bool sync = false, lane_id = false;
-      reach(kd.body_open, kd.body_close, sync, lane_id);
+      bool sync = false, lane_id = false, sync_other = false;
+      reach(kd.body_open, kd.body_close, sync, lane_id, sync_other);
       auto add = [&](const std::string &host_name, const std::string &call, const std::map<std::string, std::string> &tparams, int line) -> bool {
         for (auto &k : out.kernels)
           if (k.host_name == host_name) return error(line, "two kernels are named '" + host_name + "'");
@@ -1433,6 +1611,10 @@ class Translator {
         ki.call_expr = call.rfind("::", 0) == 0 ? call : "::" + call;
         ki.params = kd.params;
         ki.needs_fibers = sync;
+        // In work-item form a kernel that only takes thread_elements() (no matrix operation, so
+        // nothing to gather) runs as a plain loop.
+        if (opt_.workitem && !wi_sync_.count(kd.name) && !sync_other) ki.needs_fibers = false;
+        if (ki.needs_fibers) ki.workitem = kernel_workitem(kd.name, ki.fiber_reason);
         ki.track_attrs = lane_id || opt_.checked;
         ki.max_threads = kd.max_threads;
         ki.static_tg_bytes = static_tg_size(kd.body_open, kd.body_close, tparams);
@@ -1495,6 +1677,15 @@ class Translator {
     // The language version the prelude's checks read (mgsim_types.h: language_version).
     s += "namespace mgsim { template <> struct language_version_of<program> { static constexpr unsigned value = " +
          std::to_string(opt_.language_version) + "; }; }\n";
+    // Work-item regions publish each lane's attributes only when something reads them (checked-mode
+    // reports, thread_elements() and simd_lane_id()).
+    bool track = opt_.checked;
+    for (const KernelDecl &kd : kernels_) {
+      bool sync = false, lane_id = false, other = false;
+      reach(kd.body_open, kd.body_close, sync, lane_id, other);
+      track = track || lane_id;
+    }
+    s += std::string("#define MGWI_TRACK ") + (track ? "true" : "false") + "\n";
     s += "#line 1 \"program_source\"\n";
     for (size_t i = 0; i < t_.size(); ++i) {
       s += t_[i].pre;
@@ -1524,14 +1715,14 @@ class Translator {
       s += "template <unsigned I> using P = typename mgsim::fn_params<F>::template at<I>;\n}\n";
       std::string binds, args;
       uint32_t bmask = 0, tmask = 0;
-      std::string elem[31], ref[31];
-      for (int b = 0; b < 31; ++b) elem[b] = ref[b] = "0";
+      std::string elem[31], ref[31], tgelem[31];
+      for (int b = 0; b < 31; ++b) elem[b] = ref[b] = tgelem[b] = "0";
       for (size_t p = 0; p < ki.params.size(); ++p) {
         const KernelParam &kp = ki.params[p];
         std::string P = ns + "::P<" + std::to_string(p) + ">";
         std::string bn = "b" + std::to_string(p);
         if (kp.kind == ParamKind::Buffer) {
-          binds += "  " + P + " " + bn + " = mgsim::bind_buffer<" + P + ">(L, " + std::to_string(kp.index) + "u);\n";
+          binds += "  " + P + " " + bn + " = mgsim::bind_buffer<" + P + ">(L, G, " + std::to_string(kp.index) + "u);\n";
           bmask |= 1u << kp.index;
           elem[kp.index] = "mgsim::elem_size<" + P + ">::value";
           ref[kp.index] = "mgsim::elem_size<" + P + ">::ref";
@@ -1539,13 +1730,17 @@ class Translator {
         } else if (kp.kind == ParamKind::Threadgroup) {
           binds += "  " + P + " " + bn + " = mgsim::bind_threadgroup<" + P + ">(G, " + std::to_string(kp.index) + "u);\n";
           tmask |= 1u << kp.index;
+          tgelem[kp.index] = "mgsim::elem_size<" + P + ">::value";
           args += (args.empty() ? "" : ", ") + bn;
         } else {
           args += std::string(args.empty() ? "" : ", ") + "mgsim::attr<" + P + ">(" + attr_args(kp.attribute) + ")";
         }
       }
-      std::string plain = "nullptr", lanef = "nullptr";
-      if (!ki.needs_fibers) {
+      std::string plain = "nullptr", lanef = "nullptr", wif = "nullptr";
+      if (ki.workitem) {
+        wif = "&" + ns + "_wi";
+        s += wi_entry(ki, ns, binds);
+      } else if (!ki.needs_fibers) {
         plain = "&" + ns + "_plain";
         s += "extern \"C\" MGSIM_EXPORT void " + ns + "_plain(const mgsim::abi::launch *L, const mgsim::abi::group *G) {\n";
         s += "  mgsim_fc_load(L);\n" + binds;
@@ -1559,16 +1754,29 @@ class Translator {
         s += "  mgsim_fc_load(L);\n  mgsim::enter_lane(self);\n  const mgsim::abi::thread_attrs &a = self->a;\n  (void)a;\n" + binds;
         s += "  " + ki.call_expr + "(" + args + ");\n}\n";
       }
-      table += "  {\"" + ki.host_name + "\", " + plain + ", " + lanef + ", " + (ki.needs_fibers ? "1u" : "0u") + ", " +
+      std::string reason = "nullptr";
+      if (ki.needs_fibers && !ki.workitem) {
+        reason = "\"";
+        for (char ch : ki.fiber_reason) {
+          if (ch == '"' || ch == '\\') reason += '\\';
+          if (ch == '\n') reason += "\\n";
+          else reason += ch;
+        }
+        reason += "\"";
+      }
+      table += "  {\"" + ki.host_name + "\", " + plain + ", " + lanef + ", " + wif + ", " + reason + ", " +
+               (ki.needs_fibers ? "1u" : "0u") + ", " +
                std::to_string(ki.max_threads) + "u, " + std::to_string(ki.static_tg_bytes) + "u, " +
                std::to_string(bmask) + "u, " + std::to_string(tmask) + "u,\n   {";
       for (int b = 0; b < 31; ++b) table += (b ? ", " : "") + elem[b];
       table += "},\n   {";
       for (int b = 0; b < 31; ++b) table += (b ? ", " : "") + ref[b];
+      table += "},\n   {";
+      for (int b = 0; b < 31; ++b) table += (b ? ", " : "") + tgelem[b];
       table += "}},\n";
     }
     s += "static const mgsim::abi::kernel_desc mgsim_kernel_table[] = {\n" + table;
-    if (out.kernels.empty()) s += "  {\"\", nullptr, nullptr, 0u, 0u, 0u, 0u, 0u, {}, {}},\n";
+    if (out.kernels.empty()) s += "  {\"\", nullptr, nullptr, nullptr, nullptr, 0u, 0u, 0u, 0u, 0u, {}, {}, {}},\n";
     s += "};\n";
     s += "static const mgsim::abi::fconst_desc mgsim_fconst_table[] = {\n";
     for (auto &fc : fconsts_)
@@ -1579,6 +1787,45 @@ class Translator {
     s += "  static const mgsim::abi::module_desc d = {mgsim::abi::kVersion, " + std::to_string(out.kernels.size()) +
          "u, mgsim_kernel_table, " + std::to_string(fconsts_.size()) + "u, mgsim_fconst_table};\n  return &d;\n}\n";
     out.cpp = std::move(s);
+    out.workitem = wi_written_;
+  }
+
+  // The work-item entry of kernel ki: binds its parameters (buffers and threadgroup memory are the
+  // same in every lane, attributes per lane) and runs its work-item form over the threadgroup.
+  std::string wi_entry(const KernelInfo &ki, const std::string &ns, const std::string &binds) {
+    (void)0;
+    // call_expr = qualification, name, template arguments.
+    const std::string &ce = ki.call_expr;
+    size_t lt = ce.find('<');
+    const std::string head = lt == std::string::npos ? ce : ce.substr(0, lt);
+    const std::string targs = lt == std::string::npos ? "" : ce.substr(lt);
+    const size_t cut = head.rfind("::");
+    const std::string qual = cut == std::string::npos ? "" : head.substr(0, cut + 2);
+    const std::string name = cut == std::string::npos ? head : head.substr(cut + 2);
+    std::string s = "extern \"C\" MGSIM_EXPORT void " + ns +
+                    "_wi(const mgsim::abi::launch *L, const mgsim::abi::group *G, mgsim::abi::wi_ctx *mgwi_cp) {\n";
+    s += "  (void)G;\n  mgsim_fc_load(L);\n  mgsim::wi::ctx &mgwi_c = *mgwi_cp;\n";
+    s += "  mgsim::tls.lane = nullptr;\n  mgsim::tls.launch = L;\n  mgsim::tls.group = G;\n  mgwi_c.tls_attrs = &mgsim::tls.attrs;\n";
+    s += "  mgsim::publish_attrs(G);\n";
+    s += "  mgwi_c.track = MGWI_TRACK ? 1u : 0u;\n" + binds;
+    std::string fills, dv, args, lanes;
+    for (size_t p = 0; p < ki.params.size(); ++p) {
+      const KernelParam &kp = ki.params[p];
+      const std::string P = ns + "::P<" + std::to_string(p) + ">", id = std::to_string(p);
+      dv += std::string(p ? ", " : "") + "::std::declval<" + P + ">()";
+      std::string value = "b" + id;
+      if (kp.kind == ParamKind::Attribute) value = "mgsim::attr<" + P + ">(" + attr_args(kp.attribute) + ")";
+      lanes += "  MGWI_LANES(mgwi_a" + id + ", ::mgsim::wi::param_t<mgwi_o, " + id + ">);\n";
+      fills += "mgwi_a" + id + "[mgwi_l] = ::mgsim::wi::pass<mgwi_o, " + id + ">(" + value + "); ";
+      args += ", mgwi_a" + id;
+    }
+    s += "  using mgwi_o = decltype(" + qual + "mgwi_probe_" + name + targs + "(" + dv + "));\n" + lanes;
+    if (!fills.empty())
+      s += "  MGWI_EACH { const mgsim::abi::thread_attrs &a = mgwi_c.attrs[mgwi_l]; (void)a; " + fills + "} MGWI_EACH_END\n";
+    s += "  MGWI_RESULT(mgwi_r, void);\n";
+    s += "  " + qual + "mgwi_" + name + "(mgwi_o{}, mgwi_c, mgwi_r" + args + ");\n";
+    s += "  if (mgwi_c.track) mgsim::tls.attrs = nullptr;\n}\n";
+    return s;
   }
 };
 

@@ -14,6 +14,10 @@ namespace mgsim {
 struct TranslateOptions {
   bool checked = false;
   uint32_t language_version = 320;  // __METAL_VERSION__
+  // Write work-item forms (workitem.h) for kernels with barriers, collectives or simdgroup
+  // matrices; when false they run as fibers, and `fiber_note` (if any) says why.
+  bool workitem = true;
+  std::string fiber_note;
 };
 
 enum class ParamKind { Buffer, Threadgroup, Attribute };
@@ -28,7 +32,9 @@ struct KernelInfo {
   std::string host_name;   // the name the API looks kernels up by
   std::string call_expr;   // C++ expression naming the function (f or f<float>)
   std::vector<KernelParam> params;
-  bool needs_fibers = false;
+  bool needs_fibers = false;  // cooperative: work-item form or fibers
+  bool workitem = false;      // runs in work-item form
+  std::string fiber_reason;   // needs_fibers && !workitem: why not in work-item form
   bool track_attrs = false;  // needs the current thread's attributes outside fibers
   int max_threads = 1024;
   uint32_t static_tg_bytes = 0;
@@ -46,6 +52,7 @@ struct TranslateResult {
   std::vector<KernelInfo> kernels;
   std::vector<FunctionConstant> constants;
   std::string error;  // set on failure: "program_source:LINE: message"
+  bool workitem = false;  // work-item code was written (a compile failure may retry without it)
 };
 
 bool translate_msl(const std::string &source, const TranslateOptions &options, TranslateResult &out);

@@ -292,6 +292,16 @@ public func mg_pipeline_info(_ pipeline: UnsafeMutableRawPointer?, _ out: Unsafe
     }
 }
 
+/// How the simulator runs the pipeline's threadgroups, as JSON: {"model":"plain"|"work-item"|
+/// "fibers","reason":"..."} (fibers is the fallback; the reason says why); {} on a real GPU.
+/// Valid until the next string-returning call on this thread.
+@_cdecl("mg_pipeline_execution_json")
+public func mg_pipeline_execution_json(_ pipeline: UnsafeMutableRawPointer?) -> UnsafePointer<CChar>? {
+    guarded("mg_pipeline_execution_json", nil) { runtime in
+        returned(pipelineExecutionJSON(try runtime.pipelineRecord(handleBits(pipeline)).state))
+    }
+}
+
 // MARK: Queues and batches
 
 /// A new command queue (a stream). Queues live as long as the process.

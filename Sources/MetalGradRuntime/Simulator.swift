@@ -8,6 +8,7 @@
 import Foundation
 #if !canImport(Metal)
 import MSLSim
+import MetalShim
 
 let runningOnSimulator = true
 
@@ -33,13 +34,26 @@ func simulatorStatsJSON() -> String {
         "memoryCacheHits": stats.memory_cache_hits,
         "dispatches": stats.dispatches,
         "fiberDispatches": stats.fiber_dispatches,
+        "workItemDispatches": stats.workitem_dispatches,
+        "fiberFallbackDispatches": stats.fiber_fallback_dispatches,
         "cacheDirectory": directory,
     ]
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
     return String(decoding: data, as: UTF8.self)
 }
+
+/// How the simulator runs this pipeline: {"model":"plain"|"work-item"|"fibers","reason":...}.
+func pipelineExecutionJSON(_ state: any MTLComputePipelineState) -> String {
+    let (model, reason) = simulatorExecutionModel(of: state)
+    let fields: [String: Any] = ["model": model == 1 ? "work-item" : model == 2 ? "fibers" : "plain", "reason": reason]
+    let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
+    return String(decoding: data, as: UTF8.self)
+}
 #else
+import Metal
+
 let runningOnSimulator = false
+func pipelineExecutionJSON(_ state: any MTLComputePipelineState) -> String { "{}" }
 func annotateNextDispatch(viewLengths: UnsafePointer<UInt64>, mustWrite: UInt64) {}
 func simulatorStatsJSON() -> String { "{\"simulator\":false}" }
 #endif

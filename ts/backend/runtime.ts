@@ -41,6 +41,7 @@ const SYMBOLS = {
   mg_library_function_names_json: { args: [P], returns: cstring },
   mg_pipeline_new: { args: [P, P, P, i32], returns: P },
   mg_pipeline_info: { args: [P, P], returns: i32 },
+  mg_pipeline_execution_json: { args: [P], returns: cstring },
   mg_queue_new: { args: [], returns: P },
   mg_batch_submit: { args: [P, P, u32], returns: P },
   mg_batch_wait: { args: [P, f64], returns: i32 },
@@ -740,13 +741,18 @@ export class Library {
     if (handle === null) this.#runtime.fail();
     const info = new Int32Array(3);
     if (this.#runtime.native.mg_pipeline_info(handle, info) !== 0) this.#runtime.fail();
-    const pipeline = new Pipeline(handle, name, info[0]!, info[1]!, info[2]!);
+    const native = this.#runtime.native;
+    const pipeline = new Pipeline(handle, name, info[0]!, info[1]!, info[2]!, () => {
+      const json = native.mg_pipeline_execution_json(handle);
+      return json === null ? {} : (JSON.parse(String(json)) as { model?: string; reason?: string });
+    });
     this.#pipelines.set(key, pipeline);
     return pipeline;
   }
 }
 
 export class Pipeline {
+  #execution: { model?: string; reason?: string } | undefined;
   /** Where it came from, for the trace: the precompiled metallib, or source and why (kernels.ts). */
   origin: string | undefined;
   constructor(
@@ -755,7 +761,18 @@ export class Pipeline {
     readonly maxTotalThreadsPerThreadgroup: number,
     readonly threadExecutionWidth: number,
     readonly staticThreadgroupMemoryLength: number,
+    private readonly queryExecution: () => { model?: string; reason?: string } = () => ({}),
   ) {}
+
+  /**
+   * How the MSL simulator runs this kernel's threadgroups: "plain" (no barriers, collectives or
+   * simdgroup matrices), "work-item" (split at them, no context switch per lane) or "fibers" (the
+   * fallback, with the reason); {} on a real GPU.
+   */
+  get simulatorExecution(): { model?: string; reason?: string } {
+    this.#execution ??= this.queryExecution();
+    return this.#execution;
+  }
 }
 
 /** A command queue: batches on one queue run in submission order. */

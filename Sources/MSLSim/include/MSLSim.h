@@ -16,7 +16,8 @@
 // (checked mode for every library), MG_SIM_NO_PCH=1 (do not precompile the prelude),
 // MG_SIM_KEEP_SOURCES=1 (keep the translated C++ in the cache's tmp/ directory), MG_SIM_STACK_KB
 // (stack of each cooperative lane, default 256), MG_SIM_TIMEOUT_MS (a dispatch running longer
-// fails and is stopped; default 60000, 0 disables).
+// fails and is stopped; default 60000, 0 disables), MG_SIM_WORKITEM=0 (run every kernel with
+// barriers, collectives or simdgroup matrices as fibers instead of in work-item form).
 #ifndef MSLSIM_H
 #define MSLSIM_H
 
@@ -72,6 +73,17 @@ int32_t mgsim_function_max_total_threads_per_threadgroup(const mgsim_function *f
 int32_t mgsim_function_thread_execution_width(const mgsim_function *function);
 int32_t mgsim_function_static_threadgroup_memory_length(const mgsim_function *function);
 
+// How the simulator runs a kernel's threadgroups:
+//   MGSIM_EXEC_PLAIN     no barriers, collectives or simdgroup matrices: a plain loop over threads;
+//   MGSIM_EXEC_WORKITEM  work-item form: the kernel split at its barriers, collectives and matrix
+//                        operations, code between them a loop over the lanes, those operations run
+//                        once over all lanes (no context switch per lane);
+//   MGSIM_EXEC_FIBERS    the fallback for what the work-item form cannot split: every thread a
+//                        cooperative fiber. *reason (when non-NULL) says why, e.g. "a sync inside a
+//                        lambda (program_source:12, in 'f')"; it lives as long as the function.
+enum { MGSIM_EXEC_PLAIN = 0, MGSIM_EXEC_WORKITEM = 1, MGSIM_EXEC_FIBERS = 2 };
+int32_t mgsim_function_execution_model(const mgsim_function *function, const char **reason);
+
 #define MGSIM_MAX_BINDINGS 31
 
 typedef struct mgsim_binding {
@@ -118,8 +130,12 @@ typedef struct mgsim_stats {
   uint64_t disk_cache_hits;        // libraries loaded from the on-disk cache without compiling
   uint64_t memory_cache_hits;      // libraries reused from this process's in-memory cache
   uint64_t dispatches;             // dispatches run
-  uint64_t fiber_dispatches;       // dispatches that needed cooperative lanes
+  uint64_t fiber_dispatches;       // dispatches that needed cooperative lanes (barriers, collectives or
+                                   // simdgroup matrices): work-item form or fibers
   uint64_t preprocessor_invocations;  // C preprocessor runs (one per compiled source, before translation)
+  uint64_t workitem_dispatches;    // of those, dispatches run in work-item form
+  uint64_t fiber_fallback_dispatches;  // and those run as fibers, the fallback (why: see
+                                       // mgsim_function_execution_model)
 } mgsim_stats;
 void mgsim_get_stats(mgsim_stats *out);
 

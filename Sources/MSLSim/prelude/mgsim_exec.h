@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 5;
+constexpr uint32_t kVersion = 8;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -21,8 +21,66 @@ enum block_kind : uint32_t { block_barrier = 1, block_simd = 2 };
 
 struct host_api;
 
-// One bound buffer in checked mode. `shadow` (one byte per buffer byte) is non-null for buffers
-// whose writes are tracked (the dispatch's must-write buffers).
+// Race detection (checked mode) keeps, for memory a dispatch touches, who last wrote it (and, for
+// threadgroup memory, read it) and in which barrier interval.
+//
+// Device memory: one 64-bit record per granule of a bound buffer (the granule is the binding's
+// element size, at most 4 bytes), 0 when not written in this dispatch:
+//   bits 0-23 the writer's threadgroup (linear index + 1), 24-35 its barrier interval (4095: no
+//   longer tracked), 36-45 the writer (thread index in threadgroup), 46-59 the source line (0 if
+//   unknown or past 16383), 60-63 the granule's bytes it wrote (0: written by several threads,
+//   bytes each: no longer compared).
+constexpr uint64_t kRaceEpochMax = 4095;
+constexpr uint32_t kRaceGroupBits = 24;
+// Threadgroup memory: one record per granule (as device memory's: the element size, at most 4
+// bytes); runs are process-unique serials (stale records of an earlier threadgroup on the worker
+// never match). Byte masks say which bytes of the granule the recorded write / reads covered (0:
+// several threads' parts, not compared until the next barrier interval) and which were written in
+// the run at all (uninitialised reads).
+struct tg_shadow {
+  uint32_t wrun;    // threadgroup run of the last write (0: none)
+  uint16_t wepoch;  // its barrier interval
+  uint16_t wsimd;   // the writer's simdgroup-level syncs at the write
+  uint16_t wlane;   // the writer (thread index in threadgroup)
+  uint16_t wline;   // source line of the write
+  uint32_t rrun;    // threadgroup run of the reads recorded since the last write
+  uint16_t repoch;
+  uint16_t rsimd;
+  uint16_t rlane;   // the reader + 1, and flags (race_access)
+  uint16_t rline;
+  uint8_t wbytes;   // bytes of the granule the recorded write covers
+  uint8_t init;     // bytes of the granule written in run wrun
+  uint8_t rbytes;   // bytes of the granule the recorded reads cover
+  uint8_t unused;
+};
+
+struct thread_attrs;
+
+// The threadgroup running on a worker, for race detection: where its threads are in time.
+struct race_state {
+  uint32_t group;            // linear threadgroup index + 1 (0: device memory not tracked)
+  uint32_t run;              // process-unique serial of this threadgroup run
+  uint32_t epoch;            // threadgroup_barriers passed
+  uint32_t simd_epoch[32];   // simdgroup-level syncs (collectives, simdgroup_barrier) passed, per simdgroup
+  // The running kernel object's tls.attrs on this thread (set by the kernel when the threadgroup
+  // starts): the current thread without a thread-local lookup per access.
+  const thread_attrs *const *attrs_slot;
+};
+
+// What checked mode reports (host_api::race).
+enum race_kind : uint32_t {
+  race_raw = 1,        // a read of another thread's write in the same barrier interval
+  race_waw = 2,        // two threads wrote it in the same barrier interval
+  race_war = 3,        // a write over another thread's read in the same barrier interval
+  race_uninit = 4,     // a read of threadgroup memory no thread of the threadgroup wrote
+  race_cross_waw = 5,  // written by two threadgroups of one dispatch
+  race_cross_raw = 6,  // read by one threadgroup, written by another, in one dispatch
+};
+
+// Memory the kernel reaches through a checked pointer: a bound buffer, a threadgroup(n) memory
+// block, or a threadgroup variable. `shadow` (one byte per buffer byte) is non-null for buffers
+// whose writes must cover every byte (the dispatch's must-write buffers); `race` / `tg` hold the
+// race-detection records (device / threadgroup memory).
 struct check_binding {
   char *base;
   uint64_t length;
@@ -31,6 +89,12 @@ struct check_binding {
   uint8_t *shadow;
   const host_api *host;
   void *dispatch;
+  uint64_t *race;
+  uint32_t granule_shift;  // race records: log2 of the granule in bytes (0, 1 or 2)
+  tg_shadow *tg;
+  race_state *rs;     // the worker's race_state (its copies of the bindings; null in launch::checks)
+  const char *name;   // a threadgroup variable's name (null for buffers and threadgroup(n) memory)
+  uint32_t kind;      // 0 device buffer, 1 threadgroup(n) memory, 2 threadgroup variable
 };
 
 struct launch {
@@ -47,6 +111,9 @@ struct launch {
 };
 
 struct group {
+  race_state *race;                 // checked mode: race detection of this run (else null)
+  const check_binding *tg_checks;   // checked mode: the threadgroup(n) blocks (kMaxBindings), else null
+  const check_binding *checks;      // checked mode: this worker's copies of launch::checks, else null
   uint32_t id[3];
   uint32_t size[3];   // the threads this threadgroup really has in each dimension
   uint32_t nthreads;
@@ -91,9 +158,51 @@ struct lane {
   const thread_attrs **tls_attrs_slot;
 };
 
+// Work-item mode (mgsim_wi.h): one call runs a whole threadgroup. The kernel's code is split at its
+// barriers, collectives and simdgroup-matrix operations; the code between two of them runs as a
+// loop over the active lanes, values live across them are kept per lane in `arena` storage, and
+// the operations themselves run once per simdgroup (or threadgroup) over all lanes' values.
+// Bit l of a mask word s is lane 32 * s + l.
+struct wi_ctx {
+  uint32_t n;              // threads in the threadgroup
+  uint32_t nsg;            // simdgroups
+  uint32_t active[32];     // the lanes running the current code
+  uint32_t alive[32];      // the lanes that have not returned from the kernel
+  uint32_t depth;          // work-item function nesting (0 while none runs)
+  uint32_t failed;         // a barrier error stopped the threadgroup: every mask is empty
+  uint32_t cur;            // the lane running per-lane code (fault reports)
+  uint32_t track;          // publish the running lane's attributes in the kernel's tls.attrs
+  char *arena;             // per-lane storage, used as a stack
+  uint64_t arena_cap;
+  uint64_t arena_top;
+  uint64_t lane_bytes;     // one lane's share of the live storage
+  uint64_t lane_limit;     // its limit (a fiber lane's stack size, MG_SIM_STACK_KB)
+  const launch *L;
+  const group *G;
+  const thread_attrs *attrs;          // n entries
+  const thread_attrs **tls_attrs;     // the kernel object's tls.attrs on this thread (track)
+  void *loop;                          // innermost work-item loop (kernel side)
+  void *fn;                            // innermost work-item function (kernel side)
+};
+
 struct host_api {
   uint32_t version;
   void (*block)(lane *self, uint32_t kind, uint64_t token);
+  // Work-item mode: a threadgroup_barrier reached by `reached` of the group's threads while
+  // `exited` had returned from the kernel (the others are in divergent control flow); the host
+  // records the error and the kernel side then stops the group.
+  void (*wi_barrier_error)(wi_ctx *c, uint32_t reached, uint32_t exited);
+  // Work-item mode: per-lane storage ran out (`need` more bytes), or one lane's share exceeds
+  // lane_limit; the host fails the dispatch.
+  void (*wi_exhausted)(wi_ctx *c, uint64_t need);
+  // Checked mode: a race or an uninitialised read (race_kind) at `byte_offset` of `b`, `size`
+  // bytes, by the current thread (position `pos`) at `line`; the other access was by thread
+  // `other_lane` of threadgroup `other_group` (linear index + 1) at `other_line`.
+  void (*race)(const check_binding *b, int64_t byte_offset, uint32_t size, uint32_t kind, uint32_t other_lane,
+               uint32_t other_group, uint32_t other_line, uint32_t line, const uint32_t *pos);
+  // Checked mode: a threadgroup variable's binding (base, length, name set) met on this thread for
+  // the first time; the host gives it its race records.
+  void (*tg_register)(check_binding *b);
   void (*misuse)(const launch *L, const char *what);
   void (*violation)(const check_binding *b, int64_t byte_offset, uint32_t size, int write,
                     const uint32_t *pos);
@@ -103,6 +212,10 @@ struct kernel_desc {
   const char *name;
   void (*plain)(const launch *L, const group *G);
   void (*lane_main)(lane *self);
+  void (*wi)(const launch *L, const group *G, wi_ctx *c);
+  // Why a kernel with barriers, collectives or simdgroup matrices runs as fibers rather than in
+  // work-item mode (null when it does not).
+  const char *fiber_reason;
   uint32_t needs_fibers;
   uint32_t max_threads;
   uint32_t static_tg_bytes;
@@ -110,6 +223,7 @@ struct kernel_desc {
   uint32_t tg_mask;          // threadgroup(n) parameters
   uint32_t elem_size[kMaxBindings];  // pointee size of buffer(n), for reports
   uint32_t ref_size[kMaxBindings];   // size of T for `constant T&` buffer parameters, else 0
+  uint32_t tg_elem_size[kMaxBindings];  // pointee size of threadgroup(n) parameters
 };
 
 struct fconst_desc {
@@ -151,8 +265,9 @@ struct tls_state {
   abi::lane *lane;                  // the running lane (fiber mode), else null
   const abi::thread_attrs *attrs;   // its thread attributes (fiber mode, or tracked plain loops)
   const abi::launch *launch;        // the dispatch being run
+  const abi::group *group;          // the threadgroup being run
 };
-inline thread_local tls_state tls = {nullptr, nullptr, nullptr};
+inline thread_local tls_state tls = {nullptr, nullptr, nullptr, nullptr};
 
 // Per-call-site token the translator passes to every collective and barrier it sees.
 struct site {
@@ -179,12 +294,19 @@ MGSIM_ALWAYS_INLINE void block(abi::lane *me, uint32_t kind, uint64_t token) {
   me->L->host->block(me, kind, token);
 }
 
+// Checked mode: where race detection finds the running thread (see race_state::attrs_slot).
+MGSIM_ALWAYS_INLINE void publish_attrs(const abi::group *G) {
+  if (G->race) G->race->attrs_slot = &tls.attrs;
+}
+
 inline void enter_lane(abi::lane *me) {
   tls.lane = me;
   tls.attrs = &me->a;
   tls.launch = me->L;
+  tls.group = me->G;
   me->tls_lane_slot = &tls.lane;
   me->tls_attrs_slot = &tls.attrs;
+  publish_attrs(me->G);
 }
 
 // --- thread attributes -------------------------------------------------------------------------
@@ -234,19 +356,243 @@ inline const uint32_t *current_position() {
   return tls.attrs ? tls.attrs->grid : none;
 }
 
-// True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes.
-MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p, size_t bytes,
-                                      bool write) {
+// Race detection for one access (checked mode): compares with the last accesses recorded for
+// its bytes and records it. `value` is what a write stores (a write of the value already there is
+// not a conflict), or null.
+// A simdgroup-wide access (`sg`: a simdgroup-matrix load or store, which every lane of the
+// simdgroup makes together) never conflicts with the same access by its simdgroup's other lanes.
+MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off, uint32_t n, bool write,
+                                       uint32_t line, const void *value, bool sg = false) {
+  const abi::thread_attrs *a = tls.attrs;
+  const abi::group *G = tls.group;
+  if (!a || !G || !G->race) return;
+  const abi::race_state &r = *G->race;
+  const uint32_t L = a->index, S = a->simd_id;
+  const char *mem = b->base + off;
+  auto same_value = [&]() { return value && memcmp(mem, value, n) == 0; };
+  if (b->race) {
+    if (!r.group) return;
+    const uint32_t gs = b->granule_shift, gmask = (1u << gs) - 1u;
+    const uint64_t E = r.epoch < abi::kRaceEpochMax ? r.epoch : abi::kRaceEpochMax;
+    const uint64_t who = uint64_t(r.group) | (E << 24) | (uint64_t(L & 1023u) << 36) |
+                         (uint64_t(line < 16384u ? line : 0u) << 46);
+    constexpr uint64_t kWho = ~(uint64_t(15) << 60);
+    const uint64_t first = uint64_t(off) >> gs, last = (uint64_t(off) + n - 1) >> gs;
+    bool reported = false;
+    for (uint64_t q = first; q <= last; ++q) {
+      // The bytes of granule q this access covers.
+      const uint64_t lo = q << gs, hi = lo + gmask;
+      const uint32_t from = uint64_t(off) > lo ? uint32_t(uint64_t(off) - lo) : 0u;
+      const uint32_t to = uint64_t(off) + n - 1 < hi ? uint32_t(uint64_t(off) + n - 1 - lo) : gmask;
+      const uint64_t bytes = ((2ull << to) - 1) & ~((1ull << from) - 1);
+      uint64_t &slot = b->race[q];
+      const uint64_t e = slot;
+      const uint64_t ebytes = e >> 60;
+      if (e && ebytes && (ebytes & bytes) && (e & kWho) != who && !reported) {
+        const uint32_t g = uint32_t(e & 0xffffffu), eE = uint32_t((e >> 24) & 4095u), eL = uint32_t((e >> 36) & 1023u);
+        uint32_t kind = 0;
+        if (g != r.group) {
+          kind = write ? abi::race_cross_waw : abi::race_cross_raw;
+        } else if (eE == E && E != abi::kRaceEpochMax && eL != L && !(sg && (eL >> 5) == S)) {
+          // Lanes of one simdgroup run in lockstep: a read after a write there is ordered.
+          if (write) kind = abi::race_waw;
+          else if ((eL >> 5) != S) kind = abi::race_raw;
+        }
+        if (kind && (kind == abi::race_waw || kind == abi::race_cross_waw) && same_value()) kind = 0;
+        if (kind) {
+          b->host->race(b, int64_t(lo + from), n, kind, eL, g, uint32_t((e >> 46) & 16383u), line, a->grid);
+          reported = true;
+        }
+      }
+      if (write) {
+        // Other bytes of the granule written by another thread: the record can no longer say who
+        // wrote which (bytes 0: not compared again until a whole-granule write).
+        const bool mine = (e & kWho) == who;
+        const bool others = e && ebytes && (ebytes & ~bytes) && !mine;
+        const uint64_t keep = e && mine ? ebytes : 0;
+        slot = who | (others ? 0ull : ((bytes | keep) << 60));
+      }
+    }
+    return;
+  }
+  const uint16_t E = uint16_t(r.epoch < 0xfffeu ? r.epoch : 0xfffeu);
+  const uint16_t SE = uint16_t(r.simd_epoch[S & 31u]);
+  const uint32_t run = r.run;
+  // rlane: first reader + 1 in bits 0-10; bit 15: more readers, all in its simdgroup (rsimd is
+  // their latest simdgroup-sync count); bit 14: readers in several simdgroups.
+  constexpr uint16_t kSameSg = 0x8000u, kMixed = 0x4000u;
+  const uint32_t gs = b->granule_shift, gmask = (1u << gs) - 1u;
+  const uint64_t first = uint64_t(off) >> gs, last = (uint64_t(off) + n - 1) >> gs;
+  bool reported = false;
+  for (uint64_t q = first; q <= last; ++q) {
+    abi::tg_shadow &e = b->tg[q];
+    const uint64_t lo = q << gs, hi = lo + gmask;
+    const uint32_t from = uint64_t(off) > lo ? uint32_t(uint64_t(off) - lo) : 0u;
+    const uint32_t to = uint64_t(off) + n - 1 < hi ? uint32_t(uint64_t(off) + n - 1 - lo) : gmask;
+    const uint8_t bytes = uint8_t(((2u << to) - 1u) & ~((1u << from) - 1u));
+    uint32_t kind = 0, other = 0, other_line = 0;
+    const bool wnow = e.wrun == run && e.wepoch == E && E != 0xfffeu && (e.wbytes & bytes);
+    // The same simdgroup-wide access by another lane of this simdgroup is no conflict; neither is
+    // one ordered by a simdgroup-level sync since (lanes of a simdgroup run in lockstep).
+    const bool ordered = ((e.wlane >> 5) == S) && (e.wsimd != SE || sg);
+    const bool rnow = e.rrun == run && e.repoch == E && (e.rlane & 0x7ffu) != 0;
+    if (write) {
+      const uint32_t reader = (e.rlane & 0x7ffu) - 1u;
+      if (wnow && e.wlane != L && !ordered && !same_value()) {
+        kind = abi::race_waw;
+        other = e.wlane;
+        other_line = e.wline;
+      } else if (rnow && (e.rbytes & bytes) &&
+                 ((e.rlane & kMixed) || ((e.rlane & kSameSg) || reader != L) &&
+                                            !((reader >> 5) == S && e.rsimd != SE) && !(sg && (reader >> 5) == S))) {
+        kind = abi::race_war;
+        other = reader;
+        other_line = e.rline;
+      }
+      if (e.wrun == run) {
+        // Bytes of the granule another thread wrote in this interval stay: the record no longer
+        // says who wrote which.
+        const bool theirs = e.wepoch == E && e.wlane != L && (e.wbytes & ~bytes);
+        e.wbytes = theirs ? uint8_t(0) : uint8_t(e.wepoch == E && e.wlane == L ? e.wbytes | bytes : bytes);
+        e.init = uint8_t(e.init | bytes);
+      } else {
+        e.wbytes = bytes;
+        e.init = bytes;
+      }
+      e.wrun = run;
+      e.wepoch = E;
+      e.wsimd = SE;
+      e.wlane = uint16_t(L);
+      e.wline = uint16_t(line);
+      e.rrun = 0;
+    } else {
+      if (e.wrun != run || (e.init & bytes) != bytes) {
+        kind = abi::race_uninit;
+      } else if (wnow && e.wlane != L && !ordered) {
+        kind = abi::race_raw;
+        other = e.wlane;
+        other_line = e.wline;
+      }
+      if (rnow) {
+        const uint32_t reader = (e.rlane & 0x7ffu) - 1u;
+        if (reader != L || (e.rlane & (kSameSg | kMixed))) {
+          // Another thread's reads of other bytes: which thread read which is no longer known.
+          if (e.rbytes != bytes) e.rbytes = 0;
+          if ((reader >> 5) == S) e.rlane |= kSameSg;
+          else e.rlane |= kMixed;
+        } else {
+          e.rbytes = uint8_t(e.rbytes | bytes);
+        }
+        if (SE > e.rsimd) e.rsimd = SE;
+      } else {
+        e.rrun = run;
+        e.repoch = E;
+        e.rsimd = SE;
+        e.rlane = uint16_t(L + 1);
+        e.rline = uint16_t(line);
+        e.rbytes = bytes;
+      }
+    }
+    if (kind && !reported) {
+      b->host->race(b, int64_t(lo + from), n, kind, other, r.group, other_line, line, a->grid);
+      reported = true;
+    }
+  }
+}
+
+// Checked mode, threadgroup memory: the common cases of an access of one whole granule, inline
+// (the thread-local lookup is then shared by a function's accesses): a read of what an earlier
+// barrier interval or this thread wrote, by its only reader so far in this interval; a write that
+// no other thread read or wrote in this interval. False: race_access decides.
+MGSIM_ALWAYS_INLINE bool tg_race_fast(const abi::check_binding *b, int64_t off, bool write, uint32_t line) {
+  const abi::race_state *rs = b->rs;
+  if (!rs || !rs->attrs_slot) return false;
+  const abi::thread_attrs *a = *rs->attrs_slot;
+  if (!a) return false;
+  const abi::race_state &r = *rs;
+  if (r.epoch >= 0xfffeu) return false;
+  const uint16_t E = uint16_t(r.epoch), L = uint16_t(a->index);
+  const uint32_t gs = b->granule_shift;
+  const uint8_t full = uint8_t((2u << ((1u << gs) - 1u)) - 1u);
+  abi::tg_shadow &e = b->tg[uint64_t(off) >> gs];
+  const bool rnow = e.rrun == r.run && e.repoch == E;
+  if (!write) {
+    if (e.wrun != r.run || e.init != full || (e.wepoch == E && e.wlane != L)) return false;
+    if (!rnow) {
+      e.rrun = r.run;
+      e.repoch = E;
+      e.rsimd = uint16_t(r.simd_epoch[a->simd_id & 31u]);
+      e.rlane = uint16_t(L + 1);
+      e.rline = uint16_t(line);
+      e.rbytes = full;
+      return true;
+    }
+    if (e.rlane != L + 1 || e.rbytes != full) return false;
+    const uint16_t SE = uint16_t(r.simd_epoch[a->simd_id & 31u]);
+    if (SE > e.rsimd) e.rsimd = SE;
+    return true;
+  }
+  if (e.wrun == r.run && e.wepoch == E && e.wlane != L) return false;
+  if (rnow && e.rlane != L + 1) return false;
+  e.wrun = r.run;
+  e.wepoch = E;
+  e.wsimd = uint16_t(r.simd_epoch[a->simd_id & 31u]);
+  e.wlane = L;
+  e.wline = uint16_t(line);
+  e.wbytes = full;
+  e.init = full;
+  e.rrun = 0;
+  return true;
+}
+
+// True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes, and checks
+// races unless the access is atomic (`atomic`).
+MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p, size_t bytes, bool write,
+                                      uint32_t line = 0, const void *value = nullptr, bool atomic = false,
+                                      bool sg = false) {
   if (!b) return true;
   const char *c = static_cast<const char *>(p);
   int64_t off = c - b->base;
-  if (off < 0 || uint64_t(off) + bytes > b->length || bytes > b->length) {
+  if (bytes > b->length || uint64_t(off) > b->length - bytes) {
     b->host->violation(b, off, uint32_t(bytes), write ? 1 : 0, current_position());
     return false;
   }
   if (write && b->shadow) {
     uint8_t *s = b->shadow + off;
-    for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, uint8_t(1), __ATOMIC_RELAXED);
+    if (bytes == 4 && !(off & 3)) __atomic_store_n(reinterpret_cast<uint32_t *>(s), 0x01010101u, __ATOMIC_RELAXED);
+    else if (bytes == 8 && !(off & 7)) __atomic_store_n(reinterpret_cast<uint64_t *>(s), 0x0101010101010101ull, __ATOMIC_RELAXED);
+    else for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, uint8_t(1), __ATOMIC_RELAXED);
+  }
+  if (!atomic) {
+    if (b->race) {
+      const uint32_t gs = b->granule_shift;
+      if (bytes == (1u << gs) && !(uint64_t(off) & ((1u << gs) - 1u))) {
+        uint64_t &slot = b->race[uint64_t(off) >> gs];
+        const uint64_t e = slot;
+        // Fast paths: a whole granule never written in this dispatch, read; or written by this
+        // thread in this barrier interval (or never), written.
+        if (!write && e == 0) return true;
+        if (write) {
+          const abi::race_state *r = b->rs;
+          const abi::thread_attrs *a = r && r->attrs_slot ? *r->attrs_slot : nullptr;
+          if (a && r->group) {
+            const uint64_t E = r->epoch < abi::kRaceEpochMax ? r->epoch : abi::kRaceEpochMax;
+            const uint64_t who = uint64_t(r->group) | (E << 24) | (uint64_t(a->index & 1023u) << 36) |
+                                 (uint64_t(line < 16384u ? line : 0u) << 46);
+            if (e == 0 || (e & ~(uint64_t(15) << 60)) == who) {
+              slot = who | (uint64_t((2u << ((1u << gs) - 1u)) - 1u) << 60);
+              return true;
+            }
+          }
+        }
+      }
+      race_access(b, off, uint32_t(bytes), write, line, value, sg);
+    } else if (b->tg) {
+      const uint32_t gs = b->granule_shift;
+      if (!sg && bytes == (1u << gs) && !(uint64_t(off) & ((1u << gs) - 1u)) && tg_race_fast(b, off, write, line))
+        return true;
+      race_access(b, off, uint32_t(bytes), write, line, value, sg);
+    }
   }
   return true;
 }
@@ -266,13 +612,14 @@ struct elem_ref {
   using mgsim_value_type = T;
   T *p;
   const abi::check_binding *b;
+  uint32_t line = 0;  // the access's source line (race reports), set by the translator's wrappers
 
   MGSIM_ALWAYS_INLINE operator T() const {
-    if (check_access(b, p, sizeof(T), false)) return *p;
+    if (check_access(b, p, sizeof(T), false, line)) return *p;
     return *oob_slot<T>();
   }
   MGSIM_ALWAYS_INLINE const elem_ref &operator=(const T &v) const {
-    if (check_access(b, p, sizeof(T), true)) *p = v;
+    if (check_access(b, p, sizeof(T), true, line, &v)) *p = v;
     return *this;
   }
   MGSIM_ALWAYS_INLINE const elem_ref &operator=(const elem_ref &o) const { return *this = T(o); }
@@ -284,7 +631,7 @@ struct elem_ref {
   // The element as an object, for member access and reference binding: checked (and marked
   // written) as a write, since what follows may store through it.
   MGSIM_ALWAYS_INLINE T &mg_object() const {
-    if (check_access(b, p, sizeof(T), true)) return *p;
+    if (check_access(b, p, sizeof(T), true, line)) return *p;
     return *oob_slot<T>();
   }
 
@@ -373,6 +720,7 @@ struct dptr {
   using element_type = T;
   T *p = nullptr;
   const abi::check_binding *b = nullptr;
+  uint32_t line = 0;  // source line of the access being made (race reports): see mg_line
 
   dptr() = default;
   dptr(decltype(nullptr)) {}
@@ -387,14 +735,26 @@ struct dptr {
 
   MGSIM_ALWAYS_INLINE explicit operator T *() const { return p; }
   MGSIM_ALWAYS_INLINE explicit operator bool() const { return p != nullptr; }
+  // The same pointer for one access at source line `l` (the translator writes p.mg_line(l)[i]).
+  MGSIM_ALWAYS_INLINE dptr mg_line(uint32_t l) const {
+    dptr d = *this;
+    d.line = l;
+    return d;
+  }
 
-  using ref = std::conditional_t<std::is_const<T>::value, const T &, elem_ref<T>>;
+  // An element of an array element type (threadgroup float a[4][8]: a[i]) is the row itself.
+  using ref = std::conditional_t<std::is_array<T>::value, dptr<std::remove_extent_t<T>>,
+                                 std::conditional_t<std::is_const<T>::value, const T &, elem_ref<T>>>;
   MGSIM_ALWAYS_INLINE ref at(T *q) const {
-    if constexpr (std::is_const<T>::value) {
-      if (check_access(b, q, sizeof(T), false)) return *q;
+    if constexpr (std::is_array<T>::value) {
+      dptr<std::remove_extent_t<T>> row(&(*q)[0], b);
+      row.line = line;
+      return row;
+    } else if constexpr (std::is_const<T>::value) {
+      if (check_access(b, q, sizeof(T), false, line)) return *q;
       return *oob_slot<std::remove_const_t<T>>();
     } else {
-      return elem_ref<T>{q, b};
+      return elem_ref<T>{q, b, line};
     }
   }
   template <class I, std::enable_if_t<std::is_integral<I>::value || std::is_enum<I>::value, int> = 0>
@@ -447,12 +807,51 @@ struct dptr {
 // Found by ADL from the atomic and simdgroup-matrix helpers of mgsim_atomic.h /
 // mgsim_simdgroup_matrix.h: bounds-checks `count` elements, tracks writes, returns a raw pointer.
 template <class T>
-MGSIM_ALWAYS_INLINE T *mgsim_resolve(dptr<T> d, size_t count, bool write) {
-  if (check_access(d.b, d.p, count * sizeof(T), write)) return d.p;
+struct is_atomic_object : std::false_type {};
+template <class T>
+struct is_atomic_object<::metal::atomic<T>> : std::true_type {};
+template <class T>
+struct is_atomic_object<const T> : is_atomic_object<T> {};
+template <class T>
+struct is_atomic_object<volatile T> : is_atomic_object<T> {};
+
+template <class T>
+MGSIM_ALWAYS_INLINE T *mgsim_resolve(dptr<T> d, size_t count, bool write, bool simdgroup = false) {
+  // Atomics are exempt from race detection: concurrent atomic accesses are what they are for.
+  if (check_access(d.b, d.p, count * sizeof(T), write, d.line, nullptr, is_atomic_object<T>::value, simdgroup))
+    return d.p;
   if (count * sizeof(T) > sizeof(oob_scratch)) return nullptr;
   memset(oob_scratch, 0, count * sizeof(T));
   return reinterpret_cast<T *>(oob_scratch);
 }
+// simdgroup_load / store through a checked pointer: one access of the whole simdgroup.
+template <class T>
+MGSIM_ALWAYS_INLINE T *mgsim_resolve_sg(dptr<T> d, size_t count, bool write) {
+  return mgsim_resolve(d, count, write, true);
+}
+
+namespace impl {
+// Checked mode: a threadgroup variable as a checked pointer to its storage (an array: to its first
+// element), its binding set up on first use on this thread.
+template <class T>
+MGSIM_ALWAYS_INLINE auto tg_view(T &storage, abi::check_binding &b, const char *name) {
+  if (!b.host) {
+    const abi::launch *L = tls.launch;
+    b.base = reinterpret_cast<char *>(&storage);
+    b.length = sizeof(T);
+    b.name = name;
+    b.kind = 2;
+    constexpr size_t es = sizeof(std::remove_all_extents_t<T>);
+    b.granule_shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
+    if (L && L->host) L->host->tg_register(&b);
+  }
+  if constexpr (std::is_array<T>::value) {
+    return dptr<std::remove_extent_t<T>>(&storage[0], b.host ? &b : nullptr);
+  } else {
+    return dptr<T>(&storage, b.host ? &b : nullptr);
+  }
+}
+}  // namespace impl
 
 // Casts that keep checked pointers checked (the translator routes reinterpret_cast/static_cast
 // of device pointer types here in checked mode). In mgsim::impl, like every helper a user call
@@ -501,14 +900,15 @@ struct elem_size {
 };
 
 template <class P>
-MGSIM_ALWAYS_INLINE P bind_buffer(const abi::launch *L, unsigned n) {
+MGSIM_ALWAYS_INLINE P bind_buffer(const abi::launch *L, const abi::group *G, unsigned n) {
   using Q = std::remove_cv_t<std::remove_reference_t<P>>;
   if constexpr (std::is_reference<P>::value) {
     return *static_cast<std::remove_reference_t<P> *>(L->buffers[n]);
   } else if constexpr (std::is_pointer<Q>::value) {
     return static_cast<Q>(L->buffers[n]);
   } else if constexpr (is_dptr<Q>::value) {
-    return Q(static_cast<typename Q::element_type *>(L->buffers[n]), L->checks ? &L->checks[n] : nullptr);
+    return Q(static_cast<typename Q::element_type *>(L->buffers[n]),
+             G->checks ? &G->checks[n] : L->checks ? &L->checks[n] : nullptr);
   } else {
     static_assert(std::is_pointer<Q>::value,
                   "[mgsim] a [[buffer(n)]] parameter must be a device/constant pointer or reference");
@@ -521,6 +921,8 @@ MGSIM_ALWAYS_INLINE P bind_threadgroup(const abi::group *G, unsigned n) {
   using Q = std::remove_cv_t<std::remove_reference_t<P>>;
   if constexpr (std::is_reference<P>::value) {
     return *static_cast<std::remove_reference_t<P> *>(G->tg_mem[n]);
+  } else if constexpr (is_dptr<Q>::value) {
+    return Q(static_cast<typename Q::element_type *>(G->tg_mem[n]), G->tg_checks ? &G->tg_checks[n] : nullptr);
   } else {
     static_assert(std::is_pointer<Q>::value,
                   "[mgsim] a [[threadgroup(n)]] parameter must be a threadgroup pointer or reference");
@@ -535,7 +937,9 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
   abi::thread_attrs a;
   tls.lane = nullptr;
   tls.launch = L;
+  tls.group = G;
   if (track) tls.attrs = &a;
+  publish_attrs(G);
   const uint32_t sx = G->size[0], sy = G->size[1];
   const uint32_t bx = G->id[0] * L->threads_per_threadgroup[0];
   const uint32_t by = G->id[1] * L->threads_per_threadgroup[1];

@@ -20,6 +20,7 @@
 #include "mgsim_atomic.h"
 #include "mgsim_simdgroup_matrix.h"
 #include "mgsim_exec.h"
+#include "mgsim_wi.h"
 
 namespace metal {}
 // MSL code may call metal:: functions unqualified without a using-directive; Metal's compiler

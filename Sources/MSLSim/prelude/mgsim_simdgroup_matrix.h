@@ -54,6 +54,9 @@ struct simdgroup_matrix {
 
   constexpr T &mg_at(int i) { return mg_p[i >> 1].mg_e[i & 1]; }
   constexpr const T &mg_at(int i) const { return mg_p[i >> 1].mg_e[i & 1]; }
+  // The 64 elements, row-major and contiguous (the pairs hold nothing else).
+  T *mg_data() { return &mg_p[0].mg_e[0]; }
+  const T *mg_data() const { return &mg_p[0].mg_e[0]; }
   // The lane's pair: row (q & 4) + (lane / 2) % 4, columns (q & 2) * 2 + (lane % 2) * 2 (+1).
   static constexpr int mg_pair(unsigned lane) {
     const unsigned q = lane / 4;
@@ -74,6 +77,8 @@ struct simdgroup_matrix {
     m.mg_sync = nullptr;
   }
 };
+static_assert(sizeof(vec<float, 2>) == 2 * sizeof(float) && sizeof(vec<half, 2>) == 2 * sizeof(half),
+              "[mgsim] simdgroup_matrix elements must be contiguous");
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
@@ -81,13 +86,20 @@ typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 template <class T, int Cols, int Rows>
 inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value) {
   simdgroup_matrix<T, Cols, Rows> m;
-  for (int i = 0; i < 64; ++i) m.mg_at(i) = value;
+  T *e = m.mg_data();
+  for (int i = 0; i < 64; ++i) e[i] = value;
   return m;
 }
 
 }  // namespace metal
 
 namespace mgsim {
+// A simdgroup-wide access (simdgroup_load / store): the execution layer's checked pointer brings
+// its own overload (found by ADL); anything else resolves as an ordinary access.
+template <class P>
+auto mgsim_resolve_sg(const P &p, size_t count, bool write) -> decltype(mgsim_resolve(p, count, write)) {
+  return mgsim_resolve(p, count, write);
+}
 namespace lang {
 namespace sgm {
 
@@ -97,21 +109,43 @@ inline ::metal::simdgroup_matrix<T, 8, 8> synced(const ::metal::simdgroup_matrix
   if (r.mg_sync) r.mg_sync(r);
   return r;
 }
+// The matrix itself when no lane's thread_elements() write is pending, else a gathered copy in tmp.
+template <class T>
+inline const ::metal::simdgroup_matrix<T, 8, 8> &synced_ref(const ::metal::simdgroup_matrix<T, 8, 8> &m,
+                                                          ::metal::simdgroup_matrix<T, 8, 8> &tmp) {
+  if (!m.mg_sync) return m;
+  tmp = m;
+  tmp.mg_sync(tmp);
+  return tmp;
+}
 template <class P>
-auto row_ptr(const P &p, size_t offset, bool write) -> decltype(mgsim_resolve(p + offset, size_t(8), write)) {
-  return mgsim_resolve(p + offset, size_t(8), write);
+auto row_ptr(const P &p, size_t offset, bool write) -> decltype(mgsim_resolve_sg(p + offset, size_t(8), write)) {
+  // A simdgroup-wide access: every lane of the simdgroup makes it together (race detection).
+  return mgsim_resolve_sg(p + offset, size_t(8), write);
 }
 template <class P>
 using elem_t = std::remove_cv_t<std::remove_pointer_t<decltype(row_ptr(std::declval<const P &>(), 0, false))>>;
 
-// d = a * b + c on row-major 8x8 float tiles. Row by row, k outer and j inner: every element
-// accumulates k = 0..7 in order from c's element with one rounding per step, and the j loop is one
-// vector operation per k. Built for the CPU's FMA unit when the compile driver found one
-// (MGSIM_HAVE_FMA); kept out of line so only this function carries that instruction set.
-#if defined(MGSIM_HAVE_FMA)
-__attribute__((target("fma"), noinline))
-#endif
+// d = a * b + c on row-major 8x8 float tiles. Every element accumulates k = 0..7 in order from c's
+// element with one rounding per step. Built for the CPU's FMA unit when the compile driver found
+// one (MGSIM_HAVE_FMA): the eight rows' accumulators stay in vector registers, each k a broadcast
+// of a's column and one fused multiply-add per row. Kept out of line so only this function carries
+// that instruction set. d may be any of a, b, c (it is written last).
+#if defined(MGSIM_HAVE_FMA) && defined(__x86_64__)
+typedef float mma_v8 __attribute__((vector_size(32), aligned(4)));
+__attribute__((target("avx,fma"), noinline)) inline void mma8(float *d, const float *a, const float *b,
+                                                               const float *c) {
+  mma_v8 acc[8];
+  for (int i = 0; i < 8; ++i) acc[i] = *reinterpret_cast<const mma_v8 *>(c + i * 8);
+  for (int k = 0; k < 8; ++k) {
+    const mma_v8 bk = *reinterpret_cast<const mma_v8 *>(b + k * 8);
+    for (int i = 0; i < 8; ++i) acc[i] = __builtin_ia32_vfmaddps256(mma_v8{} + a[i * 8 + k], bk, acc[i]);
+  }
+  for (int i = 0; i < 8; ++i) *reinterpret_cast<mma_v8 *>(d + i * 8) = acc[i];
+}
+#else
 inline void mma8(float *d, const float *a, const float *b, const float *c) {
+  float out[64];
   for (int i = 0; i < 8; ++i) {
     float s[8];
     for (int j = 0; j < 8; ++j) s[j] = c[i * 8 + j];
@@ -119,9 +153,11 @@ inline void mma8(float *d, const float *a, const float *b, const float *c) {
       const float a_ik = a[i * 8 + k];
       for (int j = 0; j < 8; ++j) s[j] = __builtin_fmaf(a_ik, b[k * 8 + j], s[j]);
     }
-    for (int j = 0; j < 8; ++j) d[i * 8 + j] = s[j];
+    for (int j = 0; j < 8; ++j) out[i * 8 + j] = s[j];
   }
+  for (int i = 0; i < 64; ++i) d[i] = out[i];
 }
+#endif
 
 }  // namespace sgm
 }  // namespace lang
@@ -135,13 +171,14 @@ inline void simdgroup_load(simdgroup_matrix<T, 8, 8> &d, P src, ulong elements_p
   static_assert(std::is_same<mgsim::lang::sgm::elem_t<P>, T>::value,
                 "simdgroup_load: the source's element type must be the matrix's element type");
   const ulong ox = matrix_origin.x, oy = matrix_origin.y;
+  T *out = d.mg_data();
   for (int i = 0; i < 8; ++i) {
     if (!transpose_matrix) {  // memory row oy + i holds matrix row i
       const auto *row = mgsim::lang::sgm::row_ptr(src, (oy + ulong(i)) * elements_per_row + ox, false);
-      for (int c = 0; c < 8; ++c) d.mg_at(i * 8 + c) = row[c];
+      memcpy(static_cast<void *>(out + i * 8), static_cast<const void *>(row), 8 * sizeof(T));
     } else {  // memory row ox + i holds matrix column i
       const auto *row = mgsim::lang::sgm::row_ptr(src, (ox + ulong(i)) * elements_per_row + oy, false);
-      for (int r = 0; r < 8; ++r) d.mg_at(r * 8 + i) = row[r];
+      for (int r = 0; r < 8; ++r) out[r * 8 + i] = row[r];
     }
   }
   d.mg_sync = nullptr;
@@ -152,12 +189,13 @@ inline void simdgroup_store(const simdgroup_matrix<T, 8, 8> &a, P dst, ulong ele
                             ulong2 matrix_origin = ulong2(0), bool transpose_matrix = false) {
   static_assert(std::is_same<mgsim::lang::sgm::elem_t<P>, T>::value,
                 "simdgroup_store: the destination's element type must be the matrix's element type");
-  const simdgroup_matrix<T, 8, 8> m = mgsim::lang::sgm::synced(a);
+  simdgroup_matrix<T, 8, 8> tmp;
+  const simdgroup_matrix<T, 8, 8> &m = mgsim::lang::sgm::synced_ref(a, tmp);
   const ulong ox = matrix_origin.x, oy = matrix_origin.y;
   for (int i = 0; i < 8; ++i) {
     if (!transpose_matrix) {
       auto *row = mgsim::lang::sgm::row_ptr(dst, (oy + ulong(i)) * elements_per_row + ox, true);
-      for (int c = 0; c < 8; ++c) row[c] = m.mg_at(i * 8 + c);
+      memcpy(static_cast<void *>(row), static_cast<const void *>(m.mg_data() + i * 8), 8 * sizeof(T));
     } else {
       auto *row = mgsim::lang::sgm::row_ptr(dst, (ox + ulong(i)) * elements_per_row + oy, true);
       for (int r = 0; r < 8; ++r) row[r] = m.mg_at(r * 8 + i);
@@ -170,17 +208,26 @@ template <class TD, class TA, class TB, class TC>
 inline void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8> &d, const simdgroup_matrix<TA, 8, 8> &a,
                                           const simdgroup_matrix<TB, 8, 8> &b,
                                           const simdgroup_matrix<TC, 8, 8> &c) {
-  const auto A = mgsim::lang::sgm::synced(a);
-  const auto B = mgsim::lang::sgm::synced(b);
-  const auto C = mgsim::lang::sgm::synced(c);
-  float fa[64], fb[64], fc[64], fd[64];
-  for (int i = 0; i < 64; ++i) {
-    fa[i] = float(A.mg_at(i));
-    fb[i] = float(B.mg_at(i));
-    fc[i] = float(C.mg_at(i));
+  simdgroup_matrix<TA, 8, 8> ta;
+  simdgroup_matrix<TB, 8, 8> tb;
+  simdgroup_matrix<TC, 8, 8> tc;
+  const auto &A = mgsim::lang::sgm::synced_ref(a, ta);
+  const auto &B = mgsim::lang::sgm::synced_ref(b, tb);
+  const auto &C = mgsim::lang::sgm::synced_ref(c, tc);
+  if constexpr (std::is_same<TA, float>::value && std::is_same<TB, float>::value && std::is_same<TC, float>::value &&
+                std::is_same<TD, float>::value) {
+    // All float: straight on the elements (mma8 writes d last, so d may be a, b or c).
+    mgsim::lang::sgm::mma8(d.mg_data(), A.mg_data(), B.mg_data(), C.mg_data());
+  } else {
+    float fa[64], fb[64], fc[64], fd[64];
+    for (int i = 0; i < 64; ++i) {
+      fa[i] = float(A.mg_at(i));
+      fb[i] = float(B.mg_at(i));
+      fc[i] = float(C.mg_at(i));
+    }
+    mgsim::lang::sgm::mma8(fd, fa, fb, fc);
+    for (int i = 0; i < 64; ++i) d.mg_at(i) = static_cast<TD>(fd[i]);
   }
-  mgsim::lang::sgm::mma8(fd, fa, fb, fc);
-  for (int i = 0; i < 64; ++i) d.mg_at(i) = static_cast<TD>(fd[i]);
   d.mg_sync = nullptr;
 }
 

@@ -36,7 +36,7 @@ namespace mgsim {
 // mgsim_resolve(p, count, write) call: identity for raw pointers; the execution layer's checked pointer
 // brings its own overload (found by ADL) that bounds-checks `count` elements and records writes.
 template <class T>
-inline T *mgsim_resolve(T *p, size_t /*count*/, bool /*write*/) {
+inline T *mgsim_resolve(T *p, size_t /*count*/, bool /*write*/, bool /*simdgroup*/ = false) {
   return p;
 }
 // The calling lane's index in its simdgroup (defined by mgsim_exec.h).

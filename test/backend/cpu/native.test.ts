@@ -336,6 +336,50 @@ describe("fusion", () => {
     expectClose(fused, reference, toleranceFor(mg.float16), "mixed chain vs reference");
   });
 
+  // A fused program reuses one temporary register, so most instructions write what they read
+  // (dst == operand): the kernels' block loops must read a block before writing it. The expected
+  // values are computed here, op by op (float32: Math.fround after each exact double op, which is
+  // the single float32 rounding; int32: Math.imul and |0 wraparound), at lengths around the
+  // kernels' block and tile sizes.
+  for (const [dtype, round] of [
+    [mg.float32, Math.fround],
+    [mg.float64, (v: number) => v],
+    [mg.int32, (v: number) => v | 0],
+  ] as const) {
+    test(`in-place instructions of a fused chain equal a step-by-step computation (${dtype.name})`, () => {
+      const mul = dtype === mg.int32 ? Math.imul : (a: number, b: number) => round(a * b);
+      for (const n of [1, 7, 15, 16, 17, 33, 1023, 1025, 5003]) {
+        const x = input(dtype, n, 70 + n);
+        const xs = Array.from(x.dataSync() as ArrayLike<number>);
+        const build = () => {
+          let t = mg.multiply(x, x, S);
+          t = mg.multiply(t, x, S);
+          t = mg.add(t, x, S);
+          t = mg.multiply(t, 3, S);
+          t = mg.subtract(t, x, S);
+          t = mg.maximum(t, -5, S);
+          return mg.multiply(t, t, S);
+        };
+        let y: MgArray | null = null;
+        const recs = mg.trace(() => (y = build()));
+        expect(recs.some((r) => r.kernel.startsWith("cpu-native:fused")), `fused at n=${n}`).toBe(true);
+        const got = y!.dataSync() as ArrayLike<number>;
+        for (let i = 0; i < n; i++) {
+          const v = xs[i]!;
+          let t = mul(v, v);
+          t = mul(t, v);
+          t = round(t + v);
+          t = mul(t, 3);
+          t = round(t - v);
+          t = Number.isNaN(t) ? t : Math.max(t, -5);
+          const want = mul(t, t);
+          if (!Object.is(got[i], want) && !(Number.isNaN(got[i]!) && Number.isNaN(want)))
+            throw new Error(`${dtype.name} n=${n} element ${i}: ${got[i]} vs ${want} (x=${v})`);
+        }
+      }
+    });
+  }
+
   test("an intermediate someone else reads is materialised; others are recomputed when read", () => {
     const x = input(mg.float32, 3000, 61);
     const e = mg.exp(x, S);
@@ -664,6 +708,27 @@ describe("float32 math accuracy (documented bounds, docs/ARCHITECTURE.md)", () =
       if (worst > bound) throw new Error(`${name}: ${worst.toFixed(2)} ulp at ${at}`);
     });
   }
+
+  // exp takes a short path for vectors of 8 whose lanes all lie in [-87, 88]; a NaN in every
+  // vector forces the full path everywhere: the other lanes must keep their bits.
+  test("exp, tanh and sigmoid: the in-range short path gives the full path's bits", () => {
+    const n = 80000;
+    const xs = new Float32Array(n);
+    for (let i = 0; i < n; i++) xs[i] = -87 + (175 * i) / (n - 1);
+    const forced = xs.slice();
+    for (let i = 0; i < n; i += 8) forced[i] = NaN;
+    for (const f of [(x: MgArray) => mg.exp(x, S), (x: MgArray) => mg.tanh(x, S), (x: MgArray) => mg.sigmoid(x, S)]) {
+      const a = f(mg.array(xs)).dataSync() as Float32Array;
+      const b = f(mg.array(forced)).dataSync() as Float32Array;
+      for (let i = 0; i < n; i++) {
+        if (i % 8 === 0) {
+          expect(Number.isNaN(b[i]!)).toBe(true);
+          continue;
+        }
+        if (!Object.is(a[i], b[i])) throw new Error(`element ${i} (x=${xs[i]}): ${a[i]} vs ${b[i]}`);
+      }
+    }
+  });
 });
 
 // erf in float64 by its Taylor series / continued fraction (independent of both implementations)

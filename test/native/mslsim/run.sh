@@ -29,7 +29,7 @@ for f in "$src"/*.cpp; do
   objs+=("$o")
 done
 # embed.c embeds the prelude headers and the translator's source (hashed into the cache key).
-if [ ! -f "$out/embed.o" ] || [ -n "$(find "$src" -newer "$out/embed.o" \( -name '*.h' -o -name 'embed.c' -o -name 'translate.cpp' \) -print -quit)" ]; then
+if [ ! -f "$out/embed.o" ] || [ -n "$(find "$src" -newer "$out/embed.o" \( -name '*.h' -o -name 'embed.c' -o -name 'translate.cpp' -o -name 'workitem.cpp' -o -name 'workitem.h' -o -name 'lex.cpp' -o -name 'lex.h' \) -print -quit)" ]; then
   "$CC_EMBED" -std=c2x -Wall -Wextra -c "$src/embed.c" -o "$out/embed.o"
 fi
 objs+=("$out/embed.o")

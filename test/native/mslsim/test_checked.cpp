@@ -24,6 +24,10 @@ kernel void copy_plus(const device float* in [[buffer(0)]], device float* out [[
   const device int* bits = reinterpret_cast<const device int*>(in);
   if (bits[gid] == 0x7fffffff) *o = 0.0f;
 }
+kernel void scale_in_place(const device float* in [[buffer(0)]], device float* out [[buffer(1)]],
+                           uint gid [[thread_position_in_grid]]) {
+  out[gid] = in[gid] * 2.0f;
+}
 kernel void read_past(const device float* in [[buffer(0)]], device float* out [[buffer(1)]],
                       uint gid [[thread_position_in_grid]]) {
   out[gid] = in[gid + 1];   // the last thread reads past the end: checked mode returns 0
@@ -89,6 +93,19 @@ int main() {
     run_case(lib, 1, "planted out-of-bounds write", false, "out-of-bounds write", "buffer(1) element 100",
              "thread (99, 0, 0)");
     run_case(lib, 2, "planted unwritten output element", false, "unwritten output", "buffer(1)", "first at element 37");
+    {
+      // An output computed in place over its input (one buffer bound twice, the output must-write):
+      // the unwritten-element poison must not destroy the input the kernel reads.
+      auto *h = lib.fn("scale_in_place");
+      std::vector<float> data = randf(256, 3), want = data;
+      for (float &v : want) v *= 2.0f;
+      Dispatch d(h);
+      d.buf(0, data).buf(1, data).threads(256, 1, 1, 64, 1, 1);
+      d.d.must_write_mask = 1u << 1;
+      std::string e = d.run();
+      CHECK(e.empty() && data == want, "an in-place output reads its input intact, no report %s", e.c_str());
+      mgsim_function_release(h);
+    }
     auto *g = lib.fn("read_past");
     std::vector<float> in = randf(64, 2), out(64, -1);
     std::string e = Dispatch(g).buf(0, in).buf(1, out).threads(64, 1, 1, 64, 1, 1).run();

@@ -252,6 +252,19 @@ static void test_embedded_prelude() {
                       memcmp(text.data(), mgsim_translator_files[i].data, text.size()) == 0;
   }
   CHECK(translator_same, "the translator's embedded source (part of the cache key) is the current translate.cpp/.h");
+  // The work-item generator and the lexer are part of the key the same way.
+  bool parts_same = mgsim_translator_part_file_count == 4;
+  for (size_t i = 0; i < mgsim_translator_part_file_count; ++i) {
+    FILE *fp = fopen((dir + "/../" + mgsim_translator_part_files[i].name).c_str(), "rb");
+    std::string text;
+    char buf[65536];
+    size_t n;
+    while (fp && (n = fread(buf, 1, sizeof buf, fp)) > 0) text.append(buf, n);
+    if (fp) fclose(fp);
+    parts_same = parts_same && text.size() == mgsim_translator_part_files[i].size &&
+                 memcmp(text.data(), mgsim_translator_part_files[i].data, text.size()) == 0;
+  }
+  CHECK(parts_same, "the embedded work-item generator and lexer (part of the cache key) are the current files");
 }
 
 // Signed integer overflow wraps (compiled with -fwrapv): `x + 1 < x` is true at INT_MAX instead of

@@ -301,6 +301,9 @@ export class GpuEncoder {
     }
     const notes = this.pendingNotes;
     this.pendingNotes = [];
+    // The simulator's slow path is a fallback too: say so, with its reason.
+    const exec = pipeline.simulatorExecution;
+    if (exec.model === "fibers") notes.push(`simulator: runs as fibers, not in work-item form: ${exec.reason ?? ""}`);
     if (trace === null) throw new Error(`[gpu] internal: ${pipeline.name} dispatched without its trace record while tracing`);
     const grid = (typeof size === "number" ? [size, 1, 1] : [size[0], size[1] ?? 1, size[2] ?? 1]) as [number, number, number];
     const tg = (typeof group === "number" ? [group, 1, 1] : [group[0], group[1] ?? 1, group[2] ?? 1]) as [number, number, number];
