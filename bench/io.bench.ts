@@ -4,11 +4,16 @@
 // (MLX: mx.eval after mx.load). Files are read from the page cache (each is read once before
 // timing); they live in MG_IO_BENCH_DIR (default /tmp/mg-io-bench), never in the repository.
 //   load         repeated loads in one process (freed buffers are reused: the steady state)
+//   (CPU)        the same loads in CPU time (user + system, all threads): bytes per CPU-second, which
+//                the machine's load does not skew as it skews wall time
 //   first load   one load in a fresh process (every page faulted in: what opening a model costs)
 //   save         into MG_IO_BENCH_SAVE_DIR (default /dev/shm when it exists: tmpfs, so the number
 //                is the save path's own cost, not the disk's writeback, which swings 0.3–3 GB/s here)
 //
 //   bun run bench/io.bench.ts            (ROUNDS=5; MG_MLX_PYTHON=/path/to/python with mlx+numpy)
+//   MG_IO_BENCH_ONLY=small bun run bench/io.bench.ts    (only the cases whose name matches the regex)
+//   MG_IO_BENCH_OPS=load,first bun run bench/io.bench.ts (only these of load, first, save)
+//   MG_IO_BENCH_DEVICE=gpu bun run bench/io.bench.ts      (metalgrad loads onto the GPU)
 //
 // Rounds alternate between metalgrad and a Python worker (MLX, numpy) holding the same files, so
 // both see the same machine load: on a shared machine, timing one after the other skews ratios.
@@ -21,6 +26,10 @@ import { newArray } from "../ts/io/arrays.ts";
 import { median } from "./util.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
+// The device loads go to (MG_IO_BENCH_DEVICE=gpu: the simulated GPU here; MLX's column stays its CPU
+// build's load, the only one it has on Linux).
+const DEVICE = process.env.MG_IO_BENCH_DEVICE === "gpu" ? "gpu" : "cpu";
+mg.setDefaultDevice(mg[DEVICE]);
 const DIR = process.env.MG_IO_BENCH_DIR ?? "/tmp/mg-io-bench";
 const PYTHON = process.env.MG_MLX_PYTHON ?? "/work/mlxenv/bin/python";
 const SAVE_DIR = process.env.MG_IO_BENCH_SAVE_DIR ?? (existsSync("/dev/shm") ? "/dev/shm/mg-io-bench-save" : DIR);
@@ -50,7 +59,7 @@ interface Case {
   make: () => Record<string, mg.MgArray>;
 }
 
-const cases: Case[] = [
+const allCases: Case[] = [
   {
     name: "safetensors, 16 × 64 MiB float32",
     file: join(DIR, "large.safetensors"),
@@ -73,6 +82,10 @@ const cases: Case[] = [
   },
 ];
 
+const ONLY = process.env.MG_IO_BENCH_ONLY ? new RegExp(process.env.MG_IO_BENCH_ONLY) : null;
+const OPS = new Set((process.env.MG_IO_BENCH_OPS ?? "load,first,save").split(","));
+const cases = allCases.filter((c) => ONLY === null || ONLY.test(c.name) || ONLY.test(c.file));
+
 function save(c: Case, arrays: Record<string, mg.MgArray>, file = c.file): void {
   if (c.format === "safetensors") mg.saveSafetensors(file, arrays);
   else if (c.format === "gguf") mg.saveGguf(file, arrays);
@@ -88,12 +101,14 @@ function gbs(bytes: number, ms: number): number {
   return bytes / 1e9 / (ms / 1e3);
 }
 
-/** Milliseconds of one load in a fresh `bun` process (the import is not timed). */
-function firstLoadMs(file: string): number {
+/** Milliseconds (wall, CPU) of one load in a fresh `bun` process (the import is not timed). */
+function firstLoadMs(file: string): [number, number] {
   const code = `import * as mg from ${JSON.stringify(join(import.meta.dir, "../ts/index.ts"))};
-const t0 = performance.now(); mg.load(${JSON.stringify(file)}); console.log(performance.now() - t0);`;
+const c0 = process.cpuUsage(); const t0 = performance.now(); mg.load(${JSON.stringify(file)}, { stream: mg.${DEVICE} });
+const t1 = performance.now(); const c1 = process.cpuUsage(c0); console.log(t1 - t0, (c1.user + c1.system) / 1e3);`;
   const r = Bun.spawnSync([process.execPath, "-e", code], { stdout: "pipe", stderr: "inherit" });
-  return Number(r.stdout.toString().trim().split("\n").pop());
+  const [wall, cpu] = r.stdout.toString().trim().split("\n").pop()!.split(" ").map(Number);
+  return [wall!, cpu!];
 }
 
 // The Python side: one worker answering one timed operation per line ("<op> <format> <file>").
@@ -105,18 +120,24 @@ except ImportError:
     mx = None
 import numpy as np
 held = {}
+cpu = None
 def timed(f):
-    t = time.perf_counter(); f(); return (time.perf_counter() - t) * 1e3
+    global cpu
+    t = time.perf_counter(); c = time.process_time(); f()
+    cpu = (time.process_time() - c) * 1e3
+    return (time.perf_counter() - t) * 1e3
 for line in sys.stdin:
     op, fmt, f = line.split(" ", 2); f = f.strip()
     ms = None
+    cpu = None
     if op == "mlx_load" and mx is not None:
         def go():
             d = mx.load(f); mx.eval(d); held[f] = d
         held.pop(f, None); ms = timed(go)
     elif op == "mlx_first" and mx is not None:
-        code = "import time, mlx.core as mx; t = time.perf_counter(); mx.eval(mx.load(%r)); print((time.perf_counter() - t) * 1e3)" % f
-        ms = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        code = ("import time, mlx.core as mx; t = time.perf_counter(); c = time.process_time(); mx.eval(mx.load(%r)); "
+                "print((time.perf_counter() - t) * 1e3, (time.process_time() - c) * 1e3)") % f
+        ms, cpu = map(float, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     elif op == "mlx_save" and mx is not None:
         arrays = held.get(f)
         if arrays is None:
@@ -131,7 +152,7 @@ for line in sys.stdin:
         ms = timed(lambda: np.save(out, a)); os.remove(out)
     elif op == "drop":
         held.clear(); ms = 0
-    print(json.dumps(ms), flush=True)
+    print(json.dumps([ms, cpu]), flush=True)
 `;
 let pyNote = "";
 let worker: ReturnType<typeof Bun.spawn> | null = null;
@@ -154,8 +175,12 @@ try {
   pyNote = `${PYTHON} not runnable (${(e as Error).message}): the MLX and numpy columns are empty`;
 }
 
+/** CPU milliseconds (all threads) of the Python worker's last timed operation. */
+let pyCpu: number | undefined;
+
 /** One timed operation in the Python worker (milliseconds), or undefined where it has none. */
 async function py(op: string, c: Case): Promise<number | undefined> {
+  pyCpu = undefined;
   if (!worker || !lines) return undefined;
   (worker.stdin as import("bun").FileSink).write(`${op} ${c.format} ${c.file}\n`);
   (worker.stdin as import("bun").FileSink).flush();
@@ -165,7 +190,8 @@ async function py(op: string, c: Case): Promise<number | undefined> {
     worker = null;
     return undefined;
   }
-  const v = JSON.parse(next.value) as number | null;
+  const [v, cpu] = JSON.parse(next.value) as [number | null, number | null];
+  pyCpu = cpu ?? undefined;
   return v ?? undefined;
 }
 
@@ -181,7 +207,7 @@ for (const c of cases) {
   if (!existsSync(c.file) || statSync(c.file).size < bytes) save(c, arrays, c.file);
   // Saves, alternating.
   const saveFile = join(SAVE_DIR, c.file.slice(c.file.lastIndexOf("/") + 1));
-  for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
+  for (let r = 0; r < (OPS.has("save") ? Math.min(ROUNDS, 3) : 0); r++) {
     const t0 = performance.now();
     save(c, arrays, saveFile);
     push(row, "save", performance.now() - t0);
@@ -195,12 +221,16 @@ for (const c of cases) {
   disposeResult(mg.load(c.file));
   await py("mlx_load", c);
   let kept: unknown = null;
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < (OPS.has("load") ? ROUNDS : 0); r++) {
     disposeResult(kept);
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     kept = mg.load(c.file);
     push(row, "load", performance.now() - t0);
+    const c1 = process.cpuUsage(c0);
+    push(row, "load_cpu", (c1.user + c1.system) / 1e3);
     push(row, "mlx_load", await py("mlx_load", c));
+    push(row, "mlx_load_cpu", pyCpu);
     push(row, "numpy_load", await py("numpy_load", c));
   }
   disposeResult(kept);
@@ -208,9 +238,12 @@ for (const c of cases) {
   Bun.gc(true);
   mg.clearCache();
   // First loads in fresh processes, alternating.
-  for (let r = 0; r < ROUNDS; r++) {
-    push(row, "first", firstLoadMs(c.file));
+  for (let r = 0; r < (OPS.has("first") ? ROUNDS : 0); r++) {
+    const [wall, cpu] = firstLoadMs(c.file);
+    push(row, "first", wall);
+    push(row, "first_cpu", cpu);
     push(row, "mlx_first", await py("mlx_first", c));
+    push(row, "mlx_first_cpu", pyCpu);
   }
   results.set(c, { bytes, row });
 }
@@ -218,16 +251,25 @@ for (const c of cases) {
 
 const fmt = (v: number | undefined) => (v === undefined ? "—" : v.toFixed(2));
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? "—" : `${(a / b).toFixed(2)}×`);
-console.log(`io: GB/s (10^9 bytes/s), medians of ${ROUNDS} alternating rounds; files in ${DIR} (page cache warm), saves into ${SAVE_DIR}`);
+console.log(`io: GB/s (10^9 bytes/s), medians of ${ROUNDS} alternating rounds; metalgrad loads onto the ${DEVICE}; files in ${DIR} ` +
+  `(page cache warm), saves into ${SAVE_DIR}`);
 if (pyNote) console.log(`  (${pyNote})`);
-console.log(`  ${"case".padEnd(50)} ${"op".padEnd(11)} ${"metalgrad".padStart(9)} ${"MLX".padStart(7)} ${"numpy".padStart(7)}  mg/MLX`);
+console.log(`  ${"case".padEnd(50)} ${"op".padEnd(16)} ${"metalgrad".padStart(9)} ${"MLX".padStart(7)} ${"numpy".padStart(7)}  mg/MLX`);
 for (const c of cases) {
   const { bytes, row } = results.get(c)!;
   const g = (k: string) => (row[k] ? gbs(bytes, median(row[k]!)) : undefined);
   const size = `${(statSync(c.file).size / MiB).toFixed(0)} MiB`;
   const label = `${c.name} (${size})`;
   for (const [op, mine, mlx, np] of [["load", "load", "mlx_load", "numpy_load"], ["first load", "first", "mlx_first", ""], ["save", "save", "mlx_save", "numpy_save"]] as const) {
-    console.log(`  ${(op === "load" ? label : "").padEnd(50)} ${op.padEnd(11)} ${fmt(g(mine)).padStart(9)} ${fmt(g(mlx)).padStart(7)} ${fmt(np ? g(np) : undefined).padStart(7)}  ${ratio(g(mine), g(mlx))}`);
+    console.log(`  ${(op === "load" ? label : "").padEnd(50)} ${op.padEnd(16)} ${fmt(g(mine)).padStart(9)} ${fmt(g(mlx)).padStart(7)} ${fmt(np ? g(np) : undefined).padStart(7)}  ${ratio(g(mine), g(mlx))}`);
+    // Wall time on a busy machine depends on the scheduler; CPU time (all threads) does not.
+    const cpuKey = op === "load" ? "load_cpu" : op === "first load" ? "first_cpu" : "";
+    if (cpuKey && row[cpuKey]) {
+      const ms = (k: string) => (row[k] ? median(row[k]!) : undefined);
+      const name = `${op} (CPU)`;
+      console.log(`  ${"".padEnd(50)} ${name.padEnd(16)} ${fmt(g(cpuKey)).padStart(9)} ${fmt(g(`mlx_${cpuKey}`)).padStart(7)} ${"".padStart(7)}  ${ratio(g(cpuKey), g(`mlx_${cpuKey}`))}` +
+        `   (CPU ms, all threads: ${ms(cpuKey)?.toFixed(0)} vs ${ms(`mlx_${cpuKey}`)?.toFixed(0) ?? "—"})`);
+    }
   }
 }
 rmSync(SAVE_DIR, { recursive: true, force: true });

@@ -30,9 +30,14 @@ export function pythonHas(...modules: string[]): boolean {
   }
 }
 
-/** Runs a Python script and returns its stdout parsed as JSON. */
+/**
+ * Runs a Python script and returns its stdout parsed as JSON. The script ends with os._exit once
+ * its output is flushed: MLX's CPU threads sometimes abort the interpreter's teardown ("terminate
+ * called without an active exception"), after the answer is already written.
+ */
 export function python(script: string): unknown {
-  const r = Bun.spawnSync([PYTHON, "-c", script], { stdout: "pipe", stderr: "pipe" });
+  const ending = "\nimport os as _os, sys as _sys\n_sys.stdout.flush()\n_sys.stderr.flush()\n_os._exit(0)\n";
+  const r = Bun.spawnSync([PYTHON, "-c", script + ending], { stdout: "pipe", stderr: "pipe" });
   if (r.exitCode !== 0) throw new Error(`python failed: ${r.stderr.toString()}`);
   return JSON.parse(r.stdout.toString());
 }

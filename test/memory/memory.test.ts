@@ -7,7 +7,11 @@ import type { MgArray } from "../../ts/core/array.ts";
 /** The allocator's rounding: <16 KiB to 256 B, else to 16 KiB (Allocator.swift). */
 const rounded = (n: number) => (n === 0 ? 0 : n < 16384 ? Math.ceil(n / 256) * 256 : Math.ceil(n / 16384) * 16384);
 
-/** Runs full collections until active memory stops changing (earlier tests' garbage is freed). */
+/**
+ * Runs full collections until active memory stops changing (earlier tests' garbage is freed), then
+ * empties the cache: a request may reuse a cached block up to twice its size (Allocator.swift), so
+ * what earlier test files left cached would change what an allocation counts.
+ */
 async function settle(): Promise<void> {
   mg.synchronize();
   let last = -1;
@@ -15,9 +19,10 @@ async function settle(): Promise<void> {
     Bun.gc(true);
     await Bun.sleep(2);
     const now = mg.getActiveMemory();
-    if (now === last) return;
+    if (now === last) break;
     last = now;
   }
+  mg.clearCache();
 }
 
 async function collectUntil(pred: () => boolean, rounds = 50): Promise<boolean> {

@@ -1,6 +1,19 @@
 // File access for the loaders and writers: names given as strings or Bun files, positioned reads
 // straight into the destination (never a whole-file JS buffer), and errors tagged with the file.
+import { dlopen, FFIType, ptr } from "bun:ffi";
 import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { tryRuntime } from "../backend/runtime.ts";
+
+/** mg_cpu_read_file (Sources/MGCpu/io.cpp), bound on its own: binding all the CPU kernels costs a first load ~40 ms. */
+function openReader() {
+  const rt = tryRuntime();
+  if (rt === null) return null;
+  return dlopen(rt.libraryPath, {
+    mg_cpu_read_file: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+    mg_cpu_last_error: { args: [], returns: FFIType.cstring },
+  }).symbols;
+}
+let reader: ReturnType<typeof openReader> | undefined;
 
 /** A file name, or a Bun file (`Bun.file(path)`) naming one. */
 export type FileArg = string | { readonly name?: string };
@@ -40,11 +53,27 @@ export interface ByteSource {
   fail(detail: string): never;
   checkRange(position: number, length: number, what: string): void;
   readInto(dst: Uint8Array, position: number, what: string): void;
+  /** Fills every region's `dst` from its `position`: one call for all of a file's tensors. */
+  readRegions(regions: readonly ReadRegion[]): void;
   read(position: number, length: number, what: string): Uint8Array;
+}
+
+/** A destination and where its bytes are in a source; `what` names it in errors. */
+export interface ReadRegion {
+  dst: Uint8Array;
+  position: number;
+  what: string;
+}
+
+/** Reads each region in turn (sources without a file descriptor). */
+function readEach(src: ByteSource, regions: readonly ReadRegion[]): void {
+  for (const r of regions) src.readInto(r.dst, r.position, r.what);
 }
 
 /** Reads below this size in one call; larger reads are split so no single call asks for > 1 GiB. */
 const MAX_READ = 1 << 30;
+/** A single region smaller than this is read by readSync (no descriptor to build, no threads to start). */
+const NATIVE_READ_MIN = 1 << 20;
 
 /**
  * An open file for reading. Every read is positioned and range-checked against the size the file
@@ -105,6 +134,39 @@ export class FileSource implements ByteSource {
     }
   }
 
+  /**
+   * Fills every region in one native call that splits the reads over I/O threads (a read from the
+   * page cache is a copy; one thread leaves the other cores idle). Every range is checked first;
+   * without the native runtime the regions are read in turn.
+   */
+  readRegions(regions: readonly ReadRegion[]): void {
+    let bytes = 0;
+    for (const r of regions) {
+      this.checkRange(r.position, r.dst.byteLength, r.what);
+      bytes += r.dst.byteLength;
+    }
+    if (regions.length === 0 || bytes === 0) return;
+    if (regions.length === 1 && bytes < NATIVE_READ_MIN) return readEach(this, regions);
+    if (reader === undefined) reader = openReader();
+    const lib = reader;
+    if (lib === null) return readEach(this, regions);
+    const desc = new Float64Array(2 + 3 * regions.length);
+    desc[0] = this.fd;
+    desc[1] = regions.length;
+    let w = 2;
+    for (const r of regions) {
+      // ptr() of a live view, used at once (never cached: bun-ffi-notes).
+      desc[w++] = r.dst.byteLength > 0 ? ptr(r.dst) : 0;
+      desc[w++] = r.position;
+      desc[w++] = r.dst.byteLength;
+    }
+    if (lib.mg_cpu_read_file(desc, desc.length) === 0) return;
+    const failed = regions[desc[0]!];
+    if (failed === undefined) throw new Error(String(lib.mg_cpu_last_error()));
+    if (desc[1] === 0) this.fail(`${failed.what} ends early: the file shrank while it was read`);
+    this.fail(`reading ${failed.what}: ${String(lib.mg_cpu_last_error()).replace(/^\[mg_cpu_read_file\] region \d+: /, "")}`);
+  }
+
   /** A fresh buffer with `length` bytes from `position` (headers and small records only). */
   read(position: number, length: number, what: string): Uint8Array {
     this.checkRange(position, length, what);
@@ -140,6 +202,11 @@ export class SliceSource implements ByteSource {
     this.outer.readInto(dst, this.base + position, `${this.label}: ${what}`);
   }
 
+  readRegions(regions: readonly ReadRegion[]): void {
+    for (const r of regions) this.checkRange(r.position, r.dst.byteLength, r.what);
+    this.outer.readRegions(regions.map((r) => ({ dst: r.dst, position: this.base + r.position, what: `${this.label}: ${r.what}` })));
+  }
+
   read(position: number, length: number, what: string): Uint8Array {
     this.checkRange(position, length, what);
     return this.outer.read(this.base + position, length, `${this.label}: ${what}`);
@@ -169,6 +236,10 @@ export class MemorySource implements ByteSource {
   readInto(dst: Uint8Array, position: number, what: string): void {
     this.checkRange(position, dst.byteLength, what);
     dst.set(this.data.subarray(position, position + dst.byteLength));
+  }
+
+  readRegions(regions: readonly ReadRegion[]): void {
+    readEach(this, regions);
   }
 
   read(position: number, length: number, what: string): Uint8Array {

@@ -8,8 +8,8 @@ import { MgArray } from "../core/array.ts";
 import type { Stream } from "../core/device.ts";
 import { formatShape } from "../core/shape.ts";
 import { Precision } from "../core/trace.ts";
-import { arrayBytes, describeTensor, disposeAll, MAX_DIMENSION, newArray, setEntry, traceIo } from "./arrays.ts";
-import type { ByteSource, FileSink } from "./file.ts";
+import { arrayBytes, describeTensor, disposeAll, MAX_DIMENSION, newArray, newArrays, setEntry, traceIo } from "./arrays.ts";
+import type { ByteSource, FileSink, ReadRegion } from "./file.ts";
 import { dequantizeBlocks, Q2_K, Q4_0, Q4_1, Q4_K, Q6_K, Q8_0, type QuantType, repackBlocks } from "./gguf-quants.ts";
 
 const MAGIC = 0x46554747; // "GGUF" little-endian
@@ -320,6 +320,13 @@ export function loadGguf(
   const made: MgArray[] = [];
   const meta: Record<string, GgufMetadataValue> = {};
   try {
+    // Plain tensors: allocated together (small ones share buffers) and read together at the end, in
+    // one native call over I/O threads.
+    const plain = tensors.filter((t) => !t.quant);
+    const arrays = newArrays(plain.map((t) => ({ name: t.name, shape: t.shape, dtype: t.plain! })), stream, "load:gguf");
+    for (const a of arrays) made.push(a.array);
+    let next = 0;
+    const regions: ReadRegion[] = [];
     for (const t of tensors) {
       if (Object.hasOwn(out, t.name)) src.fail(`tensor '${t.name}' collides with a quantized tensor's scales or biases`);
       if (t.quant) {
@@ -327,14 +334,14 @@ export function loadGguf(
         continue;
       }
       const dtype = t.plain!;
-      const { array, bytes } = newArray(t.shape, dtype, stream);
-      made.push(array);
-      src.readInto(bytes, t.offset, describeTensor(t.name, t.shape, t.typeName));
+      const { array, bytes } = arrays[next++]!;
+      regions.push({ dst: bytes, position: t.offset, what: describeTensor(t.name, t.shape, t.typeName) });
       setEntry(out, t.name, array);
       traceIo("load:gguf", t.typeName, dtype, "contiguous", () => [
         `tensor '${t.name}': read ${t.bytes} bytes from offset ${t.offset} into a native buffer (one copy)`,
       ]);
     }
+    src.readRegions(regions);
     if (withMetadata) {
       for (const [k, v] of metadata) {
         const value = materialize(v, stream);

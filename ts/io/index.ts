@@ -1,6 +1,7 @@
 // mg.load / mg.save / mg.savez / mg.savezCompressed / mg.saveSafetensors / mg.saveGguf: MLX's
 // names and semantics. Loads are eager: every tensor is read once, straight from the file into its
-// array's native buffer, and the arrays come back evaluated.
+// array's native buffer (all of a file's tensors in one native call over I/O threads), and the
+// arrays come back evaluated.
 import { MgArray } from "../core/array.ts";
 import { resolveStream, type StreamOrDevice } from "../core/device.ts";
 import { isOptionsObject } from "../core/ops/convert.ts";
@@ -49,7 +50,8 @@ function inferFormat(path: string): LoadFormat {
  * Loads arrays from a file, as mx.load: an array for .npy, a dict for .npz, .safetensors and
  * .gguf, and `[arrays, metadata]` with `returnMetadata` (safetensors and GGUF only). The format
  * comes from the extension unless given. A corrupt, truncated or hostile file is a
- * `[load] <file>: …` error naming what is wrong, checked before anything is allocated.
+ * `[load] <file>: …` error naming what is wrong, checked before anything is allocated. Tensors
+ * under 1 MiB share buffers of at most 16 MiB, each freed with the last of its arrays (traced).
  * @example
  * (mg.save("/tmp/mg-doc-example.npy", mg.array([1, 2])), mg.load("/tmp/mg-doc-example.npy"))
  */

@@ -108,7 +108,7 @@ export function loadNpy(
 ): MgArray {
   const { array, bytes } = newArray(header.shape, header.dtype, stream, header.fortran ? "F" : "C");
   try {
-    src.readInto(bytes, header.dataOffset, `the ${header.descr} data of shape ${formatShape(header.shape)}`);
+    src.readRegions([{ dst: bytes, position: header.dataOffset, what: `the ${header.descr} data of shape ${formatShape(header.shape)}` }]);
     check?.(bytes);
   } catch (e) {
     array.dispose();

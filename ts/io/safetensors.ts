@@ -9,8 +9,8 @@ import {
 import type { MgArray } from "../core/array.ts";
 import type { Stream } from "../core/device.ts";
 import { formatShape } from "../core/shape.ts";
-import { arrayBytes, byteSize, describeTensor, disposeAll, MAX_DIMENSION, newArray, setEntry, traceIo } from "./arrays.ts";
-import type { ByteSource, FileSink } from "./file.ts";
+import { arrayBytes, byteSize, describeTensor, disposeAll, MAX_DIMENSION, newArrays, setEntry, traceIo } from "./arrays.ts";
+import type { ByteSource, FileSink, ReadRegion } from "./file.ts";
 
 /** The reference implementation's limit on the JSON header. */
 const MAX_HEADER_BYTES = 100_000_000;
@@ -128,11 +128,17 @@ export function loadSafetensors(src: ByteSource, stream: Stream): [Record<string
   const out: Record<string, MgArray> = {};
   const made: MgArray[] = [];
   try {
-    for (const t of header.tensors) {
-      const { array, bytes } = newArray(t.shape, t.dtype, stream);
-      made.push(array);
-      src.readInto(bytes, header.dataStart + t.begin, describeTensor(t.name, t.shape, t.type));
-      setEntry(out, t.name, array);
+    const arrays = newArrays(header.tensors, stream, "load:safetensors");
+    const regions: ReadRegion[] = [];
+    for (let i = 0; i < arrays.length; i++) {
+      const t = header.tensors[i]!;
+      made.push(arrays[i]!.array);
+      regions.push({ dst: arrays[i]!.bytes, position: header.dataStart + t.begin, what: describeTensor(t.name, t.shape, t.type) });
+    }
+    src.readRegions(regions);
+    for (let i = 0; i < made.length; i++) {
+      const t = header.tensors[i]!;
+      setEntry(out, t.name, made[i]!);
       traceIo("load:safetensors", t.type, t.dtype, "contiguous", () => [
         `tensor '${t.name}': read ${t.end - t.begin} bytes from offset ${header.dataStart + t.begin} into a native buffer (one copy)`,
         ...(t.type === "F8_E4M3" ? ["F8_E4M3 loaded as its raw bytes (uint8), as MLX does"] : []),

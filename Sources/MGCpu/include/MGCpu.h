@@ -108,6 +108,11 @@ int32_t mg_cpu_cross_entropy(const double *desc, int32_t words);
 /// float64 with the reference's algorithms; a singular matrix is unsupported (the reference raises).
 int32_t mg_cpu_linalg(const double *desc, int32_t words);
 
+/// Reads regions of an open file into memory, split over the worker pool (the loaders' reads).
+/// Descriptor: fd, count, count × (destination address, file offset, length). On failure it writes
+/// the failing region's index and errno (0: the file ended early) into desc[0] and desc[1].
+int32_t mg_cpu_read_file(double *desc, int32_t words);
+
 #ifdef __cplusplus
 }
 #endif

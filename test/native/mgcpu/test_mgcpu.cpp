@@ -3,8 +3,10 @@
 // tagged message (validation happens before memory is touched); two OS threads calling kernels at
 // once get the same bits as one caller (the pool serves one caller, the other runs serially; scratch
 // memory belongs to the OS thread); the instruction-set switch reports and restores what it picked;
-// closed-form FFTs (a delta, a cosine, a Bluestein length, a four-step length).
+// closed-form FFTs (a delta, a cosine, a Bluestein length, a four-step length); mg_cpu_read_file
+// against the bytes written, and its report of a region the file ends before.
 // Ends with "mgcpu: N passed, N failed".
+#include <cerrno>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -14,6 +16,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "MGCpu.h"
 
@@ -134,6 +139,53 @@ void test_descriptors() {
   for (const Case &c : cases) truncation(c);
 }
 
+// mg_cpu_read_file writes its failure report into the descriptor: the cases call it through this.
+int32_t read_file_entry(const double *desc, int32_t words) { return mg_cpu_read_file(const_cast<double *>(desc), words); }
+
+void test_read_file() {
+  char path[] = "/tmp/mgcpu-read-XXXXXX";
+  int fd = mkstemp(path);
+  check(fd >= 0, "mg_cpu_read_file: a temporary file");
+  if (fd < 0) return;
+  unlink(path);
+  // 9 MiB + 5 bytes of a known pattern: byte i is (i * 7 + i / 4099) mod 256.
+  const size_t size = (size_t(9) << 20) + 5;
+  std::vector<uint8_t> data(size);
+  for (size_t i = 0; i < size; i++) data[i] = uint8_t(i * 7 + i / 4099);
+  check(pwrite(fd, data.data(), size, 0) == ssize_t(size), "mg_cpu_read_file: the file is written");
+  // a region split into several pieces, small ones at odd offsets, an empty one, the last byte
+  std::vector<uint8_t> big((size_t(5) << 20) + 3), a(1), b(4097), none, last(1);
+  std::vector<double> d = {double(fd), 5, addr(big.data()), 3, double(big.size()), addr(a.data()), 0, 1,
+                           addr(b.data()), 7777777, double(b.size()), 0, 12, 0, addr(last.data()), double(size - 1), 1};
+  truncation({"mg_cpu_read_file", read_file_entry, d});
+  check(mg_cpu_read_file(d.data(), int32_t(d.size())) == MGCPU_OK, std::string("mg_cpu_read_file: reads (") + mg_cpu_last_error() + ")");
+  check(std::memcmp(big.data(), data.data() + 3, big.size()) == 0 && a[0] == data[0] &&
+            std::memcmp(b.data(), data.data() + 7777777, b.size()) == 0 && last[0] == data[size - 1],
+        "mg_cpu_read_file: every region holds the file's bytes");
+  // region 1 runs past the end: reported as region 1, errno 0 (the file ended), and tagged
+  std::vector<double> past = {double(fd), 2, addr(a.data()), 0, 1, addr(b.data()), double(size - 100), double(b.size())};
+  const int32_t st = mg_cpu_read_file(past.data(), int32_t(past.size()));
+  check(st == MGCPU_ERROR && past[0] == 1 && past[1] == 0 &&
+            std::string(mg_cpu_last_error()) == "[mg_cpu_read_file] region 1: the file ended early",
+        std::string("mg_cpu_read_file: a region past the end is reported (") + mg_cpu_last_error() + ")");
+  // regions that follow each other in the file and in memory are read as one run; a failure inside
+  // the run still names the region the file ends in
+  std::vector<uint8_t> packed(300);
+  std::vector<double> run = {double(fd), 3, addr(packed.data()), 1000, 100, addr(packed.data() + 100), 1100, 100,
+                             addr(packed.data() + 200), 1200, 100};
+  check(mg_cpu_read_file(run.data(), int32_t(run.size())) == MGCPU_OK && std::memcmp(packed.data(), data.data() + 1000, 300) == 0,
+        "mg_cpu_read_file: a run of contiguous regions holds the file's bytes");
+  std::vector<double> cut = {double(fd), 3, addr(packed.data()), double(size - 150), 100, addr(packed.data() + 100), double(size - 50), 100,
+                             addr(packed.data() + 200), double(size + 50), 100};
+  check(mg_cpu_read_file(cut.data(), int32_t(cut.size())) == MGCPU_ERROR && cut[0] == 1 && cut[1] == 0,
+        "mg_cpu_read_file: the file ending inside a run names the region it ends in");
+  close(fd);
+  // a closed descriptor: an errno, not a crash
+  std::vector<double> closed = {double(fd), 1, addr(a.data()), 0, 1};
+  check(mg_cpu_read_file(closed.data(), int32_t(closed.size())) == MGCPU_ERROR && closed[0] == 0 && closed[1] == EBADF,
+        "mg_cpu_read_file: a bad file descriptor reports EBADF");
+}
+
 // An FFT of n complex points (float32 pairs), forward.
 std::vector<float> fft(const std::vector<float> &in, int64_t n) {
   std::vector<float> out(size_t(2 * n));
@@ -234,6 +286,7 @@ int main() {
   test_fft_closed_forms();
   test_concurrent_callers();
   test_isa_switch();
+  test_read_file();
   std::printf("mgcpu: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -39,7 +39,7 @@ describe("checkpoint", () => {
   });
   const python = pythonWith(["mlx.core"]);
   test.skipIf(!python)("MLX reads the checkpoint: same names, shapes and sums", () => {
-    const r = Bun.spawnSync([python!, "-c", `import mlx.core as mx, json, sys\nw = mx.load(sys.argv[1])\nprint(json.dumps({k: [list(v.shape), v.astype(mx.float32).sum().item()] for k, v in w.items()}))`, file]);
+    const r = Bun.spawnSync([python!, "-c", `import mlx.core as mx, json, sys\nw = mx.load(sys.argv[1])\nprint(json.dumps({k: [list(v.shape), v.astype(mx.float32).sum().item()] for k, v in w.items()}))\nimport os; sys.stdout.flush(); os._exit(0)`, file]); // skip MLX's occasionally aborting teardown
     expect(r.exitCode).toBe(0);
     const theirs = JSON.parse(r.stdout.toString()) as Record<string, [number[], number]>;
     for (const [name, a] of model.namedParameters()) {
