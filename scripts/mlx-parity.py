@@ -18,13 +18,16 @@ HERE = pathlib.Path(__file__).resolve().parent.parent / "test" / "fixtures" / "m
 
 
 def plain(v):
-    """tolist() output as JSON: non-finite floats as strings, nested lists kept."""
+    """tolist() output as JSON: non-finite floats as strings, integers beyond 2^53 as {"int": "…"},
+    nested lists kept (-0.0 stays -0.0: the test checks the sign of zero)."""
     if isinstance(v, float):
         if math.isnan(v):
             return "nan"
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
         return v
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:
+        return {"int": str(v)}  # beyond a double's exact integers: compared as a bigint
     if isinstance(v, complex):
         return {"re": plain(v.real), "im": plain(v.imag)}
     if isinstance(v, (list, tuple)):

@@ -35,6 +35,7 @@ import * as compileApi from "./core/compile.ts";
 import * as memoryApi from "./memory/index.ts";
 import { pressureCollectionCount as pressureCollectionCountImpl } from "./memory/allocator.ts";
 import { setFusion as setFusionImpl } from "./backend/gpu/index.ts";
+import { setKernelCacheLimits as setKernelCacheLimitsImpl } from "./backend/gpu/kernels.ts";
 
 // Functions that build no arrays or run the user's code in the user's name: not library calls.
 const NO_ARRAYS = { library: false } as const;
@@ -103,6 +104,8 @@ function traceImpl(
 export const trace = publicFunction("trace", traceImpl, NO_ARRAYS);
 export type { TraceRecord } from "./core/trace.ts";
 export const setFusion = publicFunction("setFusion", setFusionImpl, NO_ARRAYS);
+export const setKernelCacheLimits = publicFunction("setKernelCacheLimits", setKernelCacheLimitsImpl, NO_ARRAYS);
+export type { KernelCacheLimits } from "./backend/runtime.ts";
 import { synchronize as synchronizeGpu } from "./backend/gpu/index.ts";
 import { resolveStream, type StreamOrDevice } from "./core/device.ts";
 

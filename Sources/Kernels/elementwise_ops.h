@@ -16,7 +16,8 @@ MG_FUNC float log1p_impl(float x) {
   float u = 1.0f + x;
   if (u == 1.0f) return x;
   float l = metal::precise::log(u);
-  return metal::isinf(u) ? l : l * x / (u - 1.0f);
+  // x / (u - 1) first: l * x overflows for x near FLT_MAX (log1p(3.4e38) is 88.7)
+  return metal::isinf(u) ? l : l * (x / (u - 1.0f));
 }
 MG_FUNC half log1p_impl(half x) { return half(log1p_impl(float(x))); }
 MG_FUNC float expm1_impl(float x) {
@@ -38,7 +39,7 @@ template <typename C> MG_FUNC C sigmoid_impl(C x) {
 // erf in float: the Maclaurin series for |x| < 2 (its largest term stays below 3, so little is
 // lost to cancellation), Lentz's continued fraction for erfc beyond; ±1 past 4.
 MG_FUNC float erf_impl(float x) {
-  if (metal::isnan(x)) return x;
+  if (metal::isnan(x) || x == 0.0f) return x;  // erf(±0) = ±0
   float ax = metal::abs(x);
   if (ax >= 4.0f) return metal::copysign(1.0f, x);
   if (ax < 2.0f) {
@@ -150,7 +151,13 @@ MG_FLOAT_UNARY(Ceil, metal::ceil(v))
 MG_FLOAT_UNARY(Round, metal::rint(v))
 
 struct Abs {
-  template <typename T> MG_FUNC T operator()(T x) { return x < T(0) ? T(-x) : x; }
+  // Integers wrap (abs(INT_MIN) = INT_MIN). Negated in unsigned arithmetic: GCC 12 folds
+  // `x < 0 ? -x : x` into an abs it assumes non-negative even with -fwrapv, so a fused
+  // sign(abs(INT_MIN)) gave 1 (found by the differential fuzzer).
+  template <typename T> MG_FUNC T operator()(T x) {
+    if (!(x < T(0))) return x;
+    return sizeof(T) == 8 ? T(0ul - ulong(x)) : T(0u - uint(x));
+  }
   MG_FUNC bool operator()(bool x) { return x; }
   MG_FUNC float operator()(float x) { return metal::abs(x); }
   MG_FUNC half operator()(half x) { return metal::abs(x); }
@@ -201,13 +208,42 @@ struct Imag {
   MG_FUNC float operator()(complex64_t z) { return z.imag; }
 };
 
-// AsType: C-cast semantics; bool is x != 0; complex ↔ real through ComplexCast; bfloat converts
-// through float (its compute type) on either side.
+// Float → integer conversion, the same on every device (docs/corner-cases.md): x86-64's, which
+// MLX gives there. C leaves NaN, ±inf and out-of-range values undefined (Apple silicon saturates),
+// so the rule is spelled out: int/long take trunc(x), or their minimum when it does not fit;
+// narrower integers wrap the int result, uint wraps the long result; ulong takes trunc(x) on
+// [2^63, 2^64), 0 from 2^64, else the long result wrapped. NaN fails every comparison below.
+MG_FUNC int float_to_int32(float x) { return (x >= -2147483648.0f && x < 2147483648.0f) ? int(x) : int(0x80000000u); }
+MG_FUNC long float_to_int64(float x) {
+  return (x >= -9223372036854775808.0f && x < 9223372036854775808.0f) ? long(x) : long(0x8000000000000000ul);
+}
+template <typename Out> struct FloatToInt {
+  static MG_FUNC Out from(float x) { return Out(float_to_int32(x)); }  // (u)char, (u)short: wrap
+};
+template <> struct FloatToInt<uint> {
+  static MG_FUNC uint from(float x) { return uint(ulong(float_to_int64(x))); }
+};
+template <> struct FloatToInt<long> {
+  static MG_FUNC long from(float x) { return float_to_int64(x); }
+};
+template <> struct FloatToInt<ulong> {
+  static MG_FUNC ulong from(float x) {
+    if (x >= 9223372036854775808.0f) return x < 18446744073709551616.0f ? ulong(x) : ulong(0);
+    return ulong(float_to_int64(x));
+  }
+};
+// AsType: C-cast semantics between integers and from integers; float → integer as FloatToInt;
+// bool is x != 0; complex ↔ real through ComplexCast (its real part, converted likewise); bfloat
+// converts through float (its compute type) on either side.
 template <typename Out> struct Cast {
   template <typename In> MG_FUNC Out operator()(In x) {
+    if (metal::is_floating_point<In>::value && metal::is_integral<Out>::value) return FloatToInt<Out>::from(float(x));
     return static_cast<Out>(static_cast<typename compute_type<In>::type>(x));
   }
-  MG_FUNC Out operator()(complex64_t z) { return ComplexCast<Out>::from(z); }
+  MG_FUNC Out operator()(complex64_t z) {
+    if (metal::is_integral<Out>::value) return FloatToInt<Out>::from(z.real);
+    return ComplexCast<Out>::from(z);
+  }
 };
 template <> struct Cast<bool> {
   template <typename In> MG_FUNC bool operator()(In x) { return x != In(0); }
@@ -303,13 +339,15 @@ struct Minimum {
 };
 
 struct LogAddExp {
+  // MLX's: the larger operand itself when the smaller is -inf or the larger +inf (so -0 stays -0).
   template <typename T> MG_FUNC T operator()(T a, T b) {
     typedef typename compute_type<T>::type C;
     C x = C(a), y = C(b);
     if (metal::isnan(x) || metal::isnan(y)) return T(x + y);
-    C m = metal::max(x, y);
-    if (metal::isinf(m)) return T(m);  // both -inf, or one +inf
-    return T(m + log1p_impl(metal::precise::exp(metal::min(x, y) - m)));
+    C hi = x > y ? x : y;
+    C lo = x > y ? y : x;
+    if (lo == C(-INFINITY) || hi == C(INFINITY)) return T(hi);
+    return T(hi + C(log1p_impl(float(metal::precise::exp(lo - hi)))));
   }
   // MLX's complex form: the larger operand (lexicographic) plus log(1 + exp(smaller − larger)).
   MG_FUNC complex64_t operator()(complex64_t a, complex64_t b) {
@@ -377,11 +415,20 @@ struct BitwiseOr {
 struct BitwiseXor {
   template <typename T> MG_FUNC T operator()(T a, T b) { return T(a ^ b); }
 };
+// Shift counts are taken modulo the width the operand is promoted to (32 bits, or 64 for
+// (u)long), as x86-64 and arm64 shifters do: MSL and C++ leave counts ≥ the width or negative
+// undefined. Left shifts run on the unsigned type so negative operands shift defined too.
 struct LeftShift {
-  template <typename T> MG_FUNC T operator()(T a, T b) { return T(a << b); }
+  template <typename T> MG_FUNC T operator()(T a, T b) {
+    if (sizeof(a << b) == 8) return T(ulong(a) << int(ulong(b) & 63ul));
+    return T(uint(a) << int(uint(b) & 31u));
+  }
 };
 struct RightShift {
-  template <typename T> MG_FUNC T operator()(T a, T b) { return T(a >> b); }
+  template <typename T> MG_FUNC T operator()(T a, T b) {
+    if (sizeof(a >> b) == 8) return T(a >> int(ulong(b) & 63ul));
+    return T(a >> int(uint(b) & 31u));
+  }
 };
 
 // ---------------------------------------------------------------------------------------------

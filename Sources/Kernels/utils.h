@@ -71,17 +71,20 @@ MG_FUNC IdxT elem_to_loc(IdxT elem, constant const int* shape, constant const in
 // Integer division rounding toward negative infinity (Python's //); x / 0 is 0 (C would trap).
 template <typename T>
 MG_FUNC T floor_div_int(T a, T b) {
-  if (b == 0) return 0;
+  if (b == 0) return 0;                      // MLX's definition (C would trap)
+  // INT_MIN / -1 traps on x86: negate in unsigned arithmetic, so INT_MIN wraps to itself
+  if (T(-1) < T(0) && b == T(-1)) return sizeof(T) == 8 ? T(0ul - ulong(a)) : T(0u - uint(a));
   T q = a / b;
   T r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) q -= 1;
   return q;
 }
 
-// Python's %: the result takes the divisor's sign; x % 0 is 0 for integers.
+// Python's %: the result takes the divisor's sign; x % 0 is x for integers (MLX), x % -1 is 0.
 template <typename T>
 MG_FUNC T floor_mod_int(T a, T b) {
-  if (b == 0) return 0;
+  if (b == 0) return a;
+  if (T(-1) < T(0) && b == T(-1)) return 0;
   T r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;

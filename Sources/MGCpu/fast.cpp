@@ -168,14 +168,24 @@ MG_CLONES void norm_task(void *ctx, int64_t task, int thread) {
       }
     for (int q = 0; q < NR; q++) inv[q] = 1 / std::sqrt(ss[q] / dn + m.eps);
     if (!m.vjp) {
-      for (int q = 0; q < k; q++) {
-        for (int64_t j = 0; j < n; j++) {
-          double v = (x[j * NR + q] - mean[q]) * inv[q];
-          if (has_w) v *= w[j];
-          if (bias) v += b[j];
-          y[j] = v;
+      // out = T(w·T(ŷ)) (+ b, rounded again): MLX's (and the GPU's) rounding, so a product that
+      // overflows a 16-bit type overflows here too. One loop per output dtype (no switch per element).
+      auto affine = [&](auto round) {
+        for (int q = 0; q < k; q++) {
+          for (int64_t j = 0; j < n; j++) {
+            double v = round((x[j * NR + q] - mean[q]) * inv[q]);
+            if (has_w) v = round(v * w[j]);
+            if (bias) v = round(v + b[j]);
+            y[j] = v;
+          }
+          store_run(m.out, m.odt, (r + q) * n, y, n);
         }
-        store_run(m.out, m.odt, (r + q) * n, y, n);
+      };
+      switch (m.odt) {
+        case F32: affine([](double v) { return double(float(v)); }); break;
+        case F64: affine([](double v) { return v; }); break;
+        case F16: affine([](double v) { return double(f16_to_f32(f64_to_f16(v))); }); break;
+        default: affine([](double v) { return double(bf16_to_f32(f32_to_bf16(float(v)))); }); break;
       }
       continue;
     }
@@ -416,6 +426,18 @@ MG_INLINE RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, i
       hidden[j] = 1;
       s[j] = HIDDEN;
     }
+  } else if (end < a.kL) {
+    // Every visible score −inf under a causal mask: the keys it hides (finite minimum scores, as
+    // MLX's mask) win the softmax, as on the GPU and in MLX.
+    bool all_ninf = true;
+    for (int64_t j = 0; j < end && all_ninf; j++) all_ninf = s[j] == -INFINITY;
+    if (all_ninf) {
+      for (int64_t j = end; j < a.kL; j++) {
+        hidden[j] = 1;
+        s[j] = HIDDEN;
+      }
+      end = a.kL;
+    }
   }
   const bool has_sink = a.sinks != nullptr;
   const double sink = has_sink ? load_d(a.sinks, a.sinks_dtype, h * a.sinks_stride) : 0;
@@ -438,7 +460,7 @@ MG_INLINE RowResult softmax_row(const Attn &a, Head &hd, int64_t b, int64_t h, i
     total += p[j] = x < -746.0 ? 0.0 : std::exp(x);
   }
   for (int64_t j = 0; j < end; j++) p[j] = p[j] / total;
-  const double m2 = visible == 0 && (!has_sink || sink * M_LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * M_LOG2E;
+  const double m2 = (visible == 0 || mx == HIDDEN) && (!has_sink || sink * M_LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * M_LOG2E;
   return {end, m2, total};
 }
 
@@ -470,14 +492,22 @@ MG_CLONES void sdpa_task(void *ctx, int64_t task, int thread) {
   }
   Head hd = carve(a, sc);
   double *acc = reinterpret_cast<double *>(hd.hidden + ((a.kL + 7) / 8) * 8);
+  uint8_t *v_nonfinite = reinterpret_cast<uint8_t *>(acc + a.Dv);
   const int64_t b = task / a.Hq, h = task % a.Hq, hk = h / (a.Hq / a.Hkv);
   load_head(a, b, h, hk, hd, false);
+  // Every key enters the weighted sum, as on the GPU and in MLX: a zero weight times an infinite
+  // or NaN value is NaN. Zero weights are skipped only for keys whose values are all finite.
+  for (int64_t j = 0; j < a.kL; j++) {
+    bool bad = false;
+    for (int64_t c = 0; c < a.Dv; c++) bad |= !std::isfinite(hd.v[j * a.Dv + c]);
+    v_nonfinite[j] = bad ? 1 : 0;
+  }
   for (int64_t i = 0; i < a.qL; i++) {
     const RowResult rr = softmax_row(a, hd, b, h, i);
     std::fill(acc, acc + a.Dv, 0.0);
-    for (int64_t j = 0; j < rr.end; j++) {
-      const double pj = hd.p[j];
-      if (pj == 0) continue;
+    for (int64_t j = 0; j < a.kL; j++) {
+      const double pj = j < rr.end ? hd.p[j] : 0.0;
+      if (pj == 0 && !v_nonfinite[j]) continue;
       const double *vj = hd.v + j * a.Dv;
       axpy(acc, pj, vj, a.Dv);
     }
@@ -509,28 +539,44 @@ MG_CLONES void sdpa_vjp_task(void *ctx, int64_t task, int thread) {
   for (int64_t h = hk * gqa; h < (hk + 1) * gqa; h++) {
     load_head(a, b, h, hk, hd, true);
     std::fill(dq, dq + a.qL * a.Dk, 0.0);
+    bool v_finite = true;
+    for (int64_t e = 0; e < a.kL * a.Dv; e++) v_finite = v_finite && std::isfinite(hd.v[e]);
     for (int64_t i = 0; i < a.qL; i++) {
       const RowResult rr = softmax_row(a, hd, b, h, i);
       load_run(a.g.p, a.g.dtype, off4(a.g, b, h, i, 0), a.g.strides[3], a.Dv, go);
-      // dp[j] = Σ_c dO·v (in order); dV += p·dO; D = Σ_j p·dp
-      dots(go, hd.vt, a.kL, a.Dv, 0, rr.end, hd.dp);
       // dV and D start at +0 and, summed in round-to-nearest, never become −0: a term p·x with p = 0
       // and x finite adds ±0 and changes no bit, so masked keys are skipped when dO's row is finite.
+      // Keys past rr.end weigh 0 too: they matter only through non-finite values (0·inf = NaN, as
+      // MLX's composition and the GPU), so they are visited only when some value or dO is not finite.
       bool go_finite = true;
       for (int64_t c = 0; c < a.Dv; c++) go_finite = go_finite && std::isfinite(go[c]);
+      const int64_t jend = go_finite && v_finite ? rr.end : a.kL;
+      // dp[j] = Σ_c dO·v (in order); dV += p·dO; D = Σ_j p·dp
+      dots(go, hd.vt, a.kL, a.Dv, 0, jend, hd.dp);
       double D = 0;
-      for (int64_t j = 0; j < rr.end; j++) {
-        const double pj = hd.p[j];
+      for (int64_t j = 0; j < jend; j++) {
+        const double pj = j < rr.end ? hd.p[j] : 0.0;
         if (pj == 0 && go_finite && std::isfinite(hd.dp[j])) continue;
         double *dvj = dv + j * a.Dv;
         axpy(dvj, pj, go, a.Dv);
         D += pj * hd.dp[j];
       }
+      // a non-finite D reaches every key, the ones past rr.end included (0·(dp − D) = NaN)
+      int64_t send = jend;
+      if (!std::isfinite(D) && send < a.kL) {
+        dots(go, hd.vt, a.kL, a.Dv, send, a.kL, hd.dp);
+        send = a.kL;
+      }
       const double *qi = hd.q + i * a.Dk;
       double *dqi = dq + i * a.Dk;
-      for (int64_t j = 0; j < rr.end; j++) {
-        if (hd.hidden[j]) continue;
-        const double ds = hd.p[j] * (hd.dp[j] - D) * a.scale;
+      for (int64_t j = 0; j < send; j++) {
+        double ds;
+        if (j >= rr.end || hd.hidden[j]) {
+          if (std::isfinite(hd.dp[j]) && std::isfinite(D)) continue;
+          ds = NAN;  // 0 · (dp − D) with a non-finite factor
+        } else {
+          ds = hd.p[j] * (hd.dp[j] - D) * a.scale;
+        }
         if (ds == 0) continue;
         const double *kj = hd.k + j * a.Dk;
         double *dkj = dk + j * a.Dk;
@@ -1010,8 +1056,21 @@ int sdpa(const double *desc, int32_t words) {
     return fail(fn, "mask kind and mask operand disagree");
   const size_t head = head_doubles(a);
   a.scratch_bytes = (head + size_t(a.kL * (a.Dk + a.Dv) + a.qL * a.Dk + a.Dv)) * sizeof(double) + size_t(a.kL) + 256;
-  // float32 path: ~0.1 ns per multiply-add on the micro-kernels and ~2 ns per score for the softmax
-  const bool f32 = a.q.dtype != F64 && a.k.dtype != F64 && a.v.dtype != F64 && (!vjp || a.g.dtype != F64) && a.kL > 0;
+  // float32 path: ~0.1 ns per multiply-add on the micro-kernels and ~2 ns per score for the softmax.
+  // Operands with an infinity or NaN take the float64 path, which gives MLX's answers there (every
+  // key in the weighted sum, 0·inf = NaN; a causal row whose visible scores are all −inf attends to
+  // the hidden keys; docs/corner-cases.md): one scan of the operands, small beside the products.
+  const auto finite4 = [](const Rows &x, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+    for (int64_t i0 = 0; i0 < n0; i0++)
+      for (int64_t i1 = 0; i1 < n1; i1++)
+        for (int64_t i2 = 0; i2 < n2; i2++)
+          for (int64_t i3 = 0; i3 < n3; i3++)
+            if (!std::isfinite(load_d(x.p, x.dtype, off4(x, i0, i1, i2, i3)))) return false;
+    return true;
+  };
+  const bool finite = a.kL == 0 || (finite4(a.q, a.B, a.Hq, a.qL, a.Dk) && finite4(a.k, a.B, a.Hkv, a.kL, a.Dk) &&
+                                    finite4(a.v, a.B, a.Hkv, a.kL, a.Dv) && (!vjp || finite4(a.g, a.B, a.Hq, a.qL, a.Dv)));
+  const bool f32 = a.q.dtype != F64 && a.k.dtype != F64 && a.v.dtype != F64 && (!vjp || a.g.dtype != F64) && a.kL > 0 && finite;
   const double scores = double(a.B) * double(a.Hq) * double(a.qL) * double(a.kL) * (a.mask == MaskCausal ? 0.5 : 1.0);
   const double work = f32 ? scores * (0.1 * double(a.Dk + a.Dv) + 2.0) * (vjp ? 2.5 : 1.0)
                           : double(a.B) * double(a.Hq) * double(a.qL) * double(a.kL) * double(a.Dk + a.Dv) * (vjp ? 2.5 : 1.2);

@@ -87,11 +87,8 @@ static void round_grid_impl(float *x, int dtype, int64_t n) {
 // ---- JS-number semantics used by the double path -------------------------------------------------
 
 static inline int32_t js_int32(double v) { return int32_t(uint32_t(wrap_u64_from_double(v))); }
-static inline double js_pow(double x, double y) {
-  // Math.pow differs from C's pow: 1 ** NaN and (±1) ** ±Infinity are NaN.
-  if (y != y || (std::fabs(x) == 1.0 && std::isinf(y))) return __builtin_nan("");
-  return std::pow(x, y);
-}
+// C's pow (docs/corner-cases.md): pow(1, y) = 1 for every y, pow(-1, ±inf) = 1.
+static inline double js_pow(double x, double y) { return std::pow(x, y); }
 static inline double js_floor_mod(double a, double b) {
   double r = std::fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
@@ -109,12 +106,12 @@ static inline double js_sigmoid(double x) {
   double e = std::exp(x);
   return e / (1.0 + e);
 }
+// MLX's: the larger operand itself when the smaller is -inf or the larger +inf (-0 stays -0).
 static inline double js_logaddexp(double a, double b) {
   if (a != a || b != b) return __builtin_nan("");
-  double m = a > b ? a : b;
-  if (m == -__builtin_inf()) return -__builtin_inf();
-  if (m == __builtin_inf()) return __builtin_inf();
-  return m + std::log1p(std::exp(-std::fabs(a - b)));
+  double hi = a > b ? a : b, lo = a > b ? b : a;
+  if (lo == -__builtin_inf() || hi == __builtin_inf()) return hi;
+  return hi + std::log1p(std::exp(lo - hi));
 }
 static inline double js_max(double x, double y) { return x != x ? x : x > y ? x : y; }
 static inline double js_min(double x, double y) { return x != x ? x : x < y ? x : y; }
@@ -169,7 +166,8 @@ template <class T> static inline T iabs(T a) {
   if constexpr (std::is_signed_v<T>) return a < 0 ? wneg(a) : a;
   else return a;
 }
-// floor division / modulo with x / 0 = 0 and x % 0 = 0 (the reference's rule; C would trap)
+// floor division / modulo with x // 0 = 0 and x % 0 = x (MLX's rule; C would trap), and
+// INT_MIN // -1 = INT_MIN, INT_MIN % -1 = 0 (docs/corner-cases.md)
 template <class T> static inline T ifloordiv(T a, T b) {
   if (b == 0) return 0;
   if constexpr (std::is_signed_v<T>) {
@@ -181,7 +179,7 @@ template <class T> static inline T ifloordiv(T a, T b) {
   }
 }
 template <class T> static inline T ifloormod(T a, T b) {
-  if (b == 0) return 0;
+  if (b == 0) return a;
   if constexpr (std::is_signed_v<T>) {
     if (b == -1) return 0;
     T r = T(a % b);
@@ -214,18 +212,11 @@ template <class T> static inline T ishr32(T a, T b) {
   if constexpr (std::is_signed_v<T>) return T(int32_t(a) >> (uint32_t(int32_t(b)) & 31u));
   else return T(uint32_t(a) >> (uint32_t(int32_t(b)) & 31u));
 }
-// 64-bit shifts as BigInt's: a negative count shifts the other way; past 63 bits: 0 or -1
-static inline int64_t sshr64(int64_t a, int64_t b);
-static inline int64_t sshl64(int64_t a, int64_t b) {
-  if (b < 0) return b <= -64 ? (a < 0 ? -1 : 0) : sshr64(a, -b);
-  return b >= 64 ? 0 : int64_t(uint64_t(a) << b);
-}
-static inline int64_t sshr64(int64_t a, int64_t b) {
-  if (b < 0) return b <= -64 ? 0 : sshl64(a, -b);
-  return b >= 64 ? (a < 0 ? -1 : 0) : (a >> b);
-}
-static inline uint64_t ushl64(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a << b; }
-static inline uint64_t ushr64(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }
+// 64-bit shifts: the count modulo 64, as x86-64 and arm64 shift (docs/corner-cases.md)
+static inline int64_t sshl64(int64_t a, int64_t b) { return int64_t(uint64_t(a) << (uint64_t(b) & 63u)); }
+static inline int64_t sshr64(int64_t a, int64_t b) { return a >> (uint64_t(b) & 63u); }
+static inline uint64_t ushl64(uint64_t a, uint64_t b) { return a << (b & 63u); }
+static inline uint64_t ushr64(uint64_t a, uint64_t b) { return a >> (b & 63u); }
 
 // ---- complex (computed in double, as the reference's formulas) -----------------------------------
 
@@ -392,6 +383,10 @@ template <int D, int O> static inline R<O> cast1(R<D> x) {
     else return cast1<F32, O>(x.re);
   } else if constexpr (O == C64) return cf{float(to_d<D>(x)), 0.0f};
   else if constexpr (kInt(D) && kInt(O)) return R<O>(x);
+  // float → integer: x86-64's conversion, spelled out (float_to_integer, mgcpu.h)
+  else if constexpr (kFloat(D) && kInt(O)) return R<O>(float_to_integer(to_d<D>(x), O));
+  // 64-bit integer → float32 (and the 16-bit floats, through float32 as MLX): rounded once
+  else if constexpr (kLong(D) && kF32R(O)) return cast1<F32, O>(float(x));
   else if constexpr (D == Bool) return from_d<O>(x ? 1.0 : 0.0);
   else if constexpr (O == Bool) return uint8_t(!(x == 0));
   else if constexpr (kF32R(D) && O == F32) return x;  // 16-bit values are float32 values already
@@ -621,7 +616,8 @@ template <int D> static KernelFn real_kernel(int op, int out) {
       break;
     case OpDivModQuotient:
       if constexpr (INT) return binary<D, D>([](T x, T y) { return ifloordiv(x, y); });
-      if constexpr (F) return VIAD2(std::floor(x / y));
+      // the quotient as the dtype holds it, then floored (one that underflows is ±0, not ±tiny)
+      if constexpr (F) return VIAD2(std::floor(to_d<D>(from_d<D>(x / y))));
       break;
     case OpDivModRemainder:
       if constexpr (INT) return binary<D, D>([](T x, T y) { return ifloormod(x, y); });
@@ -762,10 +758,11 @@ static KernelFn bool_kernel(int op, int out) {
     case OpErf: return VIAD1(std::erf(x));
     case OpErfInv: return VIAD1(js_erfinv(x));
     case OpDivide: return VIAD2(x / y);
-    case OpRemainder: return VIAD2(js_floor_mod(x, y));
-    case OpFloorDivide: return VIAD2(js_floor_div_int(x, y));
-    case OpDivModQuotient: return VIAD2(std::floor(x / y));
-    case OpDivModRemainder: return VIAD2(js_floor_mod(x, y));
+    // bool is an integer type: x // 0 = 0, x % 0 = x
+    case OpRemainder: case OpDivModRemainder:
+      return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return y ? uint8_t(0) : x; });
+    case OpFloorDivide: case OpDivModQuotient:
+      return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return y ? x : uint8_t(0); });
     case OpPower: return VIAD2(js_pow(x, y));
     case OpLogAddExp: return VIAD2(js_logaddexp(x, y));
     case OpArcTan2: return VIAD2(std::atan2(x, y));

@@ -119,6 +119,28 @@ inline uint64_t wrap_u64_from_double(double v) {
   return t < 0 ? uint64_t(0) - r : r;
 }
 
+// A float value converted to an integer dtype as every metalgrad device does (docs/corner-cases.md):
+// x86-64's conversion, spelled out because C leaves NaN, ±inf and out-of-range values undefined.
+// int32/int64: trunc(x), or the minimum when it does not fit; narrower integers wrap the int32
+// result; uint32 wraps the int64 result; uint64 takes trunc(x) on [2^63, 2^64), 0 from 2^64, else
+// the int64 result wrapped. Returns the two's-complement bits (the caller keeps the low ones).
+inline int64_t float_to_int32_bits(double x) {
+  return (x > -2147483649.0 && x < 2147483648.0) ? int64_t(int32_t(x)) : int64_t(INT32_MIN);
+}
+inline int64_t float_to_int64_bits(double x) {
+  return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? int64_t(x) : INT64_MIN;
+}
+inline uint64_t float_to_integer(double x, int dtype) {
+  switch (dtype) {
+    case U64:
+      if (x >= 9223372036854775808.0) return x < 18446744073709551616.0 ? uint64_t(x) : 0;
+      return uint64_t(float_to_int64_bits(x));
+    case I64: return uint64_t(float_to_int64_bits(x));
+    case U32: return uint64_t(float_to_int64_bits(x));  // the low 32 bits
+    default: return uint64_t(float_to_int32_bits(x));  // int32 and narrower: the low bits
+  }
+}
+
 // ---- errors ------------------------------------------------------------------------------------
 
 void set_error(const char *fn, const std::string &message);

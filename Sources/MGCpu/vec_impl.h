@@ -140,7 +140,7 @@ static inline vf vtanh(vf x) {
   p = madd(p, z, vf_splat(-5.37397155531E-2f));
   p = madd(p, z, vf_splat(1.33314422036E-1f));
   p = madd(p, z, vf_splat(-3.33332819422E-1f));
-  vf small = madd(p * z, x, x);
+  vf small = vf_copysign(madd(p * z, x, x), x);  // keeps tanh(-0) = -0 (p·0·x + x is +0 there)
   vf e = vexp(ax + ax);
   vf big = vf_copysign(vf_splat(1.0f) - vf_splat(2.0f) / (e + vf_splat(1.0f)), x);
   return vf_select(ax < vf_splat(0.625f), small, big);

@@ -39,6 +39,9 @@ mgsim_library *mgsim_library_create(const char *source, const mgsim_compile_opti
   }
   auto *lib = new mgsim_library();
   lib->module = std::move(m);
+  const char *env_check = getenv("MG_SIM_CHECK");
+  bool forced = env_check && strcmp(env_check, "1") == 0;  // full checks for every library
+  lib->tolerate_oob_reads = options && options->tolerate_oob_reads && !forced;
   return lib;
 }
 

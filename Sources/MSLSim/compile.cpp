@@ -481,8 +481,7 @@ bool preprocess(const std::string &source, const std::vector<PPMacro> &macros, u
   return ok;
 }
 
-std::mutex g_modules_mu;
-std::map<std::string, std::shared_ptr<Module>> g_modules;
+std::mutex g_modules_mu;  // guards g_key_locks (the loaded modules are module_cache.cpp's)
 std::map<std::string, std::shared_ptr<std::mutex>> g_key_locks;
 
 std::shared_ptr<Module> open_module(const std::string &path, const std::string &key, std::string &error) {
@@ -505,6 +504,8 @@ std::shared_ptr<Module> open_module(const std::string &path, const std::string &
   m->desc = d;
   m->key = key;
   m->path = path;
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) m->bytes = uint64_t(st.st_size);
   return m;
 }
 
@@ -592,37 +593,32 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   std::string key = h.hex();
 
   std::shared_ptr<std::mutex> key_lock;
+  if (auto m = cached_module(key)) {
+    stats().memory_cache_hits.fetch_add(1);
+    return m;
+  }
   {
     std::lock_guard<std::mutex> g(g_modules_mu);
-    auto it = g_modules.find(key);
-    if (it != g_modules.end()) {
-      stats().memory_cache_hits.fetch_add(1);
-      return it->second;
-    }
     auto &l = g_key_locks[key];
     if (!l) l = std::make_shared<std::mutex>();
     key_lock = l;
   }
   // One thread compiles a given key; others wait for it and then hit the memory cache.
   std::lock_guard<std::mutex> kg(*key_lock);
-  {
-    std::lock_guard<std::mutex> g(g_modules_mu);
-    auto it = g_modules.find(key);
-    if (it != g_modules.end()) {
-      stats().memory_cache_hits.fetch_add(1);
-      return it->second;
-    }
+  if (auto m = cached_module(key)) {
+    stats().memory_cache_hits.fetch_add(1);
+    return m;
   }
   const std::string &cache = cache_directory();
   std::string so_path = cache + "/" + key.substr(0, 2) + "/" + key + ".so";
   if (file_exists(so_path)) {
     std::string e2;
+    if (!check_kernel_symbols(so_path, source, error)) return nullptr;
     auto m = open_module(so_path, key, e2);
     if (m) {
       m->checked = checked;
       stats().disk_cache_hits.fetch_add(1);
-      std::lock_guard<std::mutex> g(g_modules_mu);
-      g_modules[key] = m;
+      cache_module(m);
       return m;
     }
     // A damaged cache entry: rebuild it below.
@@ -639,6 +635,7 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   }
   std::string expanded;
   if (!preprocess(source, macros, version, tmpdir, key, expanded, error)) return nullptr;
+  if (!check_inline_assembly(expanded, error)) return nullptr;
   TranslateResult tr;
   if (!translate_msl(expanded, topt, tr)) {
     error = tr.error;
@@ -700,6 +697,10 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
     return nullptr;
   }
   if (!keep_src) unlink(src_path.c_str());
+  if (!check_kernel_symbols(tmp_so, source, error)) {
+    unlink(tmp_so.c_str());
+    return nullptr;
+  }
   if (rename(tmp_so.c_str(), so_path.c_str()) != 0) {
     error = "cannot move the compiled object into " + so_path + ": " + strerror(errno);
     unlink(tmp_so.c_str());
@@ -708,8 +709,7 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   auto m = open_module(so_path, key, error);
   if (!m) return nullptr;
   m->checked = checked;
-  std::lock_guard<std::mutex> g(g_modules_mu);
-  g_modules[key] = m;
+  cache_module(m);
   return m;
 }
 

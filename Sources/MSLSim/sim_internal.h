@@ -16,15 +16,30 @@
 
 namespace mgsim {
 
-// A loaded kernel object (.so). Kept loaded for the life of the process: thread_local storage in it
-// may still be referenced by worker threads, and reloading is what the memory cache avoids anyway.
+// A loaded kernel object (.so), unloaded (dlclose) when the last reference goes: the libraries
+// using it and the module cache (module_cache.cpp), which keeps a bounded number of recently used
+// ones. Workers touch an object's thread-local storage only while running its code, which holds a
+// reference (function → library → module); glibc frees other threads' blocks of an unloaded
+// object lazily.
 struct Module {
   void *handle = nullptr;
   const abi::module_desc *desc = nullptr;
   std::string key;
   std::string path;
   bool checked = false;  // compiled in checked mode
+  uint64_t bytes = 0;    // the object's file size, what the cache's byte limit counts
+  Module();
+  ~Module();
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
 };
+
+// module_cache.cpp: the loaded modules by key. find() gives a module still loaded (cached or in
+// use elsewhere) and marks it recently used; insert() adds one and drops the least recently used
+// beyond the limits (MG_SIM_LIBRARY_CACHE objects, default 128, and MG_SIM_LIBRARY_CACHE_MB,
+// default 64; mgsim_library_cache_limits changes them).
+std::shared_ptr<Module> cached_module(const std::string &key);
+void cache_module(const std::shared_ptr<Module> &m);
 
 struct Stats {
   std::atomic<uint64_t> compiler_invocations{0};
@@ -49,11 +64,18 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error);
 
 char *dup_message(const std::string &s);
 
+// symbols.cpp: a kernel object may call only what the prelude and compiler need (no libc: Metal
+// has none); inline assembly is refused in the preprocessed source. Return false with a
+// Metal-style `program_source:L:C: error: …` message.
+bool check_kernel_symbols(const std::string &so_path, const std::string &source, std::string &error);
+bool check_inline_assembly(const std::string &source, std::string &error);
+
 }  // namespace mgsim
 
 struct mgsim_library {
   std::atomic<int> refs{1};
   std::shared_ptr<mgsim::Module> module;
+  bool tolerate_oob_reads = false;  // mgsim_compile_options::tolerate_oob_reads
 };
 
 struct mgsim_function {

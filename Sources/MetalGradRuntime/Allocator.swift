@@ -71,6 +71,9 @@ final class BufferRecord {
     var viewPinned: Bool
     /// Set once the allocation has gone back to the cache.
     var retired = false
+    /// Why the contents are not valid: the last GPU write came from a dispatch that failed or read
+    /// such a buffer (set when its batch completes; a clean write clears it).
+    var failure: String?
     /// The last batch parse that bound it (Runtime.batchMarks) and its slot there (CommandBatch.swift).
     var batchMark: UInt64 = 0
     var batchSlot = 0

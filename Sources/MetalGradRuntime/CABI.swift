@@ -175,6 +175,17 @@ public func mg_buffer_length(_ buffer: UnsafeMutableRawPointer?) -> Double {
     guarded("mg_buffer_length", -1) { Double(try $0.bufferSize(handleBits(buffer))) }
 }
 
+/// 0 when the buffer's contents are valid; 1 when its last GPU write failed or was computed from a
+/// failed buffer (the reason in mg_last_error). Meaningful once the batch that wrote it completed.
+@_cdecl("mg_buffer_failure")
+public func mg_buffer_failure(_ buffer: UnsafeMutableRawPointer?) -> Int32 {
+    guarded("mg_buffer_failure", 1) { runtime in
+        guard let message = try runtime.bufferFailure(handleBits(buffer)) else { return 0 }
+        recordError("mg_buffer_failure", RuntimeError(message))
+        return 1
+    }
+}
+
 /// Drops the owner's hold. Idempotent; thread-safe.
 @_cdecl("mg_buffer_release")
 public func mg_buffer_release(_ buffer: UnsafeMutableRawPointer?) -> Int32 {
@@ -224,8 +235,9 @@ public func mg_buffer_view_deallocator() -> UnsafeMutableRawPointer? {
 
 /// Compiles (or finds in the cache) a library. `macros`: "NAME=VALUE" (or "NAME") entries separated
 /// by "\n", may be null. mathMode: 0 safe, 1 relaxed, 2 fast. languageVersion: an
-/// MTLLanguageVersion raw value, 0 for the default. checked != 0 adds MG_SIM_CHECK=1 (the
-/// simulator's checked mode; inert on a GPU).
+/// MTLLanguageVersion raw value, 0 for the default. checked 1 adds MG_SIM_CHECK=1 (the simulator's
+/// checked mode; inert on a GPU), 2 MG_SIM_CHECK=writes (out-of-bounds writes fail the dispatch,
+/// out-of-bounds reads give 0).
 @_cdecl("mg_library_new")
 public func mg_library_new(_ source: UnsafePointer<CChar>?, _ macros: UnsafePointer<CChar>?, _ mathMode: Int32,
                            _ languageVersion: UInt32, _ checked: Int32) -> UnsafeMutableRawPointer? {
@@ -241,7 +253,7 @@ public func mg_library_new(_ source: UnsafePointer<CChar>?, _ macros: UnsafePoin
             }
         }
         return pointer(try runtime.library(
-            source: text, macros: table, mathMode: mathMode, languageVersion: languageVersion, checked: checked != 0))
+            source: text, macros: table, mathMode: mathMode, languageVersion: languageVersion, checked: checked))
     }
 }
 
@@ -292,13 +304,39 @@ public func mg_pipeline_info(_ pipeline: UnsafeMutableRawPointer?, _ out: Unsafe
     }
 }
 
+/// The kernel cache (KernelCache.swift, and the simulator's loaded objects): sets the limits —
+/// built pipeline states, built libraries, loaded simulator objects and their bytes; a value below
+/// 1 keeps the current one — and fills out[0..<8] with the previous four limits, then the built
+/// pipelines, built libraries, loaded simulator objects and their bytes now.
+@_cdecl("mg_kernel_cache_limits")
+public func mg_kernel_cache_limits(_ pipelines: Int32, _ libraries: Int32, _ simulatorObjects: Int32,
+                                   _ simulatorBytes: Double, _ out: UnsafeMutablePointer<Double>?) -> Int32 {
+    guarded("mg_kernel_cache_limits", 1) { runtime in
+        guard let out else { throw RuntimeError("the output array is null") }
+        let (previous, builtPipelines, builtLibraries) = runtime.setKernelLimits(pipelines: Int(pipelines), libraries: Int(libraries))
+        let sim = simulatorObjectLimits(objects: Int(simulatorObjects), bytes: simulatorBytes.isFinite ? simulatorBytes : -1)
+        out[0] = Double(previous.pipelines)
+        out[1] = Double(previous.libraries)
+        out[2] = sim.previousObjects
+        out[3] = sim.previousBytes
+        out[4] = Double(builtPipelines)
+        out[5] = Double(builtLibraries)
+        out[6] = sim.loadedObjects
+        out[7] = sim.loadedBytes
+        return 0
+    }
+}
+
 /// How the simulator runs the pipeline's threadgroups, as JSON: {"model":"plain"|"work-item"|
 /// "fibers","reason":"..."} (fibers is the fallback; the reason says why); {} on a real GPU.
 /// Valid until the next string-returning call on this thread.
 @_cdecl("mg_pipeline_execution_json")
 public func mg_pipeline_execution_json(_ pipeline: UnsafeMutableRawPointer?) -> UnsafePointer<CChar>? {
     guarded("mg_pipeline_execution_json", nil) { runtime in
-        returned(pipelineExecutionJSON(try runtime.pipelineRecord(handleBits(pipeline)).state))
+        // the kernel cache may have dropped the built state: rebuilt from its recipe
+        let record = try runtime.pipelineRecord(handleBits(pipeline))
+        guard let state = try runtime.pipelineStates([record])[record.id] else { throw RuntimeError("the pipeline state could not be rebuilt") }
+        return returned(pipelineExecutionJSON(state))
     }
 }
 

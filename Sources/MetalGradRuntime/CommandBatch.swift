@@ -23,6 +23,9 @@ enum BatchFormat {
     static let maxInlineBytes = 4096
     static let accessRead: UInt32 = 1
     static let accessWrite: UInt32 = 2
+    static let flagDispatchThreads: UInt32 = 1
+    /// Per-output dependency masks follow the threadgroup memory entries.
+    static let flagDependencies: UInt32 = 2
 }
 
 struct ResolvedBinding {
@@ -58,6 +61,9 @@ struct ParsedDispatch {
     let inlineBytes: Range<Int>
     let threadgroupMemory: Range<Int>
     let mustWrite: UInt64
+    /// (written binding index, mask of the binding indices its values are computed from); a
+    /// written binding not listed depends on every binding the dispatch reads.
+    let dependencies: Range<Int>
 }
 
 struct ParsedBatch {
@@ -65,11 +71,18 @@ struct ParsedBatch {
     var bindings: [ResolvedBinding] = []
     var inlineBytes: [InlineBytes] = []
     var threadgroupMemory: [(index: Int, length: Int)] = []
+    var dependencies: [(index: Int, mask: UInt32)] = []
     /// Each buffer bound anywhere in the batch, once: these are held in flight.
     var heldBuffers: [BufferRecord] = []
 }
 
 /// One submitted batch: may span several command buffers; completes when all of them have.
+///
+/// Failure isolation: when a dispatch fails, exactly the buffers it writes, and those written by
+/// dispatches that read them (in this batch or, through BufferRecord.failure, a later one), are
+/// marked failed when the batch completes; everything else the batch computed is valid. The
+/// simulator reports which dispatches of a command buffer failed and runs the rest; on Metal a
+/// command buffer fails as a whole, so all its dispatches count as failed.
 final class BatchRecord: @unchecked Sendable {
     let id: UInt64
     private let runtime: Runtime
@@ -81,20 +94,41 @@ final class BatchRecord: @unchecked Sendable {
     private var finished = false
     private var held: [BufferRecord]
     let dispatchCount: Int
+    /// The dispatches' bindings (kept until completion, to find what a failure reaches).
+    private var parsed: ParsedBatch?
+    /// The batch dispatch indices each command buffer holds, by tracking order.
+    private var commandBufferRanges: [Range<Int>] = []
+    /// Failed dispatches (batch index → message).
+    private var failedDispatches: [Int: String] = [:]
 
-    init(id: UInt64, runtime: Runtime, held: [BufferRecord], dispatchCount: Int) {
+    init(id: UInt64, runtime: Runtime, held: [BufferRecord], dispatchCount: Int, parsed: ParsedBatch) {
         self.id = id
         self.runtime = runtime
         self.held = held
         self.dispatchCount = dispatchCount
+        self.parsed = parsed
     }
 
-    func track(_ commandBuffer: any MTLCommandBuffer) {
-        lock.withLock { outstanding += 1 }
+    /// Tracks a command buffer holding dispatches from `first` on; `setLastDispatch` closes its range.
+    func track(_ commandBuffer: any MTLCommandBuffer, firstDispatch first: Int) {
+        let slot = lock.withLock { () -> Int in
+            outstanding += 1
+            commandBufferRanges.append(first..<first)
+            return commandBufferRanges.count - 1
+        }
         commandBuffer.addCompletedHandler { [self] completed in
             let message: String?
             if completed.status == .error || completed.error != nil {
                 message = completed.error.map(describeError) ?? "the command buffer failed"
+                let ordinals = completed.error.flatMap(failedDispatchOrdinals)
+                lock.withLock {
+                    let range = commandBufferRanges[slot]
+                    if let ordinals {
+                        for (ordinal, text) in ordinals where ordinal < range.count { failedDispatches[range.lowerBound + ordinal] = text }
+                    } else {
+                        for index in range { failedDispatches[index] = message }
+                    }
+                }
             } else {
                 message = nil
             }
@@ -102,8 +136,21 @@ final class BatchRecord: @unchecked Sendable {
         }
     }
 
-    func encodingFailed(_ message: String) {
-        lock.withLock { if failure == nil { failure = message } }
+    /// The most recently tracked command buffer holds dispatches up to `end` (exclusive).
+    func setDispatchEnd(_ end: Int) {
+        lock.withLock {
+            if let last = commandBufferRanges.indices.last {
+                commandBufferRanges[last] = commandBufferRanges[last].lowerBound..<end
+            }
+        }
+    }
+
+    /// Encoding stopped before dispatch `first`: it and every later dispatch never run.
+    func encodingFailed(_ message: String, fromDispatch first: Int) {
+        lock.withLock {
+            if failure == nil { failure = message }
+            for index in first..<dispatchCount { failedDispatches[index] = message }
+        }
     }
 
     func encodingFinished() {
@@ -120,8 +167,14 @@ final class BatchRecord: @unchecked Sendable {
         }
         guard last else { return }
         // Release the in-flight holds before waking waiters, so a waiter sees the memory settled.
-        let failed = lock.withLock { failure != nil }
-        runtime.releaseInflight(held, failed: failed)
+        let (failed, batch) = lock.withLock { (failedDispatches, parsed) }
+        let reached = batch.flatMap { runtime.propagateFailures($0, failed: failed) }
+        let anyFailure = lock.withLock { () -> Bool in
+            if failure == nil, let reached { failure = reached }
+            parsed = nil
+            return failure != nil
+        }
+        runtime.releaseInflight(held, failed: anyFailure)
         lock.withLock {
             held = []
             finished = true
@@ -165,6 +218,54 @@ final class BatchRecord: @unchecked Sendable {
 }
 
 extension Runtime {
+    /// Marks the buffers a completed batch wrote from a failed dispatch, or from one that read a
+    /// failed buffer, as failed (and clears those it wrote cleanly). Returns the first failure
+    /// that reached a written buffer, nil if none did.
+    func propagateFailures(_ batch: ParsedBatch, failed: [Int: String]) -> String? {
+        lock.withLock {
+            if failed.isEmpty && !batch.heldBuffers.contains(where: { $0.failure != nil }) { return nil }
+            var written: [ObjectIdentifier: (record: BufferRecord, failure: String?)] = [:]
+            func failureOf(_ record: BufferRecord) -> String? {
+                if let entry = written[ObjectIdentifier(record)] { return entry.failure }
+                return record.failure
+            }
+            var first: String?
+            for (index, dispatch) in batch.dispatches.enumerated() {
+                let bindings = batch.bindings[dispatch.bindings]
+                let failedHere = failed[index]
+                // The first failed input among the reads selected by `mask` (all reads: ~0).
+                func upstream(_ mask: UInt32) -> String? {
+                    for binding in bindings where binding.access & BatchFormat.accessRead != 0 && binding.record.allocation != nil
+                        && mask & (1 << UInt32(binding.index)) != 0 {
+                        if let failure = failureOf(binding.record) {
+                            return failure.hasPrefix(Runtime.dependencyPrefix) ? failure : Runtime.dependencyPrefix + failure
+                        }
+                    }
+                    return nil
+                }
+                let anyRead = failedHere == nil ? upstream(~0) : nil
+                var causes: [(record: BufferRecord, cause: String?)] = []
+                for binding in bindings where binding.access & BatchFormat.accessWrite != 0 && binding.record.allocation != nil {
+                    var cause = failedHere ?? anyRead
+                    if failedHere == nil, anyRead != nil,
+                       let entry = batch.dependencies[dispatch.dependencies].first(where: { $0.index == binding.index }) {
+                        cause = upstream(entry.mask)
+                    }
+                    causes.append((binding.record, cause))
+                }
+                // Reads see the state before this dispatch; record its writes afterwards.
+                for (record, cause) in causes {
+                    written[ObjectIdentifier(record)] = (record, cause)
+                    if let cause, first == nil { first = cause }
+                }
+            }
+            for (record, failure) in written.values { record.failure = failure }
+            return first
+        }
+    }
+
+    static let dependencyPrefix = "[gpu] computed from an array whose kernel failed: "
+
     func releaseInflight(_ records: [BufferRecord], failed: Bool) {
         lock.withLock {
             for record in records {
@@ -178,17 +279,22 @@ extension Runtime {
     /// Parses, validates and encodes a batch; returns the batch handle.
     func submit(queue queueHandle: UInt64, words: UnsafePointer<UInt32>, count: Int) throws -> UInt64 {
         let queue = try queueRecord(queueHandle)
-        let (parsed, batch) = try lock.withLock { () throws -> (ParsedBatch, BatchRecord) in
-            let parsed = try parse(words: words, count: count)
+        let parsed = try lock.withLock { try parse(words: words, count: count) }
+        // Pipeline states the kernel cache dropped are rebuilt before anything is held or encoded.
+        var used: [PipelineRecord] = []
+        var seen = Set<UInt64>()
+        for dispatch in parsed.dispatches where seen.insert(dispatch.pipeline.id).inserted { used.append(dispatch.pipeline) }
+        let states = try pipelineStates(used)
+        let batch = lock.withLock { () -> BatchRecord in
             for record in parsed.heldBuffers { record.inflight += 1 }
             let batch = BatchRecord(id: newID(.batch), runtime: self, held: parsed.heldBuffers,
-                                    dispatchCount: parsed.dispatches.count)
+                                    dispatchCount: parsed.dispatches.count, parsed: parsed)
             batches[batch.id] = batch
             counters.batchesSubmitted += 1
             counters.dispatchesEncoded += parsed.dispatches.count
-            return (parsed, batch)
+            return batch
         }
-        let (committed, barriers) = encode(parsed, words: words, queue: queue, batch: batch)
+        let (committed, barriers) = encode(parsed, words: words, queue: queue, batch: batch, states: states)
         lock.withLock {
             counters.commandBuffersCommitted += committed
             counters.memoryBarriers += barriers
@@ -260,7 +366,9 @@ extension Runtime {
             // Built only when an error needs it: string formatting per dispatch would dominate.
             func context() -> String { "dispatch \(command) (kernel '\(pipeline.name)')" }
             let flags = header[3]
-            guard flags & ~1 == 0 else { throw RuntimeError("\(context()): unknown flag bits 0x\(String(flags, radix: 16))") }
+            guard flags & ~(BatchFormat.flagDispatchThreads | BatchFormat.flagDependencies) == 0 else {
+                throw RuntimeError("\(context()): unknown flag bits 0x\(String(flags, radix: 16))")
+            }
             let grid = (Int(header[4]), Int(header[5]), Int(header[6]))
             let group = (Int(header[7]), Int(header[8]), Int(header[9]))
             guard grid.0 > 0, grid.1 > 0, grid.2 > 0 else {
@@ -380,10 +488,28 @@ extension Runtime {
                 throw RuntimeError(
                     "\(context()): the must-write mask 0x\(String(mustWrite, radix: 16)) names indices with no buffer bound")
             }
+            let dependenciesStart = batch.dependencies.count
+            if flags & BatchFormat.flagDependencies != 0 {
+                try need(1, "dependency count", command)
+                let entries = Int(words[position])
+                position += 1
+                try need(entries * 2, "dependencies", command)
+                for _ in 0..<entries {
+                    let index = Int(words[position])
+                    let mask = words[position + 1]
+                    position += 2
+                    guard index < maxBindings, boundBuffers & (1 << UInt64(index)) != 0,
+                          UInt64(mask) & ~boundBuffers == 0 else {
+                        throw RuntimeError("\(context()): dependency entry for buffer(\(index)) names a buffer that is not bound")
+                    }
+                    batch.dependencies.append((index, mask))
+                }
+            }
             batch.dispatches.append(ParsedDispatch(
-                pipeline: pipeline, pipelineID: pipeline.id, dispatchThreads: flags & 1 != 0, grid: grid, threadgroup: group,
+                pipeline: pipeline, pipelineID: pipeline.id, dispatchThreads: flags & BatchFormat.flagDispatchThreads != 0, grid: grid, threadgroup: group,
                 bindings: bindingStart..<batch.bindings.count, inlineBytes: bytesStart..<batch.inlineBytes.count,
-                threadgroupMemory: memoryStart..<batch.threadgroupMemory.count, mustWrite: mustWrite))
+                threadgroupMemory: memoryStart..<batch.threadgroupMemory.count, mustWrite: mustWrite,
+                dependencies: dependenciesStart..<batch.dependencies.count))
         }
         guard position == count else {
             throw RuntimeError("the batch has \(count - position) words after its \(commandCount) commands")
@@ -395,7 +521,7 @@ extension Runtime {
 
     /// Returns (command buffers committed, barriers inserted).
     private func encode(_ batch: ParsedBatch, words: UnsafePointer<UInt32>, queue: QueueRecord,
-                        batch record: BatchRecord) -> (Int, Int) {
+                        batch record: BatchRecord, states: [UInt64: any MTLComputePipelineState]) -> (Int, Int) {
         let maxOps = device.arch.maxOpsPerCommandBuffer
         let maxBytes = device.arch.maxMBPerCommandBuffer << 20
         var committed = 0
@@ -430,14 +556,15 @@ extension Runtime {
                     // limits of operations and bytes.
                     while next < dispatches.count {
                         guard let commandBuffer = queue.queue.makeCommandBufferWithUnretainedReferences() else {
-                            record.encodingFailed("the queue could not create a command buffer")
+                            record.encodingFailed("the queue could not create a command buffer", fromDispatch: next)
                             break
                         }
                         guard let encoder = commandBuffer.makeComputeCommandEncoder(dispatchType: .concurrent) else {
-                            record.encodingFailed("the command buffer could not create a compute encoder")
+                            record.encodingFailed("the command buffer could not create a compute encoder", fromDispatch: next)
                             break
                         }
-                        record.track(commandBuffer)
+                        // The dispatches [first, end) of each command buffer: a failed one fails them alone.
+                        record.track(commandBuffer, firstDispatch: next)
                         segment += 1
                         var ops = 0
                         var bytes = 0
@@ -461,13 +588,14 @@ extension Runtime {
                                 segment += 1
                             }
                             if currentPipeline != dispatch.pipelineID {
-                                encoder.setComputePipelineState(dispatch.pipeline.state)
+                                encoder.setComputePipelineState(states[dispatch.pipelineID]!)
                                 currentPipeline = dispatch.pipelineID
                             }
                             for index in 0..<maxBindings { viewLengths[index] = 0 }
                             for k in range {
                                 let binding = bindings[k]
-                                encoder.setBuffer(metal[binding.slot], offset: binding.offset, index: binding.index)
+                                // a zero-byte buffer binds a placeholder: Metal has no zero-length buffers
+                                encoder.setBuffer(metal[binding.slot] ?? emptyPlaceholder, offset: binding.offset, index: binding.index)
                                 // The logical extent, not the allocation's rounded length: checked mode must
                                 // catch an access past the bytes the caller asked for.
                                 viewLengths[binding.index] = UInt64(binding.extent)
@@ -497,6 +625,7 @@ extension Runtime {
                             if ops >= maxOps || bytes >= maxBytes { break }
                         }
                         encoder.endEncoding()
+                        record.setDispatchEnd(next)
                         commandBuffer.commit()
                         committed += 1
                     }

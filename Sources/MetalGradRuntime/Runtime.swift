@@ -31,32 +31,6 @@ struct Handle {
     static func describe(_ handle: UInt64) -> String { "0x" + String(handle, radix: 16) }
 }
 
-final class LibraryRecord {
-    let id: UInt64
-    let library: any MTLLibrary
-    init(id: UInt64, library: any MTLLibrary) {
-        self.id = id
-        self.library = library
-    }
-}
-
-final class PipelineRecord {
-    let id: UInt64
-    let name: String
-    let state: any MTLComputePipelineState
-    let maxTotalThreadsPerThreadgroup: Int
-    let threadExecutionWidth: Int
-    let staticThreadgroupMemoryLength: Int
-    init(id: UInt64, name: String, state: any MTLComputePipelineState) {
-        self.id = id
-        self.name = name
-        self.state = state
-        maxTotalThreadsPerThreadgroup = state.maxTotalThreadsPerThreadgroup
-        threadExecutionWidth = state.threadExecutionWidth
-        staticThreadgroupMemoryLength = state.staticThreadgroupMemoryLength
-    }
-}
-
 final class QueueRecord {
     let id: UInt64
     let queue: any MTLCommandQueue
@@ -68,20 +42,6 @@ final class QueueRecord {
     }
 }
 
-struct LibraryKey: Hashable {
-    let source: String
-    let mathMode: Int32
-    let languageVersion: UInt32
-    let macros: [String]
-    let checked: Bool
-}
-
-struct PipelineKey: Hashable {
-    let library: UInt64
-    let name: String
-    let constants: [UInt32]
-}
-
 /// Counters that prove how work crossed the FFI boundary.
 struct RuntimeCounters: Codable {
     var batchesSubmitted = 0
@@ -91,6 +51,11 @@ struct RuntimeCounters: Codable {
     var batchesFailed = 0
     var librariesCompiled = 0
     var pipelinesCreated = 0
+    /// Built libraries and pipeline states dropped beyond the kernel cache's limits (KernelCache.swift),
+    /// and rebuilt when used again.
+    var kernelsEvicted = 0
+    var librariesRebuilt = 0
+    var pipelinesRebuilt = 0
 }
 
 final class Runtime: @unchecked Sendable {
@@ -129,11 +94,20 @@ final class Runtime: @unchecked Sendable {
     var fileLibraryCache: [String: UInt64] = [:]
     var pipelineCache: [PipelineKey: UInt64] = [:]
     var counters = RuntimeCounters()
+    /// The kernel cache's limits and its use clock (KernelCache.swift).
+    var kernelLimits = KernelCacheLimits.fromEnvironment()
+    var kernelClock: UInt64 = 0
+    var pipelineUses = UseQueue()
+    var libraryUses = UseQueue()
+    /// Bound in place of a zero-byte buffer (Metal has no zero-length buffers; a kernel's buffer
+    /// argument must be bound even when an empty input means it reads nothing).
+    let emptyPlaceholder: (any MTLBuffer)?
     /// Numbers batch parses, for BufferRecord.batchMark (lock held).
     var batchMarks: UInt64 = 0
 
     private init() throws {
         device = try Device()
+        emptyPlaceholder = device.device.makeBuffer(length: 16, options: [.storageModeShared, .hazardTrackingModeUntracked])
         allocator = Allocator(
             device: device.device, recommendedMaxWorkingSetSize: device.recommendedMaxWorkingSetSize,
             maxBufferLength: device.maxBufferLength)
@@ -188,6 +162,13 @@ final class Runtime: @unchecked Sendable {
         try lock.withLock { try ownedBuffer(handle).allocation?.buffer.contents() }
     }
 
+    func bufferFailure(_ handle: UInt64) throws -> String? {
+        try lock.withLock {
+            guard let record = buffers[handle] else { throw unknownHandle(handle, .buffer) }
+            return record.failure
+        }
+    }
+
     func bufferSize(_ handle: UInt64) throws -> Int {
         try lock.withLock { try ownedBuffer(handle).size }
     }
@@ -237,137 +218,6 @@ final class Runtime: @unchecked Sendable {
         lock.withLock {
             allocator.setLiveBuffers(liveBufferCount - allocator.parkedCount)
             return allocator.stats
-        }
-    }
-
-    // MARK: Libraries and pipelines
-
-    func library(source: String, macros: [(String, String)], mathMode: Int32, languageVersion: UInt32,
-                 checked: Bool) throws -> UInt64 {
-        guard (0...2).contains(mathMode) else {
-            throw RuntimeError("math mode must be 0 (safe), 1 (relaxed) or 2 (fast), got \(mathMode)")
-        }
-        let version = languageVersion == 0 ? nil : try checkedLanguageVersion(languageVersion)
-        var allMacros = macros
-        if checked { allMacros.append((checkedModeMacro, "1")) }
-        let key = LibraryKey(
-            source: source, mathMode: mathMode, languageVersion: languageVersion,
-            macros: allMacros.map { "\($0.0)=\($0.1)" }.sorted(), checked: checked)
-        return try compileLock.withLock {
-            if let cached = lock.withLock({ libraryCache[key] }) { return cached }
-            let options = MTLCompileOptions()
-            setMathMode(options, mathMode)
-            if let version { options.languageVersion = version }
-            if !allMacros.isEmpty {
-                var table: [String: NSObject] = [:]
-                for (name, value) in allMacros { table[name] = NSString(string: value) }
-                options.preprocessorMacros = table
-            }
-            let library: any MTLLibrary
-            do {
-                library = try device.device.makeLibrary(source: source, options: options)
-            } catch {
-                throw RuntimeError("the library failed to compile: \(describeError(error))\(device.missingFeatureHint(source: source))")
-            }
-            return lock.withLock {
-                let id = newID(.library)
-                libraries[id] = LibraryRecord(id: id, library: library)
-                libraryCache[key] = id
-                counters.librariesCompiled += 1
-                return id
-            }
-        }
-    }
-
-    func library(contentsOf path: String) throws -> UInt64 {
-        try compileLock.withLock {
-            if let cached = lock.withLock({ fileLibraryCache[path] }) { return cached }
-            guard FileManager.default.fileExists(atPath: path) else { throw RuntimeError("\(path) does not exist") }
-            let library: any MTLLibrary
-            do {
-                library = try device.device.makeLibrary(URL: URL(fileURLWithPath: path))
-            } catch {
-                throw RuntimeError("\(path) could not be loaded: \(describeError(error))")
-            }
-            return lock.withLock {
-                let id = newID(.library)
-                libraries[id] = LibraryRecord(id: id, library: library)
-                fileLibraryCache[path] = id
-                return id
-            }
-        }
-    }
-
-    func functionNames(library handle: UInt64) throws -> [String] {
-        try lock.withLock {
-            guard let record = libraries[handle] else { throw unknownHandle(handle, .library) }
-            return record.library.functionNames.sorted()
-        }
-    }
-
-    /// `constants`: 4 words each — index, MTLDataType raw value, value low word, value high word.
-    func pipeline(library handle: UInt64, name: String, constants: [UInt32]) throws -> UInt64 {
-        guard constants.count % 4 == 0 else {
-            throw RuntimeError("function constants come in groups of 4 words, got \(constants.count)")
-        }
-        let key = PipelineKey(library: handle, name: name, constants: constants)
-        return try compileLock.withLock {
-            let (cached, libraryRecord) = try lock.withLock { () throws -> (UInt64?, LibraryRecord) in
-                guard let record = libraries[handle] else { throw unknownHandle(handle, .library) }
-                return (pipelineCache[key], record)
-            }
-            if let cached { return cached }
-            let library = libraryRecord.library
-            let function: any MTLFunction
-            if constants.isEmpty {
-                guard let found = library.makeFunction(name: name) else {
-                    throw RuntimeError(
-                        "the library has no function named '\(name)' (it has: \(library.functionNames.sorted().joined(separator: ", ")))")
-                }
-                function = found
-            } else {
-                let values = MTLFunctionConstantValues()
-                for group in stride(from: 0, to: constants.count, by: 4) {
-                    // Checked by raw value: MTLDataType(rawValue:) accepts anything (an open enum).
-                    guard constantDataTypes.contains(constants[group + 1]),
-                          let type = MTLDataType(rawValue: UInt(constants[group + 1])) else {
-                        throw RuntimeError("function constant \(constants[group]) has unsupported MTLDataType \(constants[group + 1])")
-                    }
-                    var value = UInt64(constants[group + 2]) | UInt64(constants[group + 3]) << 32
-                    withUnsafeBytes(of: &value) { raw in
-                        values.setConstantValue(raw.baseAddress!, type: type, index: Int(constants[group]))
-                    }
-                }
-                guard library.functionNames.contains(name) else {
-                    throw RuntimeError(
-                        "the library has no function named '\(name)' (it has: \(library.functionNames.sorted().joined(separator: ", ")))")
-                }
-                do {
-                    function = try library.makeFunction(name: name, constantValues: values)
-                } catch {
-                    throw RuntimeError("function '\(name)' could not be specialised: \(describeError(error))")
-                }
-            }
-            let state: any MTLComputePipelineState
-            do {
-                state = try device.device.makeComputePipelineState(function: function)
-            } catch {
-                throw RuntimeError("pipeline for '\(name)' could not be built: \(describeError(error))")
-            }
-            return lock.withLock {
-                let id = newID(.pipeline)
-                pipelines[id] = PipelineRecord(id: id, name: name, state: state)
-                pipelineCache[key] = id
-                counters.pipelinesCreated += 1
-                return id
-            }
-        }
-    }
-
-    func pipelineRecord(_ handle: UInt64) throws -> PipelineRecord {
-        try lock.withLock {
-            guard let record = pipelines[handle] else { throw unknownHandle(handle, .pipeline) }
-            return record
         }
     }
 
@@ -424,7 +274,7 @@ func describeError(_ error: any Error) -> String {
 
 /// MLX's choice: `mathMode` where it exists (macOS 15; the MTLMathMode type too), else fast math
 /// off unless relaxed or fast was asked for. `mode` is 0 safe, 1 relaxed, 2 fast (validated).
-private func setMathMode(_ options: MTLCompileOptions, _ mode: Int32) {
+func setMathMode(_ options: MTLCompileOptions, _ mode: Int32) {
     if #available(macOS 15.0, *) {
         options.mathMode = MTLMathMode(rawValue: Int(mode)) ?? .safe
     } else {

@@ -23,10 +23,30 @@ func annotateNextDispatch(viewLengths: UnsafePointer<UInt64>, mustWrite: UInt64)
     mgsim_annotate_next_dispatch(&annotation)
 }
 
+/// The dispatches of a failed command buffer that failed (ordinals within it, with their
+/// messages); the simulator runs the others. nil: unknown (the whole command buffer failed).
+func failedDispatchOrdinals(_ error: any Error) -> [(Int, String)]? {
+    guard let entries = (error as NSError).userInfo[shimFailedDispatchesKey] as? [[Any]] else { return nil }
+    return entries.compactMap { entry in
+        guard entry.count == 2, let ordinal = entry[0] as? Int, let message = entry[1] as? String else { return nil }
+        return (ordinal, message)
+    }
+}
+
+/// The simulator's loaded kernel objects: sets its cache limits (below 1: unchanged) and reports the
+/// previous limits and what is loaded now.
+func simulatorObjectLimits(objects: Int, bytes: Double) -> (previousObjects: Double, previousBytes: Double, loadedObjects: Double, loadedBytes: Double) {
+    var state = mgsim_library_cache_state()
+    mgsim_library_cache_limits(Int64(objects), bytes >= 1 ? Int64(min(bytes, 9.0e18)) : -1, &state)
+    return (Double(state.previous_count), Double(state.previous_bytes), Double(state.loaded_objects), Double(state.loaded_bytes))
+}
+
 func simulatorStatsJSON() -> String {
     var stats = mgsim_stats()
     mgsim_get_stats(&stats)
     let directory = mgsim_cache_directory().map { String(cString: $0) } ?? ""
+    var cacheState = mgsim_library_cache_state()
+    mgsim_library_cache_limits(0, 0, &cacheState)
     let fields: [String: Any] = [
         "simulator": true,
         "compilerInvocations": stats.compiler_invocations,
@@ -34,6 +54,9 @@ func simulatorStatsJSON() -> String {
         "memoryCacheHits": stats.memory_cache_hits,
         "dispatches": stats.dispatches,
         "fiberDispatches": stats.fiber_dispatches,
+        "loadedObjects": cacheState.loaded_objects,
+        "loadedObjectBytes": cacheState.loaded_bytes,
+        "unloadedObjects": cacheState.unloaded_objects,
         "workItemDispatches": stats.workitem_dispatches,
         "fiberFallbackDispatches": stats.fiber_fallback_dispatches,
         "cacheDirectory": directory,
@@ -55,6 +78,10 @@ import Metal
 let runningOnSimulator = false
 func pipelineExecutionJSON(_ state: any MTLComputePipelineState) -> String { "{}" }
 func annotateNextDispatch(viewLengths: UnsafePointer<UInt64>, mustWrite: UInt64) {}
+func failedDispatchOrdinals(_ error: any Error) -> [(Int, String)]? { nil }
+func simulatorObjectLimits(objects: Int, bytes: Double) -> (previousObjects: Double, previousBytes: Double, loadedObjects: Double, loadedBytes: Double) {
+    (0, 0, 0, 0)
+}
 func simulatorStatsJSON() -> String { "{\"simulator\":false}" }
 #endif
 

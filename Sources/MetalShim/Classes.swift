@@ -129,6 +129,10 @@ open class MTLCaptureManager: NSObject {
     open func stopCapture() {}
 }
 
+/// Simulator-only userInfo key of a failed command buffer's error: `[[ordinal, message]]`, the
+/// dispatches that failed, numbered in encoding order within the command buffer (the others ran).
+public let shimFailedDispatchesKey = "MGSimFailedDispatches"
+
 func simError(domain: String, code: Int, _ message: String) -> NSError {
     NSError(domain: domain, code: code, userInfo: [NSLocalizedDescriptionKey: message])
 }

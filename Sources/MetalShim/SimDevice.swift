@@ -244,6 +244,7 @@ final class SimLibrary: NSObject, MTLLibrary, @unchecked Sendable {
         var names: [String] = []
         var values: [String?] = []
         var checked: Int32 = 0
+        var tolerateReads: Int32 = 0
         for (name, value) in (options.preprocessorMacros ?? [:]).sorted(by: { $0.key < $1.key }) {
             let text: String?
             if let string = value as? NSString {
@@ -255,6 +256,8 @@ final class SimLibrary: NSObject, MTLLibrary, @unchecked Sendable {
             }
             if name == SimLibrary.checkedModeMacro, let text, text != "0" {
                 checked = 1
+                // MG_SIM_CHECK=writes: out-of-bounds writes fail, out-of-bounds reads give 0
+                if text == "writes" { tolerateReads = 1 }
             }
             names.append(name)
             values.append(text)
@@ -275,6 +278,7 @@ final class SimLibrary: NSObject, MTLLibrary, @unchecked Sendable {
                 compile.macro_values = valuePtrs.baseAddress
                 compile.macro_count = Int32(names.count)
                 compile.checked = checked
+                compile.tolerate_oob_reads = tolerateReads
                 return mgsim_library_create(source, &compile, &error)
             }
         }

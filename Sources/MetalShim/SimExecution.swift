@@ -260,14 +260,22 @@ final class SimCommandBuffer: NSObject, MTLCommandBuffer, @unchecked Sendable {
             return commands
         }
         var failure: String?
+        // A failed dispatch does not stop the ones after it: the runtime knows which buffers each
+        // dispatch reads and writes, and fails exactly the outputs that depend on the failure
+        // (shimFailedDispatchesKey lists the failed dispatches by their order in this buffer).
+        var failedDispatches: [(Int, String)] = []
+        var ordinal = 0
         for command in work {
             switch command {
             case .dispatch(let dispatch):
                 var message: UnsafeMutablePointer<CChar>?
                 let status = withUnsafePointer(to: &dispatch.description) { mgsim_dispatch_run($0, &message) }
                 if status != 0 {
-                    failure = takeSimMessage(message, orElse: "[mgsim dispatch] dispatch failed with status \(status)")
+                    let text = takeSimMessage(message, orElse: "[mgsim dispatch] dispatch failed with status \(status)")
+                    failedDispatches.append((ordinal, text))
+                    if failure == nil { failure = text }
                 }
+                ordinal += 1
             case .barrier:
                 break  // dispatches already run one after another
             case .signal(let event, let value):
@@ -275,14 +283,22 @@ final class SimCommandBuffer: NSObject, MTLCommandBuffer, @unchecked Sendable {
             case .wait(let event, let value):
                 if !event.wait(untilSignaledValue: value, timeoutMS: UInt64(Self.eventTimeout * 1000)) {
                     failure = "[MTLCommandBuffer] timed out after \(Self.eventTimeout) s waiting for a shared event to reach \(value)"
+                    failedDispatches = []  // nothing after the wait ran: the whole buffer failed
                 }
             }
-            if failure != nil { break }
+            if failure != nil && failedDispatches.isEmpty { break }
         }
         let toCall: [MTLCommandBufferHandler] = lock.withLock {
             endTime = hostTime()
             if let failure {
-                currentError = simError(domain: "MTLCommandBufferErrorDomain", code: 1, failure)
+                let error = simError(domain: "MTLCommandBufferErrorDomain", code: 1, failure)
+                if failedDispatches.isEmpty {
+                    currentError = error
+                } else {
+                    var info = error.userInfo
+                    info[shimFailedDispatchesKey] = failedDispatches.map { [$0.0, $0.1] as [Any] }
+                    currentError = NSError(domain: error.domain, code: error.code, userInfo: info)
+                }
                 currentStatus = .error
             } else {
                 currentStatus = .completed

@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { runtime, type NativeBuffer } from "../../ts/backend/runtime.ts";
 import { mulberry32 } from "../../ts/testing/rng.ts";
 import { guideKernel } from "../fixtures/guide-kernels.ts";
+import { setKernelCacheLimits } from "../../ts/backend/gpu/kernels.ts";
 
 const rt = runtime();
 
@@ -185,4 +186,44 @@ describe("§8.3 rownorm (simd_sum)", () => {
       }
     });
   }
+});
+
+describe("the kernel cache is bounded (issue 20)", () => {
+  test("built pipelines, libraries and loaded simulator objects stay within the limits; evicted ones are rebuilt and give the same results", () => {
+    const { previous } = rt.kernelCacheLimits({ pipelines: 4, libraries: 2, simulatorObjects: 2 });
+    try {
+      const scales = Array.from({ length: 12 }, (_, i) => i + 0.5);
+      const out = rt.newBuffer(4 * 8);
+      const input = upload(new Float32Array([1, 2, 3, 4, 5, 6, 7, 8]));
+      const pipelines = scales.map((s) => {
+        const source = `#include <metal_stdlib>\nusing namespace metal;\n[[kernel]] void scale_${String(s).replace(".", "_")}(device const float* a [[buffer(0)]], device float* o [[buffer(1)]], uint i [[thread_position_in_grid]]) { o[i] = a[i] * ${s}f; }`;
+        return rt.library(source).pipeline(`scale_${String(s).replace(".", "_")}`);
+      });
+      const run = (k: number) => {
+        rt.newBatch()
+          .dispatch({ pipeline: pipelines[k]!, buffers: [{ index: 0, buffer: input, access: "read" }, { index: 1, buffer: out, access: "write" }], grid: 8, threadgroup: 8 })
+          .submit()
+          .wait();
+        return Array.from(out.as(Float32Array));
+      };
+      for (let round = 0; round < 2; round++) {
+        for (let k = 0; k < scales.length; k++) expect(run(k)).toEqual([1, 2, 3, 4, 5, 6, 7, 8].map((v) => Math.fround(v * scales[k]!)));
+        const { loaded } = rt.kernelCacheLimits({});
+        expect(loaded.pipelines).toBeLessThanOrEqual(4);
+        expect(loaded.libraries).toBeLessThanOrEqual(2);
+        // on the simulator each built pipeline keeps its object loaded, and the cache at most 2 more
+        if (rt.device.isSimulator) expect(loaded.simulatorObjects).toBeLessThanOrEqual(4 + 2 + 2);
+      }
+      const stats = JSON.parse(String(rt.native.mg_runtime_stats_json())) as { kernelsEvicted: number; pipelinesRebuilt: number };
+      expect(stats.kernelsEvicted).toBeGreaterThan(0);
+      expect(stats.pipelinesRebuilt).toBeGreaterThan(0);
+    } finally {
+      rt.kernelCacheLimits(previous);
+    }
+  });
+
+  test("limits are validated", () => {
+    expect(() => setKernelCacheLimits({ bogus: 1 } as never)).toThrow("[set_kernel_cache_limits] Unknown limit 'bogus'");
+    expect(() => setKernelCacheLimits({ pipelines: -2 })).toThrow("[set_kernel_cache_limits] pipelines must be a non-negative integer");
+  });
 });

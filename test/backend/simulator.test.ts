@@ -670,8 +670,9 @@ describe.if(SIM)("a fault in kernel code fails the batch, never the process", ()
   const lib = rt.library(FAULTS);
   const out = rt.newBuffer(4 * 4096);
 
+  // Write-only: a dispatch that reads a buffer a failed dispatch wrote fails too (failure isolation).
   function dispatch(name: string, threads: number): string {
-    return failure({ pipeline: lib.pipeline(name), buffers: [{ index: 0, buffer: out, access: "readwrite" }], grid: threads, threadgroup: 64 });
+    return failure({ pipeline: lib.pipeline(name), buffers: [{ index: 0, buffer: out, access: "write" }], grid: threads, threadgroup: 64 });
   }
 
   function stillWorks(threads: number): boolean {

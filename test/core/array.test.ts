@@ -34,6 +34,27 @@ describe("construction", () => {
     expect(() => mg.array([1n, -(2n ** 63n) - 1n])).toThrow("does not fit in 64 bits");
     expect(() => mg.add(mg.array(1n), 2n ** 64n)).toThrow("does not fit in 64 bits");
   });
+  test("a list that contains itself, or nests absurdly deep, is an error, not a hang (issue 20)", () => {
+    const self: unknown[] = [1];
+    self[0] = self;
+    expect(() => mg.array(self as number[])).toThrow("[array] The nested list contains itself (a cycle)");
+    const withArray: unknown[] = [mg.array(1)];
+    withArray.push(withArray);
+    expect(() => mg.array(withArray as number[])).toThrow("[array] The nested list contains itself (a cycle)");
+    const inner: unknown[][] = [[1, 2]];
+    inner[0]!.push(inner);
+    expect(() => mg.array(inner as number[][])).toThrow("[array]");
+    let deep: unknown = 1;
+    for (let i = 0; i < 5000; i++) deep = [deep];
+    expect(() => mg.array(deep as number[])).toThrow("[array] Lists nested more than 1024 deep.");
+  });
+  test("shapes beyond int32 dimensions or 2^53 elements are refused when built (issue 20)", () => {
+    expect(() => mg.zeros([2 ** 31])).toThrow("[full] Dimension 2147483648 of shape (2147483648) is outside the supported range");
+    expect(() => mg.broadcastTo(mg.array(1), Array(64).fill(2))).toThrow("[broadcast_to] The shape (2,2,");
+    expect(() => mg.broadcastTo(mg.array(1), [2 ** 20, 2 ** 20, 2 ** 20])).toThrow("more than the 2^53 - 1 an array can have");
+    expect(() => mg.reshape(mg.zeros([4]), [2 ** 62, 0])).toThrow("[reshape]");
+    expect(mg.broadcastTo(mg.array(1), [2 ** 26, 2 ** 26]).size).toBe(2 ** 52);
+  });
   test("bfloat16 and float16 are stored bit-exactly (round to nearest even)", () => {
     const bits = new Uint16Array(mg.view(mg.array([1 + 2 ** -8, 1 + 3 * 2 ** -8], mg.bfloat16), mg.uint16).dataSync() as Uint16Array);
     expect([...bits]).toEqual([0x3f80, 0x3f82]);
@@ -80,6 +101,17 @@ describe("reading", () => {
     expect(t.toString()).toBe(
       "array([[0, 3, 6, ..., 2991, 2994, 2997],\n       [1, 4, 7, ..., 2992, 2995, 2998],\n       [2, 5, 8, ..., 2993, 2996, 2999]], dtype=int32)",
     );
+  });
+  test("printing a huge array of short axes is bounded: outer axes show their first item (issue 20)", () => {
+    // MLX elides only axes longer than 6: [2]*50 would print 2^50 items. Up to 2^16 print in full.
+    const full = String(mg.broadcastTo(mg.array(1), Array(12).fill(2)));
+    expect(full.length).toBe(53259); // MLX's repr, character count
+    const t0 = performance.now();
+    const s = String(mg.broadcastTo(mg.array(1), Array(50).fill(2)));
+    expect(performance.now() - t0).toBeLessThan(5000);
+    expect(s.startsWith("array(" + "[".repeat(50) + "1, 1],")).toBe(true);
+    expect(s).toContain("...");
+    expect((s.match(/1/g) ?? []).length).toBeLessThanOrEqual(2 ** 16 + 100);
   });
   test("an array too large to read into JS fails with the op and the size, and nothing else breaks", () => {
     // zeros is a broadcast view of one element: 10^12 of them cost nothing until they are read.

@@ -12,7 +12,7 @@ import { toleranceFor } from "../../ts/testing/tolerances.ts";
 
 const dir = join(import.meta.dir, "../fixtures/mlx-parity");
 
-type Plain = number | boolean | string | Plain[] | { re: Plain; im: Plain };
+type Plain = number | boolean | string | bigint | Plain[] | { re: Plain; im: Plain } | { int: string };
 type Expected = { value: Plain; dtype?: string; shape?: number[] } | { error: string } | { repr: string };
 
 const expected = JSON.parse(readFileSync(join(dir, "expected.json"), "utf8")) as { mlx: string; cases: Record<string, Expected> };
@@ -24,20 +24,27 @@ const cases = readFileSync(join(dir, "cases.txt"), "utf8")
     return { name, ts };
   });
 
-/** tolist() output in expected.json's encoding (non-finite floats as strings, bigints as numbers). */
+/** tolist() output in expected.json's encoding (non-finite floats as strings, integers beyond
+ *  2^53 as bigints — expected.json writes them as {"int": "…"}). */
 function plain(v: unknown): Plain {
   if (v instanceof mg.MgArray) return plain(v.tolist());
   if (Array.isArray(v)) return v.map(plain);
   if (v !== null && typeof v === "object" && "re" in v && "im" in v) return { re: plain(v.re), im: plain(v.im) };
-  if (typeof v === "bigint") return Number(v);
+  if (typeof v === "bigint") return v >= -(2n ** 53n) && v <= 2n ** 53n ? Number(v) : v;
   if (typeof v === "number" && !Number.isFinite(v)) return Number.isNaN(v) ? "nan" : v > 0 ? "inf" : "-inf";
   return v as Plain;
 }
 
+const show = (v: Plain): string => JSON.stringify(v, (_k, x: unknown) => (typeof x === "bigint" ? `${x}n` : x));
+
 function expectValuesClose(got: Plain, want: Plain, rtol: number, atol: number, where: string): void {
   if (Array.isArray(want)) {
-    expect(Array.isArray(got) && got.length === want.length, `${where}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`).toBe(true);
+    expect(Array.isArray(got) && got.length === want.length, `${where}: ${show(got)} vs ${show(want)}`).toBe(true);
     want.forEach((w, i) => expectValuesClose((got as Plain[])[i]!, w, rtol, atol, `${where}[${i}]`));
+    return;
+  }
+  if (typeof want === "object" && "int" in want) {
+    expect(got, `${where}: MLX ${want.int}`).toBe(BigInt(want.int));
     return;
   }
   if (typeof want === "object" && typeof got === "object") {
@@ -48,6 +55,9 @@ function expectValuesClose(got: Plain, want: Plain, rtol: number, atol: number, 
   }
   if (typeof want === "number" && typeof got === "number") {
     expect(Math.abs(got - want) <= atol + rtol * Math.abs(want), `${where}: got ${got}, MLX ${want}`).toBe(true);
+    // The sign of zero is part of an elementwise answer (1/x, atan2, copysign depend on it); in
+    // composite results (a matrix inverse …) it depends on the algorithm's order of operations.
+    if (want === 0 && got === 0 && where.startsWith("cc_")) expect(Object.is(got, -0), `${where}: got ${Object.is(got, -0) ? "-0" : "+0"}, MLX ${Object.is(want, -0) ? "-0" : "+0"}`).toBe(Object.is(want, -0));
     return;
   }
   expect(got, where).toEqual(want);

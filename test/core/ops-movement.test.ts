@@ -367,6 +367,11 @@ describe("atleast1d/2d/3d, unstack, diff, kron, split method", () => {
     expect(mg.diff(mg.array([[1, 3], [6, 10]]), 1, 0).tolist()).toEqual([[5, 7]]);
     expect(mg.diff(mg.array([1, 2]), 0).tolist()).toEqual([1, 2]);
     expect(mg.diff(mg.array([1, 2]), 3).shape).toEqual([0]);
+    // n beyond the axis length stops once the axis is empty (it used to loop n times: issue 20)
+    const t0 = performance.now();
+    expect(mg.diff(mg.array([[1, 2, 4]], mg.uint8), 2 ** 53).shape).toEqual([1, 0]);
+    expect(mg.diff(mg.array([[1, 2, 4]], mg.uint8), 2 ** 53).dtype).toBe(mg.uint8);
+    expect(performance.now() - t0).toBeLessThan(1000);
     expect(mg.diff(mg.array([5, 2], mg.uint8)).tolist()).toEqual([253]);
     expect(() => mg.diff(mg.array([1, 2]), 1, 1)).toThrow("[diff] Axis is out of bounds for the array.");
     expect(() => mg.diff(mg.array([1, 2]), -1)).toThrow("[diff] Order `n` must be non-negative.");

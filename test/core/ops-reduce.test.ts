@@ -86,6 +86,8 @@ describe("scans", () => {
     expect(mg.cummin(x, 0, { reverse: true }).tolist()).toEqual([1, 1, 1, 1, 5]);
     expect(mg.cumsum(mg.array([[1, 2], [3, 4]]), 1).tolist()).toEqual([[1, 3], [3, 7]]);
     expect(mg.cumsum(mg.array([[1, 2], [3, 4]])).tolist()).toEqual([1, 3, 6, 10]); // axis null flattens
+    // surplus positional arguments are an error, as MLX's TypeError (issue 20: they were ignored)
+    expect(() => (mg.cumsum as unknown as (...a: unknown[]) => unknown)(x, 0, true, true)).toThrow("[cumsum] takes at most 2 positional arguments (a, axis) and an options object, got 4.");
   });
   test("logcumsumexp is stable", () => {
     const r = mg.logcumsumexp(mg.array([1000, 1000, 1000], mg.float64)).tolist() as number[];

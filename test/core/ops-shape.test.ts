@@ -74,6 +74,20 @@ describe("joins", () => {
     expect(mg.split(mg.arange(6), [1, 4]).map((p) => p.tolist())).toEqual([[0], [1, 2, 3], [4, 5]]);
     expect(() => mg.split(mg.arange(5), 2)).toThrow("[split]");
   });
+  test("split returns distinct arrays, also of an empty axis: disposing one leaves the others (issue 20)", () => {
+    const x = mg.zeros([0]);
+    const parts = mg.split(x, 3);
+    expect(parts.map((p) => p.shape)).toEqual([[0], [0], [0]]);
+    expect(new Set([x, ...parts]).size).toBe(4);
+    parts[0]!.dispose();
+    expect(parts[1]!.tolist()).toEqual([]);
+    expect(x.tolist()).toEqual([]);
+    const y = mg.arange(4);
+    const [whole] = mg.split(y, 1);
+    expect(whole).not.toBe(y);
+    whole!.dispose();
+    expect(y.tolist()).toEqual([0, 1, 2, 3]);
+  });
 });
 
 describe("creation", () => {

@@ -11,7 +11,7 @@ const BUILDS_NO_ARRAYS = new Set([
   "enableCompile", "eval", "evaluate", "finfo", "getActiveMemory", "getCacheMemory", "getMemoryLimit", "getPeakMemory",
   "iinfo", "isAvailable", "isComplex", "isFloating", "isInexact", "isInteger", "isdtype", "issubdtype", "keep",
   "liveArrayCount", "newStream", "pressureCollectionCount", "promoteTypes", "resetPeakMemory", "resultType",
-  "setCacheLimit", "setDefaultDevice", "setDefaultStream", "setFusion", "setMemoryLimit", "setWiredLimit",
+  "setCacheLimit", "setDefaultDevice", "setDefaultStream", "setFusion", "setKernelCacheLimits", "setMemoryLimit", "setWiredLimit",
   "synchronize", "getPrecision", "setPrecision",
   // Run user code (user code's arrays are the user's); mg.trace(a, …) calls the wrapped diagonal trace.
   "stream", "tidy", "trace", "withPrecision",

@@ -852,3 +852,41 @@ describe("issue 6: grid_sample as mg.customFunction with Metal forward and backw
     expect(report.worst!.inputIndex[3]).toBe(0); // its x component
   });
 });
+
+// Issue 20: a custom kernel cannot take the process down -----------------------------------------
+
+describe("custom kernels cannot take the process down (issue 20)", () => {
+  const call = (kernel: mg.fast.MetalKernel, n = 4) =>
+    kernel({ inputs: [mg.arange(n, mg.float32)], grid: [n, 1, 1], threadgroup: [n, 1, 1], outputShapes: [[n]], outputDtypes: [mg.float32] })[0]!;
+  const compileError = (source: string, name: string): string => {
+    try {
+      call(mg.fast.metalKernel({ name, inputNames: ["inp"], outputNames: ["out"], source }));
+      return "";
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+
+  test.skipIf(!ON_SIMULATOR)("by default an out-of-bounds write fails the dispatch; an out-of-bounds read gives 0 (as on a GPU)", () => {
+    const writer = mg.fast.metalKernel({ name: "oob_write", inputNames: ["inp"], outputNames: ["out"], source: "uint i = thread_position_in_grid.x;\nout[i] = inp[i];\nout[i + 4096] = 1.0f;" });
+    expect(() => call(writer).tolist()).toThrow(/out-of-bounds write in kernel 'custom_kernel_oob_write_floatc_float': buffer\(1\) element 4096/);
+    const reader = mg.fast.metalKernel({ name: "oob_read", inputNames: ["inp"], outputNames: ["out"], source: "uint i = thread_position_in_grid.x;\nout[i] = inp[i] + inp[i + 100];" });
+    expect(call(reader).tolist()).toEqual([0, 1, 2, 3]);
+    // no must-write by default: a kernel may leave outputs unwritten, as in MLX
+    const partial = mg.fast.metalKernel({ name: "partial_default", inputNames: ["inp"], outputNames: ["out"], source: "uint i = thread_position_in_grid.x;\nif (i > 0) out[i] = inp[i];" });
+    expect((call(partial).tolist() as number[]).slice(1)).toEqual([1, 2, 3]);
+    // the process is fine, and so are other kernels
+    expect(call(mg.fast.metalKernel({ name: "fine", inputNames: ["inp"], outputNames: ["out"], source: "uint i = thread_position_in_grid.x;\nout[i] = 2.0f * inp[i];" })).tolist()).toEqual([0, 2, 4, 6]);
+  });
+
+  test.skipIf(!ON_SIMULATOR)("calls to the C library and inline assembly are compile errors, as on Metal; nothing runs", () => {
+    const marker = `/tmp/mg-issue20-${process.pid}`;
+    const m = compileError(`uint i = thread_position_in_grid.x;\nif (i == 0) system("touch ${marker}");\nout[i] = inp[i];`, "libc_system");
+    expect(m).toContain(":2:13: error: use of 'system', which is not a Metal Shading Language function");
+    expect(require("node:fs").existsSync(marker)).toBe(false);
+    expect(compileError("uint i = thread_position_in_grid.x;\nif (i == 3) abort();\nout[i] = inp[i];", "libc_abort")).toContain("error: use of 'abort'");
+    expect(compileError("uint i = thread_position_in_grid.x;\nvoid *p = malloc(64);\nout[i] = p ? inp[i] : 0.0f;", "libc_malloc")).toContain("error: use of 'malloc'");
+    expect(compileError("uint i = thread_position_in_grid.x;\nif (i == 1) __builtin_abort();\nout[i] = inp[i];", "builtin_abort")).toContain("error: use of 'abort'");
+    expect(compileError('uint i = thread_position_in_grid.x;\nasm volatile("nop");\nout[i] = inp[i];', "inline_asm")).toContain(":2:1: error: inline assembly is not supported");
+  });
+});

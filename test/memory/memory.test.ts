@@ -1,5 +1,6 @@
 // Deterministic lifetime, GC-visible native memory, the memory API and asyncEval (issue 7).
 import { describe, expect, test } from "bun:test";
+import { heapStats } from "bun:jsc";
 import * as mg from "../../ts/index.ts";
 import type { MgArray } from "../../ts/core/array.ts";
 
@@ -160,6 +161,32 @@ describe("memory API", () => {
     expect(mg.setCacheLimit(prevCache)).toBe(1234);
     const prevWired = mg.setWiredLimit(4096);
     expect(mg.setWiredLimit(prevWired)).toBe(4096);
+  });
+
+  test("the live count covers every array and counts a disposed one once (issue 19)", async () => {
+    const before = mg.liveArrayCount();
+    const xs = Array.from({ length: 50 }, (_, i) => mg.array(i));
+    expect(mg.liveArrayCount()).toBe(before + 50);
+    for (const x of xs) x.dispose();
+    for (const x of xs) x.dispose();
+    expect(mg.liveArrayCount()).toBe(before);
+    xs.length = 0;
+    // their finalizers run later and must not subtract them again
+    await collectUntil(() => false, 3);
+    expect(mg.liveArrayCount()).toBeLessThanOrEqual(before);
+    expect(mg.liveArrayCount()).toBeGreaterThanOrEqual(0);
+  });
+
+  test("counting leaves nothing behind per array while a loop never yields (issue 20: it made collection quadratic)", () => {
+    mg.liveArrayCount();
+    const x = mg.array([1, 2, 3]);
+    Bun.gc(true);
+    const before = heapStats().objectCount;
+    for (let i = 0; i < 100_000; i++) mg.add(x, 1);
+    Bun.gc(true);
+    // Dead arrays are collected without waiting for their finalizers; no per-array token survives
+    // them (the registration with an unregister token kept one object per array until the loop yielded).
+    expect(heapStats().objectCount - before).toBeLessThan(10_000);
   });
 
   test("100,000 small arrays created and dropped leave the live count at its baseline after a collection", async () => {

@@ -37,6 +37,9 @@ export interface GradOptions<N extends Argnums = Argnums> {
 }
 
 function normalizeArgnums(argnums: Argnums, tag: string): number[] {
+  if (argnums !== undefined && argnums !== null && typeof argnums !== "number" && !Array.isArray(argnums)) {
+    throw new TypeError(`[${tag}] argnums must be an integer or a list of integers, got ${describeLeaf(argnums)}.`);
+  }
   const list = argnums === undefined || argnums === null ? [0] : typeof argnums === "number" ? [argnums] : [...argnums];
   if (list.length === 0) throw new Error(`[${tag}] Gradient wrt no argument requested.`);
   for (const a of list) {
@@ -152,6 +155,7 @@ export function valueAndGrad<P extends unknown[], R, const N extends Argnums = 0
   options: GradOptions<N>,
 ): (...args: P) => [R, GradientOf<P, N>];
 export function valueAndGrad(fun: Transformable, argnums?: Argnums | GradOptions): (...args: never[]) => [unknown, unknown] {
+  if (typeof fun !== "function") throw new TypeError(`[value_and_grad] fun must be a function, got ${describeLeaf(fun)}.`);
   const impl = valueAndGradImpl(userFunction(fun as AnyFn), argnums as Argnums, "value_and_grad");
   return libraryFunction((...args: unknown[]) => impl(...args));
 }
@@ -172,6 +176,7 @@ export function grad<P extends unknown[], const N extends Argnums = 0>(
   options: GradOptions<N>,
 ): (...args: P) => GradientOf<P, N>;
 export function grad(fun: Transformable, argnums?: Argnums | GradOptions): (...args: never[]) => unknown {
+  if (typeof fun !== "function") throw new TypeError(`[grad] fun must be a function, got ${describeLeaf(fun)}.`);
   const impl = valueAndGradImpl(userFunction(fun as AnyFn), argnums as Argnums, "grad");
   return libraryFunction((...args: unknown[]) => impl(...args)[1]);
 }

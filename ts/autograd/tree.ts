@@ -58,5 +58,7 @@ export function describeLeaf(x: unknown): string {
   if (x === null) return "null";
   if (x === undefined) return "undefined";
   if (typeof x === "object") return x.constructor?.name ?? "object";
+  if (typeof x === "bigint") return `bigint ${x}`;
+  if (typeof x === "symbol" || typeof x === "function") return typeof x;
   return `${typeof x} ${JSON.stringify(x)}`;
 }

@@ -32,6 +32,8 @@ const SYMBOLS = {
   mg_buffer_contents: { args: [P], returns: P },
   mg_buffer_length: { args: [P], returns: f64 },
   mg_buffer_release: { args: [P], returns: i32 },
+  mg_buffer_failure: { args: [P], returns: i32 },
+  mg_kernel_cache_limits: { args: [i32, i32, i32, f64, P], returns: i32 },
   mg_memory_park: { args: [f64, i32], returns: i32 },
   mg_memory_unpark: { args: [f64, i32, i32], returns: i32 },
   mg_buffer_view_release: { args: [P, P], returns: VOID },
@@ -188,8 +190,9 @@ export interface LibraryOptions {
   /** An MTLLanguageVersion raw value (0x30001 = 3.1 …); default: the device's newest. */
   languageVersion?: number;
   macros?: Record<string, string | number | boolean>;
-  /** The simulator's checked mode (out-of-bounds and unwritten outputs fail the batch). */
-  checked?: boolean;
+  /** The simulator's checked mode: true, out-of-bounds accesses and unwritten must-write outputs
+   *  fail the batch; "writes", out-of-bounds writes fail it and out-of-bounds reads give 0. */
+  checked?: boolean | "writes";
 }
 
 /** MTLDataType raw values accepted as function constants. */
@@ -246,6 +249,13 @@ export interface Dispatch {
   mode?: "threads" | "threadgroups";
   /** Buffer indices every byte of which the kernel must write (simulator checked mode). */
   mustWrite?: readonly number[];
+  /**
+   * For written buffers whose values come from only some of the inputs (a fused kernel computing
+   * independent chains): the binding indices each is computed from, as a bit mask. Only failure
+   * isolation uses it (a failed input fails the outputs computed from it); a written buffer not
+   * listed depends on everything the dispatch reads.
+   */
+  dependencies?: readonly { index: number; readMask: number }[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -309,6 +319,16 @@ export class Runtime {
       wiredLimit: s[6]!,
       liveBuffers: s[7]!,
     };
+  }
+
+  /** Sets the kernel cache's limits (undefined or below 1: unchanged); returns the previous
+   *  limits and what is loaded now (KernelCache.swift, and the simulator's loaded objects). */
+  kernelCacheLimits(set: Partial<KernelCacheLimits>): { previous: KernelCacheLimits; loaded: KernelCacheLimits } {
+    const out = new Float64Array(8);
+    const n = (v: number | undefined) => (v === undefined ? 0 : v);
+    if (this.native.mg_kernel_cache_limits(n(set.pipelines), n(set.libraries), n(set.simulatorObjects), n(set.simulatorBytes), out) !== 0) this.fail();
+    const limits = (o: number): KernelCacheLimits => ({ pipelines: out[o]!, libraries: out[o + 1]!, simulatorObjects: out[o + 2]!, simulatorBytes: out[o + 3]! });
+    return { previous: limits(0), loaded: limits(4) };
   }
 
   resetPeakMemory(): void {
@@ -399,7 +419,7 @@ export class Runtime {
         macroLines.length > 0 ? cString(macroLines.join("\n")) : null,
         mathMode,
         options.languageVersion ?? 0,
-        options.checked ? 1 : 0,
+        options.checked === "writes" ? 2 : options.checked ? 1 : 0,
       ),
     );
     if (handle === null) this.fail();
@@ -578,6 +598,13 @@ export class NativeBuffer {
     return new ctor(this.arrayBuffer);
   }
 
+  /** Why the contents are invalid (its last GPU write failed, or was computed from a failed
+   *  buffer), or null when they are valid. Meaningful once the batch that wrote it completed. */
+  failure(): string | null {
+    if (this.#released || this.#runtime.native.mg_buffer_failure(this.handle) === 0) return null;
+    return String(this.#runtime.native.mg_last_error()).replace(/^\[mg_buffer_failure\] /, "");
+  }
+
   /**
    * Gives the memory back to the allocator once in-flight batches finish (or parks it in its
    * pool for reuse by the next buffer of the same size). Idempotent.
@@ -588,9 +615,10 @@ export class NativeBuffer {
     const view = this.#view;
     this.#view = null;
     // A batch that may still run keeps the memory in use: released to the allocator, which holds
-    // it until the batch completes.
+    // it until the batch completes. A buffer of a failed batch may carry a failure mark that a
+    // reuse's host write would not clear: it goes back to the allocator, not to the pool.
     const batch = this.lastBatch;
-    if (this.#pool !== null && view !== null && (batch === null || batch.completed) && this.#pool.park(this, view)) return;
+    if (this.#pool !== null && view !== null && (batch === null || (batch.completed && !batch.failed)) && this.#pool.park(this, view)) return;
     if (this.byteLength === 0) emptyBufferFinalizer.unregister(this);
     if (this.#runtime.native.mg_buffer_release(this.handle) !== 0) this.#runtime.fail();
   }
@@ -751,6 +779,15 @@ export class Library {
   }
 }
 
+/** How many compiled kernels stay loaded: built pipeline states and libraries (rebuilt from their
+ *  source when used again), and the simulator's loaded objects and their bytes. */
+export interface KernelCacheLimits {
+  pipelines: number;
+  libraries: number;
+  simulatorObjects: number;
+  simulatorBytes: number;
+}
+
 export class Pipeline {
   #execution: { model?: string; reason?: string } | undefined;
   /** Where it came from, for the trace: the precompiled metallib, or source and why (kernels.ts). */
@@ -856,9 +893,10 @@ export class CommandBatch {
     const buffers = d.buffers ?? NONE;
     const inline = d.bytes ?? NONE;
     const memory = d.threadgroupMemory ?? NONE;
+    const deps = d.dependencies ?? NONE;
     let inlineWords = 0;
     for (const b of inline) inlineWords += 2 + Math.ceil(b.data.byteLength / 4);
-    this.#reserve(15 + buffers.length * 8 + inlineWords + memory.length * 2);
+    this.#reserve(15 + buffers.length * 8 + inlineWords + memory.length * 2 + (deps.length > 0 ? 1 + 2 * deps.length : 0));
     const w = this.#words;
     let at = this.#length;
     putSize3(w, at + 4, d.grid, "grid");
@@ -876,7 +914,7 @@ export class CommandBatch {
     w[at++] = OP_DISPATCH;
     w[at++] = pipeline >>> 0;
     w[at++] = Math.floor(pipeline / TWO_32);
-    w[at++] = (d.mode ?? "threads") === "threads" ? 1 : 0;
+    w[at++] = ((d.mode ?? "threads") === "threads" ? 1 : 0) | (deps.length > 0 ? 2 : 0);
     at += 6; // grid and threadgroup, written above
     w[at++] = buffers.length;
     w[at++] = inline.length;
@@ -915,6 +953,13 @@ export class CommandBatch {
     for (const m of memory) {
       w[at++] = m.index;
       w[at++] = m.length;
+    }
+    if (deps.length > 0) {
+      w[at++] = deps.length;
+      for (const e of deps) {
+        w[at++] = e.index;
+        w[at++] = e.readMask >>> 0;
+      }
     }
     this.#length = at;
     this.#count++;
@@ -1041,9 +1086,11 @@ export interface GpuTimes {
   seconds: number;
 }
 
-/** Whether a submitted batch was seen to complete (set by its wait or poll). */
+/** Whether a submitted batch was seen to complete (set by its wait or poll), and whether it failed. */
 export class BatchState {
   completed = false;
+  /** Some dispatch failed: the buffers it bound may carry a failure mark (NativeBuffer.failure). */
+  failed = false;
 }
 
 /** A submitted batch: wait(), poll() or await done(); then gpuTimes(). */
@@ -1075,6 +1122,7 @@ export class SubmittedBatch {
     this.#error = error;
     this.#handle = null;
     this.state.completed = true;
+    this.state.failed = error !== null;
     batchFinalizer.unregister(this);
     this.#runtime.native.mg_batch_release(handle);
   }

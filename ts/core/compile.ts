@@ -472,7 +472,9 @@ function trace(fn: AnyFn, args: readonly unknown[], inputs: readonly MgArray[], 
     warnOnce(
       `compile-random-${id}`,
       `${TAG} ${fnName} draws random numbers from a key fixed when it was traced: every call returns the same ` +
-        "numbers. Pass a key (mg.random.key) as an argument to draw new ones.",
+        "numbers, as with MLX's mx.compile (which must be given mx.random.state as inputs and outputs to change " +
+        "that). To draw new numbers on each call, take a key as an argument (mg.random.key(seed), or " +
+        "mg.random.split for a fresh one per call) and pass it to the draws ({ key }).",
     );
   }
   releaseTrace(traced, placeholders);

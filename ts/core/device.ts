@@ -59,6 +59,7 @@ const defaultStreams = new Map<Device, Stream>();
  * mg.defaultStream(mg.cpu).device.type
  */
 export function defaultStream(device: Device): Stream {
+  if (!(device instanceof Device)) throw new TypeError(`[default_stream] Expected a device such as mg.cpu or mg.gpu, got ${String(device)}.`);
   if (device.type === "gpu" && gpuUnavailable !== null) throw gpuUnavailableError();
   let s = defaultStreams.get(device);
   if (!s) {
@@ -199,5 +200,6 @@ export function resolveStream(s?: StreamOrDevice | null): Stream {
  * mg.stream(mg.cpu, () => mg.exp(mg.array([0]))).stream.device.type
  */
 export function stream<T>(s: StreamOrDevice, fn: () => T): T {
+  if (typeof fn !== "function") throw new TypeError(`[stream] Expected a function to run on the stream, got ${typeof fn}.`);
   return scope.run(resolveStream(s), fn);
 }

@@ -272,25 +272,27 @@ export function resultType(...arraysAndDtypes: (Dtype | { dtype: Dtype })[]): Dt
  * @example
  * mg.isFloating(mg.bfloat16)
  */
-export const isFloating = (dtype: Dtype): boolean => dtype.category === floating;
+export const isFloating = (dtype: Dtype): boolean => checked(dtype, "is_floating").category === floating;
 /**
  * Whether a dtype is complex.
  * @example
  * mg.isComplex(mg.complex64)
  */
-export const isComplex = (dtype: Dtype): boolean => dtype === complex64;
+export const isComplex = (dtype: Dtype): boolean => checked(dtype, "is_complex") === complex64;
 /**
  * Whether a dtype is floating or complex.
  * @example
  * mg.isInexact(mg.int32)
  */
-export const isInexact = (dtype: Dtype): boolean => dtype.category === floating || dtype === complex64;
+export const isInexact = (dtype: Dtype): boolean => checked(dtype, "is_inexact").category === floating || dtype === complex64;
 /**
  * Whether a dtype is an integer type.
  * @example
  * mg.isInteger(mg.uint8)
  */
-export const isInteger = (dtype: Dtype): boolean => dtype.kind === "i" || dtype.kind === "u";
+export const isInteger = (dtype: Dtype): boolean => checked(dtype, "is_integer").kind === "i" || dtype.kind === "u";
+// The predicates are public: anything but a dtype is a tagged error (one instanceof per call).
+const checked = (d: Dtype, op: string): Dtype => (d instanceof Dtype ? d : dtypeArgument(op, d));
 export const is64BitInteger = (d: Dtype): boolean => d === int64 || d === uint64;
 
 /** MLX's at_least_float: integers and bool become float32, inexact types stay. */
@@ -476,9 +478,55 @@ export function roundBfloat16(x: number): number {
   return numberFromBfloat16Bits(bfloat16BitsFromNumber(x));
 }
 
-/** Rounds a JS number to the value a real dtype can hold (integers wrap like a C cast of an
- *  in-range value; out-of-range float → int conversions are implementation-defined in MLX too). */
+const TWO31 = 2 ** 31;
+const TWO63 = 2 ** 63;
+const TWO64 = 2 ** 64;
+
+/** trunc(x) as int32, or INT32_MIN when NaN, infinite or out of range (x86-64's cvttss2si). */
+function floatToInt32(x: number): number {
+  const t = Math.trunc(x);
+  return t >= -TWO31 && t < TWO31 ? t : -TWO31;
+}
+
+/** trunc(x) as int64, or INT64_MIN when NaN, infinite or out of range. */
+function floatToInt64(x: number): bigint {
+  const t = Math.trunc(x);
+  return t >= -TWO63 && t < TWO63 ? BigInt(t) : -(2n ** 63n);
+}
+
+/**
+ * A float value converted to an integer dtype, identically on every device (docs/corner-cases.md):
+ * x86-64's conversion, which is what MLX gives there — C leaves NaN, ±inf and out-of-range values
+ * undefined, and Apple silicon saturates instead. int32/int64: trunc(x), or the type's minimum
+ * when that does not fit; narrower integers: the int32 result wrapped; uint32: the int64 result
+ * wrapped; uint64: trunc(x) for 2^63 ≤ x < 2^64, 0 from 2^64 (and +inf), else the int64 result
+ * wrapped. 64-bit dtypes give a bigint.
+ */
+export function floatToInteger(x: number, dtype: Dtype): number | bigint {
+  switch (dtype) {
+    case int8: return (floatToInt32(x) << 24) >> 24;
+    case int16: return (floatToInt32(x) << 16) >> 16;
+    case int32: return floatToInt32(x);
+    case uint8: return floatToInt32(x) & 0xff;
+    case uint16: return floatToInt32(x) & 0xffff;
+    case uint32: {
+      const t = Math.trunc(x);
+      return t >= -TWO63 && t < TWO63 ? t >>> 0 : 0; // ToUint32 is exact modular arithmetic
+    }
+    case int64: return floatToInt64(x);
+    case uint64:
+      if (x >= TWO63) return x < TWO64 ? BigInt(Math.trunc(x)) : 0n;
+      return BigInt.asUintN(64, floatToInt64(x));
+    default:
+      throw new TypeError(`[astype] ${dtype.name} is not an integer dtype.`);
+  }
+}
+
+/** Rounds a JS number to the value a real dtype can hold: integral numbers within int64's range
+ *  wrap into an integer dtype like a C integer cast; other numbers convert as floatToInteger (NaN → int32 gives
+ *  INT32_MIN). 64-bit integer dtypes are exact only below 2^53. */
 export function roundToDtype(x: number, dtype: Dtype): number {
+  if ((dtype.kind === "i" || dtype.kind === "u") && !(Number.isInteger(x) && Math.abs(x) < TWO63)) return Number(floatToInteger(x, dtype));
   switch (dtype) {
     case float32:
     case complex64:

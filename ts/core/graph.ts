@@ -5,6 +5,7 @@ import { MgArray, Node, setEvaluator } from "./array.ts";
 import type { Primitive } from "./primitive.ts";
 import type { DeviceType, Stream } from "./device.ts";
 import { type Dtype, float64 } from "./dtype.ts";
+import { checkShapeBounds, shapeFits } from "./shape.ts";
 import { currentOp } from "./calls.ts";
 
 /** What a backend knows about the eval it serves. */
@@ -69,6 +70,10 @@ export function makeNode<P>(
   stream: Stream,
 ): MgArray[] {
   const specs = primitive.outputSpecs(inputs, params);
+  for (let i = 0; i < specs.length; i++) {
+    const shape = specs[i]!.shape;
+    if (!shapeFits(shape)) checkShapeBounds(shape, primitive.opName ? primitive.opName(params) : primitive.name.toLowerCase());
+  }
   // rejectFloat64OnGpu's test without building a list of dtypes per node (this runs per op).
   if (stream.device.type === "gpu" && (inputs.some(isFloat64) || specs.some(isFloat64))) {
     rejectFloat64OnGpu(currentOp() ?? (primitive.opName ? primitive.opName(params) : primitive.name.toLowerCase()), [float64], stream);

@@ -14,7 +14,7 @@
 //   wrapped (class constructors, methods of nn modules).
 import { isOptionsObject } from "./ops/convert.ts";
 import type { StreamOrDevice } from "./device.ts";
-import { beginLibraryCall, endLibraryCall, markLibraryFunction } from "./ownership.ts";
+import { beginLibraryCall, endLibraryCall, markLibraryFunction, tagged } from "./ownership.ts";
 import { enterOp } from "./calls.ts";
 import { MLX_SIGNATURES } from "./mlx-signatures.ts";
 import { METALGRAD_SIGNATURES, TREE_ARGUMENTS } from "./signatures.ts";
@@ -323,7 +323,7 @@ export function publicFunction<F extends (...args: never[]) => unknown>(key: str
     } catch (e) {
       enterOp(saved);
       endLibraryCall(start, undefined);
-      throw e;
+      throw tagged(e, op); // every error leaving a library call names its op (user code's excepted)
     }
     enterOp(saved);
     endLibraryCall(start, result);

@@ -55,10 +55,36 @@ export function userCall<R>(fn: () => R): R {
   depth = 0;
   try {
     return fn();
+  } catch (e) {
+    // The user's own error passes through the library calls around it untouched.
+    if (e !== null && typeof e === "object") userErrors.add(e);
+    throw e;
   } finally {
     depth = saved;
   }
 }
+
+/** Errors thrown by user code (userCall): never retagged. */
+const userErrors = new WeakSet<object>();
+
+/**
+ * Every error leaving a public function is tagged with its op (`[floor_divide] …`), as the project
+ * requires: an error that is not yet tagged (a JS TypeError from an argument of the wrong type, an
+ * internal slip) gets the function's MLX name prepended, keeping its class and stack. Errors from
+ * user code are left alone.
+ */
+export function tagged(e: unknown, name: string): unknown {
+  if (e instanceof Error) {
+    if (userErrors.has(e) || /^\[[^\]\s][^\]]*\] /.test(e.message)) return e;
+    e.message = `[${snakeCase(name)}] ${e.message}`;
+    return e;
+  }
+  if (e !== null && typeof e === "object") return e;
+  return new TypeError(`[${snakeCase(name)}] ${String(e)}`);
+}
+
+/** MLX's snake_case name of a camelCase function name (floorDivide → floor_divide). */
+const snakeCase = (name: string): string => name.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase() || "metalgrad";
 
 /** Wraps a user function so that each call runs as user code (see userCall). */
 export function userFunction<F extends (...args: never[]) => unknown>(fn: F): F {
@@ -105,7 +131,7 @@ export function libraryFunction<F extends (...args: never[]) => unknown>(fn: F):
     } catch (e) {
       depth--;
       settle(start, undefined);
-      throw e;
+      throw tagged(e, fn.name);
     }
     depth--;
     settle(start, result);

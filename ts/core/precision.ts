@@ -80,5 +80,6 @@ export function setPrecision(policy: Partial<PrecisionPolicy>): Readonly<Precisi
  */
 export function withPrecision<T>(policy: Partial<PrecisionPolicy>, fn: () => T): T {
   const next = validated(policy, getPrecision(), "with_precision");
+  if (typeof fn !== "function") throw new TypeError(`[with_precision] fn must be a function, got ${fn === null ? "null" : typeof fn}.`);
   return scope.run({ policy: next }, fn);
 }

@@ -118,6 +118,9 @@ function formatValue(v: ElementValue, dtName: string): string {
 
 const EDGE = 3;
 const SUMMARIZE = 1000;
+/** Most items a printout shows. MLX elides only axes longer than 2 × EDGE, so a rank-40 array of
+ *  2s would print 2^40 items; beyond this many, outer axes show their first item and "..." too. */
+const PRINT_LIMIT = 2 ** 16;
 
 export function formatArray(a: MgArray): string {
   if (a.disposed) return `array(<disposed>, shape=(${a.shape.join(", ")}), dtype=${a.dtype.name})`;
@@ -127,11 +130,21 @@ export function formatArray(a: MgArray): string {
   const text = (offset: number) => formatValue(valueAt(view, a.dtype, offset), a.dtype.name);
   const summarize = a.size > SUMMARIZE;
   const indent = "array(".length;
+  // Items shown per axis; over PRINT_LIMIT in total, the outermost axes keep only their first.
+  const shown = a.shape.map((n) => (summarize && n > 2 * EDGE ? 2 * EDGE : n));
+  const firstOnly = a.shape.map(() => false);
+  let total = shown.reduce((x, y) => x * y, 1);
+  for (let d = 0; d < a.ndim && total > PRINT_LIMIT; d++) {
+    if (shown[d]! <= 1) continue;
+    total /= shown[d]!;
+    firstOnly[d] = true;
+  }
   const fmt = (d: number, offset: number): string => {
     if (d === a.ndim) return text(offset);
     const n = a.shape[d]!;
     const parts: string[] = [];
-    const idx = summarize && n > 2 * EDGE ? [...Array(EDGE).keys(), -1, ...Array.from({ length: EDGE }, (_, i) => n - EDGE + i)] : [...Array(n).keys()];
+    const idx = firstOnly[d] ? [0, -1]
+      : summarize && n > 2 * EDGE ? [...Array(EDGE).keys(), -1, ...Array.from({ length: EDGE }, (_, i) => n - EDGE + i)] : [...Array(n).keys()];
     for (const k of idx) parts.push(k < 0 ? "..." : fmt(d + 1, offset + k * l.strides[d]!));
     // One newline between rows at every depth (MLX; NumPy adds a blank line per extra dimension).
     const sep = d === a.ndim - 1 ? ", " : ",\n" + " ".repeat(indent + d + 1);

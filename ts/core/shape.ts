@@ -97,7 +97,44 @@ export function checkShape(shape: unknown, op: string): number[] {
       throw new RangeError(`[${op}] Invalid shape ${JSON.stringify(list)}: dimensions must be non-negative integers.`);
     }
   }
+  checkShapeBounds(list as number[], op);
   return [...(list as number[])];
+}
+
+/** True when the shape is one an array may have (checkShapeBounds says why not). */
+export function shapeFits(shape: Shape): boolean {
+  let size = 1;
+  for (let i = 0; i < shape.length; i++) {
+    const d = shape[i]!;
+    if (d > MAX_DIMENSION) return false;
+    size *= d;
+  }
+  return size <= Number.MAX_SAFE_INTEGER;
+}
+
+/** The largest dimension: MLX's dimensions are int32. */
+export const MAX_DIMENSION = 2 ** 31 - 1;
+
+/**
+ * Refuses a shape no array can have: a dimension beyond int32 (MLX refuses those), or more
+ * elements than JavaScript counts exactly (2^53 - 1) — e.g. a rank-64 broadcast of 2s — so that
+ * nothing downstream (printing, indexing, size arithmetic) loops over or mis-sizes it.
+ */
+export function checkShapeBounds(shape: Shape, op: string): void {
+  if (shapeFits(shape)) return;
+  let size = 1;
+  for (let i = 0; i < shape.length; i++) {
+    const d = shape[i]!;
+    if (d > MAX_DIMENSION) {
+      throw new RangeError(`[${op}] Dimension ${d} of shape (${shape.join(",")}) is outside the supported range [0, ${MAX_DIMENSION}].`);
+    }
+    size *= d;
+  }
+  if (size > Number.MAX_SAFE_INTEGER) {
+    throw new RangeError(
+      `[${op}] The shape (${shape.join(",")}) has ${size.toExponential(3)} elements, more than the 2^53 - 1 an array can have.`,
+    );
+  }
 }
 
 /** keepdims is a boolean (an options object in its place is a call the options helper did not

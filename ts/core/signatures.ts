@@ -80,6 +80,11 @@ export const METALGRAD_SIGNATURES = {
   liveArrayCount: { mlx: null, sig: [], note: "Live arrays, for leak hunting." },
   pressureCollectionCount: { mlx: null, sig: [], note: "How often memory pressure triggered a garbage collection." },
   setFusion: { mlx: null, sig: ["enabled"], note: "Turns GPU fusion of elementwise chains on or off (MG_FUSION)." },
+  setKernelCacheLimits: {
+    mlx: null,
+    sig: ["*", "pipelines=None", "libraries=None", "simulator_objects=None", "simulator_bytes=None"],
+    note: "Bounds how many compiled kernels stay loaded (MG_KERNEL_CACHE_*, MG_SIM_LIBRARY_CACHE*).",
+  },
   isComplex: { mlx: null, sig: ["dtype"], note: "Dtype predicate." },
   isFloating: { mlx: null, sig: ["dtype"], note: "Dtype predicate." },
   isInexact: { mlx: null, sig: ["dtype"], note: "Dtype predicate." },

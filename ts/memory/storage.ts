@@ -48,10 +48,11 @@ export function allocateBuffer(nbytes: number): BufferLike {
 
 /** An in-flight GPU batch that writes a storage; reading waits for it. */
 export interface PendingWork {
-  /** Blocks until the work finishes (throws its error if it failed). */
-  wait(): void;
-  /** Resolves when the work finishes, without blocking the event loop. */
-  finished(): Promise<void>;
+  /** Blocks until the work finishes; throws if it failed — for `storage`, only if the failure
+   *  reached that storage (a failed kernel fails exactly the arrays computed from it). */
+  wait(storage?: Storage): void;
+  /** Resolves when the work finishes, without blocking the event loop (rejects like wait). */
+  finished(storage?: Storage): Promise<void>;
 }
 
 export class Storage {
@@ -93,7 +94,7 @@ export class Storage {
   async syncAsync(): Promise<void> {
     const p = this.pending;
     if (p) {
-      await p.finished();
+      await p.finished(this);
       this.pending = null;
     }
   }
@@ -102,7 +103,7 @@ export class Storage {
   sync(): void {
     const p = this.pending;
     if (p) {
-      p.wait();
+      p.wait(this);
       this.pending = null;
     }
   }

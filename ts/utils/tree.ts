@@ -81,10 +81,11 @@ function splitTrailing(rest: unknown[], names: readonly string[]): [unknown[], R
  */
 export function treeMap<T, R>(fn: (leaf: NoInfer<LeafParam<T>>, ...others: never[]) => R, tree: T, ...rest: unknown[]): MapLeaves<T, R>;
 export function treeMap(fn: (...leaves: never[]) => unknown, tree: unknown, ...rest: unknown[]): unknown {
+  checkFunction(fn, "tree_map");
   const apply = fn as (...leaves: unknown[]) => unknown;
   const [trees, options] = splitTrailing(rest, ["isLeaf"]);
   const isLeaf = options.isLeaf as IsLeaf;
-  const walk = (t: unknown, others: unknown[]): unknown => {
+  const walk = acyclic("tree_map", (t: unknown, others: unknown[]): unknown => {
     if (isLeaf && isLeaf(t)) return apply(t, ...others);
     if (Array.isArray(t)) return t.map((c, i) => walk(c, others.map((r) => child(r, i, "tree_map"))));
     const entries = dictEntries(t);
@@ -94,7 +95,7 @@ export function treeMap(fn: (...leaves: never[]) => unknown, tree: unknown, ...r
       return out;
     }
     return apply(t, ...others);
-  };
+  });
   return walk(tree, trees);
 }
 
@@ -106,10 +107,11 @@ export function treeMap(fn: (...leaves: never[]) => unknown, tree: unknown, ...r
  */
 export function treeMapWithPath<T, R>(fn: (path: string, leaf: NoInfer<LeafParam<T>>, ...others: never[]) => R, tree: T, ...rest: unknown[]): MapLeaves<T, R>;
 export function treeMapWithPath(fn: (path: string, ...leaves: never[]) => unknown, tree: unknown, ...rest: unknown[]): unknown {
+  checkFunction(fn, "tree_map_with_path");
   const apply = fn as (path: string, ...leaves: unknown[]) => unknown;
   const [trees, options] = splitTrailing(rest, ["isLeaf", "path"]);
   const isLeaf = options.isLeaf as IsLeaf;
-  const walk = (t: unknown, others: unknown[], path: string | undefined): unknown => {
+  const walk = acyclic("tree_map_with_path", (t: unknown, others: unknown[], path: string | undefined): unknown => {
     if (isLeaf && isLeaf(t)) return apply(path as string, t, ...others);
     const prefix = path ? `${path}.` : "";
     if (Array.isArray(t)) {
@@ -122,7 +124,7 @@ export function treeMapWithPath(fn: (path: string, ...leaves: never[]) => unknow
       return out;
     }
     return apply(path as string, t, ...others);
-  };
+  });
   return walk(tree, trees, options.path as string | undefined);
 }
 
@@ -157,17 +159,18 @@ export function treeFlatten(tree: unknown, ...rest: unknown[]): FlatTree | Recor
   const isLeaf = (rest[1] as IsLeaf) ?? opts.isLeaf ?? null;
   const destination = (rest[2] as FlatTree | Record<string, unknown> | null | undefined) ?? opts.destination ?? [];
   if (typeof prefix !== "string") throw new TypeError("[tree_flatten] prefix must be a string.");
+  if (isLeaf !== null) checkFunction(isLeaf, "tree_flatten", "isLeaf");
   let add: (key: string, value: unknown) => void;
   if (Array.isArray(destination)) add = (k, v) => void destination.push([k, v]);
   else if (isOptionsObject(destination)) add = (k, v) => void ((destination as Record<string, unknown>)[k] = v);
   else throw new TypeError("[tree_flatten] Destination should be either a list or a dictionary or None");
-  const walk = (t: unknown, p: string): void => {
+  const walk = acyclic("tree_flatten", (t: unknown, p: string): void => {
     if (isLeaf && isLeaf(t)) return add(p.slice(1), t);
     if (Array.isArray(t)) return t.forEach((c, i) => walk(c, `${p}.${i}`));
     const entries = dictEntries(t);
     if (entries) return entries.forEach(([k, c]) => walk(c, `${p}.${k}`));
     add(p.slice(1), t);
-  };
+  });
   walk(tree, prefix);
   return destination;
 }
@@ -180,6 +183,7 @@ export function treeFlatten(tree: unknown, ...rest: unknown[]): FlatTree | Recor
  * mg.utils.treeUnflatten([["a.0", 1], ["a.1", 2], ["b", 3]])
  */
 export function treeUnflatten<L>(tree: FlatTree<L> | Record<string, L>): Tree<L> {
+  if (tree === null || typeof tree !== "object") throw new TypeError(`[tree_unflatten] expected a list of [key, value] pairs or an object, got ${String(tree)}.`);
   const items: [string, unknown][] = Array.isArray(tree) ? tree : Object.entries(tree);
   for (const item of items) {
     if (!Array.isArray(item) || item.length !== 2 || typeof item[0] !== "string") {
@@ -227,8 +231,10 @@ export function treeUnflatten<L>(tree: FlatTree<L> | Record<string, L>): Tree<L>
  */
 export function treeReduce<T, A>(fn: (acc: A, leaf: NoInfer<LeafParam<T>>) => A, tree: T, initializer?: A, isLeaf?: IsLeaf): A;
 export function treeReduce(fn: (acc: never, leaf: never) => unknown, tree: unknown, initializer?: unknown, isLeaf?: IsLeaf): unknown {
+  checkFunction(fn, "tree_reduce");
+  if (isLeaf != null) checkFunction(isLeaf, "tree_reduce", "isLeaf");
   const reduce = fn as (acc: unknown, leaf: unknown) => unknown;
-  const walk = (t: unknown, acc: unknown): unknown => {
+  const walk = acyclic("tree_reduce", (t: unknown, acc: unknown): unknown => {
     if (isLeaf && isLeaf(t)) return acc == null ? t : reduce(acc, t);
     if (Array.isArray(t)) {
       for (const c of t) acc = walk(c, acc);
@@ -240,7 +246,7 @@ export function treeReduce(fn: (acc: never, leaf: never) => unknown, tree: unkno
       return acc;
     }
     return acc == null ? t : reduce(acc, t);
-  };
+  });
   return walk(tree, initializer ?? null);
 }
 
@@ -258,6 +264,7 @@ function isEmptyContainer(x: unknown): boolean {
  */
 export function treeMerge<A, B>(treeA: A, treeB: B, mergeFn?: ((a: NoInfer<LeafParam<A>>, b: NoInfer<LeafParam<B>>) => unknown) | null): Tree<LeafOf<A> | LeafOf<B>>;
 export function treeMerge(treeA: unknown, treeB: unknown, mergeFn?: ((a: never, b: never) => unknown) | null): unknown {
+  if (mergeFn != null) checkFunction(mergeFn, "tree_merge", "mergeFn");
   const emptyA = isEmptyContainer(treeA);
   const emptyB = isEmptyContainer(treeB);
   if (emptyA && emptyB) {
@@ -283,4 +290,28 @@ export function treeMerge(treeA: unknown, treeB: unknown, mergeFn?: ((a: never, 
   }
   if (!mergeFn) throw new Error("[tree_merge] Trees contain elements at the same locations but no merge function was provided");
   return (mergeFn as (x: unknown, y: unknown) => unknown)(a, b);
+}
+
+/** A function argument, or a tagged error naming what was given. */
+function checkFunction(fn: unknown, op: string, what = "fn"): void {
+  if (typeof fn !== "function") {
+    const got = typeof fn === "string" ? `the string "${fn}"` : typeof fn === "object" ? (fn === null ? "null" : "an object") : typeof fn === "symbol" ? "a symbol" : String(fn);
+    throw new TypeError(`[${op}] ${what} must be a function, got ${got}.`);
+  }
+}
+
+/** Wraps a tree walk so that a container met again on its own path is an error: a tree that
+ *  contains itself has no end (it overflowed the stack after seconds of building key paths). */
+function acyclic<A extends unknown[], R>(op: string, walk: (t: unknown, ...rest: A) => R): (t: unknown, ...rest: A) => R {
+  const path = new Set<unknown>();
+  return (t: unknown, ...rest: A): R => {
+    if (t === null || typeof t !== "object") return walk(t, ...rest);
+    if (path.has(t)) throw new TypeError(`[${op}] The tree contains itself (a cycle).`);
+    path.add(t);
+    try {
+      return walk(t, ...rest);
+    } finally {
+      path.delete(t);
+    }
+  };
 }

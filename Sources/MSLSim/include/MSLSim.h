@@ -41,6 +41,8 @@ typedef struct mgsim_compile_options {
   int32_t macro_count;
   int32_t checked;                  // nonzero: checked mode. The environment variable MG_SIM_CHECK=1
                                     // forces it on for every library.
+  int32_t tolerate_oob_reads;       // checked mode: an out-of-bounds read gives 0 instead of failing
+                                    // the dispatch (as a GPU gives some value); writes still fail.
 } mgsim_compile_options;
 
 // Compiles MSL source into a library. Compiler diagnostics come back in *error with line numbers
@@ -138,6 +140,19 @@ typedef struct mgsim_stats {
                                        // mgsim_function_execution_model)
 } mgsim_stats;
 void mgsim_get_stats(mgsim_stats *out);
+
+// Loaded kernel objects. The simulator keeps the most recently used ones loaded beyond the
+// libraries that use them, up to a count and a total size (MG_SIM_LIBRARY_CACHE, default 128;
+// MG_SIM_LIBRARY_CACHE_MB, default 64), and unloads the rest (dlclose) as soon as no library uses
+// them. Sets the limits (a value below 1 keeps the current one) and reports the previous limits
+// and what is loaded now (cached or in use).
+typedef struct mgsim_library_cache_state {
+  int64_t previous_count, previous_bytes;  // limits before this call
+  int64_t loaded_objects, loaded_bytes;    // kernel objects loaded now
+  int64_t cached_objects;                  // of which held by the cache
+  int64_t unloaded_objects;                // unloaded since the process started
+} mgsim_library_cache_state;
+void mgsim_library_cache_limits(int64_t count, int64_t bytes, mgsim_library_cache_state *out);
 
 // The directory holding compiled objects (after MG_SIM_CACHE / defaults are applied).
 const char *mgsim_cache_directory(void);

@@ -36,6 +36,9 @@ export function cpuBackend(kernels: KernelRegistry<CpuKernel<any>>, options: Cpu
         kernels.require(node)(node.inputs, node.outputs, node.params);
       }
     } catch (e) {
+      // A kernel that fails leaves no data behind: reading its outputs recomputes them, and fails
+      // again, instead of showing what it wrote before failing (MG_CHECK_INDICES checks last).
+      for (const o of node.outputs) if (o.node === node) o.discardData();
       // The CPU references work in JS arrays; the engine's allocation failure ("Out of memory",
       // "Invalid typed array length") names neither the op nor the size.
       if (!(e instanceof RangeError) || e.message.startsWith("[")) throw e;

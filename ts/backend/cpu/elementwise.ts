@@ -1,12 +1,12 @@
 // CPU kernels of the elementwise primitives (ts/core/primitives/elementwise.ts): read inputs as
 // flat values in their JS domain, apply a scalar function, store with the output dtype's rounding.
 import type { MgArray } from "../../core/array.ts";
-import { bool_, complex64, type Dtype, is64BitInteger } from "../../core/dtype.ts";
+import { bool_, complex64, type Dtype, float64, floatToInteger, is64BitInteger, roundToDtype } from "../../core/dtype.ts";
 import type { Primitive } from "../../core/primitive.ts";
 import * as P from "../../core/primitives/elementwise.ts";
 import {
-  cdiv, cexp, clog, cmul, csqrt, erf, erfinv, floorDivBig, floorDivInt, floorMod, floorModBig, logaddexp, powBig,
-  roundHalfEven, sigmoid,
+  cdiv, cexp, clog, cmul, csqrt, erf, erfinv, floorDivBig, floorDivInt, floorMod, floorModBig, floorModInt, logaddexp,
+  powBig, powC, roundHalfEven, sigmoid,
 } from "./math.ts";
 import { registerCpu } from "./registry.ts";
 import {
@@ -72,7 +72,7 @@ export function cpuUnary(op: string, fns: ScalarFns1, x: MgArray, out: MgArray):
   const v = readNumbers(x);
   const n = v.length;
   const r = new Float64Array(n);
-  if ((d.kind === "i" || d.kind === "u") && fns.int) {
+  if ((d.kind === "i" || d.kind === "u" || d.kind === "b") && fns.int) {
     const fn = fns.int;
     for (let i = 0; i < n; i++) r[i] = fn(v[i]!, d);
   } else {
@@ -120,7 +120,8 @@ export function cpuBinary(op: string, fns: ScalarFns2, a: MgArray, b: MgArray, o
   const va = readNumbers(a);
   const vb = readNumbers(b);
   const r = new Float64Array(n);
-  if ((d.kind === "i" || d.kind === "u") && fns.int) {
+  // bool is an integer type here (0 and 1), as in C: remainder(True, False) is True (x % 0 = x)
+  if ((d.kind === "i" || d.kind === "u" || d.kind === "b") && fns.int) {
     const fn = fns.int;
     for (let i = 0; i < n; i++) r[i] = fn(va[i]!, vb[i]!, d);
   } else {
@@ -216,6 +217,24 @@ unary(P.Conjugate, { num: (x) => x, cplx: (re, im) => [re, -im] });
 unary(P.Real, { num: (x) => x, cplx: (re) => [re, 0] });
 unary(P.Imag, { num: () => 0, cplx: (_re, im) => [im, 0] });
 
+const oddScratch = new Float64Array(1);
+const oddBits = new BigUint64Array(oddScratch.buffer);
+
+/** The double nearest to `b` when exact, else the neighbouring double (of the two around `b`)
+ *  whose last bit is odd: rounding that to float32/16 rounds `b` correctly (round-to-odd). */
+function roundToOddDouble(b: bigint): number {
+  const d = Number(b);
+  const back = BigInt(d);
+  if (back === b) return d;
+  oddScratch[0] = d;
+  if ((oddBits[0]! & 1n) === 0n) {
+    // move one ulp toward b: down in magnitude when d overshoots b's magnitude
+    const shrink = back > b === d > 0;
+    oddBits[0] = shrink ? oddBits[0]! - 1n : oddBits[0]! + 1n;
+  }
+  return oddScratch[0]!;
+}
+
 function nonzeroComplex(x: MgArray): Float64Array {
   const v = readComplex(x);
   const r = new Float64Array(x.size);
@@ -229,8 +248,16 @@ registerCpu(P.AsType, ([x], [out]) => {
   if (to === complex64) writeComplex(out!, readComplex(x!));
   else if (to === bool_) writeNumbers(out!, from === complex64 ? nonzeroComplex(x!) : readNumbers(x!).map((v) => (v !== 0 ? 1 : 0)));
   else if (isInt(from) && isInt(to)) writeBigints(out!, readBigints(x!));
-  else if (isInt(to) && (to.size === 8)) writeBigints(out!, readBigints(x!));
-  else writeNumbers(out!, readNumbers(x!));
+  else if (isInt(to)) {
+    // float (or complex's real part) → integer: one rule on every device (floatToInteger)
+    const v = readNumbers(x!);
+    if (to.size === 8) writeBigints(out!, Array.from(v, (e) => floatToInteger(e, to) as bigint));
+    else writeNumbers(out!, v.map((e) => floatToInteger(e, to) as number));
+  } else if (is64BitInteger(from) && to !== float64) {
+    // Rounded once to the target, as a C cast does: via a round-to-odd double, since rounding
+    // to the nearest double first could land on a tie of the narrower type.
+    writeNumbers(out!, Float64Array.from(readBigints(x!), roundToOddDouble));
+  } else writeNumbers(out!, readNumbers(x!));
 });
 
 binary(P.Add, { num: (x, y) => x + y, big: (x, y) => x + y, cplx: (ar, ai, br, bi) => [ar + br, ai + bi] });
@@ -238,7 +265,7 @@ binary(P.Subtract, { num: (x, y) => x - y, big: (x, y) => x - y, cplx: (ar, ai, 
 binary(P.Multiply, { num: (x, y) => x * y, int: (x, y, d) => (d.size === 4 ? Math.imul(x, y) : x * y), big: (x, y) => x * y, cplx: cmul });
 binary(P.Divide, { num: (x, y) => x / y, cplx: cdiv });
 binary(P.FloorDivide, { int: floorDivInt, num: floorDivInt, big: floorDivBig });
-binary(P.Remainder, { num: floorMod, int: (x, y) => (y === 0 ? 0 : floorMod(x, y)), big: floorModBig });
+binary(P.Remainder, { num: floorMod, int: floorModInt, big: floorModBig });
 
 registerCpu(P.DivMod, ([a, b], [q, r]) => {
   const d = a!.dtype;
@@ -253,12 +280,14 @@ registerCpu(P.DivMod, ([a, b], [q, r]) => {
   const vb = readNumbers(b!);
   const qv = new Float64Array(va.length);
   const rv = new Float64Array(va.length);
+  const integer = isInt(d) || d === bool_;
   for (let i = 0; i < va.length; i++) {
-    if (isInt(d)) {
+    if (integer) {
       qv[i] = floorDivInt(va[i]!, vb[i]!);
-      rv[i] = vb[i] === 0 ? 0 : floorMod(va[i]!, vb[i]!);
+      rv[i] = floorModInt(va[i]!, vb[i]!);
     } else {
-      qv[i] = Math.floor(va[i]! / vb[i]!);
+      // floor of the quotient as the dtype holds it (a quotient that underflows is ±0, not ±tiny)
+      qv[i] = Math.floor(roundToDtype(va[i]! / vb[i]!, d));
       rv[i] = floorMod(va[i]!, vb[i]!);
     }
   }
@@ -267,7 +296,7 @@ registerCpu(P.DivMod, ([a, b], [q, r]) => {
 });
 
 binary(P.Power, {
-  num: Math.pow,
+  num: powC,
   int: (x, y, d) => Number(BigInt.asIntN(d.size * 8, powBig(BigInt(x), BigInt(y)))),
   big: powBig,
   cplx: (ar, ai, br, bi) => {
@@ -341,11 +370,14 @@ binary(P.LogicalOr, { num: (x, y) => (x !== 0 || y !== 0 ? 1 : 0) });
 binary(P.BitwiseAnd, { num: (x, y) => x & y, big: (x, y) => x & y });
 binary(P.BitwiseOr, { num: (x, y) => x | y, big: (x, y) => x | y });
 binary(P.BitwiseXor, { num: (x, y) => x ^ y, big: (x, y) => x ^ y });
-binary(P.LeftShift, { num: (x, y) => x << y, big: (x, y) => x << y });
+// Shift counts are taken modulo the width the operand is promoted to (32 bits for ≤32-bit types,
+// 64 for 64-bit ones), as x86-64 and arm64 shifters do; JS's 32-bit shifts already mask by 31.
+// C leaves counts ≥ the width or negative undefined (docs/corner-cases.md).
+binary(P.LeftShift, { num: (x, y) => x << y, big: (x, y) => x << (y & 63n) });
 binary(P.RightShift, {
   int: (x, y, d) => (d.kind === "u" ? x >>> y : x >> y),
   num: (x, y) => x >> y,
-  big: (x, y) => x >> y,
+  big: (x, y) => x >> (y & 63n),
 });
 
 registerCpu(P.Select, ([c, a, b], [out]) => {

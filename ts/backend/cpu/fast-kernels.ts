@@ -10,13 +10,22 @@ import {
   crossEntropyRef, crossEntropyVjpRef, normRows, normRowsVjp, ropeRef, type SdpaDims, sdpaForward, type SdpaRefOptions, sdpaVjpRef,
 } from "./fast.ts";
 import { readNumbers, writeNumbers } from "./values.ts";
+import { bfloat16, type Dtype, float16, float32, roundBfloat16 } from "../../core/dtype.ts";
 
 const lastDim = (x: MgArray): number => x.shape[x.ndim - 1] ?? 1;
+
+/** Rounding to a float dtype's values (the norms round their affine part per operation, as MLX). */
+function rounderFor(d: Dtype): ((v: number) => number) | undefined {
+  if (d === float32) return Math.fround;
+  if (d === float16) return Math.f16round;
+  if (d === bfloat16) return roundBfloat16;
+  return undefined;
+}
 
 function cpuRmsNorm(inputs: readonly MgArray[], [out]: readonly MgArray[], p: RMSNormParams): void {
   const x = inputs[0]!;
   const w = p.hasWeight ? readNumbers(inputs[1]!) : null;
-  writeNumbers(out!, normRows(readNumbers(x), lastDim(x), w, null, { layer: false, eps: p.eps }));
+  writeNumbers(out!, normRows(readNumbers(x), lastDim(x), w, null, { layer: false, eps: p.eps, round: rounderFor(out!.dtype) }));
 }
 
 function cpuLayerNorm(inputs: readonly MgArray[], [out]: readonly MgArray[], p: LayerNormParams): void {
@@ -24,7 +33,7 @@ function cpuLayerNorm(inputs: readonly MgArray[], [out]: readonly MgArray[], p: 
   let k = 1;
   const w = p.hasWeight ? readNumbers(inputs[k++]!) : null;
   const b = p.hasBias ? readNumbers(inputs[k++]!) : null;
-  writeNumbers(out!, normRows(readNumbers(x), lastDim(x), w, b, { layer: true, eps: p.eps }));
+  writeNumbers(out!, normRows(readNumbers(x), lastDim(x), w, b, { layer: true, eps: p.eps, round: rounderFor(out!.dtype) }));
 }
 
 /** Inputs [x, w?, b?, g]; outputs [dx, dw?, db?] (as the params say). */

@@ -10,6 +10,12 @@
 export interface NormRefOptions {
   layer: boolean;
   eps: number;
+  /**
+   * Rounds to the output dtype: the affine part rounds as MLX's kernels (and the GPU's) do,
+   * out = T(w·T(ŷ)) (+ b, rounded again), so a product that overflows a 16-bit type overflows
+   * here too. Absent: no rounding (float64).
+   */
+  round?: (v: number) => number;
 }
 
 /** Per row: μ (0 for rms) and 1/σ. */
@@ -34,10 +40,11 @@ export function normRows(x: Float64Array, n: number, w: Float64Array | null, b: 
   const out = new Float64Array(x.length);
   for (let r = 0; r < rows; r++) {
     const [mean, inv] = normStats(x, n, r, o);
+    const round = o.round ?? ((v: number) => v);
     for (let j = 0; j < n; j++) {
-      let y = (x[r * n + j]! - mean) * inv;
-      if (w) y *= w[j]!;
-      if (b && o.layer) y += b[j]!;
+      let y = round((x[r * n + j]! - mean) * inv);
+      if (w) y = round(y * w[j]!);
+      if (b && o.layer) y = round(y + b[j]!);
       out[r * n + j] = y;
     }
   }
@@ -251,6 +258,18 @@ class SdpaRows {
         hidden[j] = 1;
         s[j] = HIDDEN;
       }
+    } else if (end < d.kL) {
+      // Every visible score −inf under a causal mask: the keys it hides (finite minimum scores, as
+      // MLX's mask) win the softmax, as on the GPU and in MLX.
+      let allNegInf = true;
+      for (let j = 0; j < end && allNegInf; j++) allNegInf = s[j] === -Infinity;
+      if (allNegInf) {
+        for (let j = end; j < d.kL; j++) {
+          hidden[j] = 1;
+          s[j] = HIDDEN;
+        }
+        end = d.kL;
+      }
     }
     // softmax over [sink, s_0 … s_end−1], as MLX's composition (hidden keys past `end` weigh 0)
     const sink = o.sinks ? o.sinks[h]! : null;
@@ -271,7 +290,7 @@ class SdpaRows {
     for (let j = 0; j < end; j++) total += p[j] = Math.exp(s[j]! - mx);
     for (let j = 0; j < end; j++) p[j] = p[j]! / total;
     // The kernels' statistics: maximum in the log2 domain (hidden = HIDDEN_LOG2), sum of exp2.
-    this.m2 = visible === 0 && (sink === null || sink * Math.LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * Math.LOG2E;
+    this.m2 = (visible === 0 || mx === HIDDEN) && (sink === null || sink * Math.LOG2E < HIDDEN_LOG2) ? HIDDEN_LOG2 : mx * Math.LOG2E;
     this.l = total;
     return end;
   }
@@ -291,18 +310,26 @@ export function sdpaForward(q: Float64Array, k: Float64Array, v: Float64Array, d
   const out = new Float64Array(d.B * d.Hq * d.qL * d.Dv);
   const stats = new Float64Array(d.B * d.Hq * d.qL * 2);
   const rows = new SdpaRows(q, k, d, o);
+  const vNonFinite = new Uint8Array(d.kL);
   const gqa = d.Hq / d.Hkv;
   for (let b = 0; b < d.B; b++) {
     for (let h = 0; h < d.Hq; h++) {
       const vBase = (b * d.Hkv + Math.floor(h / gqa)) * d.kL * d.Dv;
+      // Every key enters the weighted sum, as on the GPU and in MLX: a zero weight times an infinite
+      // or NaN value is NaN. Zero weights are skipped only for keys whose values are all finite.
+      for (let j = 0; j < d.kL; j++) {
+        let bad = 0;
+        for (let c = 0; c < d.Dv; c++) if (!Number.isFinite(v[vBase + j * d.Dv + c]!)) bad = 1;
+        vNonFinite[j] = bad;
+      }
       for (let i = 0; i < d.qL; i++) {
         const end = rows.row(b, h, i);
         const p = rows.p;
         const r = (b * d.Hq + h) * d.qL + i;
         const oo = r * d.Dv;
-        for (let j = 0; j < end; j++) {
-          const pj = p[j]!;
-          if (pj === 0) continue;
+        for (let j = 0; j < d.kL; j++) {
+          const pj = j < end ? p[j]! : 0;
+          if (pj === 0 && !vNonFinite[j]) continue;
           const vo = vBase + j * d.Dv;
           for (let c = 0; c < d.Dv; c++) out[oo + c] = out[oo + c]! + pj * v[vo + c]!;
         }
@@ -342,9 +369,11 @@ export function sdpaVjpRef(
         const { p, hidden } = rows;
         const go = ((b * d.Hq + h) * d.qL + i) * d.Dv;
         const qo = ((b * d.Hq + h) * d.qL + i) * d.Dk;
+        // Keys past `end` weigh 0; like hidden keys they matter only through non-finite values
+        // (0·inf = NaN, as MLX's composition and the GPU): a finite term adds ±0 and changes no bit.
         let D = 0;
-        for (let j = 0; j < end; j++) {
-          const pj = p[j]!;
+        for (let j = 0; j < d.kL; j++) {
+          const pj = j < end ? p[j]! : 0;
           const vo = vBase + j * d.Dv;
           let acc = 0;
           for (let c = 0; c < d.Dv; c++) {
@@ -355,9 +384,12 @@ export function sdpaVjpRef(
           dp[j] = acc;
           D += pj * acc;
         }
-        for (let j = 0; j < end; j++) {
-          if (hidden[j]) continue;
-          const ds = p[j]! * (dp[j]! - D) * o.scale;
+        for (let j = 0; j < d.kL; j++) {
+          let ds: number;
+          if (j >= end || hidden[j]) {
+            if (Number.isFinite(dp[j]!) && Number.isFinite(D)) continue;
+            ds = NaN; // 0 · (dp − D) with a non-finite factor
+          } else ds = p[j]! * (dp[j]! - D) * o.scale;
           if (ds === 0) continue;
           const ko = kBase + j * d.Dk;
           for (let c = 0; c < d.Dk; c++) {

@@ -10,7 +10,8 @@ export function roundHalfEven(x: number): number {
 
 /** erf(x), |error| ≲ 1e-15: Maclaurin series near 0, continued fraction for erfc in the tails. */
 export function erf(x: number): number {
-  if (Number.isNaN(x)) return NaN;
+  if (Number.isNaN(x) || x === 0) return x; // erf(±0) = ±0
+
   const ax = Math.abs(x);
   if (ax < 2) {
     // erf(x) = 2/√π · Σ (-1)^n x^(2n+1) / (n! (2n+1))
@@ -88,13 +89,22 @@ export function erfinv(y: number): number {
   return x;
 }
 
-/** Numerically stable log(exp(a) + exp(b)). */
+/** Numerically stable log(exp(a) + exp(b)), as MLX: the larger operand itself when the smaller
+ *  is -inf or the larger +inf (so logaddexp(-0, -inf) is -0). */
 export function logaddexp(a: number, b: number): number {
   if (Number.isNaN(a) || Number.isNaN(b)) return NaN;
-  const m = Math.max(a, b);
-  if (m === -Infinity) return -Infinity;
-  if (m === Infinity) return Infinity;
-  return m + Math.log1p(Math.exp(-Math.abs(a - b)));
+  const hi = a > b ? a : b;
+  const lo = a > b ? b : a;
+  if (lo === -Infinity || hi === Infinity) return hi;
+  return hi + Math.log1p(Math.exp(lo - hi));
+}
+
+/** C's pow: JS's Math.pow differs only where the base is ±1 (pow(1, y) = 1 for every y, NaN
+ *  included; pow(-1, ±inf) = 1). */
+export function powC(x: number, y: number): number {
+  if (x === 1) return 1;
+  if (x === -1 && (y === Infinity || y === -Infinity)) return 1;
+  return Math.pow(x, y);
 }
 
 export function sigmoid(x: number): number {
@@ -104,13 +114,19 @@ export function sigmoid(x: number): number {
   return e / (1 + e);
 }
 
+/** Floored remainder of integers held in doubles; x % 0 is x (MLX). */
+export function floorModInt(a: number, b: number): number {
+  return b === 0 ? a : floorMod(a, b);
+}
+
 /** Floored modulo (Python's %): fmod is exact; adjust toward the divisor's sign. */
 export function floorMod(a: number, b: number): number {
   const r = a % b;
   return r !== 0 && r < 0 !== b < 0 ? r + b : r;
 }
 
-/** Floored integer division for integers held in doubles; x / 0 gives 0 (C would trap). */
+/** Floored integer division for integers held in doubles; x // 0 is 0, as MLX defines it (C would
+ *  trap); INT_MIN // -1 comes out as 2^31 here and wraps to INT_MIN when stored. */
 export function floorDivInt(a: number, b: number): number {
   if (b === 0) return 0;
   const r = a % b;
@@ -126,8 +142,9 @@ export function floorDivBig(a: bigint, b: bigint): bigint {
   return r !== 0n && r < 0n !== b < 0n ? q - 1n : q;
 }
 
+/** Floored remainder of integers; x % 0 is x (MLX: keeps x == (x // y) * y + x % y). */
 export function floorModBig(a: bigint, b: bigint): bigint {
-  if (b === 0n) return 0n;
+  if (b === 0n) return a;
   const r = a % b;
   return r !== 0n && r < 0n !== b < 0n ? r + b : r;
 }

@@ -340,6 +340,21 @@ export function prepareFused(regions: readonly Region[]): void {
   prepareSources(kernelSource("elementwise_ops.h"), kernels.map((k) => ({ name: k.name, kernel: k.kernel })));
 }
 
+/** Which inputs each output of a fused kernel is computed from (bit k: input binding k), so a
+ *  failed input fails only the outputs of its own chain. Null when every output reads them all. */
+function outputDependencies(region: Region, k: FusedKernel, outs: readonly BoundArray[]): { index: number; readMask: number }[] | undefined {
+  const all = 2 ** k.inputs.length - 1;
+  const inputBit = new Map(k.inputs.map((a, i) => [a, 1 << i]));
+  const reads = new Map<MgArray, number>();
+  for (const n of region.nodes) {
+    let m = 0;
+    for (const i of n.inputs) m |= reads.get(i) ?? inputBit.get(i) ?? 0;
+    reads.set(n.outputs[0]!, m);
+  }
+  const entries = k.outputs.map((o, j) => ({ index: outs[j]!.binding.index, readMask: reads.get(o) ?? all }));
+  return entries.every((e) => e.readMask === all) ? undefined : entries;
+}
+
 export function encodeFused(enc: GpuEncoder, region: Region): void {
   const k = generateFused(region)!;
   if (process.env.MG_VERBOSE_FUSION === "1") process.stderr.write(`${k.source}\n`);
@@ -369,6 +384,7 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
       grid,
       threadgroup: linearThreadgroup(pipeline, grid[0]),
       mustWrite: outs.map((o) => o.binding.index),
+      dependencies: outputDependencies(region, k, outs),
     },
     {
       primitives: region.nodes.map((x) => x.primitive.name),

@@ -2,7 +2,7 @@
 // dispatching, and writing the kernel trace.
 import type { Layout, MgArray, Node } from "../../core/array.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
-import { allocateBuffer, type BufferLike, type Storage } from "../../memory/storage.ts";
+import { allocateBuffer, type BufferLike, type PendingWork, type Storage } from "../../memory/storage.ts";
 import { annotationsOf, record, tracing } from "../../core/trace.ts";
 import type { BufferBinding, CommandBatch, Dispatch, InlineBytes, NativeBuffer, Pipeline, Size3 } from "../runtime.ts";
 
@@ -150,23 +150,50 @@ export class GpuEncoder {
   }
 
   /** Checks that read this batch's results on the host (MG_CHECK_INDICES), run after submit. */
-  private readonly afterSubmitChecks: (() => void)[] = [];
+  private readonly afterSubmitChecks: { check: () => void; failing: readonly MgArray[] }[] = [];
 
   /** Arrays an after-submit check reads: their storage is not recycled within the batch. */
   private readonly readAfterSubmit = new Set<MgArray>();
 
   /**
    * Runs `check` once the batch is submitted and its outputs carry it as pending work; `reads`
-   * are the arrays it reads on the host.
+   * are the arrays it reads on the host; `failing`, the arrays that fail if the check does.
    */
-  afterSubmit(check: () => void, reads: readonly MgArray[] = []): void {
-    this.afterSubmitChecks.push(check);
+  afterSubmit(check: () => void, reads: readonly MgArray[] = [], failing: readonly MgArray[] = []): void {
+    this.afterSubmitChecks.push({ check, failing });
     for (const a of reads) this.readAfterSubmit.add(a);
   }
 
-  /** Called by the backend after setting the outputs' pending work; a check may throw. */
-  runAfterSubmit(): void {
-    for (const check of this.afterSubmitChecks.splice(0)) check();
+  /** Called by the backend after setting the outputs' pending work; a check may throw, and then
+   *  its arrays (and what `nodes` computed from them) fail when read, as a failed kernel's do. */
+  runAfterSubmit(nodes: readonly Node[] = []): void {
+    const failed = new Map<MgArray, string>();
+    let first: unknown = null;
+    for (const { check, failing } of this.afterSubmitChecks.splice(0)) {
+      try {
+        check();
+      } catch (e) {
+        first ??= e;
+        for (const a of failing) failed.set(a, e instanceof Error ? e.message : String(e));
+      }
+    }
+    if (first === null) return;
+    for (const n of nodes) {
+      const cause = n.inputs.find((i) => failed.has(i));
+      if (!cause) continue;
+      const upstream = failed.get(cause)!;
+      const message = upstream.startsWith(DEPENDENT) ? upstream : DEPENDENT + upstream;
+      for (const o of n.outputs) if (!failed.has(o)) failed.set(o, message);
+    }
+    // The checked nodes' own outputs first: a view of one shares its storage and its message.
+    const marked = new Set<Storage>();
+    for (const [a, message] of failed) {
+      const storage = a.layout?.storage;
+      if (!storage || marked.has(storage)) continue;
+      marked.add(storage);
+      storage.pending = new FailedWork(message);
+    }
+    throw first;
   }
 
   /** Binds an evaluated (or already allocated, pending) array for reading at `index`. */
@@ -341,3 +368,16 @@ export function float32Bytes(index: number, values: readonly number[]): InlineBy
 
 
 export type { Node };
+
+const DEPENDENT = "[gpu] computed from an array whose kernel failed: ";
+
+/** The pending work of an array whose kernel failed a host-side check: every read throws. */
+class FailedWork implements PendingWork {
+  constructor(readonly message: string) {}
+  wait(): void {
+    throw new Error(this.message);
+  }
+  finished(): Promise<void> {
+    return Promise.reject(new Error(this.message));
+  }
+}

@@ -7,7 +7,7 @@ import { type EvalContext, registerBackend } from "../../core/graph.ts";
 import { applyViews } from "../../core/layout.ts";
 import type { ViewOf } from "../../core/primitive.ts";
 import { shapesEqual } from "../../core/shape.ts";
-import type { PendingWork } from "../../memory/storage.ts";
+import type { PendingWork, Storage } from "../../memory/storage.ts";
 import { type Queue, runtime, type SubmittedBatch } from "../runtime.ts";
 import { encodeFused, encodeSingle, FUSED_MAX_BUFFERS, plannedSingle, prepareFused, type Region, regionInputs, type SingleChoice } from "./elementwise.ts";
 import { GpuEncoder } from "./encoder.ts";
@@ -73,12 +73,28 @@ class BatchWork implements PendingWork {
     readonly batch: SubmittedBatch,
     readonly queue: Queue,
   ) {}
-  wait(): void {
-    this.batch.wait();
+  wait(storage?: Storage): void {
+    try {
+      this.batch.wait();
+    } catch (e) {
+      storageFailure(storage, e);
+    }
   }
-  finished(): Promise<void> {
-    return this.batch.done();
+  async finished(storage?: Storage): Promise<void> {
+    try {
+      await this.batch.done();
+    } catch (e) {
+      storageFailure(storage, e);
+    }
   }
+}
+
+/** After a failed batch: throws for a storage the failure reached (the runtime marks exactly the
+ *  buffers computed from a failed dispatch), or the batch's error when asked for no storage. */
+function storageFailure(storage: Storage | undefined, batchError: unknown): void {
+  if (!storage) throw batchError;
+  const failure = storage.buffer.native?.failure() ?? null;
+  if (failure !== null) throw new Error(failure);
 }
 
 /** The newest batch submitted per stream (batches on one queue finish in order). */
@@ -118,11 +134,14 @@ function pollQuietly(batch: SubmittedBatch): boolean {
   }
 }
 
-/** Waits for all GPU work submitted so far (on one stream, or on every stream), as mx.synchronize. */
+/** Waits for all GPU work submitted so far (on one stream, or on every stream), as mx.synchronize.
+ *  A failed kernel is not an error here: it fails exactly the arrays computed from it, when read. */
 export function synchronize(stream?: Stream): void {
   for (const [s, w] of lastWork) {
     if (stream && s !== stream) continue;
-    w.wait();
+    try {
+      w.wait();
+    } catch {}
     lastWork.delete(s);
   }
 }
@@ -348,7 +367,7 @@ registerBackend("gpu", {
     }
     if (enc.dispatches === 0) {
       enc.releaseTemporaries();
-      enc.runAfterSubmit();
+      enc.runAfterSubmit(nodes);
       return;
     }
     let submitted: SubmittedBatch;
@@ -364,7 +383,7 @@ registerBackend("gpu", {
     lastWork.set(stream, work);
     limitInFlight(submitted);
     for (const s of enc.written) s.pending = work;
-    enc.runAfterSubmit();
+    enc.runAfterSubmit(nodes);
   },
 });
 

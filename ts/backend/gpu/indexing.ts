@@ -186,8 +186,9 @@ function checkDynamicStart(op: "slice" | "slice_update", shape: readonly number[
 }
 
 /** Queues a check for after submission when MG_CHECK_INDICES is on. */
-function checkLater(enc: GpuEncoder, reads: readonly MgArray[], check: () => void): void {
-  if (indexChecksEnabled()) enc.afterSubmit(check, reads);
+/** MG_CHECK_INDICES: `check` runs on the host after submit; when it fails, so do `node`'s outputs. */
+function checkLater(enc: GpuEncoder, reads: readonly MgArray[], check: () => void, node: Node): void {
+  if (indexChecksEnabled()) enc.afterSubmit(check, reads, node.outputs);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,7 +227,7 @@ function encodeGather(enc: GpuEncoder, node: Node<GatherParams>): void {
     { primitive: "Gather", inputs: node.inputs, outputs: [out], layout: layoutLabel(node.inputs, large, `, ${idx.length} index array${idx.length === 1 ? "" : "s"}`) },
     [1],
   );
-  checkLater(enc, idx, () => checkSliceIndices("gather", src.shape, idx, p.axes, p.sliceSizes));
+  checkLater(enc, idx, () => checkSliceIndices("gather", src.shape, idx, p.axes, p.sliceSizes), node);
 }
 
 registerGpu(Gather, {
@@ -263,7 +264,7 @@ function encodeGatherAxis(enc: GpuEncoder, node: Node<AxisParams>): void {
     { primitive: "GatherAxis", inputs: node.inputs, outputs: [out], layout: layoutLabel(node.inputs, large) },
     [1],
   );
-  checkLater(enc, [idx], () => checkAxisIndices("take_along_axis", idx, axis, src.shape[axis]!));
+  checkLater(enc, [idx], () => checkAxisIndices("take_along_axis", idx, axis, src.shape[axis]!), node);
 }
 
 registerGpu(GatherAxis, {
@@ -441,7 +442,7 @@ function encodeScatter(enc: GpuEncoder, node: Node<ScatterParams>): void {
       precision: scatterPrecision(out.dtype, p.mode, isOrdered ? "updates applied in row-major order" : "atomic updates in hardware order"),
     });
   }
-  checkLater(enc, idx, () => checkSliceIndices("scatter", a.shape, idx, p.axes, sliceShape));
+  checkLater(enc, idx, () => checkSliceIndices("scatter", a.shape, idx, p.axes, sliceShape), node);
 }
 
 registerGpu(Scatter, {
@@ -496,7 +497,7 @@ function encodeScatterAxis(enc: GpuEncoder, node: Node<ScatterAxisParams>): void
       precision: scatterPrecision(out.dtype, "sum", "atomic updates in hardware order"),
     });
   }
-  checkLater(enc, [idx], () => checkAxisIndices("put_along_axis", idx, p.axis, a.shape[p.axis]!));
+  checkLater(enc, [idx], () => checkAxisIndices("put_along_axis", idx, p.axis, a.shape[p.axis]!), node);
 }
 
 registerGpu(ScatterAxis, {
@@ -597,7 +598,7 @@ function encodeDynamicSlice(enc: GpuEncoder, node: Node<DynamicSliceParams>): vo
     { primitive: "DynamicSlice", inputs: node.inputs, outputs: [out], layout: layoutLabel([a], large) },
     [1],
   );
-  checkLater(enc, [start], () => checkDynamicStart("slice", a.shape, start, p.axes, out.shape));
+  checkLater(enc, [start], () => checkDynamicStart("slice", a.shape, start, p.axes, out.shape), node);
 }
 
 registerGpu(DynamicSlice, {
@@ -637,7 +638,7 @@ function encodeDynamicSliceUpdate(enc: GpuEncoder, node: Node<DynamicSliceUpdate
       { primitive: "DynamicSliceUpdate", inputs: node.inputs, outputs: [out], layout: layoutLabel([updates], large) },
     );
   }
-  checkLater(enc, [start], () => checkDynamicStart("slice_update", a.shape, start, p.axes, updates.shape));
+  checkLater(enc, [start], () => checkDynamicStart("slice_update", a.shape, start, p.axes, updates.shape), node);
 }
 
 registerGpu(DynamicSliceUpdate, {

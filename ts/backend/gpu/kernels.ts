@@ -3,7 +3,7 @@
 // is one compiler run — and pipelines are cached by host name for the life of the process.
 import { appendFileSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { type Library, type LibraryOptions, type Pipeline, runtime } from "../runtime.ts";
+import { type KernelCacheLimits, type Library, type LibraryOptions, type Pipeline, runtime } from "../runtime.ts";
 import { describeOrigin, type FoundMetallib, findMetallib, planInstance, sourceHash } from "./metallib.ts";
 
 /** A compiled-on-demand kernel: a template in Sources/Kernels/<file> instantiated under `name`. */
@@ -166,4 +166,27 @@ function compileLibrary(source: string, what: string, options: LibraryOptions = 
   } catch (e) {
     throw new Error(`[kernels] compiling ${what} failed: ${(e as Error).message}`);
   }
+}
+
+/**
+ * Bounds how many compiled kernels stay loaded (issue 20: fusion compiles one kernel per distinct
+ * elementwise chain, and a long-running process used to keep them all): built pipeline states
+ * (default 1024, MG_KERNEL_CACHE_PIPELINES) and libraries (256, MG_KERNEL_CACHE_LIBRARIES) are
+ * dropped least recently used first and rebuilt from their source when used again; on the
+ * simulator, loaded kernel objects beyond those in use (128, MG_SIM_LIBRARY_CACHE; 64 MiB,
+ * MG_SIM_LIBRARY_CACHE_MB) are unloaded. Limits left out (or below 1) are kept. Returns the
+ * previous limits and what is loaded now.
+ * @example
+ * mg.setKernelCacheLimits({ pipelines: 2048 }).previous.pipelines
+ */
+export function setKernelCacheLimits(limits: Partial<KernelCacheLimits> = {}): { previous: KernelCacheLimits; loaded: KernelCacheLimits } {
+  if (limits === null || typeof limits !== "object") throw new TypeError("[set_kernel_cache_limits] Expected an object of limits.");
+  const known = ["pipelines", "libraries", "simulatorObjects", "simulatorBytes"];
+  for (const [k, v] of Object.entries(limits)) {
+    if (!known.includes(k)) throw new TypeError(`[set_kernel_cache_limits] Unknown limit '${k}' (known: ${known.join(", ")}).`);
+    if (v !== undefined && (typeof v !== "number" || !Number.isInteger(v) || v < 0 || (k !== "simulatorBytes" && v > 2 ** 31 - 1))) {
+      throw new RangeError(`[set_kernel_cache_limits] ${k} must be a non-negative integer, got ${String(v)}.`);
+    }
+  }
+  return runtime().kernelCacheLimits(limits);
 }

@@ -1,7 +1,7 @@
 // Turning JS values into arrays: mg.array(...), and the weak-scalar conversion every op uses.
 import { MgArray } from "../array.ts";
 import {
-  bfloat16, bfloat16BitsFromNumber, bool_, complex64, type Dtype, dtypeArgument, float16, float32, float64, int16,
+  bfloat16, bfloat16BitsFromNumber, bool_, complex64, type Dtype, dtypeArgument, float16, float32, float64, floatToInteger, int16,
   int32, int64, int8, isScalar, type Scalar, scalarDtype, uint16, uint32, uint64, uint8,
   weakScalarDtype,
 } from "../dtype.ts";
@@ -58,11 +58,7 @@ function flattenNested(value: NestedArray): { shape: number[]; leaves: (Scalar |
   const leaves: (Scalar | Complex)[] = [];
   let dtype: Dtype | null = null;
   // Determine the shape from the first element at each depth, then check every list against it.
-  let probe: unknown = value;
-  while (Array.isArray(probe)) {
-    shape.push(probe.length);
-    probe = probe[0];
-  }
+  const probe = firstLeaf(value, shape);
   if (probe instanceof MgArray) {
     throw new Error("[array] internal: arrays inside lists are handled by stacking");
   }
@@ -110,6 +106,10 @@ export function fromValues(
   return a;
 }
 
+/** Integral numbers within int64's range are integers (wrapped into narrower dtypes as C does);
+ *  other numbers are floats, converted by floatToInteger (NaN → int32 is INT32_MIN). */
+const isIntegerValue = (v: number): boolean => Number.isInteger(v) && v >= -(2 ** 63) && v < 2 ** 63;
+
 function writeLeaf(view: TypedArray, dtype: Dtype, i: number, v: Scalar | Complex): void {
   if (dtype === complex64) {
     if (isComplexValue(v)) {
@@ -127,14 +127,15 @@ function writeLeaf(view: TypedArray, dtype: Dtype, i: number, v: Scalar | Comple
     throw new RangeError(`[array] The integer ${v} does not fit in 64 bits.`);
   }
   if (dtype === int64 || dtype === uint64) {
-    const big = typeof v === "bigint" ? v : typeof v === "boolean" ? (v ? 1n : 0n) : bigFromNumber(v);
+    const big = typeof v === "bigint" ? v : typeof v === "boolean" ? (v ? 1n : 0n)
+      : isIntegerValue(v) ? bigFromNumber(v) : (floatToInteger(v, dtype) as bigint);
     view[i] = dtype === int64 ? BigInt.asIntN(64, big) : BigInt.asUintN(64, big);
     return;
   }
   const num = typeof v === "boolean" ? (v ? 1 : 0) : Number(v);
   if (dtype === bfloat16) view[i] = bfloat16BitsFromNumber(num);
   else if (dtype === bool_) view[i] = num !== 0 ? 1 : 0;
-  else if (dtype.kind === "i" || dtype.kind === "u") view[i] = Number.isFinite(num) ? Math.trunc(num) : 0;
+  else if (dtype.kind === "i" || dtype.kind === "u") view[i] = isIntegerValue(num) ? num : (floatToInteger(num, dtype) as number);
   else view[i] = num;
 }
 
@@ -177,9 +178,25 @@ export function array(value: ArrayInput, dtype?: Dtype | null, options: ArrayOpt
 }
 
 function containsArrays(value: NestedArray): boolean {
-  let probe: unknown = value;
-  while (Array.isArray(probe)) probe = probe[0];
-  return probe instanceof MgArray;
+  return firstLeaf(value, []) instanceof MgArray;
+}
+
+/** Deepest lists a literal may nest (far beyond any array's rank; bounds the walk's recursion). */
+const MAX_NESTING = 1024;
+
+/** Follows first elements down to a non-list, pushing each list's length onto `shape`. A list that
+ *  contains itself is an error, not an endless loop. */
+function firstLeaf(value: unknown, shape: number[]): unknown {
+  let probe = value;
+  const seen = new Set<unknown>();
+  while (Array.isArray(probe)) {
+    if (seen.has(probe)) throw new Error("[array] The nested list contains itself (a cycle); it has no finite shape.");
+    if (seen.size >= MAX_NESTING) throw new Error(`[array] Lists nested more than ${MAX_NESTING} deep.`);
+    seen.add(probe);
+    shape.push(probe.length);
+    probe = probe[0];
+  }
+  return probe;
 }
 
 // Lists of arrays (possibly nested) become a stacked array, as MLX does.
@@ -192,8 +209,13 @@ export function setConvertHooks(stack: (arrays: MgArray[]) => MgArray, astype: (
 function astypeLazy(a: MgArray, d: Dtype): MgArray {
   return astypeHook!(a, d);
 }
-function stackNested(value: NestedArray, dtype?: Dtype): MgArray {
-  const parts = value.map((v) => (v instanceof MgArray ? v : array(v as ArrayInput)));
+function stackNested(value: NestedArray, dtype?: Dtype, path: Set<unknown> = new Set()): MgArray {
+  if (path.has(value)) throw new Error("[array] The nested list contains itself (a cycle); it has no finite shape.");
+  if (path.size >= MAX_NESTING) throw new Error(`[array] Lists nested more than ${MAX_NESTING} deep.`);
+  path.add(value);
+  const parts = value.map((v) =>
+    v instanceof MgArray ? v : Array.isArray(v) && containsArrays(v) ? stackNested(v, undefined, path) : array(v as ArrayInput));
+  path.delete(value);
   const out = stackHook!(parts);
   return dtype && dtype !== out.dtype ? astypeLazy(out, dtype) : out;
 }

@@ -4,6 +4,7 @@ import { promoteTypes } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Concatenate } from "../primitives/join.ts";
+import { Slice } from "../primitives/views.ts";
 import { formatShape, normalizeAxis } from "../shape.ts";
 import { type ArrayInput, type StreamOptions, toArray } from "./convert.ts";
 import { astype } from "./elementwise.ts";
@@ -85,7 +86,11 @@ export function split(a: ArrayInput, indicesOrSections: number | readonly number
     const stop = [...x.shape];
     start[ax] = bounds[i]!;
     stop[ax] = Math.max(bounds[i + 1]!, bounds[i]!);
-    parts.push(sliceStatic(x, start, stop, undefined, opts));
+    let part = sliceStatic(x, start, stop, undefined, opts);
+    // A whole-array slice is x itself; each part must be its own array (disposing one part must
+    // not dispose another, or x): split(zeros([0]), 3) gave one object three times.
+    if (part === x) part = makeArray(Slice, [x], { start, stop, strides: start.map(() => 1) }, resolveStream(opts.stream));
+    parts.push(part);
   }
   return parts;
 }

@@ -30,6 +30,7 @@ function checkInt(v: unknown, what: string, op: string): number {
  */
 export function tile(a: ArrayInput, reps: number | readonly number[], opts: StreamOptions = {}): MgArray {
   const x = toArray(a, "tile");
+  if (typeof reps !== "number" && !Array.isArray(reps)) throw new TypeError(`[tile] reps must be an integer or a list of integers, got ${String(reps)}.`);
   const r = (typeof reps === "number" ? [reps] : [...reps]).map((v) => checkInt(v, "reps", "tile"));
   if (r.some((v) => v < 0)) throw new RangeError(`[tile] reps must be non-negative, got ${formatShape(r)}.`);
   const shape = [...x.shape];
@@ -403,7 +404,10 @@ export function diff(a: ArrayInput, n = 1, axis = -1, opts: StreamOptions = {}):
   if (!Number.isInteger(axis) || ax < 0 || ax >= x.ndim) throw new RangeError("[diff] Axis is out of bounds for the array.");
   checkInt(n, "n", "diff");
   if (n < 0) throw new RangeError("[diff] Order `n` must be non-negative.");
-  for (let i = 0; i < n; i++) {
+  // Each difference shortens the axis by one: past its length every further one is the same
+  // empty array, so n beyond length + 1 changes nothing (diff(x, 2**53) must not loop 2^53 times).
+  const rounds = Math.min(n, x.shape[ax]! + 1);
+  for (let i = 0; i < rounds; i++) {
     const len = x.shape[ax]!;
     const start = x.shape.map(() => 0);
     const stop = [...x.shape];

@@ -3,7 +3,7 @@ import type { MgArray } from "../array.ts";
 import { resolveStream } from "../device.ts";
 import { makeArray } from "../graph.ts";
 import { Reshape, Slice, Transpose } from "../primitives/views.ts";
-import { axisList, broadcastShapes as broadcastShapeList, formatShape, normalizeAxes, normalizeAxis, shapeSize, shapesEqual } from "../shape.ts";
+import { axisList, broadcastShapes as broadcastShapeList, checkShape, formatShape, normalizeAxes, normalizeAxis, shapeSize, shapesEqual } from "../shape.ts";
 import { broadcastAll, broadcastToShape } from "./broadcast.ts";
 import { type ArrayInput, splitOptions, type StreamOptions, toArray } from "./convert.ts";
 
@@ -178,7 +178,7 @@ export function moveaxis(a: ArrayInput, source: number, destination: number, opt
  * mg.broadcastTo(mg.array([1, 2]), [2, 2])
  */
 export function broadcastTo(a: ArrayInput, shape: readonly number[], opts: StreamOptions = {}): MgArray {
-  return broadcastToShape(toArray(a, "broadcast_to"), shape, "broadcast_to", opts.stream);
+  return broadcastToShape(toArray(a, "broadcast_to"), checkShape(shape, "broadcast_to"), "broadcast_to", opts.stream);
 }
 
 /**

@@ -63,6 +63,9 @@ function runNode(node: Node): void {
       nativeKernels.require(node)(node.inputs, node.outputs, node.params);
     }
   } catch (e) {
+    // A kernel that fails leaves no data behind: reading its outputs recomputes them, and fails
+    // again, instead of showing what it wrote before failing (MG_CHECK_INDICES checks last).
+    for (const o of node.outputs) if (o.node === node) o.discardData();
     throw allocationError(node, node.outputs, e);
   }
   if (tracing()) {

@@ -1,0 +1,201 @@
+// What a compiled kernel object may call. Kernel code is compiled as C++ against the prelude, and
+// the host's C library is in scope there (its headers come with the C++ standard library the prelude
+// uses), so `system("…")` or `abort()` would compile — Metal rejects both, since MSL has no such
+// functions. Every object's undefined dynamic symbols must therefore be what the prelude and the
+// compiler themselves need: math from libm, memcpy/memset, thread-local storage, unwinding glue and
+// integer/float helper routines. Anything else is a call the kernel made into the host, reported as
+// Metal reports an unknown function. Inline assembly (no symbol) is refused in the source.
+#include <cxxabi.h>
+#include <elf.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim_internal.h"
+
+namespace mgsim {
+
+namespace {
+
+// libm's functions (C99 and the GNU extensions the prelude's math may lower to), as float,
+// double and long double variants.
+const char *const kMath[] = {
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "copysign", "cos", "cosh", "erf",
+    "erfc", "exp", "exp10", "exp2", "expm1", "fabs", "fdim", "floor", "fma", "fmax", "fmin", "fmod", "frexp", "hypot",
+    "ilogb", "ldexp", "lgamma", "llrint", "llround", "log", "log10", "log1p", "log2", "logb", "lrint", "lround",
+    "modf", "nan", "nearbyint", "nextafter", "nexttoward", "pow", "pow10", "remainder", "remquo", "rint", "round",
+    "scalbln", "scalbn", "sin", "sincos", "sinh", "sqrt", "tan", "tanh", "tgamma", "trunc", "significand",
+};
+
+// Memory, TLS, unwinding and teardown glue the compiler emits on its own (memcmp and bcmp:
+// comparisons in checked-mode kernels since the work-item/race-check prelude).
+const char *const kRuntime[] = {
+    "memcpy", "memmove", "memset", "memcmp", "bcmp", "__tls_get_addr", "__cxa_finalize", "_Unwind_Resume", "__gxx_personality_v0",
+    "__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable",
+};
+
+bool allowed(const std::string &name) {
+  static const std::set<std::string> exact = [] {
+    std::set<std::string> s(std::begin(kRuntime), std::end(kRuntime));
+    for (const char *m : kMath) {
+      s.insert(m);
+      s.insert(std::string(m) + "f");
+      s.insert(std::string(m) + "l");
+      s.insert(std::string("__") + m + "_finite");
+      s.insert(std::string("__") + m + "f_finite");
+    }
+    return s;
+  }();
+  if (exact.count(name)) return true;
+  // libgcc's integer and soft-float helpers: __popcountdi2, __udivti3, __extendhfsf2, __truncsfbf2 …
+  static const std::regex helper("__(popcount|clz|ctz|ffs|parity|bswap|mul|div|udiv|mod|umod|udivmod|divmod|ashl|ashr|"
+                                 "lshr|neg|cmp|ucmp|abs|fix|fixuns|float|floatun|floatuns|extend|trunc|add|sub|pow|"
+                                 "powi|mulc|divc|unord|eq|ne|ge|gt|le|lt)[a-z]*[0-9]+(i|f|h|t|b|d|s|x|q|c)?[0-9]*");
+  return std::regex_match(name, helper);
+}
+
+std::string demangled(const std::string &name) {
+  int status = 0;
+  char *d = ::abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) return name;
+  std::string out = d;
+  free(d);
+  return out;
+}
+
+/** The function's plain name: "std::__cxx11::to_string(int)" → "to_string". */
+std::string base_name(const std::string &pretty) {
+  std::string s = pretty.substr(0, pretty.find('('));
+  size_t colon = s.rfind("::");
+  if (colon != std::string::npos) s = s.substr(colon + 2);
+  size_t lt = s.find('<');
+  if (lt != std::string::npos) s = s.substr(0, lt);
+  return s;
+}
+
+/** Walks source lines with their position in the user's source: `#line N "file"` and the
+ *  preprocessor's `# N "file"` markers set the next line's number (and file). */
+template <typename F>
+void for_each_line(const std::string &source, F &&fn) {
+  static const std::regex directive(R"re(^\s*#\s*(?:line\s+)?([0-9]+)(?:\s+"([^"]*)")?.*)re");
+  std::istringstream in(source);
+  std::string line;
+  std::string file = "program_source";
+  for (int n = 1; std::getline(in, line); ++n) {
+    std::smatch m;
+    if (std::regex_match(line, m, directive)) {
+      n = std::stoi(m[1].str()) - 1;
+      if (m[2].matched && !m[2].str().empty() && m[2].str()[0] != '<') file = m[2].str();
+      continue;
+    }
+    if (fn(line, file + ":" + std::to_string(n) + ":")) return;
+  }
+}
+
+/** "file:LINE:COL: " of the first use of `name` in the user's source, or "". */
+std::string locate(const std::string &source, const std::string &name) {
+  std::string found;
+  if (name.empty()) return found;
+  for_each_line(source, [&](const std::string &line, const std::string &where) {
+    for (size_t at = line.find(name); at != std::string::npos; at = line.find(name, at + 1)) {
+      bool start = at == 0 || !(isalnum(uint8_t(line[at - 1])) || line[at - 1] == '_');
+      size_t end = at + name.size();
+      bool stop = end >= line.size() || !(isalnum(uint8_t(line[end])) || line[end] == '_');
+      if (start && stop) {
+        found = where + std::to_string(at + 1) + ": ";
+        return true;
+      }
+    }
+    return false;
+  });
+  return found;
+}
+
+/** The undefined, non-weak symbols of an ELF64 shared object's dynamic symbol table. */
+bool undefined_symbols(const std::string &path, std::vector<std::string> &out, std::string &error) {
+  std::ifstream f(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (data.size() < sizeof(Elf64_Ehdr) || memcmp(data.data(), ELFMAG, SELFMAG) != 0 || data[EI_CLASS] != ELFCLASS64) {
+    error = path + " is not an ELF64 object";
+    return false;
+  }
+  Elf64_Ehdr eh;
+  memcpy(&eh, data.data(), sizeof eh);
+  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff + uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) > data.size()) {
+    error = path + " has no readable section table";
+    return false;
+  }
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  memcpy(sh.data(), data.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+  for (const Elf64_Shdr &s : sh) {
+    if (s.sh_type != SHT_DYNSYM || s.sh_link >= sh.size()) continue;
+    const Elf64_Shdr &strtab = sh[s.sh_link];
+    if (s.sh_offset + s.sh_size > data.size() || strtab.sh_offset + strtab.sh_size > data.size()) break;
+    for (uint64_t off = s.sh_offset; off + sizeof(Elf64_Sym) <= s.sh_offset + s.sh_size; off += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      memcpy(&sym, data.data() + off, sizeof sym);
+      if (sym.st_shndx != SHN_UNDEF || sym.st_name == 0 || sym.st_name >= strtab.sh_size) continue;
+      if (ELF64_ST_BIND(sym.st_info) == STB_WEAK) continue;
+      const char *name = data.data() + strtab.sh_offset + sym.st_name;
+      out.emplace_back(name, strnlen(name, strtab.sh_size - sym.st_name));
+    }
+    return true;
+  }
+  return true;  // no dynamic symbols at all
+}
+
+}  // namespace
+
+bool check_inline_assembly(const std::string &source, std::string &error) {
+  // Tokens outside string and character literals (comments are gone after preprocessing).
+  for_each_line(source, [&](const std::string &line, const std::string &where) {
+    char quote = 0;
+    for (size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      if (quote) {
+        if (c == '\\') ++i;
+        else if (c == quote) quote = 0;
+        continue;
+      }
+      if (c == '"' || c == '\'') {
+        quote = c;
+        continue;
+      }
+      if (!(isalpha(uint8_t(c)) || c == '_') || (i > 0 && (isalnum(uint8_t(line[i - 1])) || line[i - 1] == '_'))) continue;
+      size_t j = i;
+      while (j < line.size() && (isalnum(uint8_t(line[j])) || line[j] == '_')) ++j;
+      std::string word = line.substr(i, j - i);
+      if (word == "asm" || word == "__asm" || word == "__asm__") {
+        error = where + std::to_string(i + 1) + ": error: inline assembly is not supported in the Metal Shading Language";
+        return true;
+      }
+      i = j - 1;
+    }
+    return false;
+  });
+  return error.empty();
+}
+
+bool check_kernel_symbols(const std::string &so_path, const std::string &source, std::string &error) {
+  std::vector<std::string> undefined;
+  if (!undefined_symbols(so_path, undefined, error)) return false;
+  for (const std::string &sym : undefined) {
+    std::string name = sym.substr(0, sym.find('@'));
+    if (allowed(name)) continue;
+    std::string pretty = demangled(name);
+    std::string base = name.rfind("_Z", 0) == 0 ? base_name(pretty) : name;
+    error = locate(source, base) + "error: use of '" + pretty +
+            "', which is not a Metal Shading Language function (kernels may call the Metal standard library only; "
+            "this is host code, such as the C library)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace mgsim
