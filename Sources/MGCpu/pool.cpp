@@ -18,6 +18,8 @@ namespace mgcpu {
 namespace {
 
 constexpr int MAX_THREADS = 64;
+// The task field of a finished job's claim word: no task can be claimed from it.
+constexpr uint64_t CLOSED = 0xffffffffu;
 
 // Scratch memory belongs to the OS thread (not the task index), so two JavaScript threads calling
 // kernels at once never share it.
@@ -55,15 +57,15 @@ class Pool {
     threads = int(std::min<int64_t>(std::min(threads, this->threads()), tasks));
     // Serial when asked, when nested inside a task, when the task count does not fit the claim
     // word, or when another caller owns the pool.
-    if (threads <= 1 || in_task_ || tasks >= (int64_t(1) << 32) || !busy_.try_lock()) {
+    if (threads <= 1 || in_task_ || tasks >= int64_t(CLOSED) || !busy_.try_lock()) {
       for (int64_t t = 0; t < tasks; t++) fn(ctx, t, 0);
       return;
     }
     ensure_workers(threads - 1);
     fn_ = fn;
     ctx_ = ctx;
-    tasks_ = tasks;
-    helpers_ = threads - 1;
+    tasks_.store(tasks, std::memory_order_release);  // after the close below: a helper seeing it sees the close
+    helpers_.store(threads - 1, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     const uint64_t gen = ++generation_;
     claim_.store(gen << 32, std::memory_order_release);  // publishes the job: task 0 of generation gen
@@ -79,9 +81,13 @@ class Pool {
         pause();
       } else {
         std::unique_lock<std::mutex> lock(mutex_);
-        finished_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == tasks_; });
+        finished_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == tasks; });
       }
     }
+    // Close the job before the next one rewrites tasks_/fn_/ctx_: a helper still holding a claim
+    // word of this generation must not see the next job's larger task count and claim a task of it
+    // before that job is published (it did, and the next job's caller returned under a running task).
+    claim_.store((gen << 32) | CLOSED, std::memory_order_release);
     busy_.unlock();
   }
 
@@ -114,10 +120,10 @@ class Pool {
       uint64_t v = claim_.load(std::memory_order_acquire);
       if ((v >> 32) != gen) break;
       const int64_t t = int64_t(v & 0xffffffffu);
-      if (t >= tasks_) break;
+      if (t == CLOSED || t >= tasks_.load(std::memory_order_acquire)) break;
       if (!claim_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
       fn_(ctx_, t, thread);
-      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks_) {
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks_.load(std::memory_order_relaxed)) {
         std::lock_guard<std::mutex> lock(mutex_);
         finished_.notify_one();
       }
@@ -137,7 +143,7 @@ class Pool {
         }
       }
       seen = gen;
-      if (index <= helpers_) work(gen, index);
+      if (index <= helpers_.load(std::memory_order_relaxed)) work(gen, index);
     }
   }
 
@@ -152,8 +158,8 @@ class Pool {
   std::vector<std::thread> workers_;
   TaskFn fn_ = nullptr;
   void *ctx_ = nullptr;
-  int64_t tasks_ = 0;
-  int helpers_ = 0;
+  std::atomic<int64_t> tasks_{0};      // read by late helpers while the caller may be writing it
+  std::atomic<int> helpers_{0};
   static thread_local bool in_task_;
 };
 
