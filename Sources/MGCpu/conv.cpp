@@ -207,14 +207,6 @@ void pack_b(const T *b, int64_t ld, int64_t kc, int64_t nc, int nr, T *dst) {
   }
 }
 
-template <class T> void micro(const Isa &is, int64_t k, const T *a, const T *b, T *c, int64_t ldc, int acc);
-template <> void micro<float>(const Isa &is, int64_t k, const float *a, const float *b, float *c, int64_t ldc, int acc) {
-  is.gemm_f32(k, a, b, c, ldc, acc);
-}
-template <> void micro<double>(const Isa &is, int64_t k, const double *a, const double *b, double *c, int64_t ldc, int acc) {
-  is.gemm_f64(k, a, b, c, ldc, acc);
-}
-
 struct Job {
   const Conv *c;
   const Isa *isa;
@@ -278,24 +270,7 @@ template <class T> void conv_task(void *ctx, int64_t task, int thread) {
       for (int64_t ic = 0; ic < m; ic += MC) {
         const int64_t mc = std::min(MC, m - ic);
         pack_a(c, g, m0 + ic, mc, pc, kc, mr, ap);
-        for (int64_t jr = 0; jr < nc; jr += nr) {
-          const int64_t nn = std::min<int64_t>(nr, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += mr) {
-            const int64_t mm = std::min<int64_t>(mr, mc - ir);
-            T *ct = cbase + (ic + ir) * ldc + jc + jr;
-            const T *apanel = ap + ir * kc, *bpanel = bp + jr * kc;
-            if (mm == mr && nn == nr) {
-              micro<T>(is, kc, apanel, bpanel, ct, ldc, pc > 0);
-            } else {
-              if (pc > 0)
-                for (int64_t i = 0; i < mm; i++)
-                  for (int64_t q = 0; q < nn; q++) edge[i * nr + q] = ct[i * ldc + q];
-              micro<T>(is, kc, apanel, bpanel, edge, nr, pc > 0);
-              for (int64_t i = 0; i < mm; i++)
-                for (int64_t q = 0; q < nn; q++) ct[i * ldc + q] = edge[i * nr + q];
-            }
-          }
-        }
+        micro_tiles<T>(is, kc, ap, bp, mc, nc, mr, nr, cbase + ic * ldc + jc, ldc, pc > 0, edge);
       }
     }
   }

@@ -171,16 +171,10 @@ void pack_b(T *dst, const char *b, int dtype, int64_t rs, int64_t cs, int64_t kc
 
 template <class T> struct Micro;
 template <> struct Micro<float> {
-  static void run(const Isa &is, int64_t k, const float *a, const float *b, float *c, int64_t ldc, int acc) {
-    is.gemm_f32(k, a, b, c, ldc, acc);
-  }
   static int mr(const Isa &is) { return is.gemm_mr_f32; }
   static int nr(const Isa &is) { return is.gemm_nr_f32; }
 };
 template <> struct Micro<double> {
-  static void run(const Isa &is, int64_t k, const double *a, const double *b, double *c, int64_t ldc, int acc) {
-    is.gemm_f64(k, a, b, c, ldc, acc);
-  }
   static int mr(const Isa &is) { return is.gemm_mr_f64; }
   static int nr(const Isa &is) { return is.gemm_nr_f64; }
 };
@@ -220,24 +214,7 @@ void gemm_block(const Gemm &g, const char *a, const char *b, T *c, int64_t ldc, 
       for (int64_t ic = 0; ic < m; ic += MC) {
         const int64_t mc = std::min(MC, m - ic);
         pack_a(ap, a + (ic * g.ars + pc * g.acs) * esize, g.dtype, g.ars, g.acs, mc, kc, mr);
-        for (int64_t jr = 0; jr < nc; jr += nr) {
-          const int64_t nn = std::min<int64_t>(nr, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += mr) {
-            const int64_t mm = std::min<int64_t>(mr, mc - ir);
-            T *ct = c + (ic + ir) * ldc + jc + jr;
-            const T *apanel = ap + ir * kc, *bpanel = bpanels + jr * kc;
-            if (mm == mr && nn == nr) {
-              Micro<T>::run(is, kc, apanel, bpanel, ct, ldc, pc > 0);
-            } else {
-              if (pc > 0)
-                for (int64_t i = 0; i < mm; i++)
-                  for (int64_t j = 0; j < nn; j++) edge[i * nr + j] = ct[i * ldc + j];
-              Micro<T>::run(is, kc, apanel, bpanel, edge, nr, pc > 0);
-              for (int64_t i = 0; i < mm; i++)
-                for (int64_t j = 0; j < nn; j++) ct[i * ldc + j] = edge[i * nr + j];
-            }
-          }
-        }
+        micro_tiles<T>(is, kc, ap, bpanels, mc, nc, mr, nr, c + ic * ldc + jc, ldc, pc > 0, edge);
       }
     }
   }
@@ -415,24 +392,7 @@ void local_block(const Isa &is, int64_t m, int64_t n, int64_t k, const char *a, 
       for (int64_t ic = 0; ic < m; ic += MC) {
         const int64_t mc = std::min(MC, m - ic);
         pack_a(ap, a + (ic * ars + pc * acs) * asz, adt, ars, acs, mc, kc, mr);
-        for (int64_t jr = 0; jr < nc; jr += nr) {
-          const int64_t nn = std::min<int64_t>(nr, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += mr) {
-            const int64_t mm = std::min<int64_t>(mr, mc - ir);
-            T *ct = c + (ic + ir) * ldc + jc + jr;
-            const T *apanel = ap + ir * kc, *bpanel = bp + jr * kc;
-            if (mm == mr && nn == nr) {
-              Micro<T>::run(is, kc, apanel, bpanel, ct, ldc, acc);
-            } else {
-              if (acc)
-                for (int64_t i = 0; i < mm; i++)
-                  for (int64_t j = 0; j < nn; j++) edge[i * nr + j] = ct[i * ldc + j];
-              Micro<T>::run(is, kc, apanel, bpanel, edge, nr, acc);
-              for (int64_t i = 0; i < mm; i++)
-                for (int64_t j = 0; j < nn; j++) ct[i * ldc + j] = edge[i * nr + j];
-            }
-          }
-        }
+        micro_tiles<T>(is, kc, ap, bp, mc, nc, mr, nr, c + ic * ldc + jc, ldc, acc, edge);
       }
     }
   }

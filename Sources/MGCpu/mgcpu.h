@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #define MG_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -347,6 +348,39 @@ struct Isa {
   bool (*qdot_fused_f32)(const QuantSpec &q, const uint32_t *words, int64_t groups, const float *scale, const float *bias,
                          const float *const *x, int rows, float *acc);
 };
+
+// The GEMM micro-kernel for T (float or double): C[MR×NR] (+)= packedA[k×MR] · packedB[k×NR].
+template <class T>
+inline void micro_kernel(const Isa &is, int64_t k, const T *a, const T *b, T *c, int64_t ldc, bool acc) {
+  if constexpr (std::is_same_v<T, float>) is.gemm_f32(k, a, b, c, ldc, acc);
+  else is.gemm_f64(k, a, b, c, ldc, acc);
+}
+
+// BLIS's two inner loops over one packed block: C[mc×nc] (ldc) (+)= Ã·B̃ over kc, A packed in mr-row
+// panels (ap), B in nr-column panels (bp). Edge tiles go through `edge` (mr·nr elements), so the
+// micro-kernel always writes a whole tile (GEMM, convolution and quantized products share this).
+template <class T>
+inline void micro_tiles(const Isa &is, int64_t kc, const T *ap, const T *bp, int64_t mc, int64_t nc, int mr, int nr, T *c,
+                        int64_t ldc, bool acc, T *edge) {
+  for (int64_t jr = 0; jr < nc; jr += nr) {
+    const int64_t nn = nc - jr < nr ? nc - jr : nr;
+    for (int64_t ir = 0; ir < mc; ir += mr) {
+      const int64_t mm = mc - ir < mr ? mc - ir : mr;
+      T *ct = c + ir * ldc + jr;
+      const T *apanel = ap + ir * kc, *bpanel = bp + jr * kc;
+      if (mm == mr && nn == nr) {
+        micro_kernel<T>(is, kc, apanel, bpanel, ct, ldc, acc);
+        continue;
+      }
+      if (acc)
+        for (int64_t i = 0; i < mm; i++)
+          for (int64_t j = 0; j < nn; j++) edge[i * nr + j] = ct[i * ldc + j];
+      micro_kernel<T>(is, kc, apanel, bpanel, edge, nr, acc);
+      for (int64_t i = 0; i < mm; i++)
+        for (int64_t j = 0; j < nn; j++) ct[i * ldc + j] = edge[i * nr + j];
+    }
+  }
+}
 
 const Isa &isa();
 const Isa &isa_baseline();

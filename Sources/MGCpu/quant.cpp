@@ -217,14 +217,6 @@ void qmv_task(void *ctx, int64_t task, int thread) {
 
 // ---- large M: the packed GEMM with dequantising B panels ----------------------------------------------
 
-template <class T> void micro(const Isa &is, int64_t k, const T *a, const T *b, T *c, int64_t ldc, int acc);
-template <> void micro<float>(const Isa &is, int64_t k, const float *a, const float *b, float *c, int64_t ldc, int acc) {
-  is.gemm_f32(k, a, b, c, ldc, acc);
-}
-template <> void micro<double>(const Isa &is, int64_t k, const double *a, const double *b, double *c, int64_t ldc, int acc) {
-  is.gemm_f64(k, a, b, c, ldc, acc);
-}
-
 struct GemmJob {
   const Qmm *m;
   int mr, nr;
@@ -324,24 +316,7 @@ template <class T> void gemm_task(void *ctx, int64_t task, int thread) {
       for (int64_t ic = 0; ic < rows; ic += MC) {
         const int64_t mc = std::min(MC, rows - ic);
         pack_a<T>(m, o, m0 + ic, mc, pc, kc, mr, ap);
-        for (int64_t jr = 0; jr < nc; jr += nr) {
-          const int64_t nn = std::min<int64_t>(nr, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += mr) {
-            const int64_t mm = std::min<int64_t>(mr, mc - ir);
-            T *ct = acc + (ic + ir) * ldc + jc + jr;
-            const T *apanel = ap + ir * kc, *bpanel = bp + jr * kc;
-            if (mm == mr && nn == nr) {
-              micro<T>(is, kc, apanel, bpanel, ct, ldc, pc > 0);
-            } else {
-              if (pc > 0)
-                for (int64_t i = 0; i < mm; i++)
-                  for (int64_t q = 0; q < nn; q++) edge[i * nr + q] = ct[i * ldc + q];
-              micro<T>(is, kc, apanel, bpanel, edge, nr, pc > 0);
-              for (int64_t i = 0; i < mm; i++)
-                for (int64_t q = 0; q < nn; q++) ct[i * ldc + q] = edge[i * nr + q];
-            }
-          }
-        }
+        micro_tiles<T>(is, kc, ap, bp, mc, nc, mr, nr, acc + ic * ldc + jc, ldc, pc > 0, edge);
       }
     }
   }
