@@ -75,6 +75,21 @@ function extentOf(a: MgArray): number {
   return span;
 }
 
+/** The lowest element offset an evaluated array's view touches (viewExtent's lo, without the pair;
+ *  with extentOf it gives the binding's range for every input of every dispatch). */
+function lowestOffset(a: MgArray): number {
+  const l = a.layout!;
+  const shape = a.shape;
+  let lo = l.offset;
+  for (let i = 0; i < shape.length; i++) {
+    const d = shape[i]!;
+    if (d === 0) return l.offset;
+    const span = (d - 1) * l.strides[i]!;
+    if (span < 0) lo += span;
+  }
+  return lo;
+}
+
 /**
  * True when a kernel needs its 64-bit-index variant: `count` threads (or elements walked), an
  * `extra` offset, or an element of one of `arrays` relative to its binding may reach 2^31.
@@ -210,24 +225,8 @@ export class GpuEncoder {
 
   /** `input(a, index).binding` alone, for kernels that need no base or strides. */
   inputBinding(a: MgArray, index: number): BufferBinding {
-    const l = a.layout!;
     const item = a.dtype.size;
-    // viewExtent inlined: no [lo, hi] pair per binding.
-    const shape = a.shape;
-    const strides = l.strides;
-    let lo = l.offset;
-    let hi = l.offset + 1;
-    for (let i = 0; i < shape.length; i++) {
-      const d = shape[i]!;
-      if (d === 0) {
-        lo = hi = l.offset;
-        break;
-      }
-      const span = (d - 1) * strides[i]!;
-      if (span < 0) lo += span;
-      else hi += span;
-    }
-    return { index, buffer: nativeOf(a), offset: lo * item, length: (hi - lo) * item, access: "read" };
+    return { index, buffer: nativeOf(a), offset: lowestOffset(a) * item, length: extentOf(a) * item, access: "read" };
   }
 
   /** Allocates `a` (row-contiguous) if needed and binds it for writing at `index`. */
@@ -271,24 +270,10 @@ export class GpuEncoder {
 
   /** `inputBinding`, written into the open dispatch; returns `input(a, index).base`. */
   bindInput(a: MgArray, index: number): number {
-    const l = a.layout!;
     const item = a.dtype.size;
-    const shape = a.shape;
-    const strides = l.strides;
-    let lo = l.offset;
-    let hi = l.offset + 1;
-    for (let i = 0; i < shape.length; i++) {
-      const d = shape[i]!;
-      if (d === 0) {
-        lo = hi = l.offset;
-        break;
-      }
-      const span = (d - 1) * strides[i]!;
-      if (span < 0) lo += span;
-      else hi += span;
-    }
-    this.batch.bind(index, nativeOf(a), lo * item, (hi - lo) * item, 1);
-    return l.offset - lo;
+    const lo = lowestOffset(a);
+    this.batch.bind(index, nativeOf(a), lo * item, extentOf(a) * item, 1);
+    return a.layout!.offset - lo;
   }
 
   /** `outputBinding` (write access) of an output that has storage, written into the open dispatch. */
