@@ -174,14 +174,9 @@ extension Runtime {
             let recipe = LibraryRecipe.source(source, mathMode: mathMode, version: version, macros: allMacros)
             let library = try buildLibrary(recipe)
             return lock.withLock {
-                let id = newID(.library)
-                let record = LibraryRecord(id: id, recipe: recipe, library: library)
-                libraries[id] = record
-                libraryUses.live += 1
+                let id = addLibrary(recipe, library)
                 libraryCache[key] = id
                 counters.librariesCompiled += 1
-                touch(record)
-                evictKernels()
                 return id
             }
         }
@@ -193,16 +188,22 @@ extension Runtime {
             let recipe = LibraryRecipe.file(path)
             let library = try buildLibrary(recipe)
             return lock.withLock {
-                let id = newID(.library)
-                let record = LibraryRecord(id: id, recipe: recipe, library: library)
-                libraries[id] = record
-                libraryUses.live += 1
+                let id = addLibrary(recipe, library)
                 fileLibraryCache[path] = id
-                touch(record)
-                evictKernels()
                 return id
             }
         }
+    }
+
+    /// A built library under a new handle, most recently used (call with `lock` held).
+    private func addLibrary(_ recipe: LibraryRecipe, _ library: any MTLLibrary) -> UInt64 {
+        let id = newID(.library)
+        let record = LibraryRecord(id: id, recipe: recipe, library: library)
+        libraries[id] = record
+        libraryUses.live += 1
+        touch(record)
+        evictKernels()
+        return id
     }
 
     func functionNames(library handle: UInt64) throws -> [String] {
