@@ -1029,11 +1029,16 @@ class Gen {
   // assigned, its address taken, or passed where a reference parameter may bind it)?
   bool may_write(size_t k) const {
     if (k > 0 && (is(k - 1, "++") || is(k - 1, "--") || is(k - 1, "&"))) return true;
-    // A subscript or -> writes through the variable (a pointer), or into an array, which is never
-    // cached by value: neither modifies the cached value.
-    if (is(k + 1, "[") || is(k + 1, "->")) return false;
+    // -> writes through the variable (a pointer): the cached value is unchanged.
+    if (is(k + 1, "->")) return false;
+    // Past member accesses and subscripts: an element assigned may be one of a vector or a member
+    // array held by value (for a pointer, storing it back is merely redundant).
     size_t j = k + 1;
-    while (is(j, ".") && ident(j + 1)) j += 2;  // past member accesses
+    for (;;) {
+      if (is(j, ".") && ident(j + 1)) j += 2;
+      else if (is(j, "[") && m_[j] != SIZE_MAX) j = m_[j] + 1;
+      else break;
+    }
     if (t_[j].kind == Tok::Punct && (is_assign_op(text(j)) || is(j, "++") || is(j, "--"))) return true;
     if (is(j, "(")) return true;  // a member function call
     // A call argument (directly, or as the object of a member access).
