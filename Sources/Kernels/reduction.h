@@ -206,3 +206,18 @@ MG_FUNC uint simd_scan_incl(uint v, uint simd_lane, Sum<uint> tag) { return simd
 template <typename Op> MG_FUNC typename Op::acc simd_inclusive_scan(typename Op::acc v, uint simd_lane) {
   return simd_scan_incl(v, simd_lane, Op());
 }
+
+// Exclusive prefix over the simdgroup's lanes: lane i gets v_0 ∘ … ∘ v_(i−1), lane 0 the identity.
+template <typename Op, typename A> MG_FUNC A simd_scan_excl(A v, uint simd_lane, Op tag) {
+  const A incl = simd_scan_incl(v, simd_lane, tag);
+  const A before = shuffle_up(incl, 1);
+  return simd_lane == 0 ? Op::init() : before;
+}
+MG_FUNC float simd_scan_excl(float v, uint simd_lane, Sum<float> tag) { return simd_prefix_exclusive_sum(v); }
+MG_FUNC half simd_scan_excl(half v, uint simd_lane, Sum<half> tag) { return simd_prefix_exclusive_sum(v); }
+MG_FUNC int simd_scan_excl(int v, uint simd_lane, Sum<int> tag) { return simd_prefix_exclusive_sum(v); }
+MG_FUNC uint simd_scan_excl(uint v, uint simd_lane, Sum<uint> tag) { return simd_prefix_exclusive_sum(v); }
+
+template <typename Op> MG_FUNC typename Op::acc simd_exclusive_scan(typename Op::acc v, uint simd_lane) {
+  return simd_scan_excl(v, simd_lane, Op());
+}

@@ -1306,8 +1306,27 @@ class Gen {
           Item it;
           it.decl = &s;
           it.d = &d;
-          it.storage = declare_lane(s, d);
-          region([&] { return init_code(it); });
+          // `T x = f(...);` with a sync call as the whole initialiser: x's lanes are the call's
+          // result lanes when their type is T (no copy; mgsim_wi.h adopt).
+          std::string from;
+          if (!d.ref && d.dims.empty() && d.init_b && is(d.init_b, "=")) {
+            auto sub = subst_.find(d.init_b + 1);
+            const std::string tail = "[mgwi_l]";
+            if (sub != subst_.end() && sub->second.first == d.init_e && sub->second.second.size() > tail.size() &&
+                sub->second.second.compare(sub->second.second.size() - tail.size(), tail.size(), tail) == 0)
+              from = sub->second.second.substr(0, sub->second.second.size() - tail.size());
+          }
+          if (from.empty()) {
+            it.storage = declare_lane(s, d);
+            region([&] { return init_code(it); });
+          } else {
+            const std::string own = declare_lane(s, d);
+            it.storage = own + "_x";
+            o_ += "const auto " + it.storage + " = ::mgsim::wi::adopt(" + own + ", " + from + ");\n";
+            o_ += "if constexpr (!::mgsim::wi::adopts<decltype(" + own + "), decltype(" + from + ")>) {\n";
+            region([&] { return init_code(it); });
+            o_ += "}\n";
+          }
           scopes_.back()[d.name] = Var{d.ref ? Var::LaneRef : Var::Lane, it.storage};
         }
         return;

@@ -350,6 +350,16 @@ MGSIM_ALWAYS_INLINE auto uarg(F &&f, const C &copy) {
   else return copy;
 }
 
+// A declaration initialised by a call with syncs: its own lanes, or the call's result lanes when
+// they hold its type (then nothing is copied).
+template <class V, class R>
+inline constexpr bool adopts = std::is_same<typename std::remove_cv_t<V>::value_type, typename std::remove_cv_t<R>::value_type>::value;
+template <class V, class R>
+MGSIM_ALWAYS_INLINE auto adopt(const V &own, const R &result) {
+  if constexpr (adopts<V, R>) return result;
+  else return own;
+}
+
 // A uniform loop variable passed as a bare call argument: a copy, so a non-const reference
 // parameter (which would modify it once per lane) does not compile.
 template <class T>
