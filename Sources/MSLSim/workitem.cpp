@@ -213,6 +213,8 @@ class Gen {
   std::string region_end_;  // the label ending the current region's per-lane code
   // Names whose address may outlive a region (unary &, reference initialisers): never cached.
   std::set<std::string> exposed_;
+  // Threadgroup arrays (the translator's `static thread_local T mgsim_tg_x[N]`) and their aliases.
+  std::set<std::string> tg_arrays_, tg_array_aliases_;
   // Storage of read-only parameters (const views: cached const, never stored back).
   std::set<std::string> ro_storage_;
   // Names every lane shares whose value is a constant: template parameters, constexpr and const
@@ -578,8 +580,13 @@ class Gen {
     // and the translator's alias of a threadgroup array (`auto &x = mgsim_tg_x;`).
     if (st || cx || tl) s.kind = Stmt::Uniform;
     if (ds.size() == 1 && ds[0].ref && ds[0].init_b && ds[0].init_e == ds[0].init_b + 2 &&
-        text(ds[0].init_b + 1).rfind("mgsim_tg_", 0) == 0)
+        text(ds[0].init_b + 1).rfind("mgsim_tg_", 0) == 0) {
       s.kind = Stmt::Uniform;
+      // The alias of a threadgroup array: as an argument, its address (no memory is read).
+      if (tg_arrays_.count(text(ds[0].init_b + 1))) tg_array_aliases_.insert(ds[0].name);
+    }
+    if ((st || tl) && ds.size() == 1 && !ds[0].dims.empty() && ds[0].name.rfind("mgsim_tg_", 0) == 0)
+      tg_arrays_.insert(ds[0].name);
     // Checked mode's view of a threadgroup variable (`auto x = mgsim::impl::tg_view(...)`).
     if (ds.size() == 1 && !ds[0].ref && ds[0].init_b && is(ds[0].init_b + 1, "mgsim") && is(ds[0].init_b + 5, "tg_view"))
       s.kind = Stmt::Uniform;
@@ -1236,6 +1243,10 @@ class Gen {
   // or threadgroup variable? (It can be evaluated once, at work-item level.)
   bool constant_expr(size_t b, size_t e) const {
     if (b >= e) return false;
+    if (e == b + 1 && ident(b) && tg_array_aliases_.count(text(b))) {
+      const Var *v = lookup(text(b));
+      return v && v->k == Var::Local;  // the work-item-level alias, not a shadowing name
+    }
     for (size_t k = b; k < e; ++k) {
       const Token &tk = t_[k];
       if (tk.kind == Tok::String) return false;

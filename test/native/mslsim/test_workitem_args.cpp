@@ -25,6 +25,27 @@ float acc_down(Acc s, ushort d) { s.a = s.a + s.b; return simd_shuffle_down(s.a,
 // A read-only-looking uint the callee doubles (the kernel passes its threadgroup-wide tg_size).
 float use_size(float x, uint n) { n = n * 2u; return simd_shuffle_down(x, 1) + float(n); }
 
+// A threadgroup array passed as it is (its address: one value), and a callee that moves its copy.
+float tg_store(threadgroup float* p, float v, uint i) {
+  p[i] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return p[(i + 1) % 64];
+}
+float tg_shift(threadgroup float* p, float v, uint i) {
+  p += 1;
+  p[i] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return p[(i + 1) % 64];
+}
+
+kernel void tg_array_arg(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {
+  threadgroup float t[64];
+  threadgroup float u[65];
+  float r = tg_store(t, float(lid) * 2.0f, lid);
+  float q = tg_shift(u, float(lid) * 3.0f, lid);
+  out[2 * lid] = r;
+  out[2 * lid + 1] = q;
+}
 kernel void assigned_param(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {
   float v = float(lid);
   float r = bump_down(v, 1);
@@ -183,6 +204,10 @@ int main() {
     run_case(kSrc, "uniform_to_written", checked, 2, true, [&](std::vector<float> &w) {
       auto s = shuffle_down(lid, [](uint32_t) { return 1u; });
       for (uint32_t l = 0; l < kThreads; ++l) w[2 * l] = s[l] + float(2 * kThreads), w[2 * l + 1] = float(kThreads);
+    });
+    run_case(kSrc, "tg_array_arg", checked, 2, true, [&](std::vector<float> &w) {
+      for (uint32_t l = 0; l < kThreads; ++l)
+        w[2 * l] = 2.0f * float((l + 1) % kThreads), w[2 * l + 1] = 3.0f * float((l + 1) % kThreads);
     });
     run_case(kRefSrc, "ref_binding", checked, 2, false, [&](std::vector<float> &w) {
       std::vector<float> x(kThreads);
