@@ -14,7 +14,7 @@
 // Position p in scan order is element p of the lane, or n − 1 − p when reversed.
 #include "reduction.h"
 
-#define MG_SCAN_READS 4
+#define MG_SCAN_READS 16
 
 template <typename T, typename U, typename Op, typename IdxT>
 [[kernel]] void scan_row(
