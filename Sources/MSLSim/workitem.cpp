@@ -1656,7 +1656,13 @@ class Gen {
           const std::string a = expr(ab, ae), n = std::to_string(i), lanes = "mgwi_a" + id + "_" + n;
           dv += (i ? ", " : "") + ("::std::declval<decltype((" + a + "))>()");
           const Var *v = ae == ab + 1 && ident(ab) && !subst_.count(ab) ? lookup(text(ab)) : nullptr;
-          if (v && v->k == Var::Lane && !exposed_.count(text(ab))) {
+          // The variable itself only when nothing else in the call can change it meanwhile: no
+          // argument with side effects, and it is not named in another (a reference parameter).
+          bool alone = v && v->k == Var::Lane && !effects && !exposed_.count(text(ab));
+          for (size_t j = 0; alone && j < c.args.size(); ++j)
+            for (size_t k = c.args[j].first; alone && j != i && k < c.args[j].second; ++k)
+              if (ident(k) && text(k) == text(ab)) alone = false;
+          if (alone) {
             skip[i] = "::mgsim::wi::direct_arg<" + o + ", " + n + ", std::remove_cv_t<decltype(" + v->storage + ")>>";
             args += ", ::mgsim::wi::darg<" + o + ", " + n + ">(" + v->storage + ", " + lanes + ")";
           } else if (!effects && constant_expr(ab, ae)) {
@@ -1667,7 +1673,9 @@ class Gen {
           } else {
             args += ", " + lanes;
           }
-          fill[i] = lanes + "[mgwi_l] = ::mgsim::wi::pass<" + o + ", " + n + ">(";
+          // (The argument's text from outside any region: storage, never a region's cached copy,
+          // whose address a reference parameter would keep past the region.)
+          fill[i] = lanes + "[mgwi_l] = ::mgsim::wi::pass<" + o + ", " + n + ">(" + a + "); ";
         }
         o_ += "using " + o + " = decltype(" + qual + "mgwi_probe_" + name + targs + "(" + dv + "));\n" + uni;
         for (size_t i = 0; i < c.args.size(); ++i)
@@ -1680,8 +1688,7 @@ class Gen {
           region([&] {
             std::string fills;
             for (size_t i = 0; i < c.args.size(); ++i) {
-              const std::string f = fill[i] + expr(c.args[i].first, c.args[i].second) + "); ";
-              fills += skip[i].empty() ? f : "if constexpr (!" + skip[i] + ") { " + f + "} ";
+              fills += skip[i].empty() ? fill[i] : "if constexpr (!" + skip[i] + ") { " + fill[i] + "} ";
             }
             return fills;
           });

@@ -46,6 +46,18 @@ kernel void tg_array_arg(device float* out [[buffer(0)]], uint lid [[thread_inde
   out[2 * lid] = r;
   out[2 * lid + 1] = q;
 }
+// The same variable as a read-only value and as a reference the callee writes: the value is the
+// one at the call.
+float twice(float a, thread float &b, ushort d) {
+  b = 100.0f;
+  return simd_shuffle_down(a, d) + b;
+}
+kernel void value_and_reference(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {
+  float x = float(lid);
+  float r = twice(x, x, 1);
+  out[2 * lid] = r;
+  out[2 * lid + 1] = x;
+}
 kernel void assigned_param(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {
   float v = float(lid);
   float r = bump_down(v, 1);
@@ -208,6 +220,10 @@ int main() {
     run_case(kSrc, "tg_array_arg", checked, 2, true, [&](std::vector<float> &w) {
       for (uint32_t l = 0; l < kThreads; ++l)
         w[2 * l] = 2.0f * float((l + 1) % kThreads), w[2 * l + 1] = 3.0f * float((l + 1) % kThreads);
+    });
+    run_case(kSrc, "value_and_reference", checked, 2, true, [&](std::vector<float> &w) {
+      auto r = shuffle_down(lid, [](uint32_t) { return 1u; });
+      for (uint32_t l = 0; l < kThreads; ++l) w[2 * l] = r[l] + 100.0f, w[2 * l + 1] = 100.0f;
     });
     run_case(kRefSrc, "ref_binding", checked, 2, false, [&](std::vector<float> &w) {
       std::vector<float> x(kThreads);
