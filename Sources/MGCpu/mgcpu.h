@@ -387,6 +387,9 @@ const Isa &isa_baseline();
 #if defined(__x86_64__)
 const Isa &isa_avx2();
 bool cpu_has_avx2_fma();
+// The AVX2 table with 64-byte elementwise float kernels (isa_avx512.cpp)
+const Isa &isa_avx512();
+bool cpu_has_avx512();
 #endif
 
 }  // namespace mgcpu

@@ -33,8 +33,14 @@ const char *mg_cpu_info_json(void);
 int32_t mg_cpu_set_threads(int32_t threads);
 
 /// Forces the instruction set: 0 = best available (default), 1 = baseline (SSE2 / NEON),
-/// 2 = AVX2+FMA (x86-64 only). Returns the ISA in use after the call (tests run both).
+/// 2 = AVX2+FMA, 3 = AVX-512 elementwise float kernels over the AVX2 set (x86-64 only; a request the
+/// CPU cannot run is ignored). Returns the ISA in use after the call (tests run each).
 int32_t mg_cpu_set_isa(int32_t isa);
+
+/// Elementwise programs whose outputs total at least `bytes` write them with non-temporal stores
+/// (x86-64); a negative value restores the default (the last-level cache's size, at least 8 MiB).
+/// Returns the previous setting (-1: the default).
+double mg_cpu_set_stream_bytes(double bytes);
 
 /// Selects the GEMM: 0 = metalgrad's packed GEMM, 1 = the platform BLAS (Accelerate on macOS,
 /// an OpenBLAS dlopen'ed from MG_BLAS elsewhere). Returns the provider in use (0 or 1).
