@@ -206,8 +206,9 @@ void run_tiles(void *ctx, int64_t task, int thread) {
   const Program &p = *e.p;
   const int64_t begin = task * e.chunk;
   const int64_t end = std::min(p.size, begin + e.chunk);
-  char *scratch = static_cast<char *>(thread_scratch(thread, size_t(e.regs) * TILE * 8 + 64));
-  if (!scratch) return;  // checked by the caller before the run
+  // no registers (contiguous or scalar operands, direct outputs): no scratch to look up
+  char *scratch = e.regs > 0 ? static_cast<char *>(thread_scratch(thread, size_t(e.regs) * TILE * 8 + 64)) : nullptr;
+  if (e.regs > 0 && !scratch) return;  // checked by the caller before the run
   const int n_ops = p.n_in + p.n_out + p.n_temp;
   void *slot[3 * MAX_OPERANDS];
   bool scalar[3 * MAX_OPERANDS];
@@ -418,7 +419,7 @@ int elementwise(const double *desc, int32_t words) {
   e.tile = regs == 0 ? 16 * TILE : TILE;
   e.chunk = e.tile * std::max<int64_t>(1, std::min<int64_t>(64, (p.size / e.tile) / (4 * threads) + 1));
   const int64_t tasks = (p.size + e.chunk - 1) / e.chunk;
-  if (!thread_scratch(0, size_t(regs) * TILE * 8 + 64)) return fail(fn, "out of memory for tile registers");
+  if (regs > 0 && !thread_scratch(0, size_t(regs) * TILE * 8 + 64)) return fail(fn, "out of memory for tile registers");
   note_threads(threads);
   if (tasks == 1) run_tiles(&e, 0, 0);  // a small program: no pool
   else parallel_for(tasks, threads, run_tiles, &e);
