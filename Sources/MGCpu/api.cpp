@@ -12,11 +12,6 @@
 #include "MGCpu.h"
 #include "mgcpu.h"
 
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#include <unistd.h>
-#endif
-
 namespace mgcpu {
 
 // ---- errors ------------------------------------------------------------------------------------
@@ -113,8 +108,6 @@ struct Exec {
   int in_mode[MAX_OPERANDS];
   alignas(16) char scalar_value[MAX_OPERANDS][16];  // scalar inputs, loaded once (repr)
   bool out_direct[MAX_OPERANDS];
-  // outputs larger than the last-level cache go through a tile register and non-temporal stores
-  bool stream;
   // where each operand lives in a thread's scratch (in registers of TILE·8 bytes); -1 = none
   int reg_of[3 * MAX_OPERANDS];
   int regs;
@@ -158,47 +151,6 @@ void gather(const Exec &e, int k, int64_t i0, int64_t n, void *dst) {
       off += st[d - 1];
     }
   }
-}
-
-// Copies a finished tile to memory with non-temporal stores: the line is written without being read
-// first (a third of an elementwise pass's traffic when the output cannot stay in cache anyway).
-void stream_store(char *dst, const char *src, size_t bytes) {
-#if defined(__x86_64__)
-  size_t head = (16 - (uintptr_t(dst) & 15)) & 15;
-  if (head > bytes) head = bytes;
-  std::memcpy(dst, src, head);
-  dst += head, src += head, bytes -= head;
-  for (; bytes >= 64; bytes -= 64, dst += 64, src += 64) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 32));
-    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i *>(dst), a);
-    _mm_stream_si128(reinterpret_cast<__m128i *>(dst + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i *>(dst + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i *>(dst + 48), d);
-  }
-  for (; bytes >= 16; bytes -= 16, dst += 16, src += 16)
-    _mm_stream_si128(reinterpret_cast<__m128i *>(dst), _mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
-#endif
-  std::memcpy(dst, src, bytes);
-}
-
-// Output bytes from which a program streams its outputs: the last-level cache's size (it could not
-// keep them for the next op anyway), at least 8 MiB; mg_cpu_set_stream_bytes overrides it.
-std::atomic<int64_t> stream_override{-1};
-int64_t stream_threshold() {
-  const int64_t forced = stream_override.load(std::memory_order_relaxed);
-  if (forced >= 0) return forced;
-  static const int64_t bytes = [] {
-    int64_t b = 32 << 20;
-#if defined(__x86_64__) && defined(_SC_LEVEL3_CACHE_SIZE)
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (l3 > 0) b = l3;
-#endif
-    return std::max<int64_t>(b, 8 << 20);
-  }();
-  return bytes;
 }
 
 void run_tiles(void *ctx, int64_t task, int thread) {
@@ -246,16 +198,10 @@ void run_tiles(void *ctx, int64_t task, int thread) {
       if (is_16bit_float(in.out_dtype) && in.op != OpCast)
         e.isa->round_grid(static_cast<float *>(slot[in.dst]), in.out_dtype, n);
     }
-    for (int k = 0; k < p.n_out; k++) {
-      if (e.out_direct[k]) continue;
-      char *out = p.out_ptr[k] + i0 * dtype_size(p.out_dtype[k]);
-      if (is_16bit_float(p.out_dtype[k])) e.isa->store(out, slot[p.n_in + k], p.out_dtype[k], n);
-      else stream_store(out, static_cast<const char *>(slot[p.n_in + k]), size_t(n) * size_t(dtype_size(p.out_dtype[k])));
-    }
+    for (int k = 0; k < p.n_out; k++)
+      if (!e.out_direct[k])
+        e.isa->store(p.out_ptr[k] + i0 * dtype_size(p.out_dtype[k]), slot[p.n_in + k], p.out_dtype[k], n);
   }
-#if defined(__x86_64__)
-  if (e.stream) _mm_sfence();  // the streamed lines are visible before the pool reports the task done
-#endif
 }
 
 int elementwise(const double *desc, int32_t words) {
@@ -377,14 +323,7 @@ int elementwise(const double *desc, int32_t words) {
       e.in_mode[k] = InGather;
     }
   }
-  int64_t out_bytes = 0;
-  for (int k = 0; k < p.n_out; k++) out_bytes += p.size * dtype_size(p.out_dtype[k]);
-#if defined(__x86_64__)
-  e.stream = out_bytes >= stream_threshold();
-#else
-  e.stream = false;
-#endif
-  for (int k = 0; k < p.n_out; k++) e.out_direct[k] = !is_16bit_float(p.out_dtype[k]) && !e.stream;
+  for (int k = 0; k < p.n_out; k++) e.out_direct[k] = !is_16bit_float(p.out_dtype[k]);
   // identity casts from a gathered input into a direct output copy in one pass
   char gathered_elsewhere[MAX_OPERANDS];
   for (int k = 0; k < p.n_in; k++) gathered_elsewhere[k] = 0;
@@ -1562,11 +1501,6 @@ MG_EXPORT int32_t mg_cpu_set_isa(int32_t which) {
   if (now == &isa_avx512()) return 3;
 #endif
   return now == &isa_baseline() ? 1 : 2;
-}
-
-MG_EXPORT double mg_cpu_set_stream_bytes(double bytes) {
-  const int64_t prev = stream_override.exchange(bytes >= 0 && bytes < 9e18 ? int64_t(bytes) : -1);
-  return prev >= 0 ? double(prev) : -1.0;
 }
 
 MG_EXPORT int32_t mg_cpu_set_gemm(int32_t provider) { return set_gemm_provider(provider); }

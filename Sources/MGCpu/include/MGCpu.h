@@ -37,11 +37,6 @@ int32_t mg_cpu_set_threads(int32_t threads);
 /// CPU cannot run is ignored). Returns the ISA in use after the call (tests run each).
 int32_t mg_cpu_set_isa(int32_t isa);
 
-/// Elementwise programs whose outputs total at least `bytes` write them with non-temporal stores
-/// (x86-64); a negative value restores the default (the last-level cache's size, at least 8 MiB).
-/// Returns the previous setting (-1: the default).
-double mg_cpu_set_stream_bytes(double bytes);
-
 /// Selects the GEMM: 0 = metalgrad's packed GEMM, 1 = the platform BLAS (Accelerate on macOS,
 /// an OpenBLAS dlopen'ed from MG_BLAS elsewhere). Returns the provider in use (0 or 1).
 int32_t mg_cpu_set_gemm(int32_t provider);

@@ -11,7 +11,7 @@ import { defaultStream } from "../../../ts/core/device.ts";
 import type { Primitive } from "../../../ts/core/primitive.ts";
 import * as P from "../../../ts/core/primitives/elementwise.ts";
 import {
-  nativeInfo, setCpuFusion, setNativeCpu, setNativeIsa, setNativeStreamBytes, setNativeThreads,
+  nativeInfo, setCpuFusion, setNativeCpu, setNativeIsa, setNativeThreads,
 } from "../../../ts/backend/cpu/native/index.ts";
 import { native } from "../../../ts/backend/cpu/native/ffi.ts";
 import { accumulationTolerance, normalizedTolerance, type Tolerance, toleranceFor } from "../../../ts/testing/tolerances.ts";
@@ -24,7 +24,6 @@ afterAll(() => {
   setCpuFusion(true);
   setNativeThreads(0);
   setNativeIsa("best");
-  setNativeStreamBytes(-1);
 });
 
 const ALL: Dtype[] = [
@@ -380,30 +379,6 @@ describe("fusion", () => {
       }
     });
   }
-
-  // Outputs larger than the last-level cache are written from a tile register with non-temporal
-  // stores (an unaligned head and tail with ordinary ones: test_mgcpu.cpp); a threshold of 0
-  // streams every program.
-  test("streamed (non-temporal) outputs equal ordinary ones bit for bit, at every length", () => {
-    const xs = [1, 3, 15, 16, 17, 1023, 1024, 1025, 5003].map((n) => input(mg.float32, n, 81 + n));
-    const run = (stream: boolean) => {
-      const prev = setNativeStreamBytes(stream ? 0 : -1);
-      try {
-        const outs: MgArray[] = [];
-        for (const x of xs) {
-          outs.push(gelu(x), mg.add(x, 1, S), mg.astype(mg.exp(x, S), mg.float16, S));
-          outs.push(mg.multiply(x, mg.astype(mg.greater(x, 0, S), mg.float32, S), S));
-        }
-        mg.eval(outs);
-        return outs;
-      } finally {
-        setNativeStreamBytes(prev);
-      }
-    };
-    const plain = run(false);
-    const streamed = run(true);
-    plain.forEach((p, k) => expectSameBits(streamed[k]!, p, `program ${k}`));
-  });
 
   test("an intermediate someone else reads is materialised; others are recomputed when read", () => {
     const x = input(mg.float32, 3000, 61);

@@ -3,7 +3,6 @@
 // tagged message (validation happens before memory is touched); two OS threads calling kernels at
 // once get the same bits as one caller (the pool serves one caller, the other runs serially; scratch
 // memory belongs to the OS thread); the instruction-set switch reports and restores what it picked;
-// non-temporal output stores equal ordinary ones;
 // closed-form FFTs (a delta, a cosine, a Bluestein length, a four-step length); mg_cpu_read_file
 // against the bytes written, and its report of a region the file ends before.
 // Ends with "mgcpu: N passed, N failed".
@@ -284,33 +283,6 @@ void test_isa_switch() {
   mg_cpu_set_isa(0);
 }
 
-// Non-temporal output stores (elementwise programs above the stream threshold; 0 streams all): an
-// output starting 4 or 12 bytes past a 16-byte boundary, at lengths around the 64-byte store loop,
-// gets the ordinary stores' bytes, and nothing past its end is written.
-void test_streamed_outputs() {
-  std::vector<float> x = fbuf(5000, 3), y = fbuf(5000, 4);
-  bool same = true, fenced = true;
-  for (int64_t n : {1, 3, 4, 5, 15, 16, 17, 31, 1023, 1024, 1025, 4099}) {
-    std::vector<float> plain(size_t(n) + 8, -1.0f), streamed(size_t(n) + 8, -1.0f);
-    for (int64_t off : {1, 3}) {
-      auto run = [&](float *out) {
-        const std::vector<double> d = {1, 2, 1, 0, 1, double(n), addr(x.data()), F32, 1, addr(y.data()), F32, 1,
-                                       addr(out + off), F32, 36, F32, F32, 2, 0, 1, -1};
-        return mg_cpu_elementwise(d.data(), int32_t(d.size()));
-      };
-      const double prev = mg_cpu_set_stream_bytes(-1);
-      const int32_t a = run(plain.data());
-      mg_cpu_set_stream_bytes(0);
-      const int32_t b = run(streamed.data());
-      mg_cpu_set_stream_bytes(prev);
-      if (a != MGCPU_OK || b != MGCPU_OK || std::memcmp(plain.data(), streamed.data(), plain.size() * sizeof(float)) != 0) same = false;
-      for (size_t i = size_t(off + n); i < streamed.size(); i++) fenced = fenced && streamed[i] == -1.0f;
-    }
-  }
-  check(same, "streamed outputs (unaligned starts, every tail) equal ordinary stores");
-  check(fenced, "streamed outputs write nothing past their end");
-}
-
 }  // namespace
 
 int main() {
@@ -318,7 +290,6 @@ int main() {
   test_fft_closed_forms();
   test_concurrent_callers();
   test_isa_switch();
-  test_streamed_outputs();
   test_read_file();
   std::printf("mgcpu: %d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;

@@ -9,7 +9,7 @@
 import { dlopen, FFIType } from "bun:ffi";
 import { runtime } from "../../runtime.ts";
 
-const { ptr: P, i32, f64, cstring } = FFIType;
+const { ptr: P, i32, cstring } = FFIType;
 
 const SYMBOLS = {
   mg_cpu_last_error: { args: [], returns: cstring },
@@ -17,7 +17,6 @@ const SYMBOLS = {
   mg_cpu_set_threads: { args: [i32], returns: i32 },
   mg_cpu_set_isa: { args: [i32], returns: i32 },
   mg_cpu_set_gemm: { args: [i32], returns: i32 },
-  mg_cpu_set_stream_bytes: { args: [f64], returns: f64 },
   mg_cpu_last_run: { args: [P, i32], returns: i32 },
   mg_cpu_elementwise: { args: [P, i32], returns: i32 },
   mg_cpu_reduce: { args: [P, i32], returns: i32 },
@@ -122,14 +121,6 @@ export function setNativeThreads(n: number): number {
 export function setNativeIsa(which: "best" | "baseline" | "avx2" | "avx512"): string {
   native().mg_cpu_set_isa(which === "best" ? 0 : which === "baseline" ? 1 : which === "avx2" ? 2 : 3);
   return nativeInfo().isa;
-}
-
-/**
- * Output bytes from which elementwise programs write with non-temporal stores (x86-64; -1: the
- * default, the last-level cache's size); returns the previous setting.
- */
-export function setNativeStreamBytes(bytes: number): number {
-  return native().mg_cpu_set_stream_bytes(bytes);
 }
 
 /** Selects the GEMM ("metalgrad" or "blas" when one was found); returns the one in use. */

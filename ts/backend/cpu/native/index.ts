@@ -19,7 +19,7 @@ import { inexact, precisionOf } from "./register.ts";
 import { nativeEnabled, nativeKernels, takeNote } from "./registry.ts";
 
 export { setNativeCpu } from "./registry.ts";
-export { nativeInfo, setGemmProvider, setNativeIsa, setNativeStreamBytes, setNativeThreads } from "./ffi.ts";
+export { nativeInfo, setGemmProvider, setNativeIsa, setNativeThreads } from "./ffi.ts";
 
 let fusionEnabled = process.env.MG_FUSION !== "0";
 
