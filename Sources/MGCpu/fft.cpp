@@ -311,21 +311,24 @@ int64_t four_step_split(int64_t n) {
 bool four_step(int64_t n, int64_t n1, int sign, const char *src, int src_storage, int64_t src_stride, int64_t src_pair,
                char *dst, int dst_storage, int64_t dst_stride, double scale) {
   const int64_t n2 = n / n1;
-  double *temp = work_buffers.get(1, size_t(2 * n));
+  // T's rows are padded by 4 elements: a pitch of a multiple of 4 KiB would map every element a
+  // line writes (or reads) to the same cache set
+  const int64_t pitch = n2 + 4;
+  double *temp = work_buffers.get(1, size_t(2 * n1 * pitch));
   if (!temp) return false;
   auto tw = roots(n, sign, n);
   StepPlans ka, kb;
-  // n2 transforms of length n1 over x[n2·j1 + j2], twisted by ω_n^(j2·k1), into T[n2·k1 + j2]
+  // n2 transforms of length n1 over x[n2·j1 + j2], twisted by ω_n^(j2·k1), into T[pitch·k1 + j2]
   FftStep a = line_step(FftC2C, n1, n2, src, src_storage, src_stride, n2 * src_stride, n1,
-                        reinterpret_cast<char *>(temp), FftC128, 1, n2);
+                        reinterpret_cast<char *>(temp), FftC128, 1, pitch);
   a.src_pair = src_pair;
   a.tw_n = n;
   a.twr = tw->data();
   a.twi = tw->data() + n;
   attach_plans(a, ka, sign);
   if (!run_lines(a)) return false;
-  // n1 transforms of length n2 over T[n2·k1 + j2] into X[k1 + n1·k2]
-  FftStep b = line_step(FftC2C, n2, n1, reinterpret_cast<char *>(temp), FftC128, n2, 1, n2, dst, dst_storage,
+  // n1 transforms of length n2 over T[pitch·k1 + j2] into X[k1 + n1·k2]
+  FftStep b = line_step(FftC2C, n2, n1, reinterpret_cast<char *>(temp), FftC128, pitch, 1, n2, dst, dst_storage,
                         dst_stride, n1 * dst_stride);
   b.scale = scale;
   attach_plans(b, kb, sign);
@@ -345,7 +348,7 @@ struct PostJob {
   double *zout;  // pre-processing output (C2R)
 };
 
-void write_pair(char *base, int storage, int64_t off, double re, double im) {
+inline void write_pair(char *base, int storage, int64_t off, double re, double im) {
   if (storage == FftC64) {
     float *p = reinterpret_cast<float *>(base) + 2 * off;
     p[0] = float(re);
@@ -372,18 +375,25 @@ void read_pair(const char *base, int storage, int64_t off, double *re, double *i
 }
 
 // rfft's bins from the half-length transform Z (the reference's rfftLine, k in a chunk of [0, h]).
-void r2c_post_task(void *ctx, int64_t task, int) {
-  const PostJob &j = *static_cast<const PostJob *>(ctx);
-  const int64_t h = j.h, k0 = task * j.chunk, k1 = std::min(h + 1, k0 + j.chunk);
+template <int STORAGE>
+void r2c_post(const PostJob &j, int64_t k0, int64_t k1) {
+  const int64_t h = j.h;
   for (int64_t k = k0; k < k1; k++) {
-    const int64_t a = k % h, b = (h - k) % h;
+    const int64_t a = k == h ? 0 : k, b = k == 0 ? 0 : h - k;  // k mod h, (h − k) mod h
     const double pr = j.z[2 * a], pi = j.z[2 * a + 1], qr = j.z[2 * b], qi = -j.z[2 * b + 1];
     const double er = 0.5 * (pr + qr), ei = 0.5 * (pi + qi);
     const double or_ = 0.5 * (pr - qr), oi_ = 0.5 * (pi - qi);
     const double wr = j.twr[k], wi = j.twi[k];
     const double tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
-    write_pair(j.dst, j.dst_storage, k * j.dst_stride, er + ti, ei - tr);
+    write_pair(j.dst, STORAGE, k * j.dst_stride, er + ti, ei - tr);
   }
+}
+
+void r2c_post_task(void *ctx, int64_t task, int) {
+  const PostJob &j = *static_cast<const PostJob *>(ctx);
+  const int64_t k0 = task * j.chunk, k1 = std::min(j.h + 1, k0 + j.chunk);
+  if (j.dst_storage == FftC64) r2c_post<FftC64>(j, k0, k1);
+  else r2c_post<FftC128>(j, k0, k1);
 }
 
 // irfft's half-length input Z from the bins (the reference's irfftLine, k in a chunk of [0, h)).
