@@ -5,6 +5,7 @@
 //
 //   MG_PYTHON=/work/mlxenv/bin/python bun run bench/quant.bench.ts
 //   ROUNDS=n  QUANT_K=4096 (a smaller K for a quick look)  QUANT_SIM_PREFILL_K=1024  DEVICES=cpu,gpu
+//   QUANT_SECTIONS=quant,linalg,fft (the default: all three)
 //
 // Goals (issue 15): quantized decode ≥ 2× faster than dense float16 on the GPU (memory-bound on
 // Apple GPUs; on Linux the GPU is the MSL simulator, whose cost is arithmetic, so its ratio says
@@ -18,6 +19,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const K = Number(process.env.QUANT_K ?? 4096);
 const N = K;
 const PYTHON = process.env.MG_PYTHON ?? "python3";
+const SECTIONS = new Set((process.env.QUANT_SECTIONS ?? "quant,linalg,fft").split(","));
 const DEVICES = [mg.cpu, mg.gpu].filter((d) => (process.env.DEVICES ?? "cpu,gpu").split(",").includes(d.type));
 
 function random(shape: number[], seed: number, dtype = mg.float32): MgArray {
@@ -81,8 +83,8 @@ def bench(name, fn):
 `;
 
 // ---------------------------------------------------------------------------------------------
-console.log(`# quantizedMatmul vs dense matmul, ${N}x${K} weights (ROUNDS=${ROUNDS})`);
-const mlx = python(`${PY_TIMER}
+if (SECTIONS.has("quant")) console.log(`# quantizedMatmul vs dense matmul, ${N}x${K} weights (ROUNDS=${ROUNDS})`);
+const mlx = !SECTIONS.has("quant") ? new Map<string, Timing>() : python(`${PY_TIMER}
 import mlx.core as mx
 K = int(os.environ["QUANT_K"]); N = K
 w = mx.random.normal((N, K)); mx.eval(w)
@@ -120,11 +122,13 @@ function layerRows(M: number, device: mg.Device, width: number): void {
     console.log(`    → vs dense float16 on the same device: ${ratio(q, d16)}${device === mg.gpu && M === 1 ? " (goal for decode on a Metal GPU: ≤ 0.5×)" : ""}`);
   }
 }
-for (const device of DEVICES) layerRows(1, device, K);
-for (const device of DEVICES) layerRows(64, device, device === mg.gpu ? SIM_K : K);
+if (SECTIONS.has("quant")) {
+  for (const device of DEVICES) layerRows(1, device, K);
+  for (const device of DEVICES) layerRows(64, device, device === mg.gpu ? SIM_K : K);
+}
 
 // ---------------------------------------------------------------------------------------------
-console.log("\n# linalg (CPU) vs numpy (float64, n=128)");
+if (SECTIONS.has("linalg")) console.log("\n# linalg (CPU) vs numpy (float64, n=128)");
 const np = python(`${PY_TIMER}
 import numpy as np
 rng = np.random.default_rng(0)
@@ -147,7 +151,7 @@ bench("rfft 65536", lambda: np.fft.rfft(r2))
 bench("fft 16x997 (prime)", lambda: np.fft.fft(p))
 bench("fft2 256x256", lambda: np.fft.fft2(img))
 `);
-{
+if (SECTIONS.has("linalg")) {
   const cpu = { stream: mg.cpu };
   const a = random([128, 128], 10, mg.float64);
   const spd = mg.add(mg.matmul(a, mg.transpose(a), cpu), mg.multiply(mg.eye(128, null, 0, mg.float64, cpu), 128, cpu), cpu);
@@ -166,8 +170,8 @@ bench("fft2 256x256", lambda: np.fft.fft2(img))
   for (const [name, fn] of cases) line(`${name} 128x128 float64 cpu`, time(fn, Math.min(ROUNDS, 3)), np.get(name) ?? null, "numpy");
 }
 
-console.log("\n# fft (complex64) vs numpy (complex128)");
-{
+if (SECTIONS.has("fft")) {
+  console.log("\n# fft (complex64) vs numpy (complex128)");
   const c = (shape: number[], seed: number) => mg.add(random(shape, seed), mg.multiply(random(shape, seed + 1), { re: 0, im: 1 }));
   const x1 = c([64, 1024], 20), x2 = c([65536], 22), r2 = random([65536], 24), p = c([16, 997], 25), img = c([256, 256], 27);
   mg.eval(x1, x2, r2, p, img);
