@@ -30,28 +30,42 @@ function random(shape: number[], seed: number, dtype = mg.float32): MgArray {
 interface Timing {
   ms: number;
   spread: number;
+  cpu?: number;  // median CPU time of a round (all threads), ms: what a loaded machine does not distort
 }
 
-/** Median wall time of evaluating `build()` (and waiting for the device). */
+/** Median wall time of evaluating `build()` and waiting for the device (the result stays in the
+ * device's memory, as numpy's and MLX's: no copy into a JS array). */
 function time(build: () => MgArray, rounds = ROUNDS): Timing {
+  const cpus: number[] = [];
   const once = () => {
     const y = build();
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     mg.eval(y);
-    y.dataSync();
-    return performance.now() - t0;
+    mg.synchronize();
+    const t = performance.now() - t0;
+    const c = process.cpuUsage(c0);
+    cpus.push((c.user + c.system) / 1000);
+    // freed now, as Python's reference count frees numpy's and MLX's results (left to the GC, every
+    // round's output would be fresh memory paying page faults)
+    y.dispose();
+    return t;
   };
   once(); // warm-up: kernels compile, caches fill
+  cpus.length = 0;
   const ts: number[] = [];
   for (let r = 0; r < rounds; r++) ts.push(once());
-  return { ms: median(ts), spread: Math.max(...ts) / Math.min(...ts) };
+  return { ms: median(ts), spread: Math.max(...ts) / Math.min(...ts), cpu: median(cpus) };
 }
 
 const fmt = (t: Timing | null) => (t ? `${t.ms.toFixed(2).padStart(10)} ms (×${t.spread.toFixed(2)})` : "         -");
 const ratio = (a: Timing | null, b: Timing | null) => (a && b ? `${(a.ms / b.ms).toFixed(2)}×` : "-");
 
-function line(name: string, ours: Timing | null, ref: Timing | null, refName: string): void {
-  console.log(`  ${name.padEnd(46)} ${fmt(ours)}   ${refName.padEnd(12)} ${fmt(ref)}   ratio ${ratio(ours, ref)}`);
+function line(name: string, ours: Timing | null, ref: Timing | null, refName: string, withCpu = false): void {
+  const cpu = withCpu && ours?.cpu !== undefined && ref?.cpu !== undefined
+    ? `   CPU ${ours.cpu.toFixed(2)} vs ${ref.cpu.toFixed(2)} ms, ratio ${(ours.cpu / ref.cpu).toFixed(2)}×`
+    : "";
+  console.log(`  ${name.padEnd(46)} ${fmt(ours)}   ${refName.padEnd(12)} ${fmt(ref)}   ratio ${ratio(ours, ref)}${cpu}`);
 }
 
 /** Runs a Python timing script; returns name → median ms (or an empty map without Python). */
@@ -65,8 +79,8 @@ function python(script: string): Map<string, Timing> {
     return out;
   }
   for (const l of r.stdout.toString().trim().split("\n")) {
-    const [name, ms, spread] = l.split("\t");
-    if (name && ms) out.set(name, { ms: Number(ms), spread: Number(spread ?? 1) });
+    const [name, ms, spread, cpu] = l.split("\t");
+    if (name && ms) out.set(name, { ms: Number(ms), spread: Number(spread ?? 1), ...(cpu ? { cpu: Number(cpu) } : {}) });
   }
   return out;
 }
@@ -76,10 +90,11 @@ import os, time, statistics
 R = int(os.environ.get("ROUNDS", "5"))
 def bench(name, fn):
     fn()
-    ts = []
+    ts, cs = [], []
     for _ in range(R):
-        t0 = time.perf_counter(); fn(); ts.append((time.perf_counter() - t0) * 1000)
-    print(f"{name}\\t{statistics.median(ts)}\\t{max(ts)/min(ts)}")
+        c0 = time.process_time(); t0 = time.perf_counter(); fn()
+        ts.append((time.perf_counter() - t0) * 1000); cs.append((time.process_time() - c0) * 1000)
+    print(f"{name}\\t{statistics.median(ts)}\\t{max(ts)/min(ts)}\\t{statistics.median(cs)}")
 `;
 
 // ---------------------------------------------------------------------------------------------
@@ -177,10 +192,10 @@ if (SECTIONS.has("fft")) {
   mg.eval(x1, x2, r2, p, img);
   for (const device of DEVICES) {
     const s = { stream: device };
-    line(`fft 64x1024 ${device.type}`, time(() => mg.fft.fft(x1, s)), np.get("fft 64x1024") ?? null, "numpy");
-    line(`fft 65536 ${device.type}`, time(() => mg.fft.fft(x2, s)), np.get("fft 65536") ?? null, "numpy");
-    line(`rfft 65536 ${device.type}`, time(() => mg.fft.rfft(r2, s)), np.get("rfft 65536") ?? null, "numpy");
-    line(`fft 16x997 (prime: Bluestein) ${device.type}`, time(() => mg.fft.fft(p, s)), np.get("fft 16x997 (prime)") ?? null, "numpy");
-    line(`fft2 256x256 ${device.type}`, time(() => mg.fft.fft2(img, s)), np.get("fft2 256x256") ?? null, "numpy");
+    line(`fft 64x1024 ${device.type}`, time(() => mg.fft.fft(x1, s)), np.get("fft 64x1024") ?? null, "numpy", true);
+    line(`fft 65536 ${device.type}`, time(() => mg.fft.fft(x2, s)), np.get("fft 65536") ?? null, "numpy", true);
+    line(`rfft 65536 ${device.type}`, time(() => mg.fft.rfft(r2, s)), np.get("rfft 65536") ?? null, "numpy", true);
+    line(`fft 16x997 (prime: Bluestein) ${device.type}`, time(() => mg.fft.fft(p, s)), np.get("fft 16x997 (prime)") ?? null, "numpy", true);
+    line(`fft2 256x256 ${device.type}`, time(() => mg.fft.fft2(img, s)), np.get("fft2 256x256") ?? null, "numpy", true);
   }
 }
