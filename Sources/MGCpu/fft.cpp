@@ -187,7 +187,7 @@ std::shared_ptr<const FftPlan> fft_plan(int64_t n, int sign) {
 int64_t fft_scratch_doubles(const FftStep &s, int lanes) {
   const FftPlan *p = s.kind == FftC2C || s.n % 2 == 1 || s.n < 4 ? s.plan : s.half;
   const int64_t m = p && p->bluestein ? p->m : 0;
-  return (6 * s.n + 16 + 4 * m) * lanes;
+  return (6 * s.n + 16 + 4 * m + 12 * FFT_SKEW) * lanes;
 }
 
 // ---- steps --------------------------------------------------------------------------------------------

@@ -241,7 +241,7 @@ void run_plan(const FftPlan &p, T *re, T *im, T *sr, T *si, T *blue, T **outr, T
     return;
   }
   const int64_t n = p.n, m = p.m;
-  T *ar = blue, *ai = blue + m, *tr = blue + 2 * m, *ti = blue + 3 * m;
+  T *ar = blue, *ai = blue + m + FFT_SKEW, *tr = ai + m + FFT_SKEW, *ti = tr + m + FFT_SKEW;
   for (int64_t k = n; k < m; k++) ar[k] = ai[k] = bc<T>(0);
   for (int64_t k = 0; k < n; k++) {
     const T xr = re[k], xi = im[k];
@@ -565,7 +565,8 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
   T *buf = reinterpret_cast<T *>(scratch);
   if (s.kind == FftC2C) {
     const FftPlan &p = *s.plan;
-    T *re = buf, *im = buf + n, *sr = buf + 2 * n, *si = buf + 3 * n, *blue = buf + 4 * n;
+    const int64_t e = n + FFT_SKEW;
+    T *re = buf, *im = buf + e, *sr = buf + 2 * e, *si = buf + 3 * e, *blue = buf + 4 * e;
     gather(reinterpret_cast<double *>(re), reinterpret_cast<double *>(im), 0, 1, n, s.src_len);
     T *outr, *outi;
     run_plan(p, re, im, sr, si, blue, &outr, &outi);
@@ -610,7 +611,8 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
   if (s.kind == FftR2C) {
     if (!packed) {
       const FftPlan &p = *s.plan;
-      T *re = buf, *im = buf + n, *sr = buf + 2 * n, *si = buf + 3 * n, *blue = buf + 4 * n;
+      const int64_t e = n + FFT_SKEW;
+      T *re = buf, *im = buf + e, *sr = buf + 2 * e, *si = buf + 3 * e, *blue = buf + 4 * e;
       gather(reinterpret_cast<double *>(re), reinterpret_cast<double *>(im), 0, 1, n, s.src_len);
       T *outr, *outi;
       run_plan(p, re, im, sr, si, blue, &outr, &outi);
@@ -618,7 +620,8 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
       return;
     }
     const FftPlan &p = *s.half;
-    T *zr = buf, *zi = buf + h, *sr = buf + 2 * h, *si = buf + 3 * h, *blue = buf + 4 * h;
+    const int64_t e = h + FFT_SKEW;
+    T *zr = buf, *zi = buf + e, *sr = buf + 2 * e, *si = buf + 3 * e, *blue = buf + 4 * e;
     // z_k = x[2k] + i·x[2k+1]: the real line read as pairs
     FftStep pairs = s;
     pairs.src_storage = FftF32Pair;
@@ -628,7 +631,7 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
     run_plan(p, zr, zi, sr, si, blue, &outr, &outi);
     // X_k = (Z_k + conj Z_{h−k})/2 − i·e^(−2πik/n)·(Z_k − conj Z_{h−k})/2, all lanes at once into
     // lane buffers past the transform's (Bluestein's scratch is free again), then one scatter
-    T *xr = buf + 4 * h, *xi = xr + h + 1;
+    T *xr = blue, *xi = xr + h + 1 + FFT_SKEW;
     for (int64_t k = 0; k <= h; k++) {
       const int64_t a = k == h ? 0 : k, b = k == 0 ? 0 : h - k;  // k mod h, (h − k) mod h
       const T pr = outr[a], pi = outi[a], qr = outr[b], qi = -outi[b];
@@ -647,7 +650,8 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
   const int64_t nb = h + 1;
   if (!packed) {
     const FftPlan &p = *s.plan;
-    T *re = buf, *im = buf + n, *sr = buf + 2 * n, *si = buf + 3 * n, *blue = buf + 4 * n;
+    const int64_t e = n + FFT_SKEW;
+    T *re = buf, *im = buf + e, *sr = buf + 2 * e, *si = buf + 3 * e, *blue = buf + 4 * e;
     double *red = reinterpret_cast<double *>(re), *imd = reinterpret_cast<double *>(im);
     gather(red, imd, 0, 1, nb, s.src_len);
     for (int l = 0; l < L; l++) {
@@ -669,7 +673,8 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
   const FftPlan &p = *s.half;
   // bins (h + 1, rounded to keep the lane buffers aligned), then z, scratch and Bluestein's
   const int64_t nbr = (nb + 3) & ~int64_t(3);
-  T *binr = buf, *bini = buf + nbr, *zr = buf + 2 * nbr, *zi = zr + h, *sr = zi + h, *si = sr + h, *blue = si + h;
+  const int64_t e = h + FFT_SKEW;
+  T *binr = buf, *bini = buf + nbr + FFT_SKEW, *zr = bini + nbr + FFT_SKEW, *zi = zr + e, *sr = zi + e, *si = sr + e, *blue = si + e;
   double *br = reinterpret_cast<double *>(binr), *bi = reinterpret_cast<double *>(bini);
   gather(br, bi, 0, 1, nb, s.src_len);
   // Z_k = E_k + i·e^(+2πik/n)·O_k, E_k = X_k + conj X_{h−k}, O_k = X_k − conj X_{h−k}
