@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
@@ -381,10 +382,14 @@ void read_pair(const char *base, int storage, int64_t off, double *re, double *i
 }
 
 // rfft's bins from the half-length transform Z (the reference's rfftLine, k in a chunk of [0, h]).
+typedef double v4d __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef float v8f __attribute__((vector_size(32)));
+
 template <int STORAGE>
 void r2c_post(const PostJob &j, int64_t k0, int64_t k1) {
   const int64_t h = j.h;
-  for (int64_t k = k0; k < k1; k++) {
+  auto one = [&](int64_t k) {
     const int64_t a = k == h ? 0 : k, b = k == 0 ? 0 : h - k;  // k mod h, (h − k) mod h
     const double pr = j.z[2 * a], pi = j.z[2 * a + 1], qr = j.z[2 * b], qi = -j.z[2 * b + 1];
     const double er = 0.5 * (pr + qr), ei = 0.5 * (pi + qi);
@@ -392,7 +397,35 @@ void r2c_post(const PostJob &j, int64_t k0, int64_t k1) {
     const double wr = j.twr[k], wi = j.twi[k];
     const double tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
     write_pair(j.dst, STORAGE, k * j.dst_stride, er + ti, ei - tr);
+  };
+  int64_t k = k0;
+  if (j.dst_stride == 1) {
+    // four bins at a time where k and h − k are both in (0, h): the same operations on vectors
+    // (Z_k read forward, Z_{h−k} backward)
+    for (; k < std::max<int64_t>(k0, 1) && k < k1; k++) one(k);
+    for (; k + 4 <= k1 && k + 3 < h; k += 4) {
+      v4d a0, a1, b0, b1, w0, w1;
+      std::memcpy(&a0, j.z + 2 * k, 32), std::memcpy(&a1, j.z + 2 * k + 4, 32);
+      std::memcpy(&b0, j.z + 2 * (h - k - 3), 32), std::memcpy(&b1, j.z + 2 * (h - k - 3) + 4, 32);
+      std::memcpy(&w0, j.twr + k, 32), std::memcpy(&w1, j.twi + k, 32);
+      const v4d pr = __builtin_shufflevector(a0, a1, 0, 2, 4, 6), pi = __builtin_shufflevector(a0, a1, 1, 3, 5, 7);
+      const v4d qr = __builtin_shufflevector(b0, b1, 6, 4, 2, 0), qi = -__builtin_shufflevector(b0, b1, 7, 5, 3, 1);
+      const v4d er = 0.5 * (pr + qr), ei = 0.5 * (pi + qi);
+      const v4d or_ = 0.5 * (pr - qr), oi_ = 0.5 * (pi - qi);
+      const v4d tr = w0 * or_ - w1 * oi_, ti = w0 * oi_ + w1 * or_;
+      const v4d xr = er + ti, xi = ei - tr;
+      if constexpr (STORAGE == FftC64) {
+        const v4f fr = __builtin_convertvector(xr, v4f), fi = __builtin_convertvector(xi, v4f);
+        const v8f out = __builtin_shufflevector(fr, fi, 0, 4, 1, 5, 2, 6, 3, 7);
+        std::memcpy(reinterpret_cast<float *>(j.dst) + 2 * k, &out, 32);
+      } else {
+        const v4d lo = __builtin_shufflevector(xr, xi, 0, 4, 1, 5), hi = __builtin_shufflevector(xr, xi, 2, 6, 3, 7);
+        std::memcpy(reinterpret_cast<double *>(j.dst) + 2 * k, &lo, 32);
+        std::memcpy(reinterpret_cast<double *>(j.dst) + 2 * k + 4, &hi, 32);
+      }
+    }
   }
+  for (; k < k1; k++) one(k);
 }
 
 void r2c_post_task(void *ctx, int64_t task, int) {
