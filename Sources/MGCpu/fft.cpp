@@ -369,7 +369,7 @@ inline void write_pair(char *base, int storage, int64_t off, double re, double i
   }
 }
 
-void read_pair(const char *base, int storage, int64_t off, double *re, double *im) {
+inline void read_pair(const char *base, int storage, int64_t off, double *re, double *im) {
   if (storage == FftC64) {
     const float *p = reinterpret_cast<const float *>(base) + 2 * off;
     *re = p[0];
@@ -435,15 +435,37 @@ void r2c_post_task(void *ctx, int64_t task, int) {
   else r2c_post<FftC128>(j, k0, k1);
 }
 
+// Four complex values at p (pairs of float or double) as vectors of their parts, in order or reversed.
+template <int STORAGE, bool REVERSED>
+inline void load4(const char *base, int64_t at, v4d *re, v4d *im) {
+  v4d a, b;
+  if constexpr (STORAGE == FftC64) {
+    v8f v;
+    std::memcpy(&v, reinterpret_cast<const float *>(base) + 2 * at, 32);
+    a = __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), v4d);
+    b = __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), v4d);
+  } else {
+    std::memcpy(&a, reinterpret_cast<const double *>(base) + 2 * at, 32);
+    std::memcpy(&b, reinterpret_cast<const double *>(base) + 2 * at + 4, 32);
+  }
+  if constexpr (REVERSED) {
+    *re = __builtin_shufflevector(a, b, 6, 4, 2, 0);
+    *im = __builtin_shufflevector(a, b, 7, 5, 3, 1);
+  } else {
+    *re = __builtin_shufflevector(a, b, 0, 2, 4, 6);
+    *im = __builtin_shufflevector(a, b, 1, 3, 5, 7);
+  }
+}
+
 // irfft's half-length input Z from the bins (the reference's irfftLine, k in a chunk of [0, h)).
-void c2r_pre_task(void *ctx, int64_t task, int) {
-  const PostJob &j = *static_cast<const PostJob *>(ctx);
-  const int64_t h = j.h, k0 = task * j.chunk, k1 = std::min(h, k0 + j.chunk);
+template <int STORAGE>
+void c2r_pre(const PostJob &j, int64_t k0, int64_t k1) {
+  const int64_t h = j.h;
   auto bin = [&](int64_t k, double *re, double *im) {
-    if (k < j.src_len) read_pair(j.src, j.src_storage, k * j.src_stride, re, im);
+    if (k < j.src_len) read_pair(j.src, STORAGE, k * j.src_stride, re, im);
     else *re = *im = 0;
   };
-  for (int64_t k = k0; k < k1; k++) {
+  auto one = [&](int64_t k) {
     double xr, xi, yr, yi;
     bin(k, &xr, &xi);
     bin(h - k, &yr, &yi);
@@ -455,7 +477,37 @@ void c2r_pre_task(void *ctx, int64_t task, int) {
     const double tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
     j.zout[2 * k] = er - ti;
     j.zout[2 * k + 1] = ei + tr;
+  };
+  int64_t k = k0;
+  if (j.src_stride == 1 && j.src_len > h) {
+    // every bin present, side by side: four k at a time where k and h − k are both in (0, h)
+    // (X_k read forward, X_{h−k} backward; the same operations on vectors)
+    for (; k < std::max<int64_t>(k0, 1) && k < k1; k++) one(k);
+    for (; k + 4 <= k1 && k + 3 < h; k += 4) {
+      v4d xr, xi, yr, yi, wr, wi;
+      load4<STORAGE, false>(j.src, k, &xr, &xi);
+      load4<STORAGE, true>(j.src, h - k - 3, &yr, &yi);
+      yi = -yi;
+      std::memcpy(&wr, j.twr + k, 32);
+      std::memcpy(&wi, j.twi + k, 32);
+      wi = -wi;
+      const v4d er = xr + yr, ei = xi + yi;
+      const v4d or_ = xr - yr, oi_ = xi - yi;
+      const v4d tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
+      const v4d zr = er - ti, zi = ei + tr;
+      const v4d lo = __builtin_shufflevector(zr, zi, 0, 4, 1, 5), hi = __builtin_shufflevector(zr, zi, 2, 6, 3, 7);
+      std::memcpy(j.zout + 2 * k, &lo, 32);
+      std::memcpy(j.zout + 2 * k + 4, &hi, 32);
+    }
   }
+  for (; k < k1; k++) one(k);
+}
+
+void c2r_pre_task(void *ctx, int64_t task, int) {
+  const PostJob &j = *static_cast<const PostJob *>(ctx);
+  const int64_t k0 = task * j.chunk, k1 = std::min(j.h, k0 + j.chunk);
+  if (j.src_storage == FftC64) c2r_pre<FftC64>(j, k0, k1);
+  else c2r_pre<FftC128>(j, k0, k1);
 }
 
 // irfft's n reals from the transformed Z, divided by n.
@@ -464,7 +516,18 @@ void c2r_out_task(void *ctx, int64_t task, int) {
   const int64_t k0 = task * j.chunk, k1 = std::min(j.h, k0 + j.chunk);
   const double dn = double(j.n);
   float *out = reinterpret_cast<float *>(j.dst);
-  for (int64_t k = k0; k < k1; k++) {
+  int64_t k = k0;
+  if (j.dst_stride == 1) {
+    // reals 2k and 2k + 1 are Z's pair k: four values at a time
+    for (int64_t i = 2 * k0; i + 4 <= 2 * k1; i += 4) {
+      v4d v;
+      std::memcpy(&v, j.z + i, 32);
+      const v4f f = __builtin_convertvector(v / dn, v4f);
+      std::memcpy(out + i, &f, 16);
+      k = (i + 4) / 2;
+    }
+  }
+  for (; k < k1; k++) {
     out[(2 * k) * j.dst_stride] = float(j.z[2 * k] / dn);
     out[(2 * k + 1) * j.dst_stride] = float(j.z[2 * k + 1] / dn);
   }
