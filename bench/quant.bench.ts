@@ -166,6 +166,10 @@ img = rng.standard_normal((256, 256)) + 0j
 bench("fft 64x1024", lambda: np.fft.fft(x1))
 bench("fft 65536", lambda: np.fft.fft(x2))
 bench("rfft 65536", lambda: np.fft.rfft(r2))
+R2 = np.fft.rfft(r2)
+bench("irfft 65536", lambda: np.fft.irfft(R2))
+r64 = rng.standard_normal((64, 1024))
+bench("rfft 64x1024", lambda: np.fft.rfft(r64))
 bench("fft 16x997 (prime)", lambda: np.fft.fft(p))
 bench("fft2 256x256", lambda: np.fft.fft2(img))
 `);
@@ -192,12 +196,15 @@ if (SECTIONS.has("fft")) {
   console.log("\n# fft (complex64) vs numpy (complex128)");
   const c = (shape: number[], seed: number) => mg.add(random(shape, seed), mg.multiply(random(shape, seed + 1), { re: 0, im: 1 }));
   const x1 = c([64, 1024], 20), x2 = c([65536], 22), r2 = random([65536], 24), p = c([16, 997], 25), img = c([256, 256], 27);
-  mg.eval(x1, x2, r2, p, img);
+  const bins2 = mg.fft.rfft(r2, { stream: mg.cpu }), r64 = random([64, 1024], 29);
+  mg.eval(x1, x2, r2, p, img, bins2, r64);
   for (const device of DEVICES) {
     const s = { stream: device };
     line(`fft 64x1024 ${device.type}`, time(() => mg.fft.fft(x1, s)), np.get("fft 64x1024") ?? null, "numpy", true);
     line(`fft 65536 ${device.type}`, time(() => mg.fft.fft(x2, s)), np.get("fft 65536") ?? null, "numpy", true);
     line(`rfft 65536 ${device.type}`, time(() => mg.fft.rfft(r2, s)), np.get("rfft 65536") ?? null, "numpy", true);
+    line(`irfft 65536 ${device.type}`, time(() => mg.fft.irfft(bins2, null, -1, s)), np.get("irfft 65536") ?? null, "numpy", true);
+    line(`rfft 64x1024 ${device.type}`, time(() => mg.fft.rfft(r64, s)), np.get("rfft 64x1024") ?? null, "numpy", true);
     line(`fft 16x997 (prime: Bluestein) ${device.type}`, time(() => mg.fft.fft(p, s)), np.get("fft 16x997 (prime)") ?? null, "numpy", true);
     line(`fft2 256x256 ${device.type}`, time(() => mg.fft.fft2(img, s)), np.get("fft2 256x256") ?? null, "numpy", true);
   }
