@@ -7,10 +7,12 @@
 //   MG_PYTHON=/work/mlxenv/bin/python bun run bench/cpu.bench.ts     (ROUNDS=9 WARMUP=2 by default)
 //
 // "mg/numpy" is numpy's time over metalgrad's (above 1: metalgrad is faster). GB/s counts bytes read
-// and written once; GFLOP/s counts 2·M·N·K.
+// and written once; GFLOP/s counts 2·M·N·K. The "tiny op wall:" rows split metalgrad's wall time per
+// op (Linux schedstat of the eval thread) into time on a core, waiting for one, and blocked.
 import * as mg from "../ts/index.ts";
 import type { MgArray } from "../ts/core/array.ts";
 import { nativeInfo } from "../ts/backend/cpu/native/index.ts";
+import { readFileSync } from "node:fs";
 import { pythonWith } from "./util.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 9);
@@ -45,6 +47,9 @@ const CASES: Case[] = [
   { name: "MLP step 64x256x256x10 (fwd+bwd)" },
   { name: "tiny op (4,) f32 add, build+eval", perOp: 10000 },
   { name: "tiny op, CPU time (not wall)", perOp: 10000 },
+  { name: "tiny op wall: on a core", perOp: 10000 },
+  { name: "tiny op wall: waiting for a core", perOp: 10000 },
+  { name: "tiny op wall: blocked", perOp: 10000 },
 ];
 
 // ---- metalgrad -----------------------------------------------------------------------------------
@@ -73,8 +78,8 @@ function stat(values: readonly number[]): Stat {
   return { med: s[Math.round(n / 2)]!, q1: s[Math.floor(n / 4)]!, q3: s[Math.ceil((3 * n) / 4)]! };
 }
 
-function time(run: () => void): Stat {
-  for (let i = 0; i < WARMUP; i++) run();
+function time(run: () => void, warmup = WARMUP): Stat {
+  for (let i = 0; i < warmup; i++) run();
   const ms: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const t0 = Bun.nanoseconds();
@@ -113,7 +118,9 @@ function metalgrad(): Map<string, Stat> {
       r.dispose();
     }
   };
-  t.set("tiny op (4,) f32 add, build+eval", time(tiny));
+  // Warm up for ~200k ops: Bun's JIT tiers up the eval path over the first ~100k ops on the same two
+  // cores, and the row measures the steady-state cost per op, as numpy's side does after its warm-up.
+  t.set("tiny op (4,) f32 add, build+eval", time(tiny, Math.max(WARMUP, 20)));
   // CPU time of this thread's process: what the op costs, whatever else the machine runs
   const cpu: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
@@ -123,6 +130,32 @@ function metalgrad(): Map<string, Stat> {
     cpu.push((u.user + u.system) / 1000);
   }
   t.set("tiny op, CPU time (not wall)", stat(cpu));
+  // Where wall time goes that CPU time does not show (Linux): the eval thread's time on a core,
+  // waiting in the run queue for one (other processes, or this process's JIT and GC threads) and
+  // blocked (e.g. a GC handshake), from /proc/thread-self/schedstat.
+  const sched = () => {
+    try {
+      return readFileSync("/proc/thread-self/schedstat", "utf8").trim().split(" ").map(Number);
+    } catch {
+      return null;
+    }
+  };
+  if (sched()) {
+    const on: number[] = [], queued: number[] = [], blocked: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const s0 = sched()!;
+      const t0 = Bun.nanoseconds();
+      tiny();
+      const wall = Bun.nanoseconds() - t0;
+      const s1 = sched()!;
+      on.push((s1[0]! - s0[0]!) / 1e6);
+      queued.push((s1[1]! - s0[1]!) / 1e6);
+      blocked.push(Math.max(0, wall - (s1[0]! - s0[0]!) - (s1[1]! - s0[1]!)) / 1e6);
+    }
+    t.set("tiny op wall: on a core", stat(on));
+    t.set("tiny op wall: waiting for a core", stat(queued));
+    t.set("tiny op wall: blocked", stat(blocked));
+  }
 
   const a1 = filled(M1, 1), b1 = filled(M1, 2), a16 = filled(M16, 3), b16 = filled(M16, 4);
   t.set("add 1M f32", timeOp(() => mg.add(a1, b1, S)));

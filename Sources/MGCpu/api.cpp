@@ -41,8 +41,10 @@ std::atomic<int> last_threads{1};
 const Isa *best_isa() {
 #if defined(__x86_64__)
   const char *env = std::getenv("MG_CPU_ISA");
-  bool want_baseline = env && (std::string(env) == "baseline" || std::string(env) == "sse2");
-  if (!want_baseline && cpu_has_avx2_fma()) return &isa_avx2();
+  const std::string want = env ? env : "";
+  if (want == "baseline" || want == "sse2") return &isa_baseline();
+  if (want != "avx2" && cpu_has_avx512()) return &isa_avx512();
+  if (cpu_has_avx2_fma()) return &isa_avx2();
 #endif
   return &isa_baseline();
 }
@@ -156,8 +158,9 @@ void run_tiles(void *ctx, int64_t task, int thread) {
   const Program &p = *e.p;
   const int64_t begin = task * e.chunk;
   const int64_t end = std::min(p.size, begin + e.chunk);
-  char *scratch = static_cast<char *>(thread_scratch(thread, size_t(e.regs) * TILE * 8 + 64));
-  if (!scratch) return;  // checked by the caller before the run
+  // no registers (contiguous or scalar operands, direct outputs): no scratch to look up
+  char *scratch = e.regs > 0 ? static_cast<char *>(thread_scratch(thread, size_t(e.regs) * TILE * 8 + 64)) : nullptr;
+  if (e.regs > 0 && !scratch) return;  // checked by the caller before the run
   const int n_ops = p.n_in + p.n_out + p.n_temp;
   void *slot[3 * MAX_OPERANDS];
   bool scalar[3 * MAX_OPERANDS];
@@ -355,7 +358,7 @@ int elementwise(const double *desc, int32_t words) {
   e.tile = regs == 0 ? 16 * TILE : TILE;
   e.chunk = e.tile * std::max<int64_t>(1, std::min<int64_t>(64, (p.size / e.tile) / (4 * threads) + 1));
   const int64_t tasks = (p.size + e.chunk - 1) / e.chunk;
-  if (!thread_scratch(0, size_t(regs) * TILE * 8 + 64)) return fail(fn, "out of memory for tile registers");
+  if (regs > 0 && !thread_scratch(0, size_t(regs) * TILE * 8 + 64)) return fail(fn, "out of memory for tile registers");
   note_threads(threads);
   if (tasks == 1) run_tiles(&e, 0, 0);  // a small program: no pool
   else parallel_for(tasks, threads, run_tiles, &e);
@@ -1490,9 +1493,14 @@ MG_EXPORT int32_t mg_cpu_set_isa(int32_t which) {
   if (which == 1) current_isa.store(&isa_baseline(), std::memory_order_release);
 #if defined(__x86_64__)
   else if (which == 2 && cpu_has_avx2_fma()) current_isa.store(&isa_avx2(), std::memory_order_release);
+  else if (which == 3 && cpu_has_avx512()) current_isa.store(&isa_avx512(), std::memory_order_release);
 #endif
   else if (which == 0) current_isa.store(best_isa(), std::memory_order_release);
-  return &isa() == &isa_baseline() ? 1 : 2;
+  const Isa *now = &isa();
+#if defined(__x86_64__)
+  if (now == &isa_avx512()) return 3;
+#endif
+  return now == &isa_baseline() ? 1 : 2;
 }
 
 MG_EXPORT int32_t mg_cpu_set_gemm(int32_t provider) { return set_gemm_provider(provider); }

@@ -415,20 +415,10 @@ static void k_cast(void *dst, const void *a, const void *, const void *, int64_t
 }
 template <int D> static KernelFn cast_from(int o) {
   switch (o) {
-    case Bool: return &k_cast<D, Bool>;
-    case U8: return &k_cast<D, U8>;
-    case U16: return &k_cast<D, U16>;
-    case U32: return &k_cast<D, U32>;
-    case U64: return &k_cast<D, U64>;
-    case I8: return &k_cast<D, I8>;
-    case I16: return &k_cast<D, I16>;
-    case I32: return &k_cast<D, I32>;
-    case I64: return &k_cast<D, I64>;
-    case F16: return &k_cast<D, F16>;
-    case F32: return &k_cast<D, F32>;
-    case F64: return &k_cast<D, F64>;
-    case BF16: return &k_cast<D, BF16>;
-    case C64: return &k_cast<D, C64>;
+#define MG_CAST_TO(O) \
+  case O: return &k_cast<D, O>;
+    MG_EACH_DTYPE(MG_CAST_TO)
+#undef MG_CAST_TO
     default: return nullptr;
   }
 }
@@ -772,41 +762,19 @@ static KernelFn bool_kernel(int op, int out) {
   }
 }
 
+template <int D> static KernelFn kernel_for(int op, int out) {
+  if (op == OpCast) return cast_from<D>(out);
+  if constexpr (D == Bool) return bool_kernel(op, out);
+  else if constexpr (D == C64) return complex_kernel(op, out);
+  else return real_kernel<D>(op, out);
+}
+
 static KernelFn kernel_impl(int op, int dtype, int out) {
-  if (op == OpCast) {
-    switch (dtype) {
-      case Bool: return cast_from<Bool>(out);
-      case U8: return cast_from<U8>(out);
-      case U16: return cast_from<U16>(out);
-      case U32: return cast_from<U32>(out);
-      case U64: return cast_from<U64>(out);
-      case I8: return cast_from<I8>(out);
-      case I16: return cast_from<I16>(out);
-      case I32: return cast_from<I32>(out);
-      case I64: return cast_from<I64>(out);
-      case F16: return cast_from<F16>(out);
-      case F32: return cast_from<F32>(out);
-      case F64: return cast_from<F64>(out);
-      case BF16: return cast_from<BF16>(out);
-      case C64: return cast_from<C64>(out);
-      default: return nullptr;
-    }
-  }
   switch (dtype) {
-    case Bool: return bool_kernel(op, out);
-    case U8: return real_kernel<U8>(op, out);
-    case U16: return real_kernel<U16>(op, out);
-    case U32: return real_kernel<U32>(op, out);
-    case U64: return real_kernel<U64>(op, out);
-    case I8: return real_kernel<I8>(op, out);
-    case I16: return real_kernel<I16>(op, out);
-    case I32: return real_kernel<I32>(op, out);
-    case I64: return real_kernel<I64>(op, out);
-    case F16: return real_kernel<F16>(op, out);
-    case F32: return real_kernel<F32>(op, out);
-    case F64: return real_kernel<F64>(op, out);
-    case BF16: return real_kernel<BF16>(op, out);
-    case C64: return complex_kernel(op, out);
+#define MG_KERNEL_FOR(D) \
+  case D: return kernel_for<D>(op, out);
+    MG_EACH_DTYPE(MG_KERNEL_FOR)
+#undef MG_KERNEL_FOR
     default: return nullptr;
   }
 }
@@ -1085,20 +1053,10 @@ static void reduce_run_t(int type, const char *src, int64_t stride, int64_t n, v
 static void reduce_run_impl(int type, int dtype, const void *src, int64_t stride, int64_t n, void *acc) {
   const char *s = static_cast<const char *>(src);
   switch (dtype) {
-    case Bool: reduce_run_t<Bool>(type, s, stride, n, acc); break;
-    case U8: reduce_run_t<U8>(type, s, stride, n, acc); break;
-    case U16: reduce_run_t<U16>(type, s, stride, n, acc); break;
-    case U32: reduce_run_t<U32>(type, s, stride, n, acc); break;
-    case U64: reduce_run_t<U64>(type, s, stride, n, acc); break;
-    case I8: reduce_run_t<I8>(type, s, stride, n, acc); break;
-    case I16: reduce_run_t<I16>(type, s, stride, n, acc); break;
-    case I32: reduce_run_t<I32>(type, s, stride, n, acc); break;
-    case I64: reduce_run_t<I64>(type, s, stride, n, acc); break;
-    case F16: reduce_run_t<F16>(type, s, stride, n, acc); break;
-    case F32: reduce_run_t<F32>(type, s, stride, n, acc); break;
-    case F64: reduce_run_t<F64>(type, s, stride, n, acc); break;
-    case BF16: reduce_run_t<BF16>(type, s, stride, n, acc); break;
-    case C64: reduce_run_t<C64>(type, s, stride, n, acc); break;
+#define MG_REDUCE_RUN(D) \
+  case D: reduce_run_t<D>(type, s, stride, n, acc); break;
+    MG_EACH_DTYPE(MG_REDUCE_RUN)
+#undef MG_REDUCE_RUN
     default: break;
   }
 }

@@ -20,6 +20,10 @@ enum Dtype : int32_t {
   F16 = 9, F32 = 10, F64 = 11, BF16 = 12, C64 = 13, DtypeCount = 14
 };
 
+// X(D) for every dtype, in index order: one switch over a runtime dtype that instantiates a
+// template per dtype is `switch (d) { MG_EACH_DTYPE(CASE) default: ... }`.
+#define MG_EACH_DTYPE(X) X(Bool) X(U8) X(U16) X(U32) X(U64) X(I8) X(I16) X(I32) X(I64) X(F16) X(F32) X(F64) X(BF16) X(C64)
+
 inline int dtype_size(int d) {
   static const int sizes[DtypeCount] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8};
   return sizes[d];
@@ -387,6 +391,9 @@ const Isa &isa_baseline();
 #if defined(__x86_64__)
 const Isa &isa_avx2();
 bool cpu_has_avx2_fma();
+// The AVX2 table with 64-byte elementwise float kernels (isa_avx512.cpp)
+const Isa &isa_avx512();
+bool cpu_has_avx512();
 #endif
 
 }  // namespace mgcpu

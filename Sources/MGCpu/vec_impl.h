@@ -2,26 +2,37 @@
 // namespace (isa_*.cpp, through kernels_impl.h), after MG_FMA is defined (1 when the TU is built for FMA).
 //
 // Vectors are 32 bytes (8 floats / 4 doubles) on every ISA: AVX2 runs them as one register, SSE2
-// and NEON as two. Lane-wise arithmetic is then identical everywhere; only fused multiply-adds
+// and NEON as two. isa_avx512.cpp includes this file with MG_VBYTES 64 for its elementwise kernels
+// only (16 floats a vector; every function here is lane-wise, so an element's bits do not depend on
+// the width). Lane-wise arithmetic is then identical everywhere; only fused multiply-adds
 // (AVX2+FMA) round differently, so results may differ between ISAs in the last place of the
 // polynomial-based math below (never between thread counts or between fused and unfused runs).
 
-typedef float vf __attribute__((vector_size(32)));
-typedef int32_t vi __attribute__((vector_size(32)));
-typedef uint32_t vu __attribute__((vector_size(32)));
-typedef double vd __attribute__((vector_size(32)));
-typedef int64_t vl __attribute__((vector_size(32)));
+#ifndef MG_VBYTES
+#define MG_VBYTES 32
+#endif
+typedef float vf __attribute__((vector_size(MG_VBYTES)));
+typedef int32_t vi __attribute__((vector_size(MG_VBYTES)));
+typedef uint32_t vu __attribute__((vector_size(MG_VBYTES)));
+typedef double vd __attribute__((vector_size(MG_VBYTES)));
+typedef int64_t vl __attribute__((vector_size(MG_VBYTES)));
 
-constexpr int VF = 8;  // floats per vf
-constexpr int VD = 4;  // doubles per vd
+constexpr int VF = MG_VBYTES / 4;  // floats per vf
+constexpr int VD = MG_VBYTES / 8;  // doubles per vd
 
 static inline vf vf_load(const float *p) { vf v; __builtin_memcpy(&v, p, sizeof v); return v; }
 static inline void vf_store(float *p, vf v) { __builtin_memcpy(p, &v, sizeof v); }
 static inline vd vd_load(const double *p) { vd v; __builtin_memcpy(&v, p, sizeof v); return v; }
 static inline void vd_store(double *p, vd v) { __builtin_memcpy(p, &v, sizeof v); }
-static inline vf vf_splat(float x) { return vf{x, x, x, x, x, x, x, x}; }
-static inline vd vd_splat(double x) { return vd{x, x, x, x}; }
-static inline vi vi_splat(int32_t x) { return vi{x, x, x, x, x, x, x, x}; }
+// Broadcasts by lanes (not `vf{} + x`: 0 + -0 is +0); the compiler emits one broadcast.
+template <class V, class T> static inline V splat_of(T x) {
+  V v;
+  for (int l = 0; l < int(sizeof(V) / sizeof(T)); l++) v[l] = x;
+  return v;
+}
+static inline vf vf_splat(float x) { return splat_of<vf>(x); }
+static inline vd vd_splat(double x) { return splat_of<vd>(x); }
+static inline vi vi_splat(int32_t x) { return splat_of<vi>(x); }
 
 static inline vf vf_select(vi mask, vf a, vf b) {
   return (vf)(((vi)a & mask) | ((vi)b & ~mask));

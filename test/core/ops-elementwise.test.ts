@@ -232,3 +232,45 @@ describe("array-API spellings", () => {
     expect(() => mg.acos(mg.array([{ re: 1, im: 1 }]))).toThrow("[arccos] Not supported for complex64.");
   });
 });
+
+// A weak scalar next to an evaluated array becomes a cached, shared stride-0 view of the scalar's
+// constant (one node per op instead of a Broadcast node and the op); next to a lazy or traced
+// operand it stays a Broadcast node, which transforms and shapeless compilation rely on.
+describe("scalar operands", () => {
+  for (const device of [mg.cpu, mg.gpu]) {
+    test(`next to an evaluated array: no Broadcast node, right values, donation-safe (${device.type})`, () => {
+      const s = { stream: device };
+      const x = mg.array([[1.5, -2], [3, 4.25], [0, -0.5]]);
+      const i = mg.array([1, 2, 3], mg.int32);
+      const one = mg.array([7]);
+      mg.eval(x, i, one);
+      let outs: MgArray[] = [];
+      const recs = mg.trace(() => {
+        outs = [mg.add(x, 1, s), mg.subtract(1, x, s), mg.multiply(i, 3, s), mg.maximum(x, 0, s), mg.add(one, 2, s)];
+        mg.eval(outs);
+      });
+      expect(recs.map((r) => r.primitives.join("+")).filter((p) => p.includes("Broadcast"))).toEqual([]);
+      expect(outs[0]!.tolist()).toEqual([[2.5, -1], [4, 5.25], [1, 0.5]]);
+      expect(outs[1]!.tolist()).toEqual([[-0.5, 3], [-2, -3.25], [1, 1.5]]);
+      expect(outs[2]!.tolist()).toEqual([3, 6, 9]);
+      expect(outs[3]!.tolist()).toEqual([[1.5, 0], [3, 4.25], [0, 0]]);
+      expect(outs[4]!.tolist()).toEqual([9]);
+      // the constant's view is shared and reused; the next op with it still reads 2, not 9
+      expect(mg.add(one, 2, s).tolist()).toEqual([9]);
+      expect(mg.add(mg.array([0.5]), 2, s).tolist()).toEqual([2.5]);
+      expect(outs[0]!.node === null || outs[0]!.node.inputs[1] === mg.add(x, 1, s).node?.inputs[1]).toBe(true);
+    });
+  }
+
+  test("next to a lazy operand, under grad and in shapeless compile: a Broadcast node, right values", () => {
+    const x = mg.array([1, 2, 3], mg.float32);
+    const lazy = mg.exp(x);
+    const recs = mg.trace(() => mg.eval(mg.add(lazy, 1)));
+    expect(recs.some((r) => r.primitives.includes("Broadcast"))).toBe(true);
+    const g = mg.grad((a: MgArray) => mg.sum(mg.multiply(a, 3)))(x);
+    expect(g.tolist()).toEqual([3, 3, 3]);
+    const f = mg.compile((a: MgArray) => mg.multiply(mg.add(a, 1), 2), { shapeless: true });
+    expect(f(mg.array([1, 2])).tolist()).toEqual([4, 6]);
+    expect(f(mg.array([1, 2, 3, 4])).tolist()).toEqual([4, 6, 8, 10]);
+  });
+});

@@ -177,6 +177,21 @@ describe("memory API", () => {
     expect(mg.liveArrayCount()).toBeGreaterThanOrEqual(0);
   });
 
+  test("disposed arrays across many 4096-id chunks are not subtracted again when collected", async () => {
+    await collectUntil(() => false, 5);
+    const baseline = mg.liveArrayCount();
+    // every other array disposed; ids span several chunks of the disposed-id bitmap
+    for (let i = 0; i < 20_000; i++) {
+      const a = mg.array(i);
+      if (i % 2 === 0) a.dispose();
+    }
+    expect(mg.liveArrayCount()).toBe(baseline + 10_000);
+    expect(await collectUntil(() => mg.liveArrayCount() <= baseline)).toBe(true);
+    await collectUntil(() => false, 3);
+    // a double subtraction would leave it 10,000 below; older garbage collected meanwhile a little
+    expect(mg.liveArrayCount()).toBeGreaterThan(baseline - 100);
+  });
+
   test("counting leaves nothing behind per array while a loop never yields (issue 20: it made collection quadratic)", () => {
     mg.liveArrayCount();
     const x = mg.array([1, 2, 3]);

@@ -30,8 +30,10 @@ export function sameView(input: number, p: Placement): ViewOf {
 export function broadcastStrides(shape: readonly number[], strides: readonly number[], to: readonly number[]): number[] {
   const nd = to.length;
   const off = nd - shape.length;
-  const out = new Array<number>(nd).fill(0);
-  for (let i = 0; i < shape.length; i++) out[off + i] = shape[i] === 1 && to[off + i] !== 1 ? 0 : strides[i]!;
+  // pushed in order, not new Array(n).fill: a packed array without the builtin call (per op)
+  const out: number[] = [];
+  for (let i = 0; i < off; i++) out.push(0);
+  for (let i = 0; i < shape.length; i++) out.push(shape[i] === 1 && to[off + i] !== 1 ? 0 : strides[i]!);
   return out;
 }
 

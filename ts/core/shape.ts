@@ -33,7 +33,9 @@ export function rowMajorStrides(shape: Shape): number[] {
 export function broadcastShapes(shapes: readonly Shape[], op = "broadcast_shapes"): number[] {
   let ndim = 0;
   for (const s of shapes) ndim = Math.max(ndim, s.length);
-  const out = new Array<number>(ndim).fill(1);
+  // pushed, not new Array(n).fill: a packed array without the builtin call (this runs per op)
+  const out: number[] = [];
+  for (let i = 0; i < ndim; i++) out.push(1);
   for (const s of shapes) {
     const off = ndim - s.length;
     for (let i = 0; i < s.length; i++) {

@@ -33,7 +33,8 @@ const char *mg_cpu_info_json(void);
 int32_t mg_cpu_set_threads(int32_t threads);
 
 /// Forces the instruction set: 0 = best available (default), 1 = baseline (SSE2 / NEON),
-/// 2 = AVX2+FMA (x86-64 only). Returns the ISA in use after the call (tests run both).
+/// 2 = AVX2+FMA, 3 = AVX-512 elementwise float kernels over the AVX2 set (x86-64 only; a request the
+/// CPU cannot run is ignored). Returns the ISA in use after the call (tests run each).
 int32_t mg_cpu_set_isa(int32_t isa);
 
 /// Selects the GEMM: 0 = metalgrad's packed GEMM, 1 = the platform BLAS (Accelerate on macOS,

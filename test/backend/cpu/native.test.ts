@@ -646,7 +646,7 @@ describe("determinism", () => {
 
   test("both instruction sets agree with the reference; exact ops and sums bit for bit", () => {
     const info = nativeInfo();
-    if (info.isa !== "avx2") return; // a machine without AVX2 only has the baseline
+    if (info.isa !== "avx2" && info.isa !== "avx512") return; // a machine without AVX2 only has the baseline
     const a = ref(() => mg.multiply(uniform(5000, 131), 20, S)); // finite: NaN signs may differ by ISA
     const b = uniform(5000, 132);
     const run = (isa: "baseline" | "avx2") => {
@@ -665,6 +665,45 @@ describe("determinism", () => {
       expectClose(outs[5]!, reference[1]!, toleranceFor(mg.float32), "tanh");
       expectClose(outs[6]!, reference[2]!, accumulationTolerance(mg.float32, 100 * 40), "matmul");
     }
+  });
+});
+
+// The AVX-512 table replaces only lane-wise float kernels (isa_avx512.cpp): each element's bits must
+// be the AVX2 kernels' (same FMA polynomials, 16 lanes instead of 8, padded tails of 1–15 lanes).
+describe("AVX-512 elementwise kernels", () => {
+  test("give the AVX2 kernels' bits: every replaced op, float dtypes, scalar operands, tails", () => {
+    if (nativeInfo().isa !== "avx512") return; // only machines with AVX-512 run this table
+    const unary = [mg.negative, mg.square, mg.sqrt, mg.abs, mg.exp, mg.log, mg.tanh, mg.sigmoid, mg.erf];
+    const binary = [mg.add, mg.subtract, mg.multiply, mg.divide, mg.maximum, mg.minimum];
+    const build = (x: MgArray, y: MgArray, s: number) => {
+      const outs: MgArray[] = [];
+      for (const f of unary) outs.push(f(x, S));
+      for (const f of binary) outs.push(f(x, y, S), f(x, s, S), f(s, y, S));
+      return outs;
+    };
+    const cases: MgArray[][] = [];
+    for (const dtype of [mg.float32, mg.float64, mg.float16, mg.bfloat16]) {
+      for (const n of [1, 15, 17, 31, 33, 1100]) {
+        const x = ref(() => mg.astype(input(mg.float32, n, 90 + n), dtype, S));
+        const y = ref(() => mg.astype(input(mg.float32, n, 190 + n), dtype, S));
+        cases.push([x, y]);
+      }
+    }
+    const run = (isa: "avx2" | "avx512") => {
+      expect(setNativeIsa(isa)).toBe(isa);
+      const prev = setCpuFusion(false); // one kernel per op: each replaced kernel on its own
+      try {
+        const outs = cases.flatMap(([x, y]) => [...build(x!, y!, 0.75), gelu(x!)]);
+        mg.eval(outs);
+        return outs;
+      } finally {
+        setCpuFusion(prev);
+        setNativeIsa("best");
+      }
+    };
+    const avx2 = run("avx2");
+    const avx512 = run("avx512");
+    avx2.forEach((a, k) => expectSameBits(avx512[k]!, a, `output ${k} (${a.dtype.name}, ${a.size} elements)`));
   });
 });
 

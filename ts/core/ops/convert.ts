@@ -5,7 +5,7 @@ import {
   int32, int64, int8, isScalar, type Scalar, scalarDtype, uint16, uint32, uint64, uint8,
   weakScalarDtype,
 } from "../dtype.ts";
-import { resolveStream, type StreamOrDevice } from "../device.ts";
+import { resolveStream, type Stream, type StreamOrDevice } from "../device.ts";
 import { bigFromNumber, type Complex, storageCtor } from "../elements.ts";
 import { rowMajorStrides } from "../shape.ts";
 import { allocateBuffer, Storage, type TypedArray } from "../../memory/storage.ts";
@@ -262,6 +262,33 @@ export function constantScalar(value: Scalar, dtype: Dtype): MgArray {
   constantOrder.add(entry);
   return entry.array;
 }
+
+/**
+ * A shared constant (constantScalar's 0-d array, evaluated) seen as `shape` on `stream`: an
+ * evaluated, shared view with every stride 0, cached per constant, stream and shape. `x + 1` then
+ * builds one node instead of two: the Broadcast node of the scalar cost a third of a tiny op (its
+ * array, node, registration and view step: 1.23 → 0.93 µs CPU per op without it). Only for
+ * concrete operands outside transforms (binaryOp checks): a traced graph keeps the Broadcast node
+ * that shapeless compilation re-infers.
+ */
+export function broadcastConstant(c: MgArray, shape: readonly number[], stream: Stream): MgArray {
+  let byStream = broadcastConstants.get(c);
+  if (!byStream) broadcastConstants.set(c, (byStream = new Map()));
+  let byShape = byStream.get(stream);
+  if (!byShape) byStream.set(stream, (byShape = new Map()));
+  const key = shape.length === 1 ? shape[0]! : shape.join(",");
+  const hit = byShape.get(key);
+  if (hit) return hit;
+  if (byShape.size >= 16) byShape.clear(); // a constant next to many shapes: keep the cache small
+  const l = c.layout!;
+  const view = new MgArray([...shape], c.dtype, stream, null, true);
+  const strides: number[] = [];
+  for (let i = 0; i < shape.length; i++) strides.push(0);
+  view.setLayout(l.storage, l.offset, strides, true);
+  byShape.set(key, view);
+  return view;
+}
+const broadcastConstants = new WeakMap<MgArray, Map<Stream, Map<number | string, MgArray>>>();
 
 /** Converts an op argument to an array; scalars take their own default dtype. */
 /** Rejects what can never be an array operand, naming the op (a missing or mistyped argument). */

@@ -5,12 +5,12 @@ import {
   isInteger, promoteTypes, type Scalar, uint8,
 } from "../dtype.ts";
 import { resolveStream } from "../device.ts";
-import { makeArray, makeNode, rejectFloat64OnGpu } from "../graph.ts";
+import { graphRetained, makeArray, makeNode, rejectFloat64OnGpu } from "../graph.ts";
 import * as P from "../primitives/elementwise.ts";
 import type { Primitive } from "../primitive.ts";
 import { Broadcast } from "../primitives/views.ts";
 import { broadcastShapes, shapesEqual } from "../shape.ts";
-import { type ArrayInput, checkOperand, fromValues, secondOperand, type StreamOptions, toArray, toArrays, weakScalar } from "./convert.ts";
+import { type ArrayInput, broadcastConstant, checkOperand, fromValues, secondOperand, type StreamOptions, toArray, toArrays, weakScalar } from "./convert.ts";
 import { broadcastAll, broadcastToShape } from "./broadcast.ts";
 
 export type { ArrayInput, StreamOptions };
@@ -414,8 +414,15 @@ function binaryOp(prim: Primitive<null>, op: string, a: ArrayInput, b: ArrayInpu
   if (y.dtype !== t) y = astype(y, t, opts);
   if (!shapesEqual(x.shape, y.shape)) {
     const shape = broadcastShapes([x.shape, y.shape], op);
-    if (!shapesEqual(x.shape, shape)) x = makeArray(Broadcast, [x], { shape }, stream);
-    if (!shapesEqual(y.shape, shape)) y = makeArray(Broadcast, [y], { shape }, stream);
+    // a scalar constant next to a concrete array, outside transforms: a cached stride-0 view
+    // instead of a Broadcast node (broadcastConstant)
+    const concrete = x.layout !== null && y.layout !== null && !graphRetained();
+    if (!shapesEqual(x.shape, shape)) {
+      x = concrete && x.shared && x.ndim === 0 ? broadcastConstant(x, shape, stream) : makeArray(Broadcast, [x], { shape }, stream);
+    }
+    if (!shapesEqual(y.shape, shape)) {
+      y = concrete && y.shared && y.ndim === 0 ? broadcastConstant(y, shape, stream) : makeArray(Broadcast, [y], { shape }, stream);
+    }
   }
   // Checked here, not when the kernel runs: the CPU would fail at eval, the GPU at compile time.
   if (t === complex64 && !P.supportsComplex(prim)) throw new TypeError(`[${op}] Not supported for complex64.`);

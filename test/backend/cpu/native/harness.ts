@@ -165,14 +165,15 @@ export function expectThreadIndependent(build: () => MgArray[], what: string): v
   }
 }
 
-/** `build` natively on the baseline instruction set and on AVX2 (when the machine has it). */
+/** `build` natively on the baseline instruction set and on the best vector one (AVX2, or AVX2 with AVX-512 elementwise kernels) when the machine has it. */
 export function acrossIsas(build: () => MgArray[]): { baseline: MgArray[]; best: MgArray[] } | null {
-  if (nativeInfo().isa !== "avx2") return null;
+  const isa = nativeInfo().isa;
+  if (isa !== "avx2" && isa !== "avx512") return null;
   try {
     setNativeIsa("baseline");
     const baseline = build();
     mg.eval(baseline);
-    setNativeIsa("avx2");
+    setNativeIsa(isa === "avx512" ? "avx512" : "avx2");
     const best = build();
     mg.eval(best);
     return { baseline, best };

@@ -95,7 +95,7 @@ export function lastError(): string {
 }
 
 export interface NativeCpuInfo {
-  /** The instruction set the kernels run on: "avx2", "sse2" or "neon". */
+  /** The instruction set the kernels run on: "avx512" (AVX2 with AVX-512 elementwise float kernels), "avx2", "sse2" or "neon". */
   isa: string;
   threads: number;
   /** The GEMM in use: "metalgrad" (the packed GEMM) or "blas". */
@@ -114,9 +114,12 @@ export function setNativeThreads(n: number): number {
   return native().mg_cpu_set_threads(n);
 }
 
-/** Forces an instruction set: "best", "baseline" or "avx2"; returns the one in use. */
-export function setNativeIsa(which: "best" | "baseline" | "avx2"): string {
-  native().mg_cpu_set_isa(which === "best" ? 0 : which === "baseline" ? 1 : 2);
+/**
+ * Forces an instruction set: "best", "baseline", "avx2" or "avx512" (a set the CPU lacks is
+ * ignored); returns the one in use.
+ */
+export function setNativeIsa(which: "best" | "baseline" | "avx2" | "avx512"): string {
+  native().mg_cpu_set_isa(which === "best" ? 0 : which === "baseline" ? 1 : which === "avx2" ? 2 : 3);
   return nativeInfo().isa;
 }
 
