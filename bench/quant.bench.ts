@@ -5,6 +5,7 @@
 //
 //   MG_PYTHON=/work/mlxenv/bin/python bun run bench/quant.bench.ts
 //   ROUNDS=n  QUANT_K=4096 (a smaller K for a quick look)  QUANT_SIM_PREFILL_K=1024  DEVICES=cpu,gpu
+//   QUANT_SECTIONS=quant,linalg,fft (the default: all three)
 //
 // Goals (issue 15): quantized decode ≥ 2× faster than dense float16 on the GPU (memory-bound on
 // Apple GPUs; on Linux the GPU is the MSL simulator, whose cost is arithmetic, so its ratio says
@@ -18,6 +19,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const K = Number(process.env.QUANT_K ?? 4096);
 const N = K;
 const PYTHON = process.env.MG_PYTHON ?? "python3";
+const SECTIONS = new Set((process.env.QUANT_SECTIONS ?? "quant,linalg,fft").split(","));
 const DEVICES = [mg.cpu, mg.gpu].filter((d) => (process.env.DEVICES ?? "cpu,gpu").split(",").includes(d.type));
 
 function random(shape: number[], seed: number, dtype = mg.float32): MgArray {
@@ -28,28 +30,45 @@ function random(shape: number[], seed: number, dtype = mg.float32): MgArray {
 interface Timing {
   ms: number;
   spread: number;
+  cpu?: number;  // median CPU time of a round (all threads), ms: what a loaded machine does not distort
 }
 
-/** Median wall time of evaluating `build()` (and waiting for the device). */
+/** Median wall time of evaluating `build()` and waiting for the device (the result stays in the
+ * device's memory, as numpy's and MLX's: no copy into a JS array). */
 function time(build: () => MgArray, rounds = ROUNDS): Timing {
+  const cpus: number[] = [];
   const once = () => {
     const y = build();
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     mg.eval(y);
-    y.dataSync();
-    return performance.now() - t0;
+    mg.synchronize();
+    const t = performance.now() - t0;
+    const c = process.cpuUsage(c0);
+    cpus.push((c.user + c.system) / 1000);
+    // freed now, as Python's reference count frees numpy's and MLX's results (left to the GC, every
+    // round's output would be fresh memory paying page faults)
+    y.dispose();
+    return t;
   };
-  once(); // warm-up: kernels compile, caches fill
+  // warm-up: kernels compile, caches fill, and (for fast ops) Bun's JIT has compiled the eval path
+  // and its compiler threads have stopped competing for the cores: at least 1 round and 50 ms
+  const w0 = performance.now();
+  do once(); while (performance.now() - w0 < 50);
+  cpus.length = 0;
   const ts: number[] = [];
   for (let r = 0; r < rounds; r++) ts.push(once());
-  return { ms: median(ts), spread: Math.max(...ts) / Math.min(...ts) };
+  return { ms: median(ts), spread: Math.max(...ts) / Math.min(...ts), cpu: median(cpus) };
 }
 
 const fmt = (t: Timing | null) => (t ? `${t.ms.toFixed(2).padStart(10)} ms (×${t.spread.toFixed(2)})` : "         -");
 const ratio = (a: Timing | null, b: Timing | null) => (a && b ? `${(a.ms / b.ms).toFixed(2)}×` : "-");
 
-function line(name: string, ours: Timing | null, ref: Timing | null, refName: string): void {
-  console.log(`  ${name.padEnd(46)} ${fmt(ours)}   ${refName.padEnd(12)} ${fmt(ref)}   ratio ${ratio(ours, ref)}`);
+function line(name: string, ours: Timing | null, ref: Timing | null, refName: string, withCpu = false): void {
+  const cpu = withCpu && ours?.cpu !== undefined && ref?.cpu !== undefined
+    ? `   CPU ${ours.cpu.toFixed(2)} vs ${ref.cpu.toFixed(2)} ms, ratio ${(ours.cpu / ref.cpu).toFixed(2)}×`
+    : "";
+  console.log(`  ${name.padEnd(46)} ${fmt(ours)}   ${refName.padEnd(12)} ${fmt(ref)}   ratio ${ratio(ours, ref)}${cpu}`);
 }
 
 /** Runs a Python timing script; returns name → median ms (or an empty map without Python). */
@@ -63,8 +82,8 @@ function python(script: string): Map<string, Timing> {
     return out;
   }
   for (const l of r.stdout.toString().trim().split("\n")) {
-    const [name, ms, spread] = l.split("\t");
-    if (name && ms) out.set(name, { ms: Number(ms), spread: Number(spread ?? 1) });
+    const [name, ms, spread, cpu] = l.split("\t");
+    if (name && ms) out.set(name, { ms: Number(ms), spread: Number(spread ?? 1), ...(cpu ? { cpu: Number(cpu) } : {}) });
   }
   return out;
 }
@@ -74,15 +93,16 @@ import os, time, statistics
 R = int(os.environ.get("ROUNDS", "5"))
 def bench(name, fn):
     fn()
-    ts = []
+    ts, cs = [], []
     for _ in range(R):
-        t0 = time.perf_counter(); fn(); ts.append((time.perf_counter() - t0) * 1000)
-    print(f"{name}\\t{statistics.median(ts)}\\t{max(ts)/min(ts)}")
+        c0 = time.process_time(); t0 = time.perf_counter(); fn()
+        ts.append((time.perf_counter() - t0) * 1000); cs.append((time.process_time() - c0) * 1000)
+    print(f"{name}\\t{statistics.median(ts)}\\t{max(ts)/min(ts)}\\t{statistics.median(cs)}")
 `;
 
 // ---------------------------------------------------------------------------------------------
-console.log(`# quantizedMatmul vs dense matmul, ${N}x${K} weights (ROUNDS=${ROUNDS})`);
-const mlx = python(`${PY_TIMER}
+if (SECTIONS.has("quant")) console.log(`# quantizedMatmul vs dense matmul, ${N}x${K} weights (ROUNDS=${ROUNDS})`);
+const mlx = !SECTIONS.has("quant") ? new Map<string, Timing>() : python(`${PY_TIMER}
 import mlx.core as mx
 K = int(os.environ["QUANT_K"]); N = K
 w = mx.random.normal((N, K)); mx.eval(w)
@@ -120,11 +140,13 @@ function layerRows(M: number, device: mg.Device, width: number): void {
     console.log(`    → vs dense float16 on the same device: ${ratio(q, d16)}${device === mg.gpu && M === 1 ? " (goal for decode on a Metal GPU: ≤ 0.5×)" : ""}`);
   }
 }
-for (const device of DEVICES) layerRows(1, device, K);
-for (const device of DEVICES) layerRows(64, device, device === mg.gpu ? SIM_K : K);
+if (SECTIONS.has("quant")) {
+  for (const device of DEVICES) layerRows(1, device, K);
+  for (const device of DEVICES) layerRows(64, device, device === mg.gpu ? SIM_K : K);
+}
 
 // ---------------------------------------------------------------------------------------------
-console.log("\n# linalg (CPU) vs numpy (float64, n=128)");
+if (SECTIONS.has("linalg")) console.log("\n# linalg (CPU) vs numpy (float64, n=128)");
 const np = python(`${PY_TIMER}
 import numpy as np
 rng = np.random.default_rng(0)
@@ -144,10 +166,14 @@ img = rng.standard_normal((256, 256)) + 0j
 bench("fft 64x1024", lambda: np.fft.fft(x1))
 bench("fft 65536", lambda: np.fft.fft(x2))
 bench("rfft 65536", lambda: np.fft.rfft(r2))
+R2 = np.fft.rfft(r2)
+bench("irfft 65536", lambda: np.fft.irfft(R2))
+r64 = rng.standard_normal((64, 1024))
+bench("rfft 64x1024", lambda: np.fft.rfft(r64))
 bench("fft 16x997 (prime)", lambda: np.fft.fft(p))
 bench("fft2 256x256", lambda: np.fft.fft2(img))
 `);
-{
+if (SECTIONS.has("linalg")) {
   const cpu = { stream: mg.cpu };
   const a = random([128, 128], 10, mg.float64);
   const spd = mg.add(mg.matmul(a, mg.transpose(a), cpu), mg.multiply(mg.eye(128, null, 0, mg.float64, cpu), 128, cpu), cpu);
@@ -166,17 +192,20 @@ bench("fft2 256x256", lambda: np.fft.fft2(img))
   for (const [name, fn] of cases) line(`${name} 128x128 float64 cpu`, time(fn, Math.min(ROUNDS, 3)), np.get(name) ?? null, "numpy");
 }
 
-console.log("\n# fft (complex64) vs numpy (complex128)");
-{
+if (SECTIONS.has("fft")) {
+  console.log("\n# fft (complex64) vs numpy (complex128)");
   const c = (shape: number[], seed: number) => mg.add(random(shape, seed), mg.multiply(random(shape, seed + 1), { re: 0, im: 1 }));
   const x1 = c([64, 1024], 20), x2 = c([65536], 22), r2 = random([65536], 24), p = c([16, 997], 25), img = c([256, 256], 27);
-  mg.eval(x1, x2, r2, p, img);
+  const bins2 = mg.fft.rfft(r2, { stream: mg.cpu }), r64 = random([64, 1024], 29);
+  mg.eval(x1, x2, r2, p, img, bins2, r64);
   for (const device of DEVICES) {
     const s = { stream: device };
-    line(`fft 64x1024 ${device.type}`, time(() => mg.fft.fft(x1, s)), np.get("fft 64x1024") ?? null, "numpy");
-    line(`fft 65536 ${device.type}`, time(() => mg.fft.fft(x2, s)), np.get("fft 65536") ?? null, "numpy");
-    line(`rfft 65536 ${device.type}`, time(() => mg.fft.rfft(r2, s)), np.get("rfft 65536") ?? null, "numpy");
-    line(`fft 16x997 (prime: Bluestein) ${device.type}`, time(() => mg.fft.fft(p, s)), np.get("fft 16x997 (prime)") ?? null, "numpy");
-    line(`fft2 256x256 ${device.type}`, time(() => mg.fft.fft2(img, s)), np.get("fft2 256x256") ?? null, "numpy");
+    line(`fft 64x1024 ${device.type}`, time(() => mg.fft.fft(x1, s)), np.get("fft 64x1024") ?? null, "numpy", true);
+    line(`fft 65536 ${device.type}`, time(() => mg.fft.fft(x2, s)), np.get("fft 65536") ?? null, "numpy", true);
+    line(`rfft 65536 ${device.type}`, time(() => mg.fft.rfft(r2, s)), np.get("rfft 65536") ?? null, "numpy", true);
+    line(`irfft 65536 ${device.type}`, time(() => mg.fft.irfft(bins2, null, -1, s)), np.get("irfft 65536") ?? null, "numpy", true);
+    line(`rfft 64x1024 ${device.type}`, time(() => mg.fft.rfft(r64, s)), np.get("rfft 64x1024") ?? null, "numpy", true);
+    line(`fft 16x997 (prime: Bluestein) ${device.type}`, time(() => mg.fft.fft(p, s)), np.get("fft 16x997 (prime)") ?? null, "numpy", true);
+    line(`fft2 256x256 ${device.type}`, time(() => mg.fft.fft2(img, s)), np.get("fft2 256x256") ?? null, "numpy", true);
   }
 }

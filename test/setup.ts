@@ -11,3 +11,10 @@ import fc from "fast-check";
 
 const seed = process.env.FC_SEED;
 if (seed !== "random") fc.configureGlobal({ seed: seed ? Number(seed) : 20261129 });
+
+// CI records which primitives the GPU differential files ran (test/backend/gpu/coverage.ts) instead
+// of running those files a second time.
+if (process.env.MG_GPU_COVERAGE_DIR) {
+  const { recordGpuCoverage } = await import("./backend/gpu/coverage.ts");
+  recordGpuCoverage(process.env.MG_GPU_COVERAGE_DIR);
+}

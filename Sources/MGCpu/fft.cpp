@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
@@ -186,7 +188,7 @@ std::shared_ptr<const FftPlan> fft_plan(int64_t n, int sign) {
 int64_t fft_scratch_doubles(const FftStep &s, int lanes) {
   const FftPlan *p = s.kind == FftC2C || s.n % 2 == 1 || s.n < 4 ? s.plan : s.half;
   const int64_t m = p && p->bluestein ? p->m : 0;
-  return (6 * s.n + 16 + 4 * m) * lanes;
+  return (6 * s.n + 16 + 4 * m + 12 * FFT_SKEW) * lanes;
 }
 
 // ---- steps --------------------------------------------------------------------------------------------
@@ -198,11 +200,16 @@ namespace {
 // call. Slots: 0 the work array between axes, 1 the four-step's transposed temporary, 2 and 3 the
 // half-length lines of long real transforms.
 struct WorkBuffers {
-  std::unique_ptr<double[]> slot[4];
+  struct Free {
+    void operator()(double *p) const { std::free(p); }
+  };
+  // 64-byte aligned: the kernels move whole vectors, which must not straddle cache lines
+  std::unique_ptr<double, Free> slot[4];
   size_t size[4] = {0, 0, 0, 0};
   double *get(int i, size_t doubles) {
     if (size[i] < doubles) {
-      slot[i].reset(new (std::nothrow) double[doubles]);
+      slot[i].reset(nullptr);
+      slot[i].reset(static_cast<double *>(std::aligned_alloc(64, (doubles * sizeof(double) + 63) & ~size_t(63))));
       size[i] = slot[i] ? doubles : 0;
     }
     return slot[i].get();
@@ -311,21 +318,24 @@ int64_t four_step_split(int64_t n) {
 bool four_step(int64_t n, int64_t n1, int sign, const char *src, int src_storage, int64_t src_stride, int64_t src_pair,
                char *dst, int dst_storage, int64_t dst_stride, double scale) {
   const int64_t n2 = n / n1;
-  double *temp = work_buffers.get(1, size_t(2 * n));
+  // T's rows are padded by 4 elements: a pitch of a multiple of 4 KiB would map every element a
+  // line writes (or reads) to the same cache set
+  const int64_t pitch = n2 + 4;
+  double *temp = work_buffers.get(1, size_t(2 * n1 * pitch));
   if (!temp) return false;
   auto tw = roots(n, sign, n);
   StepPlans ka, kb;
-  // n2 transforms of length n1 over x[n2·j1 + j2], twisted by ω_n^(j2·k1), into T[n2·k1 + j2]
+  // n2 transforms of length n1 over x[n2·j1 + j2], twisted by ω_n^(j2·k1), into T[pitch·k1 + j2]
   FftStep a = line_step(FftC2C, n1, n2, src, src_storage, src_stride, n2 * src_stride, n1,
-                        reinterpret_cast<char *>(temp), FftC128, 1, n2);
+                        reinterpret_cast<char *>(temp), FftC128, 1, pitch);
   a.src_pair = src_pair;
   a.tw_n = n;
   a.twr = tw->data();
   a.twi = tw->data() + n;
   attach_plans(a, ka, sign);
   if (!run_lines(a)) return false;
-  // n1 transforms of length n2 over T[n2·k1 + j2] into X[k1 + n1·k2]
-  FftStep b = line_step(FftC2C, n2, n1, reinterpret_cast<char *>(temp), FftC128, n2, 1, n2, dst, dst_storage,
+  // n1 transforms of length n2 over T[pitch·k1 + j2] into X[k1 + n1·k2]
+  FftStep b = line_step(FftC2C, n2, n1, reinterpret_cast<char *>(temp), FftC128, pitch, 1, n2, dst, dst_storage,
                         dst_stride, n1 * dst_stride);
   b.scale = scale;
   attach_plans(b, kb, sign);
@@ -345,7 +355,7 @@ struct PostJob {
   double *zout;  // pre-processing output (C2R)
 };
 
-void write_pair(char *base, int storage, int64_t off, double re, double im) {
+inline void write_pair(char *base, int storage, int64_t off, double re, double im) {
   if (storage == FftC64) {
     float *p = reinterpret_cast<float *>(base) + 2 * off;
     p[0] = float(re);
@@ -359,7 +369,7 @@ void write_pair(char *base, int storage, int64_t off, double re, double im) {
   }
 }
 
-void read_pair(const char *base, int storage, int64_t off, double *re, double *im) {
+inline void read_pair(const char *base, int storage, int64_t off, double *re, double *im) {
   if (storage == FftC64) {
     const float *p = reinterpret_cast<const float *>(base) + 2 * off;
     *re = p[0];
@@ -372,29 +382,90 @@ void read_pair(const char *base, int storage, int64_t off, double *re, double *i
 }
 
 // rfft's bins from the half-length transform Z (the reference's rfftLine, k in a chunk of [0, h]).
-void r2c_post_task(void *ctx, int64_t task, int) {
-  const PostJob &j = *static_cast<const PostJob *>(ctx);
-  const int64_t h = j.h, k0 = task * j.chunk, k1 = std::min(h + 1, k0 + j.chunk);
-  for (int64_t k = k0; k < k1; k++) {
-    const int64_t a = k % h, b = (h - k) % h;
+typedef double v4d __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef float v8f __attribute__((vector_size(32)));
+
+template <int STORAGE>
+void r2c_post(const PostJob &j, int64_t k0, int64_t k1) {
+  const int64_t h = j.h;
+  auto one = [&](int64_t k) {
+    const int64_t a = k == h ? 0 : k, b = k == 0 ? 0 : h - k;  // k mod h, (h − k) mod h
     const double pr = j.z[2 * a], pi = j.z[2 * a + 1], qr = j.z[2 * b], qi = -j.z[2 * b + 1];
     const double er = 0.5 * (pr + qr), ei = 0.5 * (pi + qi);
     const double or_ = 0.5 * (pr - qr), oi_ = 0.5 * (pi - qi);
     const double wr = j.twr[k], wi = j.twi[k];
     const double tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
-    write_pair(j.dst, j.dst_storage, k * j.dst_stride, er + ti, ei - tr);
+    write_pair(j.dst, STORAGE, k * j.dst_stride, er + ti, ei - tr);
+  };
+  int64_t k = k0;
+  if (j.dst_stride == 1) {
+    // four bins at a time where k and h − k are both in (0, h): the same operations on vectors
+    // (Z_k read forward, Z_{h−k} backward)
+    for (; k < std::max<int64_t>(k0, 1) && k < k1; k++) one(k);
+    for (; k + 4 <= k1 && k + 3 < h; k += 4) {
+      v4d a0, a1, b0, b1, w0, w1;
+      std::memcpy(&a0, j.z + 2 * k, 32), std::memcpy(&a1, j.z + 2 * k + 4, 32);
+      std::memcpy(&b0, j.z + 2 * (h - k - 3), 32), std::memcpy(&b1, j.z + 2 * (h - k - 3) + 4, 32);
+      std::memcpy(&w0, j.twr + k, 32), std::memcpy(&w1, j.twi + k, 32);
+      const v4d pr = __builtin_shufflevector(a0, a1, 0, 2, 4, 6), pi = __builtin_shufflevector(a0, a1, 1, 3, 5, 7);
+      const v4d qr = __builtin_shufflevector(b0, b1, 6, 4, 2, 0), qi = -__builtin_shufflevector(b0, b1, 7, 5, 3, 1);
+      const v4d er = 0.5 * (pr + qr), ei = 0.5 * (pi + qi);
+      const v4d or_ = 0.5 * (pr - qr), oi_ = 0.5 * (pi - qi);
+      const v4d tr = w0 * or_ - w1 * oi_, ti = w0 * oi_ + w1 * or_;
+      const v4d xr = er + ti, xi = ei - tr;
+      if constexpr (STORAGE == FftC64) {
+        const v4f fr = __builtin_convertvector(xr, v4f), fi = __builtin_convertvector(xi, v4f);
+        const v8f out = __builtin_shufflevector(fr, fi, 0, 4, 1, 5, 2, 6, 3, 7);
+        std::memcpy(reinterpret_cast<float *>(j.dst) + 2 * k, &out, 32);
+      } else {
+        const v4d lo = __builtin_shufflevector(xr, xi, 0, 4, 1, 5), hi = __builtin_shufflevector(xr, xi, 2, 6, 3, 7);
+        std::memcpy(reinterpret_cast<double *>(j.dst) + 2 * k, &lo, 32);
+        std::memcpy(reinterpret_cast<double *>(j.dst) + 2 * k + 4, &hi, 32);
+      }
+    }
+  }
+  for (; k < k1; k++) one(k);
+}
+
+void r2c_post_task(void *ctx, int64_t task, int) {
+  const PostJob &j = *static_cast<const PostJob *>(ctx);
+  const int64_t k0 = task * j.chunk, k1 = std::min(j.h + 1, k0 + j.chunk);
+  if (j.dst_storage == FftC64) r2c_post<FftC64>(j, k0, k1);
+  else r2c_post<FftC128>(j, k0, k1);
+}
+
+// Four complex values at p (pairs of float or double) as vectors of their parts, in order or reversed.
+template <int STORAGE, bool REVERSED>
+inline void load4(const char *base, int64_t at, v4d *re, v4d *im) {
+  v4d a, b;
+  if constexpr (STORAGE == FftC64) {
+    v8f v;
+    std::memcpy(&v, reinterpret_cast<const float *>(base) + 2 * at, 32);
+    a = __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), v4d);
+    b = __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), v4d);
+  } else {
+    std::memcpy(&a, reinterpret_cast<const double *>(base) + 2 * at, 32);
+    std::memcpy(&b, reinterpret_cast<const double *>(base) + 2 * at + 4, 32);
+  }
+  if constexpr (REVERSED) {
+    *re = __builtin_shufflevector(a, b, 6, 4, 2, 0);
+    *im = __builtin_shufflevector(a, b, 7, 5, 3, 1);
+  } else {
+    *re = __builtin_shufflevector(a, b, 0, 2, 4, 6);
+    *im = __builtin_shufflevector(a, b, 1, 3, 5, 7);
   }
 }
 
 // irfft's half-length input Z from the bins (the reference's irfftLine, k in a chunk of [0, h)).
-void c2r_pre_task(void *ctx, int64_t task, int) {
-  const PostJob &j = *static_cast<const PostJob *>(ctx);
-  const int64_t h = j.h, k0 = task * j.chunk, k1 = std::min(h, k0 + j.chunk);
+template <int STORAGE>
+void c2r_pre(const PostJob &j, int64_t k0, int64_t k1) {
+  const int64_t h = j.h;
   auto bin = [&](int64_t k, double *re, double *im) {
-    if (k < j.src_len) read_pair(j.src, j.src_storage, k * j.src_stride, re, im);
+    if (k < j.src_len) read_pair(j.src, STORAGE, k * j.src_stride, re, im);
     else *re = *im = 0;
   };
-  for (int64_t k = k0; k < k1; k++) {
+  auto one = [&](int64_t k) {
     double xr, xi, yr, yi;
     bin(k, &xr, &xi);
     bin(h - k, &yr, &yi);
@@ -406,7 +477,37 @@ void c2r_pre_task(void *ctx, int64_t task, int) {
     const double tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
     j.zout[2 * k] = er - ti;
     j.zout[2 * k + 1] = ei + tr;
+  };
+  int64_t k = k0;
+  if (j.src_stride == 1 && j.src_len > h) {
+    // every bin present, side by side: four k at a time where k and h − k are both in (0, h)
+    // (X_k read forward, X_{h−k} backward; the same operations on vectors)
+    for (; k < std::max<int64_t>(k0, 1) && k < k1; k++) one(k);
+    for (; k + 4 <= k1 && k + 3 < h; k += 4) {
+      v4d xr, xi, yr, yi, wr, wi;
+      load4<STORAGE, false>(j.src, k, &xr, &xi);
+      load4<STORAGE, true>(j.src, h - k - 3, &yr, &yi);
+      yi = -yi;
+      std::memcpy(&wr, j.twr + k, 32);
+      std::memcpy(&wi, j.twi + k, 32);
+      wi = -wi;
+      const v4d er = xr + yr, ei = xi + yi;
+      const v4d or_ = xr - yr, oi_ = xi - yi;
+      const v4d tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
+      const v4d zr = er - ti, zi = ei + tr;
+      const v4d lo = __builtin_shufflevector(zr, zi, 0, 4, 1, 5), hi = __builtin_shufflevector(zr, zi, 2, 6, 3, 7);
+      std::memcpy(j.zout + 2 * k, &lo, 32);
+      std::memcpy(j.zout + 2 * k + 4, &hi, 32);
+    }
   }
+  for (; k < k1; k++) one(k);
+}
+
+void c2r_pre_task(void *ctx, int64_t task, int) {
+  const PostJob &j = *static_cast<const PostJob *>(ctx);
+  const int64_t k0 = task * j.chunk, k1 = std::min(j.h, k0 + j.chunk);
+  if (j.src_storage == FftC64) c2r_pre<FftC64>(j, k0, k1);
+  else c2r_pre<FftC128>(j, k0, k1);
 }
 
 // irfft's n reals from the transformed Z, divided by n.
@@ -415,7 +516,18 @@ void c2r_out_task(void *ctx, int64_t task, int) {
   const int64_t k0 = task * j.chunk, k1 = std::min(j.h, k0 + j.chunk);
   const double dn = double(j.n);
   float *out = reinterpret_cast<float *>(j.dst);
-  for (int64_t k = k0; k < k1; k++) {
+  int64_t k = k0;
+  if (j.dst_stride == 1) {
+    // reals 2k and 2k + 1 are Z's pair k: four values at a time
+    for (int64_t i = 2 * k0; i + 4 <= 2 * k1; i += 4) {
+      v4d v;
+      std::memcpy(&v, j.z + i, 32);
+      const v4f f = __builtin_convertvector(v / dn, v4f);
+      std::memcpy(out + i, &f, 16);
+      k = (i + 4) / 2;
+    }
+  }
+  for (; k < k1; k++) {
     out[(2 * k) * j.dst_stride] = float(j.z[2 * k] / dn);
     out[(2 * k + 1) * j.dst_stride] = float(j.z[2 * k + 1] / dn);
   }
@@ -586,11 +698,22 @@ int fft(const double *desc, int32_t words) {
   const int64_t *wshape = real && !inverse ? oshape : ishape;  // the work buffer's shape
   int64_t wst[MAX_DIMS];
   row_major(nd, wshape, wst);
+  // rows of a multiple of 4 KiB put a column's elements in one cache set: pad them by 4 elements
+  int64_t wsize = size_of(nd, wshape);
+  if (nd >= 2 && wshape[nd - 1] % 256 == 0 && wsize > 0) {
+    const int64_t pitch = wshape[nd - 1] + 4;
+    int64_t acc = pitch;
+    for (int d = nd - 2; d >= 0; d--) {
+      wst[d] = acc;
+      acc *= wshape[d];
+    }
+    wsize = acc;
+  }
   auto scale_of = [&](int ax) { return inverse ? 1.0 / double(ishape[ax]) : 1.0; };
   char *w = nullptr;
   const bool need_work = real ? nc > 0 : nc > 1;
   if (need_work) {
-    w = reinterpret_cast<char *>(work_buffers.get(0, size_t(2 * size_of(nd, wshape))));
+    w = reinterpret_cast<char *>(work_buffers.get(0, size_t(2 * wsize)));
     if (!w) return fail(fn, "out of memory for the FFT's work array");
   }
   bool ok = true;

@@ -15,6 +15,10 @@
 namespace mgcpu {
 
 constexpr int FFT_MAX_DIRECT_RADIX = 61;
+// Lane buffers (real parts, imaginary parts, the Stockham ping-pong pair, Bluestein's) start
+// FFT_SKEW vectors (512 bytes) past a multiple of their length: a butterfly reads its inputs a
+// power-of-two apart, and buffers a multiple of 4 KiB apart would put them all in one cache set.
+constexpr int64_t FFT_SKEW = 16;
 
 struct FftPass {
   int radix;

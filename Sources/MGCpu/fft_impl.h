@@ -241,7 +241,7 @@ void run_plan(const FftPlan &p, T *re, T *im, T *sr, T *si, T *blue, T **outr, T
     return;
   }
   const int64_t n = p.n, m = p.m;
-  T *ar = blue, *ai = blue + m, *tr = blue + 2 * m, *ti = blue + 3 * m;
+  T *ar = blue, *ai = blue + m + FFT_SKEW, *tr = ai + m + FFT_SKEW, *ti = tr + m + FFT_SKEW;
   for (int64_t k = n; k < m; k++) ar[k] = ai[k] = bc<T>(0);
   for (int64_t k = 0; k < n; k++) {
     const T xr = re[k], xi = im[k];
@@ -301,6 +301,113 @@ inline void write_elem(char *base, int storage, int64_t off, double re, double i
   }
 }
 
+// ---- vectorised moves between storage and lane buffers (VD lanes) -----------------------------------
+// Two layouts cover the strided moves of batched and four-step transforms: the lanes' elements side
+// by side (neighbouring lines, e.g. columns, or the four-step's interleaved lines), read or written
+// as one vector per element; and each lane's elements adjacent (rows), moved in 4×4 blocks through
+// a transpose. Values are only converted (float ↔ double) and scaled as the scalar loops do, so
+// the bits are the same.
+
+typedef float vf4 __attribute__((vector_size(16)));
+
+inline void transpose4(vd &a0, vd &a1, vd &a2, vd &a3) {
+  const vd t0 = __builtin_shufflevector(a0, a1, 0, 4, 2, 6), t1 = __builtin_shufflevector(a0, a1, 1, 5, 3, 7);
+  const vd t2 = __builtin_shufflevector(a2, a3, 0, 4, 2, 6), t3 = __builtin_shufflevector(a2, a3, 1, 5, 3, 7);
+  a0 = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+  a1 = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+  a2 = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+  a3 = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
+// four complex values stored as (re, im) pairs → their parts as doubles
+template <class P>
+inline void load_pairs(const P *q, vd *re, vd *im) {
+  if constexpr (std::is_same_v<P, float>) {
+    const vf v = vf_load(q);
+    *re = __builtin_convertvector(__builtin_shufflevector(v, v, 0, 2, 4, 6), vd);
+    *im = __builtin_convertvector(__builtin_shufflevector(v, v, 1, 3, 5, 7), vd);
+  } else {
+    const vd a = vd_load(q), b = vd_load(q + 4);
+    *re = __builtin_shufflevector(a, b, 0, 2, 4, 6);
+    *im = __builtin_shufflevector(a, b, 1, 3, 5, 7);
+  }
+}
+
+// SCALE: 0 as is, 1 times `f`, 2 divided by `f` (the scalar writers' operations)
+template <int SCALE>
+inline vd scaled(vd x, double f) {
+  if constexpr (SCALE == 1) return x * f;
+  else if constexpr (SCALE == 2) return x / f;
+  else return x;
+}
+
+template <class P, int SCALE>
+inline void store_pairs(P *q, vd re, vd im, double f) {
+  re = scaled<SCALE>(re, f);
+  im = scaled<SCALE>(im, f);
+  if constexpr (std::is_same_v<P, float>) {
+    const vf4 r = __builtin_convertvector(re, vf4), i = __builtin_convertvector(im, vf4);
+    vf_store(q, __builtin_shufflevector(r, i, 0, 4, 1, 5, 2, 6, 3, 7));
+  } else {
+    vd_store(q, __builtin_shufflevector(re, im, 0, 4, 1, 5));
+    vd_store(q + 4, __builtin_shufflevector(re, im, 2, 6, 3, 7));
+  }
+}
+
+// Element i of lane l is the pair at p + off[l] + i·step (scalars); reads elements [0, count) into
+// the lane buffers. Returns how many it moved (0 when neither layout applies; a multiple of 4 for
+// the transposed one).
+template <class P>
+int64_t gather_pairs(const P *p, const int64_t *off, int64_t step, int64_t count, double *re, double *im) {
+  if (off[1] == off[0] + 2 && off[2] == off[0] + 4 && off[3] == off[0] + 6) {
+    const P *q = p + off[0];
+    for (int64_t i = 0; i < count; i++) {
+      vd r, m;
+      load_pairs(q + i * step, &r, &m);
+      vd_store(re + 4 * i, r);
+      vd_store(im + 4 * i, m);
+    }
+    return count;
+  }
+  if (step != 2) return 0;
+  const int64_t blocks = count & ~int64_t(3);
+  for (int64_t i = 0; i < blocks; i += 4) {
+    vd r0, r1, r2, r3, m0, m1, m2, m3;
+    load_pairs(p + off[0] + 2 * i, &r0, &m0);
+    load_pairs(p + off[1] + 2 * i, &r1, &m1);
+    load_pairs(p + off[2] + 2 * i, &r2, &m2);
+    load_pairs(p + off[3] + 2 * i, &r3, &m3);
+    transpose4(r0, r1, r2, r3);
+    transpose4(m0, m1, m2, m3);
+    vd_store(re + 4 * i, r0), vd_store(re + 4 * i + 4, r1), vd_store(re + 4 * i + 8, r2), vd_store(re + 4 * i + 12, r3);
+    vd_store(im + 4 * i, m0), vd_store(im + 4 * i + 4, m1), vd_store(im + 4 * i + 8, m2), vd_store(im + 4 * i + 12, m3);
+  }
+  return blocks;
+}
+
+// The converse of gather_pairs: lane buffers' elements [0, count) to the pairs at p + off[l] + k·step.
+template <class P, int SCALE>
+int64_t scatter_pairs(P *p, const int64_t *off, int64_t step, int64_t count, const double *re, const double *im, double f) {
+  if (off[1] == off[0] + 2 && off[2] == off[0] + 4 && off[3] == off[0] + 6) {
+    P *q = p + off[0];
+    for (int64_t k = 0; k < count; k++) store_pairs<P, SCALE>(q + k * step, vd_load(re + 4 * k), vd_load(im + 4 * k), f);
+    return count;
+  }
+  if (step != 2) return 0;
+  const int64_t blocks = count & ~int64_t(3);
+  for (int64_t k = 0; k < blocks; k += 4) {
+    vd r0 = vd_load(re + 4 * k), r1 = vd_load(re + 4 * k + 4), r2 = vd_load(re + 4 * k + 8), r3 = vd_load(re + 4 * k + 12);
+    vd m0 = vd_load(im + 4 * k), m1 = vd_load(im + 4 * k + 4), m2 = vd_load(im + 4 * k + 8), m3 = vd_load(im + 4 * k + 12);
+    transpose4(r0, r1, r2, r3);
+    transpose4(m0, m1, m2, m3);
+    store_pairs<P, SCALE>(p + off[0] + 2 * k, r0, m0, f);
+    store_pairs<P, SCALE>(p + off[1] + 2 * k, r1, m1, f);
+    store_pairs<P, SCALE>(p + off[2] + 2 * k, r2, m2, f);
+    store_pairs<P, SCALE>(p + off[3] + 2 * k, r3, m3, f);
+  }
+  return blocks;
+}
+
 // Elements k0 + i·step (i < count) of every lane into lane buffers (element i of lane l at
 // [i·L + l]); elements at or beyond `limit` read as 0. Element-major, so lanes that are
 // neighbouring columns share cache lines and pages; one loop per storage.
@@ -310,10 +417,21 @@ void gather_lanes(const FftStep &s, const int64_t *sb, int64_t k0, int64_t step,
   const int64_t st = step * s.src_stride;
   int64_t base[L];
   for (int l = 0; l < L; l++) base[l] = sb[l] + k0 * s.src_stride;
+  int64_t i0 = 0;  // elements moved by a vectorised layout
+  if constexpr (L == VD) {
+    int64_t off[L];
+    if (s.src_storage == FftC64 || s.src_storage == FftC128) {
+      for (int l = 0; l < L; l++) off[l] = 2 * base[l];
+      i0 = s.src_storage == FftC64 ? gather_pairs(reinterpret_cast<const float *>(s.src), off, 2 * st, have, re, im)
+                                   : gather_pairs(reinterpret_cast<const double *>(s.src), off, 2 * st, have, re, im);
+    } else if (s.src_storage == FftF32Pair && s.src_pair == 1) {
+      i0 = gather_pairs(reinterpret_cast<const float *>(s.src), base, st, have, re, im);
+    }
+  }
   switch (s.src_storage) {
     case FftC64: {
       const float *p = reinterpret_cast<const float *>(s.src);
-      for (int64_t i = 0; i < have; i++)
+      for (int64_t i = i0; i < have; i++)
         for (int l = 0; l < L; l++) {
           const float *q = p + 2 * (base[l] + i * st);
           re[i * L + l] = q[0];
@@ -323,7 +441,7 @@ void gather_lanes(const FftStep &s, const int64_t *sb, int64_t k0, int64_t step,
     }
     case FftC128: {
       const double *p = reinterpret_cast<const double *>(s.src);
-      for (int64_t i = 0; i < have; i++)
+      for (int64_t i = i0; i < have; i++)
         for (int l = 0; l < L; l++) {
           const double *q = p + 2 * (base[l] + i * st);
           re[i * L + l] = q[0];
@@ -333,7 +451,7 @@ void gather_lanes(const FftStep &s, const int64_t *sb, int64_t k0, int64_t step,
     }
     case FftF32: {
       const float *p = reinterpret_cast<const float *>(s.src);
-      for (int64_t i = 0; i < have; i++)
+      for (int64_t i = i0; i < have; i++)
         for (int l = 0; l < L; l++) {
           re[i * L + l] = p[base[l] + i * st];
           im[i * L + l] = 0;
@@ -342,7 +460,7 @@ void gather_lanes(const FftStep &s, const int64_t *sb, int64_t k0, int64_t step,
     }
     default: {
       const float *p = reinterpret_cast<const float *>(s.src);
-      for (int64_t i = 0; i < have; i++)
+      for (int64_t i = i0; i < have; i++)
         for (int l = 0; l < L; l++) {
           const float *q = p + base[l] + i * st;
           re[i * L + l] = q[0];
@@ -358,12 +476,26 @@ void gather_lanes(const FftStep &s, const int64_t *sb, int64_t k0, int64_t step,
 template <int L>
 void scatter_lanes(const FftStep &s, const int64_t *db, int64_t count, const double *re, const double *im, double scale) {
   const int64_t st = s.dst_stride;
+  int64_t k0 = 0;  // elements moved by a vectorised layout
+  if constexpr (L == VD) {
+    if (s.dst_storage == FftC64 || s.dst_storage == FftC128) {
+      int64_t off[L];
+      for (int l = 0; l < L; l++) off[l] = 2 * db[l];
+      if (s.dst_storage == FftC64) {
+        float *p = reinterpret_cast<float *>(s.dst);
+        k0 = scale != 1.0 ? scatter_pairs<float, 1>(p, off, 2 * st, count, re, im, scale) : scatter_pairs<float, 0>(p, off, 2 * st, count, re, im, 1.0);
+      } else {
+        double *p = reinterpret_cast<double *>(s.dst);
+        k0 = scale != 1.0 ? scatter_pairs<double, 1>(p, off, 2 * st, count, re, im, scale) : scatter_pairs<double, 0>(p, off, 2 * st, count, re, im, 1.0);
+      }
+    }
+  }
   if (scale != 1.0) {
     // scaled copies in the lane buffers' own layout would need scratch: scale on the way out
     switch (s.dst_storage) {
       case FftC64: {
         float *p = reinterpret_cast<float *>(s.dst);
-        for (int64_t k = 0; k < count; k++)
+        for (int64_t k = k0; k < count; k++)
           for (int l = 0; l < L; l++) {
             float *q = p + 2 * (db[l] + k * st);
             q[0] = float(re[k * L + l] * scale);
@@ -373,7 +505,7 @@ void scatter_lanes(const FftStep &s, const int64_t *db, int64_t count, const dou
       }
       case FftC128: {
         double *p = reinterpret_cast<double *>(s.dst);
-        for (int64_t k = 0; k < count; k++)
+        for (int64_t k = k0; k < count; k++)
           for (int l = 0; l < L; l++) {
             double *q = p + 2 * (db[l] + k * st);
             q[0] = re[k * L + l] * scale;
@@ -383,7 +515,7 @@ void scatter_lanes(const FftStep &s, const int64_t *db, int64_t count, const dou
       }
       default: {
         float *p = reinterpret_cast<float *>(s.dst);
-        for (int64_t k = 0; k < count; k++)
+        for (int64_t k = k0; k < count; k++)
           for (int l = 0; l < L; l++) p[db[l] + k * st] = float(re[k * L + l] * scale);
         return;
       }
@@ -392,7 +524,7 @@ void scatter_lanes(const FftStep &s, const int64_t *db, int64_t count, const dou
   switch (s.dst_storage) {
     case FftC64: {
       float *p = reinterpret_cast<float *>(s.dst);
-      for (int64_t k = 0; k < count; k++)
+      for (int64_t k = k0; k < count; k++)
         for (int l = 0; l < L; l++) {
           float *q = p + 2 * (db[l] + k * st);
           q[0] = float(re[k * L + l]);
@@ -402,7 +534,7 @@ void scatter_lanes(const FftStep &s, const int64_t *db, int64_t count, const dou
     }
     case FftC128: {
       double *p = reinterpret_cast<double *>(s.dst);
-      for (int64_t k = 0; k < count; k++)
+      for (int64_t k = k0; k < count; k++)
         for (int l = 0; l < L; l++) {
           double *q = p + 2 * (db[l] + k * st);
           q[0] = re[k * L + l];
@@ -412,7 +544,7 @@ void scatter_lanes(const FftStep &s, const int64_t *db, int64_t count, const dou
     }
     default: {
       float *p = reinterpret_cast<float *>(s.dst);
-      for (int64_t k = 0; k < count; k++)
+      for (int64_t k = k0; k < count; k++)
         for (int l = 0; l < L; l++) p[db[l] + k * st] = float(re[k * L + l]);
       return;
     }
@@ -433,12 +565,29 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
   T *buf = reinterpret_cast<T *>(scratch);
   if (s.kind == FftC2C) {
     const FftPlan &p = *s.plan;
-    T *re = buf, *im = buf + n, *sr = buf + 2 * n, *si = buf + 3 * n, *blue = buf + 4 * n;
+    const int64_t e = n + FFT_SKEW;
+    T *re = buf, *im = buf + e, *sr = buf + 2 * e, *si = buf + 3 * e, *blue = buf + 4 * e;
     gather(reinterpret_cast<double *>(re), reinterpret_cast<double *>(im), 0, 1, n, s.src_len);
     T *outr, *outi;
     run_plan(p, re, im, sr, si, blue, &outr, &outi);
     double *orr = reinterpret_cast<double *>(outr), *oi = reinterpret_cast<double *>(outi);
-    if (s.tw_n) {
+    if (s.tw_n && L == VD) {
+      // four-step: element k of line i times ω^(i·k), the lanes' twiddles gathered into vectors
+      const uint64_t tn = uint64_t(s.tw_n);
+      uint64_t idx[VD] = {0, 0, 0, 0}, step[VD];
+      for (int l = 0; l < VD; l++) step[l] = uint64_t(first + l) % tn;
+      for (int64_t k = 0; k < n; k++) {
+        const vd wr = {s.twr[idx[0]], s.twr[idx[1]], s.twr[idx[2]], s.twr[idx[3]]};
+        const vd wi = {s.twi[idx[0]], s.twi[idx[1]], s.twi[idx[2]], s.twi[idx[3]]};
+        const vd xr = vd_load(orr + k * VD), xi = vd_load(oi + k * VD);
+        vd_store(orr + k * VD, xr * wr - xi * wi);
+        vd_store(oi + k * VD, xr * wi + xi * wr);
+        for (int l = 0; l < VD; l++) {
+          idx[l] += step[l];
+          if (idx[l] >= tn) idx[l] -= tn;
+        }
+      }
+    } else if (s.tw_n) {
       // four-step: element k of line i times ω^(i·k)
       for (int l = 0; l < L; l++) {
         const uint64_t line = uint64_t(first + l), tn = uint64_t(s.tw_n);
@@ -462,7 +611,8 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
   if (s.kind == FftR2C) {
     if (!packed) {
       const FftPlan &p = *s.plan;
-      T *re = buf, *im = buf + n, *sr = buf + 2 * n, *si = buf + 3 * n, *blue = buf + 4 * n;
+      const int64_t e = n + FFT_SKEW;
+      T *re = buf, *im = buf + e, *sr = buf + 2 * e, *si = buf + 3 * e, *blue = buf + 4 * e;
       gather(reinterpret_cast<double *>(re), reinterpret_cast<double *>(im), 0, 1, n, s.src_len);
       T *outr, *outi;
       run_plan(p, re, im, sr, si, blue, &outr, &outi);
@@ -470,7 +620,8 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
       return;
     }
     const FftPlan &p = *s.half;
-    T *zr = buf, *zi = buf + h, *sr = buf + 2 * h, *si = buf + 3 * h, *blue = buf + 4 * h;
+    const int64_t e = h + FFT_SKEW;
+    T *zr = buf, *zi = buf + e, *sr = buf + 2 * e, *si = buf + 3 * e, *blue = buf + 4 * e;
     // z_k = x[2k] + i·x[2k+1]: the real line read as pairs
     FftStep pairs = s;
     pairs.src_storage = FftF32Pair;
@@ -478,18 +629,20 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
     gather_lanes<L>(pairs, sb, 0, 2, h, n, reinterpret_cast<double *>(zr), reinterpret_cast<double *>(zi));
     T *outr, *outi;
     run_plan(p, zr, zi, sr, si, blue, &outr, &outi);
-    const double *orr = reinterpret_cast<const double *>(outr), *oi = reinterpret_cast<const double *>(outi);
-    // X_k = (Z_k + conj Z_{h−k})/2 − i·e^(−2πik/n)·(Z_k − conj Z_{h−k})/2
-    for (int64_t k = 0; k <= h; k++)
-      for (int l = 0; l < L; l++) {
-        const int64_t a = k % h, b = (h - k) % h;
-        const double pr = orr[a * L + l], pi = oi[a * L + l], qr = orr[b * L + l], qi = -oi[b * L + l];
-        const double er = 0.5 * (pr + qr), ei = 0.5 * (pi + qi);
-        const double or_ = 0.5 * (pr - qr), oi_ = 0.5 * (pi - qi);
-        const double wr = s.half_twr[k], wi = s.half_twi[k];
-        const double tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
-        write_elem(dst, s.dst_storage, db[l] + k * s.dst_stride, er + ti, ei - tr);
-      }
+    // X_k = (Z_k + conj Z_{h−k})/2 − i·e^(−2πik/n)·(Z_k − conj Z_{h−k})/2, all lanes at once into
+    // lane buffers past the transform's (Bluestein's scratch is free again), then one scatter
+    T *xr = blue, *xi = xr + h + 1 + FFT_SKEW;
+    for (int64_t k = 0; k <= h; k++) {
+      const int64_t a = k == h ? 0 : k, b = k == 0 ? 0 : h - k;  // k mod h, (h − k) mod h
+      const T pr = outr[a], pi = outi[a], qr = outr[b], qi = -outi[b];
+      const T er = 0.5 * (pr + qr), ei = 0.5 * (pi + qi);
+      const T or_ = 0.5 * (pr - qr), oi_ = 0.5 * (pi - qi);
+      const T wr = bc<T>(s.half_twr[k]), wi = bc<T>(s.half_twi[k]);
+      const T tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
+      xr[k] = er + ti;
+      xi[k] = ei - tr;
+    }
+    scatter_lanes<L>(s, db, h + 1, reinterpret_cast<const double *>(xr), reinterpret_cast<const double *>(xi), 1.0);
     return;
   }
   // C2R: bins 0..n/2 (those present), n reals divided by n
@@ -497,7 +650,8 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
   const int64_t nb = h + 1;
   if (!packed) {
     const FftPlan &p = *s.plan;
-    T *re = buf, *im = buf + n, *sr = buf + 2 * n, *si = buf + 3 * n, *blue = buf + 4 * n;
+    const int64_t e = n + FFT_SKEW;
+    T *re = buf, *im = buf + e, *sr = buf + 2 * e, *si = buf + 3 * e, *blue = buf + 4 * e;
     double *red = reinterpret_cast<double *>(re), *imd = reinterpret_cast<double *>(im);
     gather(red, imd, 0, 1, nb, s.src_len);
     for (int l = 0; l < L; l++) {
@@ -519,27 +673,31 @@ void run_group(const FftStep &s, int64_t first, double *scratch) {
   const FftPlan &p = *s.half;
   // bins (h + 1, rounded to keep the lane buffers aligned), then z, scratch and Bluestein's
   const int64_t nbr = (nb + 3) & ~int64_t(3);
-  T *binr = buf, *bini = buf + nbr, *zr = buf + 2 * nbr, *zi = zr + h, *sr = zi + h, *si = sr + h, *blue = si + h;
+  const int64_t e = h + FFT_SKEW;
+  T *binr = buf, *bini = buf + nbr + FFT_SKEW, *zr = bini + nbr + FFT_SKEW, *zi = zr + e, *sr = zi + e, *si = sr + e, *blue = si + e;
   double *br = reinterpret_cast<double *>(binr), *bi = reinterpret_cast<double *>(bini);
   gather(br, bi, 0, 1, nb, s.src_len);
-  double *zrd = reinterpret_cast<double *>(zr), *zid = reinterpret_cast<double *>(zi);
   // Z_k = E_k + i·e^(+2πik/n)·O_k, E_k = X_k + conj X_{h−k}, O_k = X_k − conj X_{h−k}
-  for (int l = 0; l < L; l++)
-    for (int64_t k = 0; k < h; k++) {
-      const double xr = br[k * L + l], xi = k == 0 ? 0 : bi[k * L + l];
-      const double yr = br[(h - k) * L + l], yi = k == 0 ? 0 : -bi[(h - k) * L + l];
-      const double er = xr + yr, ei = xi + yi;
-      const double or_ = xr - yr, oi_ = xi - yi;
-      const double wr = s.half_twr[k], wi = -s.half_twi[k];
-      const double tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
-      zrd[k * L + l] = er - ti;
-      zid[k * L + l] = ei + tr;
-    }
+  for (int64_t k = 0; k < h; k++) {
+    const T xr = binr[k], xi = k == 0 ? bc<T>(0) : bini[k];
+    const T yr = binr[h - k], yi = k == 0 ? bc<T>(0) : -bini[h - k];
+    const T er = xr + yr, ei = xi + yi;
+    const T or_ = xr - yr, oi_ = xi - yi;
+    const T wr = bc<T>(s.half_twr[k]), wi = bc<T>(-s.half_twi[k]);
+    const T tr = wr * or_ - wi * oi_, ti = wr * oi_ + wi * or_;
+    zr[k] = er - ti;
+    zi[k] = ei + tr;
+  }
   T *outr, *outi;
   run_plan(p, zr, zi, sr, si, blue, &outr, &outi);
   const double *orr = reinterpret_cast<const double *>(outr), *oi = reinterpret_cast<const double *>(outi);
   float *o = reinterpret_cast<float *>(dst);
-  for (int64_t k = 0; k < h; k++)
+  int64_t k0 = 0;
+  if constexpr (L == VD) {
+    // reals 2k and 2k + 1 side by side (unit stride): written as pairs
+    if (s.dst_stride == 1) k0 = scatter_pairs<float, 2>(o, db, 2, h, orr, oi, dn);
+  }
+  for (int64_t k = k0; k < h; k++)
     for (int l = 0; l < L; l++) {
       o[db[l] + (2 * k) * s.dst_stride] = float(orr[k * L + l] / dn);
       o[db[l] + (2 * k + 1) * s.dst_stride] = float(oi[k * L + l] / dn);

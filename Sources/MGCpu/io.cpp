@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "MGCpu.h"
@@ -72,10 +73,50 @@ struct ReadJob {
   }
 };
 
+// Fresh destination memory (a first load) takes one page fault per 4 KiB page inside pread, each a
+// trap (costly in a VM) before the kernel allocates and zeroes the page. When a piece's first whole
+// page is not resident yet, the piece is read in chunks whose pages are first populated in one call
+// (zeroed pages still in cache when the copy lands on them). Memory already touched (buffers the
+// allocator recycled: repeated loads) costs one mincore and keeps one pread per piece.
+constexpr int64_t FRESH_CHUNK = int64_t(512) << 10;
+
+bool fresh(const char *dst, int64_t length) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t a = (uintptr_t(dst) + page - 1) & ~(page - 1);
+  if (a + page > uintptr_t(dst) + uintptr_t(length)) return false;
+  unsigned char resident = 0;
+  return mincore(reinterpret_cast<void *>(a), page, &resident) == 0 && !(resident & 1);
+#else
+  (void)dst;
+  (void)length;
+  return false;
+#endif
+}
+
+// Populates the whole pages inside [dst, dst + length) (errors are harmless: an old kernel or a
+// mapping that refuses leaves the faults to pread).
+void populate(char *dst, int64_t length) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t a = (uintptr_t(dst) + page - 1) & ~(page - 1), e = (uintptr_t(dst) + uintptr_t(length)) & ~(page - 1);
+  if (e > a) madvise(reinterpret_cast<void *>(a), e - a, MADV_POPULATE_WRITE);
+#else
+  (void)dst;
+  (void)length;
+#endif
+}
+
 void read_piece(ReadJob &job, const Piece &p) {
-  int64_t done = 0;
+  const int64_t chunk = fresh(p.dst, p.length) ? FRESH_CHUNK : p.length;
+  int64_t done = 0, populated = 0;
   while (done < p.length) {
-    ssize_t got = pread(job.fd, p.dst + done, size_t(p.length - done), off_t(p.offset + done));
+    const int64_t end = std::min(p.length, done + chunk);
+    if (chunk < p.length && populated < end) {
+      populate(p.dst + done, end - done);
+      populated = end;
+    }
+    ssize_t got = pread(job.fd, p.dst + done, size_t(end - done), off_t(p.offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       job.fail(job.region_at(p.first, p.at + done), got < 0 ? errno : 0);

@@ -34,7 +34,7 @@ export const Precision = {
   none: "no arithmetic (data movement)",
 } as const;
 
-type Collector = TraceRecord[];
+type Collector = { push(r: TraceRecord): unknown };
 const collectors: Collector[] = [];
 const printAll = process.env.MG_TRACE === "1";
 
@@ -60,7 +60,7 @@ export function record(r: TraceRecord): void {
  * everything evaluated meanwhile. Nested traces each see their own and inner records.
  */
 export function collectTrace(fn: () => unknown, evaluate: (value: unknown) => void): TraceRecord[] {
-  const mine: Collector = [];
+  const mine: TraceRecord[] = [];
   collectors.push(mine);
   try {
     evaluate(fn());
@@ -68,6 +68,19 @@ export function collectTrace(fn: () => unknown, evaluate: (value: unknown) => vo
     collectors.splice(collectors.lastIndexOf(mine), 1);
   }
   return mine;
+}
+
+/**
+ * Hears every record until the returned function is called (test tooling: the GPU coverage check
+ * collects the primitives each differential test file ran without re-running the files).
+ */
+export function addTraceListener(listener: (r: TraceRecord) => void): () => void {
+  const mine: Collector = { push: listener };
+  collectors.push(mine);
+  return () => {
+    const at = collectors.lastIndexOf(mine);
+    if (at >= 0) collectors.splice(at, 1);
+  };
 }
 
 const warned = new Set<string>();

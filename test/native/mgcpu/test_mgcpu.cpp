@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "MGCpu.h"
@@ -179,6 +180,32 @@ void test_read_file() {
                              addr(packed.data() + 200), double(size + 50), 100};
   check(mg_cpu_read_file(cut.data(), int32_t(cut.size())) == MGCPU_ERROR && cut[0] == 1 && cut[1] == 0,
         "mg_cpu_read_file: the file ending inside a run names the region it ends in");
+  // fresh (never touched) destination memory takes the populate-then-read path in chunks: the
+  // bytes land where asked (an unaligned start, a partial last page), nothing around them changes,
+  // and a region running past the end in fresh memory is still reported as that region
+  const size_t span = size_t(8) << 20;
+  void *map = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  check(map != MAP_FAILED, "mg_cpu_read_file: fresh memory is mapped");
+  if (map != MAP_FAILED) {
+    uint8_t *fresh = static_cast<uint8_t *>(map);
+    const size_t len = (size_t(5) << 20) + 3;
+    std::vector<double> f = {double(fd), 2, addr(fresh + 100), 3, double(len), addr(fresh + (size_t(6) << 20)), 4097, 4097};
+    check(mg_cpu_read_file(f.data(), int32_t(f.size())) == MGCPU_OK, std::string("mg_cpu_read_file: reads into fresh memory (") + mg_cpu_last_error() + ")");
+    bool around = true;
+    for (size_t i = 0; i < 100; i++) around = around && fresh[i] == 0;
+    around = around && fresh[100 + len] == 0 && fresh[(size_t(6) << 20) + 4097] == 0;
+    check(std::memcmp(fresh + 100, data.data() + 3, len) == 0 && std::memcmp(fresh + (size_t(6) << 20), data.data() + 4097, 4097) == 0 && around,
+          "mg_cpu_read_file: fresh memory holds the file's bytes and nothing around them changed");
+    munmap(map, span);
+    map = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map != MAP_FAILED) {
+      fresh = static_cast<uint8_t *>(map);
+      std::vector<double> g = {double(fd), 2, addr(fresh), 0, 10, addr(fresh + 4096), double(size - (size_t(3) << 20)), double(size_t(4) << 20)};
+      check(mg_cpu_read_file(g.data(), int32_t(g.size())) == MGCPU_ERROR && g[0] == 1 && g[1] == 0,
+            "mg_cpu_read_file: a region past the end in fresh memory is reported as that region");
+      munmap(map, span);
+    }
+  }
   close(fd);
   // a closed descriptor: an errno, not a crash
   std::vector<double> closed = {double(fd), 1, addr(a.data()), 0, 1};
