@@ -156,11 +156,19 @@ MG_FUNC complex64_t shuffle_up(complex64_t z, ushort d) {
 // ---------------------------------------------------------------------------------------------
 // Simdgroup and threadgroup reductions
 
-// Tree over the simdgroup's 32 lanes; the result is valid in lane 0.
-template <typename Op> MG_FUNC typename Op::acc simd_reduce(typename Op::acc v) {
+// Tree over the simdgroup's 32 lanes; the result is valid in lane 0. (The Op argument only picks
+// the overload.)
+template <typename Op, typename A> MG_FUNC A simd_fold(A v, Op tag) {
   for (ushort d = MG_SIMD_SIZE / 2; d > 0; d >>= 1) v = Op::apply(v, shuffle_down(v, d));
   return v;
 }
+// Sums of the types simd_sum takes: the simdgroup reduction itself (valid in every lane).
+MG_FUNC float simd_fold(float v, Sum<float> tag) { return simd_sum(v); }
+MG_FUNC half simd_fold(half v, Sum<half> tag) { return simd_sum(v); }
+MG_FUNC int simd_fold(int v, Sum<int> tag) { return simd_sum(v); }
+MG_FUNC uint simd_fold(uint v, Sum<uint> tag) { return simd_sum(v); }
+
+template <typename Op> MG_FUNC typename Op::acc simd_reduce(typename Op::acc v) { return simd_fold(v, Op()); }
 
 // Reduces one value per thread over the threadgroup; the result is valid in thread 0. `shared`
 // holds 32 accumulators. Ends with a barrier, so `shared` may be reused right after.
@@ -182,10 +190,34 @@ MG_FUNC typename Op::acc threadgroup_reduce(typename Op::acc v, threadgroup type
 }
 
 // Inclusive prefix over the simdgroup's lanes (Hillis–Steele): lane i gets v_0 ∘ … ∘ v_i.
-template <typename Op> MG_FUNC typename Op::acc simd_inclusive_scan(typename Op::acc v, uint simd_lane) {
+template <typename Op, typename A> MG_FUNC A simd_scan_incl(A v, uint simd_lane, Op tag) {
   for (ushort d = 1; d < MG_SIMD_SIZE; d <<= 1) {
-    typename Op::acc other = shuffle_up(v, d);
+    A other = shuffle_up(v, d);
     if (simd_lane >= d) v = Op::apply(other, v);
   }
   return v;
+}
+// Sums of the types simd_prefix_inclusive_sum takes: the simdgroup scan itself.
+MG_FUNC float simd_scan_incl(float v, uint simd_lane, Sum<float> tag) { return simd_prefix_inclusive_sum(v); }
+MG_FUNC half simd_scan_incl(half v, uint simd_lane, Sum<half> tag) { return simd_prefix_inclusive_sum(v); }
+MG_FUNC int simd_scan_incl(int v, uint simd_lane, Sum<int> tag) { return simd_prefix_inclusive_sum(v); }
+MG_FUNC uint simd_scan_incl(uint v, uint simd_lane, Sum<uint> tag) { return simd_prefix_inclusive_sum(v); }
+
+template <typename Op> MG_FUNC typename Op::acc simd_inclusive_scan(typename Op::acc v, uint simd_lane) {
+  return simd_scan_incl(v, simd_lane, Op());
+}
+
+// Exclusive prefix over the simdgroup's lanes: lane i gets v_0 ∘ … ∘ v_(i−1), lane 0 the identity.
+template <typename Op, typename A> MG_FUNC A simd_scan_excl(A v, uint simd_lane, Op tag) {
+  const A incl = simd_scan_incl(v, simd_lane, tag);
+  const A before = shuffle_up(incl, 1);
+  return simd_lane == 0 ? Op::init() : before;
+}
+MG_FUNC float simd_scan_excl(float v, uint simd_lane, Sum<float> tag) { return simd_prefix_exclusive_sum(v); }
+MG_FUNC half simd_scan_excl(half v, uint simd_lane, Sum<half> tag) { return simd_prefix_exclusive_sum(v); }
+MG_FUNC int simd_scan_excl(int v, uint simd_lane, Sum<int> tag) { return simd_prefix_exclusive_sum(v); }
+MG_FUNC uint simd_scan_excl(uint v, uint simd_lane, Sum<uint> tag) { return simd_prefix_exclusive_sum(v); }
+
+template <typename Op> MG_FUNC typename Op::acc simd_exclusive_scan(typename Op::acc v, uint simd_lane) {
+  return simd_scan_excl(v, simd_lane, Op());
 }

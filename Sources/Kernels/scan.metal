@@ -14,7 +14,7 @@
 // Position p in scan order is element p of the lane, or n − 1 − p when reversed.
 #include "reduction.h"
 
-#define MG_SCAN_READS 4
+#define MG_SCAN_READS 16
 
 template <typename T, typename U, typename Op, typename IdxT>
 [[kernel]] void scan_row(
@@ -55,10 +55,8 @@ template <typename T, typename U, typename Op, typename IdxT>
     for (int r = 1; r < MG_SCAN_READS; ++r) v[r] = Op::apply(v[r - 1], v[r]);
 
     // What comes before this thread in the chunk: earlier lanes, then earlier simdgroups.
-    const A lanes_incl = simd_inclusive_scan<Op>(v[MG_SCAN_READS - 1], simd_lane);
-    A before = shuffle_up(lanes_incl, 1);
-    if (simd_lane == 0) before = Op::init();
-    if (simd_lane == MG_SIMD_SIZE - 1) simd_totals[simd_group] = lanes_incl;
+    const A before = simd_exclusive_scan<Op>(v[MG_SCAN_READS - 1], simd_lane);
+    if (simd_lane == MG_SIMD_SIZE - 1) simd_totals[simd_group] = Op::apply(before, v[MG_SCAN_READS - 1]);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     if (simd_group == 0) {
       const A t = simd_lane < n_simd ? simd_totals[simd_lane] : Op::init();

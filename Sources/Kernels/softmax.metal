@@ -1,7 +1,11 @@
-// Softmax and log-sum-exp over the last axis, one threadgroup per row. Each thread keeps a running
-// maximum m and a sum s of exp(x − m) over its share of the row (rescaling s when m grows — one
-// read of the row instead of two); the threads' (m, s) pairs are merged by lane shuffles and
-// threadgroup memory. Softmax then writes exp(x − M) / S.
+// Softmax and log-sum-exp over the last axis, one threadgroup per row.
+// Softmax (MLX's shape): the row's maximum M (simd_max, then across simdgroups), its sum
+// S = Σ exp(x − M) (simd_sum likewise), then exp(x − M) / S — one exp per element: when the output
+// type holds the accumulator exactly, the second pass keeps exp(x − M) in the output and the last
+// pass divides it in place; otherwise the last pass computes it again.
+// Logsumexp: each thread keeps a running maximum m and a sum s of exp(x − m) over its share of the
+// row (rescaling s when m grows — one read of the row instead of two); the threads' (m, s) pairs
+// are merged by lane shuffles and threadgroup memory.
 //
 // AccT is the accumulator: float for float32 and for `precise` 16-bit inputs, the input type
 // otherwise (MLX's default; the trace says which). logsumexp always accumulates in float.
@@ -64,6 +68,27 @@ MG_FUNC MaxSum<A> threadgroup_max_sum(MaxSum<A> r, threadgroup A* shared_m, thre
   return MaxSum<A>{shared_m[0], shared_s[0]};
 }
 
+// The maximum (resp. sum) of one value per thread over the threadgroup, in every thread, combined
+// in float. `shared` holds 32 floats; ends with a barrier, so it may be reused right after.
+MG_FUNC float threadgroup_max_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
+  v = simd_max(v);
+  if (simd_lane == 0) shared[simd_group] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : Limits<float>::lowest();
+  v = simd_max(v);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return v;
+}
+MG_FUNC float threadgroup_sum_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
+  v = simd_sum(v);
+  if (simd_lane == 0) shared[simd_group] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : 0.0f;
+  v = simd_sum(v);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return v;
+}
+
 template <typename T, typename AccT, typename IdxT>
 [[kernel]] void softmax_rows(
     device const T* in [[buffer(0)]],
@@ -78,8 +103,7 @@ template <typename T, typename AccT, typename IdxT>
     uint tg_size [[threads_per_threadgroup]],
     uint simd_lane [[thread_index_in_simdgroup]],
     uint simd_group [[simdgroup_index_in_threadgroup]]) {
-  threadgroup AccT shared_m[MG_SIMD_SIZE];
-  threadgroup AccT shared_s[MG_SIMD_SIZE];
+  threadgroup float shared[MG_SIMD_SIZE];
   const IdxT row = IdxT(tgid.y) * IdxT(ngroups.x) + IdxT(tgid.x);
   if (int64_t(row) >= sizes[2]) return;  // whole threadgroups only
   const IdxT n = IdxT(sizes[1]);
@@ -87,13 +111,30 @@ template <typename T, typename AccT, typename IdxT>
   // Offsets are summed in IdxT before indexing: with uint, a negative stride wraps back in range.
   const IdxT src = IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim);
   device T* dst = out + row * n;
+  // The output keeps exp(x − M) exactly when its type is at least the accumulator's. (Each thread
+  // reads and writes only its own elements, so an output in place over the input is fine.)
+  const bool keep = sizeof(T) >= sizeof(AccT);
 
-  MaxSum<AccT> r = {Limits<AccT>::lowest(), AccT(0)};
-  for (IdxT k = lid; k < n; k += tg_size) r = max_sum_add(r, AccT(in[src + k * stride]));
-  r = threadgroup_max_sum(r, shared_m, shared_s, lid, tg_size, simd_lane, simd_group);
-  // An infinite maximum makes the reference's sum NaN (∞ − ∞ or all −∞).
-  const AccT total = metal::isinf(float(r.m)) ? AccT(NAN) : r.s;
-  for (IdxT k = lid; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - r.m)) / total);
+  // A NaN never wins the maximum, but its exp(NaN − M) makes S NaN; a +∞ or an all −∞ row gives
+  // ∞ − ∞ = NaN there too: NaN everywhere, as the reference exp(x − M) / Σ exp(x − M).
+  AccT m = Limits<AccT>::lowest();
+  for (IdxT k = lid; k < n; k += tg_size) {
+    const AccT x = AccT(in[src + k * stride]);
+    m = x > m ? x : m;
+  }
+  const AccT row_max = AccT(threadgroup_max_all(float(m), shared, tg_size, simd_lane, simd_group));
+  AccT s = AccT(0);
+  for (IdxT k = lid; k < n; k += tg_size) {
+    const AccT e = exp_acc(AccT(AccT(in[src + k * stride]) - row_max));
+    s = s + e;
+    if (keep) dst[k] = T(e);
+  }
+  const AccT total = AccT(threadgroup_sum_all(float(s), shared, tg_size, simd_lane, simd_group));
+  if (keep) {
+    for (IdxT k = lid; k < n; k += tg_size) dst[k] = T(AccT(dst[k]) / total);
+  } else {
+    for (IdxT k = lid; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)) / total);
+  }
 }
 
 template <typename T, typename IdxT>

@@ -1808,20 +1808,34 @@ class Translator {
     s += "  mgsim::tls.lane = nullptr;\n  mgsim::tls.launch = L;\n  mgsim::tls.group = G;\n  mgwi_c.tls_attrs = &mgsim::tls.attrs;\n";
     s += "  mgsim::publish_attrs(G);\n";
     s += "  mgwi_c.track = MGWI_TRACK ? 1u : 0u;\n" + binds;
-    std::string fills, dv, args, lanes;
+    // Buffers, threadgroup memory and the attributes every thread of the group shares are one value
+    // for a parameter the kernel only reads (mgsim_wi.h uarg); the others are filled per lane.
+    std::string fills, dv, args, lanes, uni, all_uniform;
     for (size_t p = 0; p < ki.params.size(); ++p) {
       const KernelParam &kp = ki.params[p];
       const std::string P = ns + "::P<" + std::to_string(p) + ">", id = std::to_string(p);
       dv += std::string(p ? ", " : "") + "::std::declval<" + P + ">()";
       std::string value = "b" + id;
       if (kp.kind == ParamKind::Attribute) value = "mgsim::attr<" + P + ">(" + attr_args(kp.attribute) + ")";
+      const bool uniform = kp.kind != ParamKind::Attribute || attr_args(kp.attribute).find("a.") == std::string::npos;
       lanes += "  MGWI_LANES(mgwi_a" + id + ", ::mgsim::wi::param_t<mgwi_o, " + id + ">);\n";
-      fills += "mgwi_a" + id + "[mgwi_l] = ::mgsim::wi::pass<mgwi_o, " + id + ">(" + value + "); ";
-      args += ", mgwi_a" + id;
+      const std::string fill = "mgwi_a" + id + "[mgwi_l] = ::mgsim::wi::pass<mgwi_o, " + id + ">(" + value + "); ";
+      if (uniform) {
+        const std::string skip = "::mgsim::wi::by_ro<mgwi_o, " + id + ">";
+        uni += "  auto mgwi_u" + id + " = [&]() MGWI_INL -> decltype(auto) { return (" + value + "); };\n";
+        fills += "if constexpr (!" + skip + ") { " + fill + "} ";
+        all_uniform += (all_uniform.empty() ? "" : " && ") + skip;
+        args += ", ::mgsim::wi::uarg<mgwi_o, " + id + ">(mgwi_u" + id + ", mgwi_a" + id + ")";
+      } else {
+        fills += fill;
+        all_uniform += std::string(all_uniform.empty() ? "" : " && ") + "false";
+        args += ", mgwi_a" + id;
+      }
     }
-    s += "  using mgwi_o = decltype(" + qual + "mgwi_probe_" + name + targs + "(" + dv + "));\n" + lanes;
+    s += "  using mgwi_o = decltype(" + qual + "mgwi_probe_" + name + targs + "(" + dv + "));\n" + lanes + uni;
     if (!fills.empty())
-      s += "  MGWI_EACH { const mgsim::abi::thread_attrs &a = mgwi_c.attrs[mgwi_l]; (void)a; " + fills + "} MGWI_EACH_END\n";
+      s += "  if constexpr (!(" + all_uniform + ")) {\n  MGWI_EACH { const mgsim::abi::thread_attrs &a = mgwi_c.attrs[mgwi_l]; (void)a; " +
+           fills + "} MGWI_EACH_END\n  }\n";
     s += "  MGWI_RESULT(mgwi_r, void);\n";
     s += "  " + qual + "mgwi_" + name + "(mgwi_o{}, mgwi_c, mgwi_r" + args + ");\n";
     s += "  if (mgwi_c.track) mgsim::tls.attrs = nullptr;\n}\n";

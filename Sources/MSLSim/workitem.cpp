@@ -99,7 +99,10 @@ class Gen {
     if (!parse_block(0, t_.size() - 1, body)) return fail(out, why_);
     for (Stmt &s : body) mark_sync(s);
     if (!why_.empty()) return fail(out, why_);
-    for (auto &tp : f_.tparams) uniform_.insert(tp.name);
+    for (auto &tp : f_.tparams) {
+      uniform_.insert(tp.name);
+      constants_.insert(tp.name);
+    }
     // Names whose address may outlive a region: after a unary &, or bound by a reference declaration.
     for (size_t k = 0; k + 1 < t_.size(); ++k) {
       if (is(k, "&") && ident(k + 1) && (k == 0 || t_[k - 1].kind == Tok::Punct || is_keyword(text(k - 1))) &&
@@ -111,16 +114,30 @@ class Gen {
     std::string pro;
     scopes_.emplace_back();
     // Parameters: the caller's per-lane argument storage (one lanes<P> per parameter, converted
-    // by the caller); a parameter with a default that was not passed gets its own.
-    std::string ptypes, pdecls;
+    // by the caller); a parameter with a default that was not passed gets its own. A by-value
+    // parameter the body never modifies is read-only: read through a const view (so a write the
+    // analysis missed does not compile), which lets the caller pass its own variable's storage or
+    // one value for a uniform argument (ov's RO mask; mgsim_wi.h darg / uarg).
+    std::string ptypes, pdecls, vparams;
+    unsigned long long ro = 0;
     for (size_t i = 0; i < f_.params.size(); ++i) {
       const WiParam &p = f_.params[i];
       const std::string n = std::to_string(i);
       const std::string ty = strip_top_const(p.ref ? strip_refs(p.type) : p.type, p.ref);
       const std::string st = p.ref ? ty + "*" : ty;
       ptypes += (i ? ", " : "") + (p.ref ? "::mgsim::wi::ref_param<" + ty + ">" : ty);
-      pdecls += ", ::mgsim::wi::view<" + st + "> mgwi_a" + n + (p.def.empty() ? "" : " = {}");
+      const bool read_only = !p.ref && p.def.empty() && i < 64 && param_read_only(p);
+      if (read_only) ro |= 1ull << i;
       if (p.def.empty()) {
+        vparams += ", class MGV" + n;
+        pdecls += ", MGV" + n + " mgwi_a" + n;
+      } else {
+        pdecls += ", ::mgsim::wi::view<" + st + "> mgwi_a" + n + " = {}";
+      }
+      if (read_only) {
+        pro += "const auto mgwi_p" + n + " = ::mgsim::wi::ro_view(mgwi_a" + n + ");\n";
+        ro_storage_.insert("mgwi_p" + n);
+      } else if (p.def.empty()) {
         pro += "const auto mgwi_p" + n + " = mgwi_a" + n + ";\n";
       } else {
         pro += "MGWI_LANES(mgwi_d" + n + ", " + st + ");\n";
@@ -142,14 +159,14 @@ class Gen {
       targs += (i ? ", " : "") + (tp.type ? tp.name : "std::integral_constant<" + tp.nttp_type + ", " + tp.name + ">");
     }
     const std::string tag = "::mgsim::wi::ov<" + std::to_string(f_.id) + "u, ::mgsim::wi::targs<" + targs +
-                            ">, ::mgsim::wi::params<" + ptypes + ">>";
+                            ">, ::mgsim::wi::params<" + ptypes + ">, " + std::to_string(ro) + "ull>";
     std::string code;
     code += "\n#line 1 \"mgsim_workitem\"\n";
     if (f_.templated) code += f_.template_header + " ";
     code += std::string(f_.is_static ? "static " : "") + tag + " mgwi_probe_" + f_.name + "(" + f_.params_text + ");\n";
     std::string th = "template <";
     for (const auto &tp : f_.tparams) th += tp.decl + ", ";
-    th += "class MGR>";
+    th += "class MGR" + vparams + ">";
     // Not forced inline (the original may be): a variant is a loop nest, and inlining every one into
     // its callers multiplies the code the compiler optimises.
     code += th + "\n" + std::string(f_.is_static ? "static " : "") + "inline void mgwi_" + f_.name + "(" + tag +
@@ -196,6 +213,41 @@ class Gen {
   std::string region_end_;  // the label ending the current region's per-lane code
   // Names whose address may outlive a region (unary &, reference initialisers): never cached.
   std::set<std::string> exposed_;
+  // Threadgroup arrays (the translator's `static thread_local T mgsim_tg_x[N]`) and their aliases.
+  std::set<std::string> tg_arrays_, tg_array_aliases_;
+  // Storage of read-only parameters (const views: cached const, never stored back).
+  std::set<std::string> ro_storage_;
+  // Names every lane shares whose value is a constant: template parameters, constexpr and const
+  // declarations initialised from constants.
+  std::set<std::string> constants_;
+
+  // Does the body modify parameter p (by value)? Assigned, incremented, its address taken, a member
+  // assigned or a member function called; for a non-pointer, an element assigned too. Passing it
+  // to a function is not counted: the variant reads it through a const view, so a non-const
+  // reference binding it does not compile (and the library falls back to fibers, exactly).
+  bool param_read_only(const WiParam &p) const {
+    if (p.name.empty()) return true;
+    if (exposed_.count(p.name)) return false;
+    const bool pointer = p.type.find('*') != std::string::npos;
+    for (size_t k = 0; k + 1 < t_.size(); ++k) {
+      if (!ident(k) || text(k) != p.name) continue;
+      if (k > 0 && (is(k - 1, ".") || is(k - 1, "->") || is(k - 1, "::"))) continue;
+      if (k > 0 && (is(k - 1, "++") || is(k - 1, "--") || is(k - 1, "&"))) return false;
+      size_t j = k + 1;
+      for (;;) {
+        if (is(j, ".") && ident(j + 1)) {
+          j += 2;
+        } else if (!pointer && is(j, "[") && m_[j] != SIZE_MAX) {
+          j = m_[j] + 1;
+        } else {
+          break;
+        }
+      }
+      if (t_[j].kind == Tok::Punct && (is_assign_op(text(j)) || is(j, "++") || is(j, "--"))) return false;
+      if (is(j, "(")) return false;  // a (member) function call
+    }
+    return true;
+  }
 
   bool fail(WiOutput &out, const std::string &why) {
     out.reason = why.empty() ? "unsupported construct" : why;
@@ -528,8 +580,13 @@ class Gen {
     // and the translator's alias of a threadgroup array (`auto &x = mgsim_tg_x;`).
     if (st || cx || tl) s.kind = Stmt::Uniform;
     if (ds.size() == 1 && ds[0].ref && ds[0].init_b && ds[0].init_e == ds[0].init_b + 2 &&
-        text(ds[0].init_b + 1).rfind("mgsim_tg_", 0) == 0)
+        text(ds[0].init_b + 1).rfind("mgsim_tg_", 0) == 0) {
       s.kind = Stmt::Uniform;
+      // The alias of a threadgroup array: as an argument, its address (no memory is read).
+      if (tg_arrays_.count(text(ds[0].init_b + 1))) tg_array_aliases_.insert(ds[0].name);
+    }
+    if ((st || tl) && ds.size() == 1 && !ds[0].dims.empty() && ds[0].name.rfind("mgsim_tg_", 0) == 0)
+      tg_arrays_.insert(ds[0].name);
     // Checked mode's view of a threadgroup variable (`auto x = mgsim::impl::tg_view(...)`).
     if (ds.size() == 1 && !ds[0].ref && ds[0].init_b && is(ds[0].init_b + 1, "mgsim") && is(ds[0].init_b + 5, "tg_view"))
       s.kind = Stmt::Uniform;
@@ -541,8 +598,13 @@ class Gen {
         for (size_t j = d.init_b; constant && j < d.init_e; ++j)
           if (ident(j) && !uniform_.count(text(j)) && text(j) != "sizeof") constant = false;
       }
-      if (constant) s.kind = Stmt::Uniform;
+      if (constant) {
+        s.kind = Stmt::Uniform;
+        for (const Declarator &d : ds) constants_.insert(d.name);
+      }
     }
+    if (cx)
+      for (const Declarator &d : ds) constants_.insert(d.name);
     if (s.kind == Stmt::Uniform)
       for (const Declarator &d : ds) uniform_.insert(d.name);
   }
@@ -959,9 +1021,10 @@ class Gen {
     g_cache_off();
     std::string pre, post;
     for (auto &[st, local] : rc.used) {
-      pre += "::mgsim::wi::cache_t<typename std::remove_reference_t<decltype(" + st + ")>::value_type> " + local + " = " +
-             st + "[mgwi_l]; ";
-      if (rc.written.count(st)) post += "::mgsim::wi::store(" + st + "[mgwi_l], " + local + "); ";
+      const bool ro = ro_storage_.count(st) > 0;
+      pre += std::string(ro ? "::mgsim::wi::ro_cache_t" : "::mgsim::wi::cache_t") + "<typename std::remove_reference_t<decltype(" +
+             st + ")>::value_type> " + local + " = " + st + "[mgwi_l]; ";
+      if (rc.written.count(st) && !ro) post += "::mgsim::wi::store(" + st + "[mgwi_l], " + local + "); ";
     }
     // A plain loop over the active lanes (MGWI_EACH); leaving a lane's code early jumps to the end.
     o_ += "\nMGWI_EACH { " + pre + "{" + body + "} " + rc.label + ":; " + post + "} MGWI_EACH_END\n";
@@ -973,11 +1036,16 @@ class Gen {
   // assigned, its address taken, or passed where a reference parameter may bind it)?
   bool may_write(size_t k) const {
     if (k > 0 && (is(k - 1, "++") || is(k - 1, "--") || is(k - 1, "&"))) return true;
-    // A subscript or -> writes through the variable (a pointer), or into an array, which is never
-    // cached by value: neither modifies the cached value.
-    if (is(k + 1, "[") || is(k + 1, "->")) return false;
+    // -> writes through the variable (a pointer): the cached value is unchanged.
+    if (is(k + 1, "->")) return false;
+    // Past member accesses and subscripts: an element assigned may be one of a vector or a member
+    // array held by value (for a pointer, storing it back is merely redundant).
     size_t j = k + 1;
-    while (is(j, ".") && ident(j + 1)) j += 2;  // past member accesses
+    for (;;) {
+      if (is(j, ".") && ident(j + 1)) j += 2;
+      else if (is(j, "[") && m_[j] != SIZE_MAX) j = m_[j] + 1;
+      else break;
+    }
     if (t_[j].kind == Tok::Punct && (is_assign_op(text(j)) || is(j, "++") || is(j, "--"))) return true;
     if (is(j, "(")) return true;  // a member function call
     // A call argument (directly, or as the object of a member access).
@@ -1170,6 +1238,37 @@ class Gen {
     return true;
   }
 
+  // Is the expression [b, e) a constant every lane shares: literals, operators, parentheses,
+  // uniform loop variables, template parameters and constants — no call, no memory, no per-lane
+  // or threadgroup variable? (It can be evaluated once, at work-item level.)
+  bool constant_expr(size_t b, size_t e) const {
+    if (b >= e) return false;
+    if (e == b + 1 && ident(b) && tg_array_aliases_.count(text(b))) {
+      const Var *v = lookup(text(b));
+      return v && v->k == Var::Local;  // the work-item-level alias, not a shadowing name
+    }
+    for (size_t k = b; k < e; ++k) {
+      const Token &tk = t_[k];
+      if (tk.kind == Tok::String) return false;
+      if (tk.kind == Tok::Number) continue;
+      if (tk.kind == Tok::Punct) {
+        if (is(k, "(") && k > b && (ident(k - 1) || is(k - 1, ">"))) return false;  // a call
+        if (is(k, "[") || is(k, "{") || is(k, "->") || is(k, ".") || is(k, "::") || is(k, "=") || is(k, "++") ||
+            is(k, "--") || is_assign_op(tk.text) || is(k, "<") || is(k, ">"))
+          return false;
+        if ((is(k, "*") || is(k, "&")) && (k == b || t_[k - 1].kind == Tok::Punct) && !is(k - 1, ")")) return false;
+        continue;
+      }
+      if (!ident(k)) return false;
+      if (tk.text == "true" || tk.text == "false") continue;
+      const Var *v = lookup(tk.text);
+      if (v && v->k == Var::Uniform) continue;
+      if (!v && constants_.count(tk.text)) continue;
+      return false;
+    }
+    return true;
+  }
+
   // Is `v` only read in [b, e) (never assigned, incremented or its address taken)?
   bool read_only(size_t b, size_t e, const std::string &v) const {
     for (size_t k = b; k < e; ++k) {
@@ -1218,8 +1317,27 @@ class Gen {
           Item it;
           it.decl = &s;
           it.d = &d;
-          it.storage = declare_lane(s, d);
-          region([&] { return init_code(it); });
+          // `T x = f(...);` with a sync call as the whole initialiser: x's lanes are the call's
+          // result lanes when their type is T (no copy; mgsim_wi.h adopt).
+          std::string from;
+          if (!d.ref && d.dims.empty() && d.init_b && is(d.init_b, "=")) {
+            auto sub = subst_.find(d.init_b + 1);
+            const std::string tail = "[mgwi_l]";
+            if (sub != subst_.end() && sub->second.first == d.init_e && sub->second.second.size() > tail.size() &&
+                sub->second.second.compare(sub->second.second.size() - tail.size(), tail.size(), tail) == 0)
+              from = sub->second.second.substr(0, sub->second.second.size() - tail.size());
+          }
+          if (from.empty()) {
+            it.storage = declare_lane(s, d);
+            region([&] { return init_code(it); });
+          } else {
+            const std::string own = declare_lane(s, d);
+            it.storage = own + "_x";
+            o_ += "const auto " + it.storage + " = ::mgsim::wi::adopt(" + own + ", " + from + ");\n";
+            o_ += "if constexpr (!::mgsim::wi::adopts<decltype(" + own + "), decltype(" + from + ")>) {\n";
+            region([&] { return init_code(it); });
+            o_ += "}\n";
+          }
           scopes_.back()[d.name] = Var{d.ref ? Var::LaneRef : Var::Lane, it.storage};
         }
         return;
@@ -1526,18 +1644,56 @@ class Gen {
         calls_.insert(name);
         const std::string id = std::to_string(++tmp_);
         const std::string o = "mgwi_o" + id, r = "mgwi_r" + id;
-        std::string dv, fills, args;
+        std::string dv, args, uni;
+        bool effects = false;
+        for (auto [ab, ae] : c.args) effects = effects || side_effects(t_, ab, ae);
+        // Each argument: the caller's own per-lane variable (no copy if the callee only reads it),
+        // a uniform expression (one value if the callee only reads it), or a copy per lane.
+        // `skip` says when the copy is not needed (a constant expression over the overload O).
+        std::vector<std::string> fill(c.args.size()), skip(c.args.size());
         for (size_t i = 0; i < c.args.size(); ++i) {
-          const std::string a = expr(c.args[i].first, c.args[i].second), n = std::to_string(i);
+          const auto [ab, ae] = c.args[i];
+          const std::string a = expr(ab, ae), n = std::to_string(i), lanes = "mgwi_a" + id + "_" + n;
           dv += (i ? ", " : "") + ("::std::declval<decltype((" + a + "))>()");
-          fills += "mgwi_a" + id + "_" + n + "[mgwi_l] = ::mgsim::wi::pass<" + o + ", " + n + ">(" + a + "); ";
-          args += ", mgwi_a" + id + "_" + n;
+          const Var *v = ae == ab + 1 && ident(ab) && !subst_.count(ab) ? lookup(text(ab)) : nullptr;
+          // The variable itself only when nothing else in the call can change it meanwhile: no
+          // argument with side effects, and it is not named in another (a reference parameter).
+          bool alone = v && v->k == Var::Lane && !effects && !exposed_.count(text(ab));
+          for (size_t j = 0; alone && j < c.args.size(); ++j)
+            for (size_t k = c.args[j].first; alone && j != i && k < c.args[j].second; ++k)
+              if (ident(k) && text(k) == text(ab)) alone = false;
+          if (alone) {
+            skip[i] = "::mgsim::wi::direct_arg<" + o + ", " + n + ", std::remove_cv_t<decltype(" + v->storage + ")>>";
+            args += ", ::mgsim::wi::darg<" + o + ", " + n + ">(" + v->storage + ", " + lanes + ")";
+          } else if (!effects && constant_expr(ab, ae)) {
+            const std::string u = "mgwi_u" + id + "_" + n;
+            uni += "auto " + u + " = [&]() MGWI_INL -> decltype(auto) { return (" + a + "); };\n";
+            skip[i] = "::mgsim::wi::by_ro<" + o + ", " + n + ">";
+            args += ", ::mgsim::wi::uarg<" + o + ", " + n + ">(" + u + ", " + lanes + ")";
+          } else {
+            args += ", " + lanes;
+          }
+          // (The argument's text from outside any region: storage, never a region's cached copy,
+          // whose address a reference parameter would keep past the region.)
+          fill[i] = lanes + "[mgwi_l] = ::mgsim::wi::pass<" + o + ", " + n + ">(" + a + "); ";
         }
-        o_ += "using " + o + " = decltype(" + qual + "mgwi_probe_" + name + targs + "(" + dv + "));\n";
+        o_ += "using " + o + " = decltype(" + qual + "mgwi_probe_" + name + targs + "(" + dv + "));\n" + uni;
         for (size_t i = 0; i < c.args.size(); ++i)
           o_ += "MGWI_LANES(mgwi_a" + id + "_" + std::to_string(i) + ", ::mgsim::wi::param_t<" + o + ", " +
                 std::to_string(i) + ">);\n";
-        if (!fills.empty()) region([&] { return fills; });
+        if (!c.args.empty()) {
+          std::string all_skipped;
+          for (size_t i = 0; i < c.args.size(); ++i) all_skipped += (i ? " && " : "") + (skip[i].empty() ? "false" : skip[i]);
+          o_ += "if constexpr (!(" + all_skipped + ")) {\n";
+          region([&] {
+            std::string fills;
+            for (size_t i = 0; i < c.args.size(); ++i) {
+              fills += skip[i].empty() ? fill[i] : "if constexpr (!" + skip[i] + ") { " + fill[i] + "} ";
+            }
+            return fills;
+          });
+          o_ += "}\n";
+        }
         o_ += "MGWI_RESULT(" + r + ", decltype(" + qual + name + targs + "(" + dv + ")));\n";
         o_ += qual + "mgwi_" + name + "(" + o + "{}, mgwi_c, " + r + args + ");\n";
         rep = is_whole ? "" : r + "[mgwi_l]";

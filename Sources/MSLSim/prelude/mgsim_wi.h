@@ -49,14 +49,17 @@ template <class T>
 struct ref_param {};
 template <class... P>
 struct params {};
-template <unsigned ID, class TA, class PS>
+// RO: bit i set when the function never modifies by-value parameter i (the variant reads it
+// through a const view: the caller may pass its own storage, or one value for every lane).
+template <unsigned ID, class TA, class PS, unsigned long long RO = 0>
 struct ov {};
 
 template <class O, unsigned I>
 struct param_of;
-template <unsigned ID, class TA, class... P, unsigned I>
-struct param_of<ov<ID, TA, params<P...>>, I> {
+template <unsigned ID, class TA, class... P, unsigned long long RO, unsigned I>
+struct param_of<ov<ID, TA, params<P...>, RO>, I> {
   using type = std::tuple_element_t<I, std::tuple<P...>>;
+  static constexpr bool read_only = I < 64 && ((RO >> I) & 1u) != 0;
 };
 template <class P>
 struct storage_of {
@@ -71,6 +74,15 @@ template <class O, unsigned I>
 using param_t = typename storage_of<typename param_of<O, I>::type>::type;
 
 MGSIM_ALWAYS_INLINE uint32_t bit(uint32_t l) { return 1u << (l & 31u); }
+
+template <class T>
+struct sg_uniform;
+// Parameter I of O is passed by value and never modified by the function (and is no simdgroup
+// matrix, whose storage is per simdgroup).
+template <class O, unsigned I>
+inline constexpr bool by_ro = param_of<O, I>::read_only &&
+                              std::is_same<typename param_of<O, I>::type, param_t<O, I>>::value &&
+                              !sg_uniform<param_t<O, I>>::value;
 
 // Runs f(lane) for every active lane, in lane order. Track (the translation unit's MGWI_TRACK:
 // checked mode, or a kernel that asks for its lane id) publishes each lane's attributes as it runs.
@@ -137,6 +149,36 @@ struct view {
   MGSIM_ALWAYS_INLINE value_type &operator[](uint32_t l) const { return p[per_sg ? (l >> 5) : l]; }
 };
 
+// A read-only parameter's storage: the caller's lanes (its own variable's, or its copies), read
+// through const references so that nothing in the function can modify them.
+template <class V>
+struct cview {
+  using value_type = typename V::value_type;
+  static constexpr bool per_sg = V::per_sg;
+  V v;
+  MGSIM_ALWAYS_INLINE const value_type &operator[](uint32_t l) const { return v[l]; }
+};
+// A read-only parameter whose argument is the same in every lane (a uniform expression, or a
+// kernel's buffer, threadgroup memory or threadgroup-wide attribute): one value.
+template <class T>
+struct uni {
+  using value_type = T;
+  static constexpr bool per_sg = false;
+  T v;
+  MGSIM_ALWAYS_INLINE const T &operator[](uint32_t) const { return v; }
+};
+template <class V>
+MGSIM_ALWAYS_INLINE cview<V> ro_view(const V &v) {
+  return cview<V>{v};
+}
+template <class V>
+MGSIM_ALWAYS_INLINE cview<V> ro_view(const cview<V> &v) {
+  return v;
+}
+template <class T>
+MGSIM_ALWAYS_INLINE uni<T> ro_view(const uni<T> &v) {
+  return v;
+}
 // One T per lane (one per simdgroup for sg_uniform types), in the threadgroup's arena; released
 // when it goes out of scope (scopes nest, so the arena is a stack).
 template <class T>
@@ -204,6 +246,10 @@ E first(const view<slot<E>> &);
 // A caller's per-lane variable passed as it is: its storage is the argument (an lvalue).
 template <class T>
 T &first(const view<T> &);
+template <class V>
+const typename V::value_type &first(const cview<V> &);
+template <class T>
+const T &first(const uni<T> &);
 
 template <class E>
 MGSIM_ALWAYS_INLINE decltype(auto) ref(slot<E> &s) {
@@ -287,6 +333,33 @@ MGSIM_ALWAYS_INLINE param_t<O, I> pass(A &&a) {
   }
 }
 
+// The caller's per-lane variable `v` as argument I of O: its own storage when the function reads it
+// only and takes exactly its type, else `copy` (which the caller filled).
+template <class O, unsigned I, class V>
+inline constexpr bool direct_arg = by_ro<O, I> && std::is_same<typename V::value_type, param_t<O, I>>::value;
+template <class O, unsigned I, class V, class C>
+MGSIM_ALWAYS_INLINE auto darg(const V &v, const C &copy) {
+  if constexpr (direct_arg<O, I, V>) return v;
+  else return copy;
+}
+// A uniform argument `f()` as argument I of O: one value when the function reads it only, else
+// `copy` (which the caller filled per lane).
+template <class O, unsigned I, class F, class C>
+MGSIM_ALWAYS_INLINE auto uarg(F &&f, const C &copy) {
+  if constexpr (by_ro<O, I>) return uni<param_t<O, I>>{pass<O, I>(f())};
+  else return copy;
+}
+
+// A declaration initialised by a call with syncs: its own lanes, or the call's result lanes when
+// they hold its type (then nothing is copied).
+template <class V, class R>
+inline constexpr bool adopts = std::is_same<typename std::remove_cv_t<V>::value_type, typename std::remove_cv_t<R>::value_type>::value;
+template <class V, class R>
+MGSIM_ALWAYS_INLINE auto adopt(const V &own, const R &result) {
+  if constexpr (adopts<V, R>) return result;
+  else return own;
+}
+
 // A uniform loop variable passed as a bare call argument: a copy, so a non-const reference
 // parameter (which would modify it once per lane) does not compile.
 template <class T>
@@ -307,6 +380,9 @@ struct cache_s<T, false> {
 };
 template <class T>
 using cache_t = typename cache_s<T>::type;
+// The same for a read-only parameter: never modified, never stored back.
+template <class T>
+using ro_cache_t = std::conditional_t<std::is_reference<cache_t<T>>::value, const T &, const T>;
 template <class T, class C>
 MGSIM_ALWAYS_INLINE void store(T &dst, const C &c) {
   if constexpr (!std::is_reference<cache_t<T>>::value) dst = c;

@@ -111,9 +111,15 @@ export function planReduce(shape: readonly number[], strides: readonly number[],
   return { layout, kept, reduced, baseShift, count, outputs, large };
 }
 
-/** Threads per threadgroup an all/row/general reduction of `count` elements wants (≥ 4 each). */
+/**
+ * Elements each thread of an all/row/general reduction reads (at least): enough that the
+ * threadgroup's combining steps (simd_sum, barriers) are a small share of its work, on a GPU and
+ * more so on the simulator, which runs those steps once per lane.
+ */
+export const REDUCE_PER_THREAD = 16;
+/** Threads per threadgroup an all/row/general reduction of `count` elements wants. */
 function laneThreads(count: number): number {
-  return Math.min(1024, Math.ceil(count / 4));
+  return Math.min(1024, Math.ceil(count / REDUCE_PER_THREAD));
 }
 
 /** Threadgroups of the first pass of an all-reduce (one when it fits one threadgroup's budget). */

@@ -14,7 +14,7 @@ import { accumulatePrecision, type AxisLanes, axisLanes, dispatchLanes, laneLayo
 import { registerGpu } from "./registry.ts";
 
 /** Elements each thread of a row scan handles per chunk (MG_SCAN_READS in scan.metal). */
-const SCAN_READS = 4;
+const SCAN_READS = 16;
 
 function isFloat(d: Dtype): boolean {
   return d === float32 || d === float16 || d === bfloat16;

@@ -53,7 +53,8 @@ function encodeRows(enc: GpuEncoder, node: Node, plan: AxisLanes, kernel: Kernel
   // the output may take over its input's buffer; logsumexp's output is smaller and never does.
   const io = { a: enc.input(x, 0), o: node.primitive === Softmax ? enc.outputInPlace(out, 1) : enc.output(out, 1) };
   const layout = `${x.layout!.rowContiguous ? "contiguous rows" : "strided rows"}${plan.large ? ", large-index" : ""}`;
-  dispatchLanes(enc, kernelPipeline(kernel), plan, "row", 4, op, io, { primitives: [node.primitive.name], inputs: [x], outputs: [out], layout, precision });
+  // 16 elements per thread (at least): the row's max and sum steps are a small share of the work.
+  dispatchLanes(enc, kernelPipeline(kernel), plan, "row", 16, op, io, { primitives: [node.primitive.name], inputs: [x], outputs: [out], layout, precision });
 }
 
 registerGpu(Softmax, {
