@@ -616,6 +616,7 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   h.add(join(preprocess_flags(version)));
   h.add(checked ? "checked" : "unchecked");
   h.add(topt.workitem ? "workitem" : "fibers");
+  h.add("-O1: work-item and unchecked plain units");  // the optimisation level (below)
   for (auto &m : macros) {
     h.add(m.name);
     h.add(m.has_value ? "=" + m.value : std::string("(none)"));
@@ -685,9 +686,13 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   args.insert(args.end(), flags.begin(), flags.end());
   // Work-item code is loop nests over lanes: -O1 compiles it in about half the time of -O2 at about
   // the same speed (the 8x8 multiply-accumulate has its own target attributes; the precompiled
-  // prelude stays valid).
+  // prelude stays valid). A unit of unchecked plain kernels (no syncs: elementwise, gathers,
+  // copies) too: ~14% less compile CPU, same elementwise throughput. Checked kernels stay at -O2
+  // (checked elementwise ran ~1.6x slower at -O1), and so does fiber code.
+  bool plain = !checked;
+  for (const KernelInfo &k : tr.kernels) plain = plain && !k.needs_fibers;
   const size_t opt_at = args.size();
-  if (tr.workitem) args.push_back("-O1");
+  if (tr.workitem || plain) args.push_back("-O1");
   args.insert(args.end(), inc.begin(), inc.end());
   std::vector<std::string> rest = {"-shared", "-x", "c++", src_path, "-o", tmp_so};
   rest.insert(rest.end(), link_flags().begin(), link_flags().end());

@@ -476,6 +476,22 @@ class Gen {
     return SIZE_MAX;
   }
 
+  // In an initialiser, a '<' at i after a name opens a template argument list when a balanced '>'
+  // closes it with no top-level '=' between and a call, braced list or '::' follows; then one past
+  // the '>' (else SIZE_MAX). `int x = a < b, y = c > (d);` has an '=' inside: two declarators.
+  size_t template_args_end(size_t i, size_t e) const {
+    const size_t a = skip_angles(i, e);
+    if (a == SIZE_MAX || !(is(a, "(") || is(a, "{") || is(a, "::"))) return SIZE_MAX;
+    for (size_t k = i + 1; k + 1 < a; ++k) {
+      if ((is(k, "(") || is(k, "[")) && m_[k] != SIZE_MAX) {
+        k = m_[k];
+        continue;
+      }
+      if (t_[k].kind == Tok::Punct && is_assign_op(text(k))) return SIZE_MAX;
+    }
+    return a;
+  }
+
   // Parses [b, e) (e is the ';') as `specifiers type declarator [= init], ...`. Leaves s.kind as
   // Expr when it is not a declaration.
   void parse_decl(size_t b, size_t e, Stmt &s) {
@@ -554,6 +570,14 @@ class Gen {
           if ((is(j, "(") || is(j, "[") || is(j, "{")) && m_[j] != SIZE_MAX) {
             j = m_[j];
             continue;
+          }
+          // `f<T, U>(...)`: the commas of a template argument list do not end the initialiser.
+          if (is(j, "<") && ident(j - 1)) {
+            const size_t a = template_args_end(j, e);
+            if (a != SIZE_MAX) {
+              j = a - 1;
+              continue;
+            }
           }
           if (is(j, ",")) break;
         }

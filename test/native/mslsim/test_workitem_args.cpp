@@ -128,6 +128,26 @@ kernel void ref_binding(device float* out [[buffer(0)]], uint lid [[thread_index
 }
 )";
 
+// Declarations that live across a sync and whose initialiser calls a template with several
+// arguments (`f<T, U>(...)`): the template's commas must not split the declarator (SDPA's
+// `simdgroup_matrix<float, 8, 8> St = make_filled_simdgroup_matrix<float, 8, 8>(0.0f)` and
+// cross entropy's `row_logsumexp<T, AccT>(...)` fell back to fibers). `lo` / `hi` are two
+// declarators whose '<' ... '>' only looks like a template argument list.
+static const char *kTemplateInitSrc = R"(#include <metal_stdlib>
+using namespace metal;
+template <typename T, typename D> T down_t(T x, D d) { return simd_shuffle_down(x, d); }
+kernel void template_call_init(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {
+  float v = float(lid);
+  const float r = down_t<float, ushort>(v, 1), s = down_t<float, ushort>(v * 2.0f, 2);
+  bool lo = lid < 40u, hi = lid > (20u);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[4 * lid] = r;
+  out[4 * lid + 1] = s;
+  out[4 * lid + 2] = lo ? 1.0f : 0.0f;
+  out[4 * lid + 3] = hi ? 1.0f : 0.0f;
+}
+)";
+
 constexpr uint32_t kThreads = 64;
 
 // simd_shuffle_down of per-lane values x by per-lane distances d (a source past the simdgroup keeps
@@ -224,6 +244,14 @@ int main() {
     run_case(kSrc, "value_and_reference", checked, 2, true, [&](std::vector<float> &w) {
       auto r = shuffle_down(lid, [](uint32_t) { return 1u; });
       for (uint32_t l = 0; l < kThreads; ++l) w[2 * l] = r[l] + 100.0f, w[2 * l + 1] = 100.0f;
+    });
+    run_case(kTemplateInitSrc, "template_call_init", checked, 4, true, [&](std::vector<float> &w) {
+      std::vector<float> v2(kThreads);
+      for (uint32_t l = 0; l < kThreads; ++l) v2[l] = 2.0f * lid[l];
+      auto r = shuffle_down(lid, [](uint32_t) { return 1u; });
+      auto s = shuffle_down(v2, [](uint32_t) { return 2u; });
+      for (uint32_t l = 0; l < kThreads; ++l)
+        w[4 * l] = r[l], w[4 * l + 1] = s[l], w[4 * l + 2] = l < 40 ? 1.0f : 0.0f, w[4 * l + 3] = l > 20 ? 1.0f : 0.0f;
     });
     run_case(kRefSrc, "ref_binding", checked, 2, false, [&](std::vector<float> &w) {
       std::vector<float> x(kThreads);
