@@ -23,16 +23,6 @@ namespace avx512 {
 #undef MG_VBYTES
 #undef MG_FMA
 
-template <class T> struct Vec;
-template <> struct Vec<float> {
-  using type = vf;
-  static constexpr int lanes = VF;
-};
-template <> struct Vec<double> {
-  using type = vd;
-  static constexpr int lanes = VD;
-};
-
 template <class V> static inline V vload(const void *p) {
   V v;
   __builtin_memcpy(&v, p, sizeof v);
@@ -40,36 +30,14 @@ template <class V> static inline V vload(const void *p) {
 }
 template <class V> static inline void vstore(void *p, V v) { __builtin_memcpy(p, &v, sizeof v); }
 
-// dst[i] = f(x[i]) over vectors; the tail goes through the same vector function padded with zeros,
-// so an element's result never depends on where a tile starts (as kernels_impl.h's k_vunary).
-template <class T, class F>
-static void k_vunary(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
-  using V = typename Vec<T>::type;
-  constexpr int L = Vec<T>::lanes;
-  F f{};
-  T *d = static_cast<T *>(dst);
-  const T *x = static_cast<const T *>(a);
-  if (mask & 1) {
-    const T v = f(splat_of<V>(x[0]))[0];
-    for (int64_t i = 0; i < n; i++) d[i] = v;
-    return;
-  }
-  int64_t i = 0;
-  for (; i + L <= n; i += L) vstore(d + i, f(vload<V>(x + i)));
-  if (i < n) {
-    alignas(64) T tmp[L] = {};
-    for (int64_t j = i; j < n; j++) tmp[j - i] = x[j];
-    const V r = f(vload<V>(tmp));
-    for (int64_t j = i; j < n; j++) d[j] = r[j - i];
-  }
-}
+// Unary kernels: vec_impl.h's k_vunary, on these 64-byte vectors.
 
 // dst[i] = f(x[i], y[i]) for exact IEEE operations (one rounding per element: any width gives the
 // same bits), two vectors per step; a scalar operand (mask bit) is broadcast.
 template <class T, class F>
 static void k_vbinary(void *dst, const void *a, const void *b, const void *, int64_t n, int mask) {
-  using V = typename Vec<T>::type;
-  constexpr int L = Vec<T>::lanes;
+  using V = typename vec_of<T>::type;
+  constexpr int L = int(sizeof(V) / sizeof(T));
   F f{};
   T *d = static_cast<T *>(dst);
   const T *x = static_cast<const T *>(a);

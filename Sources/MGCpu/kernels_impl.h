@@ -285,28 +285,8 @@ static void k_unary(void *dst, const void *a, const void *, const void *, int64_
 }
 template <int D, int O, class F> static KernelFn unary(F) { return &k_unary<D, O, F>; }
 
-// float32 lanes through a vector function; the tail goes through the same function (padded), so an
-// element's result never depends on where a tile starts.
-template <class F>
-static void k_vunary(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
-  F f{};
-  float *d = static_cast<float *>(dst);
-  const float *x = static_cast<const float *>(a);
-  if (mask & 1) {
-    float v = f(vf_splat(x[0]))[0];
-    for (int64_t i = 0; i < n; i++) d[i] = v;
-    return;
-  }
-  int64_t i = 0;
-  for (; i + VF <= n; i += VF) vf_store(d + i, f(vf_load(x + i)));
-  if (i < n) {
-    float tmp[VF] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int64_t j = i; j < n; j++) tmp[j - i] = x[j];
-    vf r = f(vf_load(tmp));
-    for (int64_t j = i; j < n; j++) d[j] = r[j - i];
-  }
-}
-template <class F> static KernelFn vunary(F) { return &k_vunary<F>; }
+// float32 lanes through a vector function (vec_impl.h's k_vunary).
+template <class F> static KernelFn vunary(F) { return &k_vunary<float, F>; }
 
 template <int D, int O, class F>
 static void k_binary(void *dst, const void *a, const void *b, const void *, int64_t n, int mask) {

@@ -196,3 +196,40 @@ static inline vf verf(vf x) {
   vf res = vf_select(ax < vf_splat(0.921875f), small, big);
   return vf_select(vf_isnan(x), x, res);
 }
+
+// The vector of T's lanes (float: vf, double: vd).
+template <class T> struct vec_of;
+template <> struct vec_of<float> { using type = vf; };
+template <> struct vec_of<double> { using type = vd; };
+
+// Elementwise kernel dst[i] = f(x[i]) through a vector function of T's lanes; the tail goes through
+// the same function padded with zeros, so an element's result never depends on where a tile starts.
+// Shared by kernels_impl.h (every ISA) and isa_avx512.cpp (64-byte vectors).
+template <class T, class F>
+static void k_vunary(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
+  using V = typename vec_of<T>::type;
+  constexpr int L = int(sizeof(V) / sizeof(T));
+  F f{};
+  T *d = static_cast<T *>(dst);
+  const T *x = static_cast<const T *>(a);
+  if (mask & 1) {
+    const T v = f(splat_of<V>(x[0]))[0];
+    for (int64_t i = 0; i < n; i++) d[i] = v;
+    return;
+  }
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V v;
+    __builtin_memcpy(&v, x + i, sizeof v);
+    const V r = f(v);
+    __builtin_memcpy(d + i, &r, sizeof r);
+  }
+  if (i < n) {
+    alignas(sizeof(V)) T tmp[L] = {};
+    for (int64_t j = i; j < n; j++) tmp[j - i] = x[j];
+    V v;
+    __builtin_memcpy(&v, tmp, sizeof v);
+    const V r = f(v);
+    for (int64_t j = i; j < n; j++) d[j] = r[j - i];
+  }
+}
