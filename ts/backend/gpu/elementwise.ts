@@ -2,7 +2,7 @@
 // chains of them fuse into one generated kernel. Both call the functors of elementwise_ops.h, and
 // every intermediate is held in its own dtype, so fused results equal unfused results bit for bit.
 import type { MgArray, Node } from "../../core/array.ts";
-import { bfloat16, complex64, type Dtype, float16 } from "../../core/dtype.ts";
+import { bfloat16, bool_, complex64, type Dtype, float16 } from "../../core/dtype.ts";
 import * as P from "../../core/primitives/elementwise.ts";
 import { Precision, tracing } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes, Pipeline, Size3 } from "../runtime.ts";
@@ -57,6 +57,9 @@ export function elementwisePrecision(d: Dtype): string {
 
 export interface SingleChoice {
   kernel: KernelInstance;
+  /** Instances of the same template and dtypes for the kernel's sibling ops, compiled with it in
+   *  one compiler run when it is first needed (see familyOf); empty for rarer variants. */
+  family: KernelInstance[];
   variant: string;
   /** Extra arguments after the buffers: none, the size (`_v2`), or shapes/strides (`_g`). */
   args: "none" | "size" | "strided";
@@ -97,7 +100,8 @@ function chooseSingle(node: Node, accessFn: AccessFn = accessOf): SingleChoice |
   if (!c) {
     const { kernel, variant } = buildChoice(node, ins.map((a) => accessFn(a, n)!), large);
     const args = kernel.instantiation.includes("_g<") ? "strided" : kernel.instantiation.includes("_v2<") ? "size" : "none";
-    c = { kernel, variant, args, precision: elementwisePrecision(ins[ins.length === 3 ? 1 : 0]!.dtype), pipeline: null };
+    const inDtype = ins[ins.length === 3 ? 1 : 0]!.dtype;
+    c = { kernel, family: familyOf(kernel, functorOf(node), inDtype, out.dtype), variant, args, precision: elementwisePrecision(ins[ins.length === 3 ? 1 : 0]!.dtype), pipeline: null };
     perPrimitive.set(code, c);
   }
   return c;
@@ -136,6 +140,49 @@ function buildChoice(node: Node, access: Access[], large: boolean): { kernel: Ke
   return { kernel: { file: "ternary.metal", name: `mg_ternary_g_${tag}_${idxTag(large)}`, instantiation: `ternary_g<${f}, ${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
 }
 
+// Sibling ops: a single-op kernel is a one-line template instance, and on the simulator a
+// compiler run costs ~90 ms before its first instance and ~10 ms per instance after it, so the
+// first time one op of a family is needed for a dtype, the family's other ops of that template and
+// dtype compile in the same run (a test sweeping 30 float functions over a dtype compiles once,
+// not 30 times). The families are the ops each dtype class supports; an instance a family adds
+// is speculative: if the library fails to compile, the kernel compiles alone.
+const FLOAT_UNARY = ["Abs", "ArcCos", "ArcCosh", "ArcSin", "ArcSinh", "ArcTan", "ArcTanh", "Ceil", "Cos", "Cosh", "Erf", "ErfInv",
+  "Exp", "Expm1", "Floor", "Log", "Log10", "Log1p", "Log2", "Negative", "Round", "Rsqrt", "Sigmoid", "Sign", "Sin", "Sinh", "Sqrt",
+  "Square", "Tan", "Tanh"];
+const INT_UNARY = ["Abs", "BitwiseInvert", "Negative", "Sign", "Square"];
+const FLOAT_BINARY = ["Add", "ArcTan2", "Divide", "LogAddExp", "Maximum", "Minimum", "Multiply", "Power", "Remainder", "Subtract"];
+const INT_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "FloorDivide", "LeftShift", "Maximum", "Minimum", "Multiply", "Power",
+  "Remainder", "RightShift", "Subtract"];
+const BOOL_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Equal", "FloorDivide", "Greater", "GreaterEqual", "Less",
+  "LessEqual", "LogicalAnd", "LogicalOr", "Maximum", "Minimum", "Multiply", "NotEqual", "Power", "Remainder", "Subtract"];
+const COMPARISONS = ["Equal", "Greater", "GreaterEqual", "Less", "LessEqual", "NotEqual"];
+
+/** The kernel's siblings (same template, types and host-name pattern; other functors). Only the
+ *  contiguous single-op templates, for real (not complex) dtypes. */
+function familyOf(kernel: KernelInstance, functor: string, input: Dtype, output: Dtype): KernelInstance[] {
+  const m = /^(unary_v|binary_vv|binary_vs|binary_sv)<([A-Za-z0-9]+), (.*)>$/.exec(kernel.instantiation);
+  if (!m || m[2] !== functor || input === complex64 || output === complex64) return [];
+  const [, template, , types] = m;
+  const unary = template === "unary_v";
+  const real = input.kind === "f" || input === bfloat16;
+  const integer = input.kind === "i" || input.kind === "u";
+  let functors: string[];
+  if (unary) functors = input !== output ? [] : real ? FLOAT_UNARY : integer ? INT_UNARY : [];
+  else if (input === bool_ && output === bool_) functors = BOOL_BINARY;
+  else if (output === bool_) functors = COMPARISONS;
+  else if (input !== output) functors = [];
+  else functors = real ? FLOAT_BINARY : integer ? INT_BINARY : [];
+  if (!functors.includes(functor)) return [];
+  const prefix = kernel.name.slice(0, kernel.name.indexOf(`_${functor}_`) + 1);
+  const suffix = kernel.name.slice(prefix.length + functor.length);
+  return functors.filter((f) => f !== functor).map((f) => ({
+    file: kernel.file,
+    name: `${prefix}${f}${suffix}`,
+    instantiation: `${template}<${f}, ${types}>`,
+    speculative: true,
+  }));
+}
+
 /** The static kernel choice for a node, its inputs' layouts predicted where they have no data yet
  *  (null when they cannot be). With every input evaluated, it is the choice encodeSingle makes. */
 export function plannedSingle(node: Node): SingleChoice | null {
@@ -149,7 +196,7 @@ const NO_NUMBERS: number[] = [];
  *  ops per eval): it builds no intermediate arrays and, unless tracing, no trace record. */
 export function encodeSingle(enc: GpuEncoder, node: Node, choice: SingleChoice | null = null): void {
   const c = choice ?? chooseSingle(node)!;
-  const pipeline = (c.pipeline ??= kernelPipeline(c.kernel));
+  const pipeline = (c.pipeline ??= kernelPipeline(c.kernel, c.family));
   const inputs = node.inputs;
   const outputs = node.outputs;
   const n = outputs[0]!.size;
