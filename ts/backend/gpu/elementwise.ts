@@ -300,8 +300,19 @@ export interface FusedKernel {
   inputAccess: Access[];
   outputs: MgArray[];
   strided: boolean;
+  /** Every input is read through its strides, whatever its access (see FUSED_GENERAL_MAX). */
+  general: boolean;
   large: boolean;
 }
+
+/**
+ * Outputs of at most this many elements run a region's *general* kernel: every input read through
+ * its strides (contiguous ones row-major, scalars 0), so regions that differ only in which inputs
+ * are contiguous, scalar or strided (x * 2 against x * y, a transposed operand) share one kernel,
+ * one compile and one pipeline. Small dispatches cost their launch, not their indexing; larger
+ * outputs get kernels specialised to each input's access.
+ */
+export const FUSED_GENERAL_MAX = 4096;
 
 /** The region's inputs: arrays read by region nodes but not produced inside it. */
 export function regionInputs(region: Region): MgArray[] {
@@ -330,7 +341,8 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
     if (acc === null) return null;
     access.push(acc);
   }
-  const strided = access.includes("strided");
+  const general = n <= FUSED_GENERAL_MAX;
+  const strided = general || access.includes("strided");
   const large = needsLargeIndex(n, inputs);
   const idx = idxType(large);
   const names = new Map<MgArray, string>();
@@ -339,8 +351,9 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
   inputs.forEach((a, k) => {
     const t = mslType(a.dtype, "fused");
     params.push(`    device const ${t}* in${k} [[buffer(${k})]]`);
-    const at = access[k] === "scalar" ? "0" : access[k] === "contiguous" ? "i" : `IdxT(bases[${k}]) + elem_to_loc<IdxT>(i, shape, strides + ${k} * ndim, ndim)`;
-    lines.push(`  const ${t} x${k} = in${k}[${at}];  // ${a.dtype.name} ${access[k]}`);
+    const how = general ? "strided" : access[k]!;
+    const at = how === "scalar" ? "0" : how === "contiguous" ? "i" : `IdxT(bases[${k}]) + elem_to_loc<IdxT>(i, shape, strides + ${k} * ndim, ndim)`;
+    lines.push(`  const ${t} x${k} = in${k}[${at}];  // ${a.dtype.name} ${general ? "general" : how}`);
     names.set(a, `x${k}`);
   });
   region.outputs.forEach((o, k) => {
@@ -374,7 +387,7 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
   const hash = Bun.hash(`${signature}\n${body}`).toString(16);
   const name = `mg_fused_${hash}`;
   const kernel = `// ${region.nodes.map((x) => x.primitive.name).join(" -> ")} over shape (${outShape.join(",")})\n[[kernel]] void ${name}(\n${signature}) {\n${body}\n}\n`;
-  return { name, kernel, source: `${kernelSource("elementwise_ops.h")}\n\n${kernel}`, inputs, inputAccess: access, outputs: region.outputs, strided, large };
+  return { name, kernel, source: `${kernelSource("elementwise_ops.h")}\n\n${kernel}`, inputs, inputAccess: access, outputs: region.outputs, strided, general, large };
 }
 
 /** Compiles the kernels of regions whose input layouts can be predicted, all in one library. */
@@ -415,13 +428,17 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
   if (k.strided) {
     bytes.push(int32Bytes(next++, shape));
     // Inputs of lower rank than the output are broadcast views already, so every input has ndim strides.
-    bytes.push(int64Bytes(next++, ins.flatMap((bnd, i) => (k.inputAccess[i] === "strided" ? [...bnd.strides] : shape.map(() => 0)))));
+    // (A general kernel reads contiguous inputs through their strides too, row-major at this shape.)
+    const rowMajor = shape.map((_, d) => shape.slice(d + 1).reduce((p, x) => p * x, 1));
+    const stridesOf = (bnd: BoundArray, acc: Access) => (acc === "strided" ? [...bnd.strides] : k.general && acc === "contiguous" ? rowMajor : shape.map(() => 0));
+    bytes.push(int64Bytes(next++, ins.flatMap((bnd, i) => stridesOf(bnd, k.inputAccess[i]!))));
     bytes.push(int32Bytes(next++, [shape.length]));
     bytes.push(int64Bytes(next++, ins.map((bnd) => bnd.base)));
   }
   bytes.push(int64Bytes(next++, [n]));
   const grid = elementwiseGrid(n);
   const variant = `${k.strided ? "strided" : "contiguous"}${k.large ? ", large-index" : ""}`;
+  const notes = k.general && !k.inputAccess.includes("strided") ? [`general kernel: ${n} ≤ ${FUSED_GENERAL_MAX} elements, inputs read through their strides`] : undefined;
   const dtypes = new Set(region.nodes.map((x) => x.outputs[0]!.dtype));
   enc.dispatch(
     {
@@ -439,6 +456,7 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
       outputs: k.outputs,
       layout: `fused ${variant}`,
       precision: [...dtypes].map(elementwisePrecision).filter((v, i, all) => all.indexOf(v) === i).join("; "),
+      ...(notes ? { notes } : {}),
     },
   );
 }
