@@ -2,7 +2,7 @@
 // chains of them fuse into one generated kernel. Both call the functors of elementwise_ops.h, and
 // every intermediate is held in its own dtype, so fused results equal unfused results bit for bit.
 import type { MgArray, Node } from "../../core/array.ts";
-import { bfloat16, bool_, complex64, type Dtype, float16 } from "../../core/dtype.ts";
+import { bfloat16, bool_, complex64, type Dtype, float16, float32, int16, int32, int64, int8, uint16, uint32, uint64, uint8 } from "../../core/dtype.ts";
 import * as P from "../../core/primitives/elementwise.ts";
 import { Precision, tracing } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes, Pipeline, Size3 } from "../runtime.ts";
@@ -160,6 +160,7 @@ const COMPARISONS = ["Equal", "Greater", "GreaterEqual", "Less", "LessEqual", "N
 /** The kernel's siblings (same template, types and host-name pattern; other functors). Only the
  *  contiguous single-op templates, for real (not complex) dtypes. */
 function familyOf(kernel: KernelInstance, functor: string, input: Dtype, output: Dtype): KernelInstance[] {
+  if (functor.startsWith("Cast<")) return castFamily(kernel, input, output);
   const m = /^(unary_v|binary_vv|binary_vs|binary_sv)<([A-Za-z0-9]+), (.*)>$/.exec(kernel.instantiation);
   if (!m || m[2] !== functor || input === complex64 || output === complex64) return [];
   const [, template, , types] = m;
@@ -181,6 +182,18 @@ function familyOf(kernel: KernelInstance, functor: string, input: Dtype, output:
     instantiation: `${template}<${f}, ${types}>`,
     speculative: true,
   }));
+}
+
+const GPU_DTYPES = [bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float32, bfloat16, complex64];
+
+/** A contiguous cast's siblings: casts from the same dtype to every other GPU dtype. */
+function castFamily(kernel: KernelInstance, input: Dtype, output: Dtype): KernelInstance[] {
+  if (!kernel.instantiation.startsWith("unary_v<Cast<")) return [];
+  const T = mslType(input, "astype");
+  return GPU_DTYPES.filter((d) => d !== input && d !== output).map((d) => {
+    const f = `Cast<${mslType(d, "astype")}>`;
+    return { file: kernel.file, name: `mg_unary_v_${ident(f)}_${dtypeTag(input)}_${dtypeTag(d)}`, instantiation: `unary_v<${f}, ${T}, ${mslType(d, "astype")}>`, speculative: true };
+  });
 }
 
 /** The static kernel choice for a node, its inputs' layouts predicted where they have no data yet
