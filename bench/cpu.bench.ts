@@ -184,6 +184,11 @@ function metalgrad(): Map<string, Stat> {
   }
 
   const a1 = filled(M1, 1), b1 = filled(M1, 2), a16 = filled(M16, 3), b16 = filled(M16, 4);
+  // The inputs' JS temporaries (2 × 64 MiB Float32Arrays) are garbage now: collect them before
+  // timing, as numpy's and MLX's sides free theirs by reference count at once (gc.collect() there
+  // too). Otherwise a full collection of a ~280 MB heap lands in the next rows: its marking threads
+  // took the second core and add 1M's rounds ran 0.3–4.6 ms instead of 0.12 (BUN_JSC_logGC=1).
+  Bun.gc(true);
   t.set("add 1M f32", timeOp(() => mg.add(a1, b1, S)));
   t.set("add 1M f32 (runs 3–11)", earlyRuns());
   t.set("add 16M f32", timeOp(() => mg.add(a16, b16, S)));
@@ -228,7 +233,7 @@ function metalgrad(): Map<string, Stat> {
 // ---- numpy and MLX ---------------------------------------------------------------------------------
 
 const PY = String.raw`
-import json, sys, time, statistics
+import gc, json, sys, time, statistics
 import numpy as np
 ROUNDS, WARMUP, WARMUP_MS, which = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 def quart(ts):
@@ -255,6 +260,7 @@ out = {}
 if which == "numpy":
     a1, b1 = rng.uniform(-2, 2, M1).astype(np.float32), rng.uniform(-2, 2, M1).astype(np.float32)
     a16, b16 = rng.uniform(-2, 2, M16).astype(np.float32), rng.uniform(-2, 2, M16).astype(np.float32)
+    gc.collect()
     def softmax(x):
         e = np.exp(x - x.max(axis=-1, keepdims=True)); return e / e.sum(axis=-1, keepdims=True)
     def gelu(x):
@@ -289,6 +295,7 @@ else:
     def mk(shape, dt=mx.float32):
         x = mx.array(rng.uniform(-2, 2, shape).astype(np.float32)).astype(dt); mx.eval(x); return x
     a1, b1, a16, b16 = mk(M1), mk(M1), mk(M16), mk(M16)
+    gc.collect()
     def ev(f): return lambda: mx.eval(f())
     def gelu(x):
         x3 = x * x * x
