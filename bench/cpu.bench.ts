@@ -5,14 +5,15 @@
 // the next run (metalgrad: tidy + dispose, as numpy and MLX free theirs by reference count).
 // The warm-up is the same rule on every side: at least WARMUP runs and at least WARMUP_MS of runs.
 // The rows measure steady-state speed, and Bun's JIT tiers a new op's code path up over its first
-// ~10–20 calls (on 2 shared cores its compiler threads also take the core from the main thread:
-// calls 3–8 of a fresh sum 1M spent 0.3–5 ms outside the 0.1 ms kernel), while numpy's and MLX's
-// compiled loops need no tier-up (their medians are the same after 2 or 20 warm-up runs). The
-// "(runs 3–11)" rows keep the cold cost in view: they time runs WARMUP+1 … WARMUP+ROUNDS (3–11 by
-// default) of the
-// same loop on every side: the measurement this bench made before the time-based warm-up.
+// hundreds of calls (on 2 shared cores its compiler threads also take the core from the main
+// thread: calls 3–8 of a fresh sum 1M spent 0.3–5 ms outside the 0.1 ms kernel, and after 50 ms
+// of add 1M warm-up the JIT threads still ran during the timed rounds; after 200 ms they did not),
+// while numpy's and MLX's compiled loops need no tier-up (their medians are the same after 2 or
+// 20 warm-up runs). The "(runs 3–11)" rows keep the cold cost in view: they time runs WARMUP+1 …
+// WARMUP+ROUNDS (3–11 by default) of the same loop on every side, the measurement this bench made
+// before the time-based warm-up.
 //
-//   MG_PYTHON=/work/mlxenv/bin/python bun run bench/cpu.bench.ts  (ROUNDS=9 WARMUP=2 WARMUP_MS=50)
+//   MG_PYTHON=/work/mlxenv/bin/python bun run bench/cpu.bench.ts  (ROUNDS=9 WARMUP=2 WARMUP_MS=200)
 //
 // "mg/numpy" is numpy's time over metalgrad's (above 1: metalgrad is faster). GB/s counts bytes read
 // and written once; GFLOP/s counts 2·M·N·K. The "tiny op wall:" rows split metalgrad's wall time per
@@ -25,7 +26,7 @@ import { pythonWith } from "./util.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 9);
 const WARMUP = Number(process.env.WARMUP ?? 2);
-const WARMUP_MS = Number(process.env.WARMUP_MS ?? 50);
+const WARMUP_MS = Number(process.env.WARMUP_MS ?? 200);
 const S = { stream: mg.cpu };
 const M1 = 1 << 20;
 const M16 = 1 << 24;
