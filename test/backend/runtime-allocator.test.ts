@@ -279,19 +279,28 @@ using namespace metal;
     expect(again.arrayBuffer).toBe(view);
     expect(pool.parkedBytes).toBe(0);
     expect(rt.memoryStats()).toMatchObject({ active: base + 32 * KiB, cache: 0 });
-    // Another large size is a new allocation (reuse is by exact size).
-    const other = pool.allocate(16 * KiB);
-    expect(address(other)).not.toBe(where);
+    // A large size with no parked buffer of its own takes a parked block the allocator's fit rule
+    // accepts (here 20000 B → 32 KiB): the pool hands it back first, so parking costs no reuse.
     again.release();
+    const fit = pool.allocate(20000);
+    expect(address(fit)).toBe(where);
+    expect(pool.parkedLargeBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 32 * KiB, cache: 0 });
+    fit.release();
+    expect(pool.parkedLargeBytes).toBe(32 * KiB);
+    // Another large size whose block the fit rule would not take is a new allocation.
+    const other = pool.allocate(64 * KiB + 1); // 80 KiB: a parked 32 KiB block is too small
+    expect(address(other)).not.toBe(where);
+    expect(pool.parkedLargeBytes).toBe(32 * KiB);
     other.release();
-    expect(pool.parkedLargeBytes).toBe(48 * KiB);
+    expect(pool.parkedLargeBytes).toBe(112 * KiB);
     // Past the tier's bound, the oldest parked large buffers go to the allocator (still cache).
     const cap = BufferPool.LARGE_MAX_BYTES;
     const huge = pool.allocate(cap - 32 * KiB);
     huge.release();
-    expect(pool.parkedLargeBytes).toBe(cap - 32 * KiB + 16 * KiB); // the 32 KiB one (oldest) was released
-    expect(rt.memoryStats()).toMatchObject({ active: base, cache: cap - 32 * KiB + 48 * KiB });
-    const reused = pool.allocate(16 * KiB + 1);
+    expect(pool.parkedLargeBytes).toBe(cap - 32 * KiB); // both older ones were released, oldest first
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: cap - 32 * KiB + 112 * KiB });
+    const reused = pool.allocate(20000);
     expect(address(reused)).toBe(where); // from the allocator's cache now
     reused.release();
     rt.clearCache();
