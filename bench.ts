@@ -8,7 +8,7 @@
 // written to a safetensors file that MLX and numpy read); each run builds the computation,
 // evaluates it and waits for the device (mg.eval + mg.synchronize; mx.eval + mx.synchronize);
 // warm-up runs come first (kernels compile, buffers allocate, the JIT tiers up: at least 1–2 runs and
-// 20–50 ms of runs, the same rule for every system), then timed runs, as many as fit a
+// 50 ms of runs, the same rule for every system), then timed runs, as many as fit a
 // time budget (5–50; --quick: 3–10); the runs of the systems alternate, so all see the same
 // machine load. Reported: the median and the interquartile range; metalgrad/MLX is the ratio of
 // median times on the same device (> 1: metalgrad slower). Before timing, one run of each system

@@ -44,7 +44,7 @@ export interface RoundPolicy {
 }
 
 export const FULL_POLICY: RoundPolicy = { warmup: 2, warmupMs: 50, budgetMs: 2000, minRounds: 5, maxRounds: 50 };
-export const QUICK_POLICY: RoundPolicy = { warmup: 1, warmupMs: 20, budgetMs: 150, minRounds: 3, maxRounds: 10 };
+export const QUICK_POLICY: RoundPolicy = { warmup: 1, warmupMs: 50, budgetMs: 150, minRounds: 3, maxRounds: 10 };
 
 /** Timed rounds for a case whose warm-up run took `warmupMs`: the budget's worth, within the bounds. */
 export function roundsFor(warmupMs: number, p: RoundPolicy): number {
