@@ -308,6 +308,17 @@ using namespace metal;
     expect(rt.memoryStats()).toMatchObject({ cache: 0 });
   });
 
+  test("a large buffer that reused a larger cached block is released, not parked (later requests get the tightest fit)", () => {
+    const { active: base } = settle();
+    rt.newBuffer(48 * KiB).release(); // a cached 48 KiB block
+    const b = pool.allocate(30000); // 32 KiB requested: reuses the cached 48 KiB (within 2 × 32 KiB)
+    expect(b.allocatedLength).toBe(48 * KiB);
+    b.release();
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 48 * KiB });
+    rt.clearCache();
+  });
+
   test("a parked buffer cannot be bound (it was released); a buffer a batch may still use is released instead of parked", () => {
     const { active: base } = settle();
     const a = pool.allocate(64);

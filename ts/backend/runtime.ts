@@ -716,7 +716,10 @@ export class BufferPool {
     if (length <= 0) return false;
     const large = buffer.byteLength > BufferPool.MAX_SIZE;
     if (large) {
-      if (length > BufferPool.LARGE_MAX_BYTES) return false;
+      // Only a block of exactly the request's rounded length: one that reused a larger cached block
+      // would hand that larger block to every later request of this size, where the allocator's
+      // smallest-fit rule would find a tighter one (active and peak memory grew by it).
+      if (length > BufferPool.LARGE_MAX_BYTES || length !== Math.ceil(buffer.byteLength / 16384) * 16384) return false;
       while (this.#largeBytes + length > BufferPool.LARGE_MAX_BYTES && this.#evictOldestLarge());
     } else if (this.#bytes + length > BufferPool.MAX_BYTES) {
       return false;
