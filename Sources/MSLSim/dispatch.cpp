@@ -933,7 +933,10 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const int rc = run_dispatch_in(d, module, fn->kernel, error);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    tier0_ran(lib_module, uint64_t(t1.tv_sec - t0.tv_sec) * 1000000000ull + uint64_t(t1.tv_nsec) - uint64_t(t0.tv_nsec));
+    uint64_t bytes = 0;
+    for (uint32_t n = 0; n < abi::kMaxBindings; ++n) bytes += d.buffers[n].length;
+    tier0_ran(lib_module, uint64_t(t1.tv_sec - t0.tv_sec) * 1000000000ull + uint64_t(t1.tv_nsec) - uint64_t(t0.tv_nsec),
+              bytes);
     return rc;
   }
   // Promoted: the same kernel (same index, checked by name at promotion) in the optimised object.

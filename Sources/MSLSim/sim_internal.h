@@ -77,9 +77,10 @@ Stats &stats();
 std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compile_options *options,
                                     std::string &error, bool promoting = false);
 // The module a dispatch of `m` runs now: its promoted object once there is one. After a tier-0
-// dispatch, `tier0_ran` adds its time and promotes the module when the total reaches the limit.
+// dispatch, `tier0_ran` adds its time and promotes the module when the total reaches the limit
+// (or the dispatch ran over large buffers: `bytes` bound).
 Module *current_tier(Module *m);
-void tier0_ran(Module *m, uint64_t ns);
+void tier0_ran(Module *m, uint64_t ns, uint64_t bytes);
 const std::string &cache_directory();
 
 // Runs one validated dispatch; returns 0 or sets `error` (without prefix).

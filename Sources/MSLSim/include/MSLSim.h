@@ -20,7 +20,8 @@
 // barriers, collectives or simdgroup matrices as fibers instead of in work-item form),
 // MG_SIM_OPT (tiered compilation: "tiered", the default, compiles a work-item, fiber or checked
 // library at -O0 first and again optimised once its dispatches have run MG_SIM_TIER_UP_MS
-// milliseconds, default 200; "full" compiles optimised at once; "0" never optimises those
+// milliseconds in all, default 200, or one dispatch over at least 1 MiB of buffers ran 1 ms;
+// "full" compiles optimised at once; "0" never optimises those
 // libraries). Both tiers compute the same bits; the compile log (MG_SIM_COMPILE_LOG) names them.
 #ifndef MSLSIM_H
 #define MSLSIM_H
