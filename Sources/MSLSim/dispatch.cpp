@@ -255,6 +255,7 @@ struct DispatchState {
   bool tolerate_oob_reads = false;  // the library's choice: out-of-bounds reads give 0 silently
   // Checked mode: race records of the bound buffers (8 bytes per byte, mapped for the dispatch).
   uint64_t *race_shadow[abi::kMaxBindings]{};
+  uint32_t written[abi::kMaxBindings]{};  // read-only buffers written anyway (check_binding::written)
   size_t race_shadow_bytes[abi::kMaxBindings]{};
   std::vector<std::string> races;        // reports, at most kMaxReportedViolations
   uint64_t race_count = 0;
@@ -1051,6 +1052,7 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
       ds.race_shadow[n] = static_cast<uint64_t *>(p);
       ds.race_shadow_bytes[n] = bytes;
       ds.checks[n].race = ds.race_shadow[n];
+      ds.checks[n].written = ((kd.const_mask >> n) & 1u) ? &ds.written[n] : nullptr;
     }
   }
 

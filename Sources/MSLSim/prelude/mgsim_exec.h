@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 8;
+constexpr uint32_t kVersion = 9;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -95,6 +95,10 @@ struct check_binding {
   race_state *rs;     // the worker's race_state (its copies of the bindings; null in launch::checks)
   const char *name;   // a threadgroup variable's name (null for buffers and threadgroup(n) memory)
   uint32_t kind;      // 0 device buffer, 1 threadgroup(n) memory, 2 threadgroup variable
+  // A buffer the kernel declares read-only (a pointer to const): the dispatch's flag, set by the
+  // first write through it (const cast away). Device reads are compared with recorded writes only,
+  // so until then a read has nothing to race with and skips the records. Null for other buffers.
+  uint32_t *written;
 };
 
 struct launch {
@@ -224,6 +228,7 @@ struct kernel_desc {
   uint32_t elem_size[kMaxBindings];  // pointee size of buffer(n), for reports
   uint32_t ref_size[kMaxBindings];   // size of T for `constant T&` buffer parameters, else 0
   uint32_t tg_elem_size[kMaxBindings];  // pointee size of threadgroup(n) parameters
+  uint32_t const_mask;       // buffer(n) parameters that point to const
 };
 
 struct fconst_desc {
@@ -587,6 +592,13 @@ MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p
   }
   if (!atomic) {
     if (b->race) {
+      if (uint32_t *w = b->written) {
+        if (!write) {
+          if (!__atomic_load_n(w, __ATOMIC_RELAXED)) return true;
+        } else if (!__atomic_load_n(w, __ATOMIC_RELAXED)) {
+          __atomic_store_n(w, 1u, __ATOMIC_RELAXED);
+        }
+      }
       const uint32_t gs = b->granule_shift;
       if (bytes == (1u << gs) && !(uint64_t(off) & ((1u << gs) - 1u))) {
         uint64_t &slot = b->race[uint64_t(off) >> gs];
@@ -923,6 +935,12 @@ struct elem_size {
   }
   static constexpr uint32_t value = pointee();
   static constexpr uint32_t ref = std::is_reference<P>::value ? sizeof(Q) : 0;
+  static constexpr bool to_const() {
+    if constexpr (std::is_pointer<Q>::value) return std::is_const<std::remove_pointer_t<Q>>::value;
+    else if constexpr (is_dptr<Q>::value) return std::is_const<typename Q::element_type>::value;
+    else return false;
+  }
+  static constexpr uint32_t ro = to_const() ? 1u : 0u;
 };
 
 template <class P>
