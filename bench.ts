@@ -7,7 +7,8 @@
 // Methodology: every system computes on the same inputs (generated once from a fixed seed and
 // written to a safetensors file that MLX and numpy read); each run builds the computation,
 // evaluates it and waits for the device (mg.eval + mg.synchronize; mx.eval + mx.synchronize);
-// warm-up runs come first (kernels compile, buffers allocate), then timed runs, as many as fit a
+// warm-up runs come first (kernels compile, buffers allocate, the JIT tiers up: at least 1–2 runs and
+// 50 ms of runs, the same rule for every system), then timed runs, as many as fit a
 // time budget (5–50; --quick: 3–10); the runs of the systems alternate, so all see the same
 // machine load. Reported: the median and the interquartile range; metalgrad/MLX is the ratio of
 // median times on the same device (> 1: metalgrad slower). Before timing, one run of each system
@@ -109,7 +110,7 @@ const facts = [
   pyInfo
     ? `Python ${pyInfo.python}: MLX ${pyInfo.mlx ?? "not installed"}${pyInfo.mlx ? ` (${pyInfo.mlxDevices.join(", ")})` : ""}, numpy ${pyInfo.numpy ?? "not installed"}`
     : `MLX and numpy: not run (${pyNote})`,
-  `${args.quick ? "--quick: small shapes, " : ""}${policy.warmup} warm-up run(s), then ${policy.minRounds}–${policy.maxRounds} timed runs (about ${policy.budgetMs} ms each system), alternating between systems; medians and interquartile ranges`,
+  `${args.quick ? "--quick: small shapes, " : ""}warm-up: at least ${policy.warmup} run(s) and ${policy.warmupMs} ms of runs, then ${policy.minRounds}–${policy.maxRounds} timed runs (about ${policy.budgetMs} ms each system), alternating between systems; medians and interquartile ranges`,
   `${process.platform} ${process.arch}, ${navigator.hardwareConcurrency} hardware threads, Bun ${Bun.version}`,
 ];
 console.log(`bench.ts — ${facts.join("\n  ")}\n`);
@@ -210,7 +211,8 @@ async function runCase(c: BenchCase, index: number): Promise<CaseResult> {
   for (const k of live) {
     try {
       let last = 0;
-      for (let i = 0; i < policy.warmup; i++) last = await k.once();
+      const start = performance.now();
+      for (let i = 0; i < policy.warmup || performance.now() - start < policy.warmupMs; i++) last = await k.once();
       k.rounds = roundsFor(last, policy);
     } catch (e) {
       k.m.na = `error: ${(e as Error).message}`;

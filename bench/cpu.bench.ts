@@ -1,10 +1,19 @@
 // The CPU device side by side with numpy and MLX's CPU backend, in one run: elementwise,
 // reductions, softmax, matmul, an MLP training step, a fused 10-op chain and the cost of one tiny op.
-// Times are medians of ROUNDS runs after WARMUP runs, with the quartiles in brackets (the machine
+// Times are medians of ROUNDS runs after a warm-up, with the quartiles in brackets (the machine
 // is often shared: a wide bracket says the median is load, not code); every result is freed before
 // the next run (metalgrad: tidy + dispose, as numpy and MLX free theirs by reference count).
+// The warm-up is the same rule on every side: at least WARMUP runs and at least WARMUP_MS of runs.
+// The rows measure steady-state speed, and Bun's JIT tiers a new op's code path up over its first
+// hundreds of calls (on 2 shared cores its compiler threads also take the core from the main
+// thread: calls 3–8 of a fresh sum 1M spent 0.3–5 ms outside the 0.1 ms kernel, and after 50 ms
+// of add 1M warm-up the JIT threads still ran during the timed rounds; after 200 ms they did not),
+// while numpy's and MLX's compiled loops need no tier-up (their medians are the same after 2 or
+// 20 warm-up runs). The "(runs 3–11)" rows keep the cold cost in view: they time runs WARMUP+1 …
+// WARMUP+ROUNDS (3–11 by default) of the same loop on every side, the measurement this bench made
+// before the time-based warm-up.
 //
-//   MG_PYTHON=/work/mlxenv/bin/python bun run bench/cpu.bench.ts     (ROUNDS=9 WARMUP=2 by default)
+//   MG_PYTHON=/work/mlxenv/bin/python bun run bench/cpu.bench.ts  (ROUNDS=9 WARMUP=2 WARMUP_MS=200)
 //
 // "mg/numpy" is numpy's time over metalgrad's (above 1: metalgrad is faster). GB/s counts bytes read
 // and written once; GFLOP/s counts 2·M·N·K. The "tiny op wall:" rows split metalgrad's wall time per
@@ -17,6 +26,7 @@ import { pythonWith } from "./util.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 9);
 const WARMUP = Number(process.env.WARMUP ?? 2);
+const WARMUP_MS = Number(process.env.WARMUP_MS ?? 200);
 const S = { stream: mg.cpu };
 const M1 = 1 << 20;
 const M16 = 1 << 24;
@@ -32,10 +42,12 @@ interface Case {
 
 const CASES: Case[] = [
   { name: "add 1M f32", bytes: 12 * M1 },
+  { name: "add 1M f32 (runs 3–11)", bytes: 12 * M1 },
   { name: "add 16M f32", bytes: 12 * M16 },
   { name: "exp 1M f32", bytes: 8 * M1 },
   { name: "exp 16M f32", bytes: 8 * M16 },
   { name: "sum 1M f32", bytes: 4 * M1 },
+  { name: "sum 1M f32 (runs 3–11)", bytes: 4 * M1 },
   { name: "sum 16M f32", bytes: 4 * M16 },
   { name: "softmax rows 1M f32 (1024x1024)", bytes: 8 * M1 },
   { name: "softmax rows 16M f32 (16384x1024)", bytes: 8 * M16 },
@@ -78,15 +90,30 @@ function stat(values: readonly number[]): Stat {
   return { med: s[Math.round(n / 2)]!, q1: s[Math.floor(n / 4)]!, q3: s[Math.ceil((3 * n) / 4)]! };
 }
 
+/** Runs of the last time() call's warm-up and rounds, in ms (for the "(runs 3–11)" rows). */
+let lastRuns: number[] = [];
+
 function time(run: () => void, warmup = WARMUP): Stat {
-  for (let i = 0; i < warmup; i++) run();
   const ms: number[] = [];
+  const start = Bun.nanoseconds();
+  for (let i = 0; i < warmup || Bun.nanoseconds() - start < WARMUP_MS * 1e6; i++) {
+    const t0 = Bun.nanoseconds();
+    run();
+    ms.push((Bun.nanoseconds() - t0) / 1e6);
+  }
+  const warm = ms.length;
   for (let i = 0; i < ROUNDS; i++) {
     const t0 = Bun.nanoseconds();
     run();
     ms.push((Bun.nanoseconds() - t0) / 1e6);
   }
-  return stat(ms);
+  lastRuns = ms;
+  return stat(ms.slice(warm));
+}
+
+/** Runs WARMUP+1 … WARMUP+ROUNDS of the last time() call: what a 2-run warm-up measures. */
+function earlyRuns(): Stat {
+  return stat(lastRuns.slice(WARMUP, WARMUP + ROUNDS));
 }
 
 /** Times building and evaluating `fn`'s result, freed after each run. */
@@ -158,11 +185,18 @@ function metalgrad(): Map<string, Stat> {
   }
 
   const a1 = filled(M1, 1), b1 = filled(M1, 2), a16 = filled(M16, 3), b16 = filled(M16, 4);
+  // The inputs' JS temporaries (2 × 64 MiB Float32Arrays) are garbage now: collect them before
+  // timing, as numpy's and MLX's sides free theirs by reference count at once (gc.collect() there
+  // too). Otherwise a full collection of a ~280 MB heap lands in the next rows: its marking threads
+  // took the second core and add 1M's rounds ran 0.3–4.6 ms instead of 0.12 (BUN_JSC_logGC=1).
+  Bun.gc(true);
   t.set("add 1M f32", timeOp(() => mg.add(a1, b1, S)));
+  t.set("add 1M f32 (runs 3–11)", earlyRuns());
   t.set("add 16M f32", timeOp(() => mg.add(a16, b16, S)));
   t.set("exp 1M f32", timeOp(() => mg.exp(a1, S)));
   t.set("exp 16M f32", timeOp(() => mg.exp(a16, S)));
   t.set("sum 1M f32", timeOp(() => mg.sum(a1, undefined, S)));
+  t.set("sum 1M f32 (runs 3–11)", earlyRuns());
   t.set("sum 16M f32", timeOp(() => mg.sum(a16, undefined, S)));
   const r1 = mg.reshape(a1, [1024, 1024], S), r16 = mg.reshape(a16, [16384, 1024], S);
   t.set("softmax rows 1M f32 (1024x1024)", timeOp(() => mg.softmax(r1, -1, S)));
@@ -200,34 +234,46 @@ function metalgrad(): Map<string, Stat> {
 // ---- numpy and MLX ---------------------------------------------------------------------------------
 
 const PY = String.raw`
-import json, sys, time, statistics
+import gc, json, sys, time, statistics
 import numpy as np
-ROUNDS, WARMUP, which = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+ROUNDS, WARMUP, WARMUP_MS, which = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 def quart(ts):
     s = sorted(ts); n = len(s) - 1
     return [s[(n + 1) // 2] if n % 2 else s[n // 2], s[n // 4], s[-(-3 * n // 4)]]
+runs = []
 def med(run):
-    for _ in range(WARMUP): run()
+    # the same warm-up rule as metalgrad's side: at least WARMUP runs and WARMUP_MS of runs
+    global runs
     ts = []
+    start = time.perf_counter()
+    while len(ts) < WARMUP or (time.perf_counter() - start) * 1e3 < WARMUP_MS:
+        t0 = time.perf_counter(); run(); ts.append((time.perf_counter() - t0) * 1e3)
+    warm = len(ts)
     for _ in range(ROUNDS):
         t0 = time.perf_counter(); run(); ts.append((time.perf_counter() - t0) * 1e3)
-    return quart(ts)
+    runs = ts
+    return quart(ts[warm:])
+def early():
+    return quart(runs[WARMUP:WARMUP + ROUNDS])
 rng = np.random.default_rng(0)
 M1, M16 = 1 << 20, 1 << 24
 out = {}
 if which == "numpy":
     a1, b1 = rng.uniform(-2, 2, M1).astype(np.float32), rng.uniform(-2, 2, M1).astype(np.float32)
     a16, b16 = rng.uniform(-2, 2, M16).astype(np.float32), rng.uniform(-2, 2, M16).astype(np.float32)
+    gc.collect()
     def softmax(x):
         e = np.exp(x - x.max(axis=-1, keepdims=True)); return e / e.sum(axis=-1, keepdims=True)
     def gelu(x):
         x3 = x * x * x
         return (x * 0.5) * (np.tanh((x + x3 * np.float32(0.044715)) * np.float32((2 / np.pi) ** 0.5)) + 1)
     out["add 1M f32"] = med(lambda: a1 + b1)
+    out["add 1M f32 (runs 3–11)"] = early()
     out["add 16M f32"] = med(lambda: a16 + b16)
     out["exp 1M f32"] = med(lambda: np.exp(a1))
     out["exp 16M f32"] = med(lambda: np.exp(a16))
     out["sum 1M f32"] = med(lambda: a1.sum())
+    out["sum 1M f32 (runs 3–11)"] = early()
     out["sum 16M f32"] = med(lambda: a16.sum())
     out["softmax rows 1M f32 (1024x1024)"] = med(lambda: softmax(a1.reshape(1024, 1024)))
     out["softmax rows 16M f32 (16384x1024)"] = med(lambda: softmax(a16.reshape(16384, 1024)))
@@ -250,15 +296,18 @@ else:
     def mk(shape, dt=mx.float32):
         x = mx.array(rng.uniform(-2, 2, shape).astype(np.float32)).astype(dt); mx.eval(x); return x
     a1, b1, a16, b16 = mk(M1), mk(M1), mk(M16), mk(M16)
+    gc.collect()
     def ev(f): return lambda: mx.eval(f())
     def gelu(x):
         x3 = x * x * x
         return (x * 0.5) * (mx.tanh((x + x3 * 0.044715) * (2 / np.pi) ** 0.5) + 1)
     out["add 1M f32"] = med(ev(lambda: a1 + b1))
+    out["add 1M f32 (runs 3–11)"] = early()
     out["add 16M f32"] = med(ev(lambda: a16 + b16))
     out["exp 1M f32"] = med(ev(lambda: mx.exp(a1)))
     out["exp 16M f32"] = med(ev(lambda: mx.exp(a16)))
     out["sum 1M f32"] = med(ev(lambda: a1.sum()))
+    out["sum 1M f32 (runs 3–11)"] = early()
     out["sum 16M f32"] = med(ev(lambda: a16.sum()))
     out["softmax rows 1M f32 (1024x1024)"] = med(ev(lambda: mx.softmax(a1.reshape(1024, 1024), axis=-1)))
     out["softmax rows 16M f32 (16384x1024)"] = med(ev(lambda: mx.softmax(a16.reshape(16384, 1024), axis=-1)))
@@ -293,7 +342,7 @@ print(json.dumps(out))
 function python(which: "numpy" | "mlx"): Map<string, Stat> | string {
   const py = pythonWith(which === "mlx" ? ["mlx.core", "numpy"] : ["numpy"]);
   if (!py) return "not importable";
-  const r = Bun.spawnSync([py, "-c", PY, String(ROUNDS), String(WARMUP), which], { stderr: "pipe" });
+  const r = Bun.spawnSync([py, "-c", PY, String(ROUNDS), String(WARMUP), String(WARMUP_MS), which], { stderr: "pipe" });
   if (r.exitCode !== 0) return `failed: ${r.stderr.toString().trim().split("\n").pop()}`;
   const parsed = JSON.parse(r.stdout.toString()) as Record<string, [number, number, number]>;
   return new Map(Object.entries(parsed).map(([k, [med, q1, q3]]) => [k, { med, q1, q3 }]));
@@ -315,7 +364,7 @@ function cell(c: Case, t: Stat | undefined): string {
 
 const info = nativeInfo();
 const load = (await Bun.file("/proc/loadavg").text().catch(() => "")).split(" ")[0];
-console.log(`cpu.bench: CPU device (native ${info.isa}, ${info.threads} threads, GEMM ${info.gemm}) vs numpy and MLX cpu; medians [quartiles] of ${ROUNDS} (warmup ${WARMUP})${load ? `; load average ${load}` : ""}`);
+console.log(`cpu.bench: CPU device (native ${info.isa}, ${info.threads} threads, GEMM ${info.gemm}) vs numpy and MLX cpu; medians [quartiles] of ${ROUNDS} (warm-up: ${WARMUP} runs and ${WARMUP_MS} ms)${load ? `; load average ${load}` : ""}`);
 const mine = metalgrad();
 const np = python("numpy");
 const mlx = python("mlx");

@@ -28,16 +28,23 @@ export function summarize(values: readonly number[]): Summary {
 }
 
 export interface RoundPolicy {
-  /** Untimed runs first (compiling kernels, allocating, filling caches). */
+  /** Untimed runs first (compiling kernels, allocating, filling caches): at least `warmup` runs … */
   warmup: number;
+  /**
+   * … and at least this many milliseconds of runs, the same rule for every system. Bun's JIT tiers
+   * a new op's code path up over its first ~10–100 calls (in a fresh process, calls 2–11 of a 64K
+   * add took 40–550 µs against ~10 µs once warm), which compiled numpy/MLX loops do not need; a
+   * run-count warm-up alone measured that tier-up, not the op.
+   */
+  warmupMs: number;
   /** Milliseconds of timed runs to aim for per system and case. */
   budgetMs: number;
   minRounds: number;
   maxRounds: number;
 }
 
-export const FULL_POLICY: RoundPolicy = { warmup: 2, budgetMs: 2000, minRounds: 5, maxRounds: 50 };
-export const QUICK_POLICY: RoundPolicy = { warmup: 1, budgetMs: 150, minRounds: 3, maxRounds: 10 };
+export const FULL_POLICY: RoundPolicy = { warmup: 2, warmupMs: 50, budgetMs: 2000, minRounds: 5, maxRounds: 50 };
+export const QUICK_POLICY: RoundPolicy = { warmup: 1, warmupMs: 50, budgetMs: 150, minRounds: 3, maxRounds: 10 };
 
 /** Timed rounds for a case whose warm-up run took `warmupMs`: the budget's worth, within the bounds. */
 export function roundsFor(warmupMs: number, p: RoundPolicy): number {

@@ -3,7 +3,7 @@
 // (Sources/MetalGradRuntime/Allocator.swift), re-derived here independently.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
-import { runtime, type NativeBuffer } from "../../ts/backend/runtime.ts";
+import { BufferPool, runtime, type NativeBuffer } from "../../ts/backend/runtime.ts";
 import { synchronize } from "../../ts/backend/gpu/index.ts";
 
 const rt = runtime();
@@ -260,14 +260,63 @@ using namespace metal;
     expect(rt.memoryStats()).toMatchObject({ active: base, cache: 0 });
   });
 
-  test("large and empty buffers are never parked", () => {
-    settle();
-    const big = pool.allocate(16 * KiB);
+  test("empty buffers are never parked; large ones park in their own tier, bounded by LARGE_MAX_BYTES (oldest released first)", () => {
+    const { active: base } = settle();
     const empty = pool.allocate(0);
-    big.release();
     empty.release();
     expect(pool.parkedBytes).toBe(0);
-    expect(rt.memoryStats().cache).toBe(16 * KiB); // the allocator's own cache
+    // A large buffer parks like a small one: cache, not active; the next request of its exact size
+    // takes the same memory (and the same view) back.
+    const big = pool.allocate(16 * KiB + 1); // 32 KiB allocated
+    const where = address(big);
+    const view = big.arrayBuffer;
+    big.release();
+    expect(pool.parkedBytes).toBe(32 * KiB);
+    expect(pool.parkedLargeBytes).toBe(32 * KiB);
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 32 * KiB });
+    const again = pool.allocate(16 * KiB + 1);
+    expect(address(again)).toBe(where);
+    expect(again.arrayBuffer).toBe(view);
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 32 * KiB, cache: 0 });
+    // A large size with no parked buffer of its own takes a parked block the allocator's fit rule
+    // accepts (here 20000 B → 32 KiB): the pool hands it back first, so parking costs no reuse.
+    again.release();
+    const fit = pool.allocate(20000);
+    expect(address(fit)).toBe(where);
+    expect(pool.parkedLargeBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base + 32 * KiB, cache: 0 });
+    fit.release();
+    expect(pool.parkedLargeBytes).toBe(32 * KiB);
+    // Another large size whose block the fit rule would not take is a new allocation.
+    const other = pool.allocate(64 * KiB + 1); // 80 KiB: a parked 32 KiB block is too small
+    expect(address(other)).not.toBe(where);
+    expect(pool.parkedLargeBytes).toBe(32 * KiB);
+    other.release();
+    expect(pool.parkedLargeBytes).toBe(112 * KiB);
+    // Past the tier's bound, the oldest parked large buffers go to the allocator (still cache).
+    const cap = BufferPool.LARGE_MAX_BYTES;
+    const huge = pool.allocate(cap - 32 * KiB);
+    huge.release();
+    expect(pool.parkedLargeBytes).toBe(cap - 32 * KiB); // both older ones were released, oldest first
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: cap - 32 * KiB + 112 * KiB });
+    const reused = pool.allocate(20000);
+    expect(address(reused)).toBe(where); // from the allocator's cache now
+    reused.release();
+    rt.clearCache();
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ cache: 0 });
+  });
+
+  test("a large buffer that reused a larger cached block is released, not parked (later requests get the tightest fit)", () => {
+    const { active: base } = settle();
+    rt.newBuffer(48 * KiB).release(); // a cached 48 KiB block
+    const b = pool.allocate(30000); // 32 KiB requested: reuses the cached 48 KiB (within 2 × 32 KiB)
+    expect(b.allocatedLength).toBe(48 * KiB);
+    b.release();
+    expect(pool.parkedBytes).toBe(0);
+    expect(rt.memoryStats()).toMatchObject({ active: base, cache: 48 * KiB });
+    rt.clearCache();
   });
 
   test("a parked buffer cannot be bound (it was released); a buffer a batch may still use is released instead of parked", () => {

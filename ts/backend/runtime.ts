@@ -286,7 +286,7 @@ export class Runtime {
   readonly #stats = new Float64Array(8);
   /** mg_buffer_new_at's out-parameters: the address, the allocated length. */
   readonly #address = new Float64Array(2);
-  /** Small buffers released by storages, kept for reuse by size (see BufferPool). */
+  /** Buffers released by storages, kept for reuse by size (see BufferPool). */
   readonly pool: BufferPool;
 
   constructor(native: NativeLibrary = loadNative()) {
@@ -635,45 +635,76 @@ interface Parked {
   view: ArrayBuffer;
   /** Its allocated length (the request rounded, or a larger cached block it reused). */
   length: number;
+  /** Its byte length (the key of its list). */
+  byteLength: number;
+  /** Taken back (or evicted) since it was parked: its entry in the large tier's age queue is stale. */
+  gone: boolean;
 }
 
 /**
- * Small buffers that storages released, kept for reuse by their exact byte length. Allocating one
- * costs no allocator search, no handle lookup and no new ArrayBuffer (the parked buffer's view is
- * reused) — on a tiny op that was a third of the host time. The allocator's counters are told by
- * length (mg_memory_park / mg_memory_unpark): parked memory counts as cache, exactly as a release
- * would, so they stay exact sums of allocated lengths (docs/ARCHITECTURE.md "Allocator"). A buffer
- * whose last batch has not been seen to complete is released instead, so parked memory is never in
- * use by the GPU. Bounded by MAX_BYTES and the cache limit; clearCache, setCacheLimit and an
- * allocation that meets the memory limit drain it.
+ * Buffers that storages released, kept for reuse by their exact byte length. Taking one back costs
+ * no allocator search, no handle lookup and no new ArrayBuffer (the parked buffer's view is reused).
+ * On a tiny op that was a third of the host time. On a large one (a 1M-element add) the new view
+ * cost ~20 µs, and each new view reports its whole length to the GC as external memory: a loop of
+ * 4 MiB outputs ran a collection every ~40 ops, which evicted the op's operands from the caches
+ * for the next ~10 ops (2–4× slower kernels). The allocator's counters are told by length
+ * (mg_memory_park / mg_memory_unpark): parked memory counts as cache, exactly as a release would,
+ * so they stay exact sums of allocated lengths (docs/ARCHITECTURE.md "Allocator"). A buffer whose
+ * last batch has not been seen to complete is released instead, so parked memory is never in use
+ * by the GPU. Two tiers: small buffers (below the allocator's 16 KiB page) up to MAX_BYTES, most
+ * recently parked first; large ones up to LARGE_MAX_BYTES, where parking past the bound releases
+ * the oldest parked large buffers to the allocator (its cache reuses them by fit). Both count
+ * against the cache limit (parking is declined past it); clearCache, setCacheLimit and an
+ * allocation that meets the memory limit drain the pool.
  */
 export class BufferPool {
-  /** Sizes pooled: below the allocator's 16 KiB page (larger ones reuse its cache by fit). */
+  /** Sizes of the small tier: below the allocator's 16 KiB page. */
   static readonly MAX_SIZE = 16384 - 1;
-  /** Parked bytes (allocated lengths) at most. */
+  /** Parked bytes (allocated lengths) of the small tier at most. */
   static readonly MAX_BYTES = 4 * 1024 * 1024;
+  /** Parked bytes (allocated lengths) of the large tier at most. */
+  static readonly LARGE_MAX_BYTES = 256 * 1024 * 1024;
   readonly #runtime: Runtime;
   readonly #free = new Map<number, Parked[]>();
+  /** Parked large buffers in parking order (entries marked `gone` are skipped), from #largeHead. */
+  #largeAge: Parked[] = [];
+  #largeHead = 0;
   #bytes = 0;
+  #largeBytes = 0;
   #count = 0;
 
   constructor(rt: Runtime) {
     this.#runtime = rt;
   }
 
-  /** Bytes parked (allocated lengths). */
+  /** Bytes parked (allocated lengths), both tiers. */
   get parkedBytes(): number {
-    return this.#bytes;
+    return this.#bytes + this.#largeBytes;
+  }
+
+  /** Bytes parked in the large tier (allocated lengths). */
+  get parkedLargeBytes(): number {
+    return this.#largeBytes;
   }
 
   /** A buffer of `byteLength` bytes: the most recently parked one of that size, else a new one. */
   allocate(byteLength: number): NativeBuffer {
     const rt = this.#runtime;
-    if (byteLength > BufferPool.MAX_SIZE || byteLength === 0) return rt.allocateBuffer(byteLength, null);
+    if (byteLength === 0) return rt.allocateBuffer(0, null);
     const list = this.#free.get(byteLength);
     const p = list !== undefined ? list.pop() : undefined;
-    if (p === undefined) return rt.allocateBuffer(byteLength, this);
-    this.#bytes -= p.length;
+    if (p === undefined) {
+      // A parked large block the allocator would reuse for this size goes back to it first, so
+      // reuse by fit (Allocator.swift) still works across sizes: parking costs no extra memory.
+      if (byteLength > BufferPool.MAX_SIZE && this.#largeBytes > 0) this.#releaseFit(byteLength);
+      return rt.allocateBuffer(byteLength, this);
+    }
+    if (byteLength > BufferPool.MAX_SIZE) {
+      this.#largeBytes -= p.length;
+      p.gone = true;
+    } else {
+      this.#bytes -= p.length;
+    }
     this.#count--;
     if (rt.native.mg_memory_unpark(p.length, 1, 0) !== 0) rt.fail();
     return new NativeBuffer(rt, p.handle, byteLength, p.address, p.view, this, p.length);
@@ -682,31 +713,103 @@ export class BufferPool {
   /** @internal NativeBuffer.release: true when the buffer was parked (else the caller releases it). */
   park(buffer: NativeBuffer, view: ArrayBuffer): boolean {
     const length = buffer.allocatedLength;
-    if (length <= 0 || this.#bytes + length > BufferPool.MAX_BYTES) return false;
+    if (length <= 0) return false;
+    const large = buffer.byteLength > BufferPool.MAX_SIZE;
+    if (large) {
+      // Only a block of exactly the request's rounded length: one that reused a larger cached block
+      // would hand that larger block to every later request of this size, where the allocator's
+      // smallest-fit rule would find a tighter one (active and peak memory grew by it).
+      if (length > BufferPool.LARGE_MAX_BYTES || length !== Math.ceil(buffer.byteLength / 16384) * 16384) return false;
+      while (this.#largeBytes + length > BufferPool.LARGE_MAX_BYTES && this.#evictOldestLarge());
+    } else if (this.#bytes + length > BufferPool.MAX_BYTES) {
+      return false;
+    }
     const status = this.#runtime.native.mg_memory_park(length, 1);
     if (status === 1) return false;
     if (status !== 0) this.#runtime.fail();
     let list = this.#free.get(buffer.byteLength);
     if (list === undefined) this.#free.set(buffer.byteLength, (list = []));
-    list.push({ handle: buffer.handle, address: buffer.address, view, length });
-    this.#bytes += length;
+    const p: Parked = { handle: buffer.handle, address: buffer.address, view, length, byteLength: buffer.byteLength, gone: false };
+    list.push(p);
     this.#count++;
+    if (large) {
+      this.#largeBytes += length;
+      this.#largeAge.push(p);
+      this.#compactAge();
+    } else {
+      this.#bytes += length;
+    }
     return true;
+  }
+
+  /** Releases to the allocator the parked large buffer whose block best fits a request of
+   *  `byteLength` bytes (the allocator's window: L ≤ length ≤ min(2L, L + 1 MiB)), if any. */
+  #releaseFit(byteLength: number): void {
+    const page = BufferPool.MAX_SIZE + 1;
+    const rounded = Math.ceil(byteLength / page) * page;
+    const upper = Math.min(2 * rounded, rounded + 1024 * 1024);
+    let best: Parked | null = null;
+    const age = this.#largeAge;
+    for (let i = this.#largeHead; i < age.length; i++) {
+      const p = age[i]!;
+      if (!p.gone && p.length >= rounded && p.length <= upper && (best === null || p.length < best.length)) best = p;
+    }
+    if (best !== null) this.#release(best);
+  }
+
+  /** Takes a parked large buffer out of the pool and releases it to the allocator. */
+  #release(p: Parked): void {
+    p.gone = true;
+    const list = this.#free.get(p.byteLength)!;
+    list.splice(list.indexOf(p), 1);
+    this.#largeBytes -= p.length;
+    this.#count--;
+    const native = this.#runtime.native;
+    if (native.mg_memory_unpark(p.length, 1, 1) !== 0 || native.mg_buffer_release(p.handle) !== 0) this.#runtime.fail();
+  }
+
+  /** Releases the large buffer parked longest ago to the allocator (false: none is parked). */
+  #evictOldestLarge(): boolean {
+    const age = this.#largeAge;
+    while (this.#largeHead < age.length) {
+      const p = age[this.#largeHead]!;
+      age[this.#largeHead++] = undefined as unknown as Parked;
+      if (p.gone) continue;
+      this.#release(p);
+      this.#compactAge();
+      return true;
+    }
+    return false;
+  }
+
+  /** Drops the age queue's consumed head and stale entries once they dominate it. */
+  #compactAge(): void {
+    const age = this.#largeAge;
+    if (age.length > 64 && (this.#largeHead * 2 > age.length || age.length > 4 * (this.#count + 16))) {
+      this.#largeAge = age.slice(this.#largeHead).filter((p) => !p.gone);
+      this.#largeHead = 0;
+    }
   }
 
   /** Releases every parked buffer to the allocator; returns the bytes that were parked. */
   drain(): number {
-    const drained = this.#bytes;
+    const drained = this.#bytes + this.#largeBytes;
     if (drained === 0) return 0;
     const native = this.#runtime.native;
     // Counted active again without touching the peak (they were not in use), then released.
     if (native.mg_memory_unpark(drained, this.#count, 1) !== 0) this.#runtime.fail();
     const lists = [...this.#free.values()];
     this.#free.clear();
+    this.#largeAge = [];
+    this.#largeHead = 0;
     this.#bytes = 0;
+    this.#largeBytes = 0;
     this.#count = 0;
     for (const list of lists) {
-      for (const p of list) if (native.mg_buffer_release(p.handle) !== 0) this.#runtime.fail();
+      for (const p of list) {
+        p.gone = true;
+        if (native.mg_buffer_release(p.handle) !== 0) this.#runtime.fail();
+      }
     }
     return drained;
   }
