@@ -92,6 +92,7 @@ struct Worker {
   abi::check_binding tg_checks[abi::kMaxBindings]{};
   abi::check_binding checks[abi::kMaxBindings]{};  // the dispatch's bindings, with rs = &race_run
   uint64_t checks_for = 0;                          // of dispatch serial
+  uint64_t tg_checks_for = 0;                       // tg_checks: of dispatch serial
   std::vector<abi::tg_shadow> tg_mem_shadow;
   std::vector<std::unique_ptr<abi::tg_shadow[]>> tg_var_shadows;
   alignas(64) unsigned char tg_mem[kThreadgroupMemoryLimit + 64 * abi::kMaxBindings];
@@ -255,6 +256,7 @@ struct DispatchState {
   bool tolerate_oob_reads = false;  // the library's choice: out-of-bounds reads give 0 silently
   // Checked mode: race records of the bound buffers (8 bytes per byte, mapped for the dispatch).
   uint64_t *race_shadow[abi::kMaxBindings]{};
+  uint32_t written[abi::kMaxBindings]{};  // read-only buffers written anyway (check_binding::written)
   size_t race_shadow_bytes[abi::kMaxBindings]{};
   std::vector<std::string> races;        // reports, at most kMaxReportedViolations
   uint64_t race_count = 0;
@@ -529,20 +531,24 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
       w.checks_for = ds.serial;
     }
     G.checks = w.checks;
-    if (w.tg_mem_shadow.size() < sizeof(w.tg_mem)) w.tg_mem_shadow.resize(sizeof(w.tg_mem));
-    for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
-      abi::check_binding &c = w.tg_checks[n];
-      c = abi::check_binding{};
-      if (!d.threadgroup_memory_length[n]) continue;
-      c.base = static_cast<char *>(G.tg_mem[n]);
-      c.length = d.threadgroup_memory_length[n];
-      c.index = n;
-      c.host = &g_host;
-      c.tg = w.tg_mem_shadow.data() + ds.tg_offset[n];
-      c.rs = &r;
-      const uint32_t es = ds.kd->tg_elem_size[n];
-      c.granule_shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
-      c.kind = 1;
+    // The threadgroup(n) blocks' bindings depend on the dispatch and this worker only: set once.
+    if (w.tg_checks_for != ds.serial) {
+      if (w.tg_mem_shadow.size() < sizeof(w.tg_mem)) w.tg_mem_shadow.resize(sizeof(w.tg_mem));
+      for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+        abi::check_binding &c = w.tg_checks[n];
+        c = abi::check_binding{};
+        if (!d.threadgroup_memory_length[n]) continue;
+        c.base = static_cast<char *>(G.tg_mem[n]);
+        c.length = d.threadgroup_memory_length[n];
+        c.index = n;
+        c.host = &g_host;
+        c.tg = w.tg_mem_shadow.data() + ds.tg_offset[n];
+        c.rs = &r;
+        const uint32_t es = ds.kd->tg_elem_size[n];
+        c.granule_shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
+        c.kind = 1;
+      }
+      w.tg_checks_for = ds.serial;
     }
     G.tg_checks = w.tg_checks;
   }
@@ -1080,6 +1086,7 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
       ds.race_shadow[n] = static_cast<uint64_t *>(p);
       ds.race_shadow_bytes[n] = bytes;
       ds.checks[n].race = ds.race_shadow[n];
+      ds.checks[n].written = ((kd.const_mask >> n) & 1u) ? &ds.written[n] : nullptr;
     }
   }
 

@@ -155,7 +155,7 @@ describe("64-bit index variants", () => {
       mg.setFusion(true);
       const chain = () => mg.tanh(mg.add(mg.multiply(t, 2), mg.exp(t)));
       const [fused] = mg.trace(() => mg.stream(mg.gpu, chain)).filter((r) => r.device === "gpu");
-      expect(fused!.layout).toBe("fused strided, large-index");
+      expect(fused!.layout).toBe("fused general, large-index"); // 30 elements: the general kernel
       expectDevicesAgree(chain, "fused large-index");
     } finally {
       setForceLargeIndex(previousLarge);
@@ -196,6 +196,28 @@ describe("automatic fusion", () => {
       const [cpu] = runOn(mg.cpu, () => chain(x, y));
       expectClose(fused!, cpu!, { rtol: dtype === mg.float32 ? 1e-5 : dtype === mg.float16 ? 2e-2 : 1e-1, atol: dtype === mg.float32 ? 1e-5 : 5e-2 }, `chain ${dtype.name}`);
     }
+  });
+  test("small regions that differ only in their inputs' access share one general kernel; large ones are specialised", () => {
+    // tanh(a * b + c) with b, c scalars, full arrays, or b a transposed view: one structure
+    const region = (a: MgArray, b: MgArray, c: MgArray) => mg.tanh(mg.add(mg.multiply(a, b), c));
+    const run = (shape: number[], variant: "scalars" | "arrays" | "transposed") => {
+      const a = input(shape, mg.float32, 31, -1, 1);
+      const b = variant === "scalars" ? mg.array(0.75, mg.float32) : variant === "arrays" ? input(shape, mg.float32, 32, -1, 1) : mg.transpose(input([...shape].reverse(), mg.float32, 33, -1, 1));
+      const c = variant === "scalars" ? mg.array(-0.5, mg.float32) : input(shape, mg.float32, 34, -1, 1);
+      mg.eval(b, c);
+      let out: MgArray | undefined;
+      const [record] = mg.trace(() => (out = mg.stream(mg.gpu, () => region(a, b, c)))).filter((r) => r.device === "gpu");
+      expect(record!.primitives).toEqual(["Multiply", "Add", "Tanh"]);
+      const [cpu] = runOn(mg.cpu, () => region(a, b, c));
+      expect(Array.from(out!.dataSync() as Float32Array)).toEqual(Array.from(cpu!.dataSync() as Float32Array));
+      return record!;
+    };
+    const small = (["scalars", "arrays", "transposed"] as const).map((v) => run([12, 20], v));
+    expect(new Set(small.map((r) => r.kernel)).size).toBe(1);
+    expect(small.map((r) => r.layout)).toEqual(["fused general", "fused general", "fused general"]);
+    const large = (["scalars", "arrays", "transposed"] as const).map((v) => run([80, 70], v));
+    expect(new Set(large.map((r) => r.kernel)).size).toBe(3);
+    expect(large.map((r) => r.layout)).toEqual(["fused contiguous", "fused contiguous", "fused strided"]);
   });
   test("an intermediate someone else reads is written out; one nobody reads is recomputed on demand", () => {
     const x = input([5, 5], mg.float32, 23);

@@ -2,7 +2,7 @@
 // chains of them fuse into one generated kernel. Both call the functors of elementwise_ops.h, and
 // every intermediate is held in its own dtype, so fused results equal unfused results bit for bit.
 import type { MgArray, Node } from "../../core/array.ts";
-import { bfloat16, complex64, type Dtype, float16 } from "../../core/dtype.ts";
+import { bfloat16, bool_, complex64, type Dtype, float16, float32, int16, int32, int64, int8, uint16, uint32, uint64, uint8 } from "../../core/dtype.ts";
 import * as P from "../../core/primitives/elementwise.ts";
 import { Precision, tracing } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes, Pipeline, Size3 } from "../runtime.ts";
@@ -57,6 +57,9 @@ export function elementwisePrecision(d: Dtype): string {
 
 export interface SingleChoice {
   kernel: KernelInstance;
+  /** Instances of the same template and dtypes for the kernel's sibling ops, compiled with it in
+   *  one compiler run when it is first needed (see familyOf); empty for rarer variants. */
+  family: KernelInstance[];
   variant: string;
   /** Extra arguments after the buffers: none, the size (`_v2`), or shapes/strides (`_g`). */
   args: "none" | "size" | "strided";
@@ -97,7 +100,8 @@ function chooseSingle(node: Node, accessFn: AccessFn = accessOf): SingleChoice |
   if (!c) {
     const { kernel, variant } = buildChoice(node, ins.map((a) => accessFn(a, n)!), large);
     const args = kernel.instantiation.includes("_g<") ? "strided" : kernel.instantiation.includes("_v2<") ? "size" : "none";
-    c = { kernel, variant, args, precision: elementwisePrecision(ins[ins.length === 3 ? 1 : 0]!.dtype), pipeline: null };
+    const inDtype = ins[ins.length === 3 ? 1 : 0]!.dtype;
+    c = { kernel, family: familyOf(kernel, functorOf(node), inDtype, out.dtype), variant, args, precision: elementwisePrecision(ins[ins.length === 3 ? 1 : 0]!.dtype), pipeline: null };
     perPrimitive.set(code, c);
   }
   return c;
@@ -136,6 +140,62 @@ function buildChoice(node: Node, access: Access[], large: boolean): { kernel: Ke
   return { kernel: { file: "ternary.metal", name: `mg_ternary_g_${tag}_${idxTag(large)}`, instantiation: `ternary_g<${f}, ${T}, ${idx}>` }, variant: large ? "strided, large-index" : "strided" };
 }
 
+// Sibling ops: a single-op kernel is a one-line template instance, and on the simulator a
+// compiler run costs ~90 ms before its first instance and ~10 ms per instance after it, so the
+// first time one op of a family is needed for a dtype, the family's other ops of that template and
+// dtype compile in the same run (a test sweeping 30 float functions over a dtype compiles once,
+// not 30 times). The families are the ops each dtype class supports; an instance a family adds
+// is speculative: if the library fails to compile, the kernel compiles alone.
+const FLOAT_UNARY = ["Abs", "ArcCos", "ArcCosh", "ArcSin", "ArcSinh", "ArcTan", "ArcTanh", "Ceil", "Cos", "Cosh", "Erf", "ErfInv",
+  "Exp", "Expm1", "Floor", "Log", "Log10", "Log1p", "Log2", "Negative", "Round", "Rsqrt", "Sigmoid", "Sign", "Sin", "Sinh", "Sqrt",
+  "Square", "Tan", "Tanh"];
+const INT_UNARY = ["Abs", "BitwiseInvert", "Negative", "Sign", "Square"];
+const FLOAT_BINARY = ["Add", "ArcTan2", "Divide", "LogAddExp", "Maximum", "Minimum", "Multiply", "Power", "Remainder", "Subtract"];
+const INT_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "FloorDivide", "LeftShift", "Maximum", "Minimum", "Multiply", "Power",
+  "Remainder", "RightShift", "Subtract"];
+const BOOL_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Equal", "FloorDivide", "Greater", "GreaterEqual", "Less",
+  "LessEqual", "LogicalAnd", "LogicalOr", "Maximum", "Minimum", "Multiply", "NotEqual", "Power", "Remainder", "Subtract"];
+const COMPARISONS = ["Equal", "Greater", "GreaterEqual", "Less", "LessEqual", "NotEqual"];
+
+/** The kernel's siblings (same template, types and host-name pattern; other functors). Only the
+ *  contiguous single-op templates, for real (not complex) dtypes. */
+function familyOf(kernel: KernelInstance, functor: string, input: Dtype, output: Dtype): KernelInstance[] {
+  if (functor.startsWith("Cast<")) return castFamily(kernel, input, output);
+  const m = /^(unary_v|binary_vv|binary_vs|binary_sv)<([A-Za-z0-9]+), (.*)>$/.exec(kernel.instantiation);
+  if (!m || m[2] !== functor || input === complex64 || output === complex64) return [];
+  const [, template, , types] = m;
+  const unary = template === "unary_v";
+  const real = input.kind === "f" || input === bfloat16;
+  const integer = input.kind === "i" || input.kind === "u";
+  let functors: string[];
+  if (unary) functors = input !== output ? [] : real ? FLOAT_UNARY : integer ? INT_UNARY : [];
+  else if (input === bool_ && output === bool_) functors = BOOL_BINARY;
+  else if (output === bool_) functors = COMPARISONS;
+  else if (input !== output) functors = [];
+  else functors = real ? FLOAT_BINARY : integer ? INT_BINARY : [];
+  if (!functors.includes(functor)) return [];
+  const prefix = kernel.name.slice(0, kernel.name.indexOf(`_${functor}_`) + 1);
+  const suffix = kernel.name.slice(prefix.length + functor.length);
+  return functors.filter((f) => f !== functor).map((f) => ({
+    file: kernel.file,
+    name: `${prefix}${f}${suffix}`,
+    instantiation: `${template}<${f}, ${types}>`,
+    speculative: true,
+  }));
+}
+
+const GPU_DTYPES = [bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float32, bfloat16, complex64];
+
+/** A contiguous cast's siblings: casts from the same dtype to every other GPU dtype. */
+function castFamily(kernel: KernelInstance, input: Dtype, output: Dtype): KernelInstance[] {
+  if (!kernel.instantiation.startsWith("unary_v<Cast<")) return [];
+  const T = mslType(input, "astype");
+  return GPU_DTYPES.filter((d) => d !== input && d !== output).map((d) => {
+    const f = `Cast<${mslType(d, "astype")}>`;
+    return { file: kernel.file, name: `mg_unary_v_${ident(f)}_${dtypeTag(input)}_${dtypeTag(d)}`, instantiation: `unary_v<${f}, ${T}, ${mslType(d, "astype")}>`, speculative: true };
+  });
+}
+
 /** The static kernel choice for a node, its inputs' layouts predicted where they have no data yet
  *  (null when they cannot be). With every input evaluated, it is the choice encodeSingle makes. */
 export function plannedSingle(node: Node): SingleChoice | null {
@@ -149,7 +209,7 @@ const NO_NUMBERS: number[] = [];
  *  ops per eval): it builds no intermediate arrays and, unless tracing, no trace record. */
 export function encodeSingle(enc: GpuEncoder, node: Node, choice: SingleChoice | null = null): void {
   const c = choice ?? chooseSingle(node)!;
-  const pipeline = (c.pipeline ??= kernelPipeline(c.kernel));
+  const pipeline = (c.pipeline ??= kernelPipeline(c.kernel, c.family));
   const inputs = node.inputs;
   const outputs = node.outputs;
   const n = outputs[0]!.size;
@@ -253,8 +313,19 @@ export interface FusedKernel {
   inputAccess: Access[];
   outputs: MgArray[];
   strided: boolean;
+  /** Every input is read through its strides, whatever its access (see FUSED_GENERAL_MAX). */
+  general: boolean;
   large: boolean;
 }
+
+/**
+ * Outputs of at most this many elements run a region's *general* kernel: every input read through
+ * its strides (contiguous ones row-major, scalars 0), so regions that differ only in which inputs
+ * are contiguous, scalar or strided (x * 2 against x * y, a transposed operand) share one kernel,
+ * one compile and one pipeline. Small dispatches cost their launch, not their indexing; larger
+ * outputs get kernels specialised to each input's access.
+ */
+export const FUSED_GENERAL_MAX = 4096;
 
 /** The region's inputs: arrays read by region nodes but not produced inside it. */
 export function regionInputs(region: Region): MgArray[] {
@@ -283,7 +354,8 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
     if (acc === null) return null;
     access.push(acc);
   }
-  const strided = access.includes("strided");
+  const general = n <= FUSED_GENERAL_MAX;
+  const strided = general || access.includes("strided");
   const large = needsLargeIndex(n, inputs);
   const idx = idxType(large);
   const names = new Map<MgArray, string>();
@@ -292,8 +364,9 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
   inputs.forEach((a, k) => {
     const t = mslType(a.dtype, "fused");
     params.push(`    device const ${t}* in${k} [[buffer(${k})]]`);
-    const at = access[k] === "scalar" ? "0" : access[k] === "contiguous" ? "i" : `IdxT(bases[${k}]) + elem_to_loc<IdxT>(i, shape, strides + ${k} * ndim, ndim)`;
-    lines.push(`  const ${t} x${k} = in${k}[${at}];  // ${a.dtype.name} ${access[k]}`);
+    const how = general ? "strided" : access[k]!;
+    const at = how === "scalar" ? "0" : how === "contiguous" ? "i" : `IdxT(bases[${k}]) + elem_to_loc<IdxT>(i, shape, strides + ${k} * ndim, ndim)`;
+    lines.push(`  const ${t} x${k} = in${k}[${at}];  // ${a.dtype.name} ${general ? "general" : how}`);
     names.set(a, `x${k}`);
   });
   region.outputs.forEach((o, k) => {
@@ -327,7 +400,7 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
   const hash = Bun.hash(`${signature}\n${body}`).toString(16);
   const name = `mg_fused_${hash}`;
   const kernel = `// ${region.nodes.map((x) => x.primitive.name).join(" -> ")} over shape (${outShape.join(",")})\n[[kernel]] void ${name}(\n${signature}) {\n${body}\n}\n`;
-  return { name, kernel, source: `${kernelSource("elementwise_ops.h")}\n\n${kernel}`, inputs, inputAccess: access, outputs: region.outputs, strided, large };
+  return { name, kernel, source: `${kernelSource("elementwise_ops.h")}\n\n${kernel}`, inputs, inputAccess: access, outputs: region.outputs, strided, general, large };
 }
 
 /** Compiles the kernels of regions whose input layouts can be predicted, all in one library. */
@@ -368,13 +441,17 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
   if (k.strided) {
     bytes.push(int32Bytes(next++, shape));
     // Inputs of lower rank than the output are broadcast views already, so every input has ndim strides.
-    bytes.push(int64Bytes(next++, ins.flatMap((bnd, i) => (k.inputAccess[i] === "strided" ? [...bnd.strides] : shape.map(() => 0)))));
+    // (A general kernel reads contiguous inputs through their strides too, row-major at this shape.)
+    const rowMajor = shape.map((_, d) => shape.slice(d + 1).reduce((p, x) => p * x, 1));
+    const stridesOf = (bnd: BoundArray, acc: Access) => (acc === "strided" ? [...bnd.strides] : k.general && acc === "contiguous" ? rowMajor : shape.map(() => 0));
+    bytes.push(int64Bytes(next++, ins.flatMap((bnd, i) => stridesOf(bnd, k.inputAccess[i]!))));
     bytes.push(int32Bytes(next++, [shape.length]));
     bytes.push(int64Bytes(next++, ins.map((bnd) => bnd.base)));
   }
   bytes.push(int64Bytes(next++, [n]));
   const grid = elementwiseGrid(n);
-  const variant = `${k.strided ? "strided" : "contiguous"}${k.large ? ", large-index" : ""}`;
+  // "general": a small output's kernel, every input read through its strides (FUSED_GENERAL_MAX)
+  const variant = `${k.general ? "general" : k.strided ? "strided" : "contiguous"}${k.large ? ", large-index" : ""}`;
   const dtypes = new Set(region.nodes.map((x) => x.outputs[0]!.dtype));
   enc.dispatch(
     {

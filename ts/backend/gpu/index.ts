@@ -174,7 +174,7 @@ function plan(nodes: readonly Node[], ctx: EvalContext, wanted: KernelInstance[]
 
   const single = (node: Node) => {
     const c = plannedSingle(node);
-    if (c !== null && c.pipeline === null) wanted.push(c.kernel);
+    if (c !== null && c.pipeline === null) wanted.push(c.kernel, ...c.family);
     items.push(new Item("single", node, null, c !== null && inputsHaveData(node) ? c : null));
   };
   const close = () => {

@@ -14,6 +14,9 @@ export interface KernelInstance {
   name: string;
   /** The C++ template-id to instantiate, e.g. `unary_v<Exp, float, float>`. */
   instantiation: string;
+  /** Compiled ahead of need, along with a kernel that is needed (a sibling op): when the library
+   *  fails to compile, it compiles again without the speculative instances. */
+  speculative?: boolean;
 }
 
 export const KERNEL_DIR = resolve(import.meta.dir, "../../../Sources/Kernels");
@@ -84,7 +87,7 @@ export function prepareKernels(instances: readonly KernelInstance[]): void {
     if (pipelines.has(k.name)) continue;
     let byName = missing.get(k.file);
     if (!byName) missing.set(k.file, (byName = new Map()));
-    byName.set(k.name, k);
+    if (!k.speculative || !byName.has(k.name)) byName.set(k.name, k);
   }
   if (missing.size === 0) return;
   const pre = precompiled();
@@ -101,8 +104,18 @@ export function prepareKernels(instances: readonly KernelInstance[]): void {
       } else fromSource.push([k, describeOrigin(origin)]);
     }
     if (fromSource.length === 0) continue;
-    const source = `${kernelSource(file)}\n\n// instances\n${fromSource.map(([k]) => instantiationLine(k)).join("\n")}\n`;
-    const lib = compileLibrary(source, `Sources/Kernels/${file}`);
+    let lib: Library;
+    try {
+      lib = compileLibrary(instancesSource(file, fromSource), `Sources/Kernels/${file}`);
+    } catch (e) {
+      // A speculative sibling the compiler rejects must not fail the kernels that are needed.
+      const needed = fromSource.filter(([k]) => !k.speculative);
+      if (needed.length === fromSource.length) throw e;
+      fromSource.length = 0;
+      fromSource.push(...needed);
+      if (needed.length === 0) continue;
+      lib = compileLibrary(instancesSource(file, needed), `Sources/Kernels/${file}`);
+    }
     for (const [k, origin] of fromSource) {
       const p = lib.pipeline(k.name);
       p.origin = origin;
@@ -110,6 +123,10 @@ export function prepareKernels(instances: readonly KernelInstance[]): void {
     }
     recordCatalog(file, fromSource.map(([k]) => k));
   }
+}
+
+function instancesSource(file: string, list: readonly [KernelInstance, string][]): string {
+  return `${kernelSource(file)}\n\n// instances\n${list.map(([k]) => instantiationLine(k)).join("\n")}\n`;
 }
 
 /** With MG_KERNEL_CATALOG=<file>, every instance compiled from source is appended to it (one JSON
@@ -120,11 +137,12 @@ function recordCatalog(file: string, list: readonly KernelInstance[]): void {
   appendFileSync(out, list.map((k) => `${JSON.stringify({ file, name: k.name, instantiation: k.instantiation })}\n`).join(""));
 }
 
-/** The pipeline of a kernel instance, compiling it if needed. */
-export function kernelPipeline(k: KernelInstance): Pipeline {
+/** The pipeline of a kernel instance, compiling it if needed (with `siblings`, speculative
+ *  instances that compile in the same run if they are not compiled yet). */
+export function kernelPipeline(k: KernelInstance, siblings: readonly KernelInstance[] = []): Pipeline {
   let p = pipelines.get(k.name);
   if (!p) {
-    prepareKernels([k]);
+    prepareKernels(siblings.length ? [k, ...siblings] : [k]);
     p = pipelines.get(k.name)!;
   }
   return p;
