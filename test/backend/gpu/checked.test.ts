@@ -4,8 +4,9 @@
 // checked) and must agree with the CPU device and report nothing; a planted race in a custom kernel
 // must be reported end to end, with its kind, kernel, memory, threads and source lines.
 //
-// (The whole differential suite passes in checked mode too: `MG_SIM_CHECK=1 bun test
-// test/backend/gpu`; this file is the CI-sized share of it.)
+// CI runs the whole differential suite (test/backend/gpu/**, this file included) once in checked
+// mode (`bun run test:checked`, beside the unchecked run of every other file; .ci/run); this file
+// is the share of it that a plain `bun run test` checks too.
 import { expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
