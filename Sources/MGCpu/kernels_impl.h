@@ -739,7 +739,6 @@ template <int D> static KernelFn real_kernel(int op, int out) {
   }
 
   // everything else through double, as the reference computes it
-#if !MG_VECTOR_ONLY
   if constexpr (L) {
     // 64-bit integers: unary functions go through a double (the reference's number path);
     // binary functions without a BigInt rule are not supported by the reference either
@@ -783,7 +782,6 @@ template <int D> static KernelFn real_kernel(int op, int out) {
       default: return nullptr;
     }
   }
-#endif
   return nullptr;
 }
 
@@ -871,16 +869,11 @@ template <int D> static KernelFn kernel_for(int op, int out) {
     if (f32_kernel_serves_16bit(op)) return real_kernel<F32>(op, out == D ? F32 : out);
   }
 #if MG_VECTOR_ONLY
-  // This table leaves to the baseline one (nullptr: the caller asks it) what wider vectors do not
-  // speed up: bool and complex64 kernels, functions through double (libm calls), integer division
-  // and powers (no vector instruction) — the same source, so the same bits.
+  // This table leaves bool and complex64 kernels to the baseline one (nullptr: the caller asks it):
+  // byte logic and scalar double math that wider vectors do not measurably speed up
+  // (bench/cpu-kernels.bench.ts) — the same source, so the same bits.
   if constexpr (D == Bool || D == C64) return nullptr;
-  else {
-    if (op == OpFloorDivide || op == OpRemainder || op == OpDivModQuotient || op == OpDivModRemainder ||
-        (op == OpPower && kInt(D)))
-      return nullptr;
-    return real_kernel<D>(op, out);
-  }
+  else return real_kernel<D>(op, out);
 #else
   if constexpr (D == Bool) return bool_kernel(op, out);
   else if constexpr (D == C64) return complex_kernel(op, out);
