@@ -297,24 +297,23 @@ static void k_binary(void *dst, const void *a, const void *b, const void *, int6
   constexpr int64_t B = block_of<R<D>>();
   int64_t i = 0;
   if constexpr (!(D == F32 || D == F64 || D == I32 || D == I64)) {
-    // the less used dtypes: one loop for every operand layout (a scalar operand is a block of its
-    // copies, read once as the layout-specialised loops read it) — a third of the code to compile
-    if (n <= 0) return;
-    const bool sx = mask & 1, sy = mask & 2;
-    R<D> xb[B], yb[B];
-    for (int64_t j = 0; j < B; j++) {
-      xb[j] = x[0];
-      yb[j] = y[0];
+    // the less used dtypes: one loop for both scalar-operand layouts (the scalar is a block of its
+    // copies, read once as the specialised loops read it) — less code to compile; contiguous
+    // operands keep their own loop below
+    if ((mask & 3) == 1 || (mask & 3) == 2) {
+      constexpr int64_t BS = 4 * B;
+      const bool sx = mask & 1;
+      R<D> xb[BS], yb[BS];
+      for (int64_t j = 0; j < BS; j++) xb[j] = yb[j] = sx ? x[0] : y[0];
+      for (; i + BS <= n; i += BS) {
+        R<O> rb[BS];
+        __builtin_memcpy(sx ? yb : xb, (sx ? y : x) + i, sizeof xb);
+        for (int64_t j = 0; j < BS; j++) rb[j] = f(xb[j], yb[j]);
+        __builtin_memcpy(d + i, rb, sizeof rb);
+      }
+      for (; i < n; i++) d[i] = f(sx ? xb[0] : x[i], sx ? y[i] : yb[0]);
+      return;
     }
-    for (; i + B <= n; i += B) {
-      R<O> rb[B];
-      if (!sx) __builtin_memcpy(xb, x + i, sizeof xb);
-      if (!sy) __builtin_memcpy(yb, y + i, sizeof yb);
-      for (int64_t j = 0; j < B; j++) rb[j] = f(xb[j], yb[j]);
-      __builtin_memcpy(d + i, rb, sizeof rb);
-    }
-    for (; i < n; i++) d[i] = f(sx ? xb[0] : x[i], sy ? yb[0] : y[i]);
-    return;
   }
   switch (mask & 3) {
     case 0:
