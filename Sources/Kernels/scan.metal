@@ -44,15 +44,30 @@ template <typename T, typename U, typename Op, typename IdxT>
   device U* dst = out + ((lane_index / inner) * n * inner + lane_index % inner);
   const uint n_simd = tg_size / MG_SIMD_SIZE;
 
+  // The direction is uniform: a thread's positions are consecutive, so its input and output
+  // addresses advance by a fixed step (IdxT arithmetic, as the indices above).
+  const IdxT in_step = reverse ? IdxT(0) - axis_stride : axis_stride;
+  const IdxT out_step = reverse ? IdxT(0) - inner : inner;
+
   A carry = Op::init();
   for (IdxT start = 0; start < n; start += IdxT(tg_size) * MG_SCAN_READS) {
-    // This thread's elements, scanned locally (positions past the end hold the identity).
+    // This thread's positions first .. first + count − 1, scanned locally as they are read;
+    // positions past the end hold the identity (combined as such, so a −0 total stays what the
+    // elementwise form gives).
+    const IdxT first = start + IdxT(lid) * MG_SCAN_READS;
+    const int count = first >= n ? 0 : (n - first >= IdxT(MG_SCAN_READS) ? MG_SCAN_READS : int(n - first));
     A v[MG_SCAN_READS];
-    for (int r = 0; r < MG_SCAN_READS; ++r) {
-      const IdxT p = start + IdxT(lid) * MG_SCAN_READS + IdxT(r);
-      v[r] = p < n ? Op::load(in[src + (reverse ? n - 1 - p : p) * axis_stride]) : Op::init();
+    IdxT at = src + (reverse ? n - 1 - first : first) * axis_stride;
+    int r = 0;
+    if (count > 0) {
+      v[0] = Op::load(in[at]);
+      r = 1;
     }
-    for (int r = 1; r < MG_SCAN_READS; ++r) v[r] = Op::apply(v[r - 1], v[r]);
+    for (; r < count; ++r) {
+      at += in_step;
+      v[r] = Op::apply(v[r - 1], Op::load(in[at]));
+    }
+    for (; r < MG_SCAN_READS; ++r) v[r] = r == 0 ? Op::init() : Op::apply(v[r - 1], Op::init());
 
     // What comes before this thread in the chunk: earlier lanes, then earlier simdgroups.
     const A before = simd_exclusive_scan<Op>(v[MG_SCAN_READS - 1], simd_lane);
@@ -69,11 +84,15 @@ template <typename T, typename U, typename Op, typename IdxT>
     if (simd_group > 0) prefix = Op::apply(prefix, simd_totals[simd_group - 1]);
     prefix = Op::apply(prefix, before);
 
-    for (int r = 0; r < MG_SCAN_READS; ++r) {
-      const IdxT p = start + IdxT(lid) * MG_SCAN_READS + IdxT(r);
-      if (p >= n) break;
-      const A y = inclusive ? Op::apply(prefix, v[r]) : (r == 0 ? prefix : Op::apply(prefix, v[r - 1]));
-      dst[(reverse ? n - 1 - p : p) * inner] = cast_value<U>(y);
+    IdxT out_at = (reverse ? n - 1 - first : first) * inner;
+    if (inclusive) {
+      for (r = 0; r < count; ++r, out_at += out_step) dst[out_at] = cast_value<U>(Op::apply(prefix, v[r]));
+    } else if (count > 0) {
+      dst[out_at] = cast_value<U>(prefix);
+      for (r = 1; r < count; ++r) {
+        out_at += out_step;
+        dst[out_at] = cast_value<U>(Op::apply(prefix, v[r - 1]));
+      }
     }
     carry = Op::apply(carry, simd_totals[n_simd - 1]);
     threadgroup_barrier(mem_flags::mem_threadgroup);  // simd_totals is rewritten by the next chunk

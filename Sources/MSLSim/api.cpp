@@ -192,6 +192,9 @@ void mgsim_get_stats(mgsim_stats *out) {
   out->workitem_dispatches = s.workitem_dispatches.load();
   out->fiber_fallback_dispatches = s.fiber_fallback_dispatches.load();
   out->preprocessor_invocations = s.preprocessor_invocations.load();
+  out->tier0_compiles = s.tier0_compiles.load();
+  out->tier0_dispatches = s.tier0_dispatches.load();
+  out->tier_promotions = s.tier_promotions.load();
 }
 
 const char *mgsim_cache_directory(void) { return cache_directory().c_str(); }

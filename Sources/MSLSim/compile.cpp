@@ -212,9 +212,11 @@ double monotonic_ms() {
 
 // Runs the compiler with argv, stderr captured. Returns the exit status (-1 if it could not start).
 // `kind` and `what` name the run in the compile log.
+// A link run (`counted` false) is part of its compile, not a compiler run of its own in the statistics.
 int run_compiler(const std::vector<std::string> &args, const std::string &log_path, std::string &log,
-                 bool preprocessor = false, const char *kind = "compile", const std::string &what = "") {
-  (preprocessor ? stats().preprocessor_invocations : stats().compiler_invocations).fetch_add(1);
+                 bool preprocessor = false, const char *kind = "compile", const std::string &what = "",
+                 bool counted = true) {
+  if (counted) (preprocessor ? stats().preprocessor_invocations : stats().compiler_invocations).fetch_add(1);
   const double started = monotonic_ms();
   std::vector<char *> argv;
   for (auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
@@ -259,7 +261,11 @@ std::vector<std::string> base_flags(int math_mode) {
                                 // Signed overflow wraps, as GPU integer units do, instead of being
                                 // undefined behaviour the optimiser may exploit (no measurable cost
                                 // on the bench kernels or int-indexed loops).
-                                "-fwrapv"};
+                                "-fwrapv",
+                                // MSL has no exceptions: no landing pads to compile (-24% compile
+                                // CPU at -O1 on work-item units), and no reference to libstdc++'s
+                                // personality routine, which the directly linked objects lack.
+                                "-fno-exceptions"};
 #if defined(__x86_64__)
   // The prelude's 8x8 multiply-accumulate uses hardware fused multiply-add where this CPU has it
   // (otherwise fmaf is a libm call, 512 per lane and product): same results, one rounding either
@@ -283,6 +289,81 @@ std::vector<std::string> base_flags(int math_mode) {
 const std::vector<std::string> &link_flags() {
   static const std::vector<std::string> f = {"-Wl,-z,defs", "-lm"};
   return f;
+}
+
+// With g++, an object is compiled (-c) and linked by running ld directly with the files g++ would
+// give it, named by path: 6 ms of CPU per link instead of 21 (the driver, collect2 and the search
+// of libc's and libm's linker scripts). Without -z defs (resolving libc's symbols costs as much
+// again): check_kernel_symbols reports a symbol nothing defines as the undefined reference it is.
+// The paths come from the compiler once per cache and compiler (a file in the cache).
+struct DirectLink {
+  bool ok = false;
+  std::string ld;
+  std::vector<std::string> before, after;  // around the object: crt files; libgcc, libm, libgcc_s, crt files
+};
+
+std::string first_line_of_output(const std::string &bin, const std::string &arg, const std::string &tmpdir) {
+  const std::string out = temp_name(tmpdir, "print", ".txt");
+  std::vector<char *> argv = {const_cast<char *>(bin.c_str()), const_cast<char *>(arg.c_str()), nullptr};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid;
+  std::string text;
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) read_file(out, text);
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  unlink(out.c_str());
+  text = text.substr(0, text.find('\n'));
+  return text;
+}
+
+const DirectLink &direct_link() {
+  static const DirectLink link = [] {
+    DirectLink dl;
+    const CompilerConfig &cc = compiler();
+    const char *env = getenv("MG_SIM_DIRECT_LINK");
+    if (cc.clang || cc.resolved.empty() || (env && strcmp(env, "0") == 0)) return dl;
+    const char *kFiles[] = {"ld", "crti.o", "crtbeginS.o", "libgcc.a", "libm.so.6", "libgcc_s.so.1", "crtendS.o", "crtn.o"};
+    std::vector<std::string> paths;
+    Hasher h;
+    h.add(cc.identity);
+    const std::string record = cache_directory() + "/link-" + h.hex() + ".txt";
+    std::string text;
+    if (read_file(record, text)) {
+      std::istringstream in(text);
+      for (std::string line; std::getline(in, line);) paths.push_back(line);
+    }
+    if (paths.size() != sizeof kFiles / sizeof *kFiles) {
+      paths.clear();
+      const std::string tmpdir = cache_directory() + "/tmp";
+      mkdir_p(tmpdir);
+      for (const char *f : kFiles) {
+        std::string p = first_line_of_output(cc.resolved, strcmp(f, "ld") == 0 ? "-print-prog-name=ld" : std::string("-print-file-name=") + f, tmpdir);
+        if (strcmp(f, "ld") == 0) p = resolve_in_path(p);
+        char real[PATH_MAX];
+        if (!p.empty() && realpath(p.c_str(), real)) p = real;
+        paths.push_back(p);
+      }
+      std::string all;
+      for (const std::string &p : paths) all += p + "\n";
+      write_atomic(record, all);
+    }
+    for (size_t i = 0; i < paths.size(); ++i)
+      if (paths[i].empty() || access(paths[i].c_str(), i == 0 ? X_OK : R_OK) != 0) return dl;  // the driver links
+    dl.ld = paths[0];
+    dl.before = {paths[1], paths[2]};
+    dl.after = {paths[3], "--as-needed", paths[4], paths[5], "--no-as-needed", paths[6], paths[7]};
+    dl.ok = true;
+    return dl;
+  }();
+  return link;
 }
 
 std::string join(const std::vector<std::string> &v) {
@@ -319,12 +400,16 @@ std::mutex g_pch_mu;
 // Not built with MGSIM_PCH_INSTANTIATE (mgsim_types.h's pre-instantiated common vectors): measured
 // with g++ 12 on 16 translated GPU kernels of 22-40 KB, 2426 ms of compiler CPU time without it and
 // 2433 ms with it, while the PCH grows from 27 MB to 61 MB and takes 1.3 s longer to build.
-std::vector<std::string> prelude_include_flags(const std::string &prelude_dir, int math_mode) {
+//
+// Tier 0 (-O0) has a header of its own: g++ does not use one precompiled with optimisation
+// (__OPTIMIZE__ differs) and would parse the whole prelude for every unit instead.
+std::vector<std::string> prelude_include_flags(const std::string &prelude_dir, int math_mode, bool tier0) {
   const CompilerConfig &cc = compiler();
   std::vector<std::string> plain = {"-I" + prelude_dir, "-include", prelude_dir + "/mgsim_prelude.h"};
   const char *nopch = getenv("MG_SIM_NO_PCH");
   if (nopch && *nopch && strcmp(nopch, "0") != 0) return plain;
   std::vector<std::string> flags = base_flags(math_mode);
+  if (tier0) flags.push_back("-O0");
   Hasher h;
   h.add(prelude_hash());
   h.add(cc.identity);
@@ -351,7 +436,8 @@ std::vector<std::string> prelude_include_flags(const std::string &prelude_dir, i
   std::vector<std::string> rest = {"-I" + prelude_dir, "-x", "c++-header", header, "-o", tmp};
   args.insert(args.end(), rest.begin(), rest.end());
   std::string log;
-  int rc = run_compiler(args, temp_name(dir, "pch", ".log"), log, false, "prelude-pch", cc.resolved);
+  int rc = run_compiler(args, temp_name(dir, "pch", ".log"), log, false, tier0 ? "prelude-pch-O0" : "prelude-pch",
+                        cc.resolved);
   if (rc != 0 || rename(tmp.c_str(), out.c_str()) != 0) {
     unlink(tmp.c_str());
     write_atomic(failed_marker, log);
@@ -559,8 +645,80 @@ const std::string &cache_directory() {
   return dir;
 }
 
+namespace {
+
+// MG_SIM_OPT: "tiered" (default), "full" (no tier 0) or "0" (tier 0, never promoted).
+enum TierPolicy { kTiered, kFull, kTier0Only };
+
+TierPolicy tier_policy() {
+  const char *v = getenv("MG_SIM_OPT");
+  if (!v || !*v || strcmp(v, "tiered") == 0) return kTiered;
+  if (strcmp(v, "0") == 0 || strcmp(v, "O0") == 0) return kTier0Only;
+  return kFull;  // "full", "1", "2": compile at the optimisation level of each unit's kind at once
+}
+
+// Dispatch wall time (ns) a tier-0 object runs before it is compiled optimised (MG_SIM_TIER_UP_MS,
+// default 200 ms: about what an optimised compile of a work-item unit costs, so a kernel never
+// spends much more running slowly than the compile would have cost). A dispatch over at least 1 MiB
+// of buffers that ran 1 ms or more promotes at once: the kernel works on large data (tier 0 ran the
+// bench's 1024x1024 reductions, softmax and scans 2.5-8x slower), which tests' small inputs do not.
+uint64_t tier_up_ns() {
+  const char *v = getenv("MG_SIM_TIER_UP_MS");
+  char *end = nullptr;
+  const double ms = v && *v ? strtod(v, &end) : 200.0;
+  return uint64_t((end && *end) || !(ms >= 0) ? 200e6 : ms * 1e6);
+}
+
+void keep_request(Module &m, const std::string &source, const mgsim_compile_options *options, bool checked);
+
+// A disk-cache hit or nothing (`t0`: a tier-0 object, which keeps what it needs to be promoted).
+std::shared_ptr<Module> from_disk(const std::string &key, const std::string &source,
+                                  const mgsim_compile_options *options, bool checked, bool t0, std::string &error,
+                                  bool &refused) {
+  refused = false;
+  const std::string so_path = cache_directory() + "/" + key.substr(0, 2) + "/" + key + ".so";
+  if (!file_exists(so_path)) return nullptr;
+  if (!check_kernel_symbols(so_path, source, error)) {
+    refused = true;
+    return nullptr;
+  }
+  std::string e2;
+  auto m = open_module(so_path, key, e2);
+  if (!m) return nullptr;  // a damaged cache entry: rebuilt by the caller
+  m->checked = checked;
+  if (t0) keep_request(*m, source, options, checked);
+  stats().disk_cache_hits.fetch_add(1);
+  cache_module(m);
+  return m;
+}
+
+// What a tier-0 module needs to compile itself again, optimised.
+void keep_request(Module &m, const std::string &source, const mgsim_compile_options *options, bool checked) {
+  m.tier = 0;
+  m.source = source;
+  if (options) m.options = *options;
+  m.options.checked = checked ? 1 : 0;
+  const int n = options ? options->macro_count : 0;
+  m.macro_text.reserve(size_t(2 * n));
+  for (int i = 0; i < n; ++i) {
+    m.macro_text.push_back(options->macro_names[i]);
+    const char *v = options->macro_values ? options->macro_values[i] : nullptr;
+    m.macro_text.push_back(v ? v : "");
+  }
+  for (int i = 0; i < n; ++i) {
+    m.macro_names.push_back(m.macro_text[size_t(2 * i)].c_str());
+    const char *v = options->macro_values ? options->macro_values[i] : nullptr;
+    m.macro_values.push_back(v ? m.macro_text[size_t(2 * i + 1)].c_str() : nullptr);
+  }
+  m.options.macro_count = n;
+  m.options.macro_names = n ? m.macro_names.data() : nullptr;
+  m.options.macro_values = n && options->macro_values ? m.macro_values.data() : nullptr;
+}
+
+}  // namespace
+
 std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compile_options *options,
-                                    std::string &error) {
+                                    std::string &error, bool promoting) {
   const CompilerConfig &cc = compiler();
   int math_mode = options ? options->math_mode : MGSIM_MATH_SAFE;
   if (math_mode < MGSIM_MATH_SAFE || math_mode > MGSIM_MATH_FAST) {
@@ -622,13 +780,37 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
     h.add(m.has_value ? "=" + m.value : std::string("(none)"));
   }
   h.add(source);
-  std::string key = h.hex();
+  const std::string key = h.hex();
+  // The tier-0 object of the same unit (when its kind has one): compiled at -O0.
+  Hasher h0 = h;
+  h0.add("tier 0: -O0");
+  const std::string key0 = h0.hex();
+  const TierPolicy policy = promoting ? kFull : tier_policy();
 
+  // Memory first, then disk; the optimised object before the tier-0 one (unless MG_SIM_OPT=0).
+  auto find = [&](bool disk, std::shared_ptr<Module> &out) -> bool {  // false: a refused object (error set)
+    for (int pass = 0; pass < 2; ++pass) {
+      const bool t0 = policy == kTier0Only ? pass == 0 : pass == 1;
+      if (t0 && policy == kFull) continue;
+      if (!t0 && policy == kTier0Only) continue;
+      const std::string &k = t0 ? key0 : key;
+      if (!disk) {
+        if ((out = cached_module(k))) {
+          stats().memory_cache_hits.fetch_add(1);
+          return true;
+        }
+      } else {
+        bool refused = false;
+        if ((out = from_disk(k, source, options, checked, t0, error, refused))) return true;
+        if (refused) return false;
+      }
+    }
+    return true;
+  };
+  std::shared_ptr<Module> found;
+  find(false, found);
+  if (found) return found;
   std::shared_ptr<std::mutex> key_lock;
-  if (auto m = cached_module(key)) {
-    stats().memory_cache_hits.fetch_add(1);
-    return m;
-  }
   {
     std::lock_guard<std::mutex> g(g_modules_mu);
     auto &l = g_key_locks[key];
@@ -637,31 +819,17 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   }
   // One thread compiles a given key; others wait for it and then hit the memory cache.
   std::lock_guard<std::mutex> kg(*key_lock);
-  if (auto m = cached_module(key)) {
-    stats().memory_cache_hits.fetch_add(1);
-    return m;
-  }
-  const std::string &cache = cache_directory();
-  std::string so_path = cache + "/" + key.substr(0, 2) + "/" + key + ".so";
-  if (file_exists(so_path)) {
-    std::string e2;
-    if (!check_kernel_symbols(so_path, source, error)) return nullptr;
-    auto m = open_module(so_path, key, e2);
-    if (m) {
-      m->checked = checked;
-      stats().disk_cache_hits.fetch_add(1);
-      cache_module(m);
-      return m;
-    }
-    // A damaged cache entry: rebuild it below.
-  }
+  find(false, found);
+  if (found) return found;
+  if (!find(true, found)) return nullptr;
+  if (found) return found;
   if (cc.resolved.empty()) {
     error = "C++ compiler '" + cc.cxx + "' not found (set MG_SIM_CXX to a C++17 compiler)";
     return nullptr;
   }
+  const std::string &cache = cache_directory();
   std::string tmpdir = cache + "/tmp";
-  std::string objdir = cache + "/" + key.substr(0, 2);
-  if (!mkdir_p(tmpdir) || !mkdir_p(objdir)) {
+  if (!mkdir_p(tmpdir)) {
     error = "cannot create the cache directory " + cache + ": " + strerror(errno);
     return nullptr;
   }
@@ -673,17 +841,6 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
     error = tr.error;
     return nullptr;
   }
-  std::string prelude_dir;
-  if (!ensure_prelude_dir(prelude_dir, error)) return nullptr;
-  std::vector<std::string> inc = prelude_include_flags(prelude_dir, math_mode);
-  std::string src_path = temp_name(tmpdir, key, ".cpp");
-  if (!write_atomic(src_path, tr.cpp)) {
-    error = "cannot write " + src_path;
-    return nullptr;
-  }
-  std::string tmp_so = temp_name(objdir, key, ".so");
-  std::vector<std::string> args = {cc.resolved};
-  args.insert(args.end(), flags.begin(), flags.end());
   // Work-item code is loop nests over lanes: -O1 compiles it in about half the time of -O2 at about
   // the same speed (the 8x8 multiply-accumulate has its own target attributes; the precompiled
   // prelude stays valid). A unit of unchecked plain kernels (no syncs: elementwise, gathers,
@@ -691,16 +848,44 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   // (checked elementwise ran ~1.6x slower at -O1), and so does fiber code.
   bool plain = !checked;
   for (const KernelInfo &k : tr.kernels) plain = plain && !k.needs_fibers;
+  // Tier 0: all but unchecked plain units, whose -O0 compile costs as much as their -O1 one (the
+  // fixed cost dominates), compile at -O0 first: 40-65% less compile CPU for work-item units.
+  const bool tier0 = policy != kFull && !(plain && !tr.workitem);
+  const std::string &unit_key = tier0 ? key0 : key;
+  std::string objdir = cache + "/" + unit_key.substr(0, 2);
+  std::string so_path = objdir + "/" + unit_key + ".so";
+  if (!mkdir_p(objdir)) {
+    error = "cannot create the cache directory " + objdir + ": " + strerror(errno);
+    return nullptr;
+  }
+  std::string prelude_dir;
+  if (!ensure_prelude_dir(prelude_dir, error)) return nullptr;
+  std::vector<std::string> inc = prelude_include_flags(prelude_dir, math_mode, tier0);
+  std::string src_path = temp_name(tmpdir, unit_key, ".cpp");
+  if (!write_atomic(src_path, tr.cpp)) {
+    error = "cannot write " + src_path;
+    return nullptr;
+  }
+  std::string tmp_so = temp_name(objdir, unit_key, ".so");
+  std::vector<std::string> args = {cc.resolved};
+  args.insert(args.end(), flags.begin(), flags.end());
   const size_t opt_at = args.size();
-  if (tr.workitem || plain) args.push_back("-O1");
+  if (tier0) args.push_back("-O0");
+  else if (tr.workitem || plain) args.push_back("-O1");
   args.insert(args.end(), inc.begin(), inc.end());
-  std::vector<std::string> rest = {"-shared", "-x", "c++", src_path, "-o", tmp_so};
-  rest.insert(rest.end(), link_flags().begin(), link_flags().end());
+  const DirectLink &dl = direct_link();
+  const std::string tmp_o = dl.ok ? temp_name(tmpdir, unit_key, ".o") : std::string();
+  std::vector<std::string> rest = {dl.ok ? "-c" : "-shared", "-x", "c++", src_path, "-o", dl.ok ? tmp_o : tmp_so};
+  if (!dl.ok) rest.insert(rest.end(), link_flags().begin(), link_flags().end());
   args.insert(args.end(), rest.begin(), rest.end());
   std::string what;  // the compile log names the unit by its kernels
   for (const KernelInfo &k : tr.kernels) what += (what.empty() ? "" : " ") + k.host_name;
+  // The log's kind says the tier: "-O0" for tier 0, "-tierup" for the optimised compile of a unit
+  // that ran at tier 0 long enough.
+  const std::string tier_tag = tier0 ? "-O0" : promoting ? "-tierup" : "";
   std::string log;
-  int rc = run_compiler(args, temp_name(tmpdir, key, ".log"), log, false, tr.workitem ? "compile-workitem" : "compile", what);
+  int rc = run_compiler(args, temp_name(tmpdir, unit_key, ".log"), log, false,
+                        ((tr.workitem ? "compile-workitem" : "compile") + tier_tag).c_str(), what);
   const char *keep = getenv("MG_SIM_KEEP_SOURCES");
   bool keep_src = keep && *keep && strcmp(keep, "0") != 0;
   if (rc != 0 && tr.workitem) {
@@ -723,9 +908,20 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
       return nullptr;
     }
     log.clear();
-    args.erase(args.begin() + long(opt_at));  // back to -O2 for the fibers' code
-    rc = run_compiler(args, temp_name(tmpdir, key, ".log"), log, false, "compile-fibers-retry", what);
+    if (!tier0) args.erase(args.begin() + long(opt_at));  // back to -O2 for the fibers' code
+    rc = run_compiler(args, temp_name(tmpdir, unit_key, ".log"), log, false, ("compile-fibers-retry" + tier_tag).c_str(),
+                      what);
   }
+  if (rc == 0 && dl.ok) {
+    std::vector<std::string> link = {dl.ld, "-shared", "--eh-frame-hdr", "--hash-style=gnu", "-o", tmp_so};
+    link.insert(link.end(), dl.before.begin(), dl.before.end());
+    link.push_back(tmp_o);
+    link.insert(link.end(), dl.after.begin(), dl.after.end());
+    rc = run_compiler(link, temp_name(tmpdir, unit_key, ".log"), log, false, "link", what, /*counted=*/false);
+    size_t p;
+    while ((p = log.find(tmp_o)) != std::string::npos) log.replace(p, tmp_o.size(), "program_source.o");
+  }
+  if (dl.ok) unlink(tmp_o.c_str());
   if (rc != 0) {
     error = clean_log(log, src_path);
     if (keep_src) error += "\n(translated source kept at " + src_path + ")";
@@ -744,11 +940,54 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
     unlink(tmp_so.c_str());
     return nullptr;
   }
-  auto m = open_module(so_path, key, error);
+  auto m = open_module(so_path, unit_key, error);
   if (!m) return nullptr;
   m->checked = checked;
+  if (tier0) {
+    keep_request(*m, source, options, checked);
+    stats().tier0_compiles.fetch_add(1);
+  }
   cache_module(m);
   return m;
+}
+
+Module *current_tier(Module *m) {
+  if (m->tier != 0) return m;
+  Module *p = m->promoted.load(std::memory_order_acquire);
+  return p ? p : m;
+}
+
+void tier0_ran(Module *m, uint64_t ns, uint64_t bytes) {
+  stats().tier0_dispatches.fetch_add(1);
+  const uint64_t total = m->tier0_ns.fetch_add(ns) + ns;
+  const bool large = bytes >= (uint64_t(1) << 20) && ns >= 1000000;
+  if ((total < tier_up_ns() && !large) || tier_policy() == kTier0Only) return;
+  // One thread compiles; dispatches on other threads keep running the tier-0 object meanwhile.
+  std::unique_lock<std::mutex> lock(m->promote_mu, std::try_to_lock);
+  if (!lock.owns_lock() || m->promote_failed || m->promoted.load()) return;
+  std::string error;
+  std::shared_ptr<Module> full;
+  try {
+    full = load_module(m->source, &m->options, error, /*promoting=*/true);
+  } catch (const std::exception &e) {
+    error = e.what();
+  }
+  if (!full || full->desc->n_kernels != m->desc->n_kernels || full->desc->n_fconsts != m->desc->n_fconsts) {
+    // Not expected (the same source compiled at tier 0): say so, keep running tier 0.
+    m->promote_failed = true;
+    log_compiler_run("tierup-failed", 0, 0, m->key + ": " + (error.empty() ? "kernel tables differ" : error));
+    return;
+  }
+  for (uint32_t i = 0; i < m->desc->n_kernels; ++i) {
+    if (strcmp(full->desc->kernels[i].name, m->desc->kernels[i].name) != 0) {
+      m->promote_failed = true;
+      log_compiler_run("tierup-failed", 0, 0, m->key + ": kernel tables differ");
+      return;
+    }
+  }
+  m->promoted_owner = full;
+  m->promoted.store(full.get(), std::memory_order_release);
+  stats().tier_promotions.fetch_add(1);
 }
 
 char *dup_message(const std::string &s) {

@@ -92,6 +92,7 @@ struct Worker {
   abi::check_binding tg_checks[abi::kMaxBindings]{};
   abi::check_binding checks[abi::kMaxBindings]{};  // the dispatch's bindings, with rs = &race_run
   uint64_t checks_for = 0;                          // of dispatch serial
+  uint64_t tg_checks_for = 0;                       // tg_checks: of dispatch serial
   std::vector<abi::tg_shadow> tg_mem_shadow;
   std::vector<std::unique_ptr<abi::tg_shadow[]>> tg_var_shadows;
   alignas(64) unsigned char tg_mem[kThreadgroupMemoryLimit + 64 * abi::kMaxBindings];
@@ -255,6 +256,7 @@ struct DispatchState {
   bool tolerate_oob_reads = false;  // the library's choice: out-of-bounds reads give 0 silently
   // Checked mode: race records of the bound buffers (8 bytes per byte, mapped for the dispatch).
   uint64_t *race_shadow[abi::kMaxBindings]{};
+  uint32_t written[abi::kMaxBindings]{};  // read-only buffers written anyway (check_binding::written)
   size_t race_shadow_bytes[abi::kMaxBindings]{};
   std::vector<std::string> races;        // reports, at most kMaxReportedViolations
   uint64_t race_count = 0;
@@ -529,20 +531,24 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
       w.checks_for = ds.serial;
     }
     G.checks = w.checks;
-    if (w.tg_mem_shadow.size() < sizeof(w.tg_mem)) w.tg_mem_shadow.resize(sizeof(w.tg_mem));
-    for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
-      abi::check_binding &c = w.tg_checks[n];
-      c = abi::check_binding{};
-      if (!d.threadgroup_memory_length[n]) continue;
-      c.base = static_cast<char *>(G.tg_mem[n]);
-      c.length = d.threadgroup_memory_length[n];
-      c.index = n;
-      c.host = &g_host;
-      c.tg = w.tg_mem_shadow.data() + ds.tg_offset[n];
-      c.rs = &r;
-      const uint32_t es = ds.kd->tg_elem_size[n];
-      c.granule_shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
-      c.kind = 1;
+    // The threadgroup(n) blocks' bindings depend on the dispatch and this worker only: set once.
+    if (w.tg_checks_for != ds.serial) {
+      if (w.tg_mem_shadow.size() < sizeof(w.tg_mem)) w.tg_mem_shadow.resize(sizeof(w.tg_mem));
+      for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+        abi::check_binding &c = w.tg_checks[n];
+        c = abi::check_binding{};
+        if (!d.threadgroup_memory_length[n]) continue;
+        c.base = static_cast<char *>(G.tg_mem[n]);
+        c.length = d.threadgroup_memory_length[n];
+        c.index = n;
+        c.host = &g_host;
+        c.tg = w.tg_mem_shadow.data() + ds.tg_offset[n];
+        c.rs = &r;
+        const uint32_t es = ds.kd->tg_elem_size[n];
+        c.granule_shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
+        c.kind = 1;
+      }
+      w.tg_checks_for = ds.serial;
     }
     G.tg_checks = w.tg_checks;
   }
@@ -912,16 +918,45 @@ class Pool {
 
 }  // namespace
 
+namespace {
+
+int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_desc *kernel, std::string &error);
+
+}  // namespace
+
 int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   const mgsim_function *fn = d.function;
   if (!fn || !fn->kernel) {
     error = "no function";
     return 1;
   }
+  Module *lib_module = fn->library->module.get();
+  Module *module = current_tier(lib_module);
+  if (module == lib_module) {
+    if (lib_module->tier != 0) return run_dispatch_in(d, module, fn->kernel, error);
+    // Tier 0: the dispatch's time counts towards compiling the library optimised.
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const int rc = run_dispatch_in(d, module, fn->kernel, error);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    uint64_t bytes = 0;
+    for (uint32_t n = 0; n < abi::kMaxBindings; ++n) bytes += d.buffers[n].length;
+    tier0_ran(lib_module, uint64_t(t1.tv_sec - t0.tv_sec) * 1000000000ull + uint64_t(t1.tv_nsec) - uint64_t(t0.tv_nsec),
+              bytes);
+    return rc;
+  }
+  // Promoted: the same kernel (same index, checked by name at promotion) in the optimised object.
+  return run_dispatch_in(d, module, &module->desc->kernels[fn->kernel - lib_module->desc->kernels], error);
+}
+
+namespace {
+
+int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_desc *kernel, std::string &error) {
+  const mgsim_function *fn = d.function;
   DispatchState ds;
   ds.d = &d;
-  ds.kd = fn->kernel;
-  ds.name = fn->kernel->name;
+  ds.kd = kernel;
+  ds.name = kernel->name;
   ds.tolerate_oob_reads = fn->library->tolerate_oob_reads;
   const abi::kernel_desc &kd = *ds.kd;
   auto fail = [&](const std::string &m) {
@@ -986,13 +1021,13 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
     ds.L.buffers[n] = d.buffers[n].data;
     ds.L.lengths[n] = d.buffers[n].length;
   }
-  const auto *mod = fn->library->module->desc;
+  const auto *mod = module->desc;
   if (mod->n_fconsts) {
     ds.L.fc_values = fn->fc_values.data();
     ds.L.fc_defined = fn->fc_defined.data();
   }
   // Kernels compiled in checked mode bind checked pointers; the launch then carries the bounds.
-  const bool checked = fn->library->module->checked;
+  const bool checked = module->checked;
   // Checked mode's records are mapped for the dispatch, zeroed by the kernel as touched (large
   // pages where offered: far fewer page faults over big buffers).
   struct Mappings {
@@ -1051,6 +1086,7 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
       ds.race_shadow[n] = static_cast<uint64_t *>(p);
       ds.race_shadow_bytes[n] = bytes;
       ds.checks[n].race = ds.race_shadow[n];
+      ds.checks[n].written = ((kd.const_mask >> n) & 1u) ? &ds.written[n] : nullptr;
     }
   }
 
@@ -1151,5 +1187,7 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
   for (size_t i = 0; i < msgs.size(); ++i) error += (i ? "\n" : "") + msgs[i];
   return 1;
 }
+
+}  // namespace
 
 }  // namespace mgsim

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,20 @@ struct Module {
   std::string path;
   bool checked = false;  // compiled in checked mode
   uint64_t bytes = 0;    // the object's file size, what the cache's byte limit counts
+  // Tiered compilation (MG_SIM_OPT): a unit that is much cheaper to compile unoptimised (work-item,
+  // fiber and checked units) first runs compiled at -O0 (tier 0). Once its dispatches have run for
+  // MG_SIM_TIER_UP_MS in all, it is compiled again at the optimisation level it would otherwise have
+  // had, and later dispatches run that object (`promoted`, set once; this module owns it).
+  int tier = 1;
+  std::string source;                 // tier 0: what to compile again, and how
+  mgsim_compile_options options{};    // (macro pointers into `macro_text`)
+  std::vector<std::string> macro_text;
+  std::vector<const char *> macro_names, macro_values;
+  std::atomic<uint64_t> tier0_ns{0};  // dispatch wall time spent in this tier-0 object
+  std::atomic<Module *> promoted{nullptr};
+  std::shared_ptr<Module> promoted_owner;
+  std::mutex promote_mu;
+  bool promote_failed = false;  // the optimised compile failed: stays at tier 0 (logged)
   Module();
   ~Module();
   Module(const Module &) = delete;
@@ -50,13 +65,22 @@ struct Stats {
   std::atomic<uint64_t> fiber_dispatches{0};
   std::atomic<uint64_t> workitem_dispatches{0};
   std::atomic<uint64_t> fiber_fallback_dispatches{0};
+  std::atomic<uint64_t> tier0_compiles{0};
+  std::atomic<uint64_t> tier0_dispatches{0};
+  std::atomic<uint64_t> tier_promotions{0};
 };
 Stats &stats();
 
 // Compiles (or loads from cache) the module for a source and options. Returns null and sets
-// `error` (without the "[mgsim compile] " prefix) on failure.
+// `error` (without the "[mgsim compile] " prefix) on failure. `promoting`: the optimised tier is
+// wanted (a tier-0 module's dispatches ran long enough), never tier 0.
 std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compile_options *options,
-                                    std::string &error);
+                                    std::string &error, bool promoting = false);
+// The module a dispatch of `m` runs now: its promoted object once there is one. After a tier-0
+// dispatch, `tier0_ran` adds its time and promotes the module when the total reaches the limit
+// (or the dispatch ran over large buffers: `bytes` bound).
+Module *current_tier(Module *m);
+void tier0_ran(Module *m, uint64_t ns, uint64_t bytes);
 const std::string &cache_directory();
 
 // Runs one validated dispatch; returns 0 or sets `error` (without prefix).

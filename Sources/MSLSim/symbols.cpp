@@ -6,6 +6,7 @@
 // integer/float helper routines. Anything else is a call the kernel made into the host, reported as
 // Metal reports an unknown function. Inline assembly (no symbol) is refused in the source.
 #include <cxxabi.h>
+#include <dlfcn.h>
 #include <elf.h>
 
 #include <cstdlib>
@@ -190,6 +191,12 @@ bool check_kernel_symbols(const std::string &so_path, const std::string &source,
     if (allowed(name)) continue;
     std::string pretty = demangled(name);
     std::string base = name.rfind("_Z", 0) == 0 ? base_name(pretty) : name;
+    // Nothing in this process defines it: a function declared but never defined (objects are
+    // linked without -z defs, compile.cpp), reported as the linker would.
+    if (!dlsym(RTLD_DEFAULT, name.c_str())) {
+      error = locate(source, base) + "error: undefined reference to `" + pretty + "'";
+      return false;
+    }
     error = locate(source, base) + "error: use of '" + pretty +
             "', which is not a Metal Shading Language function (kernels may call the Metal standard library only; "
             "this is host code, such as the C library)";

@@ -1715,7 +1715,7 @@ class Translator {
       s += "template <unsigned I> using P = typename mgsim::fn_params<F>::template at<I>;\n}\n";
       std::string binds, args;
       uint32_t bmask = 0, tmask = 0;
-      std::string elem[31], ref[31], tgelem[31];
+      std::string elem[31], ref[31], tgelem[31], ro = "0u";
       for (int b = 0; b < 31; ++b) elem[b] = ref[b] = tgelem[b] = "0";
       for (size_t p = 0; p < ki.params.size(); ++p) {
         const KernelParam &kp = ki.params[p];
@@ -1726,6 +1726,7 @@ class Translator {
           bmask |= 1u << kp.index;
           elem[kp.index] = "mgsim::elem_size<" + P + ">::value";
           ref[kp.index] = "mgsim::elem_size<" + P + ">::ref";
+          ro += " | (mgsim::elem_size<" + P + ">::ro << " + std::to_string(kp.index) + ")";
           args += (args.empty() ? "" : ", ") + bn;
         } else if (kp.kind == ParamKind::Threadgroup) {
           binds += "  " + P + " " + bn + " = mgsim::bind_threadgroup<" + P + ">(G, " + std::to_string(kp.index) + "u);\n";
@@ -1773,10 +1774,10 @@ class Translator {
       for (int b = 0; b < 31; ++b) table += (b ? ", " : "") + ref[b];
       table += "},\n   {";
       for (int b = 0; b < 31; ++b) table += (b ? ", " : "") + tgelem[b];
-      table += "}},\n";
+      table += "}, " + ro + "},\n";
     }
     s += "static const mgsim::abi::kernel_desc mgsim_kernel_table[] = {\n" + table;
-    if (out.kernels.empty()) s += "  {\"\", nullptr, nullptr, nullptr, nullptr, 0u, 0u, 0u, 0u, 0u, {}, {}, {}},\n";
+    if (out.kernels.empty()) s += "  {\"\", nullptr, nullptr, nullptr, nullptr, 0u, 0u, 0u, 0u, 0u, {}, {}, {}, 0u},\n";
     s += "};\n";
     s += "static const mgsim::abi::fconst_desc mgsim_fconst_table[] = {\n";
     for (auto &fc : fconsts_)

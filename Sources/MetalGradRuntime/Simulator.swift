@@ -59,6 +59,9 @@ func simulatorStatsJSON() -> String {
         "unloadedObjects": cacheState.unloaded_objects,
         "workItemDispatches": stats.workitem_dispatches,
         "fiberFallbackDispatches": stats.fiber_fallback_dispatches,
+        "tier0Compiles": stats.tier0_compiles,
+        "tier0Dispatches": stats.tier0_dispatches,
+        "tierPromotions": stats.tier_promotions,
         "cacheDirectory": directory,
     ]
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)

@@ -17,7 +17,12 @@
 // MG_SIM_KEEP_SOURCES=1 (keep the translated C++ in the cache's tmp/ directory), MG_SIM_STACK_KB
 // (stack of each cooperative lane, default 256), MG_SIM_TIMEOUT_MS (a dispatch running longer
 // fails and is stopped; default 60000, 0 disables), MG_SIM_WORKITEM=0 (run every kernel with
-// barriers, collectives or simdgroup matrices as fibers instead of in work-item form).
+// barriers, collectives or simdgroup matrices as fibers instead of in work-item form),
+// MG_SIM_OPT (tiered compilation: "tiered", the default, compiles a work-item, fiber or checked
+// library at -O0 first and again optimised once its dispatches have run MG_SIM_TIER_UP_MS
+// milliseconds in all, default 200, or one dispatch over at least 1 MiB of buffers ran 1 ms;
+// "full" compiles optimised at once; "0" never optimises those
+// libraries). Both tiers compute the same bits; the compile log (MG_SIM_COMPILE_LOG) names them.
 #ifndef MSLSIM_H
 #define MSLSIM_H
 
@@ -138,6 +143,9 @@ typedef struct mgsim_stats {
   uint64_t workitem_dispatches;    // of those, dispatches run in work-item form
   uint64_t fiber_fallback_dispatches;  // and those run as fibers, the fallback (why: see
                                        // mgsim_function_execution_model)
+  uint64_t tier0_compiles;         // libraries compiled unoptimised first (tiered compilation, MG_SIM_OPT)
+  uint64_t tier0_dispatches;       // dispatches run by such an unoptimised object
+  uint64_t tier_promotions;        // tier-0 libraries switched to their optimised object
 } mgsim_stats;
 void mgsim_get_stats(mgsim_stats *out);
 

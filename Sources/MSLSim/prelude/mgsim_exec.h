@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 8;
+constexpr uint32_t kVersion = 9;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -95,6 +95,10 @@ struct check_binding {
   race_state *rs;     // the worker's race_state (its copies of the bindings; null in launch::checks)
   const char *name;   // a threadgroup variable's name (null for buffers and threadgroup(n) memory)
   uint32_t kind;      // 0 device buffer, 1 threadgroup(n) memory, 2 threadgroup variable
+  // A buffer the kernel declares read-only (a pointer to const): the dispatch's flag, set by the
+  // first write through it (const cast away). Device reads are compared with recorded writes only,
+  // so until then a read has nothing to race with and skips the records. Null for other buffers.
+  uint32_t *written;
 };
 
 struct launch {
@@ -224,6 +228,7 @@ struct kernel_desc {
   uint32_t elem_size[kMaxBindings];  // pointee size of buffer(n), for reports
   uint32_t ref_size[kMaxBindings];   // size of T for `constant T&` buffer parameters, else 0
   uint32_t tg_elem_size[kMaxBindings];  // pointee size of threadgroup(n) parameters
+  uint32_t const_mask;       // buffer(n) parameters that point to const
 };
 
 struct fconst_desc {
@@ -274,10 +279,32 @@ struct site {
   uint32_t id;
 };
 
+// A tracked plain loop (run_group_plain) keeps only `index` of the record it publishes current:
+// lane_id == kLazyAttrs marks it, and full_attrs() derives the rest (lane_id and simd_id are
+// index & 31 and index >> 5 in every execution mode).
+constexpr uint32_t kLazyAttrs = 0xffffffffu;
+
+// The running thread's complete attributes (a derived copy for a lazy record).
+inline const abi::thread_attrs *full_attrs(const abi::thread_attrs *a) {
+  if (!a || a->lane_id != kLazyAttrs) return a;
+  static thread_local abi::thread_attrs full;
+  const abi::group *G = tls.group;
+  const abi::launch *L = tls.launch;
+  const uint32_t i = a->index, sx = G->size[0], sy = G->size[1];
+  full.local[0] = i % sx;
+  full.local[1] = (i / sx) % sy;
+  full.local[2] = i / (sx * sy);
+  for (int k = 0; k < 3; ++k) full.grid[k] = G->id[k] * L->threads_per_threadgroup[k] + full.local[k];
+  full.index = i;
+  full.lane_id = i & 31u;
+  full.simd_id = i >> 5;
+  return &full;
+}
+
 // The lane index used by simdgroup_matrix::thread_elements() (declared by mgsim_simdgroup_matrix.h).
 inline unsigned simd_lane_id() {
   if (tls.lane) return tls.lane->a.lane_id;
-  return tls.attrs ? tls.attrs->lane_id : 0u;
+  return tls.attrs ? tls.attrs->index & 31u : 0u;
 }
 
 MGSIM_NOINLINE inline uint64_t call_site_token() {
@@ -353,7 +380,7 @@ alignas(64) inline thread_local unsigned char oob_scratch[4096];
 
 inline const uint32_t *current_position() {
   static const uint32_t none[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu};
-  return tls.attrs ? tls.attrs->grid : none;
+  return tls.attrs ? full_attrs(tls.attrs)->grid : none;
 }
 
 // Race detection for one access (checked mode): compares with the last accesses recorded for
@@ -367,7 +394,7 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
   const abi::group *G = tls.group;
   if (!a || !G || !G->race) return;
   const abi::race_state &r = *G->race;
-  const uint32_t L = a->index, S = a->simd_id;
+  const uint32_t L = a->index, S = a->index >> 5;
   const char *mem = b->base + off;
   auto same_value = [&]() { return value && memcmp(mem, value, n) == 0; };
   if (b->race) {
@@ -400,7 +427,7 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
         }
         if (kind && (kind == abi::race_waw || kind == abi::race_cross_waw) && same_value()) kind = 0;
         if (kind) {
-          b->host->race(b, int64_t(lo + from), n, kind, eL, g, uint32_t((e >> 46) & 16383u), line, a->grid);
+          b->host->race(b, int64_t(lo + from), n, kind, eL, g, uint32_t((e >> 46) & 16383u), line, full_attrs(a)->grid);
           reported = true;
         }
       }
@@ -494,7 +521,7 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
       }
     }
     if (kind && !reported) {
-      b->host->race(b, int64_t(lo + from), n, kind, other, r.group, other_line, line, a->grid);
+      b->host->race(b, int64_t(lo + from), n, kind, other, r.group, other_line, line, full_attrs(a)->grid);
       reported = true;
     }
   }
@@ -521,14 +548,14 @@ MGSIM_ALWAYS_INLINE bool tg_race_fast(const abi::check_binding *b, int64_t off, 
     if (!rnow) {
       e.rrun = r.run;
       e.repoch = E;
-      e.rsimd = uint16_t(r.simd_epoch[a->simd_id & 31u]);
+      e.rsimd = uint16_t(r.simd_epoch[(a->index >> 5) & 31u]);
       e.rlane = uint16_t(L + 1);
       e.rline = uint16_t(line);
       e.rbytes = full;
       return true;
     }
     if (e.rlane != L + 1 || e.rbytes != full) return false;
-    const uint16_t SE = uint16_t(r.simd_epoch[a->simd_id & 31u]);
+    const uint16_t SE = uint16_t(r.simd_epoch[(a->index >> 5) & 31u]);
     if (SE > e.rsimd) e.rsimd = SE;
     return true;
   }
@@ -536,7 +563,7 @@ MGSIM_ALWAYS_INLINE bool tg_race_fast(const abi::check_binding *b, int64_t off, 
   if (rnow && e.rlane != L + 1) return false;
   e.wrun = r.run;
   e.wepoch = E;
-  e.wsimd = uint16_t(r.simd_epoch[a->simd_id & 31u]);
+  e.wsimd = uint16_t(r.simd_epoch[(a->index >> 5) & 31u]);
   e.wlane = L;
   e.wline = uint16_t(line);
   e.wbytes = full;
@@ -565,6 +592,13 @@ MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p
   }
   if (!atomic) {
     if (b->race) {
+      if (uint32_t *w = b->written) {
+        if (!write) {
+          if (!__atomic_load_n(w, __ATOMIC_RELAXED)) return true;
+        } else if (!__atomic_load_n(w, __ATOMIC_RELAXED)) {
+          __atomic_store_n(w, 1u, __ATOMIC_RELAXED);
+        }
+      }
       const uint32_t gs = b->granule_shift;
       if (bytes == (1u << gs) && !(uint64_t(off) & ((1u << gs) - 1u))) {
         uint64_t &slot = b->race[uint64_t(off) >> gs];
@@ -901,6 +935,12 @@ struct elem_size {
   }
   static constexpr uint32_t value = pointee();
   static constexpr uint32_t ref = std::is_reference<P>::value ? sizeof(Q) : 0;
+  static constexpr bool to_const() {
+    if constexpr (std::is_pointer<Q>::value) return std::is_const<std::remove_pointer_t<Q>>::value;
+    else if constexpr (is_dptr<Q>::value) return std::is_const<typename Q::element_type>::value;
+    else return false;
+  }
+  static constexpr uint32_t ro = to_const() ? 1u : 0u;
 };
 
 template <class P>
@@ -935,14 +975,17 @@ MGSIM_ALWAYS_INLINE P bind_threadgroup(const abi::group *G, unsigned n) {
 }
 
 // Runs every thread of a threadgroup as a plain loop (kernels without barriers or collectives).
+// With `track` the running thread is published for checked mode and lane ids as a lazy record
+// (only its index is stored per thread; full_attrs derives the rest where a report needs it).
 template <class Body>
 MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group *G, bool track,
                                          Body &&body) {
-  abi::thread_attrs a;
+  abi::thread_attrs a, pub;
+  pub.lane_id = kLazyAttrs;
   tls.lane = nullptr;
   tls.launch = L;
   tls.group = G;
-  if (track) tls.attrs = &a;
+  if (track) tls.attrs = &pub;
   publish_attrs(G);
   const uint32_t sx = G->size[0], sy = G->size[1];
   const uint32_t bx = G->id[0] * L->threads_per_threadgroup[0];
@@ -961,6 +1004,7 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
         a.index = idx;
         a.lane_id = idx & 31u;
         a.simd_id = idx >> 5;
+        if (track) pub.index = idx;
         body(static_cast<const abi::thread_attrs &>(a));
       }
     }

@@ -29,6 +29,9 @@
 
 #include "mgsim_types.h"
 
+// Inlined even at -O1 (work-item units): a call would cost as much as the function.
+#define MGSIM_MATH_INL inline __attribute__((always_inline))
+
 namespace mgsim {
 namespace lang {
 namespace math {
@@ -192,6 +195,81 @@ inline double tanpi_d(double x) {
   return __builtin_tan(3.141592653589793 * r);
 }
 
+// --- exp and exp2 of float without a libm call, bit for bit as float(exp(double(x))) ---
+// A libm call per element was half of a softmax's time. For a result in the normal float range,
+// exp_tail computes 2^(k/64) · e^r in double (k = round(64·x/ln2), |r| ≤ ln2/128; a table of
+// 2^(j/64) and a degree-5 polynomial: within 2 double ulps of the true value, and libm's exp within
+// 1) and rounds it to float. Where that double lies within 256 double ulps of a halfway point
+// between two floats (about 1 input in 4 million), the libm expression decides instead, so both
+// round alike and the result is the one the libm path gives. test/native/prelude/run.sh
+// --exhaustive compares all 2^32 floats.
+alignas(64) inline constexpr double exp2_64th[64] = {
+    0x1.0000000000000p+0, 0x1.02c9a3e778061p+0, 0x1.059b0d3158574p+0, 0x1.0874518759bc8p+0,
+    0x1.0b5586cf9890fp+0, 0x1.0e3ec32d3d1a2p+0, 0x1.11301d0125b51p+0, 0x1.1429aaea92de0p+0,
+    0x1.172b83c7d517bp+0, 0x1.1a35beb6fcb75p+0, 0x1.1d4873168b9aap+0, 0x1.2063b88628cd6p+0,
+    0x1.2387a6e756238p+0, 0x1.26b4565e27cddp+0, 0x1.29e9df51fdee1p+0, 0x1.2d285a6e4030bp+0,
+    0x1.306fe0a31b715p+0, 0x1.33c08b26416ffp+0, 0x1.371a7373aa9cbp+0, 0x1.3a7db34e59ff7p+0,
+    0x1.3dea64c123422p+0, 0x1.4160a21f72e2ap+0, 0x1.44e086061892dp+0, 0x1.486a2b5c13cd0p+0,
+    0x1.4bfdad5362a27p+0, 0x1.4f9b2769d2ca7p+0, 0x1.5342b569d4f82p+0, 0x1.56f4736b527dap+0,
+    0x1.5ab07dd485429p+0, 0x1.5e76f15ad2148p+0, 0x1.6247eb03a5585p+0, 0x1.6623882552225p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.6dfb23c651a2fp+0, 0x1.71f75e8ec5f74p+0, 0x1.75feb564267c9p+0,
+    0x1.7a11473eb0187p+0, 0x1.7e2f336cf4e62p+0, 0x1.82589994cce13p+0, 0x1.868d99b4492edp+0,
+    0x1.8ace5422aa0dbp+0, 0x1.8f1ae99157736p+0, 0x1.93737b0cdc5e5p+0, 0x1.97d829fde4e50p+0,
+    0x1.9c49182a3f090p+0, 0x1.a0c667b5de565p+0, 0x1.a5503b23e255dp+0, 0x1.a9e6b5579fdbfp+0,
+    0x1.ae89f995ad3adp+0, 0x1.b33a2b84f15fbp+0, 0x1.b7f76f2fb5e47p+0, 0x1.bcc1e904bc1d2p+0,
+    0x1.c199bdd85529cp+0, 0x1.c67f12e57d14bp+0, 0x1.cb720dcef9069p+0, 0x1.d072d4a07897cp+0,
+    0x1.d5818dcfba487p+0, 0x1.da9e603db3285p+0, 0x1.dfc97337b9b5fp+0, 0x1.e502ee78b3ff6p+0,
+    0x1.ea4afa2a490dap+0, 0x1.efa1bee615a27p+0, 0x1.f50765b6e4540p+0, 0x1.fa7c1819e90d8p+0,
+};
+MGSIM_MATH_INL double exp_tail(double kd0, double r) {
+  // kd0 = k + 1.5·2^52: k sits in the low mantissa bits (two's complement for k < 0).
+  const int64_t k = int64_t(detail::bits_as<uint64_t>(kd0) << 13) >> 13;
+  const double r2 = r * r;
+  const double p = r + r2 * ((0.5 + r * (1.0 / 6)) + r2 * ((1.0 / 24) + r * (1.0 / 120)));
+  const double s = detail::bits_as<double>(detail::bits_as<uint64_t>(exp2_64th[k & 63]) + (uint64_t(k >> 6) << 52));
+  return s + s * p;
+}
+// True when y (a normal double in the normal float range) rounds to float the same way from
+// anywhere within 256 of its ulps.
+MGSIM_MATH_INL bool rounds_clearly(double y) {
+  return uint32_t((uint32_t(detail::bits_as<uint64_t>(y)) & 0x1fffffffu) - (0x10000000u - 256u)) >= 512u;
+}
+__attribute__((noinline)) inline float exp_libm(float x) { return float(__builtin_exp(double(x))); }
+__attribute__((noinline)) inline float exp2_libm(float x) { return float(__builtin_exp2(double(x))); }
+MGSIM_MATH_INL float exp_float(float x) {
+  if (__builtin_expect(!(x > -87.0f && x < 88.0f), 0)) return exp_libm(x);  // also NaN
+  constexpr double shift = 0x1.8p52;
+  const double kd0 = double(x) * 0x1.71547652b82fep+6 + shift;  // 64/ln2
+  const double kd = kd0 - shift;
+  // ln2/64 = L1 + L2, L1 with 33 significant bits: kd·L1 (|k| < 2^13) is exact.
+  const double r = (double(x) - kd * 0x1.62e42fefp-7) - kd * 0x1.473de6af278edp-40;
+  const double y = exp_tail(kd0, r);
+  return __builtin_expect(rounds_clearly(y), 1) ? float(y) : exp_libm(x);
+}
+MGSIM_MATH_INL float exp2_float(float x) {
+  if (__builtin_expect(!(x > -126.0f && x < 128.0f), 0)) return exp2_libm(x);  // also NaN
+  constexpr double shift = 0x1.8p52;
+  const double kd0 = double(x) * 64.0 + shift;
+  const double kd = kd0 - shift;
+  // x − k/64 is exact in double; r·ln2 is within an ulp of r's.
+  const double y = exp_tail(kd0, (double(x) - kd * 0.015625) * 0x1.62e42fefa39efp-1);
+  return __builtin_expect(rounds_clearly(y), 1) ? float(y) : exp2_libm(x);
+}
+struct fn_exp {
+  template <class E>
+  static E call(E a) {
+    if constexpr (std::is_same<E, float>::value) return exp_float(a);
+    else return from_double<E>(__builtin_exp(double(a)));
+  }
+};
+struct fn_exp2 {
+  template <class E>
+  static E call(E a) {
+    if constexpr (std::is_same<E, float>::value) return exp2_float(a);
+    else return from_double<E>(__builtin_exp2(double(a)));
+  }
+};
+
 // --- element functions ---
 #define MGSIM_FN1(NAME, EXPR)                                                                      \
   struct fn_##NAME {                                                                               \
@@ -219,8 +297,6 @@ MGSIM_FN1(ceil, __builtin_ceil(x))
 MGSIM_FN1(cos, __builtin_cos(x))
 MGSIM_FN1(cosh, __builtin_cosh(x))
 MGSIM_FN1(cospi, cospi_d(x))
-MGSIM_FN1(exp, __builtin_exp(x))
-MGSIM_FN1(exp2, __builtin_exp2(x))
 MGSIM_FN1(exp10, __builtin_pow(10.0, x))
 MGSIM_FN1(fabs, __builtin_fabs(x))
 MGSIM_FN1(floor, __builtin_floor(x))

@@ -8,6 +8,11 @@
 
 // <cmath>, not <math.h>: libstdc++'s <math.h> injects std::'s integer-argument templates into the
 // global namespace, where they tie with metal::'s (pow(x, 2), floor(i), sqrt(2), fmax(x, 0)).
+// Without libstdc++'s C++17 special functions (std::beta, std::riemann_zeta ...: not MSL), whose
+// templates its <cmath> instantiates at the end of every translation unit: 15 ms of each compile.
+#ifndef _GLIBCXX_BITS_SPECFUN_H
+#define _GLIBCXX_BITS_SPECFUN_H 1
+#endif
 #include <cmath>
 #include <stddef.h>
 #include <stdint.h>

@@ -50,6 +50,13 @@ kernel void dev_raw(device float* out [[buffer(0)]], device float* res [[buffer(
   out[lid] = float(lid);
   res[gid] = out[(lid + 32u) % 64u] + simd_sum(1.0f);
 }
+// As dev_raw, through a buffer declared const (written through a cast): its reads are compared again
+// once it is written. (A write through a cast carries no source line.)
+kernel void dev_raw_const(device const float* out [[buffer(0)]], device float* res [[buffer(1)]],
+                          uint lid [[thread_index_in_threadgroup]], uint gid [[thread_position_in_grid]]) {
+  ((device float*)out)[lid] = float(lid);
+  res[gid] = out[(lid + 32u) % 64u] + simd_sum(1.0f);
+}
 // Correct: a tree reduction with barriers, atomics, one writer per output, a benign same-value write.
 kernel void clean(device const float* in [[buffer(0)]], device float* out [[buffer(1)]],
                   device atomic_uint* count [[buffer(2)]], device uint* flag [[buffer(3)]],
@@ -111,6 +118,9 @@ static void run_all(const char *mode) {
   e = run1(lib, "dev_raw", 64, 64);
   CHECK(has(e, "race in kernel 'dev_raw': buffer(0) element", "read-after-write", "at line 42", "at line 41"),
         "%s: a device read of another simdgroup's write with no barrier between: %s", mode, e.c_str());
+  e = run1(lib, "dev_raw_const", 64, 64);
+  CHECK(has(e, "race in kernel 'dev_raw_const': buffer(0) element", "read-after-write", "at line 49"),
+        "%s: a device read of another simdgroup's write through a const buffer written by a cast: %s", mode, e.c_str());
   {
     auto *f = lib.fn("clean");
     std::vector<float> in = randf(256, 5), out(4, 0.0f);

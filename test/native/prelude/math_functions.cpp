@@ -2,7 +2,8 @@
 // C and C++ libraries' math declarations, result types, IEEE special values, accuracy against long
 // double (float: every function within 1 ulp and nearly always exact; half and bfloat: every one of
 // the 65,536 inputs exact), vector and mixed scalar/vector forms, integer functions against 128-bit
-// references, geometric and relational functions, constants.
+// references, geometric and relational functions, constants; exp and exp2 of float bit for bit as
+// the C library's double functions rounded to float (`math_functions --exhaustive`: all 2^32 floats).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -309,6 +310,63 @@ void test_accuracy() {
   }
 }
 
+// --- exp/exp2 of float: the same bits as float(exp(double(x))) (the prelude computes them in double
+// without libm and asks libm only near a rounding boundary) ---
+uint32_t f2u(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+float u2f(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+// How many floats with bits b = first, first + step, ... (below 2^32) differ from libm's rounding.
+long exp_mismatches(uint64_t first, uint64_t step, bool two) {
+  long bad = 0;
+  for (uint64_t b = first; b < (1ull << 32); b += step) {
+    const float x = u2f(uint32_t(b));
+    const float got = two ? metal::exp2(x) : metal::exp(x);
+    const float want = two ? float(std::exp2(double(x))) : float(std::exp(double(x)));
+    if (f2u(got) != f2u(want) && ++bad <= 3)
+      std::printf("  %s(%a) = %a, libm %a\n", two ? "exp2" : "exp", double(x), double(got), double(want));
+  }
+  return bad;
+}
+void test_exp_as_libm(bool exhaustive) {
+  // Inputs whose double result lies next to a float halfway point (1 + x near 1 + 2^-24): the
+  // libm path decides them; then the ends of the fast range, specials and a spread of bit patterns.
+  const float edge[] = {0x1.ffffep-25f, 0x1.ffffe2p-25f, 0x1.fffffep-25f, 0x1p-24f, 0x1.000002p-24f, 0x1.71546p-24f,
+                        0x1.715466p-24f, -87.0f, -86.99999f, 88.0f, 87.99999f, -126.0f, -125.99999f, 128.0f, 127.99999f,
+                        -87.5f, 88.5f, -103.9f, -149.0f, -150.0f, 0.0f, -0.0f, 1.0f, -1.0f, 0x1p-149f, 1e-30f,
+                        INFINITY, -INFINITY, NAN, -NAN, u2f(0x7fc01234u), u2f(0x7f801234u)};
+  long bad = 0;
+  for (float x : edge) {
+    for (int two = 0; two < 2; ++two) {
+      const float got = two ? metal::exp2(x) : metal::exp(x);
+      const float want = two ? float(std::exp2(double(x))) : float(std::exp(double(x)));
+      if (f2u(got) != f2u(want) && ++bad <= 3) std::printf("  %s(%a) = %a, libm %a\n", two ? "exp2" : "exp", double(x), double(got), double(want));
+    }
+  }
+  CHECK_F(bad == 0, "exp/exp2 at %ld edge inputs differ from libm's rounding", bad);
+  const uint64_t step = exhaustive ? 1 : 1021;
+  // Two threads split the range (the exhaustive sweep is about a CPU minute per function).
+  for (int two = 0; two < 2; ++two) {
+    std::atomic<long> total{0};
+    std::thread t([&] { total += exp_mismatches(0, 2 * step, two); });
+    total += exp_mismatches(step, 2 * step, two);
+    t.join();
+    CHECK_F(total == 0, "%s(float): %ld inputs differ from libm's rounding", two ? "exp2" : "exp", total.load());
+  }
+  // Vectors are the scalar function per component.
+  const float4 v(0x1.ffffe2p-25f, -3.5f, 87.5f, -INFINITY);
+  const float4 e = exp(v), e2 = exp2(v);
+  bool ok = true;
+  for (int i = 0; i < 4; ++i) ok = ok && f2u(e[i]) == f2u(float(std::exp(double(v[i])))) && f2u(e2[i]) == f2u(float(std::exp2(double(v[i]))));
+  CHECK(ok);
+}
+
 // --- vectors and mixed arguments are the scalar functions per component ---
 void test_vectors() {
   const float4 v(0.5f, -1.25f, 3.0f, 100.0f);
@@ -431,10 +489,11 @@ void test_constants() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char **argv) {
   test_unqualified_calls();
   test_special_values();
   test_accuracy();
+  test_exp_as_libm(argc > 1 && std::strcmp(argv[1], "--exhaustive") == 0);
   test_vectors();
   std::mt19937_64 rng(5);
   test_integer_type<char>(rng);
