@@ -16,11 +16,13 @@ namespace mgcpu {
 namespace avx2 {
 #define MG_FMA 1
 #define MG_F16C 1
+#define MG_VECTOR_ONLY 1
 #include "kernels_impl.h"
 #include "fft_impl.h"
 #include "quant_impl.h"
 #undef MG_FMA
 #undef MG_F16C
+#undef MG_VECTOR_ONLY
 constexpr int MR32 = 6, NV32 = 2, MR64 = 6, NV64 = 2;  // 12 ymm accumulators: 6×16 / 6×8
 }  // namespace avx2
 }  // namespace mgcpu
@@ -28,11 +30,20 @@ constexpr int MR32 = 6, NV32 = 2, MR64 = 6, NV64 = 2;  // 12 ymm accumulators: 6
 
 namespace mgcpu {
 
+namespace {
+// The elementwise kernels compiled here are those wider vectors speed up (MG_VECTOR_ONLY,
+// kernels_impl.h); the baseline table has the rest, from the same source.
+KernelFn kernel_avx2(int op, int dtype, int out) {
+  if (KernelFn f = avx2::kernel_impl(op, dtype, out)) return f;
+  return isa_baseline().kernel(op, dtype, out);
+}
+}  // namespace
+
 const Isa &isa_avx2() {
   using namespace avx2;
   static const Isa table = {
       "avx2",
-      kernel_impl, load_impl, store_impl, round_grid_impl, reduce_run_impl, reduce_rows_impl,
+      kernel_avx2, load_impl, store_impl, round_grid_impl, reduce_run_impl, reduce_rows_impl,
       softmax_row_impl, exp_row_f32_impl, gemm_ukernel_f32<MR32, NV32>, gemm_ukernel_f64<MR64, NV64>,
       MR32, NV32 * VF, MR64, NV64 * VD, random_bits_impl, fft_lines_impl, qdequant_f32_impl, qdot_f32_impl, qaxpy_f32_impl, qdot_fused_f32_impl,
   };
