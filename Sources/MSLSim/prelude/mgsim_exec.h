@@ -572,9 +572,18 @@ MGSIM_ALWAYS_INLINE bool tg_race_fast(const abi::check_binding *b, int64_t off, 
   return true;
 }
 
+// Checked accesses inline (-O1 and up), or call one out-of-line copy at tier 0 (-O0): there the
+// inlined body is never simplified, and a kernel whose every access carried it (a scatter's index
+// loads) grew to ~170 KB of code, e.g. 16 s of g++ CPU for one checked scatter family.
+#ifdef __OPTIMIZE__
+#define MGSIM_CHECK_INLINE MGSIM_ALWAYS_INLINE
+#else
+#define MGSIM_CHECK_INLINE MGSIM_NOINLINE inline
+#endif
+
 // True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes, and checks
 // races unless the access is atomic (`atomic`).
-MGSIM_ALWAYS_INLINE bool check_access(const abi::check_binding *b, const void *p, size_t bytes, bool write,
+MGSIM_CHECK_INLINE bool check_access(const abi::check_binding *b, const void *p, size_t bytes, bool write,
                                       uint32_t line = 0, const void *value = nullptr, bool atomic = false,
                                       bool sg = false) {
   if (!b) return true;
