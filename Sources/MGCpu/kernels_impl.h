@@ -534,6 +534,41 @@ static void k_via_d2(void *dst, const void *a, const void *b, const void *, int6
 #define CPLX2(expr) binary<C64, C64>([](cf av, cf bv) { cd a = to_cd(av), b = to_cd(bv); return to_cf(expr); })
 #define CPLXCMP(expr) binary<C64, Bool>([](cf av, cf bv) { cd a = to_cd(av), b = to_cd(bv); return uint8_t(expr); })
 
+// The math functions every real and bool dtype computes through double (the reference's number
+// path), shared by real_kernel and bool_kernel; nullptr for any other op.
+template <int D> static KernelFn math_via_double(int op) {
+  switch (op) {
+    case OpRsqrt: return VIAD1(OpRsqrt);
+    case OpSqrt: return VIAD1(OpSqrt);
+    case OpExp: return VIAD1(OpExp);
+    case OpExpm1: return VIAD1(OpExpm1);
+    case OpLog: return VIAD1(OpLog);
+    case OpLog2: return VIAD1(OpLog2);
+    case OpLog10: return VIAD1(OpLog10);
+    case OpLog1p: return VIAD1(OpLog1p);
+    case OpSin: return VIAD1(OpSin);
+    case OpCos: return VIAD1(OpCos);
+    case OpTan: return VIAD1(OpTan);
+    case OpArcSin: return VIAD1(OpArcSin);
+    case OpArcCos: return VIAD1(OpArcCos);
+    case OpArcTan: return VIAD1(OpArcTan);
+    case OpSinh: return VIAD1(OpSinh);
+    case OpCosh: return VIAD1(OpCosh);
+    case OpTanh: return VIAD1(OpTanh);
+    case OpArcSinh: return VIAD1(OpArcSinh);
+    case OpArcCosh: return VIAD1(OpArcCosh);
+    case OpArcTanh: return VIAD1(OpArcTanh);
+    case OpSigmoid: return VIAD1(OpSigmoid);
+    case OpErf: return VIAD1(OpErf);
+    case OpErfInv: return VIAD1(OpErfInv);
+    case OpDivide: return VIAD2(OpDivide);
+    case OpPower: return VIAD2(OpPower);
+    case OpLogAddExp: return VIAD2(OpLogAddExp);
+    case OpArcTan2: return VIAD2(OpArcTan2);
+    default: return nullptr;
+  }
+}
+
 #if !MG_VECTOR_ONLY
 static KernelFn complex_kernel(int op, int out) {
   if (op >= FirstBinary && op < FirstTernary && out == Bool) {
@@ -765,40 +800,13 @@ template <int D> static KernelFn real_kernel(int op, int out) {
   }
   if constexpr (F || INT) {
     switch (op) {
-      case OpRsqrt: return VIAD1(OpRsqrt);
-      case OpSqrt: return VIAD1(OpSqrt);
-      case OpExp: return VIAD1(OpExp);
-      case OpExpm1: return VIAD1(OpExpm1);
-      case OpLog: return VIAD1(OpLog);
-      case OpLog2: return VIAD1(OpLog2);
-      case OpLog10: return VIAD1(OpLog10);
-      case OpLog1p: return VIAD1(OpLog1p);
-      case OpSin: return VIAD1(OpSin);
-      case OpCos: return VIAD1(OpCos);
-      case OpTan: return VIAD1(OpTan);
-      case OpArcSin: return VIAD1(OpArcSin);
-      case OpArcCos: return VIAD1(OpArcCos);
-      case OpArcTan: return VIAD1(OpArcTan);
-      case OpSinh: return VIAD1(OpSinh);
-      case OpCosh: return VIAD1(OpCosh);
-      case OpTanh: return VIAD1(OpTanh);
-      case OpArcSinh: return VIAD1(OpArcSinh);
-      case OpArcCosh: return VIAD1(OpArcCosh);
-      case OpArcTanh: return VIAD1(OpArcTanh);
-      case OpSigmoid: return VIAD1(OpSigmoid);
-      case OpErf: return VIAD1(OpErf);
-      case OpErfInv: return VIAD1(OpErfInv);
       case OpConjugate: return VIAD1(OpConjugate);
       case OpReal: return VIAD1(OpReal);
       case OpImag: return unary<D, D>([](R<D>) { return from_d<D>(0.0); });
       case OpBitwiseInvert: return VIAD1(OpBitwiseInvert);
-      case OpDivide: return VIAD2(OpDivide);
       case OpRemainder: return VIAD2(OpRemainder);
       case OpFloorDivide: return VIAD2(OpFloorDivide);
-      case OpPower: return VIAD2(OpPower);
-      case OpLogAddExp: return VIAD2(OpLogAddExp);
-      case OpArcTan2: return VIAD2(OpArcTan2);
-      default: return nullptr;
+      default: return math_via_double<D>(op);
     }
   }
   return nullptr;
@@ -828,41 +836,14 @@ static KernelFn bool_kernel(int op, int out) {
     default: break;
   }
   switch (op) {
-    case OpRsqrt: return VIAD1(OpRsqrt);
-    case OpSqrt: return VIAD1(OpSqrt);
-    case OpExp: return VIAD1(OpExp);
-    case OpExpm1: return VIAD1(OpExpm1);
-    case OpLog: return VIAD1(OpLog);
-    case OpLog2: return VIAD1(OpLog2);
-    case OpLog10: return VIAD1(OpLog10);
-    case OpLog1p: return VIAD1(OpLog1p);
-    case OpSin: return VIAD1(OpSin);
-    case OpCos: return VIAD1(OpCos);
-    case OpTan: return VIAD1(OpTan);
-    case OpArcSin: return VIAD1(OpArcSin);
-    case OpArcCos: return VIAD1(OpArcCos);
-    case OpArcTan: return VIAD1(OpArcTan);
-    case OpSinh: return VIAD1(OpSinh);
-    case OpCosh: return VIAD1(OpCosh);
-    case OpTanh: return VIAD1(OpTanh);
-    case OpArcSinh: return VIAD1(OpArcSinh);
-    case OpArcCosh: return VIAD1(OpArcCosh);
-    case OpArcTanh: return VIAD1(OpArcTanh);
-    case OpSigmoid: return VIAD1(OpSigmoid);
-    case OpErf: return VIAD1(OpErf);
-    case OpErfInv: return VIAD1(OpErfInv);
-    case OpDivide: return VIAD2(OpDivide);
     // bool is an integer type: x // 0 = 0, x % 0 = x
     case OpRemainder: case OpDivModRemainder:
       return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return y ? uint8_t(0) : x; });
     case OpFloorDivide: case OpDivModQuotient:
       return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return y ? x : uint8_t(0); });
-    case OpPower: return VIAD2(OpPower);
-    case OpLogAddExp: return VIAD2(OpLogAddExp);
-    case OpArcTan2: return VIAD2(OpArcTan2);
     case OpLeftShift: return VIAD2(OpLeftShift);
     case OpRightShift: return VIAD2(OpRightShift);
-    default: return nullptr;
+    default: return math_via_double<D>(op);
   }
 }
 
