@@ -8,7 +8,8 @@ import { Precision, tracing } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes, Pipeline, Size3 } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
-import { type KernelInstance, kernelPipeline, kernelSource, prepareSources, sourcePipeline } from "./kernels.ts";
+import { fusedHeader } from "./fused-header.ts";
+import { type KernelInstance, kernelPipeline, prepareSources, sourcePipeline } from "./kernels.ts";
 import { elementwiseGrid, linearThreadgroup } from "./launch.ts";
 import { elementwise, type ElementwiseRule, gpuRules, registerGpu } from "./registry.ts";
 
@@ -309,6 +310,8 @@ export interface FusedKernel {
   kernel: string;
   /** Header + kernel: a complete library source. */
   source: string;
+  /** The functors it calls (its header holds what they need: fusedHeader). */
+  functors: string[];
   inputs: MgArray[];
   inputAccess: Access[];
   outputs: MgArray[];
@@ -382,11 +385,14 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
   params.push(`    constant const int64_t& size [[buffer(${b++})]]`);
   params.push("    uint2 gid [[thread_position_in_grid]]");
   params.push("    uint2 grid [[threads_per_grid]]");
+  const functors: string[] = [];
   region.nodes.forEach((node, k) => {
     const out = node.outputs[0]!;
     const t = mslType(out.dtype, node.primitive.name);
     const args = node.inputs.map((i) => names.get(i)!);
-    lines.push(`  const ${t} t${k} = ${functorOf(node)}()(${args.join(", ")});  // ${node.primitive.name} -> ${out.dtype.name}`);
+    const f = functorOf(node);
+    functors.push(f);
+    lines.push(`  const ${t} t${k} = ${f}()(${args.join(", ")});  // ${node.primitive.name} -> ${out.dtype.name}`);
     names.set(out, `t${k}`);
   });
   region.outputs.forEach((o, k) => lines.push(`  out${k}[i] = ${names.get(o)!};`));
@@ -400,7 +406,7 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
   const hash = Bun.hash(`${signature}\n${body}`).toString(16);
   const name = `mg_fused_${hash}`;
   const kernel = `// ${region.nodes.map((x) => x.primitive.name).join(" -> ")} over shape (${outShape.join(",")})\n[[kernel]] void ${name}(\n${signature}) {\n${body}\n}\n`;
-  return { name, kernel, source: `${kernelSource("elementwise_ops.h")}\n\n${kernel}`, inputs, inputAccess: access, outputs: region.outputs, strided, general, large };
+  return { name, kernel, source: `${fusedHeader(functors)}\n\n${kernel}`, functors, inputs, inputAccess: access, outputs: region.outputs, strided, general, large };
 }
 
 /** Compiles the kernels of regions whose input layouts can be predicted, all in one library. */
@@ -410,7 +416,7 @@ export function prepareFused(regions: readonly Region[]): void {
     const k = generateFused(r, predictedAccess);
     if (k) kernels.push(k);
   }
-  prepareSources(kernelSource("elementwise_ops.h"), kernels.map((k) => ({ name: k.name, kernel: k.kernel })));
+  prepareSources(fusedHeader(kernels.flatMap((k) => k.functors)), kernels.map((k) => ({ name: k.name, kernel: k.kernel })));
 }
 
 /** Which inputs each output of a fused kernel is computed from (bit k: input binding k), so a
