@@ -9,7 +9,7 @@ import type { BufferBinding, InlineBytes, Pipeline, Size3 } from "../runtime.ts"
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
 import { fusedHeader } from "./fused-header.ts";
-import { PROGRAM_INPUTS, PROGRAM_NAME, PROGRAM_OUTPUTS, programSource, programWords } from "./fused-program.ts";
+import { PROGRAM_BUFFERS, PROGRAM_NAME, programSource, programWords } from "./fused-program.ts";
 import { type KernelInstance, kernelPipeline, prepareSources, sourcePipeline } from "./kernels.ts";
 import { elementwiseGrid, linearThreadgroup } from "./launch.ts";
 import { elementwise, type ElementwiseRule, gpuRules, registerGpu } from "./registry.ts";
@@ -433,7 +433,7 @@ function regionProgram(region: Region): { inputs: MgArray[]; words: number[] } |
   if (n > FUSED_GENERAL_MAX) return null;
   const inputs = regionInputs(region);
   if (needsLargeIndex(n, inputs)) return null;
-  const words = programWords(region.nodes, inputs, region.outputs, region.nodes.map(functorOf));
+  const words = programWords(region.nodes, inputs, region.outputs, region.nodes.map(functorOf), n);
   return words ? { inputs, words } : null;
 }
 
@@ -469,18 +469,16 @@ function encodeProgram(enc: GpuEncoder, region: Region, inputs: readonly MgArray
   const n = out.size;
   const shape = out.shape;
   const ins: BoundArray[] = inputs.map((a, i) => enc.input(a, i));
-  const outs = region.outputs.map((o, i) => enc.outputInPlace(o, PROGRAM_INPUTS + i));
+  const outs = region.outputs.map((o, i) => enc.outputInPlace(o, inputs.length + i));
   const buffers: BufferBinding[] = [...ins, ...outs].map((x) => x.binding);
-  const spare = ins.length < PROGRAM_INPUTS || outs.length < PROGRAM_OUTPUTS ? enc.temporary(16) : null;
-  for (let k = ins.length; k < PROGRAM_INPUTS; k++) buffers.push({ index: k, buffer: spare!, access: "read" });
-  for (let k = outs.length; k < PROGRAM_OUTPUTS; k++) buffers.push({ index: PROGRAM_INPUTS + k, buffer: spare!, access: "read" });
-  let next = PROGRAM_INPUTS + PROGRAM_OUTPUTS;
+  const spare = buffers.length < PROGRAM_BUFFERS ? enc.temporary(16) : null;
+  for (let k = buffers.length; k < PROGRAM_BUFFERS; k++) buffers.push({ index: k, buffer: spare!, access: "read" });
+  let next = PROGRAM_BUFFERS;
   const bytes = [
     int32Bytes(next++, shape),
     int64Bytes(next++, ins.flatMap((bnd, i) => generalStrides(shape, bnd, accessOf(inputs[i]!, n), true))),
     int32Bytes(next++, [shape.length]),
     int64Bytes(next++, ins.map((bnd) => bnd.base)),
-    int64Bytes(next++, [n]),
     int32Bytes(next++, words),
   ];
   const grid = elementwiseGrid(n);

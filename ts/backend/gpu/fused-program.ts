@@ -4,16 +4,16 @@
 // the same functors of elementwise_ops.h on values of the same types, so its results equal the
 // generated kernel's bit for bit; the trace names it (kernel mg_fused_program, layout "fused
 // general": every input read through its strides). Regions it does not cover (other dtypes or
-// functors, large outputs or indices, more buffers or values than it holds) and checked mode,
-// whose kernels are checked one by one, use their generated kernel.
+// functors, large outputs or indices, more buffers or values than it holds) use their generated
+// kernel, as every region does with MG_FUSED_PROGRAM=0.
 import { bool_, type Dtype, float32, int32 } from "../../core/dtype.ts";
 import type { MgArray, Node } from "../../core/array.ts";
 import { kernelSource } from "./kernels.ts";
 
-/** Register slots and buffers of the interpreter (inputs, outputs). */
-export const PROGRAM_REGISTERS = 64;
-export const PROGRAM_INPUTS = 8;
-export const PROGRAM_OUTPUTS = 4;
+/** Registers and buffers of the interpreter: inputs come first, then outputs (as in a generated
+ *  kernel); with shapes, strides, sizes and the program, Metal's 31 buffer slots. */
+export const PROGRAM_REGISTERS = 128;
+export const PROGRAM_BUFFERS = 26;
 export const PROGRAM_NAME = "mg_fused_program";
 
 // Value types: float32, int32, bool (registers hold their bits in a ulong).
@@ -59,14 +59,11 @@ let source: string | undefined;
 export function programSource(): string {
   if (source !== undefined) return source;
   const slots = (n: number, f: (k: number) => string) => Array.from({ length: n }, (_, k) => f(k));
-  const params = [
-    ...slots(PROGRAM_INPUTS, (k) => `    device const uchar* in${k} [[buffer(${k})]]`),
-    ...slots(PROGRAM_OUTPUTS, (k) => `    device uchar* out${k} [[buffer(${PROGRAM_INPUTS + k})]]`),
-  ];
-  let b = PROGRAM_INPUTS + PROGRAM_OUTPUTS;
+  const params = slots(PROGRAM_BUFFERS, (k) => `    device uchar* io${k} [[buffer(${k})]]`);
+  let b = PROGRAM_BUFFERS;
   params.push(`    constant const int* shape [[buffer(${b++})]]`, `    constant const int64_t* strides [[buffer(${b++})]]`,
     `    constant const int& ndim [[buffer(${b++})]]`, `    constant const int64_t* bases [[buffer(${b++})]]`,
-    `    constant const int64_t& size [[buffer(${b++})]]`, `    constant const uint* prog [[buffer(${b++})]]`,
+    `    constant const uint* prog [[buffer(${b++})]]`,
     "    uint2 gid [[thread_position_in_grid]]", "    uint2 grid [[threads_per_grid]]");
   const cases = OPS.map((o, k) => {
     const regs = ["a", "b", "c"];
@@ -77,22 +74,22 @@ export function programSource(): string {
   const pick = (prefix: string, n: number) => slots(n - 1, (k) => `k == ${k} ? ${prefix}${k} : `).join("") + `${prefix}${n - 1}`;
   source = `${kernelSource("elementwise_ops.h")}
 
-// prog: inputs, outputs, instructions; each input's type; each output's register and type; then
-// per instruction its opcode and (destination | a << 8 | b << 16 | c << 24) registers.
+// prog: inputs, outputs, instructions, elements; each input's type; each output's register and
+// type; then per instruction its opcode and (destination | a << 8 | b << 16 | c << 24) registers.
 [[kernel]] void ${PROGRAM_NAME}(
 ${params.join(",\n")}) {
   typedef uint IdxT;
   IdxT i = IdxT(gid.y) * IdxT(grid.x) + IdxT(gid.x);
-  if (int64_t(i) >= size) return;
+  if (i >= prog[3]) return;
   ulong r[${PROGRAM_REGISTERS}];
   const uint nin = prog[0], nout = prog[1], nops = prog[2];
   for (uint k = 0; k < nin; ++k) {
     const IdxT loc = IdxT(bases[k]) + elem_to_loc<IdxT>(i, shape, strides + k * ndim, ndim);
-    device const uchar* p = ${pick("in", PROGRAM_INPUTS)};
-    const uint t = prog[3 + k];
+    device const uchar* p = ${pick("io", PROGRAM_BUFFERS)};
+    const uint t = prog[4 + k];
     r[k] = t == ${F} ? ${loadInput(F)} : t == ${I} ? ${loadInput(I)} : ${loadInput(B)};
   }
-  uint pc = 3 + nin + 2 * nout;
+  uint pc = 4 + nin + 2 * nout;
   for (uint j = 0; j < nops; ++j, pc += 2) {
     const uint w = prog[pc + 1];
     const uint d = w & 255u, a = (w >> 8) & 255u, b = (w >> 16) & 255u, c = w >> 24;
@@ -104,9 +101,10 @@ ${cases.join("\n")}
     }
   }
   for (uint k = 0; k < nout; ++k) {
-    const ulong v = r[prog[3 + nin + 2 * k]];
-    const uint t = prog[4 + nin + 2 * k];
-    device uchar* p = ${pick("out", PROGRAM_OUTPUTS)};
+    const ulong v = r[prog[4 + nin + 2 * k]];
+    const uint t = prog[5 + nin + 2 * k];
+    const uint s = nin + k;
+    device uchar* p = ${pick("io", PROGRAM_BUFFERS).replace(/k ==/g, "s ==")};
     if (t == ${F}) ((device float*)p)[i] = ${load(F, "v")};
     else if (t == ${I}) ((device int32_t*)p)[i] = ${load(I, "v")};
     else ((device bool*)p)[i] = ${load(B, "v")};
@@ -118,12 +116,12 @@ ${cases.join("\n")}
 
 /** A region (nodes in dependency order reading `inputs`, writing `outputs`; `functors[k]` is node
  *  k's) as the interpreter's program words, or null when the interpreter does not cover it. */
-export function programWords(nodes: readonly Node[], inputs: readonly MgArray[], outputs: readonly MgArray[], functors: readonly string[]): number[] | null {
-  if (process.env.MG_SIM_CHECK === "1" || process.env.MG_FUSED_PROGRAM === "0") return null;
-  if (inputs.length === 0 || inputs.length > PROGRAM_INPUTS || outputs.length > PROGRAM_OUTPUTS) return null;
+export function programWords(nodes: readonly Node[], inputs: readonly MgArray[], outputs: readonly MgArray[], functors: readonly string[], size: number): number[] | null {
+  if (process.env.MG_FUSED_PROGRAM === "0") return null;
+  if (inputs.length === 0 || inputs.length + outputs.length > PROGRAM_BUFFERS) return null;
   if (inputs.length + nodes.length > PROGRAM_REGISTERS) return null;
   const reg = new Map<MgArray, number>();
-  const words: number[] = [inputs.length, outputs.length, nodes.length];
+  const words: number[] = [inputs.length, outputs.length, nodes.length, size];
   for (const a of inputs) {
     const t = CODE.get(a.dtype);
     if (t === undefined) return null;
