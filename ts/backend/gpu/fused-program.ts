@@ -1,4 +1,4 @@
-// Small fused regions on the simulator without a compile of their own: one kernel interprets a
+// Small fused regions without a compile of their own: one kernel interprets a
 // region as a program (a list of functor calls over registers), so the thousands of distinct
 // small chains a test suite fuses stop costing a simulator compile (~60 ms of CPU) each. It calls
 // the same functors of elementwise_ops.h on values of the same types, so its results equal the
