@@ -713,12 +713,14 @@ void keep_request(Module &m, const std::string &source, const mgsim_compile_opti
   m.options.macro_count = n;
   m.options.macro_names = n ? m.macro_names.data() : nullptr;
   m.options.macro_values = n && options->macro_values ? m.macro_values.data() : nullptr;
+  m.kernel_tiers.reset(new Module::KernelTier[m.desc->n_kernels]);
 }
 
 }  // namespace
 
 std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compile_options *options,
-                                    std::string &error, bool promoting) {
+                                    std::string &error, bool promoting,
+                                    const std::vector<std::string> *only_kernels) {
   const CompilerConfig &cc = compiler();
   int math_mode = options ? options->math_mode : MGSIM_MATH_SAFE;
   if (math_mode < MGSIM_MATH_SAFE || math_mode > MGSIM_MATH_FAST) {
@@ -736,6 +738,7 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   const uint32_t lv = options && options->language_version ? options->language_version : 0x30002u;
   const uint32_t version = (lv >> 16) * 100 + (lv & 0xffffu) * 10;
   topt.language_version = version;
+  if (only_kernels) topt.only_kernels = *only_kernels;
   std::vector<PPMacro> macros = predefined_macros(version, math_mode);
   if (options) {
     if (options->macro_count < 0 || (options->macro_count > 0 && !options->macro_names)) {
@@ -780,11 +783,13 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
     h.add(m.has_value ? "=" + m.value : std::string("(none)"));
   }
   h.add(source);
-  const std::string key = h.hex();
   // The tier-0 object of the same unit (when its kind has one): compiled at -O0.
   Hasher h0 = h;
   h0.add("tier 0: -O0");
   const std::string key0 = h0.hex();
+  // A tier-up of some of the unit's kernels: an object of its own.
+  if (only_kernels) h.add("only the kernels: " + join(*only_kernels));
+  const std::string key = h.hex();
   const TierPolicy policy = promoting ? kFull : tier_policy();
 
   // Memory first, then disk; the optimised object before the tier-0 one (unless MG_SIM_OPT=0).
@@ -951,42 +956,62 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   return m;
 }
 
-Module *current_tier(Module *m) {
-  if (m->tier != 0) return m;
-  Module *p = m->promoted.load(std::memory_order_acquire);
-  return p ? p : m;
-}
-
-void tier0_ran(Module *m, uint64_t ns, uint64_t bytes) {
+void tier0_ran(Module *m, uint32_t index, uint64_t ns, uint64_t bytes) {
   stats().tier0_dispatches.fetch_add(1);
-  const uint64_t total = m->tier0_ns.fetch_add(ns) + ns;
+  const uint64_t limit = tier_up_ns();
+  const uint64_t total = m->kernel_tiers[index].ns.fetch_add(ns) + ns;
   const bool large = bytes >= (uint64_t(1) << 20) && ns >= 1000000;
-  if ((total < tier_up_ns() && !large) || tier_policy() == kTier0Only) return;
+  if ((total < limit && !large) || tier_policy() == kTier0Only) return;
   // One thread compiles; dispatches on other threads keep running the tier-0 object meanwhile.
   std::unique_lock<std::mutex> lock(m->promote_mu, std::try_to_lock);
-  if (!lock.owns_lock() || m->promote_failed || m->promoted.load()) return;
+  if (!lock.owns_lock() || m->promote_failed || m->kernel_tiers[index].kernel.load()) return;
+  // This kernel, and those of the unit's others that ran half as long (they are on their way).
+  const uint32_t n = m->desc->n_kernels;
+  std::vector<uint32_t> chosen;
+  std::vector<std::string> names;
+  uint32_t unpromoted = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const Module::KernelTier &kt = m->kernel_tiers[i];
+    if (kt.kernel.load()) continue;
+    ++unpromoted;
+    if (i == index || kt.ns.load() >= limit / 2) {
+      chosen.push_back(i);
+      names.push_back(m->desc->kernels[i].name);
+    }
+  }
   std::string error;
   std::shared_ptr<Module> full;
   try {
-    full = load_module(m->source, &m->options, error, /*promoting=*/true);
+    // All of them (the usual case for a unit of one kernel): the unit's own optimised object.
+    full = load_module(m->source, &m->options, error, /*promoting=*/true,
+                       chosen.size() == unpromoted && unpromoted == n ? nullptr : &names);
   } catch (const std::exception &e) {
     error = e.what();
   }
-  if (!full || full->desc->n_kernels != m->desc->n_kernels || full->desc->n_fconsts != m->desc->n_fconsts) {
+  if (!full || full->desc->n_fconsts != m->desc->n_fconsts) {
     // Not expected (the same source compiled at tier 0): say so, keep running tier 0.
     m->promote_failed = true;
     log_compiler_run("tierup-failed", 0, 0, m->key + ": " + (error.empty() ? "kernel tables differ" : error));
     return;
   }
-  for (uint32_t i = 0; i < m->desc->n_kernels; ++i) {
-    if (strcmp(full->desc->kernels[i].name, m->desc->kernels[i].name) != 0) {
+  std::vector<const abi::kernel_desc *> found;
+  for (uint32_t i : chosen) {
+    const abi::kernel_desc *k = nullptr;
+    for (uint32_t j = 0; j < full->desc->n_kernels && !k; ++j)
+      if (strcmp(full->desc->kernels[j].name, m->desc->kernels[i].name) == 0) k = &full->desc->kernels[j];
+    if (!k) {
       m->promote_failed = true;
       log_compiler_run("tierup-failed", 0, 0, m->key + ": kernel tables differ");
       return;
     }
+    found.push_back(k);
   }
-  m->promoted_owner = full;
-  m->promoted.store(full.get(), std::memory_order_release);
+  m->promoted_owners.push_back(full);
+  for (size_t c = 0; c < chosen.size(); ++c) {
+    Module::KernelTier &kt = m->kernel_tiers[chosen[c]];
+    kt.module = full.get();
+    kt.kernel.store(found[c], std::memory_order_release);
+  }
   stats().tier_promotions.fetch_add(1);
 }
 

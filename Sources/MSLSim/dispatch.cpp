@@ -931,22 +931,21 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
     return 1;
   }
   Module *lib_module = fn->library->module.get();
-  Module *module = current_tier(lib_module);
-  if (module == lib_module) {
-    if (lib_module->tier != 0) return run_dispatch_in(d, module, fn->kernel, error);
-    // Tier 0: the dispatch's time counts towards compiling the library optimised.
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    const int rc = run_dispatch_in(d, module, fn->kernel, error);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    uint64_t bytes = 0;
-    for (uint32_t n = 0; n < abi::kMaxBindings; ++n) bytes += d.buffers[n].length;
-    tier0_ran(lib_module, uint64_t(t1.tv_sec - t0.tv_sec) * 1000000000ull + uint64_t(t1.tv_nsec) - uint64_t(t0.tv_nsec),
-              bytes);
-    return rc;
-  }
-  // Promoted: the same kernel (same index, checked by name at promotion) in the optimised object.
-  return run_dispatch_in(d, module, &module->desc->kernels[fn->kernel - lib_module->desc->kernels], error);
+  if (lib_module->tier != 0) return run_dispatch_in(d, lib_module, fn->kernel, error);
+  // Tier 0: a promoted kernel runs in its optimised object (found by name at promotion); otherwise
+  // the dispatch's time counts towards compiling it optimised.
+  const uint32_t index = uint32_t(fn->kernel - lib_module->desc->kernels);
+  Module::KernelTier &kt = lib_module->kernel_tiers[index];
+  if (const abi::kernel_desc *k = kt.kernel.load(std::memory_order_acquire)) return run_dispatch_in(d, kt.module, k, error);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const int rc = run_dispatch_in(d, lib_module, fn->kernel, error);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  uint64_t bytes = 0;
+  for (uint32_t n = 0; n < abi::kMaxBindings; ++n) bytes += d.buffers[n].length;
+  tier0_ran(lib_module, index,
+            uint64_t(t1.tv_sec - t0.tv_sec) * 1000000000ull + uint64_t(t1.tv_nsec) - uint64_t(t0.tv_nsec), bytes);
+  return rc;
 }
 
 namespace {

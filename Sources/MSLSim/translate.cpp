@@ -1604,6 +1604,9 @@ class Translator {
       auto add = [&](const std::string &host_name, const std::string &call, const std::map<std::string, std::string> &tparams, int line) -> bool {
         for (auto &k : out.kernels)
           if (k.host_name == host_name) return error(line, "two kernels are named '" + host_name + "'");
+        if (!opt_.only_kernels.empty() &&
+            std::find(opt_.only_kernels.begin(), opt_.only_kernels.end(), host_name) == opt_.only_kernels.end())
+          return true;
         KernelInfo ki;
         ki.host_name = host_name;
         // Fully qualified: a kernel named like a metal:: function (divide, select, ...) is not
