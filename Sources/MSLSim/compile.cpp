@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -113,6 +114,25 @@ bool write_atomic(const std::string &path, const std::string &data) {
   if (!ok) unlink(tmp.c_str());
   return ok;
 }
+
+// An exclusive lock on a file in the cache (flock: released when the holder exits, however it exits).
+// Processes sharing a cache compile an object once: the CI's test workers start together and need
+// the same precompiled prelude and many of the same kernels, and a second compile of the same unit
+// cost as much CPU as the first. The others wait for the first and load its result.
+struct FileLock {
+  int fd = -1;
+  explicit FileLock(const std::string &path) {
+    fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+      while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+      }
+  }
+  ~FileLock() {
+    if (fd >= 0) close(fd);
+  }
+  FileLock(const FileLock &) = delete;
+  FileLock &operator=(const FileLock &) = delete;
+};
 
 struct CompilerConfig {
   std::string cxx;       // as configured (MG_SIM_CXX)
@@ -425,6 +445,9 @@ std::vector<std::string> prelude_include_flags(const std::string &prelude_dir, i
   std::string failed_marker = dir + "/.failed";
   if (file_exists(failed_marker)) return plain;
   if (!mkdir_p(dir)) return plain;
+  FileLock other_processes(dir + "/.lock");
+  if (file_exists(out) && file_exists(header)) return use;
+  if (file_exists(failed_marker)) return plain;
   std::string root;
   for (size_t i = 0; i < mgsim_prelude_file_count; ++i)
     if (strcmp(mgsim_prelude_files[i].name, "mgsim_prelude.h") == 0)
@@ -826,6 +849,11 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   std::lock_guard<std::mutex> kg(*key_lock);
   find(false, found);
   if (found) return found;
+  if (!find(true, found)) return nullptr;
+  if (found) return found;
+  // Another process compiling this unit now: wait for it, then load what it wrote.
+  mkdir_p(cache_directory() + "/locks");
+  FileLock other_processes(cache_directory() + "/locks/" + key + ".lock");
   if (!find(true, found)) return nullptr;
   if (found) return found;
   if (cc.resolved.empty()) {
