@@ -773,7 +773,7 @@ TierPolicy tier_policy() {
   return kFull;  // "full", "1", "2": compile at the optimisation level of each unit's kind at once
 }
 
-// Dispatch wall time (ns) a tier-0 object runs before it is compiled optimised (MG_SIM_TIER_UP_MS,
+// Dispatch CPU time (ns) a tier-0 kernel runs before it is compiled optimised (MG_SIM_TIER_UP_MS,
 // default 200 ms: about what an optimised compile of a work-item unit costs, so a kernel never
 // spends much more running slowly than the compile would have cost). A dispatch over at least 1 MiB
 // of buffers that ran 1 ms or more promotes at once: the kernel works on large data (tier 0 ran the

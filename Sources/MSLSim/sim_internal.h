@@ -36,7 +36,7 @@ struct Module {
   // sibling (checked sort.test.ts: the 13-dtype sort_block unit's tier-up took 6.2 CPU s, its 4
   // long-running dtypes 2.8 s) — and later dispatches of it run that object (this module owns it).
   struct KernelTier {
-    std::atomic<uint64_t> ns{0};                          // dispatch wall time at tier 0
+    std::atomic<uint64_t> ns{0};                          // dispatch CPU time at tier 0
     std::atomic<const abi::kernel_desc *> kernel{nullptr};  // set once: the optimised kernel
     Module *module = nullptr;                             // its object (written before `kernel`)
   };
@@ -83,7 +83,8 @@ Stats &stats();
 std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compile_options *options,
                                     std::string &error, bool promoting = false,
                                     const std::vector<std::string> *only_kernels = nullptr);
-// After a dispatch of kernel `index` of tier-0 module `m`, adds its time and promotes the kernel
+// After a dispatch of kernel `index` of tier-0 module `m`, adds its CPU time (all the threads that
+// ran it) and promotes the kernel
 // (with the module's other long-running ones) when its total reaches the limit, or at once when the
 // dispatch ran over large buffers (`bytes` bound). The kernel's later dispatches then run the
 // optimised object (m->kernel_tiers[index]).
