@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 9;
+constexpr uint32_t kVersion = 10;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -65,6 +65,10 @@ struct race_state {
   // The running kernel object's tls.attrs on this thread (set by the kernel when the threadgroup
   // starts): the current thread without a thread-local lookup per access.
   const thread_attrs *const *attrs_slot;
+  // A plain loop's running thread as a device race record's writer bits (group | epoch << 24 |
+  // thread << 36), set per thread by run_group_plain: a write's record is then this word, the
+  // access's line and bytes. 0 (fiber and work-item modes, untracked groups): looked up per access.
+  uint64_t who;
 };
 
 // What checked mode reports (host_api::race).
@@ -95,10 +99,11 @@ struct check_binding {
   race_state *rs;     // the worker's race_state (its copies of the bindings; null in launch::checks)
   const char *name;   // a threadgroup variable's name (null for buffers and threadgroup(n) memory)
   uint32_t kind;      // 0 device buffer, 1 threadgroup(n) memory, 2 threadgroup variable
-  // A buffer the kernel declares read-only (a pointer to const): the dispatch's flag, set by the
-  // first write through it (const cast away). Device reads are compared with recorded writes only,
-  // so until then a read has nothing to race with and skips the records. Null for other buffers.
-  uint32_t *written;
+  // A buffer the kernel declares read-only (a pointer to const): the dispatch's word holding its
+  // length until the first write through it (const cast away) sets it to 0. Device reads are
+  // compared with recorded writes only, so until then a read has nothing to race with and skips
+  // the records (and the word is the read's bounds). Null for other buffers.
+  uint64_t *unwritten_len;
 };
 
 struct launch {
@@ -383,6 +388,9 @@ inline const uint32_t *current_position() {
   return tls.attrs ? full_attrs(tls.attrs)->grid : none;
 }
 
+// A device race record's bytes field for a whole granule of 1 << gs bytes.
+MGSIM_ALWAYS_INLINE uint64_t gmask_bytes(uint32_t gs) { return (2u << ((1u << gs) - 1u)) - 1u; }
+
 // Race detection for one access (checked mode): compares with the last accesses recorded for
 // its bytes and records it. `value` is what a write stores (a write of the value already there is
 // not a conflict), or null.
@@ -432,6 +440,11 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
         }
       }
       if (write) {
+        // A record of a whole-granule write is the must-write check's proof that its bytes were
+        // written (check_elem marks no shadow): say so in the shadow before the record changes.
+        if (b->shadow && ebytes == gmask_bytes(gs)) {
+          for (uint64_t i = lo; i <= hi && i < b->length; ++i) __atomic_store_n(b->shadow + i, uint8_t(1), __ATOMIC_RELAXED);
+        }
         // Other bytes of the granule written by another thread: the record can no longer say who
         // wrote which (bytes 0: not compared again until a whole-granule write).
         const bool mine = (e & kWho) == who;
@@ -581,54 +594,120 @@ MGSIM_ALWAYS_INLINE bool tg_race_fast(const abi::check_binding *b, int64_t off, 
 #define MGSIM_CHECK_INLINE MGSIM_NOINLINE inline
 #endif
 
+// The running thread as a device race record's writer bits (group | interval << 24 | thread <<
+// 36), or 0 when unknown (device memory not tracked, or no thread published).
+MGSIM_ALWAYS_INLINE uint64_t current_writer(const abi::race_state *r) {
+  if (const uint64_t who = r->who) return who;
+  const abi::thread_attrs *a = r->attrs_slot ? *r->attrs_slot : nullptr;
+  if (!a || !r->group) return 0;
+  const uint64_t E = r->epoch < abi::kRaceEpochMax ? r->epoch : abi::kRaceEpochMax;
+  return uint64_t(r->group) | (E << 24) | (uint64_t(a->index & 1023u) << 36);
+}
+
+// Whether a whole-granule access by `who` can skip race_access (it would report nothing): the
+// granule was never written in this dispatch, or its writers are no longer compared (bytes 0),
+// or it was last written by this threadgroup in another barrier interval or by this very thread.
+MGSIM_ALWAYS_INLINE bool race_quiet(uint64_t e, uint64_t who) {
+  const uint64_t x = e ^ who;
+  return e == 0 || (e >> 60) == 0 ||
+         (!(x & 0xffffffu) && ((x & (uint64_t(4095) << 24)) || ((who >> 24) & 4095u) == abi::kRaceEpochMax ||
+                               !(x & (uint64_t(1023) << 36))));
+}
+
+// A checked pointer's copy of its binding's fields (a fat pointer): held by value, the compiler
+// keeps them in registers or stack slots across a kernel's accesses, where fields read through the
+// binding were reloaded after every record store (a uint64_t or byte store may alias them). A
+// binding's fields do not change while a kernel runs (a threadgroup variable's are set before its
+// first pointer is made). `limq` and `fast(w)` are for elements of the pointee's size.
+// ck::ulen of bindings without a read-only buffer's word (check_binding::unwritten_len): always 0
+// ("written"), so an access loads one word, never tests a pointer.
+inline uint64_t ck_ulen_written = 0;
+
+struct ck {
+  const abi::check_binding *b = nullptr;  // null: an unchecked pointer
+  char *base = nullptr;
+  uint64_t length = 0;
+  uint64_t *race = nullptr;    // device race records (null: threadgroup memory, or not tracked)
+  uint8_t *shadow = nullptr;   // written bytes of a must-write buffer
+  uint64_t *ulen = nullptr;    // check_binding::unwritten_len, else &ck_ulen_written
+  abi::race_state *rs = nullptr;
+  // Whole elements in the binding: check_elem's element index (the offset rotated right by
+  // log2 of the element size, huge when misaligned) is in bounds and aligned when below it.
+  uint64_t limq = 0;
+  // limq where check_elem's device write fast path applies (race records whose granule is the
+  // element, a race state, no read-only buffer's word to clear), else 0: one compare for both.
+  uint64_t limw = 0;
+  uint32_t gs = 0;             // log2 of the race records' granule
+  uint32_t fast = 0;           // the read fast path applies (race records, granule, race state)
+  ck() = default;
+  MGSIM_ALWAYS_INLINE ck(const abi::check_binding *bb, size_t elem) : b(bb) {
+    if (bb) {
+      base = bb->base;
+      length = bb->length;
+      race = bb->race;
+      shadow = bb->shadow;
+      ulen = bb->unwritten_len ? bb->unwritten_len : &ck_ulen_written;
+      rs = bb->rs;
+      gs = bb->granule_shift;
+      for_elem(elem);
+    }
+  }
+  // The same binding seen through a pointer to elements of `elem` bytes.
+  MGSIM_ALWAYS_INLINE ck as(size_t elem) const {
+    ck c = *this;
+    if (c.b) c.for_elem(elem);
+    return c;
+  }
+  MGSIM_ALWAYS_INLINE void for_elem(size_t elem) {
+    limq = elem ? length / elem : 0;
+    fast = race && rs && elem == (size_t(1) << gs) ? 1u : 0u;
+    limw = fast && ulen == &ck_ulen_written ? limq : 0;
+  }
+};
+
+// The bytes a pointer to T steps over (1 for void), for ck's per-element fields.
+template <class T>
+constexpr size_t ck_elem() {
+  if constexpr (std::is_void<T>::value) return 1;
+  else return sizeof(T);
+}
+
 // True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes, and checks
 // races unless the access is atomic (`atomic`).
-MGSIM_CHECK_INLINE bool check_access(const abi::check_binding *b, const void *p, size_t bytes, bool write,
-                                      uint32_t line = 0, const void *value = nullptr, bool atomic = false,
-                                      bool sg = false) {
+MGSIM_CHECK_INLINE bool check_access(const ck &k, const void *p, size_t bytes, bool write, uint32_t line = 0,
+                                      const void *value = nullptr, bool atomic = false, bool sg = false) {
+  const abi::check_binding *b = k.b;
   if (!b) return true;
   const char *c = static_cast<const char *>(p);
-  int64_t off = c - b->base;
-  if (bytes > b->length || uint64_t(off) > b->length - bytes) {
+  int64_t off = c - k.base;
+  if (bytes > k.length || uint64_t(off) > k.length - bytes) {
     b->host->violation(b, off, uint32_t(bytes), write ? 1 : 0, current_position());
     return false;
   }
-  if (write && b->shadow) {
-    uint8_t *s = b->shadow + off;
+  if (write && k.shadow) {
+    uint8_t *s = k.shadow + off;
     if (bytes == 4 && !(off & 3)) __atomic_store_n(reinterpret_cast<uint32_t *>(s), 0x01010101u, __ATOMIC_RELAXED);
     else if (bytes == 8 && !(off & 7)) __atomic_store_n(reinterpret_cast<uint64_t *>(s), 0x0101010101010101ull, __ATOMIC_RELAXED);
     else for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, uint8_t(1), __ATOMIC_RELAXED);
   }
   if (!atomic) {
-    if (b->race) {
-      if (uint32_t *w = b->written) {
-        if (!write) {
-          if (!__atomic_load_n(w, __ATOMIC_RELAXED)) return true;
-        } else if (!__atomic_load_n(w, __ATOMIC_RELAXED)) {
-          __atomic_store_n(w, 1u, __ATOMIC_RELAXED);
+    if (k.race) {
+      if (uint64_t *u = k.ulen) {  // null only in a default ck, whose b is null
+        if (__atomic_load_n(u, __ATOMIC_RELAXED)) {
+          if (!write) return true;  // a read-only buffer not written through
+          __atomic_store_n(u, uint64_t(0), __ATOMIC_RELAXED);
         }
       }
-      const uint32_t gs = b->granule_shift;
+      const uint32_t gs = k.gs;
       if (bytes == (1u << gs) && !(uint64_t(off) & ((1u << gs) - 1u))) {
-        uint64_t &slot = b->race[uint64_t(off) >> gs];
+        uint64_t &slot = k.race[uint64_t(off) >> gs];
         const uint64_t e = slot;
-        // Fast paths for a whole granule, where race_access would report nothing: never written in
-        // this dispatch, or its writers no longer compared (bytes 0), or last written by this
-        // threadgroup in another barrier interval or by this very thread. A read records nothing;
-        // a write records itself.
+        // A read records nothing; a write that conflicts with nothing records itself.
         if (!write && (e == 0 || (e >> 60) == 0)) return true;
-        const abi::race_state *r = b->rs;
-        const abi::thread_attrs *a = r && r->attrs_slot ? *r->attrs_slot : nullptr;
-        if (a && r->group) {
-          const uint64_t E = r->epoch < abi::kRaceEpochMax ? r->epoch : abi::kRaceEpochMax;
-          const uint64_t L = a->index & 1023u;
-          const bool quiet = e == 0 || (e >> 60) == 0 ||
-                             ((e & 0xffffffu) == r->group &&
-                              (((e >> 24) & 4095u) != E || E == abi::kRaceEpochMax || ((e >> 36) & 1023u) == L));
-          if (quiet) {
+        if (const uint64_t who = k.rs ? current_writer(k.rs) : 0) {
+          if (race_quiet(e, who)) {
             if (write)
-              slot = uint64_t(r->group) | (E << 24) | (L << 36) | (uint64_t(line < 16384u ? line : 0u) << 46) |
-                     (uint64_t((2u << ((1u << gs) - 1u)) - 1u) << 60);
+              slot = who | (uint64_t(line < 16384u ? line : 0u) << 46) | (uint64_t((2u << ((1u << gs) - 1u)) - 1u) << 60);
             return true;
           }
         }
@@ -642,6 +721,52 @@ MGSIM_CHECK_INLINE bool check_access(const abi::check_binding *b, const void *p,
     }
   }
   return true;
+}
+
+// One element's access through a checked pointer (T: the pointee), as check_access decides it.
+// The common cases take the fewest tests here: in bounds (one compare), a const buffer not written
+// through, and whole aligned granules of device (ck::fast) or threadgroup memory that conflict with
+// nothing. Everything else, and anything to report, goes to check_access, which repeats the
+// idempotent steps (the const buffer's flag). Out of line at tier 0, as check_access.
+template <class T>
+MGSIM_CHECK_INLINE bool check_elem(const ck &k, const T *q, bool write, uint32_t line, const void *value = nullptr) {
+  constexpr uint32_t n = uint32_t(sizeof(T));
+  if constexpr (n == 1 || n == 2 || n == 4) {
+    constexpr uint32_t sh = n == 4 ? 2u : n == 2 ? 1u : 0u;  // = the granule's log2 when k.fast
+    const uint64_t off = uint64_t(reinterpret_cast<const char *>(q) - k.base);
+    const uint64_t qi = sh ? (off >> sh) | (off << ((64u - sh) & 63u)) : off;
+    if (!write) {
+      // A read-only buffer not written through: nothing to race with (see check_access); its
+      // word is its length, so this is the bounds check too.
+      if (__builtin_expect(qi < (__atomic_load_n(k.ulen, __ATOMIC_RELAXED) >> sh), 1)) return true;
+      if (qi < k.limq) {
+        if (k.fast) {
+          const uint64_t e = k.race[qi];
+          if (e == 0 || (e >> 60) == 0) return true;
+          const uint64_t who = current_writer(k.rs);
+          if (who && race_quiet(e, who)) return true;
+        } else if (!k.race && k.b->tg) {
+          if (n == (1u << k.b->granule_shift) && tg_race_fast(k.b, int64_t(off), false, line)) return true;
+          race_access(k.b, int64_t(off), n, false, line, value);
+          return true;
+        }
+      }
+    } else if (__builtin_expect(qi < k.limw, 1)) {
+      // The record of a whole-granule write is also the must-write check's mark (no shadow).
+      uint64_t &slot = k.race[qi];
+      const uint64_t e = slot;
+      const uint64_t who = current_writer(k.rs);
+      if (__builtin_expect(who && race_quiet(e, who), 1)) {
+        slot = who | (uint64_t(line < 16384u ? line : 0u) << 46) | (gmask_bytes(sh) << 60);
+        return true;
+      }
+    } else if (qi < k.limq && !k.race && k.b->tg) {
+      if (n == (1u << k.b->granule_shift) && tg_race_fast(k.b, int64_t(off), true, line)) return true;
+      race_access(k.b, int64_t(off), n, true, line, value);
+      return true;
+    }
+  }
+  return check_access(k, q, n, write, line, value);
 }
 
 template <class T>
@@ -658,15 +783,15 @@ struct elem_ref {
   // a value of T, so exp(p[i]), half ph[i] + ph[j] and vector pv[i] * 2 compile in checked mode.
   using mgsim_value_type = T;
   T *p;
-  const abi::check_binding *b;
+  ck c;
   uint32_t line = 0;  // the access's source line (race reports), set by the translator's wrappers
 
   MGSIM_ALWAYS_INLINE operator T() const {
-    if (check_access(b, p, sizeof(T), false, line)) return *p;
+    if (check_elem(c, p, false, line)) return *p;
     return *oob_slot<T>();
   }
   MGSIM_ALWAYS_INLINE const elem_ref &operator=(const T &v) const {
-    if (check_access(b, p, sizeof(T), true, line, &v)) *p = v;
+    if (check_elem(c, p, true, line, &v)) *p = v;
     return *this;
   }
   MGSIM_ALWAYS_INLINE const elem_ref &operator=(const elem_ref &o) const { return *this = T(o); }
@@ -674,11 +799,11 @@ struct elem_ref {
   MGSIM_ALWAYS_INLINE const elem_ref &operator=(const elem_ref<U> &o) const {
     return *this = T(U(o));
   }
-  MGSIM_ALWAYS_INLINE dptr<T> operator&() const { return dptr<T>(p, b); }
+  MGSIM_ALWAYS_INLINE dptr<T> operator&() const { return dptr<T>(p, c); }
   // The element as an object, for member access and reference binding: checked (and marked
   // written) as a write, since what follows may store through it.
   MGSIM_ALWAYS_INLINE T &mg_object() const {
-    if (check_access(b, p, sizeof(T), true, line)) return *p;
+    if (check_elem(c, p, true, line)) return *p;
     return *oob_slot<T>();
   }
 
@@ -766,19 +891,21 @@ template <class T>
 struct dptr {
   using element_type = T;
   T *p = nullptr;
-  const abi::check_binding *b = nullptr;
+  ck c;               // the binding (c.b null: unchecked) and its fields
   uint32_t line = 0;  // source line of the access being made (race reports): see mg_line
 
   dptr() = default;
   dptr(decltype(nullptr)) {}
-  MGSIM_ALWAYS_INLINE dptr(T *p_, const abi::check_binding *b_) : p(p_), b(b_) {}
+  MGSIM_ALWAYS_INLINE dptr(T *p_, const abi::check_binding *b_) : p(p_), c(b_, ck_elem<T>()) {}
+  MGSIM_ALWAYS_INLINE dptr(T *p_, const ck &c_) : p(p_), c(c_) {}
   MGSIM_ALWAYS_INLINE explicit dptr(T *raw) : p(raw) {}
   template <class U, std::enable_if_t<std::is_convertible<U *, T *>::value, int> = 0>
-  MGSIM_ALWAYS_INLINE dptr(const dptr<U> &o) : p(o.p), b(o.b) {}
+  MGSIM_ALWAYS_INLINE dptr(const dptr<U> &o) : p(o.p), c(ck_elem<U>() == ck_elem<T>() ? o.c : o.c.as(ck_elem<T>())) {}
   // Reinterpreting casts between device pointer types keep the binding (and so the check).
   template <class U, std::enable_if_t<!std::is_convertible<U *, T *>::value, int> = 0>
   MGSIM_ALWAYS_INLINE explicit dptr(const dptr<U> &o)
-      : p(reinterpret_cast<T *>(const_cast<std::remove_const_t<U> *>(o.p))), b(o.b) {}
+      : p(reinterpret_cast<T *>(const_cast<std::remove_const_t<U> *>(o.p))),
+        c(ck_elem<U>() == ck_elem<T>() ? o.c : o.c.as(ck_elem<T>())) {}
 
   MGSIM_ALWAYS_INLINE explicit operator T *() const { return p; }
   MGSIM_ALWAYS_INLINE explicit operator bool() const { return p != nullptr; }
@@ -794,14 +921,14 @@ struct dptr {
                                  std::conditional_t<std::is_const<T>::value, const T &, elem_ref<T>>>;
   MGSIM_ALWAYS_INLINE ref at(T *q) const {
     if constexpr (std::is_array<T>::value) {
-      dptr<std::remove_extent_t<T>> row(&(*q)[0], b);
+      dptr<std::remove_extent_t<T>> row(&(*q)[0], c.as(ck_elem<std::remove_extent_t<T>>()));
       row.line = line;
       return row;
     } else if constexpr (std::is_const<T>::value) {
-      if (check_access(b, q, sizeof(T), false, line)) return *q;
+      if (check_elem(c, q, false, line)) return *q;
       return *oob_slot<std::remove_const_t<T>>();
     } else {
-      return elem_ref<T>{q, b, line};
+      return elem_ref<T>{q, c, line};
     }
   }
   template <class I, std::enable_if_t<std::is_integral<I>::value || std::is_enum<I>::value, int> = 0>
@@ -815,16 +942,16 @@ struct dptr {
   }
   MGSIM_ALWAYS_INLINE ref operator*() const { return at(p); }
   MGSIM_ALWAYS_INLINE T *operator->() const {
-    if (check_access(b, p, sizeof(T), !std::is_const<T>::value)) return p;
+    if (check_access(c, p, sizeof(T), !std::is_const<T>::value)) return p;
     return oob_slot<std::remove_const_t<T>>();
   }
 
   template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
-  MGSIM_ALWAYS_INLINE dptr operator+(I i) const { return dptr(p + i, b); }
+  MGSIM_ALWAYS_INLINE dptr operator+(I i) const { return dptr(p + i, c); }
   template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
-  MGSIM_ALWAYS_INLINE dptr operator-(I i) const { return dptr(p - i, b); }
+  MGSIM_ALWAYS_INLINE dptr operator-(I i) const { return dptr(p - i, c); }
   template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
-  MGSIM_ALWAYS_INLINE friend dptr operator+(I i, const dptr &d) { return dptr(d.p + i, d.b); }
+  MGSIM_ALWAYS_INLINE friend dptr operator+(I i, const dptr &d) { return dptr(d.p + i, d.c); }
   template <class U>
   MGSIM_ALWAYS_INLINE ptrdiff_t operator-(const dptr<U> &o) const { return p - o.p; }
   template <class I>
@@ -865,7 +992,7 @@ struct is_atomic_object<volatile T> : is_atomic_object<T> {};
 template <class T>
 MGSIM_ALWAYS_INLINE T *mgsim_resolve(dptr<T> d, size_t count, bool write, bool simdgroup = false) {
   // Atomics are exempt from race detection: concurrent atomic accesses are what they are for.
-  if (check_access(d.b, d.p, count * sizeof(T), write, d.line, nullptr, is_atomic_object<T>::value, simdgroup))
+  if (check_access(d.c, d.p, count * sizeof(T), write, d.line, nullptr, is_atomic_object<T>::value, simdgroup))
     return d.p;
   if (count * sizeof(T) > sizeof(oob_scratch)) return nullptr;
   memset(oob_scratch, 0, count * sizeof(T));
@@ -996,14 +1123,24 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
   tls.group = G;
   if (track) tls.attrs = &pub;
   publish_attrs(G);
+  // Checked mode: the running thread as race_state::who (no barriers here: one interval). Stored
+  // through a pointer to a local when not tracked: one unconditional store per thread.
+  abi::race_state *const rs = track && G->race && G->race->group && G->nthreads <= 1024u ? G->race : nullptr;
+  const uint64_t who = rs ? uint64_t(rs->group) | (uint64_t(rs->epoch < abi::kRaceEpochMax ? rs->epoch : abi::kRaceEpochMax) << 24) : 0;
+  uint64_t who_unused = 0;
+  uint64_t *const who_slot = rs ? &rs->who : &who_unused;
+  constexpr uint64_t kWhoStep = uint64_t(1) << 36;  // the next thread index
   const uint32_t sx = G->size[0], sy = G->size[1];
+  // The box in locals: the kernel's stores (checked mode's records) could alias *G.
+  const uint32_t x0 = G->from[0], x1 = G->to[0], y0 = G->from[1], y1 = G->to[1], z0 = G->from[2], z1 = G->to[2];
   const uint32_t bx = G->id[0] * L->threads_per_threadgroup[0];
   const uint32_t by = G->id[1] * L->threads_per_threadgroup[1];
   const uint32_t bz = G->id[2] * L->threads_per_threadgroup[2];
-  for (uint32_t z = G->from[2]; z < G->to[2]; ++z)
-    for (uint32_t y = G->from[1]; y < G->to[1]; ++y) {
-      uint32_t idx = (z * sy + y) * sx + G->from[0];
-      for (uint32_t x = G->from[0]; x < G->to[0]; ++x, ++idx) {
+  for (uint32_t z = z0; z < z1; ++z)
+    for (uint32_t y = y0; y < y1; ++y) {
+      uint32_t idx = (z * sy + y) * sx + x0;
+      uint64_t whov = who | (uint64_t(idx) << 36);  // idx < 1024 when tracked (rs)
+      for (uint32_t x = x0; x < x1; ++x, ++idx, whov += kWhoStep) {
         a.grid[0] = bx + x;
         a.grid[1] = by + y;
         a.grid[2] = bz + z;
@@ -1014,9 +1151,11 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
         a.lane_id = idx & 31u;
         a.simd_id = idx >> 5;
         if (track) pub.index = idx;
+        if (track) *who_slot = whov;
         body(static_cast<const abi::thread_attrs &>(a));
       }
     }
+  if (rs) rs->who = 0;
   if (track) tls.attrs = nullptr;
 }
 
