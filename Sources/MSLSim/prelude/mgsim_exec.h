@@ -614,100 +614,41 @@ MGSIM_ALWAYS_INLINE bool race_quiet(uint64_t e, uint64_t who) {
                                !(x & (uint64_t(1023) << 36))));
 }
 
-// A checked pointer's copy of its binding's fields (a fat pointer): held by value, the compiler
-// keeps them in registers or stack slots across a kernel's accesses, where fields read through the
-// binding were reloaded after every record store (a uint64_t or byte store may alias them). A
-// binding's fields do not change while a kernel runs (a threadgroup variable's are set before its
-// first pointer is made). `limq` and `fast(w)` are for elements of the pointee's size.
-// ck::ulen of bindings without a read-only buffer's word (check_binding::unwritten_len): always 0
-// ("written"), so an access loads one word, never tests a pointer.
-inline uint64_t ck_ulen_written = 0;
-
-struct ck {
-  const abi::check_binding *b = nullptr;  // null: an unchecked pointer
-  char *base = nullptr;
-  uint64_t length = 0;
-  uint64_t *race = nullptr;    // device race records (null: threadgroup memory, or not tracked)
-  uint8_t *shadow = nullptr;   // written bytes of a must-write buffer
-  uint64_t *ulen = nullptr;    // check_binding::unwritten_len, else &ck_ulen_written
-  abi::race_state *rs = nullptr;
-  // Whole elements in the binding: check_elem's element index (the offset rotated right by
-  // log2 of the element size, huge when misaligned) is in bounds and aligned when below it.
-  uint64_t limq = 0;
-  // limq where check_elem's device write fast path applies (race records whose granule is the
-  // element, a race state, no read-only buffer's word to clear), else 0: one compare for both.
-  uint64_t limw = 0;
-  uint32_t gs = 0;             // log2 of the race records' granule
-  uint32_t fast = 0;           // the read fast path applies (race records, granule, race state)
-  ck() = default;
-  MGSIM_ALWAYS_INLINE ck(const abi::check_binding *bb, size_t elem) : b(bb) {
-    if (bb) {
-      base = bb->base;
-      length = bb->length;
-      race = bb->race;
-      shadow = bb->shadow;
-      ulen = bb->unwritten_len ? bb->unwritten_len : &ck_ulen_written;
-      rs = bb->rs;
-      gs = bb->granule_shift;
-      for_elem(elem);
-    }
-  }
-  // The same binding seen through a pointer to elements of `elem` bytes.
-  MGSIM_ALWAYS_INLINE ck as(size_t elem) const {
-    ck c = *this;
-    if (c.b) c.for_elem(elem);
-    return c;
-  }
-  MGSIM_ALWAYS_INLINE void for_elem(size_t elem) {
-    limq = elem ? length / elem : 0;
-    fast = race && rs && elem == (size_t(1) << gs) ? 1u : 0u;
-    limw = fast && ulen == &ck_ulen_written ? limq : 0;
-  }
-};
-
-// The bytes a pointer to T steps over (1 for void), for ck's per-element fields.
-template <class T>
-constexpr size_t ck_elem() {
-  if constexpr (std::is_void<T>::value) return 1;
-  else return sizeof(T);
-}
-
 // True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes, and checks
 // races unless the access is atomic (`atomic`).
-MGSIM_CHECK_INLINE bool check_access(const ck &k, const void *p, size_t bytes, bool write, uint32_t line = 0,
-                                      const void *value = nullptr, bool atomic = false, bool sg = false) {
-  const abi::check_binding *b = k.b;
+MGSIM_CHECK_INLINE bool check_access(const abi::check_binding *b, const void *p, size_t bytes, bool write,
+                                      uint32_t line = 0, const void *value = nullptr, bool atomic = false,
+                                      bool sg = false) {
   if (!b) return true;
   const char *c = static_cast<const char *>(p);
-  int64_t off = c - k.base;
-  if (bytes > k.length || uint64_t(off) > k.length - bytes) {
+  int64_t off = c - b->base;
+  if (bytes > b->length || uint64_t(off) > b->length - bytes) {
     b->host->violation(b, off, uint32_t(bytes), write ? 1 : 0, current_position());
     return false;
   }
-  if (write && k.shadow) {
-    uint8_t *s = k.shadow + off;
+  if (write && b->shadow) {
+    uint8_t *s = b->shadow + off;
     if (bytes == 4 && !(off & 3)) __atomic_store_n(reinterpret_cast<uint32_t *>(s), 0x01010101u, __ATOMIC_RELAXED);
     else if (bytes == 8 && !(off & 7)) __atomic_store_n(reinterpret_cast<uint64_t *>(s), 0x0101010101010101ull, __ATOMIC_RELAXED);
     else for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, uint8_t(1), __ATOMIC_RELAXED);
   }
   if (!atomic) {
-    if (k.race) {
-      if (uint64_t *u = k.ulen) {  // null only in a default ck, whose b is null
+    if (b->race) {
+      if (uint64_t *u = b->unwritten_len) {
         if (__atomic_load_n(u, __ATOMIC_RELAXED)) {
-          if (!write) return true;  // a read-only buffer not written through
+          if (!write) return true;  // a read-only buffer not written through: nothing to race with
           __atomic_store_n(u, uint64_t(0), __ATOMIC_RELAXED);
         }
       }
-      const uint32_t gs = k.gs;
+      const uint32_t gs = b->granule_shift;
       if (bytes == (1u << gs) && !(uint64_t(off) & ((1u << gs) - 1u))) {
-        uint64_t &slot = k.race[uint64_t(off) >> gs];
+        uint64_t &slot = b->race[uint64_t(off) >> gs];
         const uint64_t e = slot;
         // A read records nothing; a write that conflicts with nothing records itself.
         if (!write && (e == 0 || (e >> 60) == 0)) return true;
-        if (const uint64_t who = k.rs ? current_writer(k.rs) : 0) {
+        if (const uint64_t who = b->rs ? current_writer(b->rs) : 0) {
           if (race_quiet(e, who)) {
-            if (write)
-              slot = who | (uint64_t(line < 16384u ? line : 0u) << 46) | (uint64_t((2u << ((1u << gs) - 1u)) - 1u) << 60);
+            if (write) slot = who | (uint64_t(line < 16384u ? line : 0u) << 46) | (gmask_bytes(gs) << 60);
             return true;
           }
         }
@@ -723,33 +664,113 @@ MGSIM_CHECK_INLINE bool check_access(const ck &k, const void *p, size_t bytes, b
   return true;
 }
 
-// One element's access through a checked pointer (T: the pointee), as check_access decides it.
-// The common cases take the fewest tests here: in bounds (one compare), a const buffer not written
-// through, and whole aligned granules of device (ck::fast) or threadgroup memory that conflict with
-// nothing. Everything else, and anything to report, goes to check_access, which repeats the
-// idempotent steps (the const buffer's flag). Out of line at tier 0, as check_access.
+// check_elem's way out: one out-of-line copy, so an optimised kernel's accesses each carry only
+// the fast path inline.
+MGSIM_NOINLINE inline bool check_access_slow(const abi::check_binding *b, const void *p, size_t bytes, bool write,
+                                             uint32_t line, const void *value) {
+  return check_access(b, p, bytes, write, line, value);
+}
+
+// ck_fast::ulen of bindings without a read-only buffer's word (check_binding::unwritten_len):
+// always 0 ("written"), so an access loads one word, never tests a pointer.
+inline uint64_t ck_ulen_written = 0;
+
+// What check_elem's fast paths need of a binding, for elements of `elem` bytes: in optimised code
+// a checked pointer carries it (a fat pointer, ck), held by value so the compiler keeps it in
+// registers or stack slots across a kernel's accesses where fields read through the binding were
+// reloaded after every record store (a uint64_t or byte store may alias them). A binding's fields
+// do not change while a kernel runs (a threadgroup variable's are set before its first pointer).
+struct ck_fast {
+  const abi::check_binding *b = nullptr;  // null: an unchecked pointer
+  char *base = nullptr;
+  uint64_t *race = nullptr;   // device race records (null: threadgroup memory, or not tracked)
+  uint64_t *ulen = nullptr;   // check_binding::unwritten_len, else &ck_ulen_written
+  abi::race_state *rs = nullptr;
+  // Whole elements in the binding: check_elem's element index (the offset rotated right by log2
+  // of the element size, huge when misaligned) is in bounds and aligned when below it.
+  uint64_t limq = 0;
+  // limq where the device read / write fast path applies, else 0 (one compare for both): race
+  // records whose granule is the element and a race state (limr); for writes also no read-only
+  // buffer's word to clear (limw).
+  uint64_t limr = 0;
+  uint64_t limw = 0;
+  ck_fast() = default;
+  MGSIM_ALWAYS_INLINE ck_fast(const abi::check_binding *bb, size_t elem) : b(bb) {
+    if (bb) {
+      base = bb->base;
+      race = bb->race;
+      ulen = bb->unwritten_len ? bb->unwritten_len : &ck_ulen_written;
+      rs = bb->rs;
+      for_elem(elem);
+    }
+  }
+  MGSIM_ALWAYS_INLINE void for_elem(size_t elem) {
+    limq = elem ? b->length / elem : 0;
+    const bool fast = race && rs && elem == (size_t(1) << b->granule_shift);
+    limr = fast ? limq : 0;
+    limw = fast && ulen == &ck_ulen_written ? limq : 0;
+  }
+};
+
+#ifdef __OPTIMIZE__
+struct ck : ck_fast {
+  ck() = default;
+  MGSIM_ALWAYS_INLINE ck(const abi::check_binding *bb, size_t elem) : ck_fast(bb, elem) {}
+  // The same binding seen through a pointer to elements of `elem` bytes.
+  MGSIM_ALWAYS_INLINE ck as(size_t elem) const {
+    ck c = *this;
+    if (c.b) c.for_elem(elem);
+    return c;
+  }
+};
+#else
+// Tier 0 (-O0): the binding only. Every copy of a checked pointer is code at -O0, and a fat one
+// made tier-0 units compile ~1.6x slower; check_elem (out of line here) derives ck_fast per access.
+struct ck {
+  const abi::check_binding *b = nullptr;
+  ck() = default;
+  MGSIM_ALWAYS_INLINE ck(const abi::check_binding *bb, size_t) : b(bb) {}
+  MGSIM_ALWAYS_INLINE ck as(size_t) const { return *this; }
+};
+#endif
+
+// The bytes a pointer to T steps over (1 for void), for ck's per-element fields.
 template <class T>
-MGSIM_CHECK_INLINE bool check_elem(const ck &k, const T *q, bool write, uint32_t line, const void *value = nullptr) {
+constexpr size_t ck_elem() {
+  if constexpr (std::is_void<T>::value) return 1;
+  else return sizeof(T);
+}
+
+// One element's access through a checked pointer (T: the pointee), as check_access decides it.
+// The common cases take the fewest tests here: a read of a read-only buffer not written through
+// (one compare against its word, which is its length: bounds too), and in-bounds aligned whole
+// granules of device memory (limr / limw) or threadgroup memory that conflict with nothing.
+// Everything else, and anything to report, goes to check_access, which repeats the idempotent
+// steps (clearing the read-only buffer's word). Out of line at tier 0, as check_access.
+template <class T>
+MGSIM_CHECK_INLINE bool check_elem(const ck &kk, const T *q, bool write, uint32_t line, const void *value = nullptr) {
   constexpr uint32_t n = uint32_t(sizeof(T));
   if constexpr (n == 1 || n == 2 || n == 4) {
-    constexpr uint32_t sh = n == 4 ? 2u : n == 2 ? 1u : 0u;  // = the granule's log2 when k.fast
+#ifdef __OPTIMIZE__
+    const ck_fast &k = kk;
+#else
+    const ck_fast k(kk.b, n);
+#endif
+    constexpr uint32_t sh = n == 4 ? 2u : n == 2 ? 1u : 0u;  // = the granule's log2 on the fast paths
     const uint64_t off = uint64_t(reinterpret_cast<const char *>(q) - k.base);
     const uint64_t qi = sh ? (off >> sh) | (off << ((64u - sh) & 63u)) : off;
     if (!write) {
-      // A read-only buffer not written through: nothing to race with (see check_access); its
-      // word is its length, so this is the bounds check too.
+      // A read-only buffer not written through: nothing to race with (see check_access).
       if (__builtin_expect(qi < (__atomic_load_n(k.ulen, __ATOMIC_RELAXED) >> sh), 1)) return true;
-      if (qi < k.limq) {
-        if (k.fast) {
-          const uint64_t e = k.race[qi];
-          if (e == 0 || (e >> 60) == 0) return true;
-          const uint64_t who = current_writer(k.rs);
-          if (who && race_quiet(e, who)) return true;
-        } else if (!k.race && k.b->tg) {
-          if (n == (1u << k.b->granule_shift) && tg_race_fast(k.b, int64_t(off), false, line)) return true;
-          race_access(k.b, int64_t(off), n, false, line, value);
-          return true;
-        }
+      if (qi < k.limr) {
+        const uint64_t e = k.race[qi];
+        if (e == 0 || (e >> 60) == 0) return true;
+        const uint64_t who = current_writer(k.rs);
+        if (who && race_quiet(e, who)) return true;
+      } else if (qi < k.limq && !k.race && k.b->tg) {
+        if (n == (1u << k.b->granule_shift) && tg_race_fast(k.b, int64_t(off), false, line)) return true;
+        race_access(k.b, int64_t(off), n, false, line, value);
+        return true;
       }
     } else if (__builtin_expect(qi < k.limw, 1)) {
       // The record of a whole-granule write is also the must-write check's mark (no shadow).
@@ -766,7 +787,7 @@ MGSIM_CHECK_INLINE bool check_elem(const ck &k, const T *q, bool write, uint32_t
       return true;
     }
   }
-  return check_access(k, q, n, write, line, value);
+  return check_access_slow(kk.b, q, n, write, line, value);
 }
 
 template <class T>
@@ -942,7 +963,7 @@ struct dptr {
   }
   MGSIM_ALWAYS_INLINE ref operator*() const { return at(p); }
   MGSIM_ALWAYS_INLINE T *operator->() const {
-    if (check_access(c, p, sizeof(T), !std::is_const<T>::value)) return p;
+    if (check_access(c.b, p, sizeof(T), !std::is_const<T>::value)) return p;
     return oob_slot<std::remove_const_t<T>>();
   }
 
@@ -992,7 +1013,7 @@ struct is_atomic_object<volatile T> : is_atomic_object<T> {};
 template <class T>
 MGSIM_ALWAYS_INLINE T *mgsim_resolve(dptr<T> d, size_t count, bool write, bool simdgroup = false) {
   // Atomics are exempt from race detection: concurrent atomic accesses are what they are for.
-  if (check_access(d.c, d.p, count * sizeof(T), write, d.line, nullptr, is_atomic_object<T>::value, simdgroup))
+  if (check_access(d.c.b, d.p, count * sizeof(T), write, d.line, nullptr, is_atomic_object<T>::value, simdgroup))
     return d.p;
   if (count * sizeof(T) > sizeof(oob_scratch)) return nullptr;
   memset(oob_scratch, 0, count * sizeof(T));
