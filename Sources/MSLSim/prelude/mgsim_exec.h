@@ -1131,6 +1131,16 @@ MGSIM_ALWAYS_INLINE P bind_threadgroup(const abi::group *G, unsigned n) {
   }
 }
 
+// A checked kernel's plain-loop entry (the translator's wrapper): optimised, the kernel and what it
+// calls are flattened into the loop. A kernel function with external linkage is otherwise often
+// called per thread, its checked pointers (fat when optimised) passed in memory. Not at tier 0
+// (flattening there would double the code: the kernel is emitted anyway).
+#ifdef __OPTIMIZE__
+#define MGSIM_CHECKED_PLAIN __attribute__((flatten))
+#else
+#define MGSIM_CHECKED_PLAIN
+#endif
+
 // Runs every thread of a threadgroup as a plain loop (kernels without barriers or collectives).
 // With `track` the running thread is published for checked mode and lane ids as a lazy record
 // (only its index is stored per thread; full_attrs derives the rest where a report needs it).
