@@ -725,7 +725,7 @@ struct ck : ck_fast {
 };
 #else
 // Tier 0 (-O0): the binding only. Every copy of a checked pointer is code at -O0, and a fat one
-// made tier-0 units compile ~1.6x slower; check_elem (out of line here) derives ck_fast per access.
+// made tier-0 units compile ~1.6x slower; check_elem (out of line here) reads the binding.
 struct ck {
   const abi::check_binding *b = nullptr;
   ck() = default;
@@ -750,12 +750,21 @@ constexpr size_t ck_elem() {
 template <class T>
 MGSIM_CHECK_INLINE bool check_elem(const ck &kk, const T *q, bool write, uint32_t line, const void *value = nullptr) {
   constexpr uint32_t n = uint32_t(sizeof(T));
-  if constexpr (n == 1 || n == 2 || n == 4) {
-#ifdef __OPTIMIZE__
-    const ck_fast &k = kk;
+#ifndef __OPTIMIZE__
+  // Tier 0: the read-only buffer's shortcut only (its reads are most accesses), the rest in
+  // check_access; less code to compile at -O0 (a copy of the fast paths made plain units ~20%
+  // slower to compile there).
+  const abi::check_binding *b = kk.b;
+  if (!write && b && b->unwritten_len) {
+    constexpr uint32_t sh = n == 4 ? 2u : n == 2 ? 1u : 0u;
+    const uint64_t off = uint64_t(reinterpret_cast<const char *>(q) - b->base);
+    const uint64_t qi = sh ? (off >> sh) | (off << ((64u - sh) & 63u)) : off;
+    if ((n == 1 || n == 2 || n == 4) && qi < (__atomic_load_n(b->unwritten_len, __ATOMIC_RELAXED) >> sh)) return true;
+  }
+  return check_access(b, q, n, write, line, value);
 #else
-    const ck_fast k(kk.b, n);
-#endif
+  if constexpr (n == 1 || n == 2 || n == 4) {
+    const ck_fast &k = kk;
     constexpr uint32_t sh = n == 4 ? 2u : n == 2 ? 1u : 0u;  // = the granule's log2 on the fast paths
     const uint64_t off = uint64_t(reinterpret_cast<const char *>(q) - k.base);
     const uint64_t qi = sh ? (off >> sh) | (off << ((64u - sh) & 63u)) : off;
@@ -788,6 +797,7 @@ MGSIM_CHECK_INLINE bool check_elem(const ck &kk, const T *q, bool write, uint32_
     }
   }
   return check_access_slow(kk.b, q, n, write, line, value);
+#endif
 }
 
 template <class T>
