@@ -18,6 +18,9 @@ struct TranslateOptions {
   // matrices; when false they run as fibers, and `fiber_note` (if any) says why.
   bool workitem = true;
   std::string fiber_note;
+  // Non-empty: only these kernels (host names) get entry points, so only their templates are
+  // instantiated (a tier-up compiles the kernels that ran long, not all their siblings).
+  std::vector<std::string> only_kernels;
 };
 
 enum class ParamKind { Buffer, Threadgroup, Attribute };
