@@ -926,11 +926,16 @@ template <int D> static KernelFn kernel_for(int op, int out) {
 #endif
 }
 
+// MG_KERNEL_DTYPES(X) limits this unit's table to some dtypes (a unit compiling the others in
+// parallel serves the rest; isa_avx2.cpp); every dtype by default.
+#ifndef MG_KERNEL_DTYPES
+#define MG_KERNEL_DTYPES MG_EACH_DTYPE
+#endif
 static KernelFn kernel_impl(int op, int dtype, int out) {
   switch (dtype) {
 #define MG_KERNEL_FOR(D) \
   case D: return kernel_for<D>(op, out);
-    MG_EACH_DTYPE(MG_KERNEL_FOR)
+    MG_KERNEL_DTYPES(MG_KERNEL_FOR)
 #undef MG_KERNEL_FOR
     default: return nullptr;
   }
