@@ -1430,7 +1430,7 @@ class Translator {
       const FunctionBody &fb = functions_[fi];
       if (wi_fail_.count(fb.name)) continue;
       const WiLine back = user_line(t_[fb.close].line);
-      suffix_[fb.close] += o.code + "\n#line " + std::to_string(back.line) + " \"" + back.file + "\"\n";
+      if (!opt_.tier0_fibers) suffix_[fb.close] += o.code + "\n#line " + std::to_string(back.line) + " \"" + back.file + "\"\n";
       wi_written_ = true;
     }
   }
@@ -1738,7 +1738,7 @@ class Translator {
         }
       }
       std::string plain = "nullptr", lanef = "nullptr", wif = "nullptr";
-      if (ki.workitem) {
+      if (ki.workitem && !opt_.tier0_fibers) {
         wif = "&" + ns + "_wi";
         s += wi_entry(ki, ns, binds);
       } else if (!ki.needs_fibers) {
@@ -1755,7 +1755,7 @@ class Translator {
         s += "  mgsim_fc_load(L);\n  mgsim::enter_lane(self);\n  const mgsim::abi::thread_attrs &a = self->a;\n  (void)a;\n" + binds;
         s += "  " + ki.call_expr + "(" + args + ");\n}\n";
       }
-      std::string reason = "nullptr";
+      std::string reason = "nullptr";  // also for a tier-0 stand-in (fibers for a work-item kernel)
       if (ki.needs_fibers && !ki.workitem) {
         reason = "\"";
         for (char ch : ki.fiber_reason) {

@@ -84,7 +84,9 @@ int32_t mgsim_function_static_threadgroup_memory_length(const mgsim_function *fu
 //   MGSIM_EXEC_PLAIN     no barriers, collectives or simdgroup matrices: a plain loop over threads;
 //   MGSIM_EXEC_WORKITEM  work-item form: the kernel split at its barriers, collectives and matrix
 //                        operations, code between them a loop over the lanes, those operations run
-//                        once over all lanes (no context switch per lane);
+//                        once over all lanes (no context switch per lane); at tier 0 (MG_SIM_OPT)
+//                        such a kernel runs as fibers until it is compiled optimised (same results,
+//                        a third of the unoptimised compile);
 //   MGSIM_EXEC_FIBERS    the fallback for what the work-item form cannot split: every thread a
 //                        cooperative fiber. *reason (when non-NULL) says why, e.g. "a sync inside a
 //                        lambda (program_source:12, in 'f')"; it lives as long as the function.
@@ -140,7 +142,7 @@ typedef struct mgsim_stats {
   uint64_t fiber_dispatches;       // dispatches that needed cooperative lanes (barriers, collectives or
                                    // simdgroup matrices): work-item form or fibers
   uint64_t preprocessor_invocations;  // C preprocessor runs (one per compiled source, before translation)
-  uint64_t workitem_dispatches;    // of those, dispatches run in work-item form
+  uint64_t workitem_dispatches;    // of those, dispatches of work-item kernels (at tier 0 run as fibers)
   uint64_t fiber_fallback_dispatches;  // and those run as fibers, the fallback (why: see
                                        // mgsim_function_execution_model)
   uint64_t tier0_compiles;         // libraries compiled unoptimised first (tiered compilation, MG_SIM_OPT)
