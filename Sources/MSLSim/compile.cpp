@@ -784,6 +784,10 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   // The tier-0 object of the same unit (when its kind has one): compiled at -O0.
   Hasher h0 = h;
   h0.add("tier 0: -O0");
+  // MG_SIM_TIER0_FIBERS=0 keeps the work-item form at tier 0 too (below).
+  const char *env_t0f = getenv("MG_SIM_TIER0_FIBERS");
+  const bool tier0_fibers = !(env_t0f && strcmp(env_t0f, "0") == 0);
+  if (!tier0_fibers) h0.add("work-item form at tier 0");
   const std::string key0 = h0.hex();
   const TierPolicy policy = promoting ? kFull : tier_policy();
 
@@ -839,7 +843,7 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   // A unit with work-item kernels compiles at tier 0 (below): there its kernels run as fibers,
   // whose -O0 compile costs about a third of the work-item form's (no per-lane variants to
   // instantiate); the optimised tier compiles the work-item form.
-  topt.tier0_fibers = policy != kFull;
+  topt.tier0_fibers = policy != kFull && tier0_fibers;
   TranslateResult tr;
   if (!translate_msl(expanded, topt, tr)) {
     error = tr.error;
@@ -887,14 +891,14 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   // The log's kind says the tier: "-O0" for tier 0, "-tierup" for the optimised compile of a unit
   // that ran at tier 0 long enough.
   // "-fibers": a work-item unit's tier-0 stand-in (tier0_fibers).
-  const std::string tier_tag = tier0 ? (tr.workitem ? "-fibers-O0" : "-O0") : promoting ? "-tierup" : "";
+  const std::string tier_tag = tier0 ? (tr.tier0_fibers ? "-fibers-O0" : "-O0") : promoting ? "-tierup" : "";
   std::string log;
   int rc = run_compiler(args, temp_name(tmpdir, unit_key, ".log"), log, false,
                         ((tr.workitem ? "compile-workitem" : "compile") + tier_tag).c_str(), what);
   const char *keep = getenv("MG_SIM_KEEP_SOURCES");
   bool keep_src = keep && *keep && strcmp(keep, "0") != 0;
   // (A tier-0 stand-in is fiber code already: a failure is the source's own.)
-  if (rc != 0 && tr.workitem && !tier0) {
+  if (rc != 0 && tr.workitem && !tr.tier0_fibers) {
     // The work-item forms did not compile (a construct the translator took for something else):
     // the kernels run as fibers instead, and say why. A genuine error fails again below.
     std::string first = clean_log(log, src_path);

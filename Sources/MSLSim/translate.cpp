@@ -1184,6 +1184,7 @@ class Translator {
   std::map<std::string, std::string> wi_fail_;    // names with no work-item form, and why
   std::string wi_global_;                         // a reason no kernel may use the work-item form
   bool wi_written_ = false;
+  bool tier0_fibers_ = false;  // opt_.tier0_fibers, for this unit (build_workitem)
 
   // The rewritten text of tokens [b, e), whitespace and comments included (line structure kept).
   std::string rtext(size_t b, size_t e) const {
@@ -1358,6 +1359,23 @@ class Translator {
   // function it calls has one too) and records why not otherwise.
   void build_workitem() {
     if (!opt_.workitem) return;
+    // Tier-0 fibers, except for a unit that instantiates a matrix-product kernel (simdgroup-matrix
+    // operations, no simd collective: gemm, conv, qmm, SDPA backward): its inner loops are matrix operations, each a
+    // rendezvous of the simdgroup's fibers, and as fibers it outran the tier-up budget (compiled
+    // twice, costing more than the cheaper tier-0 compile saved).
+    tier0_fibers_ = opt_.tier0_fibers;
+    for (const KernelDecl &kd : kernels_) {
+      if (!tier0_fibers_) break;
+      bool instantiated = !kd.is_template;
+      for (const Instantiation &in : insts_) instantiated = instantiated || in.func_name == kd.name;
+      if (!instantiated) continue;
+      bool matrix = false, collective = false;
+      reach_names(kd.body_open, kd.body_close, [&](const std::string &id) {
+        if (wi_is_matrix_op(id)) matrix = true;
+        if (wi_is_collective(id)) collective = true;
+      });
+      if (matrix && !collective) tier0_fibers_ = false;
+    }
     auto calls_sync = [&](const FunctionBody &fb) {
       for (size_t k = fb.open + 1; k < fb.close; ++k) {
         if (!ident(k)) continue;
@@ -1430,7 +1448,7 @@ class Translator {
       const FunctionBody &fb = functions_[fi];
       if (wi_fail_.count(fb.name)) continue;
       const WiLine back = user_line(t_[fb.close].line);
-      if (!opt_.tier0_fibers) suffix_[fb.close] += o.code + "\n#line " + std::to_string(back.line) + " \"" + back.file + "\"\n";
+      if (!tier0_fibers_) suffix_[fb.close] += o.code + "\n#line " + std::to_string(back.line) + " \"" + back.file + "\"\n";
       wi_written_ = true;
     }
   }
@@ -1460,6 +1478,28 @@ class Translator {
   // --- kernels: call graph, threadgroup sizes, entries -----------------------------------------
 
   // Identifiers reachable from the body [open, close] through function and macro bodies.
+  // Calls f with every identifier the code between open and close reaches (through the bodies of
+  // functions of that name), once each.
+  template <class F>
+  void reach_names(size_t open, size_t close, F &&f) {
+    std::multimap<std::string, const FunctionBody *> by_name;
+    for (auto &fb : functions_) by_name.emplace(fb.name, &fb);
+    std::set<std::string> seen;
+    std::vector<std::string> work;
+    auto scan_tokens = [&](size_t b, size_t e) {
+      for (size_t k = b; k < e && k < t_.size(); ++k)
+        if (t_[k].kind == Tok::Ident && seen.insert(t_[k].text).second) work.push_back(t_[k].text);
+    };
+    scan_tokens(open, close);
+    while (!work.empty()) {
+      std::string id = work.back();
+      work.pop_back();
+      f(id);
+      auto range = by_name.equal_range(id);
+      for (auto it = range.first; it != range.second; ++it) scan_tokens(it->second->open, it->second->close);
+    }
+  }
+
   void reach(size_t open, size_t close, bool &sync, bool &lane_id, bool &sync_other) {
     std::multimap<std::string, const FunctionBody *> by_name;
     for (auto &f : functions_) by_name.emplace(f.name, &f);
@@ -1738,7 +1778,7 @@ class Translator {
         }
       }
       std::string plain = "nullptr", lanef = "nullptr", wif = "nullptr";
-      if (ki.workitem && !opt_.tier0_fibers) {
+      if (ki.workitem && !tier0_fibers_) {
         wif = "&" + ns + "_wi";
         s += wi_entry(ki, ns, binds);
       } else if (!ki.needs_fibers) {
@@ -1789,6 +1829,7 @@ class Translator {
          "u, mgsim_kernel_table, " + std::to_string(fconsts_.size()) + "u, mgsim_fconst_table};\n  return &d;\n}\n";
     out.cpp = std::move(s);
     out.workitem = wi_written_;
+    out.tier0_fibers = wi_written_ && tier0_fibers_;
   }
 
   // The work-item entry of kernel ki: binds its parameters (buffers and threadgroup memory are the

@@ -22,7 +22,7 @@
 // library at -O0 first and again optimised once its dispatches have run MG_SIM_TIER_UP_MS
 // milliseconds in all, default 200, or one dispatch over at least 1 MiB of buffers ran 1 ms;
 // "full" compiles optimised at once; "0" never optimises those
-// libraries). Both tiers compute the same bits; the compile log (MG_SIM_COMPILE_LOG) names them.
+// libraries; at tier 0 work-item kernels run as fibers unless MG_SIM_TIER0_FIBERS=0). Both tiers compute the same bits; the compile log (MG_SIM_COMPILE_LOG) names them.
 #ifndef MSLSIM_H
 #define MSLSIM_H
 
