@@ -141,9 +141,16 @@ int32_t mgsim_function_execution_model(const mgsim_function *function, const cha
   if (reason) *reason = nullptr;
   if (!function) return MGSIM_EXEC_PLAIN;
   const abi::kernel_desc *k = function->kernel;
+  if (k->wi) return MGSIM_EXEC_WORKITEM;
   // A kernel without a fiber_reason that needs fibers is a work-item kernel's tier-0 stand-in
-  // (TranslateOptions::tier0_fibers): work-item is the form it is compiled in once optimised.
-  if (k->wi || (k->needs_fibers && !k->fiber_reason)) return MGSIM_EXEC_WORKITEM;
+  // (TranslateOptions::tier0_fibers): the model is that of the optimised tier, work-item unless
+  // that form does not compile.
+  if (k->needs_fibers && !k->fiber_reason) {
+    const std::string &why = mgsim::standin_failure(*function->library->module);
+    if (why.empty()) return MGSIM_EXEC_WORKITEM;
+    if (reason) *reason = why.c_str();
+    return MGSIM_EXEC_FIBERS;
+  }
   if (!k->needs_fibers) return MGSIM_EXEC_PLAIN;
   if (reason) *reason = k->fiber_reason ? k->fiber_reason : "";
   return MGSIM_EXEC_FIBERS;

@@ -43,6 +43,10 @@ struct Module {
   std::shared_ptr<Module> promoted_owner;
   std::mutex promote_mu;
   bool promote_failed = false;  // the optimised compile failed: stays at tier 0 (logged)
+  // Tier-0 stand-ins (work-item kernels run as fibers): whether their work-item form compiles,
+  // checked once when the execution model is asked for (standin_failure).
+  std::once_flag wi_checked;
+  std::string wi_failure;
   Module();
   ~Module();
   Module(const Module &) = delete;
@@ -74,8 +78,14 @@ Stats &stats();
 // Compiles (or loads from cache) the module for a source and options. Returns null and sets
 // `error` (without the "[mgsim compile] " prefix) on failure. `promoting`: the optimised tier is
 // wanted (a tier-0 module's dispatches ran long enough), never tier 0.
+// `check_workitem`: compile nothing; say in it why the work-item form does not compile (empty when
+// it does).
 std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compile_options *options,
-                                    std::string &error, bool promoting = false);
+                                    std::string &error, bool promoting = false, std::string *check_workitem = nullptr);
+// Why the work-item kernels of tier-0 module `m`, run as fibers there (stand-ins), run as fibers
+// once optimised too: their work-item form does not compile (a translator mistake). Empty when it
+// compiles. Checked once per module (a syntax check, or the promoted object's table).
+const std::string &standin_failure(Module &m);
 // The module a dispatch of `m` runs now: its promoted object once there is one. After a tier-0
 // dispatch, `tier0_ran` adds its time and promotes the module when the total reaches the limit
 // (or the dispatch ran over large buffers: `bytes` bound).

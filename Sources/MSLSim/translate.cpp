@@ -1359,10 +1359,11 @@ class Translator {
   // function it calls has one too) and records why not otherwise.
   void build_workitem() {
     if (!opt_.workitem) return;
-    // Tier-0 fibers, except for a unit that instantiates a matrix-product kernel (simdgroup-matrix
-    // operations, no simd collective: gemm, conv, qmm, SDPA backward): its inner loops are matrix operations, each a
-    // rendezvous of the simdgroup's fibers, and as fibers it outran the tier-up budget (compiled
-    // twice, costing more than the cheaper tier-0 compile saved).
+    // Tier-0 fibers (TranslateOptions::tier0_fibers), except for a unit that instantiates a
+    // matrix-product kernel (simdgroup-matrix operations, no simd collective: gemm, conv, qmm, SDPA
+    // backward): its inner loops are matrix operations, each a rendezvous of the simdgroup's
+    // fibers, and as fibers it outran the tier-up budget (compiled twice, costing more than the
+    // cheaper tier-0 compile saved).
     tier0_fibers_ = opt_.tier0_fibers;
     for (const KernelDecl &kd : kernels_) {
       if (!tier0_fibers_) break;
@@ -1477,9 +1478,8 @@ class Translator {
 
   // --- kernels: call graph, threadgroup sizes, entries -----------------------------------------
 
-  // Identifiers reachable from the body [open, close] through function and macro bodies.
-  // Calls f with every identifier the code between open and close reaches (through the bodies of
-  // functions of that name), once each.
+  // Calls f once with each identifier reachable from the body [open, close] through the bodies of
+  // functions of that name.
   template <class F>
   void reach_names(size_t open, size_t close, F &&f) {
     std::multimap<std::string, const FunctionBody *> by_name;
@@ -1500,25 +1500,14 @@ class Translator {
     }
   }
 
+  // What the body [open, close] reaches: a sync, thread_elements() / simd_lane_id(), a sync other
+  // than thread_elements().
   void reach(size_t open, size_t close, bool &sync, bool &lane_id, bool &sync_other) {
-    std::multimap<std::string, const FunctionBody *> by_name;
-    for (auto &f : functions_) by_name.emplace(f.name, &f);
-    std::set<std::string> seen;
-    std::vector<std::string> work;
-    auto scan_tokens = [&](const std::vector<Token> &v, size_t b, size_t e) {
-      for (size_t k = b; k < e && k < v.size(); ++k)
-        if (v[k].kind == Tok::Ident && seen.insert(v[k].text).second) work.push_back(v[k].text);
-    };
-    scan_tokens(t_, open, close);
-    while (!work.empty()) {
-      std::string id = work.back();
-      work.pop_back();
+    reach_names(open, close, [&](const std::string &id) {
       if (is_sync_name(id)) sync = true;
       if (is_sync_name(id) && id != "thread_elements") sync_other = true;
       if (id == "thread_elements" || id == "simd_lane_id") lane_id = true;
-      auto range = by_name.equal_range(id);
-      for (auto it = range.first; it != range.second; ++it) scan_tokens(t_, it->second->open, it->second->close);
-    }
+    });
   }
 
   // Evaluates an integer constant expression for threadgroup-array sizes; false if unknown.
