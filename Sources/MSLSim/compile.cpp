@@ -991,22 +991,22 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   return m;
 }
 
-const std::string &standin_failure(Module &m) {
-  std::call_once(m.wi_checked, [&] {
-    if (const Module *p = m.promoted.load(std::memory_order_acquire)) {
-      for (uint32_t i = 0; i < p->desc->n_kernels; ++i) {
-        const abi::kernel_desc &k = p->desc->kernels[i];
-        if (k.needs_fibers && !k.wi && k.fiber_reason) {
-          m.wi_failure = k.fiber_reason;
-          return;
-        }
-      }
-      return;
+const std::string *standin_failure(Module &m, bool check) {
+  std::lock_guard<std::mutex> lock(m.wi_check_mu);
+  if (m.wi_checked) return &m.wi_failure;
+  if (const Module *p = m.promoted.load(std::memory_order_acquire)) {
+    for (uint32_t i = 0; i < p->desc->n_kernels && m.wi_failure.empty(); ++i) {
+      const abi::kernel_desc &k = p->desc->kernels[i];
+      if (k.needs_fibers && !k.wi && k.fiber_reason) m.wi_failure = k.fiber_reason;
     }
+  } else if (check) {
     std::string error;
     load_module(m.source, &m.options, error, false, &m.wi_failure);  // (a check that cannot run: work-item)
-  });
-  return m.wi_failure;
+  } else {
+    return nullptr;
+  }
+  m.wi_checked = true;
+  return &m.wi_failure;
 }
 
 Module *current_tier(Module *m) {

@@ -44,8 +44,9 @@ struct Module {
   std::mutex promote_mu;
   bool promote_failed = false;  // the optimised compile failed: stays at tier 0 (logged)
   // Tier-0 stand-ins (work-item kernels run as fibers): whether their work-item form compiles,
-  // checked once when the execution model is asked for (standin_failure).
-  std::once_flag wi_checked;
+  // known once checked or promoted (standin_failure).
+  std::mutex wi_check_mu;
+  bool wi_checked = false;
   std::string wi_failure;
   Module();
   ~Module();
@@ -84,8 +85,9 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
                                     std::string &error, bool promoting = false, std::string *check_workitem = nullptr);
 // Why the work-item kernels of tier-0 module `m`, run as fibers there (stand-ins), run as fibers
 // once optimised too: their work-item form does not compile (a translator mistake). Empty when it
-// compiles. Checked once per module (a syntax check, or the promoted object's table).
-const std::string &standin_failure(Module &m);
+// compiles; null when not known yet and `check` is false. Known from the promoted object's table,
+// or (`check`) a syntax check, once per module.
+const std::string *standin_failure(Module &m, bool check);
 // The module a dispatch of `m` runs now: its promoted object once there is one. After a tier-0
 // dispatch, `tier0_ran` adds its time and promotes the module when the total reaches the limit
 // (or the dispatch ran over large buffers: `bytes` bound).

@@ -92,6 +92,10 @@ int32_t mgsim_function_static_threadgroup_memory_length(const mgsim_function *fu
 //                        lambda (program_source:12, in 'f')"; it lives as long as the function.
 enum { MGSIM_EXEC_PLAIN = 0, MGSIM_EXEC_WORKITEM = 1, MGSIM_EXEC_FIBERS = 2 };
 int32_t mgsim_function_execution_model(const mgsim_function *function, const char **reason);
+// The same without compiling anything: a work-item kernel at tier 0 reports MGSIM_EXEC_WORKITEM
+// unless its library was already compiled optimised (or checked) and found to need fibers. (The
+// exact answer costs a syntax check of the work-item form, once per library: traces ask this.)
+int32_t mgsim_function_execution_model_known(const mgsim_function *function, const char **reason);
 
 #define MGSIM_MAX_BINDINGS 31
 
