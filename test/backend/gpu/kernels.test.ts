@@ -12,6 +12,8 @@ test("a speculative instance the compiler rejects is dropped; the needed kernel 
   const c0 = kernelCompileCount();
   const p = kernelPipeline(needed, [bad]);
   expect(p).toBeDefined();
+  // nothing silent: the needed kernel's origin (the trace's pipelineFrom) says it was compiled again
+  expect(p.origin).toMatch(/compiled again without 1 speculative sibling\(s\) the compiler rejected/);
   expect(kernelCompileCount()).toBe(c0 + 2); // the run with the sibling failed, the one without it did not
   kernelPipeline(needed);
   expect(kernelCompileCount()).toBe(c0 + 2);

@@ -109,12 +109,15 @@ export function prepareKernels(instances: readonly KernelInstance[]): void {
       lib = compileLibrary(instancesSource(file, fromSource), `Sources/Kernels/${file}`);
     } catch (e) {
       // A speculative sibling the compiler rejects must not fail the kernels that are needed.
+      // The retry shows in the trace (pipelineFrom) of every kernel it compiled.
       const needed = fromSource.filter(([k]) => !k.speculative);
       if (needed.length === fromSource.length) throw e;
+      const dropped = fromSource.length - needed.length;
+      const why = (e instanceof Error ? e.message : String(e)).split("\n")[0];
       fromSource.length = 0;
-      fromSource.push(...needed);
+      for (const [k, origin] of needed) fromSource.push([k, `${origin}; compiled again without ${dropped} speculative sibling(s) the compiler rejected (${why})`]);
       if (needed.length === 0) continue;
-      lib = compileLibrary(instancesSource(file, needed), `Sources/Kernels/${file}`);
+      lib = compileLibrary(instancesSource(file, fromSource), `Sources/Kernels/${file}`);
     }
     for (const [k, origin] of fromSource) {
       const p = lib.pipeline(k.name);
