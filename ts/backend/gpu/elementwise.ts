@@ -8,7 +8,9 @@ import { Precision, tracing } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes, Pipeline, Size3 } from "../runtime.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
-import { type KernelInstance, kernelPipeline, kernelSource, prepareSources, sourcePipeline } from "./kernels.ts";
+import { fusedHeader } from "./fused-header.ts";
+import { PROGRAM_BUFFERS, PROGRAM_NAME, programSource, programWords } from "./fused-program.ts";
+import { type KernelInstance, kernelPipeline, prepareSources, sourcePipeline } from "./kernels.ts";
 import { elementwiseGrid, linearThreadgroup } from "./launch.ts";
 import { elementwise, type ElementwiseRule, gpuRules, registerGpu } from "./registry.ts";
 
@@ -309,6 +311,8 @@ export interface FusedKernel {
   kernel: string;
   /** Header + kernel: a complete library source. */
   source: string;
+  /** The functors it calls (its header holds what they need: fusedHeader). */
+  functors: string[];
   inputs: MgArray[];
   inputAccess: Access[];
   outputs: MgArray[];
@@ -323,7 +327,8 @@ export interface FusedKernel {
  * its strides (contiguous ones row-major, scalars 0), so regions that differ only in which inputs
  * are contiguous, scalar or strided (x * 2 against x * y, a transposed operand) share one kernel,
  * one compile and one pipeline. Small dispatches cost their launch, not their indexing; larger
- * outputs get kernels specialised to each input's access.
+ * outputs get kernels specialised to each input's access. Most small regions (float32, int32 and
+ * bool values) run on the interpreter of fused-program.ts instead, which compiles once in all.
  */
 export const FUSED_GENERAL_MAX = 4096;
 
@@ -382,11 +387,14 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
   params.push(`    constant const int64_t& size [[buffer(${b++})]]`);
   params.push("    uint2 gid [[thread_position_in_grid]]");
   params.push("    uint2 grid [[threads_per_grid]]");
+  const functors: string[] = [];
   region.nodes.forEach((node, k) => {
     const out = node.outputs[0]!;
     const t = mslType(out.dtype, node.primitive.name);
     const args = node.inputs.map((i) => names.get(i)!);
-    lines.push(`  const ${t} t${k} = ${functorOf(node)}()(${args.join(", ")});  // ${node.primitive.name} -> ${out.dtype.name}`);
+    const f = functorOf(node);
+    functors.push(f);
+    lines.push(`  const ${t} t${k} = ${f}()(${args.join(", ")});  // ${node.primitive.name} -> ${out.dtype.name}`);
     names.set(out, `t${k}`);
   });
   region.outputs.forEach((o, k) => lines.push(`  out${k}[i] = ${names.get(o)!};`));
@@ -400,35 +408,105 @@ export function generateFused(region: Region, accessFn: AccessFn = accessOf): Fu
   const hash = Bun.hash(`${signature}\n${body}`).toString(16);
   const name = `mg_fused_${hash}`;
   const kernel = `// ${region.nodes.map((x) => x.primitive.name).join(" -> ")} over shape (${outShape.join(",")})\n[[kernel]] void ${name}(\n${signature}) {\n${body}\n}\n`;
-  return { name, kernel, source: `${kernelSource("elementwise_ops.h")}\n\n${kernel}`, inputs, inputAccess: access, outputs: region.outputs, strided, general, large };
+  return { name, kernel, source: `${fusedHeader(functors)}\n\n${kernel}`, functors, inputs, inputAccess: access, outputs: region.outputs, strided, general, large };
 }
 
 /** Compiles the kernels of regions whose input layouts can be predicted, all in one library. */
 export function prepareFused(regions: readonly Region[]): void {
   const kernels: FusedKernel[] = [];
+  let program = false;
   for (const r of regions) {
+    if (regionProgram(r)) {
+      program = true;
+      continue;
+    }
     const k = generateFused(r, predictedAccess);
     if (k) kernels.push(k);
   }
-  prepareSources(kernelSource("elementwise_ops.h"), kernels.map((k) => ({ name: k.name, kernel: k.kernel })));
+  if (program) sourcePipeline(PROGRAM_NAME, programSource(), PROGRAM_NAME);
+  prepareSources(fusedHeader(kernels.flatMap((k) => k.functors)), kernels.map((k) => ({ name: k.name, kernel: k.kernel })));
+}
+
+/** A small region as a program of the fused-region interpreter (fused-program.ts): no compile of
+ *  its own. Null when the region needs its generated kernel. */
+function regionProgram(region: Region): { inputs: MgArray[]; words: number[] } | null {
+  const n = region.nodes[0]!.outputs[0]!.size;
+  if (n > FUSED_GENERAL_MAX) return null;
+  const inputs = regionInputs(region);
+  if (needsLargeIndex(n, inputs)) return null;
+  const words = programWords(region.nodes, inputs, region.outputs, region.nodes.map(functorOf), n);
+  return words ? { inputs, words } : null;
 }
 
 /** Which inputs each output of a fused kernel is computed from (bit k: input binding k), so a
  *  failed input fails only the outputs of its own chain. Null when every output reads them all. */
-function outputDependencies(region: Region, k: FusedKernel, outs: readonly BoundArray[]): { index: number; readMask: number }[] | undefined {
-  const all = 2 ** k.inputs.length - 1;
-  const inputBit = new Map(k.inputs.map((a, i) => [a, 1 << i]));
+function outputDependencies(region: Region, inputs: readonly MgArray[], outputs: readonly MgArray[], outs: readonly BoundArray[]): { index: number; readMask: number }[] | undefined {
+  const all = 2 ** inputs.length - 1;
+  const inputBit = new Map(inputs.map((a, i) => [a, 1 << i]));
   const reads = new Map<MgArray, number>();
   for (const n of region.nodes) {
     let m = 0;
     for (const i of n.inputs) m |= reads.get(i) ?? inputBit.get(i) ?? 0;
     reads.set(n.outputs[0]!, m);
   }
-  const entries = k.outputs.map((o, j) => ({ index: outs[j]!.binding.index, readMask: reads.get(o) ?? all }));
+  const entries = outputs.map((o, j) => ({ index: outs[j]!.binding.index, readMask: reads.get(o) ?? all }));
   return entries.every((e) => e.readMask === all) ? undefined : entries;
 }
 
+/** The strides a general kernel reads an input through: its own when strided, row-major at the
+ *  output's shape when contiguous, zeros for a scalar (inputs of lower rank are broadcast views). */
+function generalStrides(shape: readonly number[], bnd: BoundArray, acc: Access, general: boolean): number[] {
+  if (acc === "strided") return [...bnd.strides];
+  if (general && acc === "contiguous") return shape.map((_, d) => shape.slice(d + 1).reduce((p, x) => p * x, 1));
+  return shape.map(() => 0);
+}
+
+/** Runs a region on the fused-region interpreter (same bindings as its general kernel, plus the
+ *  program; unused buffer slots get a scratch buffer nothing reads or writes). */
+function encodeProgram(enc: GpuEncoder, region: Region, inputs: readonly MgArray[], words: readonly number[]): void {
+  if (process.env.MG_VERBOSE_FUSION === "1") process.stderr.write(`// ${PROGRAM_NAME}: ${region.nodes.map((x) => x.primitive.name).join(" -> ")}: [${words.join(", ")}]\n`);
+  const pipeline = sourcePipeline(PROGRAM_NAME, programSource(), PROGRAM_NAME);
+  const out = region.nodes[0]!.outputs[0]!;
+  const n = out.size;
+  const shape = out.shape;
+  const ins: BoundArray[] = inputs.map((a, i) => enc.input(a, i));
+  const outs = region.outputs.map((o, i) => enc.outputInPlace(o, inputs.length + i));
+  const buffers: BufferBinding[] = [...ins, ...outs].map((x) => x.binding);
+  const spare = buffers.length < PROGRAM_BUFFERS ? enc.temporary(16) : null;
+  for (let k = buffers.length; k < PROGRAM_BUFFERS; k++) buffers.push({ index: k, buffer: spare!, access: "read" });
+  let next = PROGRAM_BUFFERS;
+  const bytes = [
+    int32Bytes(next++, shape),
+    int64Bytes(next++, ins.flatMap((bnd, i) => generalStrides(shape, bnd, accessOf(inputs[i]!, n), true))),
+    int32Bytes(next++, [shape.length]),
+    int64Bytes(next++, ins.map((bnd) => bnd.base)),
+    int32Bytes(next++, words),
+  ];
+  const grid = elementwiseGrid(n);
+  const dtypes = new Set(region.nodes.map((x) => x.outputs[0]!.dtype));
+  enc.dispatch(
+    {
+      pipeline,
+      buffers,
+      bytes,
+      grid,
+      threadgroup: linearThreadgroup(pipeline, grid[0]),
+      mustWrite: outs.map((o) => o.binding.index),
+      dependencies: outputDependencies(region, inputs, region.outputs, outs),
+    },
+    {
+      primitives: region.nodes.map((x) => x.primitive.name),
+      inputs,
+      outputs: region.outputs,
+      layout: "fused general",
+      precision: [...dtypes].map(elementwisePrecision).filter((v, i, all) => all.indexOf(v) === i).join("; "),
+    },
+  );
+}
+
 export function encodeFused(enc: GpuEncoder, region: Region): void {
+  const program = regionProgram(region);
+  if (program) return encodeProgram(enc, region, program.inputs, program.words);
   const k = generateFused(region)!;
   if (process.env.MG_VERBOSE_FUSION === "1") process.stderr.write(`${k.source}\n`);
   const pipeline = sourcePipeline(k.name, k.source, k.name);
@@ -442,9 +520,7 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
     bytes.push(int32Bytes(next++, shape));
     // Inputs of lower rank than the output are broadcast views already, so every input has ndim strides.
     // (A general kernel reads contiguous inputs through their strides too, row-major at this shape.)
-    const rowMajor = shape.map((_, d) => shape.slice(d + 1).reduce((p, x) => p * x, 1));
-    const stridesOf = (bnd: BoundArray, acc: Access) => (acc === "strided" ? [...bnd.strides] : k.general && acc === "contiguous" ? rowMajor : shape.map(() => 0));
-    bytes.push(int64Bytes(next++, ins.flatMap((bnd, i) => stridesOf(bnd, k.inputAccess[i]!))));
+    bytes.push(int64Bytes(next++, ins.flatMap((bnd, i) => generalStrides(shape, bnd, k.inputAccess[i]!, k.general))));
     bytes.push(int32Bytes(next++, [shape.length]));
     bytes.push(int64Bytes(next++, ins.map((bnd) => bnd.base)));
   }
@@ -461,7 +537,7 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
       grid,
       threadgroup: linearThreadgroup(pipeline, grid[0]),
       mustWrite: outs.map((o) => o.binding.index),
-      dependencies: outputDependencies(region, k, outs),
+      dependencies: outputDependencies(region, k.inputs, k.outputs, outs),
     },
     {
       primitives: region.nodes.map((x) => x.primitive.name),

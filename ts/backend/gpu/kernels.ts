@@ -128,8 +128,11 @@ export function prepareKernels(instances: readonly KernelInstance[]): void {
   }
 }
 
+// Instances in name order: a family compiles to the same source (one disk-cache entry shared by
+// every process) whichever of its ops was needed first.
 function instancesSource(file: string, list: readonly [KernelInstance, string][]): string {
-  return `${kernelSource(file)}\n\n// instances\n${list.map(([k]) => instantiationLine(k)).join("\n")}\n`;
+  const lines = list.map(([k]) => instantiationLine(k)).sort();
+  return `${kernelSource(file)}\n\n// instances\n${lines.join("\n")}\n`;
 }
 
 /** With MG_KERNEL_CATALOG=<file>, every instance compiled from source is appended to it (one JSON
