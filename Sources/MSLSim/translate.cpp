@@ -1359,27 +1359,24 @@ class Translator {
   // function it calls has one too) and records why not otherwise.
   void build_workitem() {
     if (!opt_.workitem) return;
-    // Tier-0 fibers (TranslateOptions::tier0_fibers), except for a unit whose cooperative kernels
-    // are all matrix products (simdgroup-matrix operations, no simd collective: gemm, conv, qmm):
-    // their inner loops are matrix operations, each a rendezvous of the simdgroup's fibers, and as
-    // fibers they outran the tier-up budget (compiled twice, costing more than tier 0 saved).
+    // Tier-0 fibers (TranslateOptions::tier0_fibers), except for a unit that instantiates a
+    // matrix-product kernel (simdgroup-matrix operations, no simd collective: gemm, conv, qmm, SDPA
+    // backward): its inner loops are matrix operations, each a rendezvous of the simdgroup's
+    // fibers, and as fibers it outran the tier-up budget (compiled twice, costing more than the
+    // cheaper tier-0 compile saved).
     tier0_fibers_ = opt_.tier0_fibers;
-    bool cooperative = false, all_matrix = true;
     for (const KernelDecl &kd : kernels_) {
+      if (!tier0_fibers_) break;
       bool instantiated = !kd.is_template;
       for (const Instantiation &in : insts_) instantiated = instantiated || in.func_name == kd.name;
       if (!instantiated) continue;
-      bool matrix = false, collective = false, sync = false;
+      bool matrix = false, collective = false;
       reach_names(kd.body_open, kd.body_close, [&](const std::string &id) {
-        matrix = matrix || wi_is_matrix_op(id);
-        collective = collective || wi_is_collective(id);
-        sync = sync || wi_is_prelude_sync(id);
+        if (wi_is_matrix_op(id)) matrix = true;
+        if (wi_is_collective(id)) collective = true;
       });
-      if (!sync) continue;
-      cooperative = true;
-      all_matrix = all_matrix && matrix && !collective;
+      if (matrix && !collective) tier0_fibers_ = false;
     }
-    if (cooperative && all_matrix) tier0_fibers_ = false;
     auto calls_sync = [&](const FunctionBody &fb) {
       for (size_t k = fb.open + 1; k < fb.close; ++k) {
         if (!ident(k)) continue;
