@@ -920,7 +920,14 @@ class Pool {
 
 namespace {
 
-int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_desc *kernel, std::string &error);
+int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_desc *kernel, std::string &error,
+                    uint64_t *cpu_ns = nullptr);
+
+uint64_t thread_cpu_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
 
 }  // namespace
 
@@ -931,27 +938,26 @@ int run_dispatch(const mgsim_dispatch &d, std::string &error) {
     return 1;
   }
   Module *lib_module = fn->library->module.get();
-  Module *module = current_tier(lib_module);
-  if (module == lib_module) {
-    if (lib_module->tier != 0) return run_dispatch_in(d, module, fn->kernel, error);
-    // Tier 0: the dispatch's time counts towards compiling the library optimised.
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    const int rc = run_dispatch_in(d, module, fn->kernel, error);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    uint64_t bytes = 0;
-    for (uint32_t n = 0; n < abi::kMaxBindings; ++n) bytes += d.buffers[n].length;
-    tier0_ran(lib_module, uint64_t(t1.tv_sec - t0.tv_sec) * 1000000000ull + uint64_t(t1.tv_nsec) - uint64_t(t0.tv_nsec),
-              bytes);
-    return rc;
-  }
-  // Promoted: the same kernel (same index, checked by name at promotion) in the optimised object.
-  return run_dispatch_in(d, module, &module->desc->kernels[fn->kernel - lib_module->desc->kernels], error);
+  if (lib_module->tier != 0) return run_dispatch_in(d, lib_module, fn->kernel, error);
+  // Tier 0: a promoted kernel runs in its optimised object (found by name at promotion); otherwise
+  // the dispatch's CPU time counts towards compiling it optimised. CPU, not wall time: on a loaded
+  // machine (CI's test workers outnumber its cores) wall time grew with the load and promoted
+  // kernels that a quiet machine would not (a fresh-clone CI under load: 21 promotions, not 11).
+  const uint32_t index = uint32_t(fn->kernel - lib_module->desc->kernels);
+  Module::KernelTier &kt = lib_module->kernel_tiers[index];
+  if (const abi::kernel_desc *k = kt.kernel.load(std::memory_order_acquire)) return run_dispatch_in(d, kt.module, k, error);
+  uint64_t cpu_ns = 0;
+  const int rc = run_dispatch_in(d, lib_module, fn->kernel, error, &cpu_ns);
+  uint64_t bytes = 0;
+  for (uint32_t n = 0; n < abi::kMaxBindings; ++n) bytes += d.buffers[n].length;
+  tier0_ran(lib_module, index, cpu_ns, bytes);
+  return rc;
 }
 
 namespace {
 
-int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_desc *kernel, std::string &error) {
+int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_desc *kernel, std::string &error,
+                    uint64_t *cpu_ns) {
   const mgsim_function *fn = d.function;
   DispatchState ds;
   ds.d = &d;
@@ -1142,9 +1148,23 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
       rec->dispatch_serial.store(0, std::memory_order_relaxed);
     }
   };
-  // Small dispatches are not worth waking the pool.
-  if (ds.total_groups == 1 || total_threads < 2048) job();
-  else pool.run(std::function<void()>(job));
+  // Small dispatches are not worth waking the pool. With `cpu_ns`, the CPU time of every thread
+  // that ran groups is summed into it.
+  std::atomic<uint64_t> cpu{0};
+  auto timed_job = [&] {
+    const uint64_t t0 = thread_cpu_ns();
+    job();
+    cpu.fetch_add(thread_cpu_ns() - t0, std::memory_order_relaxed);
+  };
+  if (ds.total_groups == 1 || total_threads < 2048) {
+    if (cpu_ns) timed_job();
+    else job();
+  } else if (cpu_ns) {
+    pool.run(std::function<void()>(timed_job));
+  } else {
+    pool.run(std::function<void()>(job));
+  }
+  if (cpu_ns) *cpu_ns = cpu.load();
 
   std::vector<std::string> msgs;
   if (!ds.error.empty()) msgs.push_back(ds.error);

@@ -30,17 +30,23 @@ struct Module {
   bool checked = false;  // compiled in checked mode
   uint64_t bytes = 0;    // the object's file size, what the cache's byte limit counts
   // Tiered compilation (MG_SIM_OPT): a unit that is much cheaper to compile unoptimised (work-item,
-  // fiber and checked units) first runs compiled at -O0 (tier 0). Once its dispatches have run for
-  // MG_SIM_TIER_UP_MS in all, it is compiled again at the optimisation level it would otherwise have
-  // had, and later dispatches run that object (`promoted`, set once; this module owns it).
+  // fiber and checked units) first runs compiled at -O0 (tier 0). Once a kernel's dispatches have
+  // run for MG_SIM_TIER_UP_MS in all, it is compiled again at the optimisation level its unit would
+  // otherwise have had — with the unit's other kernels that ran at least half that long, not every
+  // sibling (checked sort.test.ts: the 13-dtype sort_block unit's tier-up took 6.2 CPU s, its 4
+  // long-running dtypes 2.8 s) — and later dispatches of it run that object (this module owns it).
+  struct KernelTier {
+    std::atomic<uint64_t> ns{0};                          // dispatch CPU time at tier 0
+    std::atomic<const abi::kernel_desc *> kernel{nullptr};  // set once: the optimised kernel
+    Module *module = nullptr;                             // its object (written before `kernel`)
+  };
   int tier = 1;
   std::string source;                 // tier 0: what to compile again, and how
   mgsim_compile_options options{};    // (macro pointers into `macro_text`)
   std::vector<std::string> macro_text;
   std::vector<const char *> macro_names, macro_values;
-  std::atomic<uint64_t> tier0_ns{0};  // dispatch wall time spent in this tier-0 object
-  std::atomic<Module *> promoted{nullptr};
-  std::shared_ptr<Module> promoted_owner;
+  std::unique_ptr<KernelTier[]> kernel_tiers;  // tier 0: one per kernel of desc
+  std::vector<std::shared_ptr<Module>> promoted_owners;  // guarded by promote_mu
   std::mutex promote_mu;
   bool promote_failed = false;  // the optimised compile failed: stays at tier 0 (logged)
   // Tier-0 stand-ins (work-item kernels run as fibers): whether their work-item form compiles,
@@ -82,17 +88,20 @@ Stats &stats();
 // `check_workitem`: compile nothing; say in it why the work-item form does not compile (empty when
 // it does).
 std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compile_options *options,
-                                    std::string &error, bool promoting = false, std::string *check_workitem = nullptr);
+                                    std::string &error, bool promoting = false,
+                                    const std::vector<std::string> *only_kernels = nullptr,
+                                    std::string *check_workitem = nullptr);
 // Why the work-item kernels of tier-0 module `m`, run as fibers there (stand-ins), run as fibers
 // once optimised too: their work-item form does not compile (a translator mistake). Empty when it
-// compiles; null when not known yet and `check` is false. Known from the promoted object's table,
-// or (`check`) a syntax check, once per module.
+// compiles; null when not known yet and `check` is false. Known from a promoted kernel's table
+// entry, or (`check`) a syntax check, once per module.
 const std::string *standin_failure(Module &m, bool check);
-// The module a dispatch of `m` runs now: its promoted object once there is one. After a tier-0
-// dispatch, `tier0_ran` adds its time and promotes the module when the total reaches the limit
-// (or the dispatch ran over large buffers: `bytes` bound).
-Module *current_tier(Module *m);
-void tier0_ran(Module *m, uint64_t ns, uint64_t bytes);
+// After a dispatch of kernel `index` of tier-0 module `m`, adds its CPU time (all the threads that
+// ran it) and promotes the kernel
+// (with the module's other long-running ones) when its total reaches the limit, or at once when the
+// dispatch ran over large buffers (`bytes` bound). The kernel's later dispatches then run the
+// optimised object (m->kernel_tiers[index]).
+void tier0_ran(Module *m, uint32_t index, uint64_t ns, uint64_t bytes);
 const std::string &cache_directory();
 
 // Runs one validated dispatch; returns 0 or sets `error` (without prefix).

@@ -1633,6 +1633,9 @@ class Translator {
       auto add = [&](const std::string &host_name, const std::string &call, const std::map<std::string, std::string> &tparams, int line) -> bool {
         for (auto &k : out.kernels)
           if (k.host_name == host_name) return error(line, "two kernels are named '" + host_name + "'");
+        if (!opt_.only_kernels.empty() &&
+            std::find(opt_.only_kernels.begin(), opt_.only_kernels.end(), host_name) == opt_.only_kernels.end())
+          return true;
         KernelInfo ki;
         ki.host_name = host_name;
         // Fully qualified: a kernel named like a metal:: function (divide, select, ...) is not
@@ -1706,6 +1709,9 @@ class Translator {
     // The language version the prelude's checks read (mgsim_types.h: language_version).
     s += "namespace mgsim { template <> struct language_version_of<program> { static constexpr unsigned value = " +
          std::to_string(opt_.language_version) + "; }; }\n";
+    // Checked work-item units call one out-of-line check per access once optimised (mgsim_exec.h).
+    if (opt_.checked && wi_written_)
+      s += "namespace mgsim { template <> struct check_outline_of<program> { static constexpr bool value = true; }; }\n";
     // Work-item regions publish each lane's attributes only when something reads them (checked-mode
     // reports, thread_elements() and simd_lane_id()).
     bool track = opt_.checked;

@@ -24,6 +24,9 @@ struct TranslateOptions {
   // the statistics count it as work-item, the form the optimised tier runs. Not for a unit with a
   // matrix-product kernel (translate.cpp, build_workitem): TranslateResult::tier0_fibers says.
   bool tier0_fibers = false;
+  // Non-empty: only these kernels (host names) get entry points, so only their templates are
+  // instantiated (a tier-up compiles the kernels that ran long, not all their siblings).
+  std::vector<std::string> only_kernels;
 };
 
 enum class ParamKind { Buffer, Threadgroup, Attribute };

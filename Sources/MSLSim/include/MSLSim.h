@@ -19,8 +19,9 @@
 // fails and is stopped; default 60000, 0 disables), MG_SIM_WORKITEM=0 (run every kernel with
 // barriers, collectives or simdgroup matrices as fibers instead of in work-item form),
 // MG_SIM_OPT (tiered compilation: "tiered", the default, compiles a work-item, fiber or checked
-// library at -O0 first and again optimised once its dispatches have run MG_SIM_TIER_UP_MS
-// milliseconds in all, default 200, or one dispatch over at least 1 MiB of buffers ran 1 ms;
+// library at -O0 first, and a kernel of it again optimised once its dispatches have run
+// MG_SIM_TIER_UP_MS milliseconds of CPU time in all, default 200, or one dispatch over at least 1 MiB of
+// buffers ran 1 ms (with the library's kernels that ran half as long, not all of them);
 // "full" compiles optimised at once; "0" never optimises those
 // libraries; at tier 0 work-item kernels run as fibers unless MG_SIM_TIER0_FIBERS=0). Both tiers compute the same bits; the compile log (MG_SIM_COMPILE_LOG) names them.
 #ifndef MSLSIM_H

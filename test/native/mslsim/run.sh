@@ -38,6 +38,21 @@ fi
 objs+=("$out/embed.o")
 ar rcs "$out/libmslsim.a" "${objs[@]}"
 
+# Every program starts with harness.h, whose standard headers are most of what it parses: with g++
+# it is precompiled once (about 4.5 of the programs' 12 CPU s). A header of its own includes it, so
+# the programs' own #include "harness.h" is the same file (#pragma once).
+pch=()
+if "$CXX_HOST" --version 2>/dev/null | grep -q 'Free Software Foundation'; then
+  pch_h="$out/harness_pch.h"
+  printf '#include "%s/harness.h"\n' "$here" >"$pch_h.new"
+  cmp -s "$pch_h.new" "$pch_h" && rm "$pch_h.new" || mv "$pch_h.new" "$pch_h"
+  if [ ! -f "$pch_h.gch" ] || [ "$pch_h" -nt "$pch_h.gch" ] || [ "$here/harness.h" -nt "$pch_h.gch" ] ||
+     [ "$src/include/MSLSim.h" -nt "$pch_h.gch" ]; then
+    "$CXX_HOST" "${flags[@]}" -x c++-header "$pch_h" -o "$pch_h.gch"
+  fi
+  pch=(-include "$pch_h" -Winvalid-pch)
+fi
+
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
   for t in "$here"/test_*.cpp; do tests+=("$(basename "${t%.cpp}")"); done
@@ -52,8 +67,9 @@ fi
 passed=0; failed=0
 for t in "${tests[@]}"; do
   exe="$out/$t"
-  if [ ! -f "$exe" ] || [ "$here/$t.cpp" -nt "$exe" ] || [ "$here/harness.h" -nt "$exe" ] || [ "$out/libmslsim.a" -nt "$exe" ]; then
-    "$CXX_HOST" "${flags[@]}" "$here/$t.cpp" "$out/libmslsim.a" -ldl -lpthread -o "$exe"
+  if [ ! -f "$exe" ] || [ "$here/$t.cpp" -nt "$exe" ] || [ "$here/harness.h" -nt "$exe" ] || [ "$out/libmslsim.a" -nt "$exe" ] ||
+     { [ ${#pch[@]} -gt 0 ] && [ "$pch_h.gch" -nt "$exe" ]; }; then
+    "$CXX_HOST" "${flags[@]}" "${pch[@]}" "$here/$t.cpp" "$out/libmslsim.a" -ldl -lpthread -o "$exe"
   fi
   log="$out/$t.log"
   set +e

@@ -215,6 +215,46 @@ int main() {
   }
   unsetenv("MG_SIM_TIER_UP_MS");
 
+  // Promotion of part of a unit: the kernel that ran long compiles optimised alone (an object of its
+  // own); its sibling, which did not run, stays at tier 0 until it too has run long.
+  setenv("MG_SIM_TIER_UP_MS", "1", 1);
+  {
+    const std::string src = R"(
+#include <metal_stdlib>
+using namespace metal;
+template <typename T>
+kernel void spin(device T* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  T v = x[i];
+  for (int k = 0; k < 4000; ++k) v = v * T(3) + T(1);
+  x[i] = v;
+}
+template [[host_name("spin_f")]] [[kernel]] decltype(spin<float>) spin<float>;
+template [[host_name("spin_u")]] [[kernel]] decltype(spin<uint>) spin<uint>;
+)";
+    Lib lib(src, /*checked=*/1);
+    mgsim_function *f = lib.fn("spin_f"), *u = lib.fn("spin_u");
+    const uint32_t n = 4096;
+    std::vector<float> x0(n, 0.5f), x1(n, 0.5f);
+    std::vector<uint32_t> y0(n, 7u), y1(n, 7u);
+    mgsim_stats a, b, c;
+    mgsim_get_stats(&a);
+    std::string err = Dispatch(f).buf(0, x0).threads(n, 1, 1, 64, 1, 1).run();  // tier 0, then promoted
+    mgsim_get_stats(&b);
+    err += Dispatch(f).buf(0, x1).threads(n, 1, 1, 64, 1, 1).run();  // the optimised object
+    err += Dispatch(u).buf(0, y0).threads(n, 1, 1, 64, 1, 1).run();  // tier 0 still
+    mgsim_get_stats(&c);
+    CHECK(err.empty() && lib.lib && b.tier_promotions - a.tier_promotions == 1 && b.tier0_dispatches - a.tier0_dispatches == 1 &&
+              c.tier0_dispatches - b.tier0_dispatches == 1,
+          "part of a unit: the kernel that ran long is promoted, its sibling keeps running tier 0 %s",
+          (lib.error + err).c_str());
+    err = Dispatch(u).buf(0, y1).threads(n, 1, 1, 64, 1, 1).run();  // its own promotion, then the same bits
+    CHECK(err.empty() && same_bits(x0, x1) && same_bits(y0, y1) && x0[5] != 0.5f && y0[5] != 7u,
+          "part of a unit: each kernel computes the same bits before and after its promotion %s", err.c_str());
+    mgsim_function_release(f);
+    mgsim_function_release(u);
+  }
+  unsetenv("MG_SIM_TIER_UP_MS");
+
   // Plain unchecked units (elementwise, fused kernels) compile at tier 0 first too (~20% less CPU).
   {
     mgsim_stats a, b;
@@ -226,6 +266,9 @@ int main() {
   }
 
   const std::string log = read_text(log_path);
+  CHECK(log.find("\tcompile-tierup\tspin_f\n") != std::string::npos &&
+            log.find("\tcompile-tierup\tspin_u\n") != std::string::npos,
+        "the compile log names a partial promotion's kernels (spin_f, then spin_u, each alone)");
   CHECK(log.find("\tcompile-workitem-O0\tmathy") != std::string::npos &&
             log.find("\tcompile-workitem-tierup\tmathy") != std::string::npos &&
             log.find("\tcompile-O0\tmathy") != std::string::npos,
