@@ -256,7 +256,8 @@ struct DispatchState {
   bool tolerate_oob_reads = false;  // the library's choice: out-of-bounds reads give 0 silently
   // Checked mode: race records of the bound buffers (8 bytes per byte, mapped for the dispatch).
   uint64_t *race_shadow[abi::kMaxBindings]{};
-  uint32_t written[abi::kMaxBindings]{};  // read-only buffers written anyway (check_binding::written)
+  // Read-only buffers: their length until written through anyway (check_binding::unwritten_len).
+  uint64_t unwritten_len[abi::kMaxBindings]{};
   size_t race_shadow_bytes[abi::kMaxBindings]{};
   std::vector<std::string> races;        // reports, at most kMaxReportedViolations
   uint64_t race_count = 0;
@@ -333,6 +334,55 @@ void host_misuse(const abi::launch *L, const char *what) {
   d->fail(std::string("kernel '") + d->name + "' called " + what +
           " outside a cooperative lane (the simulator classified it as barrier-free; call it "
           "directly rather than through a function pointer)");
+}
+
+// Checked mode's must-write check: the bytes of a buffer never written, and the first of them. A
+// byte was written when its shadow byte is 1 or its granule's race record (`rec`, granules of
+// 1 << GS bytes; null when not tracked) holds a write of the whole granule: the kernel's fast path
+// (mgsim_exec.h check_elem) marks such writes in the record only.
+template <uint32_t GS>
+uint64_t unwritten_bytes_in(const uint8_t *sh, uint64_t size, const uint64_t *rec, uint64_t &first) {
+  constexpr uint64_t kGran = uint64_t(1) << GS, kFull = (uint64_t(2) << (kGran - 1)) - 1;
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  uint64_t count = 0;
+  auto bytes = [&](uint64_t from, uint64_t to) {
+    for (uint64_t i = from; i < to; ++i)
+      if (!sh[i] && !(rec && (rec[i >> GS] >> 60) == kFull)) {
+        if (first == UINT64_MAX) first = i;
+        ++count;
+      }
+  };
+  // Blocks of 32 bytes: written when all their granules' records say so (the AND of the records'
+  // bytes fields), or all their shadow bytes are 1 (bytes are 0 or 1: the AND of four words).
+  const uint64_t blocks = size / 32;
+  for (uint64_t k = 0; k < blocks; ++k) {
+    const uint64_t i = k * 32;
+    if (rec) {
+      // 8, 16 or 32 records, ANDed as vectors of four.
+      typedef uint64_t u64x4 __attribute__((vector_size(32)));
+      const uint64_t *r = rec + (i >> GS);
+      u64x4 v, u;
+      memcpy(&v, r, 32);
+      for (uint64_t j = 4; j < (32 >> GS); j += 4) {
+        memcpy(&u, r + j, 32);
+        v &= u;
+      }
+      if (((v[0] & v[1] & v[2] & v[3]) >> 60) == kFull) continue;
+    }
+    uint64_t w[4];
+    memcpy(w, sh + i, 32);
+    if ((w[0] & w[1] & w[2] & w[3]) == kOnes) continue;
+    bytes(i, i + 32);
+  }
+  bytes(blocks * 32, size);
+  return count;
+}
+
+uint64_t unwritten_bytes(const uint8_t *sh, uint64_t size, const uint64_t *rec, uint32_t gs, uint64_t &first) {
+  first = UINT64_MAX;
+  if (gs == 2) return unwritten_bytes_in<2>(sh, size, rec, first);
+  if (gs == 1) return unwritten_bytes_in<1>(sh, size, rec, first);
+  return unwritten_bytes_in<0>(sh, size, rec, first);
 }
 
 thread_local DispatchState *t_dispatch = nullptr;  // the dispatch this thread runs (race reports)
@@ -522,6 +572,7 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
     r.epoch = 0;
     for (uint32_t &e : r.simd_epoch) e = 0;
     r.attrs_slot = nullptr;
+    r.who = 0;  // set per thread by plain loops (mgsim_exec.h run_group_plain)
     G.race = &r;
     if (w.checks_for != ds.serial) {
       for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
@@ -1092,7 +1143,8 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
       ds.race_shadow[n] = static_cast<uint64_t *>(p);
       ds.race_shadow_bytes[n] = bytes;
       ds.checks[n].race = ds.race_shadow[n];
-      ds.checks[n].written = ((kd.const_mask >> n) & 1u) ? &ds.written[n] : nullptr;
+      ds.unwritten_len[n] = d.buffers[n].length;
+      ds.checks[n].unwritten_len = ((kd.const_mask >> n) & 1u) ? &ds.unwritten_len[n] : nullptr;
     }
   }
 
@@ -1177,21 +1229,9 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
   if (!ds.failed.load()) {
     for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
       if (!ds.shadows[n]) continue;
-      const uint8_t *sh = ds.shadows[n];
-      const uint64_t size = ds.shadow_bytes[n];
-      uint64_t first = UINT64_MAX, count = 0;
-      for (uint64_t i = 0; i < size;) {
-        uint64_t word;
-        if (i + 8 <= size && (memcpy(&word, sh + i, 8), word == 0x0101010101010101ull)) {
-          i += 8;
-          continue;
-        }
-        if (!sh[i]) {
-          if (first == UINT64_MAX) first = i;
-          ++count;
-        }
-        ++i;
-      }
+      uint64_t first = UINT64_MAX;
+      const uint64_t count = unwritten_bytes(ds.shadows[n], ds.shadow_bytes[n], ds.race_shadow[n],
+                                             ds.checks[n].granule_shift, first);
       if (count) {
         uint32_t es = kd.elem_size[n] ? kd.elem_size[n] : 1;
         std::ostringstream m;

@@ -1778,7 +1778,10 @@ class Translator {
         s += wi_entry(ki, ns, binds);
       } else if (!ki.needs_fibers) {
         plain = "&" + ns + "_plain";
-        s += "extern \"C\" MGSIM_EXPORT void " + ns + "_plain(const mgsim::abi::launch *L, const mgsim::abi::group *G) {\n";
+        // Checked mode: MGSIM_CHECKED_PLAIN flattens the kernel into the loop when optimising
+        // (mgsim_exec.h), so its checked pointers are not passed by value per thread.
+        s += std::string("extern \"C\" MGSIM_EXPORT ") + (opt_.checked ? "MGSIM_CHECKED_PLAIN " : "") + "void " + ns +
+             "_plain(const mgsim::abi::launch *L, const mgsim::abi::group *G) {\n";
         s += "  mgsim_fc_load(L);\n" + binds;
         s += std::string("  mgsim::run_group_plain(L, G, ") + (ki.track_attrs ? "true" : "false") +
              ", [&](const mgsim::abi::thread_attrs &a) __attribute__((always_inline)) {\n";

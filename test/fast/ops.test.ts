@@ -460,14 +460,16 @@ describe("the trace says which kernel ran", () => {
         mg.synchronize();
         return mg.getPeakMemory() - before;
       });
+    // The growth is measured from L/2 to L (not L to 2L): the same check, without an L=512 backward
+    // that costs seconds of CPU on the simulator (and a tier-up compile) in CI.
     const L = 256;
     const scores = L * L * 4; // one float32 L×L matrix
-    const [fused, fused2, unfused] = [peak(L, true), peak(2 * L, true), peak(L, false)];
-    const what = `peaks: fused L=${L} ${fused}, L=${2 * L} ${fused2}; unfused ${unfused}; one score matrix ${scores}`;
+    const [half, fused, unfused] = [peak(L / 2, true), peak(L, true), peak(L, false)];
+    const what = `peaks: fused L=${L / 2} ${half}, L=${L} ${fused}; unfused ${unfused}; one score matrix ${scores}`;
     expect(fused, what).toBeLessThan(scores / 2);
     expect(unfused, what).toBeGreaterThan(scores);
     // doubling L at most doubles the fused peak (plus allocator rounding)
-    expect(fused2, what).toBeLessThan(2 * fused + 64 * 1024);
+    expect(fused, what).toBeLessThan(2 * half + 64 * 1024);
   });
 });
 

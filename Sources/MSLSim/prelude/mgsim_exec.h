@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 9;
+constexpr uint32_t kVersion = 10;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -65,6 +65,10 @@ struct race_state {
   // The running kernel object's tls.attrs on this thread (set by the kernel when the threadgroup
   // starts): the current thread without a thread-local lookup per access.
   const thread_attrs *const *attrs_slot;
+  // A plain loop's running thread as a device race record's writer bits (group | epoch << 24 |
+  // thread << 36), set per thread by run_group_plain: a write's record is then this word, the
+  // access's line and bytes. 0 (fiber and work-item modes, untracked groups): looked up per access.
+  uint64_t who;
 };
 
 // What checked mode reports (host_api::race).
@@ -95,10 +99,11 @@ struct check_binding {
   race_state *rs;     // the worker's race_state (its copies of the bindings; null in launch::checks)
   const char *name;   // a threadgroup variable's name (null for buffers and threadgroup(n) memory)
   uint32_t kind;      // 0 device buffer, 1 threadgroup(n) memory, 2 threadgroup variable
-  // A buffer the kernel declares read-only (a pointer to const): the dispatch's flag, set by the
-  // first write through it (const cast away). Device reads are compared with recorded writes only,
-  // so until then a read has nothing to race with and skips the records. Null for other buffers.
-  uint32_t *written;
+  // A buffer the kernel declares read-only (a pointer to const): the dispatch's word holding its
+  // length until the first write through it (const cast away) sets it to 0. Device reads are
+  // compared with recorded writes only, so until then a read has nothing to race with and skips
+  // the records (and the word is the read's bounds). Null for other buffers.
+  uint64_t *unwritten_len;
 };
 
 struct launch {
@@ -384,6 +389,9 @@ inline const uint32_t *current_position() {
   return tls.attrs ? full_attrs(tls.attrs)->grid : none;
 }
 
+// A device race record's bytes field for a whole granule of 1 << gs bytes.
+MGSIM_ALWAYS_INLINE uint64_t gmask_bytes(uint32_t gs) { return (2u << ((1u << gs) - 1u)) - 1u; }
+
 // Race detection for one access (checked mode): compares with the last accesses recorded for
 // its bytes and records it. `value` is what a write stores (a write of the value already there is
 // not a conflict), or null.
@@ -433,6 +441,11 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
         }
       }
       if (write) {
+        // A record of a whole-granule write is the must-write check's proof that its bytes were
+        // written (check_elem marks no shadow): say so in the shadow before the record changes.
+        if (b->shadow && ebytes == gmask_bytes(gs)) {
+          for (uint64_t i = lo; i <= hi && i < b->length; ++i) __atomic_store_n(b->shadow + i, uint8_t(1), __ATOMIC_RELAXED);
+        }
         // Other bytes of the granule written by another thread: the record can no longer say who
         // wrote which (bytes 0: not compared again until a whole-granule write).
         const bool mine = (e & kWho) == who;
@@ -582,6 +595,26 @@ MGSIM_ALWAYS_INLINE bool tg_race_fast(const abi::check_binding *b, int64_t off, 
 #define MGSIM_CHECK_INLINE MGSIM_NOINLINE inline
 #endif
 
+// The running thread as a device race record's writer bits (group | interval << 24 | thread <<
+// 36), or 0 when unknown (device memory not tracked, or no thread published).
+MGSIM_ALWAYS_INLINE uint64_t current_writer(const abi::race_state *r) {
+  if (const uint64_t who = r->who) return who;
+  const abi::thread_attrs *a = r->attrs_slot ? *r->attrs_slot : nullptr;
+  if (!a || !r->group) return 0;
+  const uint64_t E = r->epoch < abi::kRaceEpochMax ? r->epoch : abi::kRaceEpochMax;
+  return uint64_t(r->group) | (E << 24) | (uint64_t(a->index & 1023u) << 36);
+}
+
+// Whether a whole-granule access by `who` can skip race_access (it would report nothing): the
+// granule was never written in this dispatch, or its writers are no longer compared (bytes 0),
+// or it was last written by this threadgroup in another barrier interval or by this very thread.
+MGSIM_ALWAYS_INLINE bool race_quiet(uint64_t e, uint64_t who) {
+  const uint64_t x = e ^ who;
+  return e == 0 || (e >> 60) == 0 ||
+         (!(x & 0xffffffu) && ((x & (uint64_t(4095) << 24)) || ((who >> 24) & 4095u) == abi::kRaceEpochMax ||
+                               !(x & (uint64_t(1023) << 36))));
+}
+
 // True when [p, p + bytes) lies inside the binding; reports otherwise. Marks writes, and checks
 // races unless the access is atomic (`atomic`).
 MGSIM_CHECK_INLINE bool check_access(const abi::check_binding *b, const void *p, size_t bytes, bool write,
@@ -602,34 +635,21 @@ MGSIM_CHECK_INLINE bool check_access(const abi::check_binding *b, const void *p,
   }
   if (!atomic) {
     if (b->race) {
-      if (uint32_t *w = b->written) {
-        if (!write) {
-          if (!__atomic_load_n(w, __ATOMIC_RELAXED)) return true;
-        } else if (!__atomic_load_n(w, __ATOMIC_RELAXED)) {
-          __atomic_store_n(w, 1u, __ATOMIC_RELAXED);
+      if (uint64_t *u = b->unwritten_len) {
+        if (__atomic_load_n(u, __ATOMIC_RELAXED)) {
+          if (!write) return true;  // a read-only buffer not written through: nothing to race with
+          __atomic_store_n(u, uint64_t(0), __ATOMIC_RELAXED);
         }
       }
       const uint32_t gs = b->granule_shift;
       if (bytes == (1u << gs) && !(uint64_t(off) & ((1u << gs) - 1u))) {
         uint64_t &slot = b->race[uint64_t(off) >> gs];
         const uint64_t e = slot;
-        // Fast paths for a whole granule, where race_access would report nothing: never written in
-        // this dispatch, or its writers no longer compared (bytes 0), or last written by this
-        // threadgroup in another barrier interval or by this very thread. A read records nothing;
-        // a write records itself.
+        // A read records nothing; a write that conflicts with nothing records itself.
         if (!write && (e == 0 || (e >> 60) == 0)) return true;
-        const abi::race_state *r = b->rs;
-        const abi::thread_attrs *a = r && r->attrs_slot ? *r->attrs_slot : nullptr;
-        if (a && r->group) {
-          const uint64_t E = r->epoch < abi::kRaceEpochMax ? r->epoch : abi::kRaceEpochMax;
-          const uint64_t L = a->index & 1023u;
-          const bool quiet = e == 0 || (e >> 60) == 0 ||
-                             ((e & 0xffffffu) == r->group &&
-                              (((e >> 24) & 4095u) != E || E == abi::kRaceEpochMax || ((e >> 36) & 1023u) == L));
-          if (quiet) {
-            if (write)
-              slot = uint64_t(r->group) | (E << 24) | (L << 36) | (uint64_t(line < 16384u ? line : 0u) << 46) |
-                     (uint64_t((2u << ((1u << gs) - 1u)) - 1u) << 60);
+        if (const uint64_t who = b->rs ? current_writer(b->rs) : 0) {
+          if (race_quiet(e, who)) {
+            if (write) slot = who | (uint64_t(line < 16384u ? line : 0u) << 46) | (gmask_bytes(gs) << 60);
             return true;
           }
         }
@@ -669,6 +689,166 @@ MGSIM_ALWAYS_INLINE bool check_access_of(const abi::check_binding *b, const void
     return check_access(b, p, bytes, write, line, value, atomic, sg);
 }
 
+// check_elem's way out: one out-of-line copy, so an optimised kernel's accesses each carry only
+// the fast path inline.
+MGSIM_NOINLINE inline bool check_access_slow(const abi::check_binding *b, const void *p, size_t bytes, bool write,
+                                             uint32_t line, const void *value) {
+  return check_access(b, p, bytes, write, line, value);
+}
+
+// ck_fast::ulen of bindings without a read-only buffer's word (check_binding::unwritten_len):
+// always 0 ("written"), so an access loads one word, never tests a pointer.
+inline uint64_t ck_ulen_written = 0;
+
+// What check_elem's fast paths need of a binding, for elements of `elem` bytes: in optimised code
+// a checked pointer carries it (a fat pointer, ck), held by value so the compiler keeps it in
+// registers or stack slots across a kernel's accesses where fields read through the binding were
+// reloaded after every record store (a uint64_t or byte store may alias them). A binding's fields
+// do not change while a kernel runs (a threadgroup variable's are set before its first pointer).
+struct ck_fast {
+  const abi::check_binding *b = nullptr;  // null: an unchecked pointer
+  char *base = nullptr;
+  uint64_t *race = nullptr;   // device race records (null: threadgroup memory, or not tracked)
+  uint64_t *ulen = nullptr;   // check_binding::unwritten_len, else &ck_ulen_written
+  abi::race_state *rs = nullptr;
+  // Whole elements in the binding: check_elem's element index (the offset rotated right by log2
+  // of the element size, huge when misaligned) is in bounds and aligned when below it.
+  uint64_t limq = 0;
+  // limq where the device read / write fast path applies, else 0 (one compare for both): race
+  // records whose granule is the element and a race state (limr); for writes also no read-only
+  // buffer's word to clear (limw).
+  uint64_t limr = 0;
+  uint64_t limw = 0;
+  ck_fast() = default;
+  MGSIM_ALWAYS_INLINE ck_fast(const abi::check_binding *bb, size_t elem) : b(bb) {
+    if (bb) {
+      base = bb->base;
+      race = bb->race;
+      ulen = bb->unwritten_len ? bb->unwritten_len : &ck_ulen_written;
+      rs = bb->rs;
+      for_elem(elem);
+    }
+  }
+  MGSIM_ALWAYS_INLINE void for_elem(size_t elem) {
+    limq = elem ? b->length / elem : 0;
+    const bool fast = race && rs && elem == (size_t(1) << b->granule_shift);
+    limr = fast ? limq : 0;
+    limw = fast && ulen == &ck_ulen_written ? limq : 0;
+  }
+};
+
+#ifdef __OPTIMIZE__
+struct ck : ck_fast {
+  ck() = default;
+  MGSIM_ALWAYS_INLINE ck(const abi::check_binding *bb, size_t elem) : ck_fast(bb, elem) {}
+  // The same binding seen through a pointer to elements of `elem` bytes.
+  MGSIM_ALWAYS_INLINE ck as(size_t elem) const {
+    ck c = *this;
+    if (c.b) c.for_elem(elem);
+    return c;
+  }
+};
+#else
+// Tier 0 (-O0): the binding only. Every copy of a checked pointer is code at -O0, and a fat one
+// made tier-0 units compile ~1.6x slower; check_elem (out of line here) reads the binding.
+struct ck {
+  const abi::check_binding *b = nullptr;
+  ck() = default;
+  MGSIM_ALWAYS_INLINE ck(const abi::check_binding *bb, size_t) : b(bb) {}
+  MGSIM_ALWAYS_INLINE ck as(size_t) const { return *this; }
+};
+#endif
+
+// The bytes a pointer to T steps over (1 for void), for ck's per-element fields.
+template <class T>
+constexpr size_t ck_elem() {
+  if constexpr (std::is_void<T>::value) return 1;
+  else return sizeof(T);
+}
+
+// One element's access through a checked pointer (T: the pointee), as check_access decides it.
+// The common cases take the fewest tests here: a read of a read-only buffer not written through
+// (one compare against its word, which is its length: bounds too), and in-bounds aligned whole
+// granules of device memory (limr / limw) or threadgroup memory that conflict with nothing.
+// Everything else, and anything to report, goes to check_access, which repeats the idempotent
+// steps (clearing the read-only buffer's word). Out of line at tier 0, as check_access.
+template <class T>
+MGSIM_ALWAYS_INLINE bool check_elem_fast(const ck &kk, const T *q, bool write, uint32_t line, const void *value);
+
+// Optimised checked work-item units (check_outline_of, above) call one out-of-line copy per
+// element type: the fast paths without a copy at every access.
+template <class T>
+MGSIM_NOINLINE bool check_elem_outline(const ck &kk, const T *q, bool write, uint32_t line, const void *value) {
+  return check_elem_fast(kk, q, write, line, value);
+}
+
+template <class T>
+MGSIM_CHECK_INLINE bool check_elem(const ck &kk, const T *q, bool write, uint32_t line, const void *value = nullptr) {
+#ifdef __OPTIMIZE__
+  if constexpr (check_outline_of<std::conditional_t<sizeof(T) != 0, program, void>>::value)
+    return check_elem_outline(kk, q, write, line, value);
+  else
+    return check_elem_fast(kk, q, write, line, value);
+#else
+  constexpr uint32_t n = uint32_t(sizeof(T));
+  // Tier 0: the read-only buffer's shortcut only (its reads are most accesses), the rest in
+  // check_access; less code to compile at -O0 (a copy of the fast paths made plain units ~20%
+  // slower to compile there).
+  const abi::check_binding *b = kk.b;
+  if (!write && b && b->unwritten_len) {
+    constexpr uint32_t sh = n == 4 ? 2u : n == 2 ? 1u : 0u;
+    const uint64_t off = uint64_t(reinterpret_cast<const char *>(q) - b->base);
+    const uint64_t qi = sh ? (off >> sh) | (off << ((64u - sh) & 63u)) : off;
+    if ((n == 1 || n == 2 || n == 4) && qi < (__atomic_load_n(b->unwritten_len, __ATOMIC_RELAXED) >> sh)) return true;
+  }
+  return check_access(b, q, n, write, line, value);
+#endif
+}
+
+// check_elem's fast paths (optimised code).
+template <class T>
+MGSIM_ALWAYS_INLINE bool check_elem_fast(const ck &kk, const T *q, bool write, uint32_t line, const void *value) {
+#ifdef __OPTIMIZE__
+  constexpr uint32_t n = uint32_t(sizeof(T));
+  if constexpr (n == 1 || n == 2 || n == 4) {
+    const ck_fast &k = kk;
+    constexpr uint32_t sh = n == 4 ? 2u : n == 2 ? 1u : 0u;  // = the granule's log2 on the fast paths
+    const uint64_t off = uint64_t(reinterpret_cast<const char *>(q) - k.base);
+    const uint64_t qi = sh ? (off >> sh) | (off << ((64u - sh) & 63u)) : off;
+    if (!write) {
+      // A read-only buffer not written through: nothing to race with (see check_access).
+      if (__builtin_expect(qi < (__atomic_load_n(k.ulen, __ATOMIC_RELAXED) >> sh), 1)) return true;
+      if (qi < k.limr) {
+        const uint64_t e = k.race[qi];
+        if (e == 0 || (e >> 60) == 0) return true;
+        const uint64_t who = current_writer(k.rs);
+        if (who && race_quiet(e, who)) return true;
+      } else if (qi < k.limq && !k.race && k.b->tg) {
+        if (n == (1u << k.b->granule_shift) && tg_race_fast(k.b, int64_t(off), false, line)) return true;
+        race_access(k.b, int64_t(off), n, false, line, value);
+        return true;
+      }
+    } else if (__builtin_expect(qi < k.limw, 1)) {
+      // The record of a whole-granule write is also the must-write check's mark (no shadow).
+      uint64_t &slot = k.race[qi];
+      const uint64_t e = slot;
+      const uint64_t who = current_writer(k.rs);
+      if (__builtin_expect(who && race_quiet(e, who), 1)) {
+        slot = who | (uint64_t(line < 16384u ? line : 0u) << 46) | (gmask_bytes(sh) << 60);
+        return true;
+      }
+    } else if (qi < k.limq && !k.race && k.b->tg) {
+      if (n == (1u << k.b->granule_shift) && tg_race_fast(k.b, int64_t(off), true, line)) return true;
+      race_access(k.b, int64_t(off), n, true, line, value);
+      return true;
+    }
+  }
+  return check_access_slow(kk.b, q, n, write, line, value);
+#else
+  return check_access(kk.b, q, sizeof(T), write, line, value);
+#endif
+}
+
 template <class T>
 MGSIM_ALWAYS_INLINE T *oob_slot() {
   static_assert(sizeof(T) <= sizeof(oob_scratch), "[mgsim] element too large for checked mode");
@@ -683,15 +863,15 @@ struct elem_ref {
   // a value of T, so exp(p[i]), half ph[i] + ph[j] and vector pv[i] * 2 compile in checked mode.
   using mgsim_value_type = T;
   T *p;
-  const abi::check_binding *b;
+  ck c;
   uint32_t line = 0;  // the access's source line (race reports), set by the translator's wrappers
 
   MGSIM_ALWAYS_INLINE operator T() const {
-    if (check_access_of<T>(b, p, sizeof(T), false, line)) return *p;
+    if (check_elem(c, p, false, line)) return *p;
     return *oob_slot<T>();
   }
   MGSIM_ALWAYS_INLINE const elem_ref &operator=(const T &v) const {
-    if (check_access_of<T>(b, p, sizeof(T), true, line, &v)) *p = v;
+    if (check_elem(c, p, true, line, &v)) *p = v;
     return *this;
   }
   MGSIM_ALWAYS_INLINE const elem_ref &operator=(const elem_ref &o) const { return *this = T(o); }
@@ -699,11 +879,11 @@ struct elem_ref {
   MGSIM_ALWAYS_INLINE const elem_ref &operator=(const elem_ref<U> &o) const {
     return *this = T(U(o));
   }
-  MGSIM_ALWAYS_INLINE dptr<T> operator&() const { return dptr<T>(p, b); }
+  MGSIM_ALWAYS_INLINE dptr<T> operator&() const { return dptr<T>(p, c); }
   // The element as an object, for member access and reference binding: checked (and marked
   // written) as a write, since what follows may store through it.
   MGSIM_ALWAYS_INLINE T &mg_object() const {
-    if (check_access_of<T>(b, p, sizeof(T), true, line)) return *p;
+    if (check_elem(c, p, true, line)) return *p;
     return *oob_slot<T>();
   }
 
@@ -791,19 +971,21 @@ template <class T>
 struct dptr {
   using element_type = T;
   T *p = nullptr;
-  const abi::check_binding *b = nullptr;
+  ck c;               // the binding (c.b null: unchecked) and its fields
   uint32_t line = 0;  // source line of the access being made (race reports): see mg_line
 
   dptr() = default;
   dptr(decltype(nullptr)) {}
-  MGSIM_ALWAYS_INLINE dptr(T *p_, const abi::check_binding *b_) : p(p_), b(b_) {}
+  MGSIM_ALWAYS_INLINE dptr(T *p_, const abi::check_binding *b_) : p(p_), c(b_, ck_elem<T>()) {}
+  MGSIM_ALWAYS_INLINE dptr(T *p_, const ck &c_) : p(p_), c(c_) {}
   MGSIM_ALWAYS_INLINE explicit dptr(T *raw) : p(raw) {}
   template <class U, std::enable_if_t<std::is_convertible<U *, T *>::value, int> = 0>
-  MGSIM_ALWAYS_INLINE dptr(const dptr<U> &o) : p(o.p), b(o.b) {}
+  MGSIM_ALWAYS_INLINE dptr(const dptr<U> &o) : p(o.p), c(ck_elem<U>() == ck_elem<T>() ? o.c : o.c.as(ck_elem<T>())) {}
   // Reinterpreting casts between device pointer types keep the binding (and so the check).
   template <class U, std::enable_if_t<!std::is_convertible<U *, T *>::value, int> = 0>
   MGSIM_ALWAYS_INLINE explicit dptr(const dptr<U> &o)
-      : p(reinterpret_cast<T *>(const_cast<std::remove_const_t<U> *>(o.p))), b(o.b) {}
+      : p(reinterpret_cast<T *>(const_cast<std::remove_const_t<U> *>(o.p))),
+        c(ck_elem<U>() == ck_elem<T>() ? o.c : o.c.as(ck_elem<T>())) {}
 
   MGSIM_ALWAYS_INLINE explicit operator T *() const { return p; }
   MGSIM_ALWAYS_INLINE explicit operator bool() const { return p != nullptr; }
@@ -819,14 +1001,14 @@ struct dptr {
                                  std::conditional_t<std::is_const<T>::value, const T &, elem_ref<T>>>;
   MGSIM_ALWAYS_INLINE ref at(T *q) const {
     if constexpr (std::is_array<T>::value) {
-      dptr<std::remove_extent_t<T>> row(&(*q)[0], b);
+      dptr<std::remove_extent_t<T>> row(&(*q)[0], c.as(ck_elem<std::remove_extent_t<T>>()));
       row.line = line;
       return row;
     } else if constexpr (std::is_const<T>::value) {
-      if (check_access_of<T>(b, q, sizeof(T), false, line)) return *q;
+      if (check_elem(c, q, false, line)) return *q;
       return *oob_slot<std::remove_const_t<T>>();
     } else {
-      return elem_ref<T>{q, b, line};
+      return elem_ref<T>{q, c, line};
     }
   }
   template <class I, std::enable_if_t<std::is_integral<I>::value || std::is_enum<I>::value, int> = 0>
@@ -840,16 +1022,16 @@ struct dptr {
   }
   MGSIM_ALWAYS_INLINE ref operator*() const { return at(p); }
   MGSIM_ALWAYS_INLINE T *operator->() const {
-    if (check_access_of<T>(b, p, sizeof(T), !std::is_const<T>::value)) return p;
+    if (check_access_of<T>(c.b, p, sizeof(T), !std::is_const<T>::value)) return p;
     return oob_slot<std::remove_const_t<T>>();
   }
 
   template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
-  MGSIM_ALWAYS_INLINE dptr operator+(I i) const { return dptr(p + i, b); }
+  MGSIM_ALWAYS_INLINE dptr operator+(I i) const { return dptr(p + i, c); }
   template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
-  MGSIM_ALWAYS_INLINE dptr operator-(I i) const { return dptr(p - i, b); }
+  MGSIM_ALWAYS_INLINE dptr operator-(I i) const { return dptr(p - i, c); }
   template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
-  MGSIM_ALWAYS_INLINE friend dptr operator+(I i, const dptr &d) { return dptr(d.p + i, d.b); }
+  MGSIM_ALWAYS_INLINE friend dptr operator+(I i, const dptr &d) { return dptr(d.p + i, d.c); }
   template <class U>
   MGSIM_ALWAYS_INLINE ptrdiff_t operator-(const dptr<U> &o) const { return p - o.p; }
   template <class I>
@@ -890,7 +1072,7 @@ struct is_atomic_object<volatile T> : is_atomic_object<T> {};
 template <class T>
 MGSIM_ALWAYS_INLINE T *mgsim_resolve(dptr<T> d, size_t count, bool write, bool simdgroup = false) {
   // Atomics are exempt from race detection: concurrent atomic accesses are what they are for.
-  if (check_access_of<T>(d.b, d.p, count * sizeof(T), write, d.line, nullptr, is_atomic_object<T>::value, simdgroup))
+  if (check_access_of<T>(d.c.b, d.p, count * sizeof(T), write, d.line, nullptr, is_atomic_object<T>::value, simdgroup))
     return d.p;
   if (count * sizeof(T) > sizeof(oob_scratch)) return nullptr;
   memset(oob_scratch, 0, count * sizeof(T));
@@ -1008,6 +1190,16 @@ MGSIM_ALWAYS_INLINE P bind_threadgroup(const abi::group *G, unsigned n) {
   }
 }
 
+// A checked kernel's plain-loop entry (the translator's wrapper): optimised, the kernel and what it
+// calls are flattened into the loop. A kernel function with external linkage is otherwise often
+// called per thread, its checked pointers (fat when optimised) passed in memory. Not at tier 0
+// (flattening there would double the code: the kernel is emitted anyway).
+#ifdef __OPTIMIZE__
+#define MGSIM_CHECKED_PLAIN __attribute__((flatten))
+#else
+#define MGSIM_CHECKED_PLAIN
+#endif
+
 // Runs every thread of a threadgroup as a plain loop (kernels without barriers or collectives).
 // With `track` the running thread is published for checked mode and lane ids as a lazy record
 // (only its index is stored per thread; full_attrs derives the rest where a report needs it).
@@ -1021,14 +1213,24 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
   tls.group = G;
   if (track) tls.attrs = &pub;
   publish_attrs(G);
+  // Checked mode: the running thread as race_state::who (no barriers here: one interval). Stored
+  // through a pointer to a local when not tracked: one unconditional store per thread.
+  abi::race_state *const rs = track && G->race && G->race->group && G->nthreads <= 1024u ? G->race : nullptr;
+  const uint64_t who = rs ? uint64_t(rs->group) | (uint64_t(rs->epoch < abi::kRaceEpochMax ? rs->epoch : abi::kRaceEpochMax) << 24) : 0;
+  uint64_t who_unused = 0;
+  uint64_t *const who_slot = rs ? &rs->who : &who_unused;
+  constexpr uint64_t kWhoStep = uint64_t(1) << 36;  // the next thread index
   const uint32_t sx = G->size[0], sy = G->size[1];
+  // The box in locals: the kernel's stores (checked mode's records) could alias *G.
+  const uint32_t x0 = G->from[0], x1 = G->to[0], y0 = G->from[1], y1 = G->to[1], z0 = G->from[2], z1 = G->to[2];
   const uint32_t bx = G->id[0] * L->threads_per_threadgroup[0];
   const uint32_t by = G->id[1] * L->threads_per_threadgroup[1];
   const uint32_t bz = G->id[2] * L->threads_per_threadgroup[2];
-  for (uint32_t z = G->from[2]; z < G->to[2]; ++z)
-    for (uint32_t y = G->from[1]; y < G->to[1]; ++y) {
-      uint32_t idx = (z * sy + y) * sx + G->from[0];
-      for (uint32_t x = G->from[0]; x < G->to[0]; ++x, ++idx) {
+  for (uint32_t z = z0; z < z1; ++z)
+    for (uint32_t y = y0; y < y1; ++y) {
+      uint32_t idx = (z * sy + y) * sx + x0;
+      uint64_t whov = who | (uint64_t(idx) << 36);  // idx < 1024 when tracked (rs)
+      for (uint32_t x = x0; x < x1; ++x, ++idx, whov += kWhoStep) {
         a.grid[0] = bx + x;
         a.grid[1] = by + y;
         a.grid[2] = bz + z;
@@ -1039,9 +1241,11 @@ MGSIM_ALWAYS_INLINE void run_group_plain(const abi::launch *L, const abi::group 
         a.lane_id = idx & 31u;
         a.simd_id = idx >> 5;
         if (track) pub.index = idx;
+        if (track) *who_slot = whov;
         body(static_cast<const abi::thread_attrs &>(a));
       }
     }
+  if (rs) rs->who = 0;
   if (track) tls.attrs = nullptr;
 }
 

@@ -14,10 +14,13 @@ function randomLine(n: number, seed: number): [Float64Array, Float64Array] {
 function dft(re: Float64Array, im: Float64Array, sign: 1 | -1): [Float64Array, Float64Array] {
   const n = re.length;
   const orr = new Float64Array(n), oi = new Float64Array(n);
+  // The n distinct twiddles once (the same exactly reduced values), not one call per (j, k) pair.
+  const cos = new Float64Array(n), sin = new Float64Array(n);
+  for (let m = 0; m < n; m++) [cos[m], sin[m]] = twiddle(m, n, sign);
   for (let k = 0; k < n; k++) {
     let sr = 0, si = 0;
     for (let j = 0; j < n; j++) {
-      const [c, s] = twiddle((j * k) % n, n, sign);
+      const m = (j * k) % n, c = cos[m]!, s = sin[m]!;
       sr += re[j]! * c - im[j]! * s;
       si += re[j]! * s + im[j]! * c;
     }
