@@ -214,6 +214,7 @@ void mgsim_get_stats(mgsim_stats *out) {
   out->tier0_compiles = s.tier0_compiles.load();
   out->tier0_dispatches = s.tier0_dispatches.load();
   out->tier_promotions = s.tier_promotions.load();
+  out->tier0_fiber_dispatches = s.tier0_fiber_dispatches.load();
 }
 
 const char *mgsim_cache_directory(void) { return cache_directory().c_str(); }

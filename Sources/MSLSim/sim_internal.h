@@ -79,6 +79,7 @@ struct Stats {
   std::atomic<uint64_t> tier0_compiles{0};
   std::atomic<uint64_t> tier0_dispatches{0};
   std::atomic<uint64_t> tier_promotions{0};
+  std::atomic<uint64_t> tier0_fiber_dispatches{0};
 };
 Stats &stats();
 

@@ -153,6 +153,8 @@ typedef struct mgsim_stats {
   uint64_t tier0_compiles;         // libraries compiled unoptimised first (tiered compilation, MG_SIM_OPT)
   uint64_t tier0_dispatches;       // dispatches run by such an unoptimised object
   uint64_t tier_promotions;        // tier-0 libraries switched to their optimised object
+  uint64_t tier0_fiber_dispatches; // of workitem_dispatches, those a tier-0 object ran as fibers (its
+                                   // stand-in: MG_SIM_TIER0_FIBERS); the optimised tier runs work-item
 } mgsim_stats;
 void mgsim_get_stats(mgsim_stats *out);
 
