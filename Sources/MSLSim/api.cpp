@@ -137,14 +137,33 @@ int32_t mgsim_function_static_threadgroup_memory_length(const mgsim_function *fu
   return function ? int32_t(function->kernel->static_tg_bytes) : 0;
 }
 
-int32_t mgsim_function_execution_model(const mgsim_function *function, const char **reason) {
+namespace {
+int32_t execution_model(const mgsim_function *function, const char **reason, bool check) {
   if (reason) *reason = nullptr;
   if (!function) return MGSIM_EXEC_PLAIN;
   const abi::kernel_desc *k = function->kernel;
   if (k->wi) return MGSIM_EXEC_WORKITEM;
   if (!k->needs_fibers) return MGSIM_EXEC_PLAIN;
-  if (reason) *reason = k->fiber_reason ? k->fiber_reason : "";
+  // A kernel without a fiber_reason that needs fibers is a work-item kernel's tier-0 stand-in
+  // (TranslateOptions::tier0_fibers): the model is that of the optimised tier, work-item unless
+  // that form does not compile.
+  if (!k->fiber_reason) {
+    const std::string *why = mgsim::standin_failure(*function->library->module, check);
+    if (!why || why->empty()) return MGSIM_EXEC_WORKITEM;
+    if (reason) *reason = why->c_str();
+    return MGSIM_EXEC_FIBERS;
+  }
+  if (reason) *reason = k->fiber_reason;
   return MGSIM_EXEC_FIBERS;
+}
+}  // namespace
+
+int32_t mgsim_function_execution_model(const mgsim_function *function, const char **reason) {
+  return execution_model(function, reason, true);
+}
+
+int32_t mgsim_function_execution_model_known(const mgsim_function *function, const char **reason) {
+  return execution_model(function, reason, false);
 }
 
 int32_t mgsim_dispatch_run(const mgsim_dispatch *dispatch, char **error) {
@@ -195,6 +214,7 @@ void mgsim_get_stats(mgsim_stats *out) {
   out->tier0_compiles = s.tier0_compiles.load();
   out->tier0_dispatches = s.tier0_dispatches.load();
   out->tier_promotions = s.tier_promotions.load();
+  out->tier0_fiber_dispatches = s.tier0_fiber_dispatches.load();
 }
 
 const char *mgsim_cache_directory(void) { return cache_directory().c_str(); }

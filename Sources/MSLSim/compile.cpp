@@ -491,6 +491,15 @@ std::string clean_log(const std::string &log, const std::string &src_path) {
   return s;
 }
 
+// Why work-item kernels run as fibers when their work-item form did not compile: the compiler's
+// first error.
+std::string workitem_failure(const std::string &log, const std::string &src_path) {
+  std::string first = clean_log(log, src_path);
+  size_t at = first.find("error:");
+  first = at == std::string::npos ? first.substr(0, 200) : first.substr(at, first.find('\n', at) - at);
+  return "the work-item form did not compile: " + first;
+}
+
 // A macro for the preprocessor: the library's (MTLCompileOptions.preprocessorMacros) or Metal's own.
 struct PPMacro {
   std::string name;
@@ -836,7 +845,7 @@ void keep_request(Module &m, const std::string &source, const mgsim_compile_opti
 
 std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compile_options *options,
                                     std::string &error, bool promoting,
-                                    const std::vector<std::string> *only_kernels) {
+                                    const std::vector<std::string> *only_kernels, std::string *check_workitem) {
   const CompilerConfig &cc = compiler();
   int math_mode = options ? options->math_mode : MGSIM_MATH_SAFE;
   if (math_mode < MGSIM_MATH_SAFE || math_mode > MGSIM_MATH_FAST) {
@@ -902,6 +911,10 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   // The tier-0 object of the same unit (when its kind has one): compiled at -O0.
   Hasher h0 = h;
   h0.add("tier 0: -O0");
+  // MG_SIM_TIER0_FIBERS=0 keeps the work-item form at tier 0 too (below).
+  const char *env_t0f = getenv("MG_SIM_TIER0_FIBERS");
+  const bool tier0_fibers = !(env_t0f && strcmp(env_t0f, "0") == 0);
+  if (!tier0_fibers) h0.add("work-item form at tier 0");
   const std::string key0 = h0.hex();
   // A tier-up of some of the unit's kernels: an object of its own.
   if (only_kernels) h.add("only the kernels: " + join(*only_kernels));
@@ -929,7 +942,7 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
     return true;
   };
   std::shared_ptr<Module> found;
-  find(false, found);
+  if (!check_workitem) find(false, found);
   if (found) return found;
   std::shared_ptr<std::mutex> key_lock;
   {
@@ -940,15 +953,20 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   }
   // One thread compiles a given key; others wait for it and then hit the memory cache.
   std::lock_guard<std::mutex> kg(*key_lock);
-  find(false, found);
-  if (found) return found;
-  if (!find(true, found)) return nullptr;
-  if (found) return found;
-  // Another process compiling this unit now: wait for it, then load what it wrote.
+  if (!check_workitem) {
+    find(false, found);
+    if (found) return found;
+    if (!find(true, found)) return nullptr;
+    if (found) return found;
+  }
+  // Another process compiling this unit now: wait for it, then load what it wrote (a work-item
+  // check compiles nothing: no lock).
   mkdir_p(cache_directory() + "/locks");
-  FileLock other_processes(cache_directory() + "/locks/" + key + ".lock");
-  if (!find(true, found)) return nullptr;
-  if (found) return found;
+  FileLock other_processes(check_workitem ? std::string() : cache_directory() + "/locks/" + key + ".lock");
+  if (!check_workitem) {
+    if (!find(true, found)) return nullptr;
+    if (found) return found;
+  }
   if (cc.resolved.empty()) {
     error = "C++ compiler '" + cc.cxx + "' not found (set MG_SIM_CXX to a C++17 compiler)";
     return nullptr;
@@ -962,9 +980,37 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   std::string expanded;
   if (!preprocess(source, macros, version, tmpdir, key, expanded, error)) return nullptr;
   if (!check_inline_assembly(expanded, error)) return nullptr;
+  // A unit with work-item kernels compiles at tier 0 (below): there its kernels run as fibers,
+  // whose -O0 compile costs about a third of the work-item form's (no per-lane variants to
+  // instantiate); the optimised tier compiles the work-item form.
+  topt.tier0_fibers = policy != kFull && tier0_fibers && !check_workitem;
   TranslateResult tr;
   if (!translate_msl(expanded, topt, tr)) {
     error = tr.error;
+    return nullptr;
+  }
+  std::string what;  // the compile log names the unit by its kernels
+  for (const KernelInfo &k : tr.kernels) what += (what.empty() ? "" : " ") + k.host_name;
+  if (check_workitem) {
+    // Does the work-item form of a tier-0 stand-in compile (mgsim_function_execution_model)? A
+    // syntax check at -O0: the instantiations are where a translator mistake fails.
+    std::string prelude_dir;
+    if (!ensure_prelude_dir(prelude_dir, error)) return nullptr;
+    std::vector<std::string> args = {cc.resolved};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("-O0");
+    const std::vector<std::string> inc = prelude_include_flags(prelude_dir, math_mode, true);
+    args.insert(args.end(), inc.begin(), inc.end());
+    const std::string src_path = temp_name(tmpdir, key, ".cpp");
+    if (!write_atomic(src_path, tr.cpp)) {
+      error = "cannot write " + src_path;
+      return nullptr;
+    }
+    args.insert(args.end(), {"-fsyntax-only", "-x", "c++", src_path});
+    std::string log;
+    const int rc = run_compiler(args, temp_name(tmpdir, key, ".log"), log, false, "check-workitem-O0", what);
+    unlink(src_path.c_str());
+    *check_workitem = rc != 0 && tr.workitem ? workitem_failure(log, src_path) : "";
     return nullptr;
   }
   // Work-item code is loop nests over lanes: -O1 compiles it in about half the time of -O2 at about
@@ -1006,26 +1052,23 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   std::vector<std::string> rest = {dl.ok ? "-c" : "-shared", "-x", "c++", src_path, "-o", dl.ok ? tmp_o : tmp_so};
   if (!dl.ok) rest.insert(rest.end(), link_flags().begin(), link_flags().end());
   args.insert(args.end(), rest.begin(), rest.end());
-  std::string what;  // the compile log names the unit by its kernels
-  for (const KernelInfo &k : tr.kernels) what += (what.empty() ? "" : " ") + k.host_name;
   // The log's kind says the tier: "-O0" for tier 0, "-tierup" for the optimised compile of a unit
   // that ran at tier 0 long enough.
+  // (A work-item unit's tier-0 object, its kernels run as fibers or not, is "compile-workitem-O0".)
   const std::string tier_tag = tier0 ? "-O0" : promoting ? "-tierup" : "";
   std::string log;
   int rc = run_compiler(args, temp_name(tmpdir, unit_key, ".log"), log, false,
                         ((tr.workitem ? "compile-workitem" : "compile") + tier_tag).c_str(), what);
   const char *keep = getenv("MG_SIM_KEEP_SOURCES");
   bool keep_src = keep && *keep && strcmp(keep, "0") != 0;
-  if (rc != 0 && tr.workitem) {
+  // (A tier-0 stand-in is fiber code already: a failure is the source's own.)
+  if (rc != 0 && tr.workitem && !tr.tier0_fibers) {
     // The work-item forms did not compile (a construct the translator took for something else):
     // the kernels run as fibers instead, and say why. A genuine error fails again below.
-    std::string first = clean_log(log, src_path);
-    size_t at = first.find("error:");
-    first = at == std::string::npos ? first.substr(0, 200) : first.substr(at, first.find('\n', at) - at);
-    if (keep_src) rename(src_path.c_str(), (src_path + ".workitem.cpp").c_str());
     TranslateOptions retry = topt;
     retry.workitem = false;
-    retry.fiber_note = "the work-item form did not compile: " + first;
+    retry.fiber_note = workitem_failure(log, src_path);
+    if (keep_src) rename(src_path.c_str(), (src_path + ".workitem.cpp").c_str());
     TranslateResult tr2;
     if (!translate_msl(expanded, retry, tr2)) {
       error = tr2.error;
@@ -1077,6 +1120,25 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   }
   cache_module(m);
   return m;
+}
+
+const std::string *standin_failure(Module &m, bool check) {
+  std::lock_guard<std::mutex> lock(m.wi_check_mu);
+  if (m.wi_checked) return &m.wi_failure;
+  bool promoted = false;
+  for (uint32_t i = 0; m.kernel_tiers && i < m.desc->n_kernels; ++i) {
+    const abi::kernel_desc *k = m.kernel_tiers[i].kernel.load(std::memory_order_acquire);
+    if (!k) continue;
+    promoted = true;
+    if (k->needs_fibers && !k->wi && k->fiber_reason && m.wi_failure.empty()) m.wi_failure = k->fiber_reason;
+  }
+  if (!promoted) {
+    if (!check) return nullptr;
+    std::string error;
+    load_module(m.source, &m.options, error, false, nullptr, &m.wi_failure);  // (a check that cannot run: work-item)
+  }
+  m.wi_checked = true;
+  return &m.wi_failure;
 }
 
 void tier0_ran(Module *m, uint32_t index, uint64_t ns, uint64_t bytes) {

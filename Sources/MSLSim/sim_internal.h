@@ -49,6 +49,11 @@ struct Module {
   std::vector<std::shared_ptr<Module>> promoted_owners;  // guarded by promote_mu
   std::mutex promote_mu;
   bool promote_failed = false;  // the optimised compile failed: stays at tier 0 (logged)
+  // Tier-0 stand-ins (work-item kernels run as fibers): whether their work-item form compiles,
+  // known once checked or promoted (standin_failure).
+  std::mutex wi_check_mu;
+  bool wi_checked = false;
+  std::string wi_failure;
   Module();
   ~Module();
   Module(const Module &) = delete;
@@ -74,15 +79,24 @@ struct Stats {
   std::atomic<uint64_t> tier0_compiles{0};
   std::atomic<uint64_t> tier0_dispatches{0};
   std::atomic<uint64_t> tier_promotions{0};
+  std::atomic<uint64_t> tier0_fiber_dispatches{0};
 };
 Stats &stats();
 
 // Compiles (or loads from cache) the module for a source and options. Returns null and sets
 // `error` (without the "[mgsim compile] " prefix) on failure. `promoting`: the optimised tier is
 // wanted (a tier-0 module's dispatches ran long enough), never tier 0.
+// `check_workitem`: compile nothing; say in it why the work-item form does not compile (empty when
+// it does).
 std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compile_options *options,
                                     std::string &error, bool promoting = false,
-                                    const std::vector<std::string> *only_kernels = nullptr);
+                                    const std::vector<std::string> *only_kernels = nullptr,
+                                    std::string *check_workitem = nullptr);
+// Why the work-item kernels of tier-0 module `m`, run as fibers there (stand-ins), run as fibers
+// once optimised too: their work-item form does not compile (a translator mistake). Empty when it
+// compiles; null when not known yet and `check` is false. Known from a promoted kernel's table
+// entry, or (`check`) a syntax check, once per module.
+const std::string *standin_failure(Module &m, bool check);
 // After a dispatch of kernel `index` of tier-0 module `m`, adds its CPU time (all the threads that
 // ran it) and promotes the kernel
 // (with the module's other long-running ones) when its total reaches the limit, or at once when the

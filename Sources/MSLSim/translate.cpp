@@ -1184,6 +1184,7 @@ class Translator {
   std::map<std::string, std::string> wi_fail_;    // names with no work-item form, and why
   std::string wi_global_;                         // a reason no kernel may use the work-item form
   bool wi_written_ = false;
+  bool tier0_fibers_ = false;  // opt_.tier0_fibers, for this unit (build_workitem)
 
   // The rewritten text of tokens [b, e), whitespace and comments included (line structure kept).
   std::string rtext(size_t b, size_t e) const {
@@ -1358,6 +1359,24 @@ class Translator {
   // function it calls has one too) and records why not otherwise.
   void build_workitem() {
     if (!opt_.workitem) return;
+    // Tier-0 fibers (TranslateOptions::tier0_fibers), except for a unit that instantiates a
+    // matrix-product kernel (simdgroup-matrix operations, no simd collective: gemm, conv, qmm, SDPA
+    // backward): its inner loops are matrix operations, each a rendezvous of the simdgroup's
+    // fibers, and as fibers it outran the tier-up budget (compiled twice, costing more than the
+    // cheaper tier-0 compile saved).
+    tier0_fibers_ = opt_.tier0_fibers;
+    for (const KernelDecl &kd : kernels_) {
+      if (!tier0_fibers_) break;
+      bool instantiated = !kd.is_template;
+      for (const Instantiation &in : insts_) instantiated = instantiated || in.func_name == kd.name;
+      if (!instantiated) continue;
+      bool matrix = false, collective = false;
+      reach_names(kd.body_open, kd.body_close, [&](const std::string &id) {
+        if (wi_is_matrix_op(id)) matrix = true;
+        if (wi_is_collective(id)) collective = true;
+      });
+      if (matrix && !collective) tier0_fibers_ = false;
+    }
     auto calls_sync = [&](const FunctionBody &fb) {
       for (size_t k = fb.open + 1; k < fb.close; ++k) {
         if (!ident(k)) continue;
@@ -1430,7 +1449,7 @@ class Translator {
       const FunctionBody &fb = functions_[fi];
       if (wi_fail_.count(fb.name)) continue;
       const WiLine back = user_line(t_[fb.close].line);
-      suffix_[fb.close] += o.code + "\n#line " + std::to_string(back.line) + " \"" + back.file + "\"\n";
+      if (!tier0_fibers_) suffix_[fb.close] += o.code + "\n#line " + std::to_string(back.line) + " \"" + back.file + "\"\n";
       wi_written_ = true;
     }
   }
@@ -1459,26 +1478,36 @@ class Translator {
 
   // --- kernels: call graph, threadgroup sizes, entries -----------------------------------------
 
-  // Identifiers reachable from the body [open, close] through function and macro bodies.
-  void reach(size_t open, size_t close, bool &sync, bool &lane_id, bool &sync_other) {
+  // Calls f once with each identifier reachable from the body [open, close] through the bodies of
+  // functions of that name.
+  template <class F>
+  void reach_names(size_t open, size_t close, F &&f) {
     std::multimap<std::string, const FunctionBody *> by_name;
-    for (auto &f : functions_) by_name.emplace(f.name, &f);
+    for (auto &fb : functions_) by_name.emplace(fb.name, &fb);
     std::set<std::string> seen;
     std::vector<std::string> work;
-    auto scan_tokens = [&](const std::vector<Token> &v, size_t b, size_t e) {
-      for (size_t k = b; k < e && k < v.size(); ++k)
-        if (v[k].kind == Tok::Ident && seen.insert(v[k].text).second) work.push_back(v[k].text);
+    auto scan_tokens = [&](size_t b, size_t e) {
+      for (size_t k = b; k < e && k < t_.size(); ++k)
+        if (t_[k].kind == Tok::Ident && seen.insert(t_[k].text).second) work.push_back(t_[k].text);
     };
-    scan_tokens(t_, open, close);
+    scan_tokens(open, close);
     while (!work.empty()) {
       std::string id = work.back();
       work.pop_back();
+      f(id);
+      auto range = by_name.equal_range(id);
+      for (auto it = range.first; it != range.second; ++it) scan_tokens(it->second->open, it->second->close);
+    }
+  }
+
+  // What the body [open, close] reaches: a sync, thread_elements() / simd_lane_id(), a sync other
+  // than thread_elements().
+  void reach(size_t open, size_t close, bool &sync, bool &lane_id, bool &sync_other) {
+    reach_names(open, close, [&](const std::string &id) {
       if (is_sync_name(id)) sync = true;
       if (is_sync_name(id) && id != "thread_elements") sync_other = true;
       if (id == "thread_elements" || id == "simd_lane_id") lane_id = true;
-      auto range = by_name.equal_range(id);
-      for (auto it = range.first; it != range.second; ++it) scan_tokens(t_, it->second->open, it->second->close);
-    }
+    });
   }
 
   // Evaluates an integer constant expression for threadgroup-array sizes; false if unknown.
@@ -1744,7 +1773,7 @@ class Translator {
         }
       }
       std::string plain = "nullptr", lanef = "nullptr", wif = "nullptr";
-      if (ki.workitem) {
+      if (ki.workitem && !tier0_fibers_) {
         wif = "&" + ns + "_wi";
         s += wi_entry(ki, ns, binds);
       } else if (!ki.needs_fibers) {
@@ -1764,7 +1793,7 @@ class Translator {
         s += "  mgsim_fc_load(L);\n  mgsim::enter_lane(self);\n  const mgsim::abi::thread_attrs &a = self->a;\n  (void)a;\n" + binds;
         s += "  " + ki.call_expr + "(" + args + ");\n}\n";
       }
-      std::string reason = "nullptr";
+      std::string reason = "nullptr";  // also for a tier-0 stand-in (fibers for a work-item kernel)
       if (ki.needs_fibers && !ki.workitem) {
         reason = "\"";
         for (char ch : ki.fiber_reason) {
@@ -1798,6 +1827,7 @@ class Translator {
          "u, mgsim_kernel_table, " + std::to_string(fconsts_.size()) + "u, mgsim_fconst_table};\n  return &d;\n}\n";
     out.cpp = std::move(s);
     out.workitem = wi_written_;
+    out.tier0_fibers = wi_written_ && tier0_fibers_;
   }
 
   // The work-item entry of kernel ki: binds its parameters (buffers and threadgroup memory are the

@@ -18,6 +18,12 @@ struct TranslateOptions {
   // matrices; when false they run as fibers, and `fiber_note` (if any) says why.
   bool workitem = true;
   std::string fiber_note;
+  // Tier 0 (compile.cpp): decide work-item form as usual, but write a kernel that would run in it
+  // as fibers (same results; no work-item variants to compile, about a third of the -O0 compile
+  // CPU). Its table entry has no fiber_reason, which marks it a stand-in: the execution model and
+  // the statistics count it as work-item, the form the optimised tier runs. Not for a unit with a
+  // matrix-product kernel (translate.cpp, build_workitem): TranslateResult::tier0_fibers says.
+  bool tier0_fibers = false;
   // Non-empty: only these kernels (host names) get entry points, so only their templates are
   // instantiated (a tier-up compiles the kernels that ran long, not all their siblings).
   std::vector<std::string> only_kernels;
@@ -55,7 +61,10 @@ struct TranslateResult {
   std::vector<KernelInfo> kernels;
   std::vector<FunctionConstant> constants;
   std::string error;  // set on failure: "program_source:LINE: message"
-  bool workitem = false;  // work-item code was written (a compile failure may retry without it)
+  // Work-item code was written (a compile failure may retry without it), or as tier-0 stand-ins
+  // would have been.
+  bool workitem = false;
+  bool tier0_fibers = false;  // the work-item kernels were written as fibers (tier-0 stand-ins)
 };
 
 bool translate_msl(const std::string &source, const TranslateOptions &options, TranslateResult &out);

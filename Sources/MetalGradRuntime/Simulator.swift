@@ -62,6 +62,7 @@ func simulatorStatsJSON() -> String {
         "tier0Compiles": stats.tier0_compiles,
         "tier0Dispatches": stats.tier0_dispatches,
         "tierPromotions": stats.tier_promotions,
+        "tier0FiberDispatches": stats.tier0_fiber_dispatches,
         "cacheDirectory": directory,
     ]
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)

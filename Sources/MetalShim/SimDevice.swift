@@ -352,12 +352,13 @@ final class SimFunction: NSObject, MTLFunction, @unchecked Sendable {
 }
 
 /// How the simulator runs a pipeline's threadgroups (MSLSim's MGSIM_EXEC_*: 0 plain loop, 1
-/// work-item form, 2 fibers) and, for fibers, why. Simulator-only: the runtime reaches it through
-/// its one `#if !canImport(Metal)` block.
+/// work-item form, 2 fibers) and, for fibers, why, as far as known without compiling (a work-item
+/// kernel still at tier 0 says work-item). Simulator-only: the runtime reaches it through its one
+/// `#if !canImport(Metal)` block.
 public func simulatorExecutionModel(of state: any MTLComputePipelineState) -> (model: Int32, reason: String) {
     guard let sim = state as? SimPipelineState else { return (0, "") }
     var reason: UnsafePointer<CChar>? = nil
-    let model = mgsim_function_execution_model(sim.function.handle, &reason)
+    let model = mgsim_function_execution_model_known(sim.function.handle, &reason)
     return (model, reason.map { String(cString: $0) } ?? "")
 }
 

@@ -23,7 +23,7 @@
 // MG_SIM_TIER_UP_MS milliseconds of CPU time in all, default 200, or one dispatch over at least 1 MiB of
 // buffers ran 1 ms (with the library's kernels that ran half as long, not all of them);
 // "full" compiles optimised at once; "0" never optimises those
-// libraries). Both tiers compute the same bits; the compile log (MG_SIM_COMPILE_LOG) names them.
+// libraries; at tier 0 work-item kernels run as fibers unless MG_SIM_TIER0_FIBERS=0). Both tiers compute the same bits; the compile log (MG_SIM_COMPILE_LOG) names them.
 #ifndef MSLSIM_H
 #define MSLSIM_H
 
@@ -85,12 +85,18 @@ int32_t mgsim_function_static_threadgroup_memory_length(const mgsim_function *fu
 //   MGSIM_EXEC_PLAIN     no barriers, collectives or simdgroup matrices: a plain loop over threads;
 //   MGSIM_EXEC_WORKITEM  work-item form: the kernel split at its barriers, collectives and matrix
 //                        operations, code between them a loop over the lanes, those operations run
-//                        once over all lanes (no context switch per lane);
+//                        once over all lanes (no context switch per lane); at tier 0 (MG_SIM_OPT)
+//                        such a kernel runs as fibers until it is compiled optimised (same results,
+//                        a third of the unoptimised compile);
 //   MGSIM_EXEC_FIBERS    the fallback for what the work-item form cannot split: every thread a
 //                        cooperative fiber. *reason (when non-NULL) says why, e.g. "a sync inside a
 //                        lambda (program_source:12, in 'f')"; it lives as long as the function.
 enum { MGSIM_EXEC_PLAIN = 0, MGSIM_EXEC_WORKITEM = 1, MGSIM_EXEC_FIBERS = 2 };
 int32_t mgsim_function_execution_model(const mgsim_function *function, const char **reason);
+// The same without compiling anything: a work-item kernel at tier 0 reports MGSIM_EXEC_WORKITEM
+// unless its library was already compiled optimised (or checked) and found to need fibers. (The
+// exact answer costs a syntax check of the work-item form, once per library: traces ask this.)
+int32_t mgsim_function_execution_model_known(const mgsim_function *function, const char **reason);
 
 #define MGSIM_MAX_BINDINGS 31
 
@@ -141,12 +147,14 @@ typedef struct mgsim_stats {
   uint64_t fiber_dispatches;       // dispatches that needed cooperative lanes (barriers, collectives or
                                    // simdgroup matrices): work-item form or fibers
   uint64_t preprocessor_invocations;  // C preprocessor runs (one per compiled source, before translation)
-  uint64_t workitem_dispatches;    // of those, dispatches run in work-item form
+  uint64_t workitem_dispatches;    // of those, dispatches of work-item kernels (at tier 0 run as fibers)
   uint64_t fiber_fallback_dispatches;  // and those run as fibers, the fallback (why: see
                                        // mgsim_function_execution_model)
   uint64_t tier0_compiles;         // libraries compiled unoptimised first (tiered compilation, MG_SIM_OPT)
   uint64_t tier0_dispatches;       // dispatches run by such an unoptimised object
   uint64_t tier_promotions;        // tier-0 libraries switched to their optimised object
+  uint64_t tier0_fiber_dispatches; // of workitem_dispatches, those a tier-0 object ran as fibers (its
+                                   // stand-in: MG_SIM_TIER0_FIBERS); the optimised tier runs work-item
 } mgsim_stats;
 void mgsim_get_stats(mgsim_stats *out);
 

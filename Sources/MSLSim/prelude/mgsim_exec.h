@@ -223,7 +223,8 @@ struct kernel_desc {
   void (*lane_main)(lane *self);
   void (*wi)(const launch *L, const group *G, wi_ctx *c);
   // Why a kernel with barriers, collectives or simdgroup matrices runs as fibers rather than in
-  // work-item mode (null when it does not).
+  // work-item mode (null when it does not; null with needs_fibers and no `wi`: a work-item
+  // kernel's tier-0 stand-in, which runs as fibers until it is compiled optimised).
   const char *fiber_reason;
   uint32_t needs_fibers;
   uint32_t max_threads;

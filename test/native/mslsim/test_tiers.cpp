@@ -196,6 +196,13 @@ int main() {
           "tiered: the first dispatch runs tier 0, then the library is compiled optimised once and later "
           "dispatches run that (promotions %llu)", (unsigned long long)(c.tier_promotions - a.tier_promotions));
     CHECK(same_bits(outs[0], outs[1]) && same_bits(outs[1], outs[2]), "tiered: results before and after promotion agree");
+    // What ran is counted: the tier-0 dispatch ran the work-item kernel's fiber stand-in, the
+    // optimised ones its work-item form; all three are work-item dispatches.
+    CHECK(b.tier0_fiber_dispatches - a.tier0_fiber_dispatches == 1 && c.tier0_fiber_dispatches == b.tier0_fiber_dispatches &&
+              c.workitem_dispatches - a.workitem_dispatches == 3,
+          "tiered: the tier-0 fiber stand-in's dispatch is counted apart (%llu of %llu work-item dispatches)",
+          (unsigned long long)(c.tier0_fiber_dispatches - a.tier0_fiber_dispatches),
+          (unsigned long long)(c.workitem_dispatches - a.workitem_dispatches));
     mgsim_function_release(f);
     // A new library of the same source finds the optimised object at once.
     mgsim_stats d;
