@@ -6,9 +6,18 @@
 // and executes kernels on the MSL CPU simulator (MSLSim).
 import PackageDescription
 
+#if os(macOS)
 var products: [Product] = [
     .library(name: "MetalGradRuntime", type: .dynamic, targets: ["MetalGradRuntime"]),
 ]
+#else
+// MGCpu joins the dylib through the product, not as a dependency of MetalGradRuntime: no Swift code
+// imports it (TypeScript calls mg_cpu_* directly), and a target dependency made the runtime's Swift
+// compile wait for every MGCpu unit (the two ISA units are the longest), serialising the build's end.
+var products: [Product] = [
+    .library(name: "MetalGradRuntime", type: .dynamic, targets: ["MetalGradRuntime", "MGCpu"]),
+]
+#endif
 var dependencies: [Package.Dependency] = []
 var targets: [Target] = []
 
@@ -99,7 +108,7 @@ targets.append(contentsOf: [
     ),
     .target(
         name: "MetalGradRuntime",
-        dependencies: ["MetalShim", "MSLSim", "MGCpu"],
+        dependencies: ["MetalShim", "MSLSim"],
         path: "Sources/MetalGradRuntime",
         swiftSettings: [.swiftLanguageMode(.v6), releaseExclusivity],
         linkerSettings: staticSwift

@@ -17,12 +17,15 @@ namespace avx2 {
 #define MG_FMA 1
 #define MG_F16C 1
 #define MG_VECTOR_ONLY 1
+// the integer dtypes' elementwise kernels compile in isa_avx2_int.cpp, in parallel with this unit
+#define MG_KERNEL_DTYPES(X) X(F16) X(F32) X(F64) X(BF16)
 #include "kernels_impl.h"
 #include "fft_impl.h"
 #include "quant_impl.h"
 #undef MG_FMA
 #undef MG_F16C
 #undef MG_VECTOR_ONLY
+#undef MG_KERNEL_DTYPES
 constexpr int MR32 = 6, NV32 = 2, MR64 = 6, NV64 = 2;  // 12 ymm accumulators: 6×16 / 6×8
 }  // namespace avx2
 }  // namespace mgcpu
@@ -30,11 +33,13 @@ constexpr int MR32 = 6, NV32 = 2, MR64 = 6, NV64 = 2;  // 12 ymm accumulators: 6
 
 namespace mgcpu {
 
+KernelFn kernel_avx2_int(int op, int dtype, int out);  // isa_avx2_int.cpp
+
 namespace {
 // The elementwise kernels compiled here are those wider vectors speed up (MG_VECTOR_ONLY,
 // kernels_impl.h); the baseline table has the rest, from the same source.
 KernelFn kernel_avx2(int op, int dtype, int out) {
-  if (KernelFn f = avx2::kernel_impl(op, dtype, out)) return f;
+  if (KernelFn f = avx2::kFloat(dtype) ? avx2::kernel_impl(op, dtype, out) : kernel_avx2_int(op, dtype, out)) return f;
   return isa_baseline().kernel(op, dtype, out);
 }
 }  // namespace

@@ -413,6 +413,16 @@ static void k_cast(void *dst, const void *a, const void *, const void *, int64_t
   }
 }
 template <int D> static KernelFn cast_from(int o) {
+  if constexpr (kInt(D) || D == Bool) {
+    // An integer result keeps the low bits of the source's integer value: its signedness does not
+    // change them (the unsigned instance serves both), nor does the source's when the result is
+    // no wider or bool (a signed source takes the unsigned source's instance).
+    o = o == I8 ? U8 : o == I16 ? U16 : o == I32 ? U32 : o == I64 ? U64 : o;
+    if constexpr (kSigned(D)) {
+      constexpr int UD = D == I8 ? U8 : D == I16 ? U16 : D == I32 ? U32 : U64;
+      if (o == Bool || (kInt(o) && dtype_size(o) <= dtype_size(D))) return cast_from<UD>(o);
+    }
+  }
   switch (o) {
 #define MG_CAST_TO(O) \
   case O: return &k_cast<D, O>;
@@ -635,20 +645,55 @@ static KernelFn complex_kernel(int op, int out) {
 
 #endif
 
+// Functors shared by several ops of one dtype (a lambda per op would be an instance per op).
+struct Same {
+  template <class T> T operator()(T x) const { return x; }
+};
+struct Equal {
+  template <class T> uint8_t operator()(T x, T y) const { return uint8_t(x == y); }
+};
+
+// The integer dtype of the same width and the other signedness whose kernel instance serves D for
+// sign-free ops (D itself where none does): 8/16-bit signed take the unsigned instances, 32/64-bit
+// unsigned take the signed ones (int32/int64 have k_binary's specialised scalar-operand loops).
+template <int D> constexpr int sign_twin() {
+  return D == I8 ? U8 : D == I16 ? U16 : D == U32 ? I32 : D == U64 ? I64 : D;
+}
+// Ops whose result bits do not depend on an integer's signedness: wraparound add, subtract,
+// multiply, negate and square, the bitwise ops and the left shift (count mod 32/64 from its low bits),
+// ==, !=, the logical ops, copies (floor/ceil/round of an integer) and select.
+static inline bool sign_free(int op) {
+  switch (op) {
+    case OpAdd: case OpSubtract: case OpMultiply: case OpNegative: case OpSquare: case OpBitwiseAnd:
+    case OpBitwiseOr: case OpBitwiseXor: case OpBitwiseInvert: case OpLeftShift: case OpEqual:
+    case OpEqualNan: case OpNotEqual: case OpLogicalNot: case OpLogicalAnd: case OpLogicalOr:
+    case OpFloor: case OpCeil: case OpRound: case OpSelect:
+      return true;
+    default:
+      return false;
+  }
+}
+
 template <int D> static KernelFn real_kernel(int op, int out) {
   using T = R<D>;
   constexpr bool F = kFloat(D), F32R = kF32R(D), I = kSmallInt(D), L = kLong(D), S = kSigned(D);
   constexpr bool INT = I || L;
   constexpr bool A16 = D == F16 || D == BF16;  // f32_kernel_serves_16bit: kernel_for asks real_kernel<F32>
+  constexpr int TW = sign_twin<D>();
+  if constexpr (TW != D) {
+    // (a 64-bit integer's conjugate/real go through double, where the sign matters)
+    if (sign_free(op) || (I && (op == OpConjugate || op == OpReal || op == OpImag)))
+      return real_kernel<TW>(op, out == D ? TW : out);
+  }
   // comparisons (bool out), for every real dtype
   if constexpr (!A16) {
     if (op >= OpEqual && op <= OpLessEqual) {
       if (out != Bool) return nullptr;
       switch (op) {
-        case OpEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x == y); });
+        case OpEqual: return binary<D, Bool>(Equal{});
         case OpEqualNan:
           if constexpr (F) return binary<D, Bool>([](T x, T y) { return uint8_t(x == y || (x != x && y != y)); });
-          else return binary<D, Bool>([](T x, T y) { return uint8_t(x == y); });
+          else return binary<D, Bool>(Equal{});
         case OpNotEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x != y); });
         case OpGreater: return binary<D, Bool>([](T x, T y) { return uint8_t(x > y); });
         case OpGreaterEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x >= y); });
@@ -719,19 +764,19 @@ template <int D> static KernelFn real_kernel(int op, int out) {
       break;
     case OpFloor:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::floor(x)); });
-      if constexpr (INT) return unary<D, D>([](T x) { return x; });
+      if constexpr (INT) return unary<D, D>(Same{});
       break;
     case OpCeil:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::ceil(x)); });
-      if constexpr (INT) return unary<D, D>([](T x) { return x; });
+      if constexpr (INT) return unary<D, D>(Same{});
       break;
     case OpRound:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::nearbyint(x)); });
-      if constexpr (INT) return unary<D, D>([](T x) { return x; });
+      if constexpr (INT) return unary<D, D>(Same{});
       break;
     case OpConjugate:
     case OpReal:
-      if constexpr ((F && !A16) || I) return unary<D, D>([](T x) { return x; });
+      if constexpr ((F && !A16) || I) return unary<D, D>(Same{});
       break;
     case OpImag:
       if constexpr ((F && !A16) || I) return unary<D, D>([](T) { return T(0); });
@@ -823,8 +868,8 @@ static KernelFn bool_kernel(int op, int out) {
   switch (op) {
     case OpAbs: case OpFloor: case OpCeil: case OpRound: case OpConjugate: case OpReal:
     case OpSquare: case OpSign:
-      return unary<Bool, Bool>([](uint8_t x) { return x; });
-    case OpNegative: return unary<Bool, Bool>([](uint8_t x) { return x; });  // -1 is nonzero
+      return unary<Bool, Bool>(Same{});
+    case OpNegative: return unary<Bool, Bool>(Same{});  // -1 is nonzero
     case OpImag: return unary<Bool, Bool>([](uint8_t) { return uint8_t(0); });
     case OpBitwiseInvert: return unary<Bool, Bool>([](uint8_t) { return uint8_t(1); });  // ~0, ~1 ≠ 0
     case OpAdd: case OpMaximum: case OpBitwiseOr:
@@ -881,11 +926,16 @@ template <int D> static KernelFn kernel_for(int op, int out) {
 #endif
 }
 
+// MG_KERNEL_DTYPES(X) limits this unit's table to some dtypes (a unit compiling the others in
+// parallel serves the rest; isa_avx2.cpp); every dtype by default.
+#ifndef MG_KERNEL_DTYPES
+#define MG_KERNEL_DTYPES MG_EACH_DTYPE
+#endif
 static KernelFn kernel_impl(int op, int dtype, int out) {
   switch (dtype) {
 #define MG_KERNEL_FOR(D) \
   case D: return kernel_for<D>(op, out);
-    MG_EACH_DTYPE(MG_KERNEL_FOR)
+    MG_KERNEL_DTYPES(MG_KERNEL_FOR)
 #undef MG_KERNEL_FOR
     default: return nullptr;
   }
