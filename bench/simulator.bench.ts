@@ -12,7 +12,7 @@
 // Part 2, through the runtime: raw kernels (a barrier-free elementwise kernel and block_sum, a
 // reduction with barriers and simd_sum on 4 floats per thread) and compile times.
 //
-//   bun run bench/simulator.bench.ts          (ROUNDS=n, default 7; SIM_BENCH_ONLY=ops|raw)
+//   bun run bench/simulator.bench.ts          (ROUNDS=n, default 7; SIM_BENCH_ONLY=ops|raw; SIM_BENCH_WARMUP_MS=500)
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as mg from "../ts/index.ts";
@@ -78,6 +78,9 @@ function inputElements(c: OpCase): number {
   return c.inputs[0]!.reduce((a, b) => a * b, 1);
 }
 
+/** Warm-up per case and device before the timed rounds (SIM_BENCH_WARMUP_MS, default 500). */
+const WARMUP_MS = Number(process.env.SIM_BENCH_WARMUP_MS ?? 500);
+
 /** Median milliseconds of each case on `dev` (inputs evaluated first; the result waited for). */
 function timeCases(dev: mg.Device, rounds: number): Record<string, number> {
   const out: Record<string, number> = {};
@@ -91,7 +94,10 @@ function timeCases(dev: mg.Device, rounds: number): Record<string, number> {
       mg.eval(r);
       mg.synchronize();
     };
-    once(); // compiles kernels and warms caches
+    // Compiles kernels, lets them tier up and the buffer pool and page mappings settle: the same
+    // warm-up on both sides (one call left checked add 16M at 10-14x, 1.5 s of calls 6-7x).
+    once();
+    for (const start = performance.now(); performance.now() - start < WARMUP_MS; ) once();
     const times: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const t0 = performance.now();
