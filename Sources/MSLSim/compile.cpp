@@ -322,13 +322,17 @@ struct DirectLink {
   std::vector<std::string> before, after;  // around the object: crt files; libgcc, libm, libgcc_s, crt files
 };
 
-std::string first_line_of_output(const std::string &bin, const std::string &arg, const std::string &tmpdir) {
+// What a program (args[0] and its arguments) writes to `fd` (1 or 2) when it exits 0, else "";
+// the other output and stdin are /dev/null.
+std::string captured_output(const std::vector<std::string> &args, int fd, const std::string &tmpdir) {
   const std::string out = temp_name(tmpdir, "print", ".txt");
-  std::vector<char *> argv = {const_cast<char *>(bin.c_str()), const_cast<char *>(arg.c_str()), nullptr};
+  std::vector<char *> argv;
+  for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, fd, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 3 - fd, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   pid_t pid;
   std::string text;
@@ -340,8 +344,12 @@ std::string first_line_of_output(const std::string &bin, const std::string &arg,
   }
   posix_spawn_file_actions_destroy(&fa);
   unlink(out.c_str());
-  text = text.substr(0, text.find('\n'));
   return text;
+}
+
+std::string first_line_of_output(const std::string &bin, const std::string &arg, const std::string &tmpdir) {
+  const std::string text = captured_output({bin, arg}, 1, tmpdir);
+  return text.substr(0, text.find('\n'));
 }
 
 const DirectLink &direct_link() {
@@ -568,28 +576,10 @@ std::vector<std::string> direct_preprocessor(uint32_t version) {
   std::vector<std::string> &plan = plans[std_flag];
   const std::string tmpdir = cache_directory() + "/tmp";
   mkdir_p(tmpdir);
-  const std::string err = temp_name(tmpdir, "plan", ".txt");
   std::vector<std::string> args = {cc.resolved, "-###"};
   args.insert(args.end(), flags.begin(), flags.end());
   args.insert(args.end(), {kPPIn, "-o", kPPOut});
-  std::vector<char *> argv;
-  for (auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  pid_t pid;
-  std::string text;
-  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0) {
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) read_file(err, text);
-  }
-  posix_spawn_file_actions_destroy(&fa);
-  unlink(err.c_str());
+  const std::string text = captured_output(args, 2, tmpdir);  // -### prints its plan on stderr
   // The commands are the lines that start with a space: exactly one, cc1plus -E.
   std::vector<std::string> cmd;
   int commands = 0;

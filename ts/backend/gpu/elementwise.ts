@@ -10,6 +10,7 @@ import { dtypeTag, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
 import { fusedHeader } from "./fused-header.ts";
 import { PROGRAM_BUFFERS, PROGRAM_NAME, programSource, programWords } from "./fused-program.ts";
+import { COMPARISONS, FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, INT_UNARY } from "./functors.ts";
 import { type KernelInstance, kernelPipeline, prepareSources, sourcePipeline } from "./kernels.ts";
 import { elementwiseGrid, linearThreadgroup } from "./launch.ts";
 import { elementwise, type ElementwiseRule, gpuRules, registerGpu } from "./registry.ts";
@@ -148,16 +149,8 @@ function buildChoice(node: Node, access: Access[], large: boolean): { kernel: Ke
 // dtype compile in the same run (a test sweeping 30 float functions over a dtype compiles once,
 // not 30 times). The families are the ops each dtype class supports; an instance a family adds
 // is speculative: if the library fails to compile, the kernel compiles alone.
-const FLOAT_UNARY = ["Abs", "ArcCos", "ArcCosh", "ArcSin", "ArcSinh", "ArcTan", "ArcTanh", "Ceil", "Cos", "Cosh", "Erf", "ErfInv",
-  "Exp", "Expm1", "Floor", "Log", "Log10", "Log1p", "Log2", "Negative", "Round", "Rsqrt", "Sigmoid", "Sign", "Sin", "Sinh", "Sqrt",
-  "Square", "Tan", "Tanh"];
-const INT_UNARY = ["Abs", "BitwiseInvert", "Negative", "Sign", "Square"];
-const FLOAT_BINARY = ["Add", "ArcTan2", "Divide", "LogAddExp", "Maximum", "Minimum", "Multiply", "Power", "Remainder", "Subtract"];
-const INT_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "FloorDivide", "LeftShift", "Maximum", "Minimum", "Multiply", "Power",
-  "Remainder", "RightShift", "Subtract"];
 const BOOL_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Equal", "FloorDivide", "Greater", "GreaterEqual", "Less",
   "LessEqual", "LogicalAnd", "LogicalOr", "Maximum", "Minimum", "Multiply", "NotEqual", "Power", "Remainder", "Subtract"];
-const COMPARISONS = ["Equal", "Greater", "GreaterEqual", "Less", "LessEqual", "NotEqual"];
 
 /** The kernel's siblings (same template, types and host-name pattern; other functors). Only the
  *  contiguous single-op templates, for real (not complex) dtypes. */
@@ -440,7 +433,7 @@ function regionProgram(region: Region): { inputs: MgArray[]; words: number[] } |
 
 /** Which inputs each output of a fused kernel is computed from (bit k: input binding k), so a
  *  failed input fails only the outputs of its own chain. Null when every output reads them all. */
-function outputDependencies(region: Region, inputs: readonly MgArray[], outputs: readonly MgArray[], outs: readonly BoundArray[]): { index: number; readMask: number }[] | undefined {
+function outputDependencies(region: Region, inputs: readonly MgArray[], outs: readonly BoundArray[]): { index: number; readMask: number }[] | undefined {
   const all = 2 ** inputs.length - 1;
   const inputBit = new Map(inputs.map((a, i) => [a, 1 << i]));
   const reads = new Map<MgArray, number>();
@@ -449,7 +442,7 @@ function outputDependencies(region: Region, inputs: readonly MgArray[], outputs:
     for (const i of n.inputs) m |= reads.get(i) ?? inputBit.get(i) ?? 0;
     reads.set(n.outputs[0]!, m);
   }
-  const entries = outputs.map((o, j) => ({ index: outs[j]!.binding.index, readMask: reads.get(o) ?? all }));
+  const entries = region.outputs.map((o, j) => ({ index: outs[j]!.binding.index, readMask: reads.get(o) ?? all }));
   return entries.every((e) => e.readMask === all) ? undefined : entries;
 }
 
@@ -459,6 +452,32 @@ function generalStrides(shape: readonly number[], bnd: BoundArray, acc: Access, 
   if (acc === "strided") return [...bnd.strides];
   if (general && acc === "contiguous") return shape.map((_, d) => shape.slice(d + 1).reduce((p, x) => p * x, 1));
   return shape.map(() => 0);
+}
+
+/** Dispatches a region's kernel (generated, or the interpreter) over its n outputs, traced as the
+ *  region's primitives at their dtypes' precisions. */
+function dispatchRegion(enc: GpuEncoder, region: Region, pipeline: Pipeline, buffers: BufferBinding[], bytes: InlineBytes[], n: number,
+  inputs: readonly MgArray[], outs: readonly BoundArray[], layout: string): void {
+  const grid = elementwiseGrid(n);
+  const dtypes = new Set(region.nodes.map((x) => x.outputs[0]!.dtype));
+  enc.dispatch(
+    {
+      pipeline,
+      buffers,
+      bytes,
+      grid,
+      threadgroup: linearThreadgroup(pipeline, grid[0]),
+      mustWrite: outs.map((o) => o.binding.index),
+      dependencies: outputDependencies(region, inputs, outs),
+    },
+    {
+      primitives: region.nodes.map((x) => x.primitive.name),
+      inputs,
+      outputs: region.outputs,
+      layout,
+      precision: [...dtypes].map(elementwisePrecision).filter((v, i, all) => all.indexOf(v) === i).join("; "),
+    },
+  );
 }
 
 /** Runs a region on the fused-region interpreter (same bindings as its general kernel, plus the
@@ -482,26 +501,7 @@ function encodeProgram(enc: GpuEncoder, region: Region, inputs: readonly MgArray
     int64Bytes(next++, ins.map((bnd) => bnd.base)),
     int32Bytes(next++, words),
   ];
-  const grid = elementwiseGrid(n);
-  const dtypes = new Set(region.nodes.map((x) => x.outputs[0]!.dtype));
-  enc.dispatch(
-    {
-      pipeline,
-      buffers,
-      bytes,
-      grid,
-      threadgroup: linearThreadgroup(pipeline, grid[0]),
-      mustWrite: outs.map((o) => o.binding.index),
-      dependencies: outputDependencies(region, inputs, region.outputs, outs),
-    },
-    {
-      primitives: region.nodes.map((x) => x.primitive.name),
-      inputs,
-      outputs: region.outputs,
-      layout: "fused general",
-      precision: [...dtypes].map(elementwisePrecision).filter((v, i, all) => all.indexOf(v) === i).join("; "),
-    },
-  );
+  dispatchRegion(enc, region, pipeline, buffers, bytes, n, inputs, outs, "fused general");
 }
 
 export function encodeFused(enc: GpuEncoder, region: Region): void {
@@ -525,28 +525,9 @@ export function encodeFused(enc: GpuEncoder, region: Region): void {
     bytes.push(int64Bytes(next++, ins.map((bnd) => bnd.base)));
   }
   bytes.push(int64Bytes(next++, [n]));
-  const grid = elementwiseGrid(n);
   // "general": a small output's kernel, every input read through its strides (FUSED_GENERAL_MAX)
   const variant = `${k.general ? "general" : k.strided ? "strided" : "contiguous"}${k.large ? ", large-index" : ""}`;
-  const dtypes = new Set(region.nodes.map((x) => x.outputs[0]!.dtype));
-  enc.dispatch(
-    {
-      pipeline,
-      buffers: [...ins, ...outs].map((x) => x.binding),
-      bytes,
-      grid,
-      threadgroup: linearThreadgroup(pipeline, grid[0]),
-      mustWrite: outs.map((o) => o.binding.index),
-      dependencies: outputDependencies(region, k.inputs, k.outputs, outs),
-    },
-    {
-      primitives: region.nodes.map((x) => x.primitive.name),
-      inputs: k.inputs,
-      outputs: k.outputs,
-      layout: `fused ${variant}`,
-      precision: [...dtypes].map(elementwisePrecision).filter((v, i, all) => all.indexOf(v) === i).join("; "),
-    },
-  );
+  dispatchRegion(enc, region, pipeline, [...ins, ...outs].map((x) => x.binding), bytes, n, k.inputs, outs, `fused ${variant}`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 // kernel, as every region does with MG_FUSED_PROGRAM=0.
 import { bool_, type Dtype, float32, int32 } from "../../core/dtype.ts";
 import type { MgArray, Node } from "../../core/array.ts";
+import { COMPARISONS, FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, INT_UNARY } from "./functors.ts";
 import { kernelSource } from "./kernels.ts";
 
 /** Registers and buffers of the interpreter: inputs come first, then outputs (as in a generated
@@ -29,15 +30,8 @@ interface Op {
   out: number;
 }
 
-const FLOAT_UNARY = ["Abs", "ArcCos", "ArcCosh", "ArcSin", "ArcSinh", "ArcTan", "ArcTanh", "Ceil", "Cos", "Cosh", "Erf", "ErfInv",
-  "Exp", "Expm1", "Floor", "Log", "Log10", "Log1p", "Log2", "Negative", "Round", "Rsqrt", "Sigmoid", "Sign", "Sin", "Sinh", "Sqrt",
-  "Square", "Tan", "Tanh"];
-const INT_UNARY = ["Abs", "BitwiseInvert", "Negative", "Sign", "Square"];
-const FLOAT_BINARY = ["Add", "ArcTan2", "Divide", "LogAddExp", "Maximum", "Minimum", "Multiply", "Power", "Remainder", "Subtract"];
-const INT_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "FloorDivide", "LeftShift", "Maximum", "Minimum", "Multiply", "Power",
-  "Remainder", "RightShift", "Subtract"];
+// bool op bool giving bool (a subset of the bool single-op family in elementwise.ts)
 const BOOL_BINARY = ["BitwiseAnd", "BitwiseOr", "BitwiseXor", "Equal", "LogicalAnd", "LogicalOr", "NotEqual"];
-const COMPARISONS = ["Equal", "EqualNan", "Greater", "GreaterEqual", "Less", "LessEqual", "NotEqual"];
 
 /** Every (functor, argument types, result type) the interpreter runs, in opcode order. */
 const OPS: Op[] = [
@@ -47,7 +41,7 @@ const OPS: Op[] = [
   ...FLOAT_BINARY.map((f) => ({ functor: f, args: [F, F], out: F })),
   ...INT_BINARY.map((f) => ({ functor: f, args: [I, I], out: I })),
   ...BOOL_BINARY.map((f) => ({ functor: f, args: [B, B], out: B })),
-  ...COMPARISONS.flatMap((f) => [F, I].map((t) => ({ functor: f, args: [t, t], out: B }))),
+  ...[...COMPARISONS, "EqualNan"].flatMap((f) => [F, I].map((t) => ({ functor: f, args: [t, t], out: B }))),
   ...[F, I, B].map((t) => ({ functor: "Select", args: [B, t, t], out: t })),
   ...[F, I, B].flatMap((from) => [F, I, B].map((to) => ({ functor: `Cast<${MSL[to]}>`, args: [from], out: to }))),
 ];
