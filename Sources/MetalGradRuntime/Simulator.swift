@@ -63,6 +63,9 @@ func simulatorStatsJSON() -> String {
         "tier0Dispatches": stats.tier0_dispatches,
         "tierPromotions": stats.tier_promotions,
         "tier0FiberDispatches": stats.tier0_fiber_dispatches,
+        "checkMemoryMaps": stats.check_memory_maps,
+        "checkMemoryReuses": stats.check_memory_reuses,
+        "checkMemoryWraps": stats.check_memory_wraps,
         "cacheDirectory": directory,
     ]
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
