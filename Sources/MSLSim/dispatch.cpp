@@ -343,14 +343,15 @@ void host_misuse(const abi::launch *L, const char *what) {
 // Checked mode's must-write check: the bytes in [from, to) of a buffer never written (`from` a
 // multiple of 32), and the first of them. A byte was written when its shadow byte is the
 // dispatch's mark or its granule's race record (`rec`, granules of 1 << GS bytes; null when not
-// tracked) holds this dispatch's write of the whole granule (a threadgroup id in [lo, lo + n)):
-// the kernel's fast path (mgsim_exec.h check_elem) marks such writes in the record only.
+// tracked) holds this dispatch's write of the whole granule (a threadgroup id >= lo: see
+// mgsim_exec.h record_current): the kernel's fast path (check_elem) marks such writes in the
+// record only.
 template <uint32_t GS>
 uint64_t unwritten_bytes_in(const uint8_t *sh, uint8_t mark, uint64_t from, uint64_t to, const uint64_t *rec,
-                            uint32_t lo, uint32_t n, uint64_t &first) {
+                            uint32_t lo, uint64_t &first) {
   constexpr uint64_t kGran = uint64_t(1) << GS, kFull = (uint64_t(2) << (kGran - 1)) - 1;
   const uint64_t marks = 0x0101010101010101ull * mark;
-  auto written = [&](uint64_t e) { return ((e - lo) & 0xffffffu) < n && (e >> 60) == kFull; };
+  auto written = [&](uint64_t e) { return (e & 0xffffffu) >= lo && (e >> 60) == kFull; };
   uint64_t count = 0;
   auto bytes = [&](uint64_t a, uint64_t b) {
     for (uint64_t i = a; i < b; ++i)
@@ -359,20 +360,22 @@ uint64_t unwritten_bytes_in(const uint8_t *sh, uint8_t mark, uint64_t from, uint
         ++count;
       }
   };
-  // Blocks of 32 bytes: written when all their granules' records say so (tested as vectors of
-  // four records), or all their shadow bytes are the mark.
+  // Blocks of 32 bytes: written when all their granules' records say so, or all their shadow
+  // bytes are the mark. The records as vectors of four, with adds and logic only (SSE2): the AND
+  // of the records has every bytes bit, the OR of (id - lo) no sign bit (no id below lo).
   typedef uint64_t u64x4 __attribute__((vector_size(32)));
-  const u64x4 vlo = {lo, lo, lo, lo}, vn = {n, n, n, n}, vfull = {kFull, kFull, kFull, kFull};
+  const u64x4 vlo = {lo, lo, lo, lo}, vid = {0xffffffu, 0xffffffu, 0xffffffu, 0xffffffu};
   const uint64_t blocks_end = from + (to - from) / 32 * 32;
   for (uint64_t i = from; i < blocks_end; i += 32) {
     if (rec) {
       const uint64_t *r = rec + (i >> GS);
-      u64x4 ok = {~0ull, ~0ull, ~0ull, ~0ull}, v;
+      u64x4 all = {~0ull, ~0ull, ~0ull, ~0ull}, below = {0, 0, 0, 0}, v;
       for (uint64_t j = 0; j < (32 >> GS); j += 4) {
         memcpy(&v, r + j, 32);
-        ok &= (u64x4)((((v - vlo) & 0xffffffu) < vn) & ((v >> 60) == vfull));
+        all &= v;
+        below |= (v & vid) - vlo;
       }
-      if (ok[0] & ok[1] & ok[2] & ok[3]) continue;
+      if (((all[0] & all[1] & all[2] & all[3]) >> 60) == kFull && !((below[0] | below[1] | below[2] | below[3]) >> 63)) continue;
     }
     uint64_t w[4];
     memcpy(w, sh + i, 32);
@@ -384,10 +387,10 @@ uint64_t unwritten_bytes_in(const uint8_t *sh, uint8_t mark, uint64_t from, uint
 }
 
 uint64_t unwritten_bytes(const uint8_t *sh, uint8_t mark, uint64_t from, uint64_t to, const uint64_t *rec, uint32_t gs,
-                         uint32_t lo, uint32_t n, uint64_t &first) {
-  if (gs == 2) return unwritten_bytes_in<2>(sh, mark, from, to, rec, lo, n, first);
-  if (gs == 1) return unwritten_bytes_in<1>(sh, mark, from, to, rec, lo, n, first);
-  return unwritten_bytes_in<0>(sh, mark, from, to, rec, lo, n, first);
+                         uint32_t lo, uint64_t &first) {
+  if (gs == 2) return unwritten_bytes_in<2>(sh, mark, from, to, rec, lo, first);
+  if (gs == 1) return unwritten_bytes_in<1>(sh, mark, from, to, rec, lo, first);
+  return unwritten_bytes_in<0>(sh, mark, from, to, rec, lo, first);
 }
 
 thread_local DispatchState *t_dispatch = nullptr;  // the dispatch this thread runs (race reports)
@@ -573,7 +576,6 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
     abi::race_state &r = w.race_run;
     r.group = linear < ds.group_n ? ds.group_lo + uint32_t(linear) : 0u;
     r.group_lo = ds.group_lo;
-    r.group_n = ds.group_n;
     r.run = g_run_serial.fetch_add(1) + 1;
     if (r.run == 0) r.run = g_run_serial.fetch_add(1) + 1;
     r.epoch = 0;
@@ -1019,8 +1021,10 @@ class CheckMemory {
     uint32_t lo, n, era[2];
     uint8_t mark;
   };
-  Ids begin(uint64_t groups) {
-    std::lock_guard<std::mutex> g(mu_);
+  std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mu_); }
+  // Under lock(), with the dispatch's take()s: a block then holds records of dispatches that began
+  // earlier only, whose ids are all below this one's (record_current's test).
+  Ids begin(const std::unique_lock<std::mutex> &, uint64_t groups) {
     // The id space: 24 bits (the record's field) minus 0; MG_SIM_RACE_GROUP_IDS lowers it so that
     // tests can make it wrap around (as MG_SIM_SHADOW_MARKS the marks).
     uint32_t space = (1u << abi::kRaceGroupBits) - 1u;
@@ -1053,20 +1057,17 @@ class CheckMemory {
     return ids;
   }
   // A mapping of at least `bytes` holding nothing of era `era` (null if none can be mapped).
-  void *take(Kind kind, size_t bytes, uint32_t era, Block &out) {
+  void *take(const std::unique_lock<std::mutex> &, Kind kind, size_t bytes, uint32_t era, Block &out) {
     bytes = round(bytes);
     Block b;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      auto &list = idle_[kind];
-      size_t best = SIZE_MAX;
-      for (size_t i = 0; i < list.size(); ++i)
-        if (list[i].bytes >= bytes && (best == SIZE_MAX || list[i].bytes < list[best].bytes)) best = i;
-      if (best != SIZE_MAX) {
-        b = list[best];
-        list.erase(list.begin() + long(best));
-        idle_bytes_ -= b.bytes;
-      }
+    auto &list = idle_[kind];
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i].bytes >= bytes && (best == SIZE_MAX || list[i].bytes < list[best].bytes)) best = i;
+    if (best != SIZE_MAX) {
+      b = list[best];
+      list.erase(list.begin() + long(best));
+      idle_bytes_ -= b.bytes;
     }
     if (b.p) {
       ++stats().check_memory_reuses;
@@ -1254,12 +1255,6 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
   // Checked mode's records come from CheckMemory and go back to it when the dispatch ends.
   CheckMemory &cm = CheckMemory::get();
   CheckMemory::Ids ids{};
-  if (checked) {
-    ids = cm.begin(ds.total_groups);
-    ds.group_lo = ids.lo;
-    ds.group_n = ids.n;
-    ds.shadow_mark = ids.mark;
-  }
   struct Blocks {
     CheckMemory &cm;
     CheckMemory::Block records[abi::kMaxBindings], shadows[abi::kMaxBindings];
@@ -1270,6 +1265,17 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
       }
     }
   } blocks{cm, {}, {}};
+  // The ids and the blocks in one critical section (CheckMemory::begin); released before the
+  // blocks go back (declared after them).
+  std::unique_lock<std::mutex> held;
+  if (checked) {
+    held = cm.lock();
+    ids = cm.begin(held, ds.total_groups);
+    ds.group_lo = ids.lo;
+    ds.group_n = ids.n;
+    ds.shadow_mark = ids.mark;
+  }
+  uint32_t poison_mask = 0;
   for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
     abi::check_binding &c = ds.checks[n];
     c.base = static_cast<char *>(d.buffers[n].data);
@@ -1280,7 +1286,7 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
     c.dispatch = &ds;
     c.shadow_mark = ds.shadow_mark;
     if (checked && ((d.must_write_mask >> n) & 1u) && d.buffers[n].data && d.buffers[n].length) {
-      void *p = cm.take(CheckMemory::kShadow, d.buffers[n].length, ids.era[CheckMemory::kShadow], blocks.shadows[n]);
+      void *p = cm.take(held, CheckMemory::kShadow, d.buffers[n].length, ids.era[CheckMemory::kShadow], blocks.shadows[n]);
       if (!p) return fail("checked mode: cannot map the written-bytes record of buffer(" + std::to_string(n) + ")");
       ds.shadows[n] = static_cast<uint8_t *>(p);
       ds.shadow_bytes[n] = d.buffers[n].length;
@@ -1294,10 +1300,7 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
         const char *mlo = static_cast<const char *>(d.buffers[m].data);
         shared = m != n && mlo && d.buffers[m].length && mlo < hi && lo < mlo + d.buffers[m].length;
       }
-      if (!shared) {
-        char *out = static_cast<char *>(d.buffers[n].data);
-        parallel_ranges(d.buffers[n].length, uint64_t(1) << 20, [&](uint64_t b, uint64_t e) { memset(out + b, 0xff, e - b); });
-      }
+      if (!shared) poison_mask |= 1u << n;
     }
   }
   ds.L.checks = checked ? ds.checks : nullptr;
@@ -1310,7 +1313,7 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
       const uint32_t shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
       ds.checks[n].granule_shift = shift;
       const size_t bytes = size_t((d.buffers[n].length + (1u << shift) - 1) >> shift) * sizeof(uint64_t);
-      void *p = cm.take(CheckMemory::kRecords, bytes, ids.era[CheckMemory::kRecords], blocks.records[n]);
+      void *p = cm.take(held, CheckMemory::kRecords, bytes, ids.era[CheckMemory::kRecords], blocks.records[n]);
       if (!p) continue;  // not tracked (the report would say nothing anyway)
       ds.race_shadow[n] = static_cast<uint64_t *>(p);
       ds.race_shadow_bytes[n] = bytes;
@@ -1318,6 +1321,12 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
       ds.unwritten_len[n] = d.buffers[n].length;
       ds.checks[n].unwritten_len = ((kd.const_mask >> n) & 1u) ? &ds.unwritten_len[n] : nullptr;
     }
+    held.unlock();
+  }
+  for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+    if (!((poison_mask >> n) & 1u)) continue;
+    char *out = static_cast<char *>(d.buffers[n].data);
+    parallel_ranges(d.buffers[n].length, uint64_t(1) << 20, [&](uint64_t b, uint64_t e) { memset(out + b, 0xff, e - b); });
   }
 
   WatchGuard watch(ds, timeout_ms());
@@ -1406,7 +1415,7 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
       parallel_ranges(ds.shadow_bytes[n], uint64_t(1) << 20, [&](uint64_t b, uint64_t e) {
         uint64_t f = UINT64_MAX;
         const uint64_t c = unwritten_bytes(ds.shadows[n], ds.shadow_mark, b, e, ds.race_shadow[n],
-                                           ds.checks[n].granule_shift, ds.group_lo, ds.group_n, f);
+                                           ds.checks[n].granule_shift, ds.group_lo, f);
         if (!c) return;
         total.fetch_add(c, std::memory_order_relaxed);
         for (uint64_t cur = first_at.load(); f < cur && !first_at.compare_exchange_weak(cur, f);) {

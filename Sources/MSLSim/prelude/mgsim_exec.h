@@ -30,11 +30,12 @@ struct host_api;
 //   36-45 the writer (thread index in threadgroup), 46-59 the source line (0 if unknown or past
 //   16383), 60-63 the granule's bytes it wrote (0: written by several threads, bytes each: no
 //   longer compared).
-// Threadgroup ids are handed out per dispatch from one 24-bit space: a dispatch owns the ids
-// [group_lo, group_lo + group_n) (race_state), its threadgroup of linear index i is group_lo + i.
-// A record whose id is outside the running dispatch's range (0 included) was written by an earlier
-// dispatch: it means "not written", so record memory is reused across dispatches without clearing
-// (the host clears it only when the id space wraps around).
+// Threadgroup ids are handed out per dispatch, increasing, from one 24-bit space: a dispatch owns
+// the ids from group_lo (race_state) on, its threadgroup of linear index i is group_lo + i. Its
+// record memory holds records of dispatches that began earlier only (the host takes it with the
+// ids, dispatch.cpp CheckMemory), so a record whose id is below group_lo (0 included) was written
+// by an earlier dispatch and means "not written": record memory is reused across dispatches
+// without clearing (the host zeroes it only when the id space wraps around).
 constexpr uint64_t kRaceEpochMax = 4095;
 constexpr uint32_t kRaceGroupBits = 24;
 // Threadgroup memory: one record per granule (as device memory's: the element size, at most 4
@@ -64,8 +65,7 @@ struct thread_attrs;
 // The threadgroup running on a worker, for race detection: where its threads are in time.
 struct race_state {
   uint32_t group;            // this threadgroup's id, group_lo + linear index (0: device memory not tracked)
-  uint32_t group_lo;         // the dispatch's threadgroup ids (see the device record format above)
-  uint32_t group_n;
+  uint32_t group_lo;         // the dispatch's first threadgroup id (see the device record format above)
   uint32_t run;              // process-unique serial of this threadgroup run
   uint32_t epoch;            // threadgroup_barriers passed
   uint32_t simd_epoch[32];   // simdgroup-level syncs (collectives, simdgroup_barrier) passed, per simdgroup
@@ -399,10 +399,10 @@ inline const uint32_t *current_position() {
   return tls.attrs ? full_attrs(tls.attrs)->grid : none;
 }
 
-// Whether device race record `e` was written in the running dispatch (its threadgroup id is in the
-// dispatch's range; a never-written record, 0, is not).
+// Whether device race record `e` was written in the running dispatch (its threadgroup id is not
+// below the dispatch's first; a never-written record, 0, is).
 MGSIM_ALWAYS_INLINE bool record_current(uint64_t e, const abi::race_state &r) {
-  return ((uint32_t(e) - r.group_lo) & 0xffffffu) < r.group_n;
+  return (uint32_t(e) & 0xffffffu) >= r.group_lo;
 }
 
 // A device race record's bytes field for a whole granule of 1 << gs bytes.
