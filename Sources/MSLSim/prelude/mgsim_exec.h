@@ -727,7 +727,7 @@ struct ck_fast {
   const abi::check_binding *b = nullptr;  // null: an unchecked pointer
   char *base = nullptr;
   uint64_t *race = nullptr;   // device race records (null: threadgroup memory, or not tracked)
-  uint64_t *ulen = nullptr;   // check_binding::unwritten_len, else &ck_ulen_written
+  uint64_t *ulen = &ck_ulen_written;  // check_binding::unwritten_len, else &ck_ulen_written
   abi::race_state *rs = nullptr;
   // Whole elements in the binding: check_elem's element index (the offset rotated right by log2
   // of the element size, huge when misaligned) is in bounds and aligned when below it.
@@ -738,9 +738,11 @@ struct ck_fast {
   uint64_t limr = 0;
   uint64_t limw = 0;
   ck_fast() = default;
-  MGSIM_ALWAYS_INLINE ck_fast(const abi::check_binding *bb, size_t elem) : b(bb) {
+  MGSIM_ALWAYS_INLINE ck_fast(const abi::check_binding *bb, size_t elem) : ck_fast(bb, elem, bb ? bb->base : nullptr) {}
+  // `at`: the binding's base as the caller already has it (bind_buffer: the pointer itself), so
+  // the compiler sees one value for the pointer and the base, also when bb is null.
+  MGSIM_ALWAYS_INLINE ck_fast(const abi::check_binding *bb, size_t elem, char *at) : b(bb), base(at) {
     if (bb) {
-      base = bb->base;
       race = bb->race;
       ulen = bb->unwritten_len ? bb->unwritten_len : &ck_ulen_written;
       rs = bb->rs;
@@ -759,6 +761,7 @@ struct ck_fast {
 struct ck : ck_fast {
   ck() = default;
   MGSIM_ALWAYS_INLINE ck(const abi::check_binding *bb, size_t elem) : ck_fast(bb, elem) {}
+  MGSIM_ALWAYS_INLINE ck(const abi::check_binding *bb, size_t elem, char *at) : ck_fast(bb, elem, at) {}
   // The same binding seen through a pointer to elements of `elem` bytes.
   MGSIM_ALWAYS_INLINE ck as(size_t elem) const {
     ck c = *this;
@@ -773,6 +776,7 @@ struct ck {
   const abi::check_binding *b = nullptr;
   ck() = default;
   MGSIM_ALWAYS_INLINE ck(const abi::check_binding *bb, size_t) : b(bb) {}
+  MGSIM_ALWAYS_INLINE ck(const abi::check_binding *bb, size_t, char *) : b(bb) {}
   MGSIM_ALWAYS_INLINE ck as(size_t) const { return *this; }
 };
 #endif
@@ -996,6 +1000,10 @@ struct dptr {
   dptr(decltype(nullptr)) {}
   MGSIM_ALWAYS_INLINE dptr(T *p_, const abi::check_binding *b_) : p(p_), c(b_, ck_elem<T>()) {}
   MGSIM_ALWAYS_INLINE dptr(T *p_, const ck &c_) : p(p_), c(c_) {}
+  // A binding's pointer at its base (bind_buffer, bind_threadgroup): p_ is b_->base when b_ is set.
+  struct at_base {};
+  MGSIM_ALWAYS_INLINE dptr(at_base, T *p_, const abi::check_binding *b_)
+      : p(p_), c(b_, ck_elem<T>(), const_cast<char *>(reinterpret_cast<const char *>(p_))) {}
   MGSIM_ALWAYS_INLINE explicit dptr(T *raw) : p(raw) {}
   template <class U, std::enable_if_t<std::is_convertible<U *, T *>::value, int> = 0>
   MGSIM_ALWAYS_INLINE dptr(const dptr<U> &o) : p(o.p), c(ck_elem<U>() == ck_elem<T>() ? o.c : o.c.as(ck_elem<T>())) {}
@@ -1185,8 +1193,10 @@ MGSIM_ALWAYS_INLINE P bind_buffer(const abi::launch *L, const abi::group *G, uns
   } else if constexpr (std::is_pointer<Q>::value) {
     return static_cast<Q>(L->buffers[n]);
   } else if constexpr (is_dptr<Q>::value) {
-    return Q(static_cast<typename Q::element_type *>(L->buffers[n]),
-             G->checks ? &G->checks[n] : L->checks ? &L->checks[n] : nullptr);
+    // The pointer from the binding's own base (the same address as L->buffers[n]): one load, so
+    // the compiler sees p == base and an access's offset is its index, with one register less.
+    const abi::check_binding *b = G->checks ? &G->checks[n] : L->checks ? &L->checks[n] : nullptr;
+    return Q(typename Q::at_base{}, static_cast<typename Q::element_type *>(b ? static_cast<void *>(b->base) : L->buffers[n]), b);
   } else {
     static_assert(std::is_pointer<Q>::value,
                   "[mgsim] a [[buffer(n)]] parameter must be a device/constant pointer or reference");
@@ -1200,7 +1210,8 @@ MGSIM_ALWAYS_INLINE P bind_threadgroup(const abi::group *G, unsigned n) {
   if constexpr (std::is_reference<P>::value) {
     return *static_cast<std::remove_reference_t<P> *>(G->tg_mem[n]);
   } else if constexpr (is_dptr<Q>::value) {
-    return Q(static_cast<typename Q::element_type *>(G->tg_mem[n]), G->tg_checks ? &G->tg_checks[n] : nullptr);
+    const abi::check_binding *b = G->tg_checks ? &G->tg_checks[n] : nullptr;
+    return Q(typename Q::at_base{}, static_cast<typename Q::element_type *>(b ? static_cast<void *>(b->base) : G->tg_mem[n]), b);
   } else {
     static_assert(std::is_pointer<Q>::value,
                   "[mgsim] a [[threadgroup(n)]] parameter must be a threadgroup pointer or reference");
