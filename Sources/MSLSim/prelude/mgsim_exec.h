@@ -827,6 +827,18 @@ MGSIM_CHECK_INLINE bool check_elem(const ck &kk, const T *q, bool write, uint32_
 #endif
 }
 
+// check_elem's slow paths with a written value: the value by copy, so the address of the value
+// a kernel stores is taken on the slow path only (passed by address, the value was spilled to
+// the stack before every checked store).
+template <class V>
+MGSIM_NOINLINE bool check_access_slow_v(const abi::check_binding *b, const void *p, bool write, uint32_t line, V v) {
+  return check_access(b, p, sizeof(V), write, line, &v);
+}
+template <class V>
+MGSIM_NOINLINE void race_access_v(const abi::check_binding *b, int64_t off, bool write, uint32_t line, V v) {
+  race_access(b, off, uint32_t(sizeof(V)), write, line, &v);
+}
+
 // check_elem's fast paths (optimised code).
 template <class T>
 MGSIM_ALWAYS_INLINE bool check_elem_fast(const ck &kk, const T *q, bool write, uint32_t line, const void *value) {
@@ -861,9 +873,13 @@ MGSIM_ALWAYS_INLINE bool check_elem_fast(const ck &kk, const T *q, bool write, u
       }
     } else if (qi < k.limq && !k.race && k.b->tg) {
       if (n == (1u << k.b->granule_shift) && tg_race_fast(k.b, int64_t(off), true, line)) return true;
-      race_access(k.b, int64_t(off), n, true, line, value);
+      if (value) race_access_v(k.b, int64_t(off), true, line, *static_cast<const std::remove_cv_t<T> *>(value));
+      else race_access(k.b, int64_t(off), n, true, line, nullptr);
       return true;
     }
+  }
+  if constexpr (std::is_trivially_copyable<T>::value) {
+    if (value) return check_access_slow_v(kk.b, q, write, line, *static_cast<const std::remove_cv_t<T> *>(value));
   }
   return check_access_slow(kk.b, q, n, write, line, value);
 #else
