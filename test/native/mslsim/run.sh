@@ -30,14 +30,17 @@ flags=(-std=c++20 ${MSLSIM_TEST_OPT:--O1} -Wall -Wextra -I"$src" -I"$src/include
 # sources compiled a minute before (-O2, clang, as the runtime library ships them) and compiling
 # them again here cost ~16 CPU s. Anything missing or stale: the sources compile here.
 swiftpm_objects() {
-  local dir=$1 f o dep
+  local dir=$1 f o dep own
   objs=()
-  for f in "$src"/*.cpp "$src/embed.c"; do
+  for f in "$(cd "$src" && pwd -P)"/*.cpp "$(cd "$src" && pwd -P)/embed.c"; do
     o="$dir/$(basename "$f").o"
     [ -f "$o" ] && [ -f "${o%.o}.d" ] || return 1
+    own=0  # the object must be this checkout's source's
     for dep in $(sed -e '1s/^[^:]*://' -e 's/\\$//' "${o%.o}.d"); do
       [ -e "$dep" ] && [ ! "$dep" -nt "$o" ] || return 1
+      [ "$dep" = "$f" ] && own=1
     done
+    [ $own = 1 ] || return 1
     objs+=("$o")
   done
 }
