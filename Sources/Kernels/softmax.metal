@@ -17,6 +17,8 @@
 #include "reduction.h"
 
 template <typename A> MG_FUNC A exp_acc(A d) { return A(metal::precise::exp(float(d))); }
+// Four at once: the same function per component (the simulator computes them side by side).
+template <typename A> MG_FUNC vec<A, 4> exp_acc(vec<A, 4> d) { return vec<A, 4>(metal::precise::exp(float4(d))); }
 
 template <typename A> struct MaxSum {
   A m;  // running maximum (−∞ while empty)
@@ -68,25 +70,23 @@ MG_FUNC MaxSum<A> threadgroup_max_sum(MaxSum<A> r, threadgroup A* shared_m, thre
   return MaxSum<A>{shared_m[0], shared_s[0]};
 }
 
-// The maximum (resp. sum) of one value per thread over the threadgroup, in every thread, combined
-// in float. `shared` holds 32 floats; ends with a barrier, so it may be reused right after.
-MG_FUNC float threadgroup_max_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
-  v = simd_max(v);
-  if (simd_lane == 0) shared[simd_group] = v;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : Limits<float>::lowest();
-  v = simd_max(v);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  return v;
+// AccT(x[k']) − m for the four elements k' = k, k + d, k + 2d, k + 3d (row offsets; element k' at
+// x[base + k' · stride]), each rounded to AccT as the scalar expression rounds it.
+template <typename A, typename T, typename IdxT>
+MG_FUNC vec<A, 4> load4_minus(const device T* x, IdxT base, IdxT k, IdxT d, IdxT stride, A m) {
+  return vec<A, 4>(A(A(x[base + k * stride]) - m), A(A(x[base + (k + d) * stride]) - m),
+                   A(A(x[base + (k + 2 * d) * stride]) - m), A(A(x[base + (k + 3 * d) * stride]) - m));
 }
-MG_FUNC float threadgroup_sum_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
-  v = simd_sum(v);
-  if (simd_lane == 0) shared[simd_group] = v;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : 0.0f;
-  v = simd_sum(v);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  return v;
+template <typename A, typename T, typename IdxT>
+MG_FUNC vec<A, 4> load4(const device T* x, IdxT base, IdxT k, IdxT d, IdxT stride) {
+  return vec<A, 4>(A(x[base + k * stride]), A(x[base + (k + d) * stride]), A(x[base + (k + 2 * d) * stride]),
+                   A(x[base + (k + 3 * d) * stride]));
+}
+template <typename T, typename A, typename IdxT> MG_FUNC void store4(device T* y, IdxT k, IdxT d, vec<A, 4> v) {
+  y[k] = T(v.x);
+  y[k + d] = T(v.y);
+  y[k + 2 * d] = T(v.z);
+  y[k + 3 * d] = T(v.w);
 }
 
 template <typename T, typename AccT, typename IdxT>
@@ -122,18 +122,49 @@ template <typename T, typename AccT, typename IdxT>
     const AccT x = AccT(in[src + k * stride]);
     m = x > m ? x : m;
   }
-  const AccT row_max = AccT(threadgroup_max_all(float(m), shared, tg_size, simd_lane, simd_group));
+  // The row's maximum M in every thread: simd_max, then across the simdgroups through `shared`
+  // (written out here rather than in a helper: the simulator's work-item form of a helper that
+  // syncs copies its arguments per lane).
+  float v = simd_max(float(m));
+  if (simd_lane == 0) shared[simd_group] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : Limits<float>::lowest();
+  v = simd_max(v);
+  threadgroup_barrier(mem_flags::mem_threadgroup);  // all have read `shared`: it takes the sums next
+  const AccT row_max = AccT(v);
+  // exp(x − M) four at a time (one vector exp), then the rest one at a time; S sums them over the
+  // same elements per thread in the same order as one by one. When the output keeps them, S is a
+  // loop of its own over what was stored (the exps have no chain through S to wait on).
+  const IdxT step4 = 4 * tg_size;
+  IdxT k;
   AccT s = AccT(0);
-  for (IdxT k = lid; k < n; k += tg_size) {
-    const AccT e = exp_acc(AccT(AccT(in[src + k * stride]) - row_max));
-    s = s + e;
-    if (keep) dst[k] = T(e);
-  }
-  const AccT total = AccT(threadgroup_sum_all(float(s), shared, tg_size, simd_lane, simd_group));
   if (keep) {
-    for (IdxT k = lid; k < n; k += tg_size) dst[k] = T(AccT(dst[k]) / total);
+    for (k = lid; k + 3 * tg_size < n; k += step4) store4(dst, k, tg_size, exp_acc(load4_minus<AccT>(in, src, k, tg_size, stride, row_max)));
+    for (; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)));
+    for (k = lid; k < n; k += tg_size) s = s + AccT(dst[k]);
   } else {
-    for (IdxT k = lid; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)) / total);
+    for (k = lid; k + 3 * tg_size < n; k += step4) {
+      const vec<AccT, 4> e = exp_acc(load4_minus<AccT>(in, src, k, tg_size, stride, row_max));
+      s = s + e.x;
+      s = s + e.y;
+      s = s + e.z;
+      s = s + e.w;
+    }
+    for (; k < n; k += tg_size) s = s + exp_acc(AccT(AccT(in[src + k * stride]) - row_max));
+  }
+  // S in every thread, the same way (combined in float).
+  v = simd_sum(float(s));
+  if (simd_lane == 0) shared[simd_group] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : 0.0f;
+  const AccT total = AccT(simd_sum(v));
+  k = lid;
+  if (keep) {
+    for (; k + 3 * tg_size < n; k += step4) store4(dst, k, tg_size, load4<AccT>(dst, IdxT(0), k, tg_size, IdxT(1)) / total);
+    for (; k < n; k += tg_size) dst[k] = T(AccT(dst[k]) / total);
+  } else {
+    for (; k + 3 * tg_size < n; k += step4) store4(dst, k, tg_size, exp_acc(load4_minus<AccT>(in, src, k, tg_size, stride, row_max)) / total);
+    for (; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)) / total);
   }
 }
 
