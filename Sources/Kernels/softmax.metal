@@ -135,22 +135,22 @@ template <typename T, typename AccT, typename IdxT>
   // exp(x − M) four at a time (one vector exp), then the rest one at a time; S sums them over the
   // same elements per thread in the same order as one by one. When the output keeps them, S is a
   // loop of its own over what was stored (the exps have no chain through S to wait on).
-  const IdxT step4 = 4 * tg_size;
+  const IdxT tg = IdxT(tg_size), step4 = 4 * tg;
   IdxT k;
   AccT s = AccT(0);
   if (keep) {
-    for (k = lid; k + 3 * tg_size < n; k += step4) store4(dst, k, tg_size, exp_acc(load4_minus<AccT>(in, src, k, tg_size, stride, row_max)));
-    for (; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)));
-    for (k = lid; k < n; k += tg_size) s = s + AccT(dst[k]);
+    for (k = lid; k + 3 * tg < n; k += step4) store4(dst, k, tg, exp_acc(load4_minus<AccT>(in, src, k, tg, stride, row_max)));
+    for (; k < n; k += tg) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)));
+    for (k = lid; k < n; k += tg) s = s + AccT(dst[k]);
   } else {
-    for (k = lid; k + 3 * tg_size < n; k += step4) {
-      const vec<AccT, 4> e = exp_acc(load4_minus<AccT>(in, src, k, tg_size, stride, row_max));
+    for (k = lid; k + 3 * tg < n; k += step4) {
+      const vec<AccT, 4> e = exp_acc(load4_minus<AccT>(in, src, k, tg, stride, row_max));
       s = s + e.x;
       s = s + e.y;
       s = s + e.z;
       s = s + e.w;
     }
-    for (; k < n; k += tg_size) s = s + exp_acc(AccT(AccT(in[src + k * stride]) - row_max));
+    for (; k < n; k += tg) s = s + exp_acc(AccT(AccT(in[src + k * stride]) - row_max));
   }
   // S in every thread, the same way (combined in float).
   v = simd_sum(float(s));
@@ -160,11 +160,11 @@ template <typename T, typename AccT, typename IdxT>
   const AccT total = AccT(simd_sum(v));
   k = lid;
   if (keep) {
-    for (; k + 3 * tg_size < n; k += step4) store4(dst, k, tg_size, load4<AccT>(dst, IdxT(0), k, tg_size, IdxT(1)) / total);
-    for (; k < n; k += tg_size) dst[k] = T(AccT(dst[k]) / total);
+    for (; k + 3 * tg < n; k += step4) store4(dst, k, tg, load4<AccT>(dst, IdxT(0), k, tg, IdxT(1)) / total);
+    for (; k < n; k += tg) dst[k] = T(AccT(dst[k]) / total);
   } else {
-    for (; k + 3 * tg_size < n; k += step4) store4(dst, k, tg_size, exp_acc(load4_minus<AccT>(in, src, k, tg_size, stride, row_max)) / total);
-    for (; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)) / total);
+    for (; k + 3 * tg < n; k += step4) store4(dst, k, tg, exp_acc(load4_minus<AccT>(in, src, k, tg, stride, row_max)) / total);
+    for (; k < n; k += tg) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)) / total);
   }
 }
 
