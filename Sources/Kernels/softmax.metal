@@ -17,8 +17,6 @@
 #include "reduction.h"
 
 template <typename A> MG_FUNC A exp_acc(A d) { return A(metal::precise::exp(float(d))); }
-// Four at once: the same function per component (the simulator computes them side by side).
-template <typename A> MG_FUNC vec<A, 4> exp_acc(vec<A, 4> d) { return vec<A, 4>(metal::precise::exp(float4(d))); }
 
 template <typename A> struct MaxSum {
   A m;  // running maximum (−∞ while empty)
@@ -70,23 +68,85 @@ MG_FUNC MaxSum<A> threadgroup_max_sum(MaxSum<A> r, threadgroup A* shared_m, thre
   return MaxSum<A>{shared_m[0], shared_s[0]};
 }
 
-// AccT(x[k']) − m for the four elements k' = k, k + d, k + 2d, k + 3d (row offsets; element k' at
-// x[base + k' · stride]), each rounded to AccT as the scalar expression rounds it.
-template <typename A, typename T, typename IdxT>
-MG_FUNC vec<A, 4> load4_minus(const device T* x, IdxT base, IdxT k, IdxT d, IdxT stride, A m) {
-  return vec<A, 4>(A(A(x[base + k * stride]) - m), A(A(x[base + (k + d) * stride]) - m),
-                   A(A(x[base + (k + 2 * d) * stride]) - m), A(A(x[base + (k + 3 * d) * stride]) - m));
+// The maximum (resp. sum) of one value per thread over the threadgroup, in every thread, combined
+// in float. `shared` holds 32 floats; ends with a barrier, so it may be reused right after.
+MG_FUNC float threadgroup_max_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
+  v = simd_max(v);
+  if (simd_lane == 0) shared[simd_group] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : Limits<float>::lowest();
+  v = simd_max(v);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return v;
 }
-template <typename A, typename T, typename IdxT>
-MG_FUNC vec<A, 4> load4(const device T* x, IdxT base, IdxT k, IdxT d, IdxT stride) {
-  return vec<A, 4>(A(x[base + k * stride]), A(x[base + (k + d) * stride]), A(x[base + (k + 2 * d) * stride]),
-                   A(x[base + (k + 3 * d) * stride]));
+MG_FUNC float threadgroup_sum_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
+  v = simd_sum(v);
+  if (simd_lane == 0) shared[simd_group] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : 0.0f;
+  v = simd_sum(v);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return v;
 }
-template <typename T, typename A, typename IdxT> MG_FUNC void store4(device T* y, IdxT k, IdxT d, vec<A, 4> v) {
-  y[k] = T(v.x);
-  y[k + d] = T(v.y);
-  y[k + 2 * d] = T(v.z);
-  y[k + 3 * d] = T(v.w);
+
+// The second pass: S = Σ exp(x − M) over the thread's elements k = lid, lid + tg, ... in that
+// order, kept in the output when `keep`.
+template <typename T, typename A, typename IdxT>
+MG_FUNC A softmax_exps(const device T* in, IdxT src, IdxT stride, device T* dst, IdxT lid, IdxT tg, IdxT n, A row_max,
+                       bool keep) {
+  A s = A(0);
+  for (IdxT k = lid; k < n; k += tg) {
+    const A e = exp_acc(A(A(in[src + k * stride]) - row_max));
+    s = s + e;
+    if (keep) dst[k] = T(e);
+  }
+  return s;
+}
+// The last pass: exp(x − M) / S.
+template <typename T, typename A, typename IdxT>
+MG_FUNC void softmax_divide(const device T* in, IdxT src, IdxT stride, device T* dst, IdxT lid, IdxT tg, IdxT n,
+                            A row_max, A total, bool keep) {
+  if (keep) {
+    for (IdxT k = lid; k < n; k += tg) dst[k] = T(A(dst[k]) / total);
+  } else {
+    for (IdxT k = lid; k < n; k += tg) dst[k] = T(exp_acc(A(A(in[src + k * stride]) - row_max)) / total);
+  }
+}
+
+// float32 (T = A = float: the output always keeps the exps): four of the thread's elements at a time, a float4 exp (the
+// simulator computes its components side by side, the same bits as one by one), then S in a loop
+// of its own over what was stored, in the same order. Overloads of the above, so only this type
+// pays their compile time.
+template <typename IdxT>
+MG_FUNC float softmax_exps(const device float* in, IdxT src, IdxT stride, device float* dst, IdxT lid, IdxT tg,
+                           IdxT n, float row_max, bool keep) {
+  IdxT k = lid;
+  for (; k + 3 * tg < n; k += 4 * tg) {
+    const float4 e = metal::precise::exp(float4(in[src + k * stride] - row_max, in[src + (k + tg) * stride] - row_max,
+                                                in[src + (k + 2 * tg) * stride] - row_max,
+                                                in[src + (k + 3 * tg) * stride] - row_max));
+    dst[k] = e.x;
+    dst[k + tg] = e.y;
+    dst[k + 2 * tg] = e.z;
+    dst[k + 3 * tg] = e.w;
+  }
+  for (; k < n; k += tg) dst[k] = exp_acc(in[src + k * stride] - row_max);
+  float s = 0.0f;
+  for (k = lid; k < n; k += tg) s = s + dst[k];
+  return s;
+}
+template <typename IdxT>
+MG_FUNC void softmax_divide(const device float* in, IdxT src, IdxT stride, device float* dst, IdxT lid, IdxT tg,
+                            IdxT n, float row_max, float total, bool keep) {
+  IdxT k = lid;
+  for (; k + 3 * tg < n; k += 4 * tg) {
+    const float4 q = float4(dst[k], dst[k + tg], dst[k + 2 * tg], dst[k + 3 * tg]) / total;
+    dst[k] = q.x;
+    dst[k + tg] = q.y;
+    dst[k + 2 * tg] = q.z;
+    dst[k + 3 * tg] = q.w;
+  }
+  for (; k < n; k += tg) dst[k] = dst[k] / total;
 }
 
 template <typename T, typename AccT, typename IdxT>
@@ -122,50 +182,10 @@ template <typename T, typename AccT, typename IdxT>
     const AccT x = AccT(in[src + k * stride]);
     m = x > m ? x : m;
   }
-  // The row's maximum M in every thread: simd_max, then across the simdgroups through `shared`
-  // (written out here rather than in a helper: the simulator's work-item form of a helper that
-  // syncs copies its arguments per lane).
-  float v = simd_max(float(m));
-  if (simd_lane == 0) shared[simd_group] = v;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : Limits<float>::lowest();
-  v = simd_max(v);
-  threadgroup_barrier(mem_flags::mem_threadgroup);  // all have read `shared`: it takes the sums next
-  const AccT row_max = AccT(v);
-  // exp(x − M) four at a time (one vector exp), then the rest one at a time; S sums them over the
-  // same elements per thread in the same order as one by one. When the output keeps them, S is a
-  // loop of its own over what was stored (the exps have no chain through S to wait on).
-  const IdxT tg = IdxT(tg_size), step4 = 4 * tg;
-  IdxT k;
-  AccT s = AccT(0);
-  if (keep) {
-    for (k = lid; k + 3 * tg < n; k += step4) store4(dst, k, tg, exp_acc(load4_minus<AccT>(in, src, k, tg, stride, row_max)));
-    for (; k < n; k += tg) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)));
-    for (k = lid; k < n; k += tg) s = s + AccT(dst[k]);
-  } else {
-    for (k = lid; k + 3 * tg < n; k += step4) {
-      const vec<AccT, 4> e = exp_acc(load4_minus<AccT>(in, src, k, tg, stride, row_max));
-      s = s + e.x;
-      s = s + e.y;
-      s = s + e.z;
-      s = s + e.w;
-    }
-    for (; k < n; k += tg) s = s + exp_acc(AccT(AccT(in[src + k * stride]) - row_max));
-  }
-  // S in every thread, the same way (combined in float).
-  v = simd_sum(float(s));
-  if (simd_lane == 0) shared[simd_group] = v;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : 0.0f;
-  const AccT total = AccT(simd_sum(v));
-  k = lid;
-  if (keep) {
-    for (; k + 3 * tg < n; k += step4) store4(dst, k, tg, load4<AccT>(dst, IdxT(0), k, tg, IdxT(1)) / total);
-    for (; k < n; k += tg) dst[k] = T(AccT(dst[k]) / total);
-  } else {
-    for (; k + 3 * tg < n; k += step4) store4(dst, k, tg, exp_acc(load4_minus<AccT>(in, src, k, tg, stride, row_max)) / total);
-    for (; k < n; k += tg) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)) / total);
-  }
+  const AccT row_max = AccT(threadgroup_max_all(float(m), shared, tg_size, simd_lane, simd_group));
+  const AccT s = softmax_exps(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, keep);
+  const AccT total = AccT(threadgroup_sum_all(float(s), shared, tg_size, simd_lane, simd_group));
+  softmax_divide(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, total, keep);
 }
 
 template <typename T, typename IdxT>
