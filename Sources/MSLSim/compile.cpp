@@ -293,7 +293,7 @@ std::vector<std::string> base_flags(int math_mode) {
   // elementwise kernels ~25% slower. The macro is part of every cache key.
   if (__builtin_cpu_supports("fma")) f.push_back("-DMGSIM_HAVE_FMA=1");
   // Likewise the prelude's exp of a float4 (four components side by side in 256-bit vectors, the
-  // scalar's exact operations: same bits), out of line: softmax's vector exp.
+  // same bits as the scalar exp; softmax's float32 passes use it), only that function: out of line.
   if (__builtin_cpu_supports("avx2")) f.push_back("-DMGSIM_HAVE_AVX2=1");
 #endif
   // Not -mtls-dialect=gnu2 (cheaper thread_local access): glibc before 2.40 clobbers vector
