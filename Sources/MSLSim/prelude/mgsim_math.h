@@ -263,7 +263,7 @@ MGSIM_MATH_INL float exp2_float(float x) {
 // 2^13 ulps from a halfway point between two floats (all but about 1 input in 30000) it rounds to
 // the same float as e^x itself and as libm's double does: exp_float's result, bit for bit. When a
 // component is outside exp_float's fast range (also NaN) or near a halfway point, all four take
-// exp_float. test/native/mslsim/test_exp4.cpp compares the two on every 61st float bit pattern and
+// exp_float. test/native/mslsim/test_exp4.cpp compares the two on every 509th float bit pattern and
 // specials (`test_exp4 --exhaustive`: all 2^32). Out of line so only this function carries the
 // instruction set (as mma8 does FMA), and with an explicit vzeroupper, which GCC leaves out at -O1
 // (the caller's SSE code then ran at half speed or worse).
