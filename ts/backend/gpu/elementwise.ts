@@ -10,7 +10,7 @@ import { dtypeTag, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
 import { fusedHeader } from "./fused-header.ts";
 import { PROGRAM_BUFFERS, PROGRAM_NAME, programSource, programWords } from "./fused-program.ts";
-import { COMPARISONS, FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, INT_UNARY } from "./functors.ts";
+import { BOOL_BINARY, COMPARISONS, FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, INT_UNARY } from "./functors.ts";
 import { type KernelInstance, kernelPipeline, prepareSources, sourcePipeline } from "./kernels.ts";
 import { elementwiseGrid, linearThreadgroup } from "./launch.ts";
 import { elementwise, type ElementwiseRule, gpuRules, registerGpu } from "./registry.ts";
@@ -149,9 +149,6 @@ function buildChoice(node: Node, access: Access[], large: boolean): { kernel: Ke
 // dtype compile in the same run (a test sweeping 30 float functions over a dtype compiles once,
 // not 30 times). The families are the ops each dtype class supports; an instance a family adds
 // is speculative: if the library fails to compile, the kernel compiles alone.
-const BOOL_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Equal", "FloorDivide", "Greater", "GreaterEqual", "Less",
-  "LessEqual", "LogicalAnd", "LogicalOr", "Maximum", "Minimum", "Multiply", "NotEqual", "Power", "Remainder", "Subtract"];
-
 /** The kernel's siblings (same template, types and host-name pattern; other functors). Only the
  *  contiguous single-op templates, for real (not complex) dtypes. */
 function familyOf(kernel: KernelInstance, functor: string, input: Dtype, output: Dtype): KernelInstance[] {
