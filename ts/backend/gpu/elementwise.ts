@@ -317,8 +317,8 @@ export interface FusedKernel {
  * its strides (contiguous ones row-major, scalars 0), so regions that differ only in which inputs
  * are contiguous, scalar or strided (x * 2 against x * y, a transposed operand) share one kernel,
  * one compile and one pipeline. Small dispatches cost their launch, not their indexing; larger
- * outputs get kernels specialised to each input's access. Most small regions (float32, int32 and
- * bool values) run on the interpreter of fused-program.ts instead, which compiles once in all.
+ * outputs get kernels specialised to each input's access. Small regions run on the interpreter of
+ * fused-program.ts instead (any GPU dtype), which compiles once in all.
  */
 export const FUSED_GENERAL_MAX = 4096;
 
