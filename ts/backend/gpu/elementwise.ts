@@ -153,6 +153,7 @@ function buildChoice(node: Node, access: Access[], large: boolean): { kernel: Ke
  *  contiguous single-op templates, for real (not complex) dtypes. */
 function familyOf(kernel: KernelInstance, functor: string, input: Dtype, output: Dtype): KernelInstance[] {
   if (functor.startsWith("Cast<")) return castFamily(kernel, input, output);
+  if (functor === "DivMod") return divModFamily(kernel, input);
   const m = /^(unary_v|binary_vv|binary_vs|binary_sv)<([A-Za-z0-9]+), (.*)>$/.exec(kernel.instantiation);
   if (!m || m[2] !== functor || input === complex64 || output === complex64) return [];
   const [, template, , types] = m;
@@ -186,6 +187,20 @@ function castFamily(kernel: KernelInstance, input: Dtype, output: Dtype): Kernel
     const f = `Cast<${mslType(d, "astype")}>`;
     return { file: kernel.file, name: `mg_unary_v_${ident(f)}_${dtypeTag(input)}_${dtypeTag(d)}`, instantiation: `unary_v<${f}, ${T}, ${mslType(d, "astype")}>`, speculative: true };
   });
+}
+
+/** divmod's siblings: its kernel for every other real dtype (one template, no other functor; a
+ *  test of divmod sweeps the dtypes). */
+function divModFamily(kernel: KernelInstance, input: Dtype): KernelInstance[] {
+  const m = /^divmod_g<[A-Za-z0-9_]+, (.*)>$/.exec(kernel.instantiation);
+  const tag = `_${dtypeTag(input)}_${dtypeTag(input)}_`;
+  if (!m || !kernel.name.includes(tag)) return [];
+  return GPU_DTYPES.filter((d) => d !== input && d !== complex64).map((d) => ({
+    file: kernel.file,
+    name: kernel.name.replace(tag, `_${dtypeTag(d)}_${dtypeTag(d)}_`),
+    instantiation: `divmod_g<${mslType(d, "divmod")}, ${m[1]}>`,
+    speculative: true,
+  }));
 }
 
 /** The static kernel choice for a node, its inputs' layouts predicted where they have no data yet
