@@ -29,6 +29,8 @@ export function copyKernel(src: MgArray): KernelInstance[] {
     const t = `${dtypeTag(d)}_${dtypeTag(d)}`;
     return { file: "unary.metal", name: `mg_copy_g_${t}_${idxTag(large)}`, instantiation: `unary_g<Cast<${U}>, ${U}, ${U}, ${idxType(large)}>`, ...(speculative ? { speculative } : {}) };
   };
+  // (Large-index copies are rare: they compile alone.)
+  if (large) return [strided(src.dtype, false)];
   return [strided(src.dtype, false), ...COPY_DTYPES.filter((d) => d !== src.dtype).map((d) => strided(d, true))];
 }
 

@@ -194,7 +194,7 @@ function castFamily(kernel: KernelInstance, input: Dtype, output: Dtype): Kernel
 function divModFamily(kernel: KernelInstance, input: Dtype): KernelInstance[] {
   const m = /^divmod_g<[A-Za-z0-9_]+, (.*)>$/.exec(kernel.instantiation);
   const tag = `_${dtypeTag(input)}_${dtypeTag(input)}_`;
-  if (!m || !kernel.name.includes(tag)) return [];
+  if (!m || m[1] !== "uint" || !kernel.name.includes(tag)) return []; // (large-index: rare, alone)
   return GPU_DTYPES.filter((d) => d !== input && d !== complex64).map((d) => ({
     file: kernel.file,
     name: kernel.name.replace(tag, `_${dtypeTag(d)}_${dtypeTag(d)}_`),

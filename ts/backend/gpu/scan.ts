@@ -69,7 +69,7 @@ function scanKernels(plan: ScanPlan, node: Node<ScanParams>): KernelInstance[] {
   const p = node.params;
   const inD = node.inputs[0]!.dtype;
   const outD = node.outputs[0]!.dtype;
-  const siblings = inD === outD ? scanTypes(inD).filter((t) => t !== p.type) : [];
+  const siblings = inD === outD && !plan.large ? scanTypes(inD).filter((t) => t !== p.type) : []; // (large-index: rare, alone)
   return [scanKernel(plan, p.type, inD, outD), ...siblings.map((t) => ({ ...scanKernel(plan, t, inD, outD), speculative: true }))];
 }
 
