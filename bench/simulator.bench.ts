@@ -1,7 +1,9 @@
 // The MSL CPU simulator (issues 3 and 17).
 //
 // Part 1, through the ops: elementwise, reductions (all / rows / columns), softmax, scan, sort and
-// GEMM on the simulated GPU, unchecked and in checked mode (MG_SIM_CHECK=1, a child process), next
+// GEMM on the simulated GPU, unchecked and in checked mode (MG_SIM_CHECK=1 is process-wide, so the
+// checked column compares child processes: unchecked and checked children alternate, pairs of
+// them, SIM_BENCH_CHECKED_PAIRS, default 2, and both sides' rounds are pooled), next
 // to the same ops on the TypeScript CPU device, numpy and MLX's CPU device (a Python child process,
 // /work/mlxenv/bin/python or $MG_BENCH_PYTHON) in the same run. Throughput is input elements per
 // second as GB/s of float32 input (GEMM: GFLOP/s); "vs ew" is the op's throughput over the
@@ -12,7 +14,8 @@
 // Part 2, through the runtime: raw kernels (a barrier-free elementwise kernel and block_sum, a
 // reduction with barriers and simd_sum on 4 floats per thread) and compile times.
 //
-//   bun run bench/simulator.bench.ts          (ROUNDS=n, default 7; SIM_BENCH_ONLY=ops|raw; SIM_BENCH_WARMUP_MS=500)
+//   bun run bench/simulator.bench.ts          (ROUNDS=n, default 7; SIM_BENCH_ONLY=ops|raw; SIM_BENCH_WARMUP_MS=500;
+//                                              SIM_BENCH_CASES=text: only the op cases whose name contains it)
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as mg from "../ts/index.ts";
@@ -50,7 +53,7 @@ interface OpCase {
 const M = 1024;
 const BIG = 16 * 1024 * 1024;
 const G = 512;
-const CASES: OpCase[] = [
+const ALL_CASES: OpCase[] = [
   { name: "add 16M (x + 1)", inputs: [[BIG]], run: ([x], d) => mg.add(x!, 1, { stream: d }), py: "x0 + 1" },
   { name: "add 1024x1024 (x + 1)", inputs: [[M, M]], run: ([x], d) => mg.add(x!, 1, { stream: d }), py: "x0 + 1" },
   { name: "sum all 16M", inputs: [[BIG]], run: ([x], d) => mg.sum(x!, undefined, { stream: d }), ew: "add 16M (x + 1)", py: "S(x0)" },
@@ -61,6 +64,11 @@ const CASES: OpCase[] = [
   { name: "sort rows 1024x1024", inputs: [[M, M]], run: ([x], d) => mg.sort(x!, -1, { stream: d }), ew: "add 1024x1024 (x + 1)", py: "SORT(x0)" },
   { name: "matmul 512x512 @ 512x512", inputs: [[G, G], [G, G]], run: ([a, b], d) => mg.matmul(a!, b!, { stream: d }), flops: 2 * G ** 3, py: "x0 @ x1" },
 ];
+/** SIM_BENCH_CASES=text: the cases whose name contains it, and their elementwise baselines. */
+const CASES = ALL_CASES.filter((c) => {
+  const only = process.env.SIM_BENCH_CASES;
+  return !only || c.name.includes(only) || ALL_CASES.some((d) => d.ew === c.name && d.name.includes(only));
+});
 
 /** Deterministic float32 values in [0, 1) (no dependency on mg.random). */
 function values(shape: number[], seed: number): Float32Array {
@@ -81,9 +89,9 @@ function inputElements(c: OpCase): number {
 /** Warm-up per case and device before the timed rounds (SIM_BENCH_WARMUP_MS, default 500). */
 const WARMUP_MS = Number(process.env.SIM_BENCH_WARMUP_MS ?? 500);
 
-/** Median milliseconds of each case on `dev` (inputs evaluated first; the result waited for). */
-function timeCases(dev: mg.Device, rounds: number): Record<string, number> {
-  const out: Record<string, number> = {};
+/** Milliseconds of each round of each case on `dev` (inputs evaluated first; the result waited for). */
+function timeCases(dev: mg.Device, rounds: number): Record<string, number[]> {
+  const out: Record<string, number[]> = {};
   for (const c of CASES) {
     const xs = c.inputs.map((shape, i) => mg.array(values(shape, 7 + i), mg.float32, { shape }));
     const moved = xs.map((x) => mg.add(x, 0, { stream: dev }));
@@ -104,13 +112,17 @@ function timeCases(dev: mg.Device, rounds: number): Record<string, number> {
       once();
       times.push(performance.now() - t0);
     }
-    out[c.name] = median(times);
+    out[c.name] = times;
   }
   return out;
 }
 
+function medians(times: Record<string, number[]>): Record<string, number> {
+  return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+}
+
 if (process.argv[2] === "--ops-child") {
-  // Child process (MG_SIM_CHECK=1 set by the parent): the simulated GPU's times, as JSON.
+  // Child process (MG_SIM_CHECK=1 or not, set by the parent): the simulated GPU's round times, as JSON.
   console.log(JSON.stringify(timeCases(mg.gpu, Number(process.argv[3] ?? ROUNDS))));
   process.exit(0);
 }
@@ -174,21 +186,39 @@ function fmt(ms: number | undefined): string {
 
 async function opsBench(): Promise<void> {
   console.log(`ops on the simulated GPU (${rt.device.name}) and the CPU device, medians of ${ROUNDS} rounds (ms)`);
-  const gpu = timeCases(mg.gpu, ROUNDS);
-  const child = Bun.spawnSync(["bun", import.meta.path, "--ops-child", String(ROUNDS)], {
-    env: { ...process.env, MG_SIM_CHECK: "1" },
-    stderr: "pipe",
-  });
-  let checked: Record<string, number> = {};
+  const gpu = medians(timeCases(mg.gpu, ROUNDS));
+  // Checked mode is process-wide (MG_SIM_CHECK=1): unchecked and checked child processes alternate,
+  // so both sides see the same machine state; their rounds are pooled per side.
+  const pairs = Math.max(1, Number(process.env.SIM_BENCH_CHECKED_PAIRS ?? 2));
+  const sides: [Record<string, number[]>, Record<string, number[]>] = [{}, {}];
+  const pairRatios: Record<string, number[]> = {};
   let checkedNote = "";
-  try {
-    checked = JSON.parse(child.stdout.toString().trim().split("\n").pop() ?? "{}");
-  } catch {
-    checkedNote = `checked child failed: ${child.stderr.toString().trim().split("\n").slice(-3).join(" | ")}`;
+  for (let p = 0; p < pairs && !checkedNote; p++) {
+    const got: Record<string, number[]>[] = [];
+    for (const check of ["0", "1"]) {
+      const child = Bun.spawnSync(["bun", import.meta.path, "--ops-child", String(ROUNDS)], {
+        env: { ...process.env, MG_SIM_CHECK: check },
+        stderr: "pipe",
+      });
+      try {
+        got.push(JSON.parse(child.stdout.toString().trim().split("\n").pop() ?? "{}"));
+      } catch {
+        checkedNote = `${check === "1" ? "checked" : "unchecked"} child failed: ${child.stderr.toString().trim().split("\n").slice(-3).join(" | ")}`;
+        break;
+      }
+    }
+    if (checkedNote) break;
+    for (const c of CASES) {
+      const [u, k] = [got[0]![c.name], got[1]![c.name]];
+      if (!u || !k) continue;
+      (sides[0][c.name] ??= []).push(...u);
+      (sides[1][c.name] ??= []).push(...k);
+      (pairRatios[c.name] ??= []).push(median(k) / median(u));
+    }
   }
-  const cpu = timeCases(mg.cpu, ROUNDS);
+  const cpu = medians(timeCases(mg.cpu, ROUNDS));
   const py = pythonTimes();
-  const header = ["op", "sim ms", "sim rate", "vs ew", "checked ms", "x unchecked", "cpu ms", "numpy ms", "mlx ms"];
+  const header = ["op", "sim ms", "sim rate", "vs ew", "checked ms (min-max)", "x unchecked (pairs)", "cpu ms", "numpy ms", "mlx ms"];
   const rows: string[][] = [];
   for (const c of CASES) {
     const ms = gpu[c.name]!;
@@ -198,13 +228,17 @@ async function opsBench(): Promise<void> {
       const ewMs = gpu[c.ew]!;
       vsEw = `${((100 * ewMs) / ms).toFixed(0)}%`;
     }
-    const ck = checked[c.name];
-    rows.push([c.name, fmt(ms), rate(c, ms), vsEw, fmt(ck), ck === undefined ? "-" : `${(ck / ms).toFixed(1)}x`, fmt(cpu[c.name]), fmt(py.numpy[c.name]), fmt(py.mlx[c.name])]);
+    const [u, k] = [sides[0][c.name], sides[1][c.name]];
+    const ckCell = k ? `${fmt(median(k))} (${fmt(Math.min(...k))}-${fmt(Math.max(...k))})` : "-";
+    const r = pairRatios[c.name] ?? [];
+    const ratioCell = u && k ? `${(median(k) / median(u)).toFixed(1)}x (${r.map((x) => x.toFixed(1)).join(", ")})` : "-";
+    rows.push([c.name, fmt(ms), rate(c, ms), vsEw, ckCell, ratioCell, fmt(cpu[c.name]), fmt(py.numpy[c.name]), fmt(py.mlx[c.name])]);
   }
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => "  " + r.map((x, i) => (i === 0 ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join("  ");
   console.log(line(header));
   for (const r of rows) console.log(line(r));
+  console.log(`  checked: ${pairs} alternating pair(s) of unchecked / checked child processes, ${ROUNDS} rounds each; checked median (min-max of its rounds) and checked median / unchecked children's median (each pair's ratio in parentheses)`);
   if (checkedNote) console.log(`  ${checkedNote}`);
   if (py.note) console.log(`  python: ${py.note}`);
   const stats = rt.simulatorStats();
@@ -300,9 +334,10 @@ function checkedCost(x: ReturnType<typeof rt.newBuffer>, y: ReturnType<typeof rt
     times[1].push(once(1));
   }
   const [plain, checked] = [median(times[0]), median(times[1])];
+  const span = (t: number[]) => `${Math.min(...t).toFixed(1)}-${Math.max(...t).toFixed(1)}`;
   row(
     "the same, checked mode (bounds, must-write, races), alternating rounds",
-    `${checked.toFixed(1)} ms = ${(checked / plain).toFixed(1)}x unchecked (${plain.toFixed(1)} ms; goal <= 5x)`,
+    `${checked.toFixed(1)} ms (${span(times[1])}) = ${(checked / plain).toFixed(1)}x unchecked (${plain.toFixed(1)} ms, ${span(times[0])}; goal <= 5x)`,
   );
 }
 

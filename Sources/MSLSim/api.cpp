@@ -215,7 +215,12 @@ void mgsim_get_stats(mgsim_stats *out) {
   out->tier0_dispatches = s.tier0_dispatches.load();
   out->tier_promotions = s.tier_promotions.load();
   out->tier0_fiber_dispatches = s.tier0_fiber_dispatches.load();
+  out->check_memory_maps = s.check_memory_maps.load();
+  out->check_memory_reuses = s.check_memory_reuses.load();
+  out->check_memory_wraps = s.check_memory_wraps.load();
 }
+
+void mgsim_release_check_memory(void) { mgsim::release_check_memory(); }
 
 const char *mgsim_cache_directory(void) { return cache_directory().c_str(); }
 

@@ -254,8 +254,12 @@ struct DispatchState {
   std::vector<std::string> violations;
   uint64_t violation_count = 0;
   bool tolerate_oob_reads = false;  // the library's choice: out-of-bounds reads give 0 silently
-  // Checked mode: race records of the bound buffers (8 bytes per byte, mapped for the dispatch).
+  // Checked mode: race records of the bound buffers (8 bytes per granule, from CheckMemory).
   uint64_t *race_shadow[abi::kMaxBindings]{};
+  // Checked mode: the threadgroup ids of this dispatch's records and its must-write shadow mark
+  // (CheckMemory::begin).
+  uint32_t group_lo = 0, group_n = 0;
+  uint8_t shadow_mark = 1;
   // Read-only buffers: their length until written through anyway (check_binding::unwritten_len).
   uint64_t unwritten_len[abi::kMaxBindings]{};
   size_t race_shadow_bytes[abi::kMaxBindings]{};
@@ -336,53 +340,57 @@ void host_misuse(const abi::launch *L, const char *what) {
           "directly rather than through a function pointer)");
 }
 
-// Checked mode's must-write check: the bytes of a buffer never written, and the first of them. A
-// byte was written when its shadow byte is 1 or its granule's race record (`rec`, granules of
-// 1 << GS bytes; null when not tracked) holds a write of the whole granule: the kernel's fast path
-// (mgsim_exec.h check_elem) marks such writes in the record only.
+// Checked mode's must-write check: the bytes in [from, to) of a buffer never written (`from` a
+// multiple of 32), and the first of them. A byte was written when its shadow byte is the
+// dispatch's mark or its granule's race record (`rec`, granules of 1 << GS bytes; null when not
+// tracked) holds this dispatch's write of the whole granule (a threadgroup id >= lo: see
+// mgsim_exec.h record_current): the kernel's fast path (check_elem) marks such writes in the
+// record only.
 template <uint32_t GS>
-uint64_t unwritten_bytes_in(const uint8_t *sh, uint64_t size, const uint64_t *rec, uint64_t &first) {
+uint64_t unwritten_bytes_in(const uint8_t *sh, uint8_t mark, uint64_t from, uint64_t to, const uint64_t *rec,
+                            uint32_t lo, uint64_t &first) {
   constexpr uint64_t kGran = uint64_t(1) << GS, kFull = (uint64_t(2) << (kGran - 1)) - 1;
-  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  const uint64_t marks = 0x0101010101010101ull * mark;
+  auto written = [&](uint64_t e) { return (e & 0xffffffu) >= lo && (e >> 60) == kFull; };
   uint64_t count = 0;
-  auto bytes = [&](uint64_t from, uint64_t to) {
-    for (uint64_t i = from; i < to; ++i)
-      if (!sh[i] && !(rec && (rec[i >> GS] >> 60) == kFull)) {
+  auto bytes = [&](uint64_t a, uint64_t b) {
+    for (uint64_t i = a; i < b; ++i)
+      if (sh[i] != mark && !(rec && written(rec[i >> GS]))) {
         if (first == UINT64_MAX) first = i;
         ++count;
       }
   };
-  // Blocks of 32 bytes: written when all their granules' records say so (the AND of the records'
-  // bytes fields), or all their shadow bytes are 1 (bytes are 0 or 1: the AND of four words).
-  const uint64_t blocks = size / 32;
-  for (uint64_t k = 0; k < blocks; ++k) {
-    const uint64_t i = k * 32;
+  // Blocks of 32 bytes: written when all their granules' records say so, or all their shadow
+  // bytes are the mark. The records as vectors of four, with adds and logic only (SSE2): the AND
+  // of the records has every bytes bit, the OR of (id - lo) no sign bit (no id below lo).
+  typedef uint64_t u64x4 __attribute__((vector_size(32)));
+  const u64x4 vlo = {lo, lo, lo, lo}, vid = {0xffffffu, 0xffffffu, 0xffffffu, 0xffffffu};
+  const uint64_t blocks_end = from + (to - from) / 32 * 32;
+  for (uint64_t i = from; i < blocks_end; i += 32) {
     if (rec) {
-      // 8, 16 or 32 records, ANDed as vectors of four.
-      typedef uint64_t u64x4 __attribute__((vector_size(32)));
       const uint64_t *r = rec + (i >> GS);
-      u64x4 v, u;
-      memcpy(&v, r, 32);
-      for (uint64_t j = 4; j < (32 >> GS); j += 4) {
-        memcpy(&u, r + j, 32);
-        v &= u;
+      u64x4 all = {~0ull, ~0ull, ~0ull, ~0ull}, below = {0, 0, 0, 0}, v;
+      for (uint64_t j = 0; j < (32 >> GS); j += 4) {
+        memcpy(&v, r + j, 32);
+        all &= v;
+        below |= (v & vid) - vlo;
       }
-      if (((v[0] & v[1] & v[2] & v[3]) >> 60) == kFull) continue;
+      if (((all[0] & all[1] & all[2] & all[3]) >> 60) == kFull && !((below[0] | below[1] | below[2] | below[3]) >> 63)) continue;
     }
     uint64_t w[4];
     memcpy(w, sh + i, 32);
-    if ((w[0] & w[1] & w[2] & w[3]) == kOnes) continue;
+    if (((w[0] ^ marks) | (w[1] ^ marks) | (w[2] ^ marks) | (w[3] ^ marks)) == 0) continue;
     bytes(i, i + 32);
   }
-  bytes(blocks * 32, size);
+  bytes(blocks_end, to);
   return count;
 }
 
-uint64_t unwritten_bytes(const uint8_t *sh, uint64_t size, const uint64_t *rec, uint32_t gs, uint64_t &first) {
-  first = UINT64_MAX;
-  if (gs == 2) return unwritten_bytes_in<2>(sh, size, rec, first);
-  if (gs == 1) return unwritten_bytes_in<1>(sh, size, rec, first);
-  return unwritten_bytes_in<0>(sh, size, rec, first);
+uint64_t unwritten_bytes(const uint8_t *sh, uint8_t mark, uint64_t from, uint64_t to, const uint64_t *rec, uint32_t gs,
+                         uint32_t lo, uint64_t &first) {
+  if (gs == 2) return unwritten_bytes_in<2>(sh, mark, from, to, rec, lo, first);
+  if (gs == 1) return unwritten_bytes_in<1>(sh, mark, from, to, rec, lo, first);
+  return unwritten_bytes_in<0>(sh, mark, from, to, rec, lo, first);
 }
 
 thread_local DispatchState *t_dispatch = nullptr;  // the dispatch this thread runs (race reports)
@@ -439,7 +447,7 @@ void host_race(const abi::check_binding *b, int64_t off, uint32_t size, uint32_t
   d->failed.store(true);
   const std::string key = mem + "/" + std::to_string(kind);
   if (d->races.size() >= kMaxReportedViolations || !d->race_keys.insert(key).second) return;
-  const uint64_t group = other_group ? other_group - 1 : 0;
+  const uint64_t group = other_group ? uint32_t(other_group - d->group_lo) & 0xffffffu : 0;
   auto at = [](uint32_t l) { return l ? " at line " + std::to_string(l) : std::string(" (line unknown)"); };
   const std::string me = "thread " + pos_string(pos) + at(line);
   const std::string other = other_lane == 0xffffu ? "other threads" : "thread " + thread_at(*d, group, other_lane) + at(other_line);
@@ -564,9 +572,10 @@ void fill_group(const DispatchState &ds, uint64_t linear, abi::group &G, Worker 
   G.checks = nullptr;
   if (ds.L.checks) {
     // Checked mode: a new run in race detection's records (device records name threadgroups by
-    // linear index + 1 in 24 bits; beyond that device memory is not tracked).
+    // the dispatch's ids, group_lo + linear index; beyond group_n device memory is not tracked).
     abi::race_state &r = w.race_run;
-    r.group = linear + 1 < (1u << abi::kRaceGroupBits) ? uint32_t(linear + 1) : 0u;
+    r.group = linear < ds.group_n ? ds.group_lo + uint32_t(linear) : 0u;
+    r.group_lo = ds.group_lo;
     r.run = g_run_serial.fetch_add(1) + 1;
     if (r.run == 0) r.run = g_run_serial.fetch_add(1) + 1;
     r.epoch = 0;
@@ -967,6 +976,163 @@ class Pool {
   uint64_t generation_ = 0;
 };
 
+// Runs f(begin, end) over [0, size) in pieces of `grain` bytes on the pool (inline when small):
+// checked mode's output poisoning and must-write scan, memory-bound passes over whole buffers.
+template <class F>
+void parallel_ranges(uint64_t size, uint64_t grain, F &&f) {
+  Pool &pool = Pool::get();
+  if (size <= grain || pool.size() == 1) {
+    f(uint64_t(0), size);
+    return;
+  }
+  std::atomic<uint64_t> next{0};
+  pool.run(std::function<void()>([&] {
+    for (;;) {
+      const uint64_t b = next.fetch_add(grain, std::memory_order_relaxed);
+      if (b >= size) break;
+      f(b, std::min(size, b + grain));
+    }
+  }));
+}
+
+// Checked mode's record memory (race records and must-write shadows), kept across dispatches: a
+// fresh mapping per dispatch cost page faults, zeroing and munmap over 3x the output's bytes (add
+// 16M: 3.5 s of system time in a bench run vs 0.3 s unchecked, and stalls of 70-140 ms). Nothing
+// is cleared between dispatches: race records carry the dispatch's threadgroup ids and shadows its
+// mark (mgsim_exec.h), so an earlier dispatch's entries read as "not written". When ids or marks
+// run out, the era advances and a mapping written in an earlier era is zeroed (MADV_DONTNEED)
+// before its next use. Idle mappings over MG_SIM_CHECK_CACHE_MB (default 1024; 0: unmap after
+// every dispatch) are unmapped, oldest first; mgsim_release_check_memory unmaps them all.
+class CheckMemory {
+ public:
+  enum Kind { kRecords = 0, kShadow = 1 };
+  struct Block {
+    void *p = nullptr;
+    size_t bytes = 0;
+    uint32_t era = 0;
+  };
+  static CheckMemory &get() {
+    static CheckMemory *c = new CheckMemory();  // never destroyed (dispatches may outlive statics)
+    return *c;
+  }
+  // A dispatch's threadgroup ids for `groups` threadgroups, its shadow mark, and the eras its
+  // blocks must be of.
+  struct Ids {
+    uint32_t lo, n, era[2];
+    uint8_t mark;
+  };
+  std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mu_); }
+  // Under lock(), with the dispatch's take()s: a block then holds records of dispatches that began
+  // earlier only, whose ids are all below this one's (record_current's test).
+  Ids begin(const std::unique_lock<std::mutex> &, uint64_t groups) {
+    // The id space: 24 bits (the record's field) minus 0; MG_SIM_RACE_GROUP_IDS lowers it so that
+    // tests can make it wrap around (as MG_SIM_SHADOW_MARKS the marks).
+    uint32_t space = (1u << abi::kRaceGroupBits) - 1u;
+    if (const char *e = getenv("MG_SIM_RACE_GROUP_IDS")) {
+      const long v = atol(e);
+      if (v >= 1 && v < long(space)) space = uint32_t(v);
+    }
+    Ids ids{};
+    ids.n = uint32_t(std::min<uint64_t>(groups, space));
+    if (uint64_t(next_id_) + ids.n > uint64_t(space) + 1) {
+      next_id_ = 1;
+      ++era_[kRecords];
+      ++stats().check_memory_wraps;
+    }
+    ids.lo = next_id_;
+    next_id_ += ids.n;
+    uint32_t marks = 255;  // MG_SIM_SHADOW_MARKS lowers it (tests)
+    if (const char *e = getenv("MG_SIM_SHADOW_MARKS")) {
+      const long v = atol(e);
+      if (v >= 1 && v < 255) marks = uint32_t(v);
+    }
+    if (next_mark_ > marks) {
+      next_mark_ = 1;
+      ++era_[kShadow];
+      ++stats().check_memory_wraps;
+    }
+    ids.mark = uint8_t(next_mark_++);
+    ids.era[kRecords] = era_[kRecords];
+    ids.era[kShadow] = era_[kShadow];
+    return ids;
+  }
+  // A mapping of at least `bytes` holding nothing of era `era` (null if none can be mapped).
+  void *take(const std::unique_lock<std::mutex> &, Kind kind, size_t bytes, uint32_t era, Block &out) {
+    bytes = round(bytes);
+    Block b;
+    auto &list = idle_[kind];
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i].bytes >= bytes && (best == SIZE_MAX || list[i].bytes < list[best].bytes)) best = i;
+    if (best != SIZE_MAX) {
+      b = list[best];
+      list.erase(list.begin() + long(best));
+      idle_bytes_ -= b.bytes;
+    }
+    if (b.p) {
+      ++stats().check_memory_reuses;
+      if (b.era != era) madvise(b.p, b.bytes, MADV_DONTNEED);  // zero: "not written" in any era
+    } else {
+      void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) return nullptr;
+      // Large pages where offered: far fewer page faults over big buffers.
+      if (bytes >= (size_t(4) << 20)) madvise(p, bytes, MADV_HUGEPAGE);
+      ++stats().check_memory_maps;
+      b.p = p;
+      b.bytes = bytes;
+    }
+    b.era = era;
+    out = b;
+    return b.p;
+  }
+  void give(Kind kind, const Block &b) {
+    if (!b.p) return;
+    std::vector<Block> drop;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      idle_[kind].push_back(b);
+      idle_bytes_ += b.bytes;
+      // Over the cap (or too many blocks): unmap the oldest idle blocks.
+      while (!idle_[0].empty() || !idle_[1].empty()) {
+        if (idle_bytes_ <= cap_ && idle_[0].size() + idle_[1].size() <= kMaxIdle) break;
+        auto &list = idle_[idle_[kind].empty() ? 1 - kind : kind];
+        drop.push_back(list.front());
+        idle_bytes_ -= list.front().bytes;
+        list.erase(list.begin());
+      }
+    }
+    for (const Block &d : drop) munmap(d.p, d.bytes);
+  }
+  void release_all() {
+    std::vector<Block> drop;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto &list : idle_) {
+        drop.insert(drop.end(), list.begin(), list.end());
+        list.clear();
+      }
+      idle_bytes_ = 0;
+    }
+    for (const Block &d : drop) munmap(d.p, d.bytes);
+  }
+
+ private:
+  static constexpr size_t kMaxIdle = 64;
+  CheckMemory() {
+    if (const char *e = getenv("MG_SIM_CHECK_CACHE_MB")) cap_ = size_t(std::max(0L, atol(e))) << 20;
+  }
+  static size_t round(size_t bytes) {
+    const size_t page = bytes >= (size_t(4) << 20) ? size_t(2) << 20 : 4096;
+    return (bytes + page - 1) / page * page;
+  }
+  std::mutex mu_;
+  std::vector<Block> idle_[2];
+  size_t idle_bytes_ = 0;
+  size_t cap_ = size_t(1024) << 20;
+  uint32_t next_id_ = 1, next_mark_ = 1;
+  uint32_t era_[2] = {1, 1};
+};
+
 }  // namespace
 
 namespace {
@@ -1086,23 +1252,30 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
   }
   // Kernels compiled in checked mode bind checked pointers; the launch then carries the bounds.
   const bool checked = module->checked;
-  // Checked mode's records are mapped for the dispatch, zeroed by the kernel as touched (large
-  // pages where offered: far fewer page faults over big buffers).
-  struct Mappings {
-    DispatchState &ds;
-    ~Mappings() {
+  // Checked mode's records come from CheckMemory and go back to it when the dispatch ends.
+  CheckMemory &cm = CheckMemory::get();
+  CheckMemory::Ids ids{};
+  struct Blocks {
+    CheckMemory &cm;
+    CheckMemory::Block records[abi::kMaxBindings], shadows[abi::kMaxBindings];
+    ~Blocks() {
       for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
-        if (ds.race_shadow[n]) munmap(ds.race_shadow[n], ds.race_shadow_bytes[n]);
-        if (ds.shadows[n]) munmap(ds.shadows[n], ds.shadow_bytes[n]);
+        cm.give(CheckMemory::kRecords, records[n]);
+        cm.give(CheckMemory::kShadow, shadows[n]);
       }
     }
-    static void *map(size_t bytes) {
-      void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (p == MAP_FAILED) return nullptr;
-      if (bytes >= (size_t(4) << 20)) madvise(p, bytes, MADV_HUGEPAGE);
-      return p;
-    }
-  } mappings{ds};
+  } blocks{cm, {}, {}};
+  // The ids and the blocks in one critical section (CheckMemory::begin); released before the
+  // blocks go back (declared after them).
+  std::unique_lock<std::mutex> held;
+  if (checked) {
+    held = cm.lock();
+    ids = cm.begin(held, ds.total_groups);
+    ds.group_lo = ids.lo;
+    ds.group_n = ids.n;
+    ds.shadow_mark = ids.mark;
+  }
+  uint32_t poison_mask = 0;
   for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
     abi::check_binding &c = ds.checks[n];
     c.base = static_cast<char *>(d.buffers[n].data);
@@ -1111,26 +1284,27 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
     c.elem_size = kd.elem_size[n];
     c.host = &g_host;
     c.dispatch = &ds;
+    c.shadow_mark = ds.shadow_mark;
     if (checked && ((d.must_write_mask >> n) & 1u) && d.buffers[n].data && d.buffers[n].length) {
-      void *p = Mappings::map(d.buffers[n].length);
+      void *p = cm.take(held, CheckMemory::kShadow, d.buffers[n].length, ids.era[CheckMemory::kShadow], blocks.shadows[n]);
       if (!p) return fail("checked mode: cannot map the written-bytes record of buffer(" + std::to_string(n) + ")");
       ds.shadows[n] = static_cast<uint8_t *>(p);
       ds.shadow_bytes[n] = d.buffers[n].length;
       c.shadow = ds.shadows[n];
       // Poison: an element the kernel forgets to write reads back as NaN / all-ones. Not when
       // another binding overlaps it (an output computed in place over its input): that would
-      // destroy what the kernel reads.
+      // destroy what the kernel reads. On the pool: a memory-bound pass as long as the kernel's.
       const char *lo = static_cast<const char *>(d.buffers[n].data), *hi = lo + d.buffers[n].length;
       bool shared = false;
       for (uint32_t m = 0; m < abi::kMaxBindings && !shared; ++m) {
         const char *mlo = static_cast<const char *>(d.buffers[m].data);
         shared = m != n && mlo && d.buffers[m].length && mlo < hi && lo < mlo + d.buffers[m].length;
       }
-      if (!shared) memset(d.buffers[n].data, 0xff, d.buffers[n].length);
+      if (!shared) poison_mask |= 1u << n;
     }
   }
   ds.L.checks = checked ? ds.checks : nullptr;
-  // Race records for every bound buffer (only the pages of bytes written are ever touched).
+  // Race records for every bound buffer (only the pages of granules written are ever touched).
   if (checked) {
     for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
       if (!d.buffers[n].data || !d.buffers[n].length) continue;
@@ -1139,7 +1313,7 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
       const uint32_t shift = es >= 4 ? 2u : es == 2 ? 1u : 0u;
       ds.checks[n].granule_shift = shift;
       const size_t bytes = size_t((d.buffers[n].length + (1u << shift) - 1) >> shift) * sizeof(uint64_t);
-      void *p = Mappings::map(bytes);
+      void *p = cm.take(held, CheckMemory::kRecords, bytes, ids.era[CheckMemory::kRecords], blocks.records[n]);
       if (!p) continue;  // not tracked (the report would say nothing anyway)
       ds.race_shadow[n] = static_cast<uint64_t *>(p);
       ds.race_shadow_bytes[n] = bytes;
@@ -1147,6 +1321,12 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
       ds.unwritten_len[n] = d.buffers[n].length;
       ds.checks[n].unwritten_len = ((kd.const_mask >> n) & 1u) ? &ds.unwritten_len[n] : nullptr;
     }
+    held.unlock();
+  }
+  for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
+    if (!((poison_mask >> n) & 1u)) continue;
+    char *out = static_cast<char *>(d.buffers[n].data);
+    parallel_ranges(d.buffers[n].length, uint64_t(1) << 20, [&](uint64_t b, uint64_t e) { memset(out + b, 0xff, e - b); });
   }
 
   WatchGuard watch(ds, timeout_ms());
@@ -1230,9 +1410,18 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
   if (!ds.failed.load()) {
     for (uint32_t n = 0; n < abi::kMaxBindings; ++n) {
       if (!ds.shadows[n]) continue;
-      uint64_t first = UINT64_MAX;
-      const uint64_t count = unwritten_bytes(ds.shadows[n], ds.shadow_bytes[n], ds.race_shadow[n],
-                                             ds.checks[n].granule_shift, first);
+      // On the pool: a pass over the shadow and 2-8x its bytes of records.
+      std::atomic<uint64_t> total{0}, first_at{UINT64_MAX};
+      parallel_ranges(ds.shadow_bytes[n], uint64_t(1) << 20, [&](uint64_t b, uint64_t e) {
+        uint64_t f = UINT64_MAX;
+        const uint64_t c = unwritten_bytes(ds.shadows[n], ds.shadow_mark, b, e, ds.race_shadow[n],
+                                           ds.checks[n].granule_shift, ds.group_lo, f);
+        if (!c) return;
+        total.fetch_add(c, std::memory_order_relaxed);
+        for (uint64_t cur = first_at.load(); f < cur && !first_at.compare_exchange_weak(cur, f);) {
+        }
+      });
+      const uint64_t count = total.load(), first = first_at.load();
       if (count) {
         uint32_t es = kd.elem_size[n] ? kd.elem_size[n] : 1;
         std::ostringstream m;
@@ -1250,5 +1439,7 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
 }
 
 }  // namespace
+
+void release_check_memory() { CheckMemory::get().release_all(); }
 
 }  // namespace mgsim

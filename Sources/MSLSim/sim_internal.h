@@ -80,8 +80,13 @@ struct Stats {
   std::atomic<uint64_t> tier0_dispatches{0};
   std::atomic<uint64_t> tier_promotions{0};
   std::atomic<uint64_t> tier0_fiber_dispatches{0};
+  std::atomic<uint64_t> check_memory_maps{0};
+  std::atomic<uint64_t> check_memory_reuses{0};
+  std::atomic<uint64_t> check_memory_wraps{0};
 };
 Stats &stats();
+// Unmaps checked mode's idle record memory (dispatch.cpp CheckMemory).
+void release_check_memory();
 
 // Compiles (or loads from cache) the module for a source and options. Returns null and sets
 // `error` (without the "[mgsim compile] " prefix) on failure. `promoting`: the optimised tier is

@@ -338,6 +338,7 @@ final class Allocator {
     }
 
     func clearCache() {
+        releaseSimulatorCheckMemory()  // checked mode's idle record memory goes with the cache
         for list in smallLists where !list.isEmpty {
             for allocation in list {
                 stats.cache -= allocation.length

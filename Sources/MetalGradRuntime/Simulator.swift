@@ -23,6 +23,11 @@ func annotateNextDispatch(viewLengths: UnsafePointer<UInt64>, mustWrite: UInt64)
     mgsim_annotate_next_dispatch(&annotation)
 }
 
+/// Frees the simulator's idle checked-mode record memory (kept across dispatches; clearCache).
+func releaseSimulatorCheckMemory() {
+    mgsim_release_check_memory()
+}
+
 /// The dispatches of a failed command buffer that failed (ordinals within it, with their
 /// messages); the simulator runs the others. nil: unknown (the whole command buffer failed).
 func failedDispatchOrdinals(_ error: any Error) -> [(Int, String)]? {
@@ -63,6 +68,9 @@ func simulatorStatsJSON() -> String {
         "tier0Dispatches": stats.tier0_dispatches,
         "tierPromotions": stats.tier_promotions,
         "tier0FiberDispatches": stats.tier0_fiber_dispatches,
+        "checkMemoryMaps": stats.check_memory_maps,
+        "checkMemoryReuses": stats.check_memory_reuses,
+        "checkMemoryWraps": stats.check_memory_wraps,
         "cacheDirectory": directory,
     ]
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
@@ -87,6 +95,7 @@ func simulatorObjectLimits(objects: Int, bytes: Double) -> (previousObjects: Dou
     (0, 0, 0, 0)
 }
 func simulatorStatsJSON() -> String { "{\"simulator\":false}" }
+func releaseSimulatorCheckMemory() {}
 #endif
 
 /// Bindings per dispatch (Metal's buffer argument table has 31 entries).

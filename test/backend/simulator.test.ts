@@ -596,6 +596,22 @@ describe.if(SIM)("checked mode", () => {
     expect(Number.isNaN(y[7])).toBe(true); // poisoned
     expect(y[8]).toBe(x[8]! * 2);
   });
+
+  test("record memory is reused by later dispatches (nothing of theirs counts) and released by clearCache", () => {
+    planted(0);
+    const before = rt.simulatorStats();
+    // A clean dispatch after ones that wrote every element: no leftover record makes a race, and
+    // an element left unwritten is still found.
+    expect(planted(0).message).toBe("");
+    expect(planted(2).message).toContain("first at element 7");
+    expect(planted(0).message).toBe("");
+    const after = rt.simulatorStats();
+    expect(Number(after.checkMemoryReuses) - Number(before.checkMemoryReuses)).toBeGreaterThanOrEqual(3 * 5);
+    expect(after.checkMemoryMaps).toBe(before.checkMemoryMaps);
+    rt.clearCache();
+    planted(0);
+    expect(Number(rt.simulatorStats().checkMemoryMaps)).toBeGreaterThan(Number(after.checkMemoryMaps));
+  });
 });
 
 describe.if(SIM)("the on-disk cache", () => {

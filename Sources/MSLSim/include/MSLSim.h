@@ -155,8 +155,13 @@ typedef struct mgsim_stats {
   uint64_t tier_promotions;        // tier-0 libraries switched to their optimised object
   uint64_t tier0_fiber_dispatches; // of workitem_dispatches, those a tier-0 object ran as fibers (its
                                    // stand-in: MG_SIM_TIER0_FIBERS); the optimised tier runs work-item
+  uint64_t check_memory_maps;      // checked mode: record / shadow mappings created (mmap)
+  uint64_t check_memory_reuses;    // checked mode: record / shadow mappings reused from an earlier dispatch
+  uint64_t check_memory_wraps;     // checked mode: wrap-arounds of the threadgroup ids / shadow marks
 } mgsim_stats;
 void mgsim_get_stats(mgsim_stats *out);
+// Unmaps checked mode's idle record memory (kept across dispatches, up to MG_SIM_CHECK_CACHE_MB).
+void mgsim_release_check_memory(void);
 
 // Loaded kernel objects. The simulator keeps the most recently used ones loaded beyond the
 // libraries that use them, up to a count and a total size (MG_SIM_LIBRARY_CACHE, default 128;

@@ -13,7 +13,7 @@ namespace mgsim {
 namespace abi {
 
 // Bumped whenever a struct below changes: cached objects built against another layout are rebuilt.
-constexpr uint32_t kVersion = 10;
+constexpr uint32_t kVersion = 11;
 constexpr uint32_t kMaxBindings = 31;
 constexpr uint32_t kSimdWidth = 32;
 
@@ -25,11 +25,17 @@ struct host_api;
 // threadgroup memory, read it) and in which barrier interval.
 //
 // Device memory: one 64-bit record per granule of a bound buffer (the granule is the binding's
-// element size, at most 4 bytes), 0 when not written in this dispatch:
-//   bits 0-23 the writer's threadgroup (linear index + 1), 24-35 its barrier interval (4095: no
-//   longer tracked), 36-45 the writer (thread index in threadgroup), 46-59 the source line (0 if
-//   unknown or past 16383), 60-63 the granule's bytes it wrote (0: written by several threads,
-//   bytes each: no longer compared).
+// element size, at most 4 bytes):
+//   bits 0-23 the writer's threadgroup id, 24-35 its barrier interval (4095: no longer tracked),
+//   36-45 the writer (thread index in threadgroup), 46-59 the source line (0 if unknown or past
+//   16383), 60-63 the granule's bytes it wrote (0: written by several threads, bytes each: no
+//   longer compared).
+// Threadgroup ids are handed out per dispatch, increasing, from one 24-bit space: a dispatch owns
+// the ids from group_lo (race_state) on, its threadgroup of linear index i is group_lo + i. Its
+// record memory holds records of dispatches that began earlier only (the host takes it with the
+// ids, dispatch.cpp CheckMemory), so a record whose id is below group_lo (0 included) was written
+// by an earlier dispatch and means "not written": record memory is reused across dispatches
+// without clearing (the host zeroes it only when the id space wraps around).
 constexpr uint64_t kRaceEpochMax = 4095;
 constexpr uint32_t kRaceGroupBits = 24;
 // Threadgroup memory: one record per granule (as device memory's: the element size, at most 4
@@ -58,7 +64,8 @@ struct thread_attrs;
 
 // The threadgroup running on a worker, for race detection: where its threads are in time.
 struct race_state {
-  uint32_t group;            // linear threadgroup index + 1 (0: device memory not tracked)
+  uint32_t group;            // this threadgroup's id, group_lo + linear index (0: device memory not tracked)
+  uint32_t group_lo;         // the dispatch's first threadgroup id (see the device record format above)
   uint32_t run;              // process-unique serial of this threadgroup run
   uint32_t epoch;            // threadgroup_barriers passed
   uint32_t simd_epoch[32];   // simdgroup-level syncs (collectives, simdgroup_barrier) passed, per simdgroup
@@ -104,6 +111,9 @@ struct check_binding {
   // compared with recorded writes only, so until then a read has nothing to race with and skips
   // the records (and the word is the read's bounds). Null for other buffers.
   uint64_t *unwritten_len;
+  // The dispatch's mark in `shadow` (1-255): a shadow byte equal to it was written in this
+  // dispatch, any other value by an earlier one (shadow memory is reused without clearing).
+  uint32_t shadow_mark;
 };
 
 struct launch {
@@ -389,6 +399,12 @@ inline const uint32_t *current_position() {
   return tls.attrs ? full_attrs(tls.attrs)->grid : none;
 }
 
+// Whether device race record `e` was written in the running dispatch (its threadgroup id is not
+// below the dispatch's first; a never-written record, 0, is).
+MGSIM_ALWAYS_INLINE bool record_current(uint64_t e, const abi::race_state &r) {
+  return (uint32_t(e) & 0xffffffu) >= r.group_lo;
+}
+
 // A device race record's bytes field for a whole granule of 1 << gs bytes.
 MGSIM_ALWAYS_INLINE uint64_t gmask_bytes(uint32_t gs) { return (2u << ((1u << gs) - 1u)) - 1u; }
 
@@ -422,7 +438,7 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
       const uint32_t to = uint64_t(off) + n - 1 < hi ? uint32_t(uint64_t(off) + n - 1 - lo) : gmask;
       const uint64_t bytes = ((2ull << to) - 1) & ~((1ull << from) - 1);
       uint64_t &slot = b->race[q];
-      const uint64_t e = slot;
+      const uint64_t e = record_current(slot, r) ? slot : 0;  // an earlier dispatch's: not written
       const uint64_t ebytes = e >> 60;
       if (e && ebytes && (ebytes & bytes) && (e & kWho) != who && !reported) {
         const uint32_t g = uint32_t(e & 0xffffffu), eE = uint32_t((e >> 24) & 4095u), eL = uint32_t((e >> 36) & 1023u);
@@ -444,7 +460,8 @@ MGSIM_NOINLINE inline void race_access(const abi::check_binding *b, int64_t off,
         // A record of a whole-granule write is the must-write check's proof that its bytes were
         // written (check_elem marks no shadow): say so in the shadow before the record changes.
         if (b->shadow && ebytes == gmask_bytes(gs)) {
-          for (uint64_t i = lo; i <= hi && i < b->length; ++i) __atomic_store_n(b->shadow + i, uint8_t(1), __ATOMIC_RELAXED);
+          for (uint64_t i = lo; i <= hi && i < b->length; ++i)
+            __atomic_store_n(b->shadow + i, uint8_t(b->shadow_mark), __ATOMIC_RELAXED);
         }
         // Other bytes of the granule written by another thread: the record can no longer say who
         // wrote which (bytes 0: not compared again until a whole-granule write).
@@ -608,9 +625,9 @@ MGSIM_ALWAYS_INLINE uint64_t current_writer(const abi::race_state *r) {
 // Whether a whole-granule access by `who` can skip race_access (it would report nothing): the
 // granule was never written in this dispatch, or its writers are no longer compared (bytes 0),
 // or it was last written by this threadgroup in another barrier interval or by this very thread.
-MGSIM_ALWAYS_INLINE bool race_quiet(uint64_t e, uint64_t who) {
+MGSIM_ALWAYS_INLINE bool race_quiet(uint64_t e, uint64_t who, const abi::race_state *r) {
   const uint64_t x = e ^ who;
-  return e == 0 || (e >> 60) == 0 ||
+  return !record_current(e, *r) || (e >> 60) == 0 ||
          (!(x & 0xffffffu) && ((x & (uint64_t(4095) << 24)) || ((who >> 24) & 4095u) == abi::kRaceEpochMax ||
                                !(x & (uint64_t(1023) << 36))));
 }
@@ -629,9 +646,10 @@ MGSIM_CHECK_INLINE bool check_access(const abi::check_binding *b, const void *p,
   }
   if (write && b->shadow) {
     uint8_t *s = b->shadow + off;
-    if (bytes == 4 && !(off & 3)) __atomic_store_n(reinterpret_cast<uint32_t *>(s), 0x01010101u, __ATOMIC_RELAXED);
-    else if (bytes == 8 && !(off & 7)) __atomic_store_n(reinterpret_cast<uint64_t *>(s), 0x0101010101010101ull, __ATOMIC_RELAXED);
-    else for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, uint8_t(1), __ATOMIC_RELAXED);
+    const uint8_t m = uint8_t(b->shadow_mark);
+    if (bytes == 4 && !(off & 3)) __atomic_store_n(reinterpret_cast<uint32_t *>(s), m * 0x01010101u, __ATOMIC_RELAXED);
+    else if (bytes == 8 && !(off & 7)) __atomic_store_n(reinterpret_cast<uint64_t *>(s), m * 0x0101010101010101ull, __ATOMIC_RELAXED);
+    else for (size_t i = 0; i < bytes; ++i) __atomic_store_n(s + i, m, __ATOMIC_RELAXED);
   }
   if (!atomic) {
     if (b->race) {
@@ -646,9 +664,9 @@ MGSIM_CHECK_INLINE bool check_access(const abi::check_binding *b, const void *p,
         uint64_t &slot = b->race[uint64_t(off) >> gs];
         const uint64_t e = slot;
         // A read records nothing; a write that conflicts with nothing records itself.
-        if (!write && (e == 0 || (e >> 60) == 0)) return true;
+        if (!write && b->rs && (!record_current(e, *b->rs) || (e >> 60) == 0)) return true;
         if (const uint64_t who = b->rs ? current_writer(b->rs) : 0) {
-          if (race_quiet(e, who)) {
+          if (race_quiet(e, who, b->rs)) {
             if (write) slot = who | (uint64_t(line < 16384u ? line : 0u) << 46) | (gmask_bytes(gs) << 60);
             return true;
           }
@@ -820,9 +838,9 @@ MGSIM_ALWAYS_INLINE bool check_elem_fast(const ck &kk, const T *q, bool write, u
       if (__builtin_expect(qi < (__atomic_load_n(k.ulen, __ATOMIC_RELAXED) >> sh), 1)) return true;
       if (qi < k.limr) {
         const uint64_t e = k.race[qi];
-        if (e == 0 || (e >> 60) == 0) return true;
+        if (!record_current(e, *k.rs) || (e >> 60) == 0) return true;
         const uint64_t who = current_writer(k.rs);
-        if (who && race_quiet(e, who)) return true;
+        if (who && race_quiet(e, who, k.rs)) return true;
       } else if (qi < k.limq && !k.race && k.b->tg) {
         if (n == (1u << k.b->granule_shift) && tg_race_fast(k.b, int64_t(off), false, line)) return true;
         race_access(k.b, int64_t(off), n, false, line, value);
@@ -833,7 +851,7 @@ MGSIM_ALWAYS_INLINE bool check_elem_fast(const ck &kk, const T *q, bool write, u
       uint64_t &slot = k.race[qi];
       const uint64_t e = slot;
       const uint64_t who = current_writer(k.rs);
-      if (__builtin_expect(who && race_quiet(e, who), 1)) {
+      if (__builtin_expect(who && race_quiet(e, who, k.rs), 1)) {
         slot = who | (uint64_t(line < 16384u ? line : 0u) << 46) | (gmask_bytes(sh) << 60);
         return true;
       }

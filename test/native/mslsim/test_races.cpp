@@ -154,7 +154,118 @@ kernel void partial_barrier(device int* out [[buffer(0)]], uint lid [[thread_ind
   mgsim_function_release(f);
 }
 
+// Checked mode keeps race records and must-write shadows across dispatches without clearing them
+// (dispatch.cpp CheckMemory): a record names its threadgroup by an id of the dispatch that wrote
+// it, a shadow byte holds its dispatch's mark. Nothing of an earlier dispatch may count in a later
+// one, also when the ids or marks wrap around (MG_SIM_RACE_GROUP_IDS / MG_SIM_SHADOW_MARKS make
+// that happen every dispatch or two), and a real race is still found after many dispatches.
+static const char *kGenSrc = R"(#include <metal_stdlib>
+using namespace metal;
+kernel void own(device float* out [[buffer(0)]], device float* res [[buffer(1)]], uint gid [[thread_position_in_grid]]) {
+  out[gid] = float(gid);
+  res[gid] = 1.0f;
+}
+kernel void swap(device float* out [[buffer(0)]], device float* res [[buffer(1)]], uint gid [[thread_position_in_grid]]) {
+  out[gid ^ 32u] = float(gid);
+  res[gid] = 2.0f;
+}
+kernel void peek(device float* out [[buffer(0)]], device float* res [[buffer(1)]], uint gid [[thread_position_in_grid]]) {
+  res[gid] = out[gid ^ 32u];
+}
+kernel void peek_wi(device float* out [[buffer(0)]], device float* res [[buffer(1)]], uint gid [[thread_position_in_grid]],
+                    uint lid [[thread_index_in_threadgroup]]) {
+  threadgroup float t[32];
+  t[lid] = out[gid ^ 32u];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  res[gid] = t[31u - lid];
+}
+kernel void cross(device float* out [[buffer(0)]], device float* res [[buffer(1)]], uint gid [[thread_position_in_grid]],
+                  uint lid [[thread_index_in_threadgroup]]) {
+  out[lid] = float(gid);
+  res[gid] = 0.0f;
+}
+kernel void part(device float* out [[buffer(0)]], constant int& plant [[buffer(1)]], uint gid [[thread_position_in_grid]]) {
+  device uchar* bytes = reinterpret_cast<device uchar*>(out);
+  if (plant == 3 && gid == 8) return;    // element 8 never written
+  out[gid] = float(gid) + 0.5f;
+  // Thread 9 rewrites byte 0 of element 8 with what thread 8 wrote: element 8 is then covered by
+  // the shadow only (its record no longer says who wrote which bytes).
+  if (plant == 2 && gid == 9) bytes[32] = as_type<uchar4>(8.5f).x;
+}
+)";
+
+static void run_generations(const char *mode, int rounds) {
+  Lib lib(kGenSrc, /*checked=*/1);
+  CHECK(lib.lib, "%s: generation kernels compile %s", mode, lib.error.c_str());
+  if (!lib.lib) return;
+  mgsim_function *f[6] = {lib.fn("own"), lib.fn("swap"), lib.fn("peek"), lib.fn("peek_wi"), lib.fn("cross"), lib.fn("part")};
+  mgsim_stats before{}, after{};
+  mgsim_get_stats(&before);
+  std::vector<float> out(64, 0.0f), res(64, 0.0f), part(64, 0.0f);
+  int false_reports = 0, races = 0, race_rounds = 0, unwritten = 0, unwritten_rounds = 0;
+  std::string first_bad;
+  auto run = [&](int k) {
+    Dispatch d(f[k]);
+    d.buf(0, out).buf(1, res).threads(64, 1, 1, 32, 1, 1);
+    d.d.must_write_mask = k == 2 || k == 3 ? 2u : 3u;
+    return d.run();
+  };
+  for (int r = 0; r < rounds; ++r) {
+    // Each element written by one threadgroup, then by the other one, then read by the other one:
+    // within each dispatch no conflict.
+    for (int k : {0, 1, 2, 0, 3, 1, 3}) {
+      const std::string e = run(k);
+      if (!e.empty()) {
+        if (first_bad.empty()) first_bad = e;
+        ++false_reports;
+      }
+    }
+    if (r % 4 == 3) {
+      ++race_rounds;
+      if (has(run(4), "race in kernel 'cross': buffer(0) element", "of another threadgroup both write it in one dispatch")) ++races;
+      // A whole output, then one covered partly through the shadow, then one that misses element 8.
+      for (int plant : {0, 2, 3}) {
+        Dispatch d(f[5]);
+        d.buf(0, part).bytes(1, plant).threads(64, 1, 1, 32, 1, 1);
+        d.d.must_write_mask = 1u;
+        const std::string e = d.run();
+        if (plant == 3) {
+          ++unwritten_rounds;
+          if (has(e, "unwritten output in kernel 'part': buffer(0) has 4 byte(s) never written", "first at element 8 ")) ++unwritten;
+          else if (first_bad.empty()) first_bad = "plant 3: " + e;
+        } else if (!e.empty()) {
+          if (first_bad.empty()) first_bad = e;
+          ++false_reports;
+        }
+      }
+    }
+  }
+  mgsim_get_stats(&after);
+  CHECK(false_reports == 0, "%s: %d rounds of dispatches writing/reading each element from another threadgroup than the last: no report from an earlier dispatch's records or shadow marks (%d reports; first: %s)",
+        mode, rounds, false_reports, first_bad.c_str());
+  CHECK(races == race_rounds && unwritten == unwritten_rounds,
+        "%s: a cross-threadgroup race (%d of %d) and an unwritten element (%d of %d) are still reported between them %s", mode, races,
+        race_rounds, unwritten, unwritten_rounds, first_bad.c_str());
+  const bool wraps = getenv("MG_SIM_RACE_GROUP_IDS") || getenv("MG_SIM_SHADOW_MARKS");
+  CHECK(!wraps || after.check_memory_wraps > before.check_memory_wraps + uint64_t(rounds),
+        "%s: the ids / marks wrapped around (%llu times)", mode, (unsigned long long)(after.check_memory_wraps - before.check_memory_wraps));
+  CHECK(after.check_memory_reuses > before.check_memory_reuses + uint64_t(rounds),
+        "%s: record memory was reused across dispatches (%llu reuses, %llu maps)", mode,
+        (unsigned long long)(after.check_memory_reuses - before.check_memory_reuses),
+        (unsigned long long)(after.check_memory_maps - before.check_memory_maps));
+  for (auto *x : f) mgsim_function_release(x);
+}
+
 int main() {
+  run_generations("ids and marks as configured", 80);
+  setenv("MG_SIM_RACE_GROUP_IDS", "2", 1);   // 2 threadgroups per dispatch: every dispatch wraps
+  setenv("MG_SIM_SHADOW_MARKS", "1", 1);
+  run_generations("ids and marks wrapping every dispatch", 40);
+  setenv("MG_SIM_RACE_GROUP_IDS", "3", 1);   // every other dispatch, ids not aligned
+  setenv("MG_SIM_SHADOW_MARKS", "2", 1);
+  run_generations("ids and marks wrapping every other dispatch", 40);
+  unsetenv("MG_SIM_RACE_GROUP_IDS");
+  unsetenv("MG_SIM_SHADOW_MARKS");
   run_all("work-item form");
   setenv("MG_SIM_WORKITEM", "0", 1);
   run_all("fibers");
