@@ -89,6 +89,66 @@ MG_FUNC float threadgroup_sum_all(float v, threadgroup float* shared, uint tg_si
   return v;
 }
 
+// The second pass: S = Σ exp(x − M) over the thread's elements k = lid, lid + tg, ... in that
+// order, kept in the output when `keep`.
+template <typename T, typename A, typename IdxT>
+MG_FUNC A softmax_exps(const device T* in, IdxT src, IdxT stride, device T* dst, IdxT lid, IdxT tg, IdxT n, A row_max,
+                       bool keep) {
+  A s = A(0);
+  for (IdxT k = lid; k < n; k += tg) {
+    const A e = exp_acc(A(A(in[src + k * stride]) - row_max));
+    s = s + e;
+    if (keep) dst[k] = T(e);
+  }
+  return s;
+}
+// The last pass: exp(x − M) / S.
+template <typename T, typename A, typename IdxT>
+MG_FUNC void softmax_divide(const device T* in, IdxT src, IdxT stride, device T* dst, IdxT lid, IdxT tg, IdxT n,
+                            A row_max, A total, bool keep) {
+  if (keep) {
+    for (IdxT k = lid; k < n; k += tg) dst[k] = T(A(dst[k]) / total);
+  } else {
+    for (IdxT k = lid; k < n; k += tg) dst[k] = T(exp_acc(A(A(in[src + k * stride]) - row_max)) / total);
+  }
+}
+
+// float32 (T = A = float: the output always keeps the exps): four of the thread's elements at a time, a float4 exp (the
+// simulator computes its components side by side, the same bits as one by one), then S in a loop
+// of its own over what was stored, in the same order. Overloads of the above, so only this type
+// pays their compile time.
+template <typename IdxT>
+MG_FUNC float softmax_exps(const device float* in, IdxT src, IdxT stride, device float* dst, IdxT lid, IdxT tg,
+                           IdxT n, float row_max, bool keep) {
+  IdxT k = lid;
+  for (; k + 3 * tg < n; k += 4 * tg) {
+    const float4 e = metal::precise::exp(float4(in[src + k * stride] - row_max, in[src + (k + tg) * stride] - row_max,
+                                                in[src + (k + 2 * tg) * stride] - row_max,
+                                                in[src + (k + 3 * tg) * stride] - row_max));
+    dst[k] = e.x;
+    dst[k + tg] = e.y;
+    dst[k + 2 * tg] = e.z;
+    dst[k + 3 * tg] = e.w;
+  }
+  for (; k < n; k += tg) dst[k] = exp_acc(in[src + k * stride] - row_max);
+  float s = 0.0f;
+  for (k = lid; k < n; k += tg) s = s + dst[k];
+  return s;
+}
+template <typename IdxT>
+MG_FUNC void softmax_divide(const device float* in, IdxT src, IdxT stride, device float* dst, IdxT lid, IdxT tg,
+                            IdxT n, float row_max, float total, bool keep) {
+  IdxT k = lid;
+  for (; k + 3 * tg < n; k += 4 * tg) {
+    const float4 q = float4(dst[k], dst[k + tg], dst[k + 2 * tg], dst[k + 3 * tg]) / total;
+    dst[k] = q.x;
+    dst[k + tg] = q.y;
+    dst[k + 2 * tg] = q.z;
+    dst[k + 3 * tg] = q.w;
+  }
+  for (; k < n; k += tg) dst[k] = dst[k] / total;
+}
+
 template <typename T, typename AccT, typename IdxT>
 [[kernel]] void softmax_rows(
     device const T* in [[buffer(0)]],
@@ -123,18 +183,9 @@ template <typename T, typename AccT, typename IdxT>
     m = x > m ? x : m;
   }
   const AccT row_max = AccT(threadgroup_max_all(float(m), shared, tg_size, simd_lane, simd_group));
-  AccT s = AccT(0);
-  for (IdxT k = lid; k < n; k += tg_size) {
-    const AccT e = exp_acc(AccT(AccT(in[src + k * stride]) - row_max));
-    s = s + e;
-    if (keep) dst[k] = T(e);
-  }
+  const AccT s = softmax_exps(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, keep);
   const AccT total = AccT(threadgroup_sum_all(float(s), shared, tg_size, simd_lane, simd_group));
-  if (keep) {
-    for (IdxT k = lid; k < n; k += tg_size) dst[k] = T(AccT(dst[k]) / total);
-  } else {
-    for (IdxT k = lid; k < n; k += tg_size) dst[k] = T(exp_acc(AccT(AccT(in[src + k * stride]) - row_max)) / total);
-  }
+  softmax_divide(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, total, keep);
 }
 
 template <typename T, typename IdxT>

@@ -652,6 +652,24 @@ struct Same {
 struct Equal {
   template <class T> uint8_t operator()(T x, T y) const { return uint8_t(x == y); }
 };
+struct Greater {
+  template <class T> uint8_t operator()(T x, T y) const { return uint8_t(x > y); }
+};
+struct GreaterEqual {
+  template <class T> uint8_t operator()(T x, T y) const { return uint8_t(x >= y); }
+};
+struct FloorDivide {
+  template <class T> T operator()(T x, T y) const { return ifloordiv(x, y); }
+};
+struct FloorMod {
+  template <class T> T operator()(T x, T y) const { return ifloormod(x, y); }
+};
+// x < y is y > x and x <= y is y >= x, for every value (NaN included): the same kernel with the
+// operands (and their scalar flags) exchanged — one instance fewer to compile per dtype and op.
+template <KernelFn K>
+static void k_swapped(void *dst, const void *a, const void *b, const void *c, int64_t n, int mask) {
+  K(dst, b, a, c, n, (mask & ~3) | ((mask & 1) << 1) | ((mask >> 1) & 1));
+}
 
 // The integer dtype of the same width and the other signedness whose kernel instance serves D for
 // sign-free ops (D itself where none does): 8/16-bit signed take the unsigned instances, 32/64-bit
@@ -695,10 +713,10 @@ template <int D> static KernelFn real_kernel(int op, int out) {
           if constexpr (F) return binary<D, Bool>([](T x, T y) { return uint8_t(x == y || (x != x && y != y)); });
           else return binary<D, Bool>(Equal{});
         case OpNotEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x != y); });
-        case OpGreater: return binary<D, Bool>([](T x, T y) { return uint8_t(x > y); });
-        case OpGreaterEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x >= y); });
-        case OpLess: return binary<D, Bool>([](T x, T y) { return uint8_t(x < y); });
-        case OpLessEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x <= y); });
+        case OpGreater: return binary<D, Bool>(Greater{});
+        case OpGreaterEqual: return binary<D, Bool>(GreaterEqual{});
+        case OpLess: return &k_swapped<&k_binary<D, Bool, Greater>>;
+        case OpLessEqual: return &k_swapped<&k_binary<D, Bool, GreaterEqual>>;
         default: return nullptr;
       }
     }
@@ -782,18 +800,18 @@ template <int D> static KernelFn real_kernel(int op, int out) {
       if constexpr ((F && !A16) || I) return unary<D, D>([](T) { return T(0); });
       break;
     case OpFloorDivide:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return ifloordiv(x, y); });
+      if constexpr (INT) return binary<D, D>(FloorDivide{});
       break;
     case OpRemainder:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return ifloormod(x, y); });
+      if constexpr (INT) return binary<D, D>(FloorMod{});
       break;
     case OpDivModQuotient:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return ifloordiv(x, y); });
+      if constexpr (INT) return binary<D, D>(FloorDivide{});
       // the quotient as the dtype holds it, then floored (one that underflows is ±0, not ±tiny)
       if constexpr (F) return VIAD2_EXPR(std::floor(to_d<D>(from_d<D>(x / y))));
       break;
     case OpDivModRemainder:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return ifloormod(x, y); });
+      if constexpr (INT) return binary<D, D>(FloorMod{});
       if constexpr (F) return VIAD2(OpRemainder);
       break;
     case OpPower:
@@ -837,13 +855,20 @@ template <int D> static KernelFn real_kernel(int op, int out) {
     }
   }
 
-  // everything else through double, as the reference computes it
+  // everything else through double, as the reference computes it; a MG_VECTOR_ONLY table leaves
+  // the integers' to the baseline table (per-element libm calls in double that wider vectors do
+  // not speed up; the same source, so the same bits)
+#if MG_VECTOR_ONLY
+  constexpr bool VIA_INT = false;
+#else
+  constexpr bool VIA_INT = INT;
+#endif
   if constexpr (L) {
     // 64-bit integers: unary functions go through a double (the reference's number path);
     // binary functions without a BigInt rule are not supported by the reference either
     if (op >= FirstBinary) return nullptr;
   }
-  if constexpr (F || INT) {
+  if constexpr (F || VIA_INT) {
     switch (op) {
       case OpConjugate: return VIAD1(OpConjugate);
       case OpReal: return VIAD1(OpReal);

@@ -292,6 +292,9 @@ std::vector<std::string> base_flags(int math_mode) {
   // way. Only that function is compiled for FMA — -mfma for the whole kernel made barrier-free
   // elementwise kernels ~25% slower. The macro is part of every cache key.
   if (__builtin_cpu_supports("fma")) f.push_back("-DMGSIM_HAVE_FMA=1");
+  // Likewise the prelude's exp of a float4 (four components side by side in 256-bit vectors, the
+  // same bits as the scalar exp; softmax's float32 passes use it), only that function: out of line.
+  if (__builtin_cpu_supports("avx2")) f.push_back("-DMGSIM_HAVE_AVX2=1");
 #endif
   // Not -mtls-dialect=gnu2 (cheaper thread_local access): glibc before 2.40 clobbers vector
   // registers when _dl_tlsdesc_dynamic allocates a dlopen'ed object's TLS (BZ #31372), which

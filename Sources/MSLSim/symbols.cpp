@@ -12,10 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim_internal.h"
@@ -41,6 +41,38 @@ const char *const kRuntime[] = {
     "__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable",
 };
 
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+// std::isspace in the C locale (what std::regex's \s is)
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+// libgcc's integer and soft-float helpers: __popcountdi2, __udivti3, __extendhfsf2, __truncsfbf2 …
+// The whole name is "__", lower-case letters that start with one of these stems, digits, at most
+// one mode letter (i f h t b d s x q c) and digits (what the regex
+// `__(stem|…)[a-z]*[0-9]+(i|f|h|t|b|d|s|x|q|c)?[0-9]*` matched; <regex> was most of this unit's
+// compile time).
+bool libgcc_helper(const std::string &name) {
+  static const char *const kStems[] = {
+      "popcount", "clz", "ctz", "ffs", "parity", "bswap", "mul", "div", "udiv", "mod", "umod", "udivmod", "divmod",
+      "ashl", "ashr", "lshr", "neg", "cmp", "ucmp", "abs", "fix", "fixuns", "float", "floatun", "floatuns", "extend",
+      "trunc", "add", "sub", "pow", "powi", "mulc", "divc", "unord", "eq", "ne", "ge", "gt", "le", "lt",
+  };
+  const size_t n = name.size();
+  if (name.compare(0, 2, "__") != 0) return false;
+  size_t i = 2;
+  while (i < n && name[i] >= 'a' && name[i] <= 'z') ++i;
+  bool stem = false;
+  for (const char *s : kStems) stem = stem || (strlen(s) <= i - 2 && name.compare(2, strlen(s), s) == 0);
+  if (!stem) return false;
+  const size_t digits = i;
+  while (i < n && is_digit(name[i])) ++i;
+  if (i == digits) return false;
+  if (i < n && std::string_view("ifhtbdsxqc").find(name[i]) != std::string_view::npos) {
+    ++i;
+    while (i < n && is_digit(name[i])) ++i;
+  }
+  return i == n;
+}
+
 bool allowed(const std::string &name) {
   static const std::set<std::string> exact = [] {
     std::set<std::string> s(std::begin(kRuntime), std::end(kRuntime));
@@ -54,11 +86,7 @@ bool allowed(const std::string &name) {
     return s;
   }();
   if (exact.count(name)) return true;
-  // libgcc's integer and soft-float helpers: __popcountdi2, __udivti3, __extendhfsf2, __truncsfbf2 …
-  static const std::regex helper("__(popcount|clz|ctz|ffs|parity|bswap|mul|div|udiv|mod|umod|udivmod|divmod|ashl|ashr|"
-                                 "lshr|neg|cmp|ucmp|abs|fix|fixuns|float|floatun|floatuns|extend|trunc|add|sub|pow|"
-                                 "powi|mulc|divc|unord|eq|ne|ge|gt|le|lt)[a-z]*[0-9]+(i|f|h|t|b|d|s|x|q|c)?[0-9]*");
-  return std::regex_match(name, helper);
+  return libgcc_helper(name);
 }
 
 std::string demangled(const std::string &name) {
@@ -82,17 +110,48 @@ std::string base_name(const std::string &pretty) {
 
 /** Walks source lines with their position in the user's source: `#line N "file"` and the
  *  preprocessor's `# N "file"` markers set the next line's number (and file). */
+// A line marker `[ws]#[ws][line ws]DIGITS[ws "FILE"]REST` (REST without \r or \n, which the regex
+// `^\s*#\s*(?:line\s+)?([0-9]+)(?:\s+"([^"]*)")?.*` this replaces could not match): the number,
+// and the file when it has one.
+bool line_directive(const std::string &line, std::string &number, bool &has_file, std::string &file) {
+  const size_t n = line.size();
+  size_t i = 0;
+  while (i < n && is_space(line[i])) ++i;
+  if (i == n || line[i] != '#') return false;
+  ++i;
+  while (i < n && is_space(line[i])) ++i;
+  if (line.compare(i, 4, "line") == 0 && i + 4 < n && is_space(line[i + 4])) {
+    i += 4;
+    while (i < n && is_space(line[i])) ++i;
+  }
+  const size_t digits = i;
+  while (i < n && is_digit(line[i])) ++i;
+  if (i == digits) return false;
+  number = line.substr(digits, i - digits);
+  has_file = false;
+  size_t q = i;
+  while (q < n && is_space(line[q])) ++q;
+  if (q > i && q < n && line[q] == '"') {
+    const size_t close = line.find('"', q + 1);
+    if (close != std::string::npos) {
+      has_file = true;
+      file = line.substr(q + 1, close - q - 1);
+      i = close + 1;
+    }
+  }
+  return line.find_first_of("\r\n", i) == std::string::npos;
+}
+
 template <typename F>
 void for_each_line(const std::string &source, F &&fn) {
-  static const std::regex directive(R"re(^\s*#\s*(?:line\s+)?([0-9]+)(?:\s+"([^"]*)")?.*)re");
   std::istringstream in(source);
-  std::string line;
+  std::string line, number, named;
   std::string file = "program_source";
+  bool has_file = false;
   for (int n = 1; std::getline(in, line); ++n) {
-    std::smatch m;
-    if (std::regex_match(line, m, directive)) {
-      n = std::stoi(m[1].str()) - 1;
-      if (m[2].matched && !m[2].str().empty() && m[2].str()[0] != '<') file = m[2].str();
+    if (line_directive(line, number, has_file, named)) {
+      n = std::stoi(number) - 1;
+      if (has_file && !named.empty() && named[0] != '<') file = named;
       continue;
     }
     if (fn(line, file + ":" + std::to_string(n) + ":")) return;

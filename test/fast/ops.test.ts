@@ -158,7 +158,8 @@ const comparisons: Comparison[] = [
     name: "sdpa prefill, broadcast boolean mask",
     fused: (q, k, v, m) => mg.fast.scaledDotProductAttention(q!, k!, v!, { scale: 0.2, mask: m! }),
     unfused: (q, k, v, m) => sdpaUnfused(q!, k!, v!, 0.2, "array", mg.broadcastTo(m!, [1, 2, 12, 17]), null),
-    inputs: () => [rand([1, 2, 12, 40], 12), rand([1, 2, 17, 40], 13), rand([1, 2, 17, 40], 14), mg.greater(rand([12, 17], 15), -0.5)],
+    // head dim 24, as the case above: the mask is what this case is about, and each head dim is a kernel pair to compile
+    inputs: () => [rand([1, 2, 12, 24], 12), rand([1, 2, 17, 24], 13), rand([1, 2, 17, 24], 14), mg.greater(rand([12, 17], 15), -0.5)],
     argnums: [0, 1, 2],
   },
   {
@@ -555,7 +556,7 @@ describe("sdpaPlan answers before running", () => {
     expect(onCpu.fused).toBe(true);
   });
   test("the plan is what runs", () => {
-    const q = rand([1, 2, 12, 40], 91);
+    const q = rand([1, 2, 12, 24], 91);
     const plan = mg.fast.sdpaPlan(q, q, q, { scale: 0.1, stream: mg.gpu });
     const ran = mg.trace(() => mg.fast.scaledDotProductAttention(q, q, q, { scale: 0.1, stream: mg.gpu }));
     expect(kernelsOf(ran).filter((k) => k.startsWith("mg_sdpa"))).toEqual(plan.steps.map((s) => s.kernel));

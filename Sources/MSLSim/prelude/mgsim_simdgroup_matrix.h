@@ -175,7 +175,7 @@ inline void simdgroup_load(simdgroup_matrix<T, 8, 8> &d, P src, ulong elements_p
   for (int i = 0; i < 8; ++i) {
     if (!transpose_matrix) {  // memory row oy + i holds matrix row i
       const auto *row = mgsim::lang::sgm::row_ptr(src, (oy + ulong(i)) * elements_per_row + ox, false);
-      memcpy(static_cast<void *>(out + i * 8), static_cast<const void *>(row), 8 * sizeof(T));
+      __builtin_memcpy(static_cast<void *>(out + i * 8), static_cast<const void *>(row), 8 * sizeof(T));
     } else {  // memory row ox + i holds matrix column i
       const auto *row = mgsim::lang::sgm::row_ptr(src, (ox + ulong(i)) * elements_per_row + oy, false);
       for (int r = 0; r < 8; ++r) out[r * 8 + i] = row[r];
@@ -195,7 +195,7 @@ inline void simdgroup_store(const simdgroup_matrix<T, 8, 8> &a, P dst, ulong ele
   for (int i = 0; i < 8; ++i) {
     if (!transpose_matrix) {
       auto *row = mgsim::lang::sgm::row_ptr(dst, (oy + ulong(i)) * elements_per_row + ox, true);
-      memcpy(static_cast<void *>(row), static_cast<const void *>(m.mg_data() + i * 8), 8 * sizeof(T));
+      __builtin_memcpy(static_cast<void *>(row), static_cast<const void *>(m.mg_data() + i * 8), 8 * sizeof(T));
     } else {
       auto *row = mgsim::lang::sgm::row_ptr(dst, (ox + ulong(i)) * elements_per_row + oy, true);
       for (int r = 0; r < 8; ++r) row[r] = m.mg_at(r * 8 + i);

@@ -1,9 +1,6 @@
 // The guide's §8.2 grid_sample forward and §9.4 backward (simd_sum before atomics, outputs
 // initialised to 0 as init_value=0 does), against float64 references computed here. The bodies are
 // read from test/fixtures/guide-kernels and wrapped in the signature metal_kernel generates.
-#include <iterator>
-#include <regex>
-
 #include "harness.h"
 
 
@@ -11,10 +8,34 @@
 // note 3 assumes the loads' addresses stay inside `x`, which they do not at the border. The loads
 // stay unconditional, but each address is clamped into the buffer (the selects still zero what
 // lies outside the image). Sets *loads to the number rewritten (4 for the guide's body).
+// A line's `T I_<nw|ne|sw|se> = x[<index>];` (index: up to the line's last "];") becomes
+// `T I_.. = x[clamp(<index>, 0, last)];` (string search: <regex> was 2 of the harness's CPU s).
 static std::string clamp_corner_loads(const std::string &body, int *loads) {
-  static const std::regex load(R"(T I_(nw|ne|sw|se) = x\[(.*)\];)");
-  *loads = int(std::distance(std::sregex_iterator(body.begin(), body.end(), load), std::sregex_iterator()));
-  std::string out = std::regex_replace(body, load, "T I_$1 = x[clamp($2, 0, last)];");
+  std::string out;
+  *loads = 0;
+  for (size_t pos = 0; pos < body.size();) {
+    size_t eol = body.find('\n', pos);
+    eol = eol == std::string::npos ? body.size() : eol + 1;
+    std::string line = body.substr(pos, eol - pos);
+    pos = eol;
+    for (size_t from = 0;;) {
+      size_t at = line.find("T I_", from);
+      if (at == std::string::npos) break;
+      const std::string corner = line.substr(at + 4, 2);
+      const size_t index = at + 6 + 5;  // after "T I_xx = x["
+      const size_t close = line.rfind("];");
+      if ((corner != "nw" && corner != "ne" && corner != "sw" && corner != "se") ||
+          line.compare(at + 6, 5, " = x[") != 0 || close == std::string::npos || close < index) {
+        from = at + 1;
+        continue;
+      }
+      const std::string clamped = "clamp(" + line.substr(index, close - index) + ", 0, last)";
+      line.replace(index, close - index, clamped);
+      ++*loads;
+      from = index + clamped.size() + 2;
+    }
+    out += line;
+  }
   size_t first = out.find("T I_nw = x[");
   if (first != std::string::npos) out.insert(first, "int last = x_shape[0] * b_stride - 1;\n    ");
   return out;

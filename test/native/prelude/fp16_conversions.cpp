@@ -35,11 +35,22 @@ uint64_t d2u(double d) { uint64_t u; std::memcpy(&u, &d, 8); return u; }
 double u2d(uint64_t u) { double d; std::memcpy(&d, &u, 8); return d; }
 
 // Value of a positive pattern (finite) or of the pattern just past the largest finite one.
-double decode_mag(const Format &f, uint32_t b) {
+double decode_mag_ldexp(const Format &f, uint32_t b) {
   const int e = int(b >> f.mant_bits), m = int(b & ((1u << f.mant_bits) - 1));
   if (e == 0) return std::ldexp(double(m), 1 - f.bias() - f.mant_bits);
   return std::ldexp(double(m + (1 << f.mant_bits)), e - f.bias() - f.mant_bits);
 }
+// The same values, decoded once per format: the binary searches below ask for them ~10^8 times
+// (with ldexp each time, most of the program's run time).
+struct DecodedMagnitudes {
+  double half[0x7c01], bf16[0x7f81];  // patterns 0 ..= inf()
+  DecodedMagnitudes() {
+    for (uint32_t b = 0; b <= kHalf.inf(); ++b) half[b] = decode_mag_ldexp(kHalf, b);
+    for (uint32_t b = 0; b <= kBf16.inf(); ++b) bf16[b] = decode_mag_ldexp(kBf16, b);
+  }
+};
+const DecodedMagnitudes kMagnitudes;
+double decode_mag(const Format &f, uint32_t b) { return &f == &kHalf ? kMagnitudes.half[b] : kMagnitudes.bf16[b]; }
 double decode(const Format &f, uint16_t b) {
   const uint16_t mag = b & 0x7fffu;
   double v;

@@ -3,7 +3,7 @@
 // between any two layouts with copy_strided (slicing.metal). Every copy the user did not ask for
 // is noted in the trace by its caller.
 import type { MgArray } from "../../core/array.ts";
-import type { Dtype } from "../../core/dtype.ts";
+import { bfloat16, bool_, complex64, type Dtype, float16, float32, int16, int32, int64, int8, uint16, uint32, uint64, uint8 } from "../../core/dtype.ts";
 import { shapeSize } from "../../core/shape.ts";
 import { Precision } from "../../core/trace.ts";
 import type { BufferBinding } from "../runtime.ts";
@@ -22,8 +22,19 @@ export function copyKernel(src: MgArray): KernelInstance[] {
   if (accessOf(src, src.size) === "contiguous" && !large) {
     return [{ file: "unary.metal", name: `mg_copy_v_${tag}`, instantiation: `unary_v<Cast<${T}>, ${T}, ${T}>` }];
   }
-  return [{ file: "unary.metal", name: `mg_copy_g_${tag}_${idxTag(large)}`, instantiation: `unary_g<Cast<${T}>, ${T}, ${T}, ${idxType(large)}>` }];
+  // The strided copy of every other dtype compiles in the same run (speculative, as the
+  // elementwise families: a test that copies views of one dtype usually sweeps several).
+  const strided = (d: Dtype, speculative: boolean): KernelInstance => {
+    const U = mslType(d, "copy");
+    const t = `${dtypeTag(d)}_${dtypeTag(d)}`;
+    return { file: "unary.metal", name: `mg_copy_g_${t}_${idxTag(large)}`, instantiation: `unary_g<Cast<${U}>, ${U}, ${U}, ${idxType(large)}>`, ...(speculative ? { speculative } : {}) };
+  };
+  // (Large-index copies are rare: they compile alone.)
+  if (large) return [strided(src.dtype, false)];
+  return [strided(src.dtype, false), ...COPY_DTYPES.filter((d) => d !== src.dtype).map((d) => strided(d, true))];
 }
+
+const COPY_DTYPES = [bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float32, bfloat16, complex64];
 
 /**
  * Encodes a row-major copy of `src` into `dst` (bound at index 1), walking `shape` with src's
@@ -37,8 +48,8 @@ export function encodeCopyInto(
   trace: { primitive: string; outputs: readonly MgArray[] },
   shape: readonly number[] = src.shape,
 ): void {
-  const [kernel] = copyKernel(src);
-  const pipeline = kernelPipeline(kernel!);
+  const [kernel, ...siblings] = copyKernel(src);
+  const pipeline = kernelPipeline(kernel!, siblings);
   const a = enc.input(src, 0);
   const n = shapeSize(shape);
   const strided = kernel!.instantiation.startsWith("unary_g");

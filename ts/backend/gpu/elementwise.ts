@@ -10,7 +10,7 @@ import { dtypeTag, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
 import { fusedHeader } from "./fused-header.ts";
 import { PROGRAM_BUFFERS, PROGRAM_NAME, programSource, programWords } from "./fused-program.ts";
-import { COMPARISONS, FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, INT_UNARY } from "./functors.ts";
+import { BOOL_BINARY, COMPARISONS, FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, INT_UNARY } from "./functors.ts";
 import { type KernelInstance, kernelPipeline, prepareSources, sourcePipeline } from "./kernels.ts";
 import { elementwiseGrid, linearThreadgroup } from "./launch.ts";
 import { elementwise, type ElementwiseRule, gpuRules, registerGpu } from "./registry.ts";
@@ -149,13 +149,11 @@ function buildChoice(node: Node, access: Access[], large: boolean): { kernel: Ke
 // dtype compile in the same run (a test sweeping 30 float functions over a dtype compiles once,
 // not 30 times). The families are the ops each dtype class supports; an instance a family adds
 // is speculative: if the library fails to compile, the kernel compiles alone.
-const BOOL_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Equal", "FloorDivide", "Greater", "GreaterEqual", "Less",
-  "LessEqual", "LogicalAnd", "LogicalOr", "Maximum", "Minimum", "Multiply", "NotEqual", "Power", "Remainder", "Subtract"];
-
 /** The kernel's siblings (same template, types and host-name pattern; other functors). Only the
  *  contiguous single-op templates, for real (not complex) dtypes. */
 function familyOf(kernel: KernelInstance, functor: string, input: Dtype, output: Dtype): KernelInstance[] {
   if (functor.startsWith("Cast<")) return castFamily(kernel, input, output);
+  if (functor === "DivMod") return divModFamily(kernel, input);
   const m = /^(unary_v|binary_vv|binary_vs|binary_sv)<([A-Za-z0-9]+), (.*)>$/.exec(kernel.instantiation);
   if (!m || m[2] !== functor || input === complex64 || output === complex64) return [];
   const [, template, , types] = m;
@@ -189,6 +187,20 @@ function castFamily(kernel: KernelInstance, input: Dtype, output: Dtype): Kernel
     const f = `Cast<${mslType(d, "astype")}>`;
     return { file: kernel.file, name: `mg_unary_v_${ident(f)}_${dtypeTag(input)}_${dtypeTag(d)}`, instantiation: `unary_v<${f}, ${T}, ${mslType(d, "astype")}>`, speculative: true };
   });
+}
+
+/** divmod's siblings: its kernel for every other real dtype (one template, no other functor; a
+ *  test of divmod sweeps the dtypes). */
+function divModFamily(kernel: KernelInstance, input: Dtype): KernelInstance[] {
+  const m = /^divmod_g<[A-Za-z0-9_]+, (.*)>$/.exec(kernel.instantiation);
+  const tag = `_${dtypeTag(input)}_${dtypeTag(input)}_`;
+  if (!m || m[1] !== "uint" || !kernel.name.includes(tag)) return []; // (large-index: rare, alone)
+  return GPU_DTYPES.filter((d) => d !== input && d !== complex64).map((d) => ({
+    file: kernel.file,
+    name: kernel.name.replace(tag, `_${dtypeTag(d)}_${dtypeTag(d)}_`),
+    instantiation: `divmod_g<${mslType(d, "divmod")}, ${m[1]}>`,
+    speculative: true,
+  }));
 }
 
 /** The static kernel choice for a node, its inputs' layouts predicted where they have no data yet
@@ -320,8 +332,8 @@ export interface FusedKernel {
  * its strides (contiguous ones row-major, scalars 0), so regions that differ only in which inputs
  * are contiguous, scalar or strided (x * 2 against x * y, a transposed operand) share one kernel,
  * one compile and one pipeline. Small dispatches cost their launch, not their indexing; larger
- * outputs get kernels specialised to each input's access. Most small regions (float32, int32 and
- * bool values) run on the interpreter of fused-program.ts instead, which compiles once in all.
+ * outputs get kernels specialised to each input's access. Small regions run on the interpreter of
+ * fused-program.ts instead (any GPU dtype), which compiles once in all.
  */
 export const FUSED_GENERAL_MAX = 4096;
 

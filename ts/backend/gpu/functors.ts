@@ -10,3 +10,6 @@ export const INT_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Floo
   "Power", "Remainder", "RightShift", "Subtract"];
 /** Comparisons of two values of one real or integer dtype, giving bool. */
 export const COMPARISONS = ["Equal", "Greater", "GreaterEqual", "Less", "LessEqual", "NotEqual"];
+/** bool op bool giving bool: the bool single-op family (elementwise.ts) and the interpreter's. */
+export const BOOL_BINARY = ["Add", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Equal", "FloorDivide", "Greater", "GreaterEqual", "Less",
+  "LessEqual", "LogicalAnd", "LogicalOr", "Maximum", "Minimum", "Multiply", "NotEqual", "Power", "Remainder", "Subtract"];

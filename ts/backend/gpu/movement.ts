@@ -2,7 +2,7 @@
 // copies of views whose layout cannot express them (Reshape, View), Contiguous (the input where
 // it is dense, else a copy), and Arange (arange.metal).
 import type { MgArray, Node } from "../../core/array.ts";
-import { bool_, type Dtype } from "../../core/dtype.ts";
+import { bfloat16, bool_, complex64, type Dtype, float16, float32, int16, int32, int64, int8, uint16, uint32, uint64, uint8 } from "../../core/dtype.ts";
 import { isDense, setView } from "../../core/layout.ts";
 import { Arange, type ArangeParams } from "../../core/primitives/creation.ts";
 import { Concatenate, type ConcatenateParams } from "../../core/primitives/join.ts";
@@ -147,9 +147,14 @@ registerGpu(Contiguous, {
 // ---------------------------------------------------------------------------------------------
 // Arange
 
-function arangeKernel(d: Dtype): KernelInstance {
-  return { file: "arange.metal", name: `mg_arange_${dtypeTag(d)}`, instantiation: `arange<${mslType(d, "arange")}>` };
+function arangeKernel(d: Dtype, speculative = false): KernelInstance {
+  return { file: "arange.metal", name: `mg_arange_${dtypeTag(d)}`, instantiation: `arange<${mslType(d, "arange")}>`, ...(speculative ? { speculative } : {}) };
 }
+
+// arange of every other dtype compiles in the same run (speculative siblings, as the elementwise
+// families): a test's aranges sweep dtypes, one compiler run each otherwise.
+const ARANGE_DTYPES = [uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float32, bfloat16, complex64];
+const arangeKernels = (d: Dtype): KernelInstance[] => [arangeKernel(d), ...ARANGE_DTYPES.filter((x) => x !== d).map((x) => arangeKernel(x, true))];
 
 /** float64's exact range for integers: start + i·step is exact there on the CPU too. */
 const EXACT_LIMIT = 2 ** 53;
@@ -166,7 +171,7 @@ function encodeArange(enc: GpuEncoder, node: Node<ArangeParams>): void {
   const o = enc.output(out, 0);
   launch(
     enc,
-    kernelPipeline(arangeKernel(p.dtype)),
+    kernelPipeline(arangeKernel(p.dtype), arangeKernels(p.dtype).slice(1)),
     out.size,
     [o.binding],
     [int64Bytes(1, exact ? [p.start, p.step, 1] : [0, 0, 0]), float32Bytes(2, [...split(p.start), ...split(p.step)])],
@@ -183,7 +188,7 @@ function encodeArange(enc: GpuEncoder, node: Node<ArangeParams>): void {
 
 registerGpu(Arange, {
   kind: "kernel",
-  kernels: (node) => [arangeKernel(node.params.dtype)],
+  kernels: (node) => (node.params.dtype === bool_ ? [] : arangeKernels(node.params.dtype)),
   encode: encodeArange,
 });
 

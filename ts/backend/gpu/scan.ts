@@ -4,7 +4,7 @@
 // ("row"); lanes along a strided axis are walked one thread each ("column": neighbouring threads
 // read neighbouring memory). Floats accumulate in float32; integers in at least 32 bits, wrapping.
 import type { Node } from "../../core/array.ts";
-import { bfloat16, complex64, type Dtype, float16, float32, int64, uint64 } from "../../core/dtype.ts";
+import { bfloat16, bool_, complex64, type Dtype, float16, float32, int64, uint64 } from "../../core/dtype.ts";
 import { SCAN_OPS, Scan, type ScanParams, type ScanType } from "../../core/primitives/scan.ts";
 import { Precision } from "../../core/trace.ts";
 import { dtypeTag, mslType } from "./dtypes.ts";
@@ -41,19 +41,36 @@ function scanPlanOf(node: Node<ScanParams>): ScanPlan | null {
   return lanes && { ...lanes, layout: laneLayout(lanes) };
 }
 
-function scanKernel(plan: ScanPlan, node: Node<ScanParams>): KernelInstance {
-  const p = node.params;
-  const inD = node.inputs[0]!.dtype;
-  const outD = node.outputs[0]!.dtype;
-  const op = SCAN_OPS[p.type];
-  const { op: opId } = scanOp(p.type, inD, op);
+function scanKernel(plan: ScanPlan, type: ScanType, inD: Dtype, outD: Dtype): KernelInstance {
+  const op = SCAN_OPS[type];
+  const { op: opId } = scanOp(type, inD, op);
   const fn = plan.layout === "row" ? "scan_row" : "scan_col";
   const idx = idxType(plan.large);
   return {
     file: "scan.metal",
-    name: `mg_${fn}_${p.type}_${dtypeTag(inD)}_${dtypeTag(outD)}${plan.large ? "_i64" : ""}`,
+    name: `mg_${fn}_${type}_${dtypeTag(inD)}_${dtypeTag(outD)}${plan.large ? "_i64" : ""}`,
     instantiation: `${fn}<${mslType(inD, op)}, ${mslType(outD, op)}, ${opId}, ${idx}>`,
   };
+}
+
+// Sibling scans: a test (or a model) that scans a dtype one way usually scans it the other ways
+// too, and on the simulator a compiler run costs ~60 ms before its first instance, so the first
+// scan of a dtype and layout compiles the other scans its ops can ask for in the same run
+// (speculative: a sibling the compiler rejects is dropped, kernels.ts). cumsum of bool counts in
+// int32 and logcumsumexp takes floats only (ts/core/ops/reduce.ts), so those are not siblings.
+function scanTypes(d: Dtype): ScanType[] {
+  if (isFloat(d)) return ["sum", "prod", "max", "min", "logaddexp"];
+  if (d === bool_) return ["prod", "max", "min"];
+  return ["sum", "prod", "max", "min"];
+}
+
+/** The node's scan kernel, then its speculative siblings. */
+function scanKernels(plan: ScanPlan, node: Node<ScanParams>): KernelInstance[] {
+  const p = node.params;
+  const inD = node.inputs[0]!.dtype;
+  const outD = node.outputs[0]!.dtype;
+  const siblings = inD === outD && !plan.large ? scanTypes(inD).filter((t) => t !== p.type) : []; // (large-index: rare, alone)
+  return [scanKernel(plan, p.type, inD, outD), ...siblings.map((t) => ({ ...scanKernel(plan, t, inD, outD), speculative: true }))];
 }
 
 function scanPrecision(type: ScanType, d: Dtype, acc: string): string {
@@ -69,7 +86,8 @@ function encodeScan(enc: GpuEncoder, node: Node<ScanParams>): void {
   const op = SCAN_OPS[p.type];
   if (p.type === "logaddexp" && !isFloat(x.dtype)) throw new Error(`[${op}] ${x.dtype.name} is not supported (floating inputs only).`);
   const plan = scanPlanOf(node)!;
-  const pipeline = kernelPipeline(scanKernel(plan, node));
+  const [kernel, ...siblings] = scanKernels(plan, node);
+  const pipeline = kernelPipeline(kernel!, siblings);
   // The output's stride along the axis: the elements after it.
   const inner = x.shape.slice(p.axis + 1).reduce((m, d) => m * d, 1);
   const flags = (p.reverse ? 1 : 0) | (p.inclusive ? 2 : 0);
@@ -88,7 +106,7 @@ registerGpu(Scan, {
   kind: "kernel",
   kernels(node) {
     const plan = scanPlanOf(node);
-    return plan ? [scanKernel(plan, node)] : [];
+    return plan ? scanKernels(plan, node) : [];
   },
   encode: encodeScan,
 });

@@ -161,8 +161,9 @@ describe("prefill (tiled)", () => {
   });
 });
 
+// (72: a head dim that is no power of two, at 32 keys a block; 128 and 256 take smaller key blocks)
 describe("head dims up to 256 (prefill and decode)", () => {
-  for (const D of [64, 72, 128, 256]) {
+  for (const D of [72, 128, 256]) {
     test(`D=${D}`, () => {
       const r = runCase({ Hq: 1, qL: 9, kL: 18, D, mask: "causal" });
       expect(r.kernels[0]).toMatch(/^mg_sdpa_prefill_f32_dk\d+_dv\d+_bk\d+$/);
@@ -185,7 +186,9 @@ describe("decode (split keys, qL ≤ 8)", () => {
   for (const d of [float16, bfloat16]) test(`${d.name}, kL 257`, () => void runCase({ qL: 2, kL: 257, D: 40, dtype: d }));
 });
 
-// Every case runs both backward kernels: the two passes (dQ, then dK/dV) and the one pass.
+// Every case runs both backward kernels: the two passes (dQ, then dK/dV) and the one pass. Head
+// dims: 8 (one 8-wide tile), 16 (two) and 256 with Dv 200 (many, Dk ≠ Dv, an odd tile count):
+// each further float32 head dim is one more kernel pair, ~1.5 s of simulator compile in checked mode.
 for (const twoPass of [true, false]) {
   describe(`fused backward (flash-attention-2), ${twoPass ? "two passes" : "one pass"}`, () => {
     const runB = (c: Case) => runCase({ ...c, backward: true, twoPass });
@@ -196,10 +199,10 @@ for (const twoPass of [true, false]) {
     test("causal qL < kL and qL > kL, several key blocks", () => {
       runB({ qL: 10, kL: 30, D: 8, mask: "causal" });
       runB({ qL: 35, kL: 12, D: 8, mask: "causal" });
-      runB({ Hq: 4, Hkv: 1, qL: 70, kL: 75, D: 24, mask: "causal" });
+      runB({ Hq: 4, Hkv: 1, qL: 70, kL: 75, D: 16, mask: "causal" });
     });
     test("boolean mask with a hidden row, sinks", () => void runB({ qL: 12, kL: 20, D: 16, mask: "bool", maskShape: [1, 1, 12, 20], sinks: true }));
-    test("additive mask", () => void runB({ qL: 9, kL: 14, D: 24, mask: "additive", maskShape: [1, 2, 9, 14] }));
+    test("additive mask", () => void runB({ qL: 9, kL: 14, D: 16, mask: "additive", maskShape: [1, 2, 9, 14] }));
     test("decode forward then backward (qL 3)", () => void runB({ Hq: 2, Hkv: 1, qL: 3, kL: 40, D: 16, mask: "causal" }));
     test("D=256, Dv 200", () => void runB({ Hq: 1, qL: 9, kL: 10, D: 256, Dv: 200 }));
     for (const d of [float16, bfloat16]) test(`${d.name}`, () => void runB({ qL: 16, kL: 16, D: 16, dtype: d, mask: "causal" }));
