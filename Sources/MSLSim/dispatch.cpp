@@ -1268,8 +1268,8 @@ int run_dispatch_in(const mgsim_dispatch &d, Module *module, const abi::kernel_d
   stats().dispatches.fetch_add(1);
   if (kd.needs_fibers) stats().fiber_dispatches.fetch_add(1);
   if (kd.wi || (kd.needs_fibers && !kd.fiber_reason)) stats().workitem_dispatches.fetch_add(1);  // (or its tier-0 stand-in)
-  if (kd.needs_fibers && !kd.wi && !kd.fiber_reason) stats().tier0_fiber_dispatches.fetch_add(1);  // counted apart: what ran
   else if (kd.needs_fibers) stats().fiber_fallback_dispatches.fetch_add(1);
+  if (kd.needs_fibers && !kd.wi && !kd.fiber_reason) stats().tier0_fiber_dispatches.fetch_add(1);  // counted apart: what ran
   if (ds.total_groups == 0) return 0;
 
   ds.L.host = &g_host;

@@ -199,10 +199,13 @@ int main() {
     // What ran is counted: the tier-0 dispatch ran the work-item kernel's fiber stand-in, the
     // optimised ones its work-item form; all three are work-item dispatches.
     CHECK(b.tier0_fiber_dispatches - a.tier0_fiber_dispatches == 1 && c.tier0_fiber_dispatches == b.tier0_fiber_dispatches &&
-              c.workitem_dispatches - a.workitem_dispatches == 3,
-          "tiered: the tier-0 fiber stand-in's dispatch is counted apart (%llu of %llu work-item dispatches)",
+              c.workitem_dispatches - a.workitem_dispatches == 3 &&
+              c.fiber_fallback_dispatches == a.fiber_fallback_dispatches,
+          "tiered: the tier-0 fiber stand-in's dispatch is counted apart (%llu of %llu work-item dispatches, "
+          "%llu fiber fallbacks)",
           (unsigned long long)(c.tier0_fiber_dispatches - a.tier0_fiber_dispatches),
-          (unsigned long long)(c.workitem_dispatches - a.workitem_dispatches));
+          (unsigned long long)(c.workitem_dispatches - a.workitem_dispatches),
+          (unsigned long long)(c.fiber_fallback_dispatches - a.fiber_fallback_dispatches));
     mgsim_function_release(f);
     // A new library of the same source finds the optimised object at once.
     mgsim_stats d;
