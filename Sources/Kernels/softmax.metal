@@ -1,9 +1,9 @@
 // Softmax and log-sum-exp over the last axis, one threadgroup per row.
 // Softmax (MLX's shape): the row's maximum M (simd_max, then across simdgroups), its sum
-// S = Σ exp(x − M) (simd_sum likewise), then exp(x − M) / S — one exp per element: when the output
-// type holds the accumulator exactly, the second pass keeps exp(x − M) in the output and the last
-// pass divides it in place; otherwise the last pass computes it again. (float32 contiguous rows
-// scale by 1/S instead, as MLX's kernels do, and read MLX's 4-element chunks: see below.)
+// S = Σ exp(x − M) (simd_sum likewise), then exp(x − M) · (1/S) (MLX's kernels scale by the
+// reciprocal too) — one exp per element: when the output type holds the accumulator exactly, the
+// second pass keeps exp(x − M) in the output and the last pass scales it in place; otherwise the
+// last pass computes it again. float32 contiguous rows read MLX's 4-element chunks (see below).
 // Logsumexp: each thread keeps a running maximum m and a sum s of exp(x − m) over its share of the
 // row (rescaling s when m grows — one read of the row instead of two); the threads' (m, s) pairs
 // are merged by lane shuffles and threadgroup memory.
@@ -112,14 +112,15 @@ MG_FUNC A softmax_exps(const device T* in, IdxT src, IdxT stride, device T* dst,
   }
   return s;
 }
-// The last pass: exp(x − M) / S.
+// The last pass: exp(x − M) · (1/S), the reciprocal in the accumulator type, as MLX's kernels.
 template <typename T, typename A, typename IdxT>
 MG_FUNC void softmax_divide(const device T* in, IdxT src, IdxT stride, device T* dst, IdxT lid, IdxT tg, IdxT n,
                             A row_max, A total, bool keep) {
+  const A scale = A(A(1) / total);
   if (keep) {
-    for (IdxT k = lid; k < n; k += tg) dst[k] = T(A(dst[k]) / total);
+    for (IdxT k = lid; k < n; k += tg) dst[k] = T(A(dst[k]) * scale);
   } else {
-    for (IdxT k = lid; k < n; k += tg) dst[k] = T(exp_acc(A(A(in[src + k * stride]) - row_max)) / total);
+    for (IdxT k = lid; k < n; k += tg) dst[k] = T(A(exp_acc(A(A(in[src + k * stride]) - row_max)) * scale));
   }
 }
 
@@ -187,7 +188,7 @@ template <typename IdxT>
 MG_FUNC void softmax_divide(const device float* in, IdxT src, IdxT stride, device float* dst, IdxT lid, IdxT tg,
                             IdxT n, float row_max, float total, bool keep) {
   if (stride != 1) return softmax_divide<float, float, IdxT>(in, src, stride, dst, lid, tg, n, row_max, total, keep);
-  const float scale = 1.0f / total;  // MLX scales by the sum's reciprocal
+  const float scale = 1.0f / total;
   for (IdxT c = lid; c < n / 4; c += tg) softmax_store(dst + 4 * c, softmax_chunk(dst + 4 * c) * scale);
   if (softmax_owns_tail(lid, tg, n)) {
     for (IdxT k = n - n % 4; k < n; k++) dst[k] = dst[k] * scale;
