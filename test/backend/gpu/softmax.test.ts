@@ -99,6 +99,23 @@ describe("Softmax and LogSumExp: special values", () => {
       expect(Number.isNaN(lv[3]!)).toBe(true);
     }
   });
+  test("float32 contiguous rows: special values and the maximum in the ragged last chunk (n % 4 ≠ 0)", () => {
+    // The float32 kernel reads 4-element chunks; a row's n % 4 last elements are a chunk of their own.
+    const rows = [
+      [0, 1, 2, 3, 4, 5, NaN],
+      [0, 1, 2, 3, 4, 5, Infinity],
+      [-Infinity, -Infinity, -Infinity, -Infinity, -Infinity, -Infinity, 2],
+      [-Infinity, -Infinity, -Infinity, -Infinity, -Infinity, -Infinity, -Infinity],
+    ];
+    const x = onCpu(() => mg.array(rows));
+    expectDevicesAgree(() => mg.softmax(x, -1), "softmax ragged specials", shares(7));
+    const sv = runOn(mg.gpu, () => mg.softmax(x, -1))[0]!.tolist() as number[][];
+    for (const r of [0, 1, 3]) expect(sv[r]!.every(Number.isNaN)).toBe(true);
+    expect(sv[2]).toEqual([0, 0, 0, 0, 0, 0, 1]);
+    // A long row whose maximum is its last element (in the chunk after the threads' last full ones).
+    const long = onCpu(() => mg.concatenate([input([2, 1029], mg.float32, 58, 0, 1), mg.full([2, 1], 30)], 1));
+    expectDevicesAgree(() => mg.softmax(long, -1), "softmax ragged maximum", shares(1030));
+  });
 });
 
 describe("Softmax and LogSumExp: precision and the trace", () => {
