@@ -221,6 +221,7 @@ MG_FUNC void bitonic_sort(threadgroup K* keys, threadgroup uint* idx, uint count
     if (regs) {
       K rk[kSortChunkRegs];
       uint ri[kSortChunkRegs];
+      // Local copies of the loop state: kept in the region, not re-read from per-lane storage.
       const uint n = chunk, at = mine, last = segment;
       threadgroup K* const kp = keys + at;
       threadgroup uint* const ip = idx + at;
