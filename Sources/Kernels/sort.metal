@@ -174,16 +174,41 @@ MG_FUNC uint lower_of_pair(uint t, uint j) {
   return 2 * t - (t & (j - 1));
 }
 
+// Compare-exchange of a thread's chunk held in registers: local positions lo and lo + j, the
+// direction taken from the position `at` of lo in threadgroup memory.
+template <typename K>
+MG_FUNC void compare_exchange_regs(thread K* keys, thread uint* idx, uint lo, uint j, uint at, uint dir) {
+  const uint hi = lo + j;
+  const bool ascending = (at & dir) == 0;
+  const K klo = keys[lo];
+  const K khi = keys[hi];
+  const uint ilo = idx[lo];
+  const uint ihi = idx[hi];
+  if (pair_less(khi, ihi, klo, ilo) == ascending) {
+    keys[lo] = khi;
+    keys[hi] = klo;
+    idx[lo] = ihi;
+    idx[hi] = ilo;
+  }
+}
+
+// Positions a thread's chunk may hold in registers (the block sort's 2048 / 128 threads).
+constant constexpr uint kSortChunkRegs = 16;
+
 // Sorts each aligned segment of `segment` pairs among `count` (powers of two) in threadgroup
 // memory ascending with a bitonic network; the stages stop at the segment size, and the last one
 // runs ascending in every segment. `threads` (a power of two, at most count / 2) each own
 // `count / threads` consecutive positions: steps whose partners lie in other threads' chunks are
 // spread over all threads with a barrier after each; the steps that follow them within a stage
-// stay inside each thread's own chunk and run back to back, with one barrier at the end.
+// stay inside each thread's own chunk and run back to back, with one barrier at the end. A chunk
+// of up to kSortChunkRegs positions runs those steps in registers (one load and one store of
+// threadgroup memory per run of in-chunk steps, instead of four loads and up to four stores per
+// compare-exchange), continuing into the next stages while they stay inside the chunk.
 template <typename K>
 MG_FUNC void bitonic_sort(threadgroup K* keys, threadgroup uint* idx, uint count, uint segment, uint lid, uint threads) {
   const uint chunk = count / threads;
   const uint mine = lid * chunk;
+  const bool regs = chunk <= kSortChunkRegs;
   for (uint k = 2; k <= segment; k <<= 1) {
     // Direction bit: none in the final stage (all ascending), else bit k of the position.
     const uint dir = k == segment ? 0 : k;
@@ -193,8 +218,40 @@ MG_FUNC void bitonic_sort(threadgroup K* keys, threadgroup uint* idx, uint count
       threadgroup_barrier(mem_flags::mem_threadgroup);
     }
     if (j == 0) continue;
-    for (; j > 0; j >>= 1) {
-      for (uint t = 0; t < chunk / 2; ++t) compare_exchange(keys, idx, mine + lower_of_pair(t, j), j, dir);
+    if (regs) {
+      K rk[kSortChunkRegs];
+      uint ri[kSortChunkRegs];
+      // Local copies of the loop state: kept in the region, not re-read from per-lane storage.
+      const uint n = chunk, at = mine, last = segment;
+      threadgroup K* const kp = keys + at;
+      threadgroup uint* const ip = idx + at;
+      for (uint i = 0; i < n; ++i) {
+        rk[i] = kp[i];
+        ri[i] = ip[i];
+      }
+      uint s = k, d = dir;
+      for (uint h = j;;) {
+        for (; h > 0; h >>= 1) {
+          for (uint t = 0; t < n / 2; ++t) {
+            const uint lo = lower_of_pair(t, h);
+            compare_exchange_regs(rk, ri, lo, h, at + lo, d);
+          }
+        }
+        // The next stage starts with a step of j = k: still inside the chunk while k < chunk.
+        if (s >= n || 2 * s > last) break;
+        s <<= 1;
+        d = s == last ? 0 : s;
+        h = s >> 1;
+      }
+      for (uint i = 0; i < n; ++i) {
+        kp[i] = rk[i];
+        ip[i] = ri[i];
+      }
+      k = s;
+    } else {
+      for (; j > 0; j >>= 1) {
+        for (uint t = 0; t < chunk / 2; ++t) compare_exchange(keys, idx, mine + lower_of_pair(t, j), j, dir);
+      }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
