@@ -892,18 +892,25 @@ MGSIM_ALWAYS_INLINE bool check_elem_fast(const ck &kk, const T *q, bool write, u
     if (!write) {
       if (__builtin_expect(qi + (g - 1) < (__atomic_load_n(k.ulen, __ATOMIC_RELAXED) >> 2), 1)) return true;
       if (qi < k.limr) {
+        // Usually one writer's one access wrote all the granules: one record to judge.
+        const uint64_t *r = k.race + qi;
+        uint64_t differ = 0;
+        for (uint32_t j = 1; j < g; ++j) differ |= r[j] ^ r[0];
         const uint64_t who = current_writer(k.rs);
-        bool quiet = true;
-        for (uint32_t j = 0; j < g; ++j) {
-          const uint64_t e = k.race[qi + j];
-          quiet = quiet && (!record_current(e, *k.rs) || (e >> 60) == 0 || (who && race_quiet(e, who, k.rs)));
-        }
-        if (quiet) return true;
+        auto quiet = [&](uint64_t e) {
+          return !record_current(e, *k.rs) || (e >> 60) == 0 || (who && race_quiet(e, who, k.rs));
+        };
+        bool all = quiet(r[0]);
+        for (uint32_t j = 1; j < g && all && differ; ++j) all = quiet(r[j]);
+        if (all) return true;
       }
     } else if (__builtin_expect(qi < k.limw, 1)) {
+      const uint64_t *r = k.race + qi;
+      uint64_t differ = 0;
+      for (uint32_t j = 1; j < g; ++j) differ |= r[j] ^ r[0];
       const uint64_t who = current_writer(k.rs);
-      bool quiet = who != 0;
-      for (uint32_t j = 0; j < g; ++j) quiet = quiet && race_quiet(k.race[qi + j], who, k.rs);
+      bool quiet = who && race_quiet(r[0], who, k.rs);
+      for (uint32_t j = 1; j < g && quiet && differ; ++j) quiet = race_quiet(r[j], who, k.rs);
       if (__builtin_expect(quiet, 1)) {
         const uint64_t rec = who | (uint64_t(line < 16384u ? line : 0u) << 46) | (gmask_bytes(2) << 60);
         for (uint32_t j = 0; j < g; ++j) k.race[qi + j] = rec;
