@@ -752,8 +752,13 @@ struct ck_fast {
   MGSIM_ALWAYS_INLINE void for_elem(size_t elem) {
     limq = elem ? b->length / elem : 0;
     const bool fast = race && rs && elem == (size_t(1) << b->granule_shift);
-    limr = fast ? limq : 0;
-    limw = fast && ulen == &ck_ulen_written ? limq : 0;
+    // An element of several 4-byte granules (a float4 or packed_float4 of a float buffer): limr /
+    // limw count the granules where such an element may start (check_elem's multi-granule path).
+    const uint64_t g4 = b->length >> 2, k = elem >> 2;
+    const bool multi = race && rs && b->granule_shift == 2 && (elem == 8 || elem == 12 || elem == 16);
+    const uint64_t lim = fast ? limq : multi && g4 >= k ? g4 - k + 1 : 0;
+    limr = lim;
+    limw = ulen == &ck_ulen_written ? lim : 0;
   }
 };
 
@@ -876,6 +881,41 @@ MGSIM_ALWAYS_INLINE bool check_elem_fast(const ck &kk, const T *q, bool write, u
       if (value) race_access_v(k.b, int64_t(off), true, line, *static_cast<const std::remove_cv_t<T> *>(value));
       else race_access(k.b, int64_t(off), n, true, line, nullptr);
       return true;
+    }
+  } else if constexpr (n == 8 || n == 12 || n == 16) {
+    // A vector of 2-4 whole 4-byte granules (float4, packed_float4): one check for its granules,
+    // each taking the single-granule tests above; anything else goes to check_access.
+    const ck_fast &k = kk;
+    constexpr uint32_t g = n / 4;
+    const uint64_t off = uint64_t(reinterpret_cast<const char *>(q) - k.base);
+    const uint64_t qi = (off >> 2) | (off << 62);  // the first granule; huge when misaligned
+    if (!write) {
+      if (__builtin_expect(qi + (g - 1) < (__atomic_load_n(k.ulen, __ATOMIC_RELAXED) >> 2), 1)) return true;
+      if (qi < k.limr) {
+        // Usually one writer's one access wrote all the granules: one record to judge.
+        const uint64_t *r = k.race + qi;
+        uint64_t differ = 0;
+        for (uint32_t j = 1; j < g; ++j) differ |= r[j] ^ r[0];
+        const uint64_t who = current_writer(k.rs);
+        auto quiet = [&](uint64_t e) {
+          return !record_current(e, *k.rs) || (e >> 60) == 0 || (who && race_quiet(e, who, k.rs));
+        };
+        bool all = quiet(r[0]);
+        for (uint32_t j = 1; j < g && all && differ; ++j) all = quiet(r[j]);
+        if (all) return true;
+      }
+    } else if (__builtin_expect(qi < k.limw, 1)) {
+      const uint64_t *r = k.race + qi;
+      uint64_t differ = 0;
+      for (uint32_t j = 1; j < g; ++j) differ |= r[j] ^ r[0];
+      const uint64_t who = current_writer(k.rs);
+      bool quiet = who && race_quiet(r[0], who, k.rs);
+      for (uint32_t j = 1; j < g && quiet && differ; ++j) quiet = race_quiet(r[j], who, k.rs);
+      if (__builtin_expect(quiet, 1)) {
+        const uint64_t rec = who | (uint64_t(line < 16384u ? line : 0u) << 46) | (gmask_bytes(2) << 60);
+        for (uint32_t j = 0; j < g; ++j) k.race[qi + j] = rec;
+        return true;
+      }
     }
   }
   if constexpr (std::is_trivially_copyable<T>::value) {
