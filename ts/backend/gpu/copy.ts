@@ -3,11 +3,11 @@
 // between any two layouts with copy_strided (slicing.metal). Every copy the user did not ask for
 // is noted in the trace by its caller.
 import type { MgArray } from "../../core/array.ts";
-import { bfloat16, bool_, complex64, type Dtype, float16, float32, int16, int32, int64, int8, uint16, uint32, uint64, uint8 } from "../../core/dtype.ts";
+import type { Dtype } from "../../core/dtype.ts";
 import { shapeSize } from "../../core/shape.ts";
 import { Precision } from "../../core/trace.ts";
 import type { BufferBinding } from "../runtime.ts";
-import { dtypeTag, mslType } from "./dtypes.ts";
+import { dtypeTag, GPU_DTYPES, mslType } from "./dtypes.ts";
 import { type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
 import { type KernelInstance, kernelPipeline } from "./kernels.ts";
 import { accessOf } from "./elementwise.ts";
@@ -31,10 +31,8 @@ export function copyKernel(src: MgArray): KernelInstance[] {
   };
   // (Large-index copies are rare: they compile alone.)
   if (large) return [strided(src.dtype, false)];
-  return [strided(src.dtype, false), ...COPY_DTYPES.filter((d) => d !== src.dtype).map((d) => strided(d, true))];
+  return [strided(src.dtype, false), ...GPU_DTYPES.filter((d) => d !== src.dtype).map((d) => strided(d, true))];
 }
-
-const COPY_DTYPES = [bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float32, bfloat16, complex64];
 
 /**
  * Encodes a row-major copy of `src` into `dst` (bound at index 1), walking `shape` with src's

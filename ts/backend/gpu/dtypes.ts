@@ -18,6 +18,9 @@ const MSL = new Map<Dtype, string>([
   [complex64, "complex64_t"],
 ]);
 
+/** Every dtype the GPU has a type for (all but float64), in MLX's order. */
+export const GPU_DTYPES: readonly Dtype[] = [...MSL.keys()];
+
 /** The MSL type of a dtype; float64 has none (Apple GPUs have no double precision, guide §1.5). */
 export function mslType(d: Dtype, op = "gpu"): string {
   const t = MSL.get(d);

@@ -2,17 +2,17 @@
 // chains of them fuse into one generated kernel. Both call the functors of elementwise_ops.h, and
 // every intermediate is held in its own dtype, so fused results equal unfused results bit for bit.
 import type { MgArray, Node } from "../../core/array.ts";
-import { bfloat16, bool_, complex64, type Dtype, float16, float32, int16, int32, int64, int8, uint16, uint32, uint64, uint8 } from "../../core/dtype.ts";
+import { bfloat16, bool_, complex64, type Dtype, float16, float32, int64 } from "../../core/dtype.ts";
 import * as P from "../../core/primitives/elementwise.ts";
 import { Precision, tracing } from "../../core/trace.ts";
 import type { BufferBinding, InlineBytes, Pipeline, Size3 } from "../runtime.ts";
-import { dtypeTag, mslType } from "./dtypes.ts";
+import { dtypeTag, GPU_DTYPES, mslType } from "./dtypes.ts";
 import { type BoundArray, type GpuEncoder, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
 import { fusedHeader } from "./fused-header.ts";
 import { PROGRAM_BUFFERS, PROGRAM_NAME, programSource, programWords } from "./fused-program.ts";
 import { BOOL_BINARY, COMPARISONS, FLOAT_BINARY, FLOAT_UNARY, INT_BINARY, INT_UNARY } from "./functors.ts";
 import { type KernelInstance, kernelPipeline, prepareSources, sourcePipeline } from "./kernels.ts";
-import { elementwiseGrid, linearThreadgroup } from "./launch.ts";
+import { dispatchLinear, elementwiseGrid, linearThreadgroup } from "./launch.ts";
 import { elementwise, type ElementwiseRule, gpuRules, registerGpu } from "./registry.ts";
 
 /** A node's elementwise rule (planned as elementwise, so it has one). */
@@ -176,8 +176,6 @@ function familyOf(kernel: KernelInstance, functor: string, input: Dtype, output:
     speculative: true,
   }));
 }
-
-const GPU_DTYPES = [bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float32, bfloat16, complex64];
 
 /** A contiguous cast's siblings: casts from the same dtype to every other GPU dtype. */
 function castFamily(kernel: KernelInstance, input: Dtype, output: Dtype): KernelInstance[] {
@@ -470,18 +468,10 @@ function generalStrides(shape: readonly number[], bnd: BoundArray, acc: Access, 
  *  region's primitives at their dtypes' precisions. */
 function dispatchRegion(enc: GpuEncoder, region: Region, pipeline: Pipeline, buffers: BufferBinding[], bytes: InlineBytes[], n: number,
   inputs: readonly MgArray[], outs: readonly BoundArray[], layout: string): void {
-  const grid = elementwiseGrid(n);
   const dtypes = new Set(region.nodes.map((x) => x.outputs[0]!.dtype));
-  enc.dispatch(
-    {
-      pipeline,
-      buffers,
-      bytes,
-      grid,
-      threadgroup: linearThreadgroup(pipeline, grid[0]),
-      mustWrite: outs.map((o) => o.binding.index),
-      dependencies: outputDependencies(region, inputs, outs),
-    },
+  dispatchLinear(
+    enc, pipeline, n, buffers, bytes,
+    { mustWrite: outs.map((o) => o.binding.index), dependencies: outputDependencies(region, inputs, outs) },
     {
       primitives: region.nodes.map((x) => x.primitive.name),
       inputs,

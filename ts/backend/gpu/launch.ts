@@ -5,7 +5,7 @@ import type { MgArray } from "../../core/array.ts";
 import { bfloat16, complex64, type Dtype, float16 } from "../../core/dtype.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
 import { Precision } from "../../core/trace.ts";
-import type { BufferBinding, InlineBytes, Pipeline } from "../runtime.ts";
+import type { BufferBinding, Dispatch, InlineBytes, Pipeline } from "../runtime.ts";
 import { type BoundArray, type DispatchTrace, type GpuEncoder, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
 
 /** 1-D grid for n threads, or 2-D when n does not fit one grid dimension. */
@@ -31,18 +31,15 @@ export function launch(
   trace: { primitive: string; inputs: readonly MgArray[]; outputs: readonly MgArray[]; layout: string; precision?: string },
   mustWrite: readonly number[] = [],
 ): void {
+  const record = { primitives: [trace.primitive], inputs: trace.inputs, outputs: trace.outputs, layout: trace.layout, precision: trace.precision ?? Precision.none };
+  dispatchLinear(enc, pipeline, n, buffers, bytes, { mustWrite }, record);
+}
+
+/** `launch` with the whole dispatch trace and the output dependencies given (fused regions). */
+export function dispatchLinear(enc: GpuEncoder, pipeline: Pipeline, n: number, buffers: readonly BufferBinding[], bytes: readonly InlineBytes[],
+  writes: Pick<Dispatch, "mustWrite" | "dependencies">, trace: DispatchTrace): void {
   const grid = elementwiseGrid(n);
-  enc.dispatch(
-    {
-      pipeline,
-      buffers,
-      bytes,
-      grid,
-      threadgroup: linearThreadgroup(pipeline, grid[0]),
-      mustWrite,
-    },
-    { primitives: [trace.primitive], inputs: trace.inputs, outputs: trace.outputs, layout: trace.layout, precision: trace.precision ?? Precision.none },
-  );
+  enc.dispatch({ pipeline, buffers, bytes, grid, threadgroup: linearThreadgroup(pipeline, grid[0]), ...writes }, trace);
 }
 
 const INT32_LIMIT = 2 ** 31;

@@ -2,7 +2,7 @@
 // copies of views whose layout cannot express them (Reshape, View), Contiguous (the input where
 // it is dense, else a copy), and Arange (arange.metal).
 import type { MgArray, Node } from "../../core/array.ts";
-import { bfloat16, bool_, complex64, type Dtype, float16, float32, int16, int32, int64, int8, uint16, uint32, uint64, uint8 } from "../../core/dtype.ts";
+import { bool_, type Dtype, int64 } from "../../core/dtype.ts";
 import { isDense, setView } from "../../core/layout.ts";
 import { Arange, type ArangeParams } from "../../core/primitives/creation.ts";
 import { Concatenate, type ConcatenateParams } from "../../core/primitives/join.ts";
@@ -10,7 +10,7 @@ import { Contiguous, type ContiguousParams, lowPads, Pad, type PadParams, View }
 import { Reshape } from "../../core/primitives/views.ts";
 import { rowMajorStrides } from "../../core/shape.ts";
 import { bitsTag, bitsType, copyKernel, copyStridedKernel, encodeCopy, encodeCopyStrided } from "./copy.ts";
-import { dtypeTag, mslType } from "./dtypes.ts";
+import { dtypeTag, GPU_DTYPES, mslType } from "./dtypes.ts";
 import { type GpuEncoder, float32Bytes, idxTag, idxType, int32Bytes, int64Bytes, needsLargeIndex } from "./encoder.ts";
 import { type KernelInstance, kernelPipeline } from "./kernels.ts";
 import { launch } from "./launch.ts";
@@ -153,8 +153,7 @@ function arangeKernel(d: Dtype, speculative = false): KernelInstance {
 
 // arange of every other dtype compiles in the same run (speculative siblings, as the elementwise
 // families): a test's aranges sweep dtypes, one compiler run each otherwise.
-const ARANGE_DTYPES = [uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float32, bfloat16, complex64];
-const arangeKernels = (d: Dtype): KernelInstance[] => [arangeKernel(d), ...ARANGE_DTYPES.filter((x) => x !== d).map((x) => arangeKernel(x, true))];
+const arangeKernels = (d: Dtype): KernelInstance[] => [arangeKernel(d), ...GPU_DTYPES.filter((x) => x !== d && x !== bool_).map((x) => arangeKernel(x, true))];
 
 /** float64's exact range for integers: start + i·step is exact there on the CPU too. */
 const EXACT_LIMIT = 2 ** 53;
