@@ -1,6 +1,6 @@
 // Reading array values into JS: item(), tolist(), typed-array copies, and MLX-style printing.
 import type { Layout, MgArray } from "./array.ts";
-import { bfloat16, type Dtype, uint16, uint32, uint64, uint8 } from "./dtype.ts";
+import { bfloat16, type Dtype, uint16, uint32, uint8 } from "./dtype.ts";
 import { collectValues, type ElementValue, forEachOffset, lanesOf, storageCtor, valueAt } from "./elements.ts";
 import type { TypedArray, TypedArrayConstructor } from "../memory/storage.ts";
 
@@ -61,11 +61,8 @@ export function dataSync(a: MgArray): TypedArray {
 // NaN's sign and payload, and whether it does depends on JavaScriptCore's tier at that moment (its
 // interpreter canonicalises a NaN when it boxes the number, JIT code keeps the bits), so the same
 // array read twice gave different bytes (bfloat16 -NaN came back +NaN from a cold function).
-// Element copies go through unsigned views of the element's width; bfloat16 widens by a shift.
-const BITS: Record<number, [Dtype, TypedArrayConstructor]> = {
-  1: [uint8, Uint8Array], 2: [uint16, Uint16Array], 4: [uint32, Uint32Array], 8: [uint64, BigUint64Array],
-};
-
+// Strided copies go through unsigned words (at most 4 bytes: no BigInt per element); bfloat16
+// widens to float32 by a shift.
 function copyOut(a: MgArray, l: Layout): TypedArray {
   const n = a.size;
   const dt = a.dtype;
@@ -84,20 +81,20 @@ function copyOut(a: MgArray, l: Layout): TypedArray {
     // slice() of the same type copies bytes (the spec preserves the bit-level encoding).
     return (l.storage.view(dt, Ctor) as Uint8Array).slice(lanes * l.offset, lanes * (l.offset + n));
   }
-  const [bitsDtype, Bits] = BITS[Ctor.BYTES_PER_ELEMENT]!;
-  const src = l.storage.view(bitsDtype, Bits) as Uint32Array;
-  const buffer = new ArrayBuffer(lanes * n * Ctor.BYTES_PER_ELEMENT);
-  const out = new Ctor(buffer, 0, lanes * n);
-  const dst = new Bits(buffer, 0, lanes * n) as Uint32Array;
-  if (lanes === 2) {
-    forEachOffset(a.shape, l.strides, l.offset, (o) => {
-      dst[i++] = src[2 * o]!;
-      dst[i++] = src[2 * o + 1]!;
-    });
-  } else {
+  const wordBytes = Math.min(Ctor.BYTES_PER_ELEMENT, 4);
+  const words = (lanes * Ctor.BYTES_PER_ELEMENT) / wordBytes; // per element
+  const [wordDtype, Word]: [Dtype, TypedArrayConstructor] = wordBytes === 1 ? [uint8, Uint8Array] : wordBytes === 2 ? [uint16, Uint16Array] : [uint32, Uint32Array];
+  const src = l.storage.view(wordDtype, Word) as Uint32Array;
+  const buffer = new ArrayBuffer(n * words * wordBytes);
+  const dst = new Word(buffer, 0, n * words) as Uint32Array;
+  if (words === 1) {
     forEachOffset(a.shape, l.strides, l.offset, (o) => (dst[i++] = src[o]!));
+  } else {
+    forEachOffset(a.shape, l.strides, l.offset, (o) => {
+      for (let k = o * words, end = k + words; k < end; k++) dst[i++] = src[k]!;
+    });
   }
-  return out;
+  return new Ctor(buffer, 0, lanes * n);
 }
 
 // ---------------------------------------------------------------------------------------------
