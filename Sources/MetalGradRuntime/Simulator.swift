@@ -71,6 +71,7 @@ func simulatorStatsJSON() -> String {
         "checkMemoryMaps": stats.check_memory_maps,
         "checkMemoryReuses": stats.check_memory_reuses,
         "checkMemoryWraps": stats.check_memory_wraps,
+        "poolSteers": stats.pool_steers,
         "cacheDirectory": directory,
     ]
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
