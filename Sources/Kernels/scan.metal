@@ -2,9 +2,10 @@
 // or reverse, inclusive or exclusive, over the input type T into U with the accumulator of Op.
 // Variants:
 //   scan_row  one threadgroup per lane (the axis contiguous in memory). The lane is scanned in
-//             chunks of tg_size × MG_SCAN_READS elements: each thread scans its few elements,
+//             chunks of tg_size × ScanReads elements: each thread scans its few elements,
 //             simdgroups scan the threads' totals with lane shuffles, threadgroup memory scans the
-//             simdgroups' totals, and a carry runs from chunk to chunk.
+//             simdgroups' totals (a threadgroup of one simdgroup skips that stage), and a carry
+//             runs from chunk to chunk.
 //   scan_col  one thread per lane walking it in order (a strided axis: adjacent threads read
 //             adjacent lanes).
 //
@@ -14,7 +15,13 @@
 // Position p in scan order is element p of the lane, or n − 1 − p when reversed.
 #include "reduction.h"
 
-#define MG_SCAN_READS 16
+// Elements each thread of scan_row handles per chunk (the host sizes threadgroups by it:
+// ts/backend/gpu/scan.ts): 32, or 16 for 8-byte accumulators (their registers). Fewer, longer
+// thread runs also mean fewer lanes for the simulator's per-lane work (1024-element rows: one
+// simdgroup of 32 threads instead of 64 threads in two).
+template <typename A> struct ScanReads {
+  static constant constexpr int value = sizeof(A) > 4 ? 16 : 32;
+};
 
 template <typename T, typename U, typename Op, typename IdxT>
 [[kernel]] void scan_row(
@@ -50,13 +57,13 @@ template <typename T, typename U, typename Op, typename IdxT>
   const IdxT out_step = reverse ? IdxT(0) - inner : inner;
 
   A carry = Op::init();
-  for (IdxT start = 0; start < n; start += IdxT(tg_size) * MG_SCAN_READS) {
+  for (IdxT start = 0; start < n; start += IdxT(tg_size) * ScanReads<A>::value) {
     // This thread's positions first .. first + count − 1, scanned locally as they are read;
     // positions past the end hold the identity (combined as such, so a −0 total stays what the
     // elementwise form gives).
-    const IdxT first = start + IdxT(lid) * MG_SCAN_READS;
-    const int count = first >= n ? 0 : (n - first >= IdxT(MG_SCAN_READS) ? MG_SCAN_READS : int(n - first));
-    A v[MG_SCAN_READS];
+    const IdxT first = start + IdxT(lid) * ScanReads<A>::value;
+    const int count = first >= n ? 0 : (n - first >= IdxT(ScanReads<A>::value) ? ScanReads<A>::value : int(n - first));
+    A v[ScanReads<A>::value];
     IdxT at = src + (reverse ? n - 1 - first : first) * axis_stride;
     int r = 0;
     if (count > 0) {
@@ -67,22 +74,30 @@ template <typename T, typename U, typename Op, typename IdxT>
       at += in_step;
       v[r] = Op::apply(v[r - 1], Op::load(in[at]));
     }
-    for (; r < MG_SCAN_READS; ++r) v[r] = r == 0 ? Op::init() : Op::apply(v[r - 1], Op::init());
+    for (; r < ScanReads<A>::value; ++r) v[r] = r == 0 ? Op::init() : Op::apply(v[r - 1], Op::init());
 
     // What comes before this thread in the chunk: earlier lanes, then earlier simdgroups.
-    const A before = simd_exclusive_scan<Op>(v[MG_SCAN_READS - 1], simd_lane);
-    if (simd_lane == MG_SIMD_SIZE - 1) simd_totals[simd_group] = Op::apply(before, v[MG_SCAN_READS - 1]);
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    if (simd_group == 0) {
-      const A t = simd_lane < n_simd ? simd_totals[simd_lane] : Op::init();
-      const A t_incl = simd_inclusive_scan<Op>(t, simd_lane);
-      simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane has read its total
-      simd_totals[simd_lane] = t_incl;  // now: inclusive prefix over simdgroups
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
+    const A before = simd_exclusive_scan<Op>(v[ScanReads<A>::value - 1], simd_lane);
     A prefix = carry;
-    if (simd_group > 0) prefix = Op::apply(prefix, simd_totals[simd_group - 1]);
-    prefix = Op::apply(prefix, before);
+    if (n_simd == 1) {
+      // One simdgroup (uniform): its lanes' scan is the chunk's; the last lane holds the total.
+      prefix = Op::apply(prefix, before);
+      carry = Op::apply(carry, broadcast_lane(Op::apply(before, v[ScanReads<A>::value - 1]), MG_SIMD_SIZE - 1));
+    } else {
+      if (simd_lane == MG_SIMD_SIZE - 1) simd_totals[simd_group] = Op::apply(before, v[ScanReads<A>::value - 1]);
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      if (simd_group == 0) {
+        const A t = simd_lane < n_simd ? simd_totals[simd_lane] : Op::init();
+        const A t_incl = simd_inclusive_scan<Op>(t, simd_lane);
+        simdgroup_barrier(mem_flags::mem_threadgroup);  // every lane has read its total
+        simd_totals[simd_lane] = t_incl;  // now: inclusive prefix over simdgroups
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      if (simd_group > 0) prefix = Op::apply(prefix, simd_totals[simd_group - 1]);
+      prefix = Op::apply(prefix, before);
+      carry = Op::apply(carry, simd_totals[n_simd - 1]);
+      threadgroup_barrier(mem_flags::mem_threadgroup);  // simd_totals is rewritten by the next chunk
+    }
 
     IdxT out_at = (reverse ? n - 1 - first : first) * inner;
     if (inclusive) {
@@ -94,8 +109,6 @@ template <typename T, typename U, typename Op, typename IdxT>
         dst[out_at] = cast_value<U>(Op::apply(prefix, v[r - 1]));
       }
     }
-    carry = Op::apply(carry, simd_totals[n_simd - 1]);
-    threadgroup_barrier(mem_flags::mem_threadgroup);  // simd_totals is rewritten by the next chunk
   }
 }
 
