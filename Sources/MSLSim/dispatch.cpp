@@ -951,12 +951,14 @@ struct WatchGuard {
 // A small pool: the dispatching thread works too. One dispatch uses the pool at a time; a
 // concurrent dispatch from another thread runs on its own thread instead of waiting.
 //
-// Placement: on a busy machine Linux wakes a worker on the CPU of the thread that woke it (no idle
-// CPU to pick), where it waits for the dispatching thread, which is running the same job: the pool
-// then runs serially, and the threads stay together for the rest of the process (cumsum rows 1024^2
-// 1.3 ms or 2.3 ms by process). So each worker is kept off the dispatching thread's CPU while it
-// has others to run on (its affinity, reset only when that CPU changes); MG_SIM_STEER=0 leaves
-// placement to the kernel.
+// Placement. With no idle CPU (a busy machine), Linux wakes a worker on the CPU of the thread that
+// woke it, behind that thread, which is busy running the same job: the pool runs serially, and as
+// each wake repeats the choice, for the rest of the process (cumsum rows 1024^2: 1.3 or 2.3 ms by
+// process). So the workers' affinity excludes the dispatching thread's CPU (set again only when
+// that CPU changes; MG_SIM_STEER=0: placement left to the kernel). And a job waits only for the
+// workers that joined it: the dispatching thread closes the job once it has claimed the last of
+// the work, and a worker that wakes after that (its CPU busy with other processes) skips it,
+// instead of the dispatch waiting for that CPU to be free.
 class Pool {
  public:
   static Pool &get() {
@@ -965,6 +967,7 @@ class Pool {
   }
   unsigned size() const { return unsigned(threads_) + 1; }
 
+  // `job` claims work until there is none left, on every thread that runs it.
   void run(const std::function<void()> &job) {
     std::unique_lock<std::mutex> run_lock(run_mu_, std::try_to_lock);
     if (!run_lock.owns_lock() || threads_ == 0) {
@@ -975,20 +978,20 @@ class Pool {
     {
       std::lock_guard<std::mutex> g(mu_);
       job_ = &job;
-      pending_ = threads_;
       ++generation_;
     }
     cv_.notify_all();
     job();
     std::unique_lock<std::mutex> g(mu_);
-    done_cv_.wait(g, [&] { return pending_ == 0; });
-    job_ = nullptr;
+    job_ = nullptr;  // no work is left to claim: a worker not yet in the job skips it
+    done_cv_.wait(g, [&] { return joined_ == 0; });
   }
 
  private:
   Pool() {
-    // The CPUs this process may run on (a taskset or cgroup may allow fewer than the machine has).
+    // The CPUs this process may run on (a taskset or cpuset may allow fewer than the machine has).
     unsigned n = std::thread::hardware_concurrency();
+    CPU_ZERO(&allowed_);
     if (sched_getaffinity(0, sizeof(allowed_), &allowed_) == 0 && CPU_COUNT(&allowed_) > 0) n = unsigned(CPU_COUNT(&allowed_));
     else CPU_ZERO(&allowed_);
     if (const char *e = getenv("MG_SIM_THREADS")) {
@@ -997,15 +1000,15 @@ class Pool {
     }
     if (n == 0) n = 1;
     const char *steer = getenv("MG_SIM_STEER");
-    steer_ = CPU_COUNT(&allowed_) >= 2 && !(steer && steer[0] == '0');
+    steer_ = CPU_COUNT(&allowed_) >= 2 && !(steer && strcmp(steer, "0") == 0);
     threads_ = int(n) - 1;
     for (int i = 0; i < threads_; ++i) {
       std::thread t([this] { loop(); });
-      handles_.push_back(t.native_handle());  // valid while the thread runs: the loop never returns
+      handles_.push_back(t.native_handle());  // stays valid: the thread never exits
       t.detach();
     }
   }
-  // Called with run_mu_ held, before the workers are woken.
+  // Keeps the workers off the calling (dispatching) thread's CPU. Called with run_mu_ held.
   void steer() {
     if (!steer_) return;
     const int cpu = sched_getcpu();
@@ -1025,21 +1028,23 @@ class Pool {
         cv_.wait(g, [&] { return generation_ != seen; });
         seen = generation_;
         job = job_;
+        if (!job) continue;  // woke after the job closed
+        ++joined_;
       }
-      if (job) (*job)();
+      (*job)();
       std::lock_guard<std::mutex> g(mu_);
-      if (--pending_ == 0) done_cv_.notify_all();
+      if (--joined_ == 0) done_cv_.notify_all();
     }
   }
   int threads_ = 0;
   std::mutex run_mu_, mu_;
   std::condition_variable cv_, done_cv_;
-  const std::function<void()> *job_ = nullptr;
-  int pending_ = 0;
+  const std::function<void()> *job_ = nullptr;  // the open job, if any
+  int joined_ = 0;                              // workers running it
   uint64_t generation_ = 0;
   cpu_set_t allowed_;
   bool steer_ = false;
-  int steered_from_ = -1;  // the dispatching CPU the workers' affinity excludes now
+  int steered_from_ = -1;  // the CPU the workers' affinity excludes now
   std::vector<pthread_t> handles_;
 };
 
