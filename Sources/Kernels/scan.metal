@@ -79,10 +79,11 @@ template <typename T, typename U, typename Op, typename IdxT>
     // What comes before this thread in the chunk: earlier lanes, then earlier simdgroups.
     const A before = simd_exclusive_scan<Op>(v[ScanReads<A>::value - 1], simd_lane);
     A prefix = carry;
+    const bool more = start + IdxT(tg_size) * ScanReads<A>::value < n;  // another chunk follows: carry
     if (n_simd == 1) {
       // One simdgroup (uniform): its lanes' scan is the chunk's; the last lane holds the total.
       prefix = Op::apply(prefix, before);
-      carry = Op::apply(carry, broadcast_lane(Op::apply(before, v[ScanReads<A>::value - 1]), MG_SIMD_SIZE - 1));
+      if (more) carry = Op::apply(carry, broadcast_lane(Op::apply(before, v[ScanReads<A>::value - 1]), MG_SIMD_SIZE - 1));
     } else {
       if (simd_lane == MG_SIMD_SIZE - 1) simd_totals[simd_group] = Op::apply(before, v[ScanReads<A>::value - 1]);
       threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -95,8 +96,10 @@ template <typename T, typename U, typename Op, typename IdxT>
       threadgroup_barrier(mem_flags::mem_threadgroup);
       if (simd_group > 0) prefix = Op::apply(prefix, simd_totals[simd_group - 1]);
       prefix = Op::apply(prefix, before);
-      carry = Op::apply(carry, simd_totals[n_simd - 1]);
-      threadgroup_barrier(mem_flags::mem_threadgroup);  // simd_totals is rewritten by the next chunk
+      if (more) {
+        carry = Op::apply(carry, simd_totals[n_simd - 1]);
+        threadgroup_barrier(mem_flags::mem_threadgroup);  // simd_totals is rewritten by the next chunk
+      }
     }
 
     IdxT out_at = (reverse ? n - 1 - first : first) * inner;
