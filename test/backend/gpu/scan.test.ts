@@ -6,6 +6,7 @@ import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import type { TraceRecord } from "../../../ts/core/trace.ts";
 import { GpuEncoder, setForceLargeIndex } from "../../../ts/backend/gpu/encoder.ts";
+import { sliceStatic } from "../../../ts/core/ops/slicing.ts";
 import { accumulationTolerance } from "../../../ts/testing/tolerances.ts";
 import { expectClose, expectDevicesAgree, GPU_DTYPES, GPU_FLOAT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
@@ -122,6 +123,27 @@ describe("Scan: directions, sizes and layouts", () => {
     } finally {
       GpuEncoder.prototype.dispatch = dispatch;
     }
+  });
+  test("float32 unit-stride runs (read and written 4 at a time) give the element loops' bits", () => {
+    // The same values scanned three ways, every op and direction: a contiguous row (whole
+    // 32-element runs read and written as packed_float4), every second element of a wider row
+    // (stride 2: read by the element loop) and a transposed column (read as packed_float4, written
+    // by the element loop, the output's axis stride being 2).
+    const n = 1000;
+    const wide = input([2, 2 * n], mg.float32, 44, -1.5, 1.5);
+    const strided = onCpu(() => sliceStatic(wide, [0, 0], [2, 2 * n], [1, 2]));
+    const contiguous = onCpu(() => mg.contiguous(strided));
+    const column = onCpu(() => mg.transpose(contiguous));
+    const ops = (x: MgArray, axis: number) =>
+      DIRECTIONS.flatMap((o) => [mg.cumsum(x, axis, o), mg.cumprod(x, axis, o), mg.cummax(x, axis, o), mg.cummin(x, axis, o), mg.logcumsumexp(x, axis, o)]);
+    const bits = (a: MgArray) => Array.from(new Uint32Array((onCpu(() => mg.contiguous(a)).dataSync() as Float32Array).slice().buffer));
+    const fast = runOn(mg.gpu, () => ops(contiguous, 1));
+    const readLoop = runOn(mg.gpu, () => ops(strided, 1));
+    const writeLoop = runOn(mg.gpu, () => ops(column, 0));
+    fast.forEach((f, i) => {
+      expect(bits(f), `op ${i}, strided`).toEqual(bits(readLoop[i]!));
+      expect(bits(f), `op ${i}, transposed`).toEqual(bits(onCpu(() => mg.transpose(writeLoop[i]!))));
+    });
   });
   test("contiguous, transposed, sliced, broadcast and reversed views along every axis", () => {
     for (const [layout, x] of layouts([5, 40], mg.float32, 33)) {
