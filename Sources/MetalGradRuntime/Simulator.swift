@@ -72,6 +72,7 @@ func simulatorStatsJSON() -> String {
         "checkMemoryReuses": stats.check_memory_reuses,
         "checkMemoryWraps": stats.check_memory_wraps,
         "poolSteers": stats.pool_steers,
+        "poolSteerBackoffs": stats.pool_steer_backoffs,
         "cacheDirectory": directory,
     ]
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)
