@@ -962,8 +962,9 @@ struct WatchGuard {
 // On a saturated machine that backfires: a worker that joins on the other CPU is preempted there
 // while holding work, and the dispatch waits for its next time slice (ms). A job whose workers
 // finished more than its own share's time after the dispatching thread (a stall) counts: two in
-// the last eight steered jobs, and placement is left to the kernel for a second before steering
-// is tried again. MG_SIM_STEER=0: never steer.
+// the last eight steered jobs (about where a stall's few ms outweigh what the others gained), and
+// placement is left to the kernel for a second before steering is tried again. MG_SIM_STEER=0:
+// never steer.
 class Pool {
  public:
   static Pool &get() {
