@@ -85,6 +85,38 @@ describe("reading", () => {
     const c = mg.array([[{ re: 1, im: -1 }, { re: 2, im: 0 }], [{ re: 3, im: 5 }, { re: 4, im: 0.5 }]]);
     expect(t(c)).toEqual([1, -1, 3, 5, 2, 0, 4, 0.5]);
   });
+  test("dataSync copies bits: NaN signs and payloads survive every float dtype and layout, cold or JIT-compiled", () => {
+    // In a fresh process (a fresh JavaScriptCore: reading code starts cold, as in a test file that
+    // reads first) each array is read 40 times: the copy must give the stored bits every time. It
+    // used to return bfloat16 and strided float NaNs as canonical +NaN until the JIT compiled the
+    // copy loop, so one array's bytes changed between reads (flaky bit-for-bit tests).
+    const script = `import * as mg from ${JSON.stringify(new URL("../../ts/index.ts", import.meta.url).pathname)};
+const cases = [
+  [mg.bfloat16, mg.uint16, [0xffc0, 0x7fc1, 0xff81, 0x8000, 0x7f80, 0x3f80]],
+  [mg.float16, mg.uint16, [0xfe00, 0x7e01, 0xfc01, 0x8000, 0x7c00, 0x3c00]],
+  [mg.float32, mg.uint32, [0xffc00000, 0x7fc00001, 0xff800001, 0x80000000, 0x7f800000, 0x3f800000]],
+  [mg.float64, mg.uint64, [0xfff8000000000000n, 0x7ff8000000000001n, 0xfff0000000000001n, 0x8000000000000000n, 0x7ff0000000000000n, 0x3ff0000000000000n]],
+  [mg.complex64, mg.uint32, [0xffc00000, 0x7fc00001, 0xff800001, 0x80000000, 0x7f800000, 0x3f800000, 1, 2, 3, 4, 5, 6]],
+];
+const bad = [];
+for (let round = 0; round < 40; round++) {
+  for (const [dt, ut, words] of cases) {
+    const x = mg.view(mg.array(words, ut), dt);
+    const lanes = dt === mg.complex64 ? 2 : 1;
+    for (const [layout, a, order] of [["contiguous", x, [0, 1, 2, 3, 4, 5]], ["strided", mg.reshape(x, [3, 2]).T, [0, 2, 4, 1, 3, 5]]]) {
+      const d = a.dataSync();
+      const w = dt === mg.bfloat16 ? 4 : dt.size / lanes;
+      const got = Array.from(new (w === 8 ? BigUint64Array : w === 4 ? Uint32Array : Uint16Array)(d.buffer, d.byteOffset, 6 * lanes));
+      const want = order.flatMap((k) => lanes === 2 ? [words[2 * k], words[2 * k + 1]] : [dt === mg.bfloat16 ? (words[k] << 16) >>> 0 : words[k]]);
+      if (got.some((v, i) => v !== want[i])) bad.push(\`\${dt.name} \${layout}, read \${round}: \${got.map((v) => v.toString(16))}\`);
+    }
+  }
+}
+console.log(JSON.stringify(bad.slice(0, 5)));`;
+    const child = Bun.spawnSync([process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe" });
+    expect({ code: child.exitCode, stderr: child.stderr.toString() }).toEqual({ code: 0, stderr: "" });
+    expect(JSON.parse(child.stdout.toString().trim().split("\n").at(-1)!)).toEqual([]);
+  });
   test("shape properties", () => {
     const a = mg.zeros([2, 3, 4], mg.float16);
     expect([a.ndim, a.size, a.itemsize, a.nbytes]).toEqual([3, 24, 2, 48]);

@@ -1,8 +1,8 @@
 // Reading array values into JS: item(), tolist(), typed-array copies, and MLX-style printing.
 import type { Layout, MgArray } from "./array.ts";
-import { bfloat16, complex64, numberFromBfloat16Bits } from "./dtype.ts";
-import { collectValues, type ElementValue, forEachOffset, storageCtor, valueAt } from "./elements.ts";
-import type { TypedArray } from "../memory/storage.ts";
+import { bfloat16, type Dtype, uint16, uint32, uint8 } from "./dtype.ts";
+import { collectValues, type ElementValue, forEachOffset, lanesOf, storageCtor, valueAt } from "./elements.ts";
+import type { TypedArray, TypedArrayConstructor } from "../memory/storage.ts";
 
 /** JS arrays hold at most 2^32 - 1 elements. */
 const MAX_JS_ARRAY_LENGTH = 2 ** 32 - 1;
@@ -57,31 +57,44 @@ export function dataSync(a: MgArray): TypedArray {
   }
 }
 
+// The copy moves bits, never values: a float read into a JS number and stored back may lose its
+// NaN's sign and payload, and whether it does depends on JavaScriptCore's tier at that moment (its
+// interpreter canonicalises a NaN when it boxes the number, JIT code keeps the bits), so the same
+// array read twice gave different bytes (bfloat16 -NaN came back +NaN from a cold function).
+// Strided copies go through unsigned words (at most 4 bytes: no BigInt per element); bfloat16
+// widens to float32 by a shift.
 function copyOut(a: MgArray, l: Layout): TypedArray {
   const n = a.size;
   const dt = a.dtype;
-  const src = l.storage.view(dt, storageCtor(dt));
   // Straight from storage into the result: no intermediate list of JS values.
   let i = 0;
   if (dt === bfloat16) {
+    const src = l.storage.view(uint16, Uint16Array) as Uint16Array;
     const out = new Float32Array(n);
-    forEachOffset(a.shape, l.strides, l.offset, (o) => (out[i++] = numberFromBfloat16Bits(src[o] as number)));
+    const bits = new Uint32Array(out.buffer);
+    forEachOffset(a.shape, l.strides, l.offset, (o) => (bits[i++] = src[o]! << 16)); // bfloat16 → float32 is exact
     return out;
   }
-  if (dt === complex64) {
-    if (l.rowContiguous) return (src as Float32Array).slice(2 * l.offset, 2 * (l.offset + n));
-    const out = new Float32Array(2 * n);
-    forEachOffset(a.shape, l.strides, l.offset, (o) => {
-      out[i++] = src[2 * o] as number;
-      out[i++] = src[2 * o + 1] as number;
-    });
-    return out;
-  }
-  if (l.rowContiguous) return (src as Uint8Array).slice(l.offset, l.offset + n);
   const Ctor = storageCtor(dt);
-  const out = new Ctor(new ArrayBuffer(n * Ctor.BYTES_PER_ELEMENT), 0, n) as Uint8Array;
-  forEachOffset(a.shape, l.strides, l.offset, (o) => (out[i++] = src[o] as number));
-  return out;
+  const lanes = lanesOf(dt);
+  if (l.rowContiguous) {
+    // slice() of the same type copies bytes (the spec preserves the bit-level encoding).
+    return (l.storage.view(dt, Ctor) as Uint8Array).slice(lanes * l.offset, lanes * (l.offset + n));
+  }
+  const wordBytes = Math.min(Ctor.BYTES_PER_ELEMENT, 4);
+  const words = (lanes * Ctor.BYTES_PER_ELEMENT) / wordBytes; // per element
+  const [wordDtype, Word]: [Dtype, TypedArrayConstructor] = wordBytes === 1 ? [uint8, Uint8Array] : wordBytes === 2 ? [uint16, Uint16Array] : [uint32, Uint32Array];
+  const src = l.storage.view(wordDtype, Word) as Uint32Array;
+  const buffer = new ArrayBuffer(n * words * wordBytes);
+  const dst = new Word(buffer, 0, n * words) as Uint32Array;
+  if (words === 1) {
+    forEachOffset(a.shape, l.strides, l.offset, (o) => (dst[i++] = src[o]!));
+  } else {
+    forEachOffset(a.shape, l.strides, l.offset, (o) => {
+      for (let k = o * words, end = k + words; k < end; k++) dst[i++] = src[k]!;
+    });
+  }
+  return new Ctor(buffer, 0, lanes * n);
 }
 
 // ---------------------------------------------------------------------------------------------
