@@ -70,9 +70,13 @@ MG_FUNC MaxSum<A> threadgroup_max_sum(MaxSum<A> r, threadgroup A* shared_m, thre
 }
 
 // The maximum (resp. sum) of one value per thread over the threadgroup, in every thread, combined
-// in float. `shared` holds 32 floats; ends with a barrier, so it may be reused right after.
+// in float. `shared` holds 32 floats; ends with a barrier, so it may be reused right after. A lone
+// simdgroup (tg_size <= 32) stops after its simd reduction, with no memory or barrier: the second
+// stage would give the same bits back (max(v, −∞) is v, and v is never NaN: softmax_max's NaN never
+// wins; v + 0 is v, and v is never −0: a sum of exps from +0).
 MG_FUNC float threadgroup_max_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
   v = simd_max(v);
+  if (tg_size <= MG_SIMD_SIZE) return v;
   if (simd_lane == 0) shared[simd_group] = v;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : Limits<float>::lowest();
@@ -82,6 +86,7 @@ MG_FUNC float threadgroup_max_all(float v, threadgroup float* shared, uint tg_si
 }
 MG_FUNC float threadgroup_sum_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
   v = simd_sum(v);
+  if (tg_size <= MG_SIMD_SIZE) return v;
   if (simd_lane == 0) shared[simd_group] = v;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : 0.0f;
