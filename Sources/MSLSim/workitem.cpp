@@ -134,6 +134,11 @@ class Gen {
       } else {
         pdecls += ", ::mgsim::wi::view<" + st + "> mgwi_a" + n + " = {}";
       }
+      // A kernel's parameter every thread of the group shares, and no lane modifies: one value
+      // (uarg), or for a const reference the same address in every lane.
+      if (f_.hoist_uniform && i < f_.uniform_params.size() && f_.uniform_params[i] && p.def.empty() &&
+          (p.ref ? const_pointee(strip_refs(p.type), false) : read_only))
+        uniform_params_["mgwi_p" + n] = !p.ref && !const_pointee(p.type, true);
       if (read_only) {
         pro += "const auto mgwi_p" + n + " = ::mgsim::wi::ro_view(mgwi_a" + n + ");\n";
         ro_storage_.insert("mgwi_p" + n);
@@ -220,6 +225,42 @@ class Gen {
   // Names every lane shares whose value is a constant: template parameters, constexpr and const
   // declarations initialised from constants.
   std::set<std::string> constants_;
+  // Uniform kernel parameters (storage name → a pointer to memory the kernel may write) and
+  // uniform declarations (name → the same).
+  std::map<std::string, bool> uniform_params_, uniform_decls_;
+
+  // Is the type (a pointer's, or with `pointer` false the object's own) const-qualified? For a
+  // pointer: a `const` at the top level between the last '*' but one and the last '*'.
+  static bool const_pointee(const std::string &type, bool pointer) {
+    std::vector<Token> v = lex(type);
+    int depth = 0;
+    size_t last = SIZE_MAX, prev = SIZE_MAX;
+    for (size_t i = 0; i + 1 < v.size(); ++i) {
+      if (v[i].text == "<" || v[i].text == "(") ++depth;
+      if (v[i].text == ">" || v[i].text == ")") --depth;
+      if (depth == 0 && v[i].text == "*") {
+        prev = last;
+        last = i;
+      }
+    }
+    if (!pointer) {  // the object's own const: at the top level, after any '*'
+      depth = 0;
+      for (size_t i = 0; i + 1 < v.size(); ++i) {
+        if (v[i].text == "<" || v[i].text == "(") ++depth;
+        if (v[i].text == ">" || v[i].text == ")") --depth;
+        if (depth == 0 && v[i].text == "const" && (last == SIZE_MAX || i > last)) return true;
+      }
+      return false;
+    }
+    if (last == SIZE_MAX) return true;  // not a pointer: nothing to write through
+    depth = 0;
+    for (size_t i = 0; i < last; ++i) {
+      if (v[i].text == "<" || v[i].text == "(") ++depth;
+      if (v[i].text == ">" || v[i].text == ")") --depth;
+      if (depth == 0 && v[i].text == "const" && (prev == SIZE_MAX || i > prev)) return true;
+    }
+    return false;
+  }
 
   // Does the body modify parameter p (by value)? Assigned, incremented, its address taken, a member
   // assigned or a member function called; for a non-pointer, an element assigned too. Passing it
@@ -1206,6 +1247,20 @@ class Gen {
         continue;
       }
       if (!s.sync) {
+        if (s.kind == Stmt::Decl && later_sync(kids, i) && uniform_decl(s, kids.back().e)) {
+          // The same value in every lane: computed once, at work-item level (after the per-lane
+          // statements before it), instead of per-lane storage every later region reads.
+          flush(pending);
+          emit_uniform_decl(s);
+          continue;
+        }
+        if (pending.empty() && uniform_return(s)) {
+          // `if (c) return;` with c the same in every lane: every active lane returns, or none.
+          line(s.b, o_);
+          o_ += "if (::mgsim::wi::uniform_value(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL -> bool { (void)mgwi_l; return (" +
+                expr(s.c0, s.c1) + "); })) mgwi_fn.retire_all();\n";
+          continue;
+        }
         if (s.kind == Stmt::Decl && later_sync(kids, i)) {
           for (const Declarator &d : s.decls) {
             Item it;
@@ -1226,6 +1281,96 @@ class Gen {
       gen_sync(s);
     }
     flush(pending);
+  }
+
+  // --- uniform declarations -----------------------------------------------------------------------
+
+  // Is [b, e) the same in every active lane, computed once as well as per lane: literals,
+  // operators, casts, constants, uniform declarations and parameters, memory read through them,
+  // and calls of functions (no sync, no atomic) — when a call has no pointer to writable memory
+  // among its operands, so it cannot write anything. No assignment, per-lane name or threadgroup
+  // array. (Memory another lane writes between the group's start of this statement and its own
+  // read would be a race: Metal gives no value for it.)
+  bool uniform_init(size_t b, size_t e) const {
+    bool call = false, writable = false;
+    for (size_t k = b; k < e; ++k) {
+      const Token &tk = t_[k];
+      if (tk.kind == Tok::String || is(k, "{") || is(k, "}")) return false;
+      if (tk.kind == Tok::Punct && (is_assign_op(tk.text) || is(k, "++") || is(k, "--"))) return false;
+      if (is(k, "(") && k > b && (ident(k - 1) || is(k - 1, ">"))) call = true;
+      if (!ident(k)) continue;
+      const std::string &n = tk.text;
+      if (n.rfind("atomic", 0) == 0 || wi_is_prelude_sync(n) || user_sync_(n)) return false;
+      if (n == "this" || n == "mgwi_l" || n == "mgwi_c") return false;
+      if (k > 0 && (is(k - 1, ".") || is(k - 1, "->") || is(k - 1, "::"))) continue;  // a member, or qualified
+      if (tg_arrays_.count(n) || tg_array_aliases_.count(n)) return false;
+      const Var *v = lookup(n);
+      if (!v) continue;  // a constant, function, type or program-scope name
+      if (v->k == Var::Uniform) {  // a uniform declaration, or a uniform loop's (integer) variable
+        auto it = uniform_decls_.find(n);
+        writable = writable || (it != uniform_decls_.end() && it->second);
+        continue;
+      }
+      if (v->k == Var::Local) {
+        if (!constants_.count(n)) return false;
+        continue;
+      }
+      auto it = uniform_params_.find(v->storage);
+      if (it == uniform_params_.end()) return false;
+      writable = writable || it->second;
+    }
+    return !(call && writable);
+  }
+
+  // A declaration of one variable, `T x = init;`, with a uniform initialiser, that nothing modifies
+  // later in its block (ending at token `end`) nor takes the address of: a uniform declaration.
+  bool uniform_decl(const Stmt &s, size_t end) const {
+    if (!f_.hoist_uniform || s.decls.size() != 1) return false;
+    const Declarator &d = s.decls[0];
+    if (d.ref || !d.dims.empty() || !d.init_b || !is(d.init_b, "=") || exposed_.count(d.name)) return false;
+    if (s.type.find("alignas") != std::string::npos || s.type.find("__attribute__") != std::string::npos) return false;
+    if (!uniform_init(d.init_b + 1, d.init_e)) return false;
+    // Never modified: assigned, incremented, a member or element assigned, a member function
+    // called, its address taken. (A bare call argument gets a copy: ::mgsim::wi::rv.)
+    const bool own_const = d.ptr.empty() ? s.has_const : d.ptr.size() >= 5 && d.ptr.compare(d.ptr.size() - 5, 5, "const") == 0;
+    if (own_const) return true;
+    for (size_t k = s.e; k < end; ++k) {
+      if (!ident(k) || text(k) != d.name) continue;
+      if (k > 0 && (is(k - 1, ".") || is(k - 1, "->") || is(k - 1, "::"))) continue;
+      if (k > 0 && (is(k - 1, "++") || is(k - 1, "--") || is(k - 1, "&"))) return false;
+      size_t j = k + 1;
+      for (;;) {
+        if (is(j, ".") && ident(j + 1)) j += 2;
+        else if (is(j, "[") && m_[j] != SIZE_MAX) j = m_[j] + 1;
+        else break;
+      }
+      if (j > k + 1 && d.ptr.find('*') != std::string::npos && is(k + 1, "[")) continue;  // an element of a pointer
+      if (t_[j].kind == Tok::Punct && (is_assign_op(text(j)) || is(j, "++") || is(j, "--"))) return false;
+      if (is(j, "(")) return false;
+    }
+    return true;
+  }
+
+  void emit_uniform_decl(const Stmt &s) {
+    const Declarator &d = s.decls[0];
+    line(s.b, o_);
+    const std::string decl = s.type + (d.ptr.empty() ? "" : " " + d.ptr);
+    const std::string ret = s.is_auto ? "" : " -> " + strip_top_const(decl, false);
+    o_ += decl + " " + d.name + " = ::mgsim::wi::uniform_value(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL" + ret +
+          " { (void)mgwi_l; return " + expr(d.init_b + 1, d.init_e) + "; });\n";
+    scopes_.back()[d.name] = Var{Var::Uniform, d.name};
+    // Whether it points to writable memory (auto: unknown, so yes).
+    const bool pointer = s.is_auto || d.ptr.find('*') != std::string::npos || s.type.find('*') != std::string::npos;
+    uniform_decls_[d.name] = pointer && (s.is_auto || !const_pointee(decl, true));
+  }
+
+  // `if (c) return;` (or `{ return; }`) in a function returning nothing, c uniform.
+  bool uniform_return(const Stmt &s) const {
+    if (!f_.hoist_uniform || s.kind != Stmt::If || s.constexpr_if || s.kids.size() != 1) return false;
+    const Stmt *r = &s.kids[0];
+    if (r->kind == Stmt::Compound && r->kids.size() == 1) r = &r->kids[0];
+    if (r->kind != Stmt::Return || r->e != r->b + 2) return false;
+    return uniform_init(s.c0, s.c1);
   }
 
   void gen_sub(const Stmt &s) {
