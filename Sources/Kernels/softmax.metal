@@ -158,10 +158,8 @@ MG_FUNC float softmax_max(const device float* in, IdxT src, IdxT stride, IdxT li
   float4 m = float4(init);
   for (IdxT c = lid; c < n / 4; c += tg) {
     const float4 x = softmax_chunk(in + src + 4 * c);
-    m.x = x.x > m.x ? x.x : m.x;
-    m.y = x.y > m.y ? x.y : m.y;
-    m.z = x.z > m.z ? x.z : m.z;
-    m.w = x.w > m.w ? x.w : m.w;
+    // (As a loop over the components the simulator's compiler makes it one vector max.)
+    for (int i = 0; i < 4; i++) m[i] = x[i] > m[i] ? x[i] : m[i];
   }
   float r = m.x;
   r = m.y > r ? m.y : r;

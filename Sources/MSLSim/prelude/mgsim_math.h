@@ -264,10 +264,12 @@ MGSIM_MATH_INL float exp2_float(float x) {
 // but about 1 input in 30000) it rounds to the same float as e^x itself and as libm's double does:
 // exp_float's result, bit for bit. When a component is outside exp_float's fast range (also NaN) or
 // near a halfway point, all four take exp_float. test/native/mslsim/test_exp4.cpp compares the two
-// on every 509th float bit pattern and specials (`test_exp4 --exhaustive`: all 2^32, with and
-// without FMA). Out of line so only this function carries the instruction set (as mma8 does FMA),
-// and with an explicit vzeroupper, which GCC leaves out at -O1 (the caller's SSE code then ran at
-// half speed or worse). Multiply-adds are fused where the CPU has FMA (MGSIM_HAVE_FMA).
+// on every 509th float bit pattern and specials (`test_exp4 --exhaustive`: all 2^32; without FMA
+// it computes what the version before FMA did, operation for operation). Out of line so only this
+// function carries the instruction set (as mma8 does FMA), taking and returning the float4 in a
+// vector register, and with an explicit vzeroupper, which GCC leaves out at -O1 (the caller's SSE
+// code then ran at half speed or worse). Multiply-adds are fused where the CPU has FMA
+// (MGSIM_HAVE_FMA).
 #if defined(MGSIM_HAVE_AVX2) && defined(__x86_64__)
 typedef float exp4_vf __attribute__((vector_size(16)));
 typedef double exp4_vd __attribute__((vector_size(32)));
@@ -300,10 +302,8 @@ __attribute__((noinline)) inline void exp_float4_each(const float *x, float *y) 
 #define MGSIM_EXP4_TARGET "avx2"
 #define MGSIM_EXP4_MADD(a, b, c) ((a) * (b) + (c))
 #endif
-__attribute__((target(MGSIM_EXP4_TARGET), noinline)) inline void exp_float4(const float *x, float *y) {
+__attribute__((target(MGSIM_EXP4_TARGET), noinline)) inline exp4_vf exp_float4(exp4_vf xf) {
   const exp4_constants &K = exp4_k;
-  exp4_vf xf;
-  __builtin_memcpy(&xf, x, sizeof xf);
   const exp4_vd xd = __builtin_ia32_cvtps2pd256(xf);
   const exp4_vd kd0 = MGSIM_EXP4_MADD(xd, K.log2e, K.shift);  // k + 1.5·2^52 (rounded to nearest)
   const exp4_vd kd = kd0 - K.shift;
@@ -319,13 +319,17 @@ __attribute__((target(MGSIM_EXP4_TARGET), noinline)) inline void exp_float4(cons
   const exp4_vd d = (exp4_vd)((exp4_vu)p + ((exp4_vu)kd0 << 52));
   const exp4_vu low = (exp4_vu)d & K.low_mask;  // the bits the rounding to float drops
   const exp4_vu ok = (xd > K.lo) & (xd < K.hi) & (((low - K.halfway) >> 14) != 0);
+  exp4_vf f;
   if (__builtin_expect(__builtin_ia32_movmskpd256((exp4_vd)ok) == 15, 1)) {
-    const exp4_vf f = __builtin_ia32_cvtpd2ps256(d);
-    __builtin_memcpy(y, &f, sizeof f);
+    f = __builtin_ia32_cvtpd2ps256(d);
   } else {
+    float x[4], y[4];
+    __builtin_memcpy(x, &xf, sizeof x);
     exp_float4_each(x, y);
+    __builtin_memcpy(&f, y, sizeof f);
   }
   __builtin_ia32_vzeroupper();
+  return f;
 }
 #undef MGSIM_EXP4_TARGET
 #undef MGSIM_EXP4_MADD
@@ -706,10 +710,14 @@ MGSIM_M1(cosh, f_float)
 MGSIM_M1(cospi, f_float)
 MGSIM_M1(exp, f_float)
 #ifdef MGSIM_HAVE_EXP_FLOAT4
-// A float4's exp: its components side by side (mgm::exp_float4), the same bits as one by one.
+// A float4's exp: its components side by side (mgm::exp_float4, in a vector register both ways),
+// the same bits as one by one.
 MGSIM_MATH_INL float4 exp(const float4 &x) {
+  mgm::exp4_vf v;
+  __builtin_memcpy(&v, x.mg_e, sizeof v);
+  v = mgm::exp_float4(v);
   float4 r;
-  mgm::exp_float4(x.mg_e, r.mg_e);
+  __builtin_memcpy(r.mg_e, &v, sizeof v);
   return r;
 }
 #endif
