@@ -69,14 +69,13 @@ MG_FUNC MaxSum<A> threadgroup_max_sum(MaxSum<A> r, threadgroup A* shared_m, thre
   return MaxSum<A>{shared_m[0], shared_s[0]};
 }
 
-// The maximum (resp. sum) of one value per thread over the threadgroup, in every thread, combined
-// in float. `shared` holds 32 floats; ends with a barrier, so it may be reused right after. A lone
-// simdgroup (tg_size <= 32) stops after its simd reduction, with no memory or barrier: the second
-// stage would give the same bits back (max(v, −∞) is v, and v is never NaN: softmax_max's NaN never
-// wins; v + 0 is v, and v is never −0: a sum of exps from +0).
-MG_FUNC float threadgroup_max_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
-  v = simd_max(v);
-  if (tg_size <= MG_SIMD_SIZE) return v;
+// The second stage of a threadgroup's maximum (resp. sum) of one value per thread, after each
+// simdgroup's own (v, the same in its lanes): across the simdgroups through `shared` (32 floats), in
+// every thread, in float. For more than one simdgroup: a lone one has its answer in v already (the
+// second stage would give the same bits back: max(v, −∞) is v, v never NaN as softmax_max's NaN
+// never wins; v + 0 is v, v never −0 as a sum of exps from +0). Ends with a barrier, so `shared` may
+// be reused right after.
+MG_FUNC float threadgroup_max_rest(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
   if (simd_lane == 0) shared[simd_group] = v;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : Limits<float>::lowest();
@@ -84,9 +83,7 @@ MG_FUNC float threadgroup_max_all(float v, threadgroup float* shared, uint tg_si
   threadgroup_barrier(mem_flags::mem_threadgroup);
   return v;
 }
-MG_FUNC float threadgroup_sum_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
-  v = simd_sum(v);
-  if (tg_size <= MG_SIMD_SIZE) return v;
+MG_FUNC float threadgroup_sum_rest(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
   if (simd_lane == 0) shared[simd_group] = v;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : 0.0f;
@@ -234,9 +231,13 @@ template <typename T, typename AccT, typename IdxT>
   // A NaN never wins the maximum, but its exp(NaN − M) makes S NaN; a +∞ or an all −∞ row gives
   // ∞ − ∞ = NaN there too: NaN everywhere, as the reference exp(x − M) / Σ exp(x − M).
   const AccT m = softmax_max(in, src, stride, IdxT(lid), IdxT(tg_size), n, Limits<AccT>::lowest());
-  const AccT row_max = AccT(threadgroup_max_all(float(m), shared, tg_size, simd_lane, simd_group));
+  float mx = simd_max(float(m));
+  if (tg_size > MG_SIMD_SIZE) mx = threadgroup_max_rest(mx, shared, tg_size, simd_lane, simd_group);
+  const AccT row_max = AccT(mx);
   const AccT s = softmax_exps(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, keep);
-  const AccT total = AccT(threadgroup_sum_all(float(s), shared, tg_size, simd_lane, simd_group));
+  float sx = simd_sum(float(s));
+  if (tg_size > MG_SIMD_SIZE) sx = threadgroup_sum_rest(sx, shared, tg_size, simd_lane, simd_group);
+  const AccT total = AccT(sx);
   softmax_divide(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, total, keep);
 }
 

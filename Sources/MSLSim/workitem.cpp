@@ -1546,6 +1546,10 @@ class Gen {
         if (uniform_expr(s.c0, s.c1, "")) {
           // The same in every lane: all take one branch.
           o_ += "if (" + expr(s.c0, s.c1) + ") " + b + ".take_all();\n";
+        } else if (uniform_init(s.c0, s.c1) && f_.hoist_uniform) {
+          // The same in every lane, computed once (uniform parameters and declarations).
+          o_ += "if (::mgsim::wi::uniform_value(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL -> bool { (void)mgwi_l; return (" +
+                expr(s.c0, s.c1) + "); })) " + b + ".take_all();\n";
         } else {
           region([&] { return "if (" + expr(s.c0, s.c1) + ") " + b + ".take(mgwi_l);"; });
         }
