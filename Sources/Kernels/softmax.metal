@@ -230,12 +230,13 @@ template <typename T, typename AccT, typename IdxT>
 
   // A NaN never wins the maximum, but its exp(NaN − M) makes S NaN; a +∞ or an all −∞ row gives
   // ∞ − ∞ = NaN there too: NaN everywhere, as the reference exp(x − M) / Σ exp(x − M).
-  const AccT m = softmax_max(in, src, stride, IdxT(lid), IdxT(tg_size), n, Limits<AccT>::lowest());
-  float mx = simd_max(float(m));
+  // (The simd reductions take float variables: the simulator passes a variable's lanes as they are.)
+  const float m = float(softmax_max(in, src, stride, IdxT(lid), IdxT(tg_size), n, Limits<AccT>::lowest()));
+  float mx = simd_max(m);
   if (tg_size > MG_SIMD_SIZE) mx = threadgroup_max_rest(mx, shared, tg_size, simd_lane, simd_group);
   const AccT row_max = AccT(mx);
-  const AccT s = softmax_exps(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, keep);
-  float sx = simd_sum(float(s));
+  const float s = float(softmax_exps(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, keep));
+  float sx = simd_sum(s);
   if (tg_size > MG_SIMD_SIZE) sx = threadgroup_sum_rest(sx, shared, tg_size, simd_lane, simd_group);
   const AccT total = AccT(sx);
   softmax_divide(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, total, keep);

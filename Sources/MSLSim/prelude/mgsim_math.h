@@ -277,8 +277,8 @@ typedef uint64_t exp4_vu __attribute__((vector_size(32)));
 // The constants, read as memory operands: a splat constant GCC writes in the code costs one
 // broadcast instruction per use (20 of exp_float4's 72). Not const, so it cannot fold them back.
 struct exp4_constants {
-  exp4_vd log2e, shift, ln2_hi, ln2_lo, one, c2, c3, c4, c5, c6, c7, c8, c9, c10, lo, hi;
-  exp4_vu low_mask, halfway;
+  exp4_vd log2e, shift, ln2_hi, ln2_lo, one, c2, c3, c4, c5, c6, c7, c8, c9, c10, mid, radius;
+  exp4_vu low_mask, halfway, abs_mask;
 };
 #define MGSIM_EXP4_SPLAT(v) {v, v, v, v}
 alignas(32) inline exp4_constants exp4_k = {
@@ -287,8 +287,9 @@ alignas(32) inline exp4_constants exp4_k = {
     MGSIM_EXP4_SPLAT(1.0), MGSIM_EXP4_SPLAT(0.5), MGSIM_EXP4_SPLAT(1.0 / 6),
     MGSIM_EXP4_SPLAT(1.0 / 24), MGSIM_EXP4_SPLAT(1.0 / 120), MGSIM_EXP4_SPLAT(1.0 / 720),
     MGSIM_EXP4_SPLAT(1.0 / 5040), MGSIM_EXP4_SPLAT(1.0 / 40320), MGSIM_EXP4_SPLAT(1.0 / 362880),
-    MGSIM_EXP4_SPLAT(1.0 / 3628800), MGSIM_EXP4_SPLAT(-87.0), MGSIM_EXP4_SPLAT(88.0),
-    MGSIM_EXP4_SPLAT(uint64_t(0x1fffffffu)), MGSIM_EXP4_SPLAT(uint64_t(0x10000000u - 0x2000u))};
+    MGSIM_EXP4_SPLAT(1.0 / 3628800), MGSIM_EXP4_SPLAT(0.5), MGSIM_EXP4_SPLAT(87.5),
+    MGSIM_EXP4_SPLAT(uint64_t(0x1fffffffu)), MGSIM_EXP4_SPLAT(uint64_t(0x10000000u - 0x2000u)),
+    MGSIM_EXP4_SPLAT(~(uint64_t(1) << 63))};
 #undef MGSIM_EXP4_SPLAT
 // The doubtful case: each component by exp_float (out of line: the fast path saves no registers).
 __attribute__((noinline)) inline void exp_float4_each(const float *x, float *y) {
@@ -318,7 +319,10 @@ __attribute__((target(MGSIM_EXP4_TARGET), noinline)) inline exp4_vf exp_float4(e
   // × 2^k: k's low bits are kd0's, added to the exponent field (|k| ≤ 127: the result is normal).
   const exp4_vd d = (exp4_vd)((exp4_vu)p + ((exp4_vu)kd0 << 52));
   const exp4_vu low = (exp4_vu)d & K.low_mask;  // the bits the rounding to float drops
-  const exp4_vu ok = (xd > K.lo) & (xd < K.hi) & (((low - K.halfway) >> 14) != 0);
+  const exp4_vu near_halfway = ((low - K.halfway) >> 14) == 0;
+  // −87 < x < 88 as |x − 0.5| < 87.5 (exact in double; false for NaN).
+  const exp4_vu in_range = (exp4_vd)((exp4_vu)(xd - K.mid) & K.abs_mask) < K.radius;
+  const exp4_vu ok = in_range & ~near_halfway;
   exp4_vf f;
   if (__builtin_expect(__builtin_ia32_movmskpd256((exp4_vd)ok) == 15, 1)) {
     f = __builtin_ia32_cvtpd2ps256(d);
