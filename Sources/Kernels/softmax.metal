@@ -171,14 +171,13 @@ template <typename IdxT>
 MG_FUNC float softmax_exps(const device float* in, IdxT src, IdxT stride, device float* dst, IdxT lid, IdxT tg,
                            IdxT n, float row_max, bool keep) {
   if (stride != 1) return softmax_exps<float, float, IdxT>(in, src, stride, dst, lid, tg, n, row_max, keep);
-  // The exps first, then S from what was stored (no sum carried across the exp calls: ~10% faster on
-  // the simulator). MLX's order: each chunk's exps summed in turn, then the chunks' sums in turn.
-  for (IdxT c = lid; c < n / 4; c += tg) {
-    softmax_store(dst + 4 * c, metal::precise::exp(softmax_chunk(in + src + 4 * c) - row_max));
-  }
+  // MLX's order: each chunk's exps summed in turn, then the chunks' sums in turn. (Summed as they are
+  // computed, not read back from dst: a sixth of the accesses checked mode checks, for ~2% more
+  // unchecked time on the simulator.)
   float s = 0.0f;
   for (IdxT c = lid; c < n / 4; c += tg) {
-    const float4 e = softmax_chunk(dst + 4 * c);
+    const float4 e = metal::precise::exp(softmax_chunk(in + src + 4 * c) - row_max);
+    softmax_store(dst + 4 * c, e);
     s = s + (((e.x + e.y) + e.z) + e.w);
   }
   if (softmax_owns_tail(lid, tg, n)) {
