@@ -222,7 +222,7 @@ template <typename T, typename AccT, typename IdxT>
   const IdxT stride = IdxT(sizes[3]);
   // Offsets are summed in IdxT before indexing: with uint, a negative stride wraps back in range.
   const IdxT src = IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim);
-  device T* dst = out + row * n;
+  device T* const dst = out + row * n;
   // The output keeps exp(x − M) exactly when its type is at least the accumulator's. (Each thread
   // reads and writes only its own elements, so an output in place over the input is fine.)
   const bool keep = sizeof(T) >= sizeof(AccT);

@@ -187,7 +187,8 @@ class Gen {
   struct Var {
     // Lane: per-lane storage; LaneRef: per-lane pointer (a reference variable); Local: a name
     // that shadows per-lane ones (region-local or shared); Uniform: the control variable of a loop
-    // every lane runs alike, one scalar at work-item level.
+    // every lane runs alike, or a uniform declaration, one scalar at work-item level (storage
+    // "const" for a const declaration).
     enum K { Lane, LaneRef, Local, Uniform } k;
     std::string storage;
   };
@@ -855,7 +856,8 @@ class Gen {
         const Var *v = lookup(tk.text);
         if (v && v->k == Var::Uniform) {
           // A bare call argument cannot bind a non-const reference (which would modify it once per lane).
-          const bool bare = k > 0 && (is(k - 1, "(") || is(k - 1, ",")) && (is(k + 1, ")") || is(k + 1, ","));
+          const bool bare = k > 0 && (is(k - 1, "(") || is(k - 1, ",")) && (is(k + 1, ")") || is(k + 1, ",")) &&
+                            v->storage != "const";
           append(o, bare ? "::mgsim::wi::rv(" + tk.text + ")" : tk.text, !tk.pre.empty());
           continue;
         }
@@ -1330,10 +1332,9 @@ class Gen {
     if (d.ref || !d.dims.empty() || !d.init_b || !is(d.init_b, "=") || exposed_.count(d.name)) return false;
     if (s.type.find("alignas") != std::string::npos || s.type.find("__attribute__") != std::string::npos) return false;
     if (!uniform_init(d.init_b + 1, d.init_e)) return false;
-    // Never modified: assigned, incremented, a member or element assigned, a member function
-    // called, its address taken. (A bare call argument gets a copy: ::mgsim::wi::rv.)
-    const bool own_const = d.ptr.empty() ? s.has_const : d.ptr.size() >= 5 && d.ptr.compare(d.ptr.size() - 5, 5, "const") == 0;
-    if (own_const) return true;
+    // Never modified: const, or never assigned, incremented, a member or element assigned, a member
+    // function called, its address taken or passed bare to a call.
+    if (own_const(s)) return true;
     for (size_t k = s.e; k < end; ++k) {
       if (!ident(k) || text(k) != d.name) continue;
       if (k > 0 && (is(k - 1, ".") || is(k - 1, "->") || is(k - 1, "::"))) continue;
@@ -1347,8 +1348,32 @@ class Gen {
       if (j > k + 1 && d.ptr.find('*') != std::string::npos && is(k + 1, "[")) continue;  // an element of a pointer
       if (t_[j].kind == Tok::Punct && (is_assign_op(text(j)) || is(j, "++") || is(j, "--"))) return false;
       if (is(j, "(")) return false;
+      // A bare call argument may bind a non-const reference (that would not compile on one value);
+      // the operand of a conversion to a scalar or vector type or a template type parameter cannot.
+      if (k > 0 && (is(k - 1, "(") || is(k - 1, ",")) && (is(j, ")") || is(j, ",")) &&
+          !(is(k - 1, "(") && is(j, ")") && k >= 2 && ident(k - 2) && conversion_to(text(k - 2))))
+        return false;
     }
     return true;
+  }
+
+  // Is `name(x)` a conversion: a scalar or vector type of MSL, or a template type parameter?
+  bool conversion_to(const std::string &name) const {
+    static const std::unordered_set<std::string> scalars = {
+        "bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half", "bfloat", "float",
+        "double", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "size_t"};
+    if (scalars.count(name)) return true;
+    for (const WiTemplateParam &tp : f_.tparams)
+      if (tp.type && tp.name == name) return true;
+    // Vector types: a scalar name followed by 2, 3 or 4.
+    const char last = name.empty() ? 0 : name.back();
+    return (last == '2' || last == '3' || last == '4') && scalars.count(name.substr(0, name.size() - 1)) > 0;
+  }
+
+  // Is the declared object itself const (`const T x`, `T *const p`)?
+  static bool own_const(const Stmt &s) {
+    const Declarator &d = s.decls[0];
+    return d.ptr.empty() ? s.has_const : d.ptr.size() >= 5 && d.ptr.compare(d.ptr.size() - 5, 5, "const") == 0;
   }
 
   void emit_uniform_decl(const Stmt &s) {
@@ -1358,7 +1383,8 @@ class Gen {
     const std::string ret = s.is_auto ? "" : " -> " + strip_top_const(decl, false);
     o_ += decl + " " + d.name + " = ::mgsim::wi::uniform_value(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL" + ret +
           " { (void)mgwi_l; return " + expr(d.init_b + 1, d.init_e) + "; });\n";
-    scopes_.back()[d.name] = Var{Var::Uniform, d.name};
+    // (A const one is passed to calls as it is: storage "const".)
+    scopes_.back()[d.name] = Var{Var::Uniform, own_const(s) ? "const" : d.name};
     // Whether it points to writable memory (auto: unknown, so yes).
     const bool pointer = s.is_auto || d.ptr.find('*') != std::string::npos || s.type.find('*') != std::string::npos;
     uniform_decls_[d.name] = pointer && (s.is_auto || !const_pointee(decl, true));

@@ -12,6 +12,8 @@
 
 static const char *kSrc = R"(#include <metal_stdlib>
 using namespace metal;
+void bump(thread uint& x) { x += 100u; }
+uint twice(const thread uint& x) { return 2u * x; }
 kernel void uniform_decls(device float* out [[buffer(0)]], constant uint* cfg [[buffer(1)]],
                           uint lid [[thread_index_in_threadgroup]], uint tg [[threads_per_threadgroup]],
                           uint2 group [[threadgroup_position_in_grid]]) {
@@ -21,9 +23,11 @@ kernel void uniform_decls(device float* out [[buffer(0)]], constant uint* cfg [[
   uint shift = cfg[3];
   uint moved = cfg[3];
   const uint pick = cfg[lid % 4u];
+  uint bumped = cfg[3];
+  bump(bumped);
   float v = simd_sum(float(lid));
   moved += lid;
-  out[base + lid] = v + float(scale) + float(shift) + float(moved) + 1000.0f * float(pick);
+  out[base + lid] = v + float(twice(scale)) + float(shift) + float(moved) + 1000.0f * float(pick) + float(bumped);
 }
 kernel void uniform_guard(device float* out [[buffer(0)]], constant uint* cfg [[buffer(1)]],
                           uint lid [[thread_index_in_threadgroup]]) {
@@ -68,10 +72,12 @@ static void translation(bool checked) {
   if (!checked) {
     for (const char *d : {"const uint base", "const uint scale", "uint shift", "const uint q"})
       CHECK(c.find(std::string(d) + u) != std::string::npos, "'%s' is computed once per group", d);
-    // (uniform_decls: moved, pick, v; uniform_guard: v; uniform_branch: v.)
-    CHECK(count(c, "MGWI_LANES(mgwi_v") == 5 && c.find("_moved, uint)") != std::string::npos &&
-              c.find("_pick, uint)") != std::string::npos && count(c, "_v, float)") == 3,
-          "a variable modified later, one indexed by the lane and a per-lane value keep per-lane storage");
+    // (uniform_decls: moved, pick, bumped, v; uniform_guard: v; uniform_branch: v.)
+    CHECK(count(c, "MGWI_LANES(mgwi_v") == 6 && c.find("_moved, uint)") != std::string::npos &&
+              c.find("_pick, uint)") != std::string::npos && c.find("_bumped, uint)") != std::string::npos &&
+              count(c, "_v, float)") == 3,
+          "a variable modified later (also through a reference parameter), one indexed by the lane and a "
+          "per-lane value keep per-lane storage");
     CHECK(c.find("return (mgwi_p4[mgwi_l].x >= mgwi_p1[mgwi_l][1]); })) mgwi_fn.retire_all();") != std::string::npos,
           "a uniform `if (c) return;` retires every active lane at once");
     CHECK(count(c, "-> bool { (void)mgwi_l; return (") == 3 && count(c, ".take_all();") == 2,
@@ -138,7 +144,8 @@ int main() {
       std::vector<float> want(3 * kTg + 5, -1.0f);
       for (uint32_t g = 0; g < 2; ++g)
         for (uint32_t l = 0; l < kTg; ++l)
-          want[g * kTg + 5 + l] = simd_sum_ids(l, 0) + 125.0f + 7.0f + float(7 + l) + 1000.0f * float(cfg[l % 4]);
+          want[g * kTg + 5 + l] =
+              simd_sum_ids(l, 0) + 250.0f + 7.0f + float(7 + l) + 1000.0f * float(cfg[l % 4]) + 107.0f;
       run("uniform_decls", checked, 3, kTg, cfg, want, "two groups write, one returns");
     }
     {
