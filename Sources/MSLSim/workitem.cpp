@@ -187,8 +187,8 @@ class Gen {
   struct Var {
     // Lane: per-lane storage; LaneRef: per-lane pointer (a reference variable); Local: a name
     // that shadows per-lane ones (region-local or shared); Uniform: the control variable of a loop
-    // every lane runs alike, or a uniform declaration, one scalar at work-item level (storage
-    // "const" for a const declaration).
+    // every lane runs alike, or a uniform declaration, one scalar at work-item level (a uniform
+    // declaration's storage says what it is: uniform_flags).
     enum K { Lane, LaneRef, Local, Uniform } k;
     std::string storage;
   };
@@ -226,9 +226,16 @@ class Gen {
   // Names every lane shares whose value is a constant: template parameters, constexpr and const
   // declarations initialised from constants.
   std::set<std::string> constants_;
-  // Uniform kernel parameters (storage name → a pointer to memory the kernel may write) and
-  // uniform declarations (name → the same).
-  std::map<std::string, bool> uniform_params_, uniform_decls_;
+  // Uniform kernel parameters: storage name → a pointer to memory the kernel may write.
+  std::map<std::string, bool> uniform_params_;
+  // A uniform declaration's Var storage: "#uniform" + 'c' for a const object (passed to calls as
+  // it is) + 'w' for a pointer to memory the kernel may write (no call with it is uniform).
+  static std::string uniform_flags(bool is_const, bool writable) {
+    return std::string("#uniform") + (is_const ? "c" : "") + (writable ? "w" : "");
+  }
+  static bool uniform_flag(const std::string &storage, char f) {
+    return storage.rfind("#uniform", 0) == 0 && storage.find(f, 8) != std::string::npos;
+  }
 
   // Is the type (a pointer's, or with `pointer` false the object's own) const-qualified? For a
   // pointer: a `const` at the top level between the last '*' but one and the last '*'.
@@ -857,7 +864,7 @@ class Gen {
         if (v && v->k == Var::Uniform) {
           // A bare call argument cannot bind a non-const reference (which would modify it once per lane).
           const bool bare = k > 0 && (is(k - 1, "(") || is(k - 1, ",")) && (is(k + 1, ")") || is(k + 1, ",")) &&
-                            v->storage != "const";
+                            !uniform_flag(v->storage, 'c');
           append(o, bare ? "::mgsim::wi::rv(" + tk.text + ")" : tk.text, !tk.pre.empty());
           continue;
         }
@@ -1309,8 +1316,7 @@ class Gen {
       const Var *v = lookup(n);
       if (!v) continue;  // a constant, function, type or program-scope name
       if (v->k == Var::Uniform) {  // a uniform declaration, or a uniform loop's (integer) variable
-        auto it = uniform_decls_.find(n);
-        writable = writable || (it != uniform_decls_.end() && it->second);
+        writable = writable || uniform_flag(v->storage, 'w');
         continue;
       }
       if (v->k == Var::Local) {
@@ -1383,11 +1389,10 @@ class Gen {
     const std::string ret = s.is_auto ? "" : " -> " + strip_top_const(decl, false);
     o_ += decl + " " + d.name + " = ::mgsim::wi::uniform_value(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL" + ret +
           " { (void)mgwi_l; return " + expr(d.init_b + 1, d.init_e) + "; });\n";
-    // (A const one is passed to calls as it is: storage "const".)
-    scopes_.back()[d.name] = Var{Var::Uniform, own_const(s) ? "const" : d.name};
     // Whether it points to writable memory (auto: unknown, so yes).
     const bool pointer = s.is_auto || d.ptr.find('*') != std::string::npos || s.type.find('*') != std::string::npos;
-    uniform_decls_[d.name] = pointer && (s.is_auto || !const_pointee(decl, true));
+    const bool writable = pointer && (s.is_auto || !const_pointee(decl, true));
+    scopes_.back()[d.name] = Var{Var::Uniform, uniform_flags(own_const(s), writable)};
   }
 
   // `if (c) return;` (or `{ return; }`) in a function returning nothing, c uniform.

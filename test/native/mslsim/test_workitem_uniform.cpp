@@ -14,6 +14,8 @@ static const char *kSrc = R"(#include <metal_stdlib>
 using namespace metal;
 void bump(thread uint& x) { x += 100u; }
 uint twice(const thread uint& x) { return 2u * x; }
+uint first_of(constant uint* p) { return p[0]; }
+float first_out(device float* p) { return p[0]; }
 kernel void uniform_decls(device float* out [[buffer(0)]], constant uint* cfg [[buffer(1)]],
                           uint lid [[thread_index_in_threadgroup]], uint tg [[threads_per_threadgroup]],
                           uint2 group [[threadgroup_position_in_grid]]) {
@@ -25,9 +27,12 @@ kernel void uniform_decls(device float* out [[buffer(0)]], constant uint* cfg [[
   const uint pick = cfg[lid % 4u];
   uint bumped = cfg[3];
   bump(bumped);
+  const uint first = first_of(cfg);
+  const float read_out = first_out(out);
   float v = simd_sum(float(lid));
   moved += lid;
-  out[base + lid] = v + float(twice(scale)) + float(shift) + float(moved) + 1000.0f * float(pick) + float(bumped);
+  out[base + lid] = v + float(twice(scale)) + float(shift) + float(moved) + 1000.0f * float(pick) + float(bumped) +
+                    float(first) + read_out;
 }
 kernel void uniform_guard(device float* out [[buffer(0)]], constant uint* cfg [[buffer(1)]],
                           uint lid [[thread_index_in_threadgroup]]) {
@@ -70,14 +75,14 @@ static void translation(bool checked) {
   const std::string &c = r.cpp;
   const char *u = " = ::mgsim::wi::uniform_value(mgwi_c, ";
   if (!checked) {
-    for (const char *d : {"const uint base", "const uint scale", "uint shift", "const uint q"})
+    for (const char *d : {"const uint base", "const uint scale", "uint shift", "const uint q", "const uint first"})
       CHECK(c.find(std::string(d) + u) != std::string::npos, "'%s' is computed once per group", d);
-    // (uniform_decls: moved, pick, bumped, v; uniform_guard: v; uniform_branch: v.)
-    CHECK(count(c, "MGWI_LANES(mgwi_v") == 6 && c.find("_moved, uint)") != std::string::npos &&
+    // (uniform_decls: moved, pick, bumped, read_out, v; uniform_guard: v; uniform_branch: v.)
+    CHECK(count(c, "MGWI_LANES(mgwi_v") == 7 && c.find("_moved, uint)") != std::string::npos &&
               c.find("_pick, uint)") != std::string::npos && c.find("_bumped, uint)") != std::string::npos &&
-              count(c, "_v, float)") == 3,
-          "a variable modified later (also through a reference parameter), one indexed by the lane and a "
-          "per-lane value keep per-lane storage");
+              c.find("_read_out, float)") != std::string::npos && count(c, "_v, float)") == 3,
+          "a variable modified later (also through a reference parameter), one indexed by the lane, a call "
+          "given a pointer to writable memory and a per-lane value keep per-lane storage");
     CHECK(c.find("return (mgwi_p4[mgwi_l].x >= mgwi_p1[mgwi_l][1]); })) mgwi_fn.retire_all();") != std::string::npos,
           "a uniform `if (c) return;` retires every active lane at once");
     CHECK(count(c, "-> bool { (void)mgwi_l; return (") == 3 && count(c, ".take_all();") == 2,
@@ -145,7 +150,7 @@ int main() {
       for (uint32_t g = 0; g < 2; ++g)
         for (uint32_t l = 0; l < kTg; ++l)
           want[g * kTg + 5 + l] =
-              simd_sum_ids(l, 0) + 250.0f + 7.0f + float(7 + l) + 1000.0f * float(cfg[l % 4]) + 107.0f;
+              simd_sum_ids(l, 0) + 250.0f + 7.0f + float(7 + l) + 1000.0f * float(cfg[l % 4]) + 107.0f + 5.0f - 1.0f;
       run("uniform_decls", checked, 3, kTg, cfg, want, "two groups write, one returns");
     }
     {
