@@ -132,8 +132,9 @@ template <typename A> struct LogAddExpOp {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Lane exchange. MSL's simd_shuffle_* take scalars and vectors of 32 bits or less, so 64-bit
-// integers travel as uint2, bool as uint, bfloat as its bits and complex64 one part at a time.
+// Lane exchange. MSL's simd_shuffle_* and simd_broadcast take scalars and vectors of 32 bits or
+// less, so 64-bit integers travel as uint2, bool as uint, bfloat as its bits and complex64 one part
+// at a time.
 
 template <typename T> MG_FUNC T shuffle_down(T x, ushort d) { return simd_shuffle_down(x, d); }
 MG_FUNC int64_t shuffle_down(int64_t x, ushort d) { return as_type<int64_t>(simd_shuffle_down(as_type<uint2>(x), d)); }
@@ -151,6 +152,15 @@ MG_FUNC bool shuffle_up(bool x, ushort d) { return simd_shuffle_up(uint(x), d) !
 MG_FUNC bfloat shuffle_up(bfloat x, ushort d) { return as_type<bfloat>(simd_shuffle_up(as_type<ushort>(x), d)); }
 MG_FUNC complex64_t shuffle_up(complex64_t z, ushort d) {
   return make_complex(simd_shuffle_up(z.real, d), simd_shuffle_up(z.imag, d));
+}
+
+template <typename T> MG_FUNC T broadcast_lane(T x, ushort lane) { return simd_broadcast(x, lane); }
+MG_FUNC int64_t broadcast_lane(int64_t x, ushort lane) { return as_type<int64_t>(simd_broadcast(as_type<uint2>(x), lane)); }
+MG_FUNC uint64_t broadcast_lane(uint64_t x, ushort lane) { return as_type<uint64_t>(simd_broadcast(as_type<uint2>(x), lane)); }
+MG_FUNC bool broadcast_lane(bool x, ushort lane) { return simd_broadcast(uint(x), lane) != 0u; }
+MG_FUNC bfloat broadcast_lane(bfloat x, ushort lane) { return as_type<bfloat>(simd_broadcast(as_type<ushort>(x), lane)); }
+MG_FUNC complex64_t broadcast_lane(complex64_t z, ushort lane) {
+  return make_complex(simd_broadcast(z.real, lane), simd_broadcast(z.imag, lane));
 }
 
 // ---------------------------------------------------------------------------------------------

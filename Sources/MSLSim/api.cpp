@@ -210,6 +210,8 @@ void mgsim_get_stats(mgsim_stats *out) {
   out->fiber_dispatches = s.fiber_dispatches.load();
   out->workitem_dispatches = s.workitem_dispatches.load();
   out->fiber_fallback_dispatches = s.fiber_fallback_dispatches.load();
+  out->pool_steers = s.pool_steers.load();
+  out->pool_steer_backoffs = s.pool_steer_backoffs.load();
   out->preprocessor_invocations = s.preprocessor_invocations.load();
   out->tier0_compiles = s.tier0_compiles.load();
   out->tier0_dispatches = s.tier0_dispatches.load();

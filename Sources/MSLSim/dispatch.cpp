@@ -1,5 +1,7 @@
 // Dispatch execution: a worker pool runs threadgroups in parallel; inside a threadgroup, lanes run
 // as a plain loop (generated in the kernel object) or as cooperative fibers scheduled here.
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -948,6 +950,21 @@ struct WatchGuard {
 
 // A small pool: the dispatching thread works too. One dispatch uses the pool at a time; a
 // concurrent dispatch from another thread runs on its own thread instead of waiting.
+//
+// A job waits only for the workers that joined it: the dispatching thread closes it once it has
+// claimed the last of the work, and a worker that wakes after that (its CPU busy with other
+// processes) skips it, instead of the dispatch waiting for that CPU.
+//
+// Placement. With no idle CPU, Linux wakes a worker on the CPU of the thread that woke it, behind
+// that thread, which is busy running the same job: the pool runs serially, and as each wake
+// repeats the choice, for the rest of the process (cumsum rows 1024^2 1.3 or 2.3 ms by process).
+// So the workers' affinity excludes the dispatching thread's CPU (set again when that CPU changes).
+// On a saturated machine that backfires: a worker that joins on the other CPU is preempted there
+// while holding work, and the dispatch waits for its next time slice (ms). A job whose workers
+// finished more than its own share's time after the dispatching thread (a stall) counts: two in
+// the last eight steered jobs (about where a stall's few ms outweigh what the others gained), and
+// placement is left to the kernel for a second before steering is tried again. MG_SIM_STEER=0:
+// never steer.
 class Pool {
  public:
   static Pool &get() {
@@ -956,35 +973,86 @@ class Pool {
   }
   unsigned size() const { return unsigned(threads_) + 1; }
 
+  // `job` claims work until there is none left, on every thread that runs it.
   void run(const std::function<void()> &job) {
     std::unique_lock<std::mutex> run_lock(run_mu_, std::try_to_lock);
     if (!run_lock.owns_lock() || threads_ == 0) {
       job();
       return;
     }
+    const bool steered = steer();
     {
       std::lock_guard<std::mutex> g(mu_);
       job_ = &job;
-      pending_ = threads_;
       ++generation_;
     }
     cv_.notify_all();
+    const auto t0 = std::chrono::steady_clock::now();
     job();
+    const auto t1 = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> g(mu_);
-    done_cv_.wait(g, [&] { return pending_ == 0; });
-    job_ = nullptr;
+    job_ = nullptr;  // no work is left to claim: a worker not yet in the job skips it
+    const bool joined = joined_ > 0;
+    done_cv_.wait(g, [&] { return joined_ == 0; });
+    g.unlock();
+    if (steered && joined) judge(t1 - t0, std::chrono::steady_clock::now() - t1);
   }
 
  private:
+  using clock = std::chrono::steady_clock;
   Pool() {
+    // The CPUs this process may run on (a taskset or cpuset may allow fewer than the machine has).
     unsigned n = std::thread::hardware_concurrency();
+    CPU_ZERO(&allowed_);
+    if (sched_getaffinity(0, sizeof(allowed_), &allowed_) == 0 && CPU_COUNT(&allowed_) > 0) n = unsigned(CPU_COUNT(&allowed_));
+    else CPU_ZERO(&allowed_);
     if (const char *e = getenv("MG_SIM_THREADS")) {
       long v = atol(e);
       if (v >= 1 && v <= 1024) n = unsigned(v);
     }
     if (n == 0) n = 1;
+    const char *steer = getenv("MG_SIM_STEER");
+    steer_ = CPU_COUNT(&allowed_) >= 2 && !(steer && strcmp(steer, "0") == 0);
     threads_ = int(n) - 1;
-    for (int i = 0; i < threads_; ++i) std::thread([this] { loop(); }).detach();
+    for (int i = 0; i < threads_; ++i) {
+      std::thread t([this] { loop(); });
+      handles_.push_back(t.native_handle());  // stays valid: the thread never exits
+      t.detach();
+    }
+  }
+  // Keeps the workers off the calling (dispatching) thread's CPU, unless backed off; whether it
+  // does. Called with run_mu_ held.
+  bool steer() {
+    if (!steer_) return false;
+    if (backed_off_) {
+      if (clock::now() < retry_at_) return false;
+      backed_off_ = false;
+      history_ = 0;
+    }
+    const int cpu = sched_getcpu();
+    if (cpu < 0 || !CPU_ISSET(cpu, &allowed_)) return false;
+    if (cpu != steered_from_) {
+      cpu_set_t others = allowed_;
+      CPU_CLR(cpu, &others);
+      set_workers(others);
+      steered_from_ = cpu;
+      stats().pool_steers.fetch_add(1, std::memory_order_relaxed);
+    }
+    return true;
+  }
+  // A steered job the workers joined: the dispatching thread's own part took `own`, then it
+  // waited `tail` for the workers.
+  void judge(clock::duration own, clock::duration tail) {
+    history_ = uint8_t((history_ << 1) | (tail > own ? 1 : 0));
+    if (__builtin_popcount(history_) < 2) return;
+    backed_off_ = true;
+    retry_at_ = clock::now() + std::chrono::seconds(1);
+    set_workers(allowed_);
+    steered_from_ = -1;
+    stats().pool_steer_backoffs.fetch_add(1, std::memory_order_relaxed);
+  }
+  void set_workers(const cpu_set_t &cpus) {
+    for (pthread_t h : handles_) pthread_setaffinity_np(h, sizeof(cpus), &cpus);
   }
   void loop() {
     uint64_t seen = 0;
@@ -995,18 +1063,28 @@ class Pool {
         cv_.wait(g, [&] { return generation_ != seen; });
         seen = generation_;
         job = job_;
+        if (!job) continue;  // woke after the job closed
+        ++joined_;
       }
-      if (job) (*job)();
+      (*job)();
       std::lock_guard<std::mutex> g(mu_);
-      if (--pending_ == 0) done_cv_.notify_all();
+      if (--joined_ == 0) done_cv_.notify_all();
     }
   }
   int threads_ = 0;
   std::mutex run_mu_, mu_;
   std::condition_variable cv_, done_cv_;
-  const std::function<void()> *job_ = nullptr;
-  int pending_ = 0;
+  const std::function<void()> *job_ = nullptr;  // the open job, if any
+  int joined_ = 0;                              // workers running it
   uint64_t generation_ = 0;
+  // Placement (under run_mu_).
+  cpu_set_t allowed_;
+  bool steer_ = false;
+  int steered_from_ = -1;  // the CPU the workers' affinity excludes now
+  uint8_t history_ = 0;    // stalls among the last eight steered jobs the workers joined (bits)
+  bool backed_off_ = false;
+  clock::time_point retry_at_{};
+  std::vector<pthread_t> handles_;
 };
 
 // Runs f(begin, end) over [0, size) in pieces of `grain` bytes on the pool (inline when small):

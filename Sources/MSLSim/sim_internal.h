@@ -76,6 +76,8 @@ struct Stats {
   std::atomic<uint64_t> fiber_dispatches{0};
   std::atomic<uint64_t> workitem_dispatches{0};
   std::atomic<uint64_t> fiber_fallback_dispatches{0};
+  std::atomic<uint64_t> pool_steers{0};
+  std::atomic<uint64_t> pool_steer_backoffs{0};
   std::atomic<uint64_t> tier0_compiles{0};
   std::atomic<uint64_t> tier0_dispatches{0};
   std::atomic<uint64_t> tier_promotions{0};

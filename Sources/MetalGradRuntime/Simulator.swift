@@ -71,6 +71,8 @@ func simulatorStatsJSON() -> String {
         "checkMemoryMaps": stats.check_memory_maps,
         "checkMemoryReuses": stats.check_memory_reuses,
         "checkMemoryWraps": stats.check_memory_wraps,
+        "poolSteers": stats.pool_steers,
+        "poolSteerBackoffs": stats.pool_steer_backoffs,
         "cacheDirectory": directory,
     ]
     let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data("{}".utf8)

@@ -158,6 +158,10 @@ typedef struct mgsim_stats {
   uint64_t check_memory_maps;      // checked mode: record / shadow mappings created (mmap)
   uint64_t check_memory_reuses;    // checked mode: record / shadow mappings reused from an earlier dispatch
   uint64_t check_memory_wraps;     // checked mode: wrap-arounds of the threadgroup ids / shadow marks
+  uint64_t pool_steers;            // times the worker pool's threads were moved off the dispatching
+                                   // thread's CPU (it changed CPU; MG_SIM_STEER=0: never)
+  uint64_t pool_steer_backoffs;    // times steering stopped for a second after stalled jobs (a
+                                   // saturated machine: see dispatch.cpp's Pool)
 } mgsim_stats;
 void mgsim_get_stats(mgsim_stats *out);
 // Unmaps checked mode's idle record memory (kept across dispatches, up to MG_SIM_CHECK_CACHE_MB).

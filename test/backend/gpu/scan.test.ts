@@ -5,7 +5,8 @@ import { describe, expect, test } from "bun:test";
 import * as mg from "../../../ts/index.ts";
 import type { MgArray } from "../../../ts/core/array.ts";
 import type { TraceRecord } from "../../../ts/core/trace.ts";
-import { setForceLargeIndex } from "../../../ts/backend/gpu/encoder.ts";
+import { GpuEncoder, setForceLargeIndex } from "../../../ts/backend/gpu/encoder.ts";
+import { sliceStatic } from "../../../ts/core/ops/slicing.ts";
 import { accumulationTolerance } from "../../../ts/testing/tolerances.ts";
 import { expectClose, expectDevicesAgree, GPU_DTYPES, GPU_FLOAT_DTYPES, input, layouts, runOn } from "./harness.ts";
 
@@ -79,6 +80,7 @@ describe("Scan: directions, sizes and layouts", () => {
       );
     }
   });
+  // Rows of 33 and 1000: a threadgroup of one simdgroup; 4097: several simdgroups.
   for (const n of [1, 7, 33, 1000, 4097]) {
     test(`n = ${n}`, () => {
       for (const dtype of [mg.float32, mg.bfloat16, mg.int64]) {
@@ -95,6 +97,54 @@ describe("Scan: directions, sizes and layouts", () => {
       }
     });
   }
+  test("rows of several chunks carry from chunk to chunk", () => {
+    // A chunk is 1024 threads × 32 elements (16 for 8-byte accumulators): 33000 is 2 and 3 chunks.
+    for (const dtype of [mg.float32, mg.int64]) {
+      const x = input([1, 33000], dtype, 42);
+      expectDevicesAgree(() => [mg.cumsum(x, 1), mg.cumsum(x, 1, { reverse: true, inclusive: false })], `${dtype.name} 33000`, accum(33000));
+    }
+  });
+  test("a threadgroup of one simdgroup carries from chunk to chunk (a pipeline limited to 32 threads)", () => {
+    // The host gives a row of more than 1024 elements several simdgroups; a pipeline that allows
+    // only 32 threads gets one, whose carry comes from its last lane (broadcast_lane).
+    const dispatch = GpuEncoder.prototype.dispatch;
+    GpuEncoder.prototype.dispatch = function (d, trace) {
+      dispatch.call(this, d.pipeline.name.startsWith("mg_scan_row") ? { ...d, threadgroup: [32, 1, 1] } : d, trace);
+    };
+    try {
+      for (const dtype of [mg.float32, mg.int64, mg.complex64]) {
+        const x = input([2, 3000], dtype, 43);
+        expectDevicesAgree(
+          () => [mg.cumsum(x, 1), mg.cumsum(x, 1, { reverse: true, inclusive: false }), ...(dtype === mg.complex64 ? [] : [mg.cummax(x, 1)])],
+          `${dtype.name} 3000 in 32 threads`,
+          accum(3000),
+        );
+      }
+    } finally {
+      GpuEncoder.prototype.dispatch = dispatch;
+    }
+  });
+  test("float32 unit-stride runs (read and written 4 at a time) give the element loops' bits", () => {
+    // The same values scanned three ways, every op and direction: a contiguous row (whole
+    // 32-element runs read and written as packed_float4), every second element of a wider row
+    // (stride 2: read by the element loop) and a transposed column (read as packed_float4, written
+    // by the element loop, the output's axis stride being 2).
+    const n = 1000;
+    const wide = input([2, 2 * n], mg.float32, 44, -1.5, 1.5);
+    const strided = onCpu(() => sliceStatic(wide, [0, 0], [2, 2 * n], [1, 2]));
+    const contiguous = onCpu(() => mg.contiguous(strided));
+    const column = onCpu(() => mg.transpose(contiguous));
+    const ops = (x: MgArray, axis: number) =>
+      DIRECTIONS.flatMap((o) => [mg.cumsum(x, axis, o), mg.cumprod(x, axis, o), mg.cummax(x, axis, o), mg.cummin(x, axis, o), mg.logcumsumexp(x, axis, o)]);
+    const bits = (a: MgArray) => Array.from(new Uint32Array((onCpu(() => mg.contiguous(a)).dataSync() as Float32Array).slice().buffer));
+    const fast = runOn(mg.gpu, () => ops(contiguous, 1));
+    const readLoop = runOn(mg.gpu, () => ops(strided, 1));
+    const writeLoop = runOn(mg.gpu, () => ops(column, 0));
+    fast.forEach((f, i) => {
+      expect(bits(f), `op ${i}, strided`).toEqual(bits(readLoop[i]!));
+      expect(bits(f), `op ${i}, transposed`).toEqual(bits(onCpu(() => mg.transpose(writeLoop[i]!))));
+    });
+  });
   test("contiguous, transposed, sliced, broadcast and reversed views along every axis", () => {
     for (const [layout, x] of layouts([5, 40], mg.float32, 33)) {
       expectDevicesAgree(

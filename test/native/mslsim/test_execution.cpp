@@ -1,6 +1,8 @@
 // Execution semantics: barriers, threadgroup memory, simd collectives (including divergence and
 // lanes that exited), edge threadgroups of dispatchThreads, function constants, limits and errors.
 // Every expected value is computed here, independently of the simulator.
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -478,6 +480,33 @@ kernel void vec_sum(device const float4* in [[buffer(0)]], device float4* out [[
   mgsim_function_release(g);
 }
 
+// The pool keeps its workers off the dispatching thread's CPU (dispatch.cpp's Pool): the first
+// dispatch it runs, with two or more CPUs allowed and the defaults, moves them (pool_steers), and
+// every thread group still runs exactly once.
+static void test_pool_placement() {
+  cpu_set_t allowed;
+  const bool steering = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && CPU_COUNT(&allowed) >= 2 &&
+                        !getenv("MG_SIM_STEER") && !getenv("MG_SIM_THREADS");
+  Lib lib(R"(
+kernel void twice(device const float* in [[buffer(0)]], device float* out [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  out[i] = in[i] * 2.0f;
+}
+)");
+  CHECK(lib.lib, "pool kernel compiles %s", lib.error.c_str());
+  if (!lib.lib) return;
+  const uint32_t n = 1 << 16;  // 256 groups of 256: run on the pool
+  std::vector<float> in(n), out(n, -1.0f);
+  for (uint32_t i = 0; i < n; ++i) in[i] = float(i % 1000);
+  const std::string e = Dispatch(lib.fn("twice")).buf(0, in).buf(1, out).threads(n, 1, 1, 256, 1, 1).run();
+  bool ok = e.empty();
+  for (uint32_t i = 0; i < n; ++i) ok = ok && out[i] == float(i % 1000) * 2.0f;
+  CHECK(ok, "a pool dispatch writes every element once %s", e.c_str());
+  mgsim_stats s{};
+  mgsim_get_stats(&s);
+  if (steering) CHECK(s.pool_steers >= 1, "the pool moved its workers off the dispatching CPU (pool_steers %llu)", (unsigned long long)s.pool_steers);
+  else printf("SKIP pool placement: one CPU allowed, or MG_SIM_STEER / MG_SIM_THREADS set\n");
+}
+
 int main() {
   test_vector_attributes();
   test_tree_reduction();
@@ -486,5 +515,6 @@ int main() {
   test_barrier_errors();
   test_constants_and_limits();
   test_compile_errors();
+  test_pool_placement();
   return finish();
 }

@@ -13,8 +13,10 @@ import { type KernelInstance, kernelPipeline } from "./kernels.ts";
 import { accumulatePrecision, type AxisLanes, axisLanes, dispatchLanes, laneLayout } from "./launch.ts";
 import { registerGpu } from "./registry.ts";
 
-/** Elements each thread of a row scan handles per chunk (MG_SCAN_READS in scan.metal). */
-const SCAN_READS = 16;
+/** Elements each thread of a row scan handles per chunk (ScanReads in scan.metal): 32, or 16 for 8-byte accumulators. */
+function scanReads(acc: string): number {
+  return acc === "complex64_t" || acc === "uint64_t" || acc === "int64_t" ? 16 : 32;
+}
 
 function isFloat(d: Dtype): boolean {
   return d === float32 || d === float16 || d === bfloat16;
@@ -93,12 +95,13 @@ function encodeScan(enc: GpuEncoder, node: Node<ScanParams>): void {
   const flags = (p.reverse ? 1 : 0) | (p.inclusive ? 2 : 0);
   const io = { a: enc.input(x, 0), o: enc.output(out, 1), extra: [inner, flags] };
   const direction = `${p.reverse ? "reverse" : "forward"}, ${p.inclusive ? "inclusive" : "exclusive"}`;
-  dispatchLanes(enc, pipeline, plan, plan.layout, SCAN_READS, op, io, {
+  const { acc } = scanOp(p.type, x.dtype, op);
+  dispatchLanes(enc, pipeline, plan, plan.layout, scanReads(acc), op, io, {
     primitives: ["Scan"],
     inputs: [x],
     outputs: [out],
     layout: `${plan.layout} (${direction})${plan.large ? ", large-index" : ""}`,
-    precision: scanPrecision(p.type, x.dtype, scanOp(p.type, x.dtype, op).acc),
+    precision: scanPrecision(p.type, x.dtype, acc),
   });
 }
 
