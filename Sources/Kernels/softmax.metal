@@ -69,10 +69,13 @@ MG_FUNC MaxSum<A> threadgroup_max_sum(MaxSum<A> r, threadgroup A* shared_m, thre
   return MaxSum<A>{shared_m[0], shared_s[0]};
 }
 
-// The maximum (resp. sum) of one value per thread over the threadgroup, in every thread, combined
-// in float. `shared` holds 32 floats; ends with a barrier, so it may be reused right after.
-MG_FUNC float threadgroup_max_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
-  v = simd_max(v);
+// The second stage of a threadgroup's maximum (resp. sum) of one value per thread, after each
+// simdgroup's own (v, the same in its lanes): across the simdgroups through `shared` (32 floats), in
+// every thread, in float. For more than one simdgroup: a lone one has its answer in v already (the
+// second stage would give the same bits back: max(v, −∞) is v, v never NaN as softmax_max's NaN
+// never wins; v + 0 is v, v never −0 as a sum of exps from +0). Ends with a barrier, so `shared` may
+// be reused right after.
+MG_FUNC float threadgroup_max_rest(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
   if (simd_lane == 0) shared[simd_group] = v;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : Limits<float>::lowest();
@@ -80,8 +83,7 @@ MG_FUNC float threadgroup_max_all(float v, threadgroup float* shared, uint tg_si
   threadgroup_barrier(mem_flags::mem_threadgroup);
   return v;
 }
-MG_FUNC float threadgroup_sum_all(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
-  v = simd_sum(v);
+MG_FUNC float threadgroup_sum_rest(float v, threadgroup float* shared, uint tg_size, uint simd_lane, uint simd_group) {
   if (simd_lane == 0) shared[simd_group] = v;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   v = simd_lane < tg_size / MG_SIMD_SIZE ? shared[simd_lane] : 0.0f;
@@ -153,10 +155,8 @@ MG_FUNC float softmax_max(const device float* in, IdxT src, IdxT stride, IdxT li
   float4 m = float4(init);
   for (IdxT c = lid; c < n / 4; c += tg) {
     const float4 x = softmax_chunk(in + src + 4 * c);
-    m.x = x.x > m.x ? x.x : m.x;
-    m.y = x.y > m.y ? x.y : m.y;
-    m.z = x.z > m.z ? x.z : m.z;
-    m.w = x.w > m.w ? x.w : m.w;
+    // (As a loop over the components the simulator's compiler makes it one vector max.)
+    for (int i = 0; i < 4; i++) m[i] = x[i] > m[i] ? x[i] : m[i];
   }
   float r = m.x;
   r = m.y > r ? m.y : r;
@@ -171,14 +171,13 @@ template <typename IdxT>
 MG_FUNC float softmax_exps(const device float* in, IdxT src, IdxT stride, device float* dst, IdxT lid, IdxT tg,
                            IdxT n, float row_max, bool keep) {
   if (stride != 1) return softmax_exps<float, float, IdxT>(in, src, stride, dst, lid, tg, n, row_max, keep);
-  // The exps first, then S from what was stored (no sum carried across the exp calls: ~10% faster on
-  // the simulator). MLX's order: each chunk's exps summed in turn, then the chunks' sums in turn.
-  for (IdxT c = lid; c < n / 4; c += tg) {
-    softmax_store(dst + 4 * c, metal::precise::exp(softmax_chunk(in + src + 4 * c) - row_max));
-  }
+  // MLX's order: each chunk's exps summed in turn, then the chunks' sums in turn. (Summed as they are
+  // computed, not read back from dst: a sixth of the accesses checked mode checks, for ~2% more
+  // unchecked time on the simulator.)
   float s = 0.0f;
   for (IdxT c = lid; c < n / 4; c += tg) {
-    const float4 e = softmax_chunk(dst + 4 * c);
+    const float4 e = metal::precise::exp(softmax_chunk(in + src + 4 * c) - row_max);
+    softmax_store(dst + 4 * c, e);
     s = s + (((e.x + e.y) + e.z) + e.w);
   }
   if (softmax_owns_tail(lid, tg, n)) {
@@ -223,17 +222,22 @@ template <typename T, typename AccT, typename IdxT>
   const IdxT stride = IdxT(sizes[3]);
   // Offsets are summed in IdxT before indexing: with uint, a negative stride wraps back in range.
   const IdxT src = IdxT(sizes[0]) + elem_to_loc<IdxT>(row, shape, strides, ndim);
-  device T* dst = out + row * n;
+  device T* const dst = out + row * n;
   // The output keeps exp(x − M) exactly when its type is at least the accumulator's. (Each thread
   // reads and writes only its own elements, so an output in place over the input is fine.)
   const bool keep = sizeof(T) >= sizeof(AccT);
 
   // A NaN never wins the maximum, but its exp(NaN − M) makes S NaN; a +∞ or an all −∞ row gives
   // ∞ − ∞ = NaN there too: NaN everywhere, as the reference exp(x − M) / Σ exp(x − M).
-  const AccT m = softmax_max(in, src, stride, IdxT(lid), IdxT(tg_size), n, Limits<AccT>::lowest());
-  const AccT row_max = AccT(threadgroup_max_all(float(m), shared, tg_size, simd_lane, simd_group));
-  const AccT s = softmax_exps(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, keep);
-  const AccT total = AccT(threadgroup_sum_all(float(s), shared, tg_size, simd_lane, simd_group));
+  // (The simd reductions take float variables: the simulator passes a variable's lanes as they are.)
+  const float m = float(softmax_max(in, src, stride, IdxT(lid), IdxT(tg_size), n, Limits<AccT>::lowest()));
+  float mx = simd_max(m);
+  if (tg_size > MG_SIMD_SIZE) mx = threadgroup_max_rest(mx, shared, tg_size, simd_lane, simd_group);
+  const AccT row_max = AccT(mx);
+  const float s = float(softmax_exps(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, keep));
+  float sx = simd_sum(s);
+  if (tg_size > MG_SIMD_SIZE) sx = threadgroup_sum_rest(sx, shared, tg_size, simd_lane, simd_group);
+  const AccT total = AccT(sx);
   softmax_divide(in, src, stride, dst, IdxT(lid), IdxT(tg_size), n, row_max, total, keep);
 }
 

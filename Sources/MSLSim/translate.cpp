@@ -1298,7 +1298,16 @@ class Translator {
     if (!has_type) return implicit = true, why = "a sync in a constructor", false;
     if (fb.in_class && !wf.is_static) return implicit = true, why = "a sync in a non-static member function", false;
     for (const KernelDecl &kd : kernels_)
-      if (kd.body_open == fb.open) wf.kernel = true;
+      if (kd.body_open == fb.open) {
+        wf.kernel = true;
+        // As the entry passes them (one value: uarg): buffers and threadgroup-wide attributes.
+        // (Threadgroup memory is left out: its contents change under the lanes.)
+        wf.uniform_params.clear();
+        for (const KernelParam &kp : kd.params)
+          wf.uniform_params.push_back(kp.kind == ParamKind::Buffer ||
+                                      (kp.kind == ParamKind::Attribute && attr_args(kp.attribute).find("a.") == std::string::npos));
+      }
+    wf.hoist_uniform = !opt_.checked;
     wf.params_text = ctext(open + 1, match_[open]);
     for (auto [pb, pe] : split_params(open)) {
       size_t eq = pe;

@@ -134,6 +134,11 @@ class Gen {
       } else {
         pdecls += ", ::mgsim::wi::view<" + st + "> mgwi_a" + n + " = {}";
       }
+      // A kernel's parameter every thread of the group shares, and no lane modifies: one value
+      // (uarg), or for a const reference the same address in every lane.
+      if (f_.hoist_uniform && i < f_.uniform_params.size() && f_.uniform_params[i] && p.def.empty() &&
+          (p.ref ? const_pointee(strip_refs(p.type), false) : read_only))
+        uniform_params_["mgwi_p" + n] = !p.ref && !const_pointee(p.type, true);
       if (read_only) {
         pro += "const auto mgwi_p" + n + " = ::mgsim::wi::ro_view(mgwi_a" + n + ");\n";
         ro_storage_.insert("mgwi_p" + n);
@@ -182,7 +187,8 @@ class Gen {
   struct Var {
     // Lane: per-lane storage; LaneRef: per-lane pointer (a reference variable); Local: a name
     // that shadows per-lane ones (region-local or shared); Uniform: the control variable of a loop
-    // every lane runs alike, one scalar at work-item level.
+    // every lane runs alike, or a uniform declaration, one scalar at work-item level (a uniform
+    // declaration's storage says what it is: uniform_flags).
     enum K { Lane, LaneRef, Local, Uniform } k;
     std::string storage;
   };
@@ -220,6 +226,49 @@ class Gen {
   // Names every lane shares whose value is a constant: template parameters, constexpr and const
   // declarations initialised from constants.
   std::set<std::string> constants_;
+  // Uniform kernel parameters: storage name → a pointer to memory the kernel may write.
+  std::map<std::string, bool> uniform_params_;
+  // A uniform declaration's Var storage: "#uniform" + 'c' for a const object (passed to calls as
+  // it is) + 'w' for a pointer to memory the kernel may write (no call with it is uniform).
+  static std::string uniform_flags(bool is_const, bool writable) {
+    return std::string("#uniform") + (is_const ? "c" : "") + (writable ? "w" : "");
+  }
+  static bool uniform_flag(const std::string &storage, char f) {
+    return storage.rfind("#uniform", 0) == 0 && storage.find(f, 8) != std::string::npos;
+  }
+
+  // Is the type (a pointer's, or with `pointer` false the object's own) const-qualified? For a
+  // pointer: a `const` at the top level between the last '*' but one and the last '*'.
+  static bool const_pointee(const std::string &type, bool pointer) {
+    std::vector<Token> v = lex(type);
+    int depth = 0;
+    size_t last = SIZE_MAX, prev = SIZE_MAX;
+    for (size_t i = 0; i + 1 < v.size(); ++i) {
+      if (v[i].text == "<" || v[i].text == "(") ++depth;
+      if (v[i].text == ">" || v[i].text == ")") --depth;
+      if (depth == 0 && v[i].text == "*") {
+        prev = last;
+        last = i;
+      }
+    }
+    if (!pointer) {  // the object's own const: at the top level, after any '*'
+      depth = 0;
+      for (size_t i = 0; i + 1 < v.size(); ++i) {
+        if (v[i].text == "<" || v[i].text == "(") ++depth;
+        if (v[i].text == ">" || v[i].text == ")") --depth;
+        if (depth == 0 && v[i].text == "const" && (last == SIZE_MAX || i > last)) return true;
+      }
+      return false;
+    }
+    if (last == SIZE_MAX) return true;  // not a pointer: nothing to write through
+    depth = 0;
+    for (size_t i = 0; i < last; ++i) {
+      if (v[i].text == "<" || v[i].text == "(") ++depth;
+      if (v[i].text == ">" || v[i].text == ")") --depth;
+      if (depth == 0 && v[i].text == "const" && (prev == SIZE_MAX || i > prev)) return true;
+    }
+    return false;
+  }
 
   // Does the body modify parameter p (by value)? Assigned, incremented, its address taken, a member
   // assigned or a member function called; for a non-pointer, an element assigned too. Passing it
@@ -814,7 +863,8 @@ class Gen {
         const Var *v = lookup(tk.text);
         if (v && v->k == Var::Uniform) {
           // A bare call argument cannot bind a non-const reference (which would modify it once per lane).
-          const bool bare = k > 0 && (is(k - 1, "(") || is(k - 1, ",")) && (is(k + 1, ")") || is(k + 1, ","));
+          const bool bare = k > 0 && (is(k - 1, "(") || is(k - 1, ",")) && (is(k + 1, ")") || is(k + 1, ",")) &&
+                            !uniform_flag(v->storage, 'c');
           append(o, bare ? "::mgsim::wi::rv(" + tk.text + ")" : tk.text, !tk.pre.empty());
           continue;
         }
@@ -1206,6 +1256,20 @@ class Gen {
         continue;
       }
       if (!s.sync) {
+        if (s.kind == Stmt::Decl && later_sync(kids, i) && uniform_decl(s, kids.back().e)) {
+          // The same value in every lane: computed once, at work-item level (after the per-lane
+          // statements before it), instead of per-lane storage every later region reads.
+          flush(pending);
+          emit_uniform_decl(s);
+          continue;
+        }
+        if (pending.empty() && uniform_return(s)) {
+          // `if (c) return;` with c the same in every lane: every active lane returns, or none.
+          line(s.b, o_);
+          o_ += "if (::mgsim::wi::uniform_value(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL -> bool { (void)mgwi_l; return (" +
+                expr(s.c0, s.c1) + "); })) mgwi_fn.retire_all();\n";
+          continue;
+        }
         if (s.kind == Stmt::Decl && later_sync(kids, i)) {
           for (const Declarator &d : s.decls) {
             Item it;
@@ -1226,6 +1290,118 @@ class Gen {
       gen_sync(s);
     }
     flush(pending);
+  }
+
+  // --- uniform declarations -----------------------------------------------------------------------
+
+  // Is [b, e) the same in every active lane, computed once as well as per lane: literals,
+  // operators, casts, constants, uniform declarations and parameters, memory read through them,
+  // and calls of functions (no sync, no atomic) — when a call has no pointer to writable memory
+  // among its operands, so it cannot write anything. No assignment, per-lane name or threadgroup
+  // array. (Memory another lane writes between the group's start of this statement and its own
+  // read would be a race: Metal gives no value for it.)
+  bool uniform_init(size_t b, size_t e) const {
+    bool call = false, writable = false;
+    for (size_t k = b; k < e; ++k) {
+      const Token &tk = t_[k];
+      if (tk.kind == Tok::String || is(k, "{") || is(k, "}")) return false;
+      if (tk.kind == Tok::Punct && (is_assign_op(tk.text) || is(k, "++") || is(k, "--"))) return false;
+      if (is(k, "(") && k > b && (ident(k - 1) || is(k - 1, ">"))) call = true;
+      if (!ident(k)) continue;
+      const std::string &n = tk.text;
+      if (n.rfind("atomic", 0) == 0 || wi_is_prelude_sync(n) || user_sync_(n)) return false;
+      if (n == "this" || n == "mgwi_l" || n == "mgwi_c") return false;
+      if (k > 0 && (is(k - 1, ".") || is(k - 1, "->") || is(k - 1, "::"))) continue;  // a member, or qualified
+      if (tg_arrays_.count(n) || tg_array_aliases_.count(n)) return false;
+      const Var *v = lookup(n);
+      if (!v) continue;  // a constant, function, type or program-scope name
+      if (v->k == Var::Uniform) {  // a uniform declaration, or a uniform loop's (integer) variable
+        writable = writable || uniform_flag(v->storage, 'w');
+        continue;
+      }
+      if (v->k == Var::Local) {
+        if (!constants_.count(n)) return false;
+        continue;
+      }
+      auto it = uniform_params_.find(v->storage);
+      if (it == uniform_params_.end()) return false;
+      writable = writable || it->second;
+    }
+    return !(call && writable);
+  }
+
+  // A declaration of one variable, `T x = init;`, with a uniform initialiser, that nothing modifies
+  // later in its block (ending at token `end`) nor takes the address of: a uniform declaration.
+  bool uniform_decl(const Stmt &s, size_t end) const {
+    if (!f_.hoist_uniform || s.decls.size() != 1) return false;
+    const Declarator &d = s.decls[0];
+    if (d.ref || !d.dims.empty() || !d.init_b || !is(d.init_b, "=") || exposed_.count(d.name)) return false;
+    if (s.type.find("alignas") != std::string::npos || s.type.find("__attribute__") != std::string::npos) return false;
+    if (!uniform_init(d.init_b + 1, d.init_e)) return false;
+    // Never modified: const, or never assigned, incremented, a member or element assigned, a member
+    // function called, its address taken or passed bare to a call.
+    if (own_const(s)) return true;
+    for (size_t k = s.e; k < end; ++k) {
+      if (!ident(k) || text(k) != d.name) continue;
+      if (k > 0 && (is(k - 1, ".") || is(k - 1, "->") || is(k - 1, "::"))) continue;
+      if (k > 0 && (is(k - 1, "++") || is(k - 1, "--") || is(k - 1, "&"))) return false;
+      size_t j = k + 1;
+      for (;;) {
+        if (is(j, ".") && ident(j + 1)) j += 2;
+        else if (is(j, "[") && m_[j] != SIZE_MAX) j = m_[j] + 1;
+        else break;
+      }
+      if (j > k + 1 && d.ptr.find('*') != std::string::npos && is(k + 1, "[")) continue;  // an element of a pointer
+      if (t_[j].kind == Tok::Punct && (is_assign_op(text(j)) || is(j, "++") || is(j, "--"))) return false;
+      if (is(j, "(")) return false;
+      // A bare call argument may bind a non-const reference (that would not compile on one value);
+      // the operand of a conversion to a scalar or vector type or a template type parameter cannot.
+      if (k > 0 && (is(k - 1, "(") || is(k - 1, ",")) && (is(j, ")") || is(j, ",")) &&
+          !(is(k - 1, "(") && is(j, ")") && k >= 2 && ident(k - 2) && conversion_to(text(k - 2))))
+        return false;
+    }
+    return true;
+  }
+
+  // Is `name(x)` a conversion: a scalar or vector type of MSL, or a template type parameter?
+  bool conversion_to(const std::string &name) const {
+    static const std::unordered_set<std::string> scalars = {
+        "bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half", "bfloat", "float",
+        "double", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "size_t"};
+    if (scalars.count(name)) return true;
+    for (const WiTemplateParam &tp : f_.tparams)
+      if (tp.type && tp.name == name) return true;
+    // Vector types: a scalar name followed by 2, 3 or 4.
+    const char last = name.empty() ? 0 : name.back();
+    return (last == '2' || last == '3' || last == '4') && scalars.count(name.substr(0, name.size() - 1)) > 0;
+  }
+
+  // Is the declared object itself const (`const T x`, `T *const p`)?
+  static bool own_const(const Stmt &s) {
+    const Declarator &d = s.decls[0];
+    return d.ptr.empty() ? s.has_const : d.ptr.size() >= 5 && d.ptr.compare(d.ptr.size() - 5, 5, "const") == 0;
+  }
+
+  void emit_uniform_decl(const Stmt &s) {
+    const Declarator &d = s.decls[0];
+    line(s.b, o_);
+    const std::string decl = s.type + (d.ptr.empty() ? "" : " " + d.ptr);
+    const std::string ret = s.is_auto ? "" : " -> " + strip_top_const(decl, false);
+    o_ += decl + " " + d.name + " = ::mgsim::wi::uniform_value(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL" + ret +
+          " { (void)mgwi_l; return " + expr(d.init_b + 1, d.init_e) + "; });\n";
+    // Whether it points to writable memory (auto: unknown, so yes).
+    const bool pointer = s.is_auto || d.ptr.find('*') != std::string::npos || s.type.find('*') != std::string::npos;
+    const bool writable = pointer && (s.is_auto || !const_pointee(decl, true));
+    scopes_.back()[d.name] = Var{Var::Uniform, uniform_flags(own_const(s), writable)};
+  }
+
+  // `if (c) return;` (or `{ return; }`) in a function returning nothing, c uniform.
+  bool uniform_return(const Stmt &s) const {
+    if (!f_.hoist_uniform || s.kind != Stmt::If || s.constexpr_if || s.kids.size() != 1) return false;
+    const Stmt *r = &s.kids[0];
+    if (r->kind == Stmt::Compound && r->kids.size() == 1) r = &r->kids[0];
+    if (r->kind != Stmt::Return || r->e != r->b + 2) return false;
+    return uniform_init(s.c0, s.c1);
   }
 
   void gen_sub(const Stmt &s) {
@@ -1401,6 +1577,10 @@ class Gen {
         if (uniform_expr(s.c0, s.c1, "")) {
           // The same in every lane: all take one branch.
           o_ += "if (" + expr(s.c0, s.c1) + ") " + b + ".take_all();\n";
+        } else if (uniform_init(s.c0, s.c1) && f_.hoist_uniform) {
+          // The same in every lane, computed once (uniform parameters and declarations).
+          o_ += "if (::mgsim::wi::uniform_value(mgwi_c, [&](uint32_t mgwi_l) MGWI_INL -> bool { (void)mgwi_l; return (" +
+                expr(s.c0, s.c1) + "); })) " + b + ".take_all();\n";
         } else {
           region([&] { return "if (" + expr(s.c0, s.c1) + ") " + b + ".take(mgwi_l);"; });
         }

@@ -57,6 +57,12 @@ struct WiFunction {
   std::vector<WiParam> params;
   std::string body;            // the body between its braces (rewritten text)
   int first_line = 1;          // preprocessed-source line on which `body` starts
+  // A kernel's parameters every thread of a threadgroup shares (buffers, threadgroup-wide
+  // attributes), by index; empty for other functions.
+  std::vector<bool> uniform_params;
+  // Declarations every lane computes alike may be computed once per group (not in checked mode,
+  // whose race records need each lane's reads).
+  bool hoist_uniform = false;
 };
 
 struct WiLine {

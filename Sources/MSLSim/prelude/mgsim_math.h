@@ -259,45 +259,84 @@ MGSIM_MATH_INL float exp2_float(float x) {
 // found AVX2 (MGSIM_HAVE_AVX2; softmax's exp of a float4), without a table lookup: k = round(x/ln2),
 // r = x − k·ln2 (|r| ≤ ln2/2; ln2 = L1 + L2, L1 with 41 significant bits, so x − k·L1 is exact), e^r
 // by its degree-10 Taylor polynomial (relative error < 4.4e-13 < 2^-41; the rounding errors are far
-// below that), times 2^k. That is within 2^12 double ulps of e^x, so where the double lies more than
-// 2^13 ulps from a halfway point between two floats (all but about 1 input in 30000) it rounds to
-// the same float as e^x itself and as libm's double does: exp_float's result, bit for bit. When a
-// component is outside exp_float's fast range (also NaN) or near a halfway point, all four take
-// exp_float. test/native/mslsim/test_exp4.cpp compares the two on every 509th float bit pattern and
-// specials (`test_exp4 --exhaustive`: all 2^32). Out of line so only this function carries the
-// instruction set (as mma8 does FMA), and with an explicit vzeroupper, which GCC leaves out at -O1
-// (the caller's SSE code then ran at half speed or worse).
+// below that, with or without fused multiply-adds), times 2^k. That is within 2^12 double ulps of
+// e^x, so where the double lies more than 2^13 ulps from a halfway point between two floats (all
+// but about 1 input in 30000) it rounds to the same float as e^x itself and as libm's double does:
+// exp_float's result, bit for bit. When a component is outside exp_float's fast range (also NaN) or
+// near a halfway point, all four take exp_float. test/native/mslsim/test_exp4.cpp compares the two
+// on every 509th float bit pattern and specials (`test_exp4 --exhaustive`: all 2^32; without FMA
+// it computes what the version before FMA did, operation for operation). Out of line so only this
+// function carries the instruction set (as mma8 does FMA), taking and returning the float4 in a
+// vector register, and with an explicit vzeroupper, which GCC leaves out at -O1 (the caller's SSE
+// code then ran at half speed or worse). Multiply-adds are fused where the CPU has FMA
+// (MGSIM_HAVE_FMA).
 #if defined(MGSIM_HAVE_AVX2) && defined(__x86_64__)
 typedef float exp4_vf __attribute__((vector_size(16)));
 typedef double exp4_vd __attribute__((vector_size(32)));
 typedef uint64_t exp4_vu __attribute__((vector_size(32)));
-__attribute__((target("avx2"), noinline)) inline void exp_float4(const float *x, float *y) {
-  exp4_vf xf;
-  __builtin_memcpy(&xf, x, sizeof xf);
-  constexpr double shift = 0x1.8p52;
-  const exp4_vd xd = __builtin_convertvector(xf, exp4_vd);
-  const exp4_vd kd0 = xd * 0x1.71547652b82fep+0 + shift;  // k + 1.5·2^52 (rounded to nearest)
-  const exp4_vd kd = kd0 - shift;
-  const exp4_vd r = (xd - kd * 0x1.62e42fefa4000p-1) - kd * -0x1.8432a1b0e2634p-43;
+// The constants, read as memory operands: a splat constant GCC writes in the code costs one
+// broadcast instruction per use (20 of exp_float4's 72). Not const, so it cannot fold them back.
+struct exp4_constants {
+  exp4_vd log2e, shift, ln2_hi, ln2_lo, one, c2, c3, c4, c5, c6, c7, c8, c9, c10, mid, radius;
+  exp4_vu low_mask, halfway, abs_mask;
+};
+#define MGSIM_EXP4_SPLAT(v) {v, v, v, v}
+alignas(32) inline exp4_constants exp4_k = {
+    MGSIM_EXP4_SPLAT(0x1.71547652b82fep+0), MGSIM_EXP4_SPLAT(0x1.8p52),
+    MGSIM_EXP4_SPLAT(-0x1.62e42fefa4000p-1), MGSIM_EXP4_SPLAT(0x1.8432a1b0e2634p-43),
+    MGSIM_EXP4_SPLAT(1.0), MGSIM_EXP4_SPLAT(0.5), MGSIM_EXP4_SPLAT(1.0 / 6),
+    MGSIM_EXP4_SPLAT(1.0 / 24), MGSIM_EXP4_SPLAT(1.0 / 120), MGSIM_EXP4_SPLAT(1.0 / 720),
+    MGSIM_EXP4_SPLAT(1.0 / 5040), MGSIM_EXP4_SPLAT(1.0 / 40320), MGSIM_EXP4_SPLAT(1.0 / 362880),
+    MGSIM_EXP4_SPLAT(1.0 / 3628800), MGSIM_EXP4_SPLAT(0.5), MGSIM_EXP4_SPLAT(87.5),
+    MGSIM_EXP4_SPLAT(uint64_t(0x1fffffffu)), MGSIM_EXP4_SPLAT(uint64_t(0x10000000u - 0x2000u)),
+    MGSIM_EXP4_SPLAT(~(uint64_t(1) << 63))};
+#undef MGSIM_EXP4_SPLAT
+// The doubtful case: each component by exp_float (out of line: the fast path saves no registers).
+__attribute__((noinline)) inline void exp_float4_each(const float *x, float *y) {
+  const float f[4] = {exp_float(x[0]), exp_float(x[1]), exp_float(x[2]), exp_float(x[3])};
+  __builtin_memcpy(y, f, sizeof f);
+}
+#if defined(MGSIM_HAVE_FMA)
+#define MGSIM_EXP4_TARGET "avx2,fma"
+#define MGSIM_EXP4_MADD(a, b, c) __builtin_ia32_vfmaddpd256(a, b, c)
+#else
+#define MGSIM_EXP4_TARGET "avx2"
+#define MGSIM_EXP4_MADD(a, b, c) ((a) * (b) + (c))
+#endif
+__attribute__((target(MGSIM_EXP4_TARGET), noinline)) inline exp4_vf exp_float4(exp4_vf xf) {
+  const exp4_constants &K = exp4_k;
+  const exp4_vd xd = __builtin_ia32_cvtps2pd256(xf);
+  const exp4_vd kd0 = MGSIM_EXP4_MADD(xd, K.log2e, K.shift);  // k + 1.5·2^52 (rounded to nearest)
+  const exp4_vd kd = kd0 - K.shift;
+  const exp4_vd r = MGSIM_EXP4_MADD(kd, K.ln2_lo, MGSIM_EXP4_MADD(kd, K.ln2_hi, xd));
   // Estrin's scheme: a short dependency chain (Horner's made this code latency-bound).
   const exp4_vd r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
-  const exp4_vd a0 = 1.0 + r, a1 = 0.5 + r * (1.0 / 6), a2 = (1.0 / 24) + r * (1.0 / 120);
-  const exp4_vd a3 = (1.0 / 720) + r * (1.0 / 5040), a4 = (1.0 / 40320) + r * (1.0 / 362880);
-  const exp4_vd b0 = a0 + r2 * a1, b1 = a2 + r2 * a3, b2 = a4 + r2 * (1.0 / 3628800);
-  const exp4_vd p = (b0 + r4 * b1) + r8 * b2;
+  const exp4_vd a0 = r + K.one, a1 = MGSIM_EXP4_MADD(r, K.c3, K.c2), a2 = MGSIM_EXP4_MADD(r, K.c5, K.c4);
+  const exp4_vd a3 = MGSIM_EXP4_MADD(r, K.c7, K.c6), a4 = MGSIM_EXP4_MADD(r, K.c9, K.c8);
+  const exp4_vd b0 = MGSIM_EXP4_MADD(r2, a1, a0), b1 = MGSIM_EXP4_MADD(r2, a3, a2);
+  const exp4_vd b2 = MGSIM_EXP4_MADD(r2, K.c10, a4);
+  const exp4_vd p = MGSIM_EXP4_MADD(r8, b2, MGSIM_EXP4_MADD(r4, b1, b0));
   // × 2^k: k's low bits are kd0's, added to the exponent field (|k| ≤ 127: the result is normal).
   const exp4_vd d = (exp4_vd)((exp4_vu)p + ((exp4_vu)kd0 << 52));
-  const exp4_vu low = (exp4_vu)d & 0x1fffffffu;  // the bits the rounding to float drops
-  const exp4_vu ok = (xd > -87.0) & (xd < 88.0) & (((low - (0x10000000u - 0x2000u)) >> 14) != 0);
+  const exp4_vu low = (exp4_vu)d & K.low_mask;  // the bits the rounding to float drops
+  const exp4_vu near_halfway = ((low - K.halfway) >> 14) == 0;
+  // −87 < x < 88 as |x − 0.5| < 87.5 (exact in double; false for NaN).
+  const exp4_vu in_range = (exp4_vd)((exp4_vu)(xd - K.mid) & K.abs_mask) < K.radius;
+  const exp4_vu ok = in_range & ~near_halfway;
+  exp4_vf f;
   if (__builtin_expect(__builtin_ia32_movmskpd256((exp4_vd)ok) == 15, 1)) {
-    const exp4_vf f = __builtin_convertvector(d, exp4_vf);
-    __builtin_memcpy(y, &f, sizeof f);
+    f = __builtin_ia32_cvtpd2ps256(d);
   } else {
-    const float f[4] = {exp_float(x[0]), exp_float(x[1]), exp_float(x[2]), exp_float(x[3])};
-    __builtin_memcpy(y, f, sizeof f);
+    float x[4], y[4];
+    __builtin_memcpy(x, &xf, sizeof x);
+    exp_float4_each(x, y);
+    __builtin_memcpy(&f, y, sizeof f);
   }
   __builtin_ia32_vzeroupper();
+  return f;
 }
+#undef MGSIM_EXP4_TARGET
+#undef MGSIM_EXP4_MADD
 #define MGSIM_HAVE_EXP_FLOAT4 1
 #endif
 struct fn_exp {
@@ -675,10 +714,14 @@ MGSIM_M1(cosh, f_float)
 MGSIM_M1(cospi, f_float)
 MGSIM_M1(exp, f_float)
 #ifdef MGSIM_HAVE_EXP_FLOAT4
-// A float4's exp: its components side by side (mgm::exp_float4), the same bits as one by one.
+// A float4's exp: its components side by side (mgm::exp_float4, in a vector register both ways),
+// the same bits as one by one.
 MGSIM_MATH_INL float4 exp(const float4 &x) {
+  mgm::exp4_vf v;
+  __builtin_memcpy(&v, x.mg_e, sizeof v);
+  v = mgm::exp_float4(v);
   float4 r;
-  mgm::exp_float4(x.mg_e, r.mg_e);
+  __builtin_memcpy(r.mg_e, &v, sizeof v);
   return r;
 }
 #endif

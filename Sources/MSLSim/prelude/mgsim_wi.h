@@ -105,6 +105,22 @@ MGSIM_ALWAYS_INLINE bool any_active(const ctx &c) {
   return a != 0;
 }
 
+// A value every active lane computes alike (a uniform declaration's initialiser, a uniform
+// condition), computed once, as the first active lane; nothing (a value-initialised R) when no lane
+// is active, so it is never computed where no lane would have.
+template <class F>
+MGSIM_ALWAYS_INLINE auto uniform_value(ctx &c, F &&f) -> decltype(f(0u)) {
+  for (uint32_t s = 0; s < c.nsg; ++s) {
+    if (const uint32_t m = c.active[s]) {
+      const uint32_t l = (s << 5) | uint32_t(__builtin_ctz(m));
+      c.cur = l;
+      if (c.track) *c.tls_attrs = &c.attrs[l];
+      return f(l);
+    }
+  }
+  return decltype(f(0u)){};
+}
+
 // Stops the threadgroup after an error: nothing runs any more, every construct falls through.
 inline void kill(ctx &c) {
   c.failed = 1;
