@@ -136,32 +136,18 @@ template <typename A> struct LogAddExpOp {
 // less, so 64-bit integers travel as uint2, bool as uint, bfloat as its bits and complex64 one part
 // at a time.
 
-template <typename T> MG_FUNC T shuffle_down(T x, ushort d) { return simd_shuffle_down(x, d); }
-MG_FUNC int64_t shuffle_down(int64_t x, ushort d) { return as_type<int64_t>(simd_shuffle_down(as_type<uint2>(x), d)); }
-MG_FUNC uint64_t shuffle_down(uint64_t x, ushort d) { return as_type<uint64_t>(simd_shuffle_down(as_type<uint2>(x), d)); }
-MG_FUNC bool shuffle_down(bool x, ushort d) { return simd_shuffle_down(uint(x), d) != 0u; }
-MG_FUNC bfloat shuffle_down(bfloat x, ushort d) { return as_type<bfloat>(simd_shuffle_down(as_type<ushort>(x), d)); }
-MG_FUNC complex64_t shuffle_down(complex64_t z, ushort d) {
-  return make_complex(simd_shuffle_down(z.real, d), simd_shuffle_down(z.imag, d));
-}
-
-template <typename T> MG_FUNC T shuffle_up(T x, ushort d) { return simd_shuffle_up(x, d); }
-MG_FUNC int64_t shuffle_up(int64_t x, ushort d) { return as_type<int64_t>(simd_shuffle_up(as_type<uint2>(x), d)); }
-MG_FUNC uint64_t shuffle_up(uint64_t x, ushort d) { return as_type<uint64_t>(simd_shuffle_up(as_type<uint2>(x), d)); }
-MG_FUNC bool shuffle_up(bool x, ushort d) { return simd_shuffle_up(uint(x), d) != 0u; }
-MG_FUNC bfloat shuffle_up(bfloat x, ushort d) { return as_type<bfloat>(simd_shuffle_up(as_type<ushort>(x), d)); }
-MG_FUNC complex64_t shuffle_up(complex64_t z, ushort d) {
-  return make_complex(simd_shuffle_up(z.real, d), simd_shuffle_up(z.imag, d));
-}
-
-template <typename T> MG_FUNC T broadcast_lane(T x, ushort lane) { return simd_broadcast(x, lane); }
-MG_FUNC int64_t broadcast_lane(int64_t x, ushort lane) { return as_type<int64_t>(simd_broadcast(as_type<uint2>(x), lane)); }
-MG_FUNC uint64_t broadcast_lane(uint64_t x, ushort lane) { return as_type<uint64_t>(simd_broadcast(as_type<uint2>(x), lane)); }
-MG_FUNC bool broadcast_lane(bool x, ushort lane) { return simd_broadcast(uint(x), lane) != 0u; }
-MG_FUNC bfloat broadcast_lane(bfloat x, ushort lane) { return as_type<bfloat>(simd_broadcast(as_type<ushort>(x), lane)); }
-MG_FUNC complex64_t broadcast_lane(complex64_t z, ushort lane) {
-  return make_complex(simd_broadcast(z.real, lane), simd_broadcast(z.imag, lane));
-}
+// One family per MSL function F, named NAME, with its lane argument of type ushort.
+#define MG_LANE_EXCHANGE(NAME, F)                                                                                        \
+  template <typename T> MG_FUNC T NAME(T x, ushort l) { return F(x, l); }                                               \
+  MG_FUNC int64_t NAME(int64_t x, ushort l) { return as_type<int64_t>(F(as_type<uint2>(x), l)); }                     \
+  MG_FUNC uint64_t NAME(uint64_t x, ushort l) { return as_type<uint64_t>(F(as_type<uint2>(x), l)); }                  \
+  MG_FUNC bool NAME(bool x, ushort l) { return F(uint(x), l) != 0u; }                                                  \
+  MG_FUNC bfloat NAME(bfloat x, ushort l) { return as_type<bfloat>(F(as_type<ushort>(x), l)); }                        \
+  MG_FUNC complex64_t NAME(complex64_t z, ushort l) { return make_complex(F(z.real, l), F(z.imag, l)); }
+MG_LANE_EXCHANGE(shuffle_down, simd_shuffle_down)  // x of lane + l
+MG_LANE_EXCHANGE(shuffle_up, simd_shuffle_up)      // x of lane − l
+MG_LANE_EXCHANGE(broadcast_lane, simd_broadcast)   // x of lane l
+#undef MG_LANE_EXCHANGE
 
 // ---------------------------------------------------------------------------------------------
 // Simdgroup and threadgroup reductions

@@ -187,10 +187,12 @@ class Gen {
   struct Var {
     // Lane: per-lane storage; LaneRef: per-lane pointer (a reference variable); Local: a name
     // that shadows per-lane ones (region-local or shared); Uniform: the control variable of a loop
-    // every lane runs alike, or a uniform declaration, one scalar at work-item level (a uniform
-    // declaration's storage says what it is: uniform_flags).
+    // every lane runs alike, or a uniform declaration, one scalar at work-item level.
     enum K { Lane, LaneRef, Local, Uniform } k;
     std::string storage;
+    // A uniform declaration's: a const object (passed to calls as it is); a pointer to memory the
+    // kernel may write (no call with it is uniform).
+    bool is_const = false, writable = false;
   };
   // Breakable constructs between a region statement and its region: 'L' loop, 'S' switch.
   struct Region {
@@ -228,45 +230,26 @@ class Gen {
   std::set<std::string> constants_;
   // Uniform kernel parameters: storage name → a pointer to memory the kernel may write.
   std::map<std::string, bool> uniform_params_;
-  // A uniform declaration's Var storage: "#uniform" + 'c' for a const object (passed to calls as
-  // it is) + 'w' for a pointer to memory the kernel may write (no call with it is uniform).
-  static std::string uniform_flags(bool is_const, bool writable) {
-    return std::string("#uniform") + (is_const ? "c" : "") + (writable ? "w" : "");
-  }
-  static bool uniform_flag(const std::string &storage, char f) {
-    return storage.rfind("#uniform", 0) == 0 && storage.find(f, 8) != std::string::npos;
-  }
-
   // Is the type (a pointer's, or with `pointer` false the object's own) const-qualified? For a
   // pointer: a `const` at the top level between the last '*' but one and the last '*'.
   static bool const_pointee(const std::string &type, bool pointer) {
+    // The '*' and `const` tokens at the top level (not in template arguments or parentheses).
     std::vector<Token> v = lex(type);
+    std::vector<bool> star;  // per top-level '*' or const: whether it is a '*'
     int depth = 0;
-    size_t last = SIZE_MAX, prev = SIZE_MAX;
     for (size_t i = 0; i + 1 < v.size(); ++i) {
       if (v[i].text == "<" || v[i].text == "(") ++depth;
       if (v[i].text == ">" || v[i].text == ")") --depth;
-      if (depth == 0 && v[i].text == "*") {
-        prev = last;
-        last = i;
-      }
+      if (depth == 0 && (v[i].text == "*" || v[i].text == "const")) star.push_back(v[i].text == "*");
     }
-    if (!pointer) {  // the object's own const: at the top level, after any '*'
-      depth = 0;
-      for (size_t i = 0; i + 1 < v.size(); ++i) {
-        if (v[i].text == "<" || v[i].text == "(") ++depth;
-        if (v[i].text == ">" || v[i].text == ")") --depth;
-        if (depth == 0 && v[i].text == "const" && (last == SIZE_MAX || i > last)) return true;
-      }
-      return false;
-    }
-    if (last == SIZE_MAX) return true;  // not a pointer: nothing to write through
-    depth = 0;
-    for (size_t i = 0; i < last; ++i) {
-      if (v[i].text == "<" || v[i].text == "(") ++depth;
-      if (v[i].text == ">" || v[i].text == ")") --depth;
-      if (depth == 0 && v[i].text == "const" && (prev == SIZE_MAX || i > prev)) return true;
-    }
+    size_t last = SIZE_MAX, prev = SIZE_MAX;  // positions in `star` of the last two '*'
+    for (size_t i = 0; i < star.size(); ++i)
+      if (star[i]) prev = last, last = i;
+    // The object's own const: after any '*'. A pointee's: between the last '*' but one and the last.
+    const size_t lo = pointer ? prev : last, hi = pointer ? last : star.size();
+    if (pointer && last == SIZE_MAX) return true;  // not a pointer: nothing to write through
+    for (size_t i = lo == SIZE_MAX ? 0 : lo + 1; i < hi; ++i)
+      if (!star[i]) return true;
     return false;
   }
 
@@ -864,7 +847,7 @@ class Gen {
         if (v && v->k == Var::Uniform) {
           // A bare call argument cannot bind a non-const reference (which would modify it once per lane).
           const bool bare = k > 0 && (is(k - 1, "(") || is(k - 1, ",")) && (is(k + 1, ")") || is(k + 1, ",")) &&
-                            !uniform_flag(v->storage, 'c');
+                            !v->is_const;
           append(o, bare ? "::mgsim::wi::rv(" + tk.text + ")" : tk.text, !tk.pre.empty());
           continue;
         }
@@ -1316,7 +1299,7 @@ class Gen {
       const Var *v = lookup(n);
       if (!v) continue;  // a constant, function, type or program-scope name
       if (v->k == Var::Uniform) {  // a uniform declaration, or a uniform loop's (integer) variable
-        writable = writable || uniform_flag(v->storage, 'w');
+        writable = writable || v->writable;
         continue;
       }
       if (v->k == Var::Local) {
@@ -1392,7 +1375,7 @@ class Gen {
     // Whether it points to writable memory (auto: unknown, so yes).
     const bool pointer = s.is_auto || d.ptr.find('*') != std::string::npos || s.type.find('*') != std::string::npos;
     const bool writable = pointer && (s.is_auto || !const_pointee(decl, true));
-    scopes_.back()[d.name] = Var{Var::Uniform, uniform_flags(own_const(s), writable)};
+    scopes_.back()[d.name] = Var{Var::Uniform, d.name, own_const(s), writable};
   }
 
   // `if (c) return;` (or `{ return; }`) in a function returning nothing, c uniform.

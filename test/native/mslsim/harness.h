@@ -57,6 +57,22 @@ struct Lib {
   }
 };
 
+// The kernel `name` of `lib` (null after a failed CHECK naming the compile error), and a CHECK that
+// the simulator runs it in execution model `want` (MGSIM_EXEC_*), with its reason when it is not.
+inline mgsim_function *fn_in_model(Lib &lib, const char *name, int checked, int want) {
+  mgsim_function *f = lib.fn(name);
+  if (!f) {
+    CHECK(false, "%s (checked %d): compiles (%s)", name, checked, lib.error.c_str());
+    return nullptr;
+  }
+  const char *reason = nullptr;
+  const int model = mgsim_function_execution_model(f, &reason);
+  const char *form = want == MGSIM_EXEC_WORKITEM ? "in work-item form" : want == MGSIM_EXEC_FIBERS ? "as fibers" : "as a plain loop";
+  CHECK(model == want, "%s (checked %d): runs %s (model %d%s%s)", name, checked, form, model, reason ? ": " : "",
+        reason ? reason : "");
+  return f;
+}
+
 struct Dispatch {
   mgsim_dispatch d{};
   explicit Dispatch(mgsim_function *f) { d.function = f; }

@@ -164,18 +164,8 @@ static std::vector<float> shuffle_down(const std::vector<float> &x, const std::f
 static void run_case(const char *src, const char *kernel, int checked, size_t per_lane, bool expect_workitem,
                      const std::function<void(std::vector<float> &)> &expect, bool with_input = false) {
   Lib lib(src, checked);
-  mgsim_function *f = lib.fn(kernel);
-  if (!f) {
-    CHECK(false, "%s (checked %d): compiles (%s)", kernel, checked, lib.error.c_str());
-    return;
-  }
-  const char *reason = nullptr;
-  const int model = mgsim_function_execution_model(f, &reason);
-  if (expect_workitem)
-    CHECK(model == MGSIM_EXEC_WORKITEM, "%s (checked %d): runs in work-item form (model %d%s%s)", kernel, checked, model,
-          reason ? ": " : "", reason ? reason : "");
-  else
-    CHECK(model == MGSIM_EXEC_FIBERS, "%s (checked %d): runs as fibers (model %d)", kernel, checked, model);
+  mgsim_function *f = fn_in_model(lib, kernel, checked, expect_workitem ? MGSIM_EXEC_WORKITEM : MGSIM_EXEC_FIBERS);
+  if (!f) return;
   std::vector<float> in(kThreads), out(kThreads * per_lane, -1.0f), want(kThreads * per_lane);
   for (uint32_t i = 0; i < kThreads; ++i) in[i] = 0.25f * float(i) + 3.0f;
   Dispatch d(f);

@@ -104,15 +104,8 @@ static void run(const char *kernel, int checked, uint32_t groups, uint32_t tg, s
   const std::string what_s = std::string(what_) + ", " + g_tier;
   const char *what = what_s.c_str();
   Lib lib(kSrc, checked);
-  mgsim_function *f = lib.fn(kernel);
-  if (!f) {
-    CHECK(false, "%s (checked %d): compiles (%s)", kernel, checked, lib.error.c_str());
-    return;
-  }
-  const char *reason = nullptr;
-  const int model = mgsim_function_execution_model(f, &reason);
-  CHECK(model == MGSIM_EXEC_WORKITEM, "%s (checked %d): runs in work-item form (model %d%s%s)", kernel, checked, model,
-        reason ? ": " : "", reason ? reason : "");
+  mgsim_function *f = fn_in_model(lib, kernel, checked, MGSIM_EXEC_WORKITEM);
+  if (!f) return;
   std::vector<float> out(want.size(), -1.0f);
   Dispatch d(f);
   d.buf(0, out).buf(1, cfg);
