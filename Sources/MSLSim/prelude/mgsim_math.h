@@ -305,7 +305,7 @@ __attribute__((noinline)) inline void exp_float4_each(const float *x, float *y) 
 #endif
 __attribute__((target(MGSIM_EXP4_TARGET), noinline)) inline exp4_vf exp_float4(exp4_vf xf) {
   const exp4_constants &K = exp4_k;
-  const exp4_vd xd = __builtin_ia32_cvtps2pd256(xf);
+  const exp4_vd xd = __builtin_convertvector(xf, exp4_vd);  // (clang has no cvtps2pd256 builtin)
   const exp4_vd kd0 = MGSIM_EXP4_MADD(xd, K.log2e, K.shift);  // k + 1.5·2^52 (rounded to nearest)
   const exp4_vd kd = kd0 - K.shift;
   const exp4_vd r = MGSIM_EXP4_MADD(kd, K.ln2_lo, MGSIM_EXP4_MADD(kd, K.ln2_hi, xd));
