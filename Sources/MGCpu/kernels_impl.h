@@ -260,6 +260,9 @@ static inline cf to_cf(cd z) { return {float(z.re), float(z.im)}; }
 // the compiler's alias check sends such loops to scalar code, the locals let it vectorise every
 // block (callgrind: a float32 multiply went from 1.9 to 0.4 instructions an element). Reading a
 // block before writing it is what the in-place case needs anyway (same index only).
+// The loop after the block loops (fewer than a block's elements): left scalar, so the compiler
+// does not vectorise (and version) it once more for every kernel instance — only compile time.
+#define MG_TAIL_LOOP _Pragma("clang loop vectorize(disable) interleave(disable)")
 template <class T> constexpr int64_t block_of() { return sizeof(T) >= 8 ? 8 : 16; }
 
 template <int D, int O, class F>
@@ -281,7 +284,7 @@ static void k_unary(void *dst, const void *a, const void *, const void *, int64_
     for (int64_t j = 0; j < B; j++) rb[j] = f(xb[j]);
     __builtin_memcpy(d + i, rb, sizeof rb);
   }
-  for (; i < n; i++) d[i] = f(x[i]);
+  MG_TAIL_LOOP for (; i < n; i++) d[i] = f(x[i]);
 }
 template <int D, int O, class F> static KernelFn unary(F) { return &k_unary<D, O, F>; }
 
@@ -311,7 +314,7 @@ static void k_binary(void *dst, const void *a, const void *b, const void *, int6
         for (int64_t j = 0; j < BS; j++) rb[j] = f(xb[j], yb[j]);
         __builtin_memcpy(d + i, rb, sizeof rb);
       }
-      for (; i < n; i++) d[i] = f(sx ? xb[0] : x[i], sx ? y[i] : yb[0]);
+      MG_TAIL_LOOP for (; i < n; i++) d[i] = f(sx ? xb[0] : x[i], sx ? y[i] : yb[0]);
       return;
     }
   }
@@ -325,7 +328,7 @@ static void k_binary(void *dst, const void *a, const void *b, const void *, int6
         for (int64_t j = 0; j < B; j++) rb[j] = f(xb[j], yb[j]);
         __builtin_memcpy(d + i, rb, sizeof rb);
       }
-      for (; i < n; i++) d[i] = f(x[i], y[i]);
+      MG_TAIL_LOOP for (; i < n; i++) d[i] = f(x[i], y[i]);
       break;
     case 1: {
       const R<D> xv = x[0];
@@ -336,7 +339,7 @@ static void k_binary(void *dst, const void *a, const void *b, const void *, int6
         for (int64_t j = 0; j < B; j++) rb[j] = f(xv, yb[j]);
         __builtin_memcpy(d + i, rb, sizeof rb);
       }
-      for (; i < n; i++) d[i] = f(xv, y[i]);
+      MG_TAIL_LOOP for (; i < n; i++) d[i] = f(xv, y[i]);
       break;
     }
     case 2: {
@@ -348,7 +351,7 @@ static void k_binary(void *dst, const void *a, const void *b, const void *, int6
         for (int64_t j = 0; j < B; j++) rb[j] = f(xb[j], yv);
         __builtin_memcpy(d + i, rb, sizeof rb);
       }
-      for (; i < n; i++) d[i] = f(x[i], yv);
+      MG_TAIL_LOOP for (; i < n; i++) d[i] = f(x[i], yv);
       break;
     }
     default: {
@@ -544,40 +547,56 @@ static void k_via_d2(void *dst, const void *a, const void *b, const void *, int6
 #define CPLX2(expr) binary<C64, C64>([](cf av, cf bv) { cd a = to_cd(av), b = to_cd(bv); return to_cf(expr); })
 #define CPLXCMP(expr) binary<C64, Bool>([](cf av, cf bv) { cd a = to_cd(av), b = to_cd(bv); return uint8_t(expr); })
 
-// The math functions every real and bool dtype computes through double (the reference's number
-// path), shared by real_kernel and bool_kernel; nullptr for any other op.
+// The float functions computed through double (the reference's number path), for the float dtypes;
+// nullptr for any other op. Only those a float operand reaches: float32 and the 16-bit floats have
+// vector kernels for exp, log, tanh, sigmoid and erf (real_kernel), and every float dtype exact
+// sqrt and divide kernels. The libm calls run one element at a time, so a MG_VECTOR_ONLY table
+// leaves them to the baseline one (nullptr; the same source, so the same bits); 1/sqrt vectorises
+// and stays.
+#if MG_VECTOR_ONLY
+#define MG_LIBM(OP) nullptr
+#else
+#define MG_LIBM(OP) OP
+#endif
 template <int D> static KernelFn math_via_double(int op) {
+  constexpr bool VEC = kF32R(D);
   switch (op) {
     case OpRsqrt: return VIAD1(OpRsqrt);
-    case OpSqrt: return VIAD1(OpSqrt);
-    case OpExp: return VIAD1(OpExp);
-    case OpExpm1: return VIAD1(OpExpm1);
-    case OpLog: return VIAD1(OpLog);
-    case OpLog2: return VIAD1(OpLog2);
-    case OpLog10: return VIAD1(OpLog10);
-    case OpLog1p: return VIAD1(OpLog1p);
-    case OpSin: return VIAD1(OpSin);
-    case OpCos: return VIAD1(OpCos);
-    case OpTan: return VIAD1(OpTan);
-    case OpArcSin: return VIAD1(OpArcSin);
-    case OpArcCos: return VIAD1(OpArcCos);
-    case OpArcTan: return VIAD1(OpArcTan);
-    case OpSinh: return VIAD1(OpSinh);
-    case OpCosh: return VIAD1(OpCosh);
-    case OpTanh: return VIAD1(OpTanh);
-    case OpArcSinh: return VIAD1(OpArcSinh);
-    case OpArcCosh: return VIAD1(OpArcCosh);
-    case OpArcTanh: return VIAD1(OpArcTanh);
-    case OpSigmoid: return VIAD1(OpSigmoid);
-    case OpErf: return VIAD1(OpErf);
-    case OpErfInv: return VIAD1(OpErfInv);
-    case OpDivide: return VIAD2(OpDivide);
-    case OpPower: return VIAD2(OpPower);
-    case OpLogAddExp: return VIAD2(OpLogAddExp);
-    case OpArcTan2: return VIAD2(OpArcTan2);
-    default: return nullptr;
+    case OpExpm1: return MG_LIBM(VIAD1(OpExpm1));
+    case OpLog2: return MG_LIBM(VIAD1(OpLog2));
+    case OpLog10: return MG_LIBM(VIAD1(OpLog10));
+    case OpLog1p: return MG_LIBM(VIAD1(OpLog1p));
+    case OpSin: return MG_LIBM(VIAD1(OpSin));
+    case OpCos: return MG_LIBM(VIAD1(OpCos));
+    case OpTan: return MG_LIBM(VIAD1(OpTan));
+    case OpArcSin: return MG_LIBM(VIAD1(OpArcSin));
+    case OpArcCos: return MG_LIBM(VIAD1(OpArcCos));
+    case OpArcTan: return MG_LIBM(VIAD1(OpArcTan));
+    case OpSinh: return MG_LIBM(VIAD1(OpSinh));
+    case OpCosh: return MG_LIBM(VIAD1(OpCosh));
+    case OpArcSinh: return MG_LIBM(VIAD1(OpArcSinh));
+    case OpArcCosh: return MG_LIBM(VIAD1(OpArcCosh));
+    case OpArcTanh: return MG_LIBM(VIAD1(OpArcTanh));
+    case OpErfInv: return MG_LIBM(VIAD1(OpErfInv));
+    case OpPower: return MG_LIBM(VIAD2(OpPower));
+    case OpLogAddExp: return MG_LIBM(VIAD2(OpLogAddExp));
+    case OpArcTan2: return MG_LIBM(VIAD2(OpArcTan2));
+    case OpRemainder: return MG_LIBM(VIAD2(OpRemainder));
+    default: break;
   }
+  if constexpr (!VEC) {
+    switch (op) {
+      case OpExp: return MG_LIBM(VIAD1(OpExp));
+      case OpLog: return MG_LIBM(VIAD1(OpLog));
+      case OpTanh: return MG_LIBM(VIAD1(OpTanh));
+      case OpSigmoid: return MG_LIBM(VIAD1(OpSigmoid));
+      case OpErf: return MG_LIBM(VIAD1(OpErf));
+      default: break;
+    }
+  }
+  return nullptr;
 }
+#undef MG_LIBM
 
 #if !MG_VECTOR_ONLY
 static KernelFn complex_kernel(int op, int out) {
@@ -619,8 +638,6 @@ static KernelFn complex_kernel(int op, int out) {
     case OpTanh: return CPLX1(cdiv(csinh_(z), ccosh_(z)));
     case OpRound: return CPLX1((cd{round_half_even(z.re), round_half_even(z.im)}));
     case OpConjugate: return CPLX1((cd{z.re, -z.im}));
-    case OpReal: return CPLX1((cd{z.re, 0}));
-    case OpImag: return CPLX1((cd{z.im, 0}));
     case OpAdd: return CPLX2((cd{a.re + b.re, a.im + b.im}));
     case OpSubtract: return CPLX2((cd{a.re - b.re, a.im - b.im}));
     case OpMultiply: return CPLX2(cmul(a, b));
@@ -698,59 +715,73 @@ template <int D> static KernelFn real_kernel(int op, int out) {
   constexpr bool INT = I || L;
   constexpr bool A16 = D == F16 || D == BF16;  // f32_kernel_serves_16bit: kernel_for asks real_kernel<F32>
   constexpr int TW = sign_twin<D>();
-  if constexpr (TW != D) {
-    // (a 64-bit integer's conjugate/real go through double, where the sign matters)
-    if (sign_free(op) || (I && (op == OpConjugate || op == OpReal || op == OpImag)))
-      return real_kernel<TW>(op, out == D ? TW : out);
+  // OWN: this dtype has its own instances of the sign-free ops (a twin's are asked instead);
+  // the guards below keep the compiler from instantiating what the redirect makes dead
+  constexpr bool OWN = TW == D;
+  if constexpr (!OWN) {
+    if (sign_free(op)) return real_kernel<TW>(op, out == D ? TW : out);
   }
   // comparisons (bool out), for every real dtype
   if constexpr (!A16) {
     if (op >= OpEqual && op <= OpLessEqual) {
       if (out != Bool) return nullptr;
       switch (op) {
-        case OpEqual: return binary<D, Bool>(Equal{});
+        case OpEqual:
+          if constexpr (OWN) return binary<D, Bool>(Equal{});
+          break;
         case OpEqualNan:
           if constexpr (F) return binary<D, Bool>([](T x, T y) { return uint8_t(x == y || (x != x && y != y)); });
-          else return binary<D, Bool>(Equal{});
-        case OpNotEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x != y); });
+          else if constexpr (OWN) return binary<D, Bool>(Equal{});
+          break;
+        case OpNotEqual:
+          if constexpr (OWN) return binary<D, Bool>([](T x, T y) { return uint8_t(x != y); });
+          break;
         case OpGreater: return binary<D, Bool>(Greater{});
         case OpGreaterEqual: return binary<D, Bool>(GreaterEqual{});
         case OpLess: return &k_swapped<&k_binary<D, Bool, Greater>>;
         case OpLessEqual: return &k_swapped<&k_binary<D, Bool, GreaterEqual>>;
-        default: return nullptr;
+        default: break;
       }
-    }
-    if (op == OpLogicalNot) {
-      if (out != Bool) return nullptr;
-      return unary<D, Bool>([](T x) { return uint8_t(x == 0); });
-    }
-    if (op == OpLogicalAnd || op == OpLogicalOr) {
-      if (out != Bool || L) return nullptr;  // the reference has no 64-bit integer rule
-      if (op == OpLogicalAnd) return binary<D, Bool>([](T x, T y) { return uint8_t(x != 0 && y != 0); });
-      return binary<D, Bool>([](T x, T y) { return uint8_t(x != 0 || y != 0); });
+      return nullptr;
     }
   }
-  if (op == OpSelect) return out == D && !A16 ? &k_select<D> : nullptr;
+  // The logical ops reach a kernel with bool operands only (the ops cast to bool first); bool's
+  // kernels are uint8's (bool_kernel).
+  if constexpr (D == U8) {
+    if (op == OpLogicalNot) return out == Bool ? unary<D, Bool>([](T x) { return uint8_t(x == 0); }) : nullptr;
+    if (op == OpLogicalAnd) return out == Bool ? binary<D, Bool>([](T x, T y) { return uint8_t(x != 0 && y != 0); }) : nullptr;
+    if (op == OpLogicalOr) return out == Bool ? binary<D, Bool>([](T x, T y) { return uint8_t(x != 0 || y != 0); }) : nullptr;
+  }
+  if constexpr (OWN && !A16) {
+    if (op == OpSelect) return out == D ? &k_select<D> : nullptr;
+  }
   if (out != D) return nullptr;
 
+  // Integer division, remainder and power are scalar loops (no SIMD integer division; a
+  // data-dependent squaring loop) that wider vectors do not speed up: a MG_VECTOR_ONLY table leaves
+  // them to the baseline one (nullptr; the same source, so the same bits).
+#if MG_VECTOR_ONLY
+  constexpr bool IDIV = false;
+#else
+  constexpr bool IDIV = INT;
+#endif
   // exact operations in the dtype's own arithmetic (floats: one rounding equals the reference's
   // double computation rounded once; integers: wraparound)
   switch (op) {
     case OpAdd:
       if constexpr (F && !A16) return binary<D, D>([](T x, T y) { return T(x + y); });
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return wadd(x, y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return wadd(x, y); });
       break;
     case OpSubtract:
       if constexpr (F && !A16) return binary<D, D>([](T x, T y) { return T(x - y); });
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return wsub(x, y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return wsub(x, y); });
       break;
     case OpMultiply:
       if constexpr (F && !A16) return binary<D, D>([](T x, T y) { return T(x * y); });
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return wmul(x, y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return wmul(x, y); });
       break;
-    case OpDivide:
+    case OpDivide:  // (divide computes integers in float32)
       if constexpr (F && !A16) return binary<D, D>([](T x, T y) { return T(x / y); });
-      if constexpr (L) return nullptr;
       break;
     case OpMaximum:
       if constexpr (F && !A16) return binary<D, D>([](T x, T y) { return x != x ? x : x > y ? x : y; });
@@ -762,15 +793,15 @@ template <int D> static KernelFn real_kernel(int op, int out) {
       break;
     case OpNegative:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(-x); });
-      if constexpr (INT) return unary<D, D>([](T x) { return wneg(x); });
+      if constexpr (INT && OWN) return unary<D, D>([](T x) { return wneg(x); });
       break;
-    case OpAbs:
+    case OpAbs:  // (abs returns unsigned arrays as they are)
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::fabs(x)); });
-      if constexpr (INT) return unary<D, D>([](T x) { return iabs(x); });
+      if constexpr (INT && S) return unary<D, D>([](T x) { return iabs(x); });
       break;
     case OpSquare:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(x * x); });
-      if constexpr (INT) return unary<D, D>([](T x) { return wmul(x, x); });
+      if constexpr (INT && OWN) return unary<D, D>([](T x) { return wmul(x, x); });
       break;
     case OpSign:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(x > 0 ? 1 : x < 0 ? -1 : 0); });
@@ -780,59 +811,49 @@ template <int D> static KernelFn real_kernel(int op, int out) {
     case OpSqrt:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::sqrt(x)); });
       break;
+    // (floor, ceil and round return integer arrays as they are)
     case OpFloor:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::floor(x)); });
-      if constexpr (INT) return unary<D, D>(Same{});
       break;
     case OpCeil:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::ceil(x)); });
-      if constexpr (INT) return unary<D, D>(Same{});
       break;
     case OpRound:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::nearbyint(x)); });
-      if constexpr (INT) return unary<D, D>(Same{});
       break;
-    case OpConjugate:
-    case OpReal:
-      if constexpr ((F && !A16) || I) return unary<D, D>(Same{});
-      break;
-    case OpImag:
-      if constexpr ((F && !A16) || I) return unary<D, D>([](T) { return T(0); });
-      break;
-    case OpFloorDivide:
-      if constexpr (INT) return binary<D, D>(FloorDivide{});
+    case OpFloorDivide:  // (floor_divide of floats is floor(divide))
+      if constexpr (IDIV) return binary<D, D>(FloorDivide{});
       break;
     case OpRemainder:
-      if constexpr (INT) return binary<D, D>(FloorMod{});
+      if constexpr (IDIV) return binary<D, D>(FloorMod{});
       break;
     case OpDivModQuotient:
-      if constexpr (INT) return binary<D, D>(FloorDivide{});
+      if constexpr (IDIV) return binary<D, D>(FloorDivide{});
       // the quotient as the dtype holds it, then floored (one that underflows is ±0, not ±tiny)
       if constexpr (F) return VIAD2_EXPR(std::floor(to_d<D>(from_d<D>(x / y))));
       break;
     case OpDivModRemainder:
-      if constexpr (INT) return binary<D, D>(FloorMod{});
-      if constexpr (F) return VIAD2(OpRemainder);
+      if constexpr (IDIV) return binary<D, D>(FloorMod{});
+      if constexpr (F) return math_via_double<D>(OpRemainder);
       break;
     case OpPower:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return ipow(x, y); });
+      if constexpr (IDIV) return binary<D, D>([](T x, T y) { return ipow(x, y); });
       break;
     case OpBitwiseAnd:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return T(x & y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return T(x & y); });
       break;
     case OpBitwiseOr:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return T(x | y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return T(x | y); });
       break;
     case OpBitwiseXor:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return T(x ^ y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return T(x ^ y); });
       break;
     case OpBitwiseInvert:
-      if constexpr (INT) return unary<D, D>([](T x) { return T(~x); });
+      if constexpr (INT && OWN) return unary<D, D>([](T x) { return T(~x); });
       break;
     case OpLeftShift:
-      if constexpr (I) return binary<D, D>([](T x, T y) { return ishl32(x, y); });
+      if constexpr (I && OWN) return binary<D, D>([](T x, T y) { return ishl32(x, y); });
       if constexpr (D == I64) return binary<D, D>([](T x, T y) { return sshl64(x, y); });
-      if constexpr (D == U64) return binary<D, D>([](T x, T y) { return ushl64(x, y); });
       break;
     case OpRightShift:
       if constexpr (I) return binary<D, D>([](T x, T y) { return ishr32(x, y); });
@@ -855,30 +876,10 @@ template <int D> static KernelFn real_kernel(int op, int out) {
     }
   }
 
-  // everything else through double, as the reference computes it; a MG_VECTOR_ONLY table leaves
-  // the integers' to the baseline table (per-element libm calls in double that wider vectors do
-  // not speed up; the same source, so the same bits)
-#if MG_VECTOR_ONLY
-  constexpr bool VIA_INT = false;
-#else
-  constexpr bool VIA_INT = INT;
-#endif
-  if constexpr (L) {
-    // 64-bit integers: unary functions go through a double (the reference's number path);
-    // binary functions without a BigInt rule are not supported by the reference either
-    if (op >= FirstBinary) return nullptr;
-  }
-  if constexpr (F || VIA_INT) {
-    switch (op) {
-      case OpConjugate: return VIAD1(OpConjugate);
-      case OpReal: return VIAD1(OpReal);
-      case OpImag: return unary<D, D>([](R<D>) { return from_d<D>(0.0); });
-      case OpBitwiseInvert: return VIAD1(OpBitwiseInvert);
-      case OpRemainder: return VIAD2(OpRemainder);
-      case OpFloorDivide: return VIAD2(OpFloorDivide);
-      default: return math_via_double<D>(op);
-    }
-  }
+  // everything else through double, as the reference computes it. Integer operands never get here:
+  // the ops compute the float functions of integers in float32 (at_least_float), and conjugate,
+  // real, imag, floor, ceil and round return real or integer arrays without a kernel.
+  if constexpr (F) return math_via_double<D>(op);
   return nullptr;
 }
 
@@ -890,13 +891,11 @@ static KernelFn bool_kernel(int op, int out) {
   if (op >= OpEqual && op <= OpLessEqual) return real_kernel<U8>(op == OpEqualNan ? OpEqual : op, out);
   if (op == OpLogicalNot || op == OpLogicalAnd || op == OpLogicalOr) return real_kernel<U8>(op, out);
   if (out != Bool) return nullptr;
+  // (abs, sign, floor, ceil, round, conjugate, real return bool arrays as they are, imag gives
+  // zeros, negative is an error, bitwise_invert is logical_not, shifts and divide compute bool in
+  // uint8 and float32: none reaches a bool kernel)
   switch (op) {
-    case OpAbs: case OpFloor: case OpCeil: case OpRound: case OpConjugate: case OpReal:
-    case OpSquare: case OpSign:
-      return unary<Bool, Bool>(Same{});
-    case OpNegative: return unary<Bool, Bool>(Same{});  // -1 is nonzero
-    case OpImag: return unary<Bool, Bool>([](uint8_t) { return uint8_t(0); });
-    case OpBitwiseInvert: return unary<Bool, Bool>([](uint8_t) { return uint8_t(1); });  // ~0, ~1 ≠ 0
+    case OpSquare: return unary<Bool, Bool>(Same{});
     case OpAdd: case OpMaximum: case OpBitwiseOr:
       return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return uint8_t(x | y); });
     case OpSubtract: case OpBitwiseXor:
@@ -911,9 +910,8 @@ static KernelFn bool_kernel(int op, int out) {
       return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return y ? uint8_t(0) : x; });
     case OpFloorDivide: case OpDivModQuotient:
       return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return y ? x : uint8_t(0); });
-    case OpLeftShift: return VIAD2(OpLeftShift);
-    case OpRightShift: return VIAD2(OpRightShift);
-    default: return math_via_double<D>(op);
+    case OpPower: return VIAD2(OpPower);
+    default: return nullptr;
   }
 }
 
@@ -926,8 +924,7 @@ static inline bool f32_kernel_serves_16bit(int op) {
   switch (op) {
     case OpAdd: case OpSubtract: case OpMultiply: case OpDivide: case OpMaximum: case OpMinimum:
     case OpNegative: case OpAbs: case OpSquare: case OpSign: case OpSqrt: case OpFloor: case OpCeil:
-    case OpRound: case OpConjugate: case OpReal: case OpImag: case OpLogicalNot: case OpLogicalAnd:
-    case OpLogicalOr: case OpSelect: case OpExp: case OpLog: case OpTanh: case OpSigmoid: case OpErf:
+    case OpRound: case OpSelect: case OpExp: case OpLog: case OpTanh: case OpSigmoid: case OpErf:
       return true;
     default:
       return op >= OpEqual && op <= OpLessEqual;
