@@ -65,7 +65,7 @@ static inline vf vf_round_bf16(vf x) {
   return (vf)(((vu)nan & quiet) | (~(vu)nan & rounded));
 }
 
-static void round_grid_impl(float *x, int dtype, int64_t n) {
+[[gnu::noinline]] static void round_grid_impl(float *x, int dtype, int64_t n) {
   if (dtype == BF16) {
     int64_t i = 0;
     for (; i + VF <= n; i += VF) vf_store(x + i, vf_round_bf16(vf_load(x + i)));
@@ -395,8 +395,9 @@ template <int D, int O> static inline R<O> cast1(R<D> x) {
   else if constexpr (D == F32 && O == F16) return f16_to_f32(f32_to_f16(x));
   else return from_d<O>(to_d<D>(x));
 }
+// (noinline: a kernel is called through the table; k_cast_grid calls its float32 instance)
 template <int D, int O>
-static void k_cast(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
+[[gnu::noinline]] static void k_cast(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
   R<O> *d = static_cast<R<O> *>(dst);
   const R<D> *x = static_cast<const R<D> *>(a);
   if (mask & 1) {
@@ -415,6 +416,37 @@ static void k_cast(void *dst, const void *a, const void *, const void *, int64_t
     for (int64_t i = 0; i < n; i++) d[i] = cast1<D, O>(x[i]);
   }
 }
+// A float16/bfloat16 result of an integer or bool source: the float32 cast, rounded to the grid in
+// place (one vector pass where F16C exists). The same bits as rounding the integer once: float16
+// holds every integer below 65520 exactly and overflows from there, and float32 holds every integer
+// below 2^24 exactly; bfloat16's reference rounds through float32 itself.
+template <int D, int G>
+static void k_cast_grid(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
+  float *d = static_cast<float *>(dst);
+  if (mask & 1) {
+    float v;
+    k_cast<D, F32>(&v, a, nullptr, nullptr, 1, 0);
+    round_grid_impl(&v, G, 1);
+    for (int64_t i = 0; i < n; i++) d[i] = v;
+    return;
+  }
+  k_cast<D, F32>(dst, a, nullptr, nullptr, n, 0);
+  round_grid_impl(d, G, n);
+}
+// Whether cast_from<D> has its own kernel for the result dtype O (the others are served by another
+// instance, below): an integer result's signedness never matters, nor a signed source's when the
+// result is no wider or bool; float16/bfloat16 values are float32 values.
+template <int D, int O> constexpr bool cast_own() {
+  if constexpr (kInt(D) || D == Bool) {
+    if constexpr (kSigned(O) || O == F16 || O == BF16) return false;
+    else if constexpr (kSigned(D) && (O == Bool || (kInt(O) && sizeof(R<O>) <= sizeof(R<D>)))) return false;
+    else return true;
+  } else if constexpr (D == F16 || D == BF16) {
+    return O == F16 || O == BF16;
+  } else {
+    return true;
+  }
+}
 template <int D> static KernelFn cast_from(int o) {
   if constexpr (kInt(D) || D == Bool) {
     // An integer result keeps the low bits of the source's integer value: its signedness does not
@@ -425,14 +457,23 @@ template <int D> static KernelFn cast_from(int o) {
       constexpr int UD = D == I8 ? U8 : D == I16 ? U16 : D == I32 ? U32 : U64;
       if (o == Bool || (kInt(o) && dtype_size(o) <= dtype_size(D))) return cast_from<UD>(o);
     }
+    if (o == F16) return &k_cast_grid<D, F16>;
+    if (o == BF16) return &k_cast_grid<D, BF16>;
+  }
+  if constexpr (D == F16 || D == BF16) {
+    // a 16-bit float's value is a float32 value: float32's casts, except to the 16-bit grids
+    if (o != F16 && o != BF16) return cast_from<F32>(o);
   }
   switch (o) {
 #define MG_CAST_TO(O) \
-  case O: return &k_cast<D, O>;
+  case O:              \
+    if constexpr (cast_own<D, O>()) return &k_cast<D, O>; \
+    break;
     MG_EACH_DTYPE(MG_CAST_TO)
 #undef MG_CAST_TO
-    default: return nullptr;
+    default: break;
   }
+  return nullptr;
 }
 
 // ---- the op table ------------------------------------------------------------------------------------

@@ -259,6 +259,38 @@ describe("native elementwise = reference, every primitive and dtype", () => {
     });
   }
 
+  // The native kernel casts an integer to float32 and rounds that to the 16-bit grid; the reference
+  // rounds the integer once. Every 16-bit integer, and wide ones around the float16 overflow
+  // (65504 / 65520), float32's exact range (2^24) and the type bounds.
+  test("integer → float16/bfloat16 casts: every 16-bit integer and the wide boundaries", () => {
+    const wide: bigint[] = [];
+    for (const c of [65503n, 65504n, 65505n, 65511n, 65512n, 65519n, 65520n, 65521n, 1n << 24n, (1n << 24n) + 1n,
+      (1n << 24n) + 3n, (1n << 31n) - 1n, 1n << 31n, (1n << 32n) - 1n, (1n << 53n) + 1n, (1n << 63n) - 1n, 1n << 63n,
+      (1n << 64n) - 1n]) {
+      wide.push(c, -c);
+    }
+    const cases: MgArray[] = [
+      mg.array(Array.from({ length: 65536 }, (_, i) => i - 32768), mg.int16),
+      mg.array(Array.from({ length: 65536 }, (_, i) => i), mg.uint16),
+      mg.array(Array.from({ length: 256 }, (_, i) => i), mg.uint8),
+      mg.array([true, false], mg.bool_),
+    ];
+    for (const [d, lo, hi] of [[mg.int32, -(1n << 31n), (1n << 31n) - 1n], [mg.uint32, 0n, (1n << 32n) - 1n],
+      [mg.int64, -(1n << 63n), (1n << 63n) - 1n], [mg.uint64, 0n, (1n << 64n) - 1n]] as const) {
+      const vals = wide.filter((v) => v >= lo && v <= hi);
+      cases.push(d.size === 8 ? mg.array(vals, d) : mg.array(vals.map(Number), d));
+    }
+    for (const x of cases) {
+      for (const to of [mg.float16, mg.bfloat16]) {
+        const r = both(() => [mg.astype(x, to, S)]);
+        compareResults(P.AsType, r, `${x.dtype.name}→${to.name}`);
+        // a scalar source (stride-0 broadcast)
+        const s = ref(() => mg.broadcastTo(mg.reshape(mg.take(x, mg.array([x.size - 1], mg.int32), 0, S), [], S), [5], S));
+        compareResults(P.AsType, both(() => [mg.astype(s, to, S)]), `${x.dtype.name}→${to.name} scalar`);
+      }
+    }
+  });
+
   test("64-bit shifts by any count: the count modulo 64 (docs/corner-cases.md)", () => {
     const x = mg.array([1n, -8n, 5n, -1n, 3n, 1n], mg.int64);
     const y = mg.array([3n, 1n, 64n, 70n, -1n, 63n], mg.int64);
