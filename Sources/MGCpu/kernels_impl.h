@@ -1124,8 +1124,10 @@ static inline vf vmin_nan(vf a, vf v) {
 
 constexpr int64_t RCHUNK = 1024;  // strided runs are gathered in chunks of this many elements
 
+// (noinline: one function per dtype; inlined, the fourteen made reduce_run_impl one huge function
+// that took the optimiser superlinear time)
 template <int D>
-static void reduce_run_t(int type, const char *src, int64_t stride, int64_t n, void *accp) {
+[[gnu::noinline]] static void reduce_run_t(int type, const char *src, int64_t stride, int64_t n, void *accp) {
   using T = R<D>;
   alignas(64) T buf[RCHUNK];
   if constexpr (kF32R(D)) {
@@ -1302,9 +1304,16 @@ static void reduce_rows_impl(int type, int dtype, void *accp, const void *src, i
     for (int64_t j = 0; j < n; j++) acc[ACC_DOUBLES * j] += x[j];
     return;
   }
+  // the dtype chosen once, not per element
   const char *s = static_cast<const char *>(src);
-  const int size = dtype_size(dtype);
-  for (int64_t j = 0; j < n; j++) reduce_run_impl(type, dtype, s + j * size, 1, 1, acc + ACC_DOUBLES * j);
+  const int64_t size = dtype_size(dtype);
+  switch (dtype) {
+#define MG_REDUCE_ROW(D) \
+  case D: for (int64_t j = 0; j < n; j++) reduce_run_t<D>(type, s + j * size, 1, 1, acc + ACC_DOUBLES * j); break;
+    MG_EACH_DTYPE(MG_REDUCE_ROW)
+#undef MG_REDUCE_ROW
+    default: break;
+  }
 }
 
 // ---- softmax -------------------------------------------------------------------------------------------
