@@ -74,6 +74,10 @@ const cases: [string, () => MgArray][] = [
   ["exp float64", () => mg.exp(f64, S)],
   ["rsqrt float32", () => mg.rsqrt(gi, S)],
   ["astype int32 to float32", () => mg.astype(i32, mg.float32, S)],
+  ["astype int32 to float16", () => mg.astype(i32, mg.float16, S)],
+  ["astype uint8 to bfloat16", () => mg.astype(u8, mg.bfloat16, S)],
+  ["sum int32 axis 0 (columns)", () => mg.sum(mg.reshape(i32, [1024, 1024], S), 0, S)],
+  ["max int16 axis 1 (rows)", () => mg.max(mg.reshape(i16, [1024, 1024], S), 1, S)],
   ["abs int32", () => mg.abs(i32, S)],
   ["add int32, 1000 x 15 elements", () => {
     let r = small;

@@ -260,9 +260,6 @@ static inline cf to_cf(cd z) { return {float(z.re), float(z.im)}; }
 // the compiler's alias check sends such loops to scalar code, the locals let it vectorise every
 // block (callgrind: a float32 multiply went from 1.9 to 0.4 instructions an element). Reading a
 // block before writing it is what the in-place case needs anyway (same index only).
-// The loop after the block loops (fewer than a block's elements): left scalar, so the compiler
-// does not vectorise (and version) it once more for every kernel instance — only compile time.
-#define MG_TAIL_LOOP _Pragma("clang loop vectorize(disable) interleave(disable)")
 template <class T> constexpr int64_t block_of() { return sizeof(T) >= 8 ? 8 : 16; }
 
 template <int D, int O, class F>
@@ -284,7 +281,7 @@ static void k_unary(void *dst, const void *a, const void *, const void *, int64_
     for (int64_t j = 0; j < B; j++) rb[j] = f(xb[j]);
     __builtin_memcpy(d + i, rb, sizeof rb);
   }
-  MG_TAIL_LOOP for (; i < n; i++) d[i] = f(x[i]);
+  for (; i < n; i++) d[i] = f(x[i]);
 }
 template <int D, int O, class F> static KernelFn unary(F) { return &k_unary<D, O, F>; }
 
@@ -314,7 +311,7 @@ static void k_binary(void *dst, const void *a, const void *b, const void *, int6
         for (int64_t j = 0; j < BS; j++) rb[j] = f(xb[j], yb[j]);
         __builtin_memcpy(d + i, rb, sizeof rb);
       }
-      MG_TAIL_LOOP for (; i < n; i++) d[i] = f(sx ? xb[0] : x[i], sx ? y[i] : yb[0]);
+      for (; i < n; i++) d[i] = f(sx ? xb[0] : x[i], sx ? y[i] : yb[0]);
       return;
     }
   }
@@ -328,7 +325,7 @@ static void k_binary(void *dst, const void *a, const void *b, const void *, int6
         for (int64_t j = 0; j < B; j++) rb[j] = f(xb[j], yb[j]);
         __builtin_memcpy(d + i, rb, sizeof rb);
       }
-      MG_TAIL_LOOP for (; i < n; i++) d[i] = f(x[i], y[i]);
+      for (; i < n; i++) d[i] = f(x[i], y[i]);
       break;
     case 1: {
       const R<D> xv = x[0];
@@ -339,7 +336,7 @@ static void k_binary(void *dst, const void *a, const void *b, const void *, int6
         for (int64_t j = 0; j < B; j++) rb[j] = f(xv, yb[j]);
         __builtin_memcpy(d + i, rb, sizeof rb);
       }
-      MG_TAIL_LOOP for (; i < n; i++) d[i] = f(xv, y[i]);
+      for (; i < n; i++) d[i] = f(xv, y[i]);
       break;
     }
     case 2: {
@@ -351,7 +348,7 @@ static void k_binary(void *dst, const void *a, const void *b, const void *, int6
         for (int64_t j = 0; j < B; j++) rb[j] = f(xb[j], yv);
         __builtin_memcpy(d + i, rb, sizeof rb);
       }
-      MG_TAIL_LOOP for (; i < n; i++) d[i] = f(x[i], yv);
+      for (; i < n; i++) d[i] = f(x[i], yv);
       break;
     }
     default: {
