@@ -28,20 +28,38 @@ done
 compilers=(g++)
 if [ "$clang" = 1 ] && command -v clang++ >/dev/null 2>&1; then compilers+=(clang++); fi
 
-# name:optimisation (the swizzle sweep is ~1000 tiny functions: -O0 keeps its build short)
+# name:optimisation[:variant] (the swizzle sweep is ~1000 tiny functions: -O0 keeps its build short).
+# A variant adds the macros the simulator's compile driver defines on CPUs with the extension
+# (Sources/MSLSim/compile.cpp, base_flags): isa_paths then builds the prelude's AVX2/FMA code with
+# each compiler, and runs it where this CPU has the extension (else it is built only).
 tests=(fp16_conversions:-O2 vector_types:-O2 swizzles:-O0 math_functions:-O2 atomics:-O2 simdgroup_matrix:-O2
-       value_proxies:-O2)
+       value_proxies:-O2 isa_paths:-O2:avx2 isa_paths:-O2:avx2+fma)
 flags=(-std=c++17 -Wall -Wextra -Werror -pthread)
+cpu_has() { grep -qw "$1" /proc/cpuinfo 2>/dev/null; }
 
 prog_pass=0 prog_fail=0 checks_pass=0 checks_fail=0 failed=()
 for cxx in "${compilers[@]}"; do
   for t in "${tests[@]}"; do
-    name=${t%%:*} opt=${t#*:}
-    exe="$work/$name.$cxx"
-    if ! "$cxx" "${flags[@]}" "$opt" "$here/$name.cpp" -o "$exe" >"$work/build.log" 2>&1; then
-      echo "BUILD FAILED: $name ($cxx $opt)"
+    IFS=: read -r name opt variant <<<"$t"
+    extra=() runnable=1 label="$cxx $opt"
+    case "$variant" in
+      "") ;;
+      # -ffp-contract=off as the simulator compiles (it only matters where a product meets an add).
+      avx2) extra=(-DMGSIM_HAVE_AVX2=1 -ffp-contract=off) label+=" AVX2"; cpu_has avx2 || runnable=0 ;;
+      avx2+fma) extra=(-DMGSIM_HAVE_AVX2=1 -DMGSIM_HAVE_FMA=1 -ffp-contract=off) label+=" AVX2 FMA"
+                cpu_has avx2 && cpu_has fma || runnable=0 ;;
+      *) echo "run.sh: unknown variant $variant" >&2; exit 2 ;;
+    esac
+    exe="$work/$name${variant:+.$variant}.$cxx"
+    if ! "$cxx" "${flags[@]}" "$opt" "${extra[@]}" "$here/$name.cpp" -o "$exe" >"$work/build.log" 2>&1; then
+      echo "BUILD FAILED: $name ($label)"
       head -30 "$work/build.log"
-      prog_fail=$((prog_fail + 1)) failed+=("$name/$cxx(build)")
+      prog_fail=$((prog_fail + 1)) failed+=("$name${variant:+[$variant]}/$cxx(build)")
+      continue
+    fi
+    if [ "$runnable" = 0 ]; then
+      prog_pass=$((prog_pass + 1))
+      echo "ok    $name: built ($label; not run: this CPU lacks the extension)"
       continue
     fi
     args=()
@@ -50,10 +68,10 @@ for cxx in "${compilers[@]}"; do
     summary=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed$" "$work/run.log" | tail -1)
     if [ "$rc" = 0 ] && [ -n "$summary" ]; then
       prog_pass=$((prog_pass + 1))
-      echo "ok    $summary ($cxx $opt)"
+      echo "ok    $summary ($label)"
     else
-      prog_fail=$((prog_fail + 1)) failed+=("$name/$cxx")
-      echo "FAIL  $name ($cxx $opt, exit $rc)"
+      prog_fail=$((prog_fail + 1)) failed+=("$name${variant:+[$variant]}/$cxx")
+      echo "FAIL  $name ($label, exit $rc)"
       grep -v '^ok' "$work/run.log" | head -30
     fi
     if [ -n "$summary" ]; then
