@@ -83,11 +83,31 @@ for cxx in "${compilers[@]}"; do
 done
 
 # Compile-fail cases: the first line of each file is `// expect: <text g++ must print>`.
+# Most cases start with the same header, so each compiler parses it once into a precompiled header
+# (half the CPU of these 50 compiles). The case then compiles as before: g++ takes X.h.gch in place
+# of the first #include "X.h" (only there, and only if built with the same flags); clang++ loads
+# X.h.pch before the file, whose own #include "X.h" is then a no-op (include guard). A case whose
+# first include is another header compiles without one. If a PCH cannot be built, none is used.
+pch_headers=(mgsim_types.h mgsim_atomic.h mgsim_simdgroup_matrix.h)
+mkdir -p "$work/pch.g++" "$work/pch.clang++"
+for h in "${pch_headers[@]}"; do
+  for cxx in "${compilers[@]}"; do
+    case "$cxx" in
+      g++) g++ -std=c++17 -x c++-header "$prelude/$h" -o "$work/pch.g++/$h.gch" >/dev/null 2>&1 || rm -f "$work/pch.g++/$h.gch" ;;
+      *) "$cxx" -std=c++17 -x c++-header "$prelude/$h" -o "$work/pch.$cxx/$h.pch" >/dev/null 2>&1 || rm -f "$work/pch.$cxx/$h.pch" ;;
+    esac
+  done
+done
 cf_pass=0 cf_fail=0
 for f in "$here"/compile_fail/*.cpp; do
   expect=$(head -1 "$f" | sed 's#^// expect: ##')
+  first=$(grep -m1 '^#include' "$f" | sed -n 's/^#include "\(.*\)"$/\1/p')
   for cxx in "${compilers[@]}"; do
-    if out=$("$cxx" -std=c++17 -fsyntax-only -I"$prelude" "$f" 2>&1); then
+    pch=()
+    if [ "$cxx" = g++ ]; then pch=(-I"$work/pch.g++")
+    elif [ -n "$first" ] && [ -f "$work/pch.$cxx/$first.pch" ]; then pch=(-include-pch "$work/pch.$cxx/$first.pch")
+    fi
+    if out=$("$cxx" -std=c++17 -fsyntax-only "${pch[@]}" -I"$prelude" "$f" 2>&1); then
       ok=0  # it compiled
     elif [ "$cxx" = g++ ]; then
       grep -qF -- "$expect" <<<"$out" && ok=1 || ok=0
