@@ -37,7 +37,7 @@ if [ "$clang" = 1 ] && command -v clang++ >/dev/null 2>&1; then compilers+=(clan
 # A variant adds the macros the simulator's compile driver defines on CPUs with the extension
 # (Sources/MSLSim/compile.cpp, base_flags): isa_paths then builds the prelude's AVX2/FMA code with
 # each compiler, and runs it where this CPU has the extension (else it is built only).
-tests=(fp16_conversions:-O2:-O2 vector_types:-O0:-O2 swizzles:-O0:-O0 math_functions:-O2:-O0 atomics:-O2:-O2
+tests=(fp16_conversions:-O2:-O2 vector_types:-O2:-O0 swizzles:-O0:-O0 math_functions:-O2:-O0 atomics:-O2:-O2
        simdgroup_matrix:-O2:-O0 value_proxies:-O0:-O2 isa_paths:-O2:-O2:avx2 isa_paths:-O2:-O2:avx2+fma)
 flags=(-std=c++17 -Wall -Wextra -Werror -pthread)
 cpu_has() { grep -qw "$1" /proc/cpuinfo 2>/dev/null; }
