@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs the MSL prelude tests (Sources/MSLSim/prelude/mgsim_{types,math,atomic,
 # simdgroup_matrix}.h): every test program with g++ (warnings are errors) and, unless --no-clang or
-# clang++ is missing, with clang++; then the compile-fail cases (each must fail with its message);
+# clang++ is missing, with clang++ (optimisation levels per compiler below; isa_paths also with the
+# AVX2/FMA macros); then the compile-fail cases (each must fail with its message under g++ and be
+# rejected by clang++);
 # then prints how long the headers take to compile. Ends with "prelude: N passed, N failed" (the
 # line .ci/run adds to its totals). Exits nonzero on any failure.
 #
