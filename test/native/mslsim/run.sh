@@ -76,7 +76,7 @@ if cmp -s "$out/libmslsim.a.new" "$out/libmslsim.a"; then rm "$out/libmslsim.a.n
 
 # Every harness program compiles into one executable, each test_X.cpp in a namespace of its own
 # (test_X::main), and $out/test_X is a link to it that runs that program (chosen by argv[0]): each
-# still runs as a process of its own, with its own caches, statistics and environment. Seventeen
+# still runs as a process of its own, with its own caches, statistics and environment. The 17
 # separate programs cost ~11 CPU s with g++ -O1 (each parsing the standard headers, or loading
 # harness.h's precompiled form, instantiating the same templates and linking the simulator); one
 # unit at -O0 costs ~1.7 with clang++, ~2.8 with g++ (MSLSIM_TEST_PROGRAM_OPT overrides -O0: the
