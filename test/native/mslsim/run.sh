@@ -129,7 +129,9 @@ tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=("${programs[@]}")
 # The harnesses read shared kernel text (the guide's kernel bodies) from this checkout's fixtures.
 export MSLSIM_FIXTURES="$root/test/fixtures"
-# A fresh cache per run unless MG_SIM_CACHE is set, so the cache tests start cold.
+# A fresh cache per run unless MG_SIM_CACHE is set, so the cache tests start cold. MG_SIM_PCH_CACHE
+# (e.g. CI's main kernel cache) lends the programs its precompiled preludes, ~0.8 CPU s each for four
+# math mode/optimisation combinations; test_cache builds its own all the same.
 if [ -z "${MG_SIM_CACHE:-}" ]; then
   export MG_SIM_CACHE="$out/cache-$$"
   trap 'rm -rf "$MG_SIM_CACHE"' EXIT
