@@ -403,9 +403,9 @@ std::string join(const std::vector<std::string> &v) {
   return s;
 }
 
-// The prelude files, written once per prelude version into the cache.
-bool ensure_prelude_dir(std::string &dir, std::string &error) {
-  dir = cache_directory() + "/prelude-" + prelude_hash();
+// The prelude files, written once per prelude version into the cache (or into `root`).
+bool ensure_prelude_dir(std::string &dir, std::string &error, const std::string &root = cache_directory()) {
+  dir = root + "/prelude-" + prelude_hash();
   std::string marker = dir + "/.complete";
   if (file_exists(marker)) return true;
   if (!mkdir_p(dir)) {
@@ -425,6 +425,22 @@ bool ensure_prelude_dir(std::string &dir, std::string &error) {
 
 std::mutex g_pch_mu;
 
+// Where the precompiled preludes are kept: MG_SIM_PCH_CACHE when set, else the kernel cache. Kernel
+// caches may share one (a precompiled prelude depends only on the compiler, its flags and the
+// prelude, all in its directory's name): CI's mslsim harness, which starts from a fresh kernel cache
+// to test cold compiles, uses the main job's instead of building the same ones again.
+const std::string &pch_cache_directory() {
+  static const std::string dir = [] {
+    const char *env = getenv("MG_SIM_PCH_CACHE");
+    if (!env || !*env) return cache_directory();
+    std::string d = env;
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    mkdir_p(d);
+    return d;
+  }();
+  return dir;
+}
+
 // Builds (once per compiler, flags and prelude) the precompiled prelude; returns the flags that
 // include it, or plain `-include` flags when precompiling fails.
 //
@@ -434,18 +450,22 @@ std::mutex g_pch_mu;
 //
 // Tier 0 (-O0) has a header of its own: g++ does not use one precompiled with optimisation
 // (__OPTIMIZE__ differs) and would parse the whole prelude for every unit instead.
-std::vector<std::string> prelude_include_flags(const std::string &prelude_dir, int math_mode, bool tier0) {
+std::vector<std::string> prelude_include_flags(const std::string &own_prelude_dir, int math_mode, bool tier0) {
   const CompilerConfig &cc = compiler();
-  std::vector<std::string> plain = {"-I" + prelude_dir, "-include", prelude_dir + "/mgsim_prelude.h"};
+  std::vector<std::string> plain = {"-I" + own_prelude_dir, "-include", own_prelude_dir + "/mgsim_prelude.h"};
   const char *nopch = getenv("MG_SIM_NO_PCH");
   if (nopch && *nopch && strcmp(nopch, "0") != 0) return plain;
+  // A shared precompiled prelude names the prelude files beside it (diagnostics, clang's checks).
+  std::string prelude_dir = own_prelude_dir, error;
+  if (pch_cache_directory() != cache_directory() && !ensure_prelude_dir(prelude_dir, error, pch_cache_directory()))
+    return plain;
   std::vector<std::string> flags = base_flags(math_mode);
   if (tier0) flags.push_back("-O0");
   Hasher h;
   h.add(prelude_hash());
   h.add(cc.identity);
   h.add(join(flags));
-  std::string dir = cache_directory() + "/pch-" + h.hex();
+  std::string dir = pch_cache_directory() + "/pch-" + h.hex();
   std::string header = dir + "/mgsim_prelude.h";
   std::string out = cc.clang ? dir + "/mgsim_prelude.pch" : header + ".gch";
   std::vector<std::string> use;
@@ -488,9 +508,10 @@ std::string clean_log(const std::string &log, const std::string &src_path) {
   // The linker names the source by its file name only.
   const std::string base = src_path.substr(src_path.rfind('/') + 1);
   while ((p = s.find(base)) != std::string::npos) s.replace(p, base.size(), "program_source.cpp");
-  // The prelude's copies in the cache (and its precompiled header) are "prelude/<file>".
-  for (const char *kind : {"/prelude-", "/pch-"}) {
-    const std::string dir = cache_directory() + kind;
+  // The prelude's copies in the cache (and its precompiled header, and their copies in a shared
+  // MG_SIM_PCH_CACHE) are "prelude/<file>".
+  for (const std::string &dir : {cache_directory() + "/prelude-", cache_directory() + "/pch-",
+                                 pch_cache_directory() + "/prelude-", pch_cache_directory() + "/pch-"}) {
     while ((p = s.find(dir)) != std::string::npos) {
       const size_t slash = s.find('/', p + dir.size());
       if (slash == std::string::npos) break;

@@ -1,4 +1,9 @@
 // Tiny harness for the simulator tests: compile MSL through the C API, bind buffers, dispatch.
+// run.sh compiles every test_X.cpp into one executable, each inside namespace test_X (its main is
+// test_X::main, `int main()` or `int main(int, char **)`), and runs each as a process of its own.
+// So a program includes every header it needs in the #include block at its top (those are included
+// once, outside the namespaces), and has no namespace-scope initialiser with effects (it would run
+// in every program).
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -1,10 +1,13 @@
 // Compile caches: a second process loads the compiled object from the disk cache without running
-// the compiler; concurrent creation of one library compiles once. Also prints compile times
-// (cold without PCH, cold with PCH, disk-cached, in-memory).
+// the compiler; concurrent creation of one library compiles once; a cache may use another cache's
+// precompiled preludes (MG_SIM_PCH_CACHE). Also prints compile times (cold without PCH, cold with
+// PCH, disk-cached, in-memory).
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -48,11 +51,23 @@ static int child(const char *path) {
   bool ok = lib.lib && run_axpy(lib.lib);
   printf("child compiler_invocations=%llu disk_cache_hits=%llu ok=%d ms=%.1f\n",
          (unsigned long long)s.compiler_invocations, (unsigned long long)s.disk_cache_hits, ok ? 1 : 0, t1 - t0);
+  if (!lib.lib) printf("child error: %s\n", lib.error.c_str());
   return 0;
 }
 
-static std::string run_child(const std::string &exe, const std::string &src_path) {
-  std::string cmd = "'" + exe + "' child '" + src_path + "'";
+// Whether `dir` has an entry whose name starts with `prefix`.
+static bool has_entry(const std::string &dir, const char *prefix) {
+  DIR *d = opendir(dir.c_str());
+  bool found = false;
+  while (d && !found)
+    if (dirent *e = readdir(d)) found = strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    else break;
+  if (d) closedir(d);
+  return found;
+}
+
+static std::string run_child(const std::string &exe, const std::string &src_path, const std::string &env = "") {
+  std::string cmd = env + " '" + exe + "' child '" + src_path + "'";
   FILE *p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[512];
@@ -63,6 +78,9 @@ static std::string run_child(const std::string &exe, const std::string &src_path
 
 int main(int argc, char **argv) {
   if (argc == 3 && std::string(argv[1]) == "child") return child(argv[2]);
+  // The precompiled prelude is built in this test's own cache, as on a first compile, even when the
+  // other harness programs share another cache's (MG_SIM_PCH_CACHE, run.sh).
+  unsetenv("MG_SIM_PCH_CACHE");
   std::string exe = getenv("MSLSIM_TEST_EXE") ? getenv("MSLSIM_TEST_EXE") : argv[0];
   std::string tag = std::to_string(getpid()) + "-" + std::to_string(long(now_ms()));
   printf("cache directory: %s\n", mgsim_cache_directory());
@@ -146,6 +164,33 @@ int main(int argc, char **argv) {
   CHECK(r1.find("ok=1") != std::string::npos && r2.find("ok=1") != std::string::npos,
         "two processes compiling the same new source both succeed: %s / %s", r1.c_str(), r2.c_str());
   unlink(path2.c_str());
+
+  // A fresh kernel cache whose precompiled preludes are another cache's (MG_SIM_PCH_CACHE, as CI's
+  // harness uses the main job's): a cold compile there builds none, and a compile error inside the
+  // prelude still names it "prelude/<file>", not the other cache's copy.
+  const std::string cache = mgsim_cache_directory(), fresh = cache + "/fresh-" + tag;
+  const std::string env = "MG_SIM_CACHE='" + fresh + "' MG_SIM_PCH_CACHE='" + cache + "'";
+  std::string path3 = cache + "/test-src3-" + tag + ".metal";
+  {
+    std::ofstream o(path3);
+    o << small_kernel("shared pch " + tag);
+  }
+  std::string r3 = run_child(exe, path3, env);
+  CHECK(r3.find("compiler_invocations=1 disk_cache_hits=0 ok=1") != std::string::npos && !has_entry(fresh, "pch-"),
+        "a fresh cache with MG_SIM_PCH_CACHE compiles with one compiler run, building no precompiled prelude: %s",
+        r3.c_str());
+  {
+    std::ofstream o(path3);
+    o << "#include <metal_stdlib>\nusing namespace metal;\n// " << tag
+      << "\nkernel void axpy(device float* y [[buffer(0)]], uint i [[thread_position_in_grid]]) { y[i] = "
+         "simd_and(float(i)); }\n";
+  }
+  r3 = run_child(exe, path3, env);
+  CHECK(r3.find("prelude/mgsim_exec.h") != std::string::npos && r3.find(cache + "/") == std::string::npos,
+        "an error inside the shared precompiled prelude names prelude/<file>: %.300s", r3.c_str());
+  unlink(path3.c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(fresh, ignored);
 
   printf("compile times (small kernel): cold incl. PCH build %.0f ms (%llu compiler runs), cold with PCH %.0f ms, "
          "cold without PCH %.0f ms, disk-cached (second process) %.1f ms, in-memory %.3f ms\n",

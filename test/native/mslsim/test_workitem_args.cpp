@@ -7,6 +7,8 @@
 // that looks like a uniform one, a kernel parameter the kernel modifies. Every case runs unchecked
 // and checked, and the values are derived by hand from Metal's semantics.
 #include <functional>
+#include <map>
+#include <memory>
 
 #include "harness.h"
 
@@ -161,9 +163,19 @@ static std::vector<float> shuffle_down(const std::vector<float> &x, const std::f
   return r;
 }
 
+// One library per source and mode, kept for the program's run as an application keeps it: whether
+// its kernels' work-item form compiles is checked once per library (a compile of the whole unit),
+// not again for each kernel of a library created anew.
+static Lib &library(const char *src, int checked) {
+  static std::map<std::pair<const char *, int>, std::unique_ptr<Lib>> libraries;
+  std::unique_ptr<Lib> &lib = libraries[{src, checked}];
+  if (!lib) lib = std::make_unique<Lib>(src, checked);
+  return *lib;
+}
+
 static void run_case(const char *src, const char *kernel, int checked, size_t per_lane, bool expect_workitem,
                      const std::function<void(std::vector<float> &)> &expect, bool with_input = false) {
-  Lib lib(src, checked);
+  Lib &lib = library(src, checked);
   mgsim_function *f = fn_in_model(lib, kernel, checked, expect_workitem ? MGSIM_EXEC_WORKITEM : MGSIM_EXEC_FIBERS);
   if (!f) return;
   std::vector<float> in(kThreads), out(kThreads * per_lane, -1.0f), want(kThreads * per_lane);

@@ -404,6 +404,28 @@ void test_vectors() {
 }
 
 // --- integer functions against 128-bit references ---
+// The bit-loop references, on the low W bits of a uint64_t: one function for all eight types (as a
+// template they were inlined and optimised eight times, most of this file's build).
+struct BitRefs {
+  int lead, trail, pop;
+  uint64_t rev, rot, ext, ins;
+};
+__attribute__((noinline)) BitRefs bit_refs(uint64_t ux, int W, bool is_signed, int s, uint off, uint nb, uint64_t z) {
+  BitRefs r{0, 0, 0, 0, 0, 0, 0};
+  const uint64_t mask = W == 64 ? ~0ull : (1ull << W) - 1;
+  for (int b = W - 1; b >= 0 && !((ux >> b) & 1u); --b) ++r.lead;
+  for (int b = 0; b < W && !((ux >> b) & 1u); ++b) ++r.trail;
+  for (int b = 0; b < W; ++b) {
+    r.pop += (ux >> b) & 1u;
+    if ((ux >> b) & 1u) r.rev |= 1ull << (W - 1 - b);
+  }
+  r.rot = (s == 0 ? ux : (ux << s) | (ux >> (W - s))) & mask;
+  for (uint b = 0; b < nb; ++b) r.ext |= ((ux >> (off + b)) & 1u) << b;
+  if (is_signed && nb > 0 && nb < uint(W) && ((r.ext >> (nb - 1)) & 1u)) r.ext = (r.ext | (~0ull << nb)) & mask;
+  r.ins = ux;
+  for (uint b = 0; b < nb; ++b) r.ins = (r.ins & ~(1ull << (off + b))) | (((z >> b) & 1u) << (off + b));
+  return r;
+}
 template <class T>
 void test_integer_type(std::mt19937_64 &rng) {
   using U = std::make_unsigned_t<T>;
@@ -414,16 +436,10 @@ void test_integer_type(std::mt19937_64 &rng) {
   for (int iter = 0; iter < 3000; ++iter) {
     const T x = iter < 81 ? edge[iter % 9] : T(rng()), y = iter < 81 ? edge[iter / 9] : T(rng() >> (rng() % W)), z = T(rng());
     const U ux = U(x);
-    int lead = 0, trail = 0, pop = 0;
-    for (int b = W - 1; b >= 0 && !((ux >> b) & 1u); --b) ++lead;
-    for (int b = 0; b < W && !((ux >> b) & 1u); ++b) ++trail;
-    U rev = 0;
-    for (int b = 0; b < W; ++b) {
-      pop += (ux >> b) & 1u;
-      if ((ux >> b) & 1u) rev = U(rev | (U(1) << (W - 1 - b)));
-    }
     const int s = int(U(y) % U(W));
-    const U rot = U(s == 0 ? ux : U(ux << s) | U(ux >> (W - s)));
+    // (off and nb drawn here, before the references, in the order the checks below used to)
+    const uint off = uint(rng() % W), nb = uint(rng() % (W - off + 1));
+    const BitRefs ref = bit_refs(uint64_t(ux), W, std::is_signed<T>::value, s, off, nb, uint64_t(U(z)));
     const __int128 X = x, Y = y, Z = z;
     const __int128 floor_half = (X + Y) >= 0 ? (X + Y) / 2 : -((-(X + Y) + 1) / 2);
     const __int128 ceil_half = (X + Y + 1) >= 0 ? (X + Y + 1) / 2 : -((-(X + Y + 1) + 1) / 2);
@@ -438,8 +454,8 @@ void test_integer_type(std::mt19937_64 &rng) {
       high = T(prod >> W);
       want_ms = e > (unsigned __int128)hi ? T(hi) : T(e);
     }
-    bool ok = clz(x) == T(lead) && ctz(x) == T(trail) && popcount(x) == T(pop) && reverse_bits(x) == T(rev);
-    ok = ok && rotate(x, y) == T(rot) && hadd(x, y) == T(floor_half) && rhadd(x, y) == T(ceil_half);
+    bool ok = clz(x) == T(ref.lead) && ctz(x) == T(ref.trail) && popcount(x) == T(ref.pop) && reverse_bits(x) == T(U(ref.rev));
+    ok = ok && rotate(x, y) == T(U(ref.rot)) && hadd(x, y) == T(floor_half) && rhadd(x, y) == T(ceil_half);
     ok = ok && mulhi(x, y) == high && addsat(x, y) == sat(X + Y) && subsat(x, y) == sat(X - Y);
     ok = ok && absdiff(x, y) == T(U(X > Y ? X - Y : Y - X)) && madhi(x, y, z) == T(U(uint64_t(U(high)) + uint64_t(U(z))));
     ok = ok && mul24(x, y) == T(U(uint64_t(ux) * uint64_t(U(y)))) && mad24(x, y, z) == T(U(uint64_t(ux) * uint64_t(U(y)) + uint64_t(U(z))));
@@ -447,13 +463,7 @@ void test_integer_type(std::mt19937_64 &rng) {
     ok = ok && max(x, y) == T(X > Y ? X : Y) && min(x, y) == T(X < Y ? X : Y) && metal::abs(x) == T(X < 0 ? U(-X) : U(X));
     ok = ok && median3(x, y, z) == T(std::max(std::min(X, Y), std::min(std::max(X, Y), Z)));
     // extract/insert against bit loops
-    const uint off = uint(rng() % W), nb = uint(rng() % (W - off + 1));
-    U ext = 0;
-    for (uint b = 0; b < nb; ++b) ext = U(ext | (((ux >> (off + b)) & 1u) << b));
-    if (std::is_signed<T>::value && nb > 0 && nb < uint(W) && ((ext >> (nb - 1)) & 1u)) ext = U(ext | U(U(~U(0)) << nb));
-    U ins = ux;
-    for (uint b = 0; b < nb; ++b) ins = U((ins & ~(U(1) << (off + b))) | (((U(z) >> b) & 1u) << (off + b)));
-    ok = ok && extract_bits(x, off, nb) == T(ext) && insert_bits(x, z, off, nb) == T(ins);
+    ok = ok && extract_bits(x, off, nb) == T(U(ref.ext)) && insert_bits(x, z, off, nb) == T(U(ref.ins));
     CHECK_F(ok, "integer functions on %d-bit %s values %lld, %lld, %lld", W, std::is_signed<T>::value ? "signed" : "unsigned",
             (long long)x, (long long)y, (long long)z);
   }

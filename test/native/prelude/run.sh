@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs the MSL prelude tests (Sources/MSLSim/prelude/mgsim_{types,math,atomic,
 # simdgroup_matrix}.h): every test program with g++ (warnings are errors) and, unless --no-clang or
-# clang++ is missing, with clang++; then the compile-fail cases (each must fail with its message);
+# clang++ is missing, with clang++ (optimisation levels per compiler below; isa_paths also with the
+# AVX2/FMA macros); then the compile-fail cases (each must fail with its message under g++ and be
+# rejected by clang++);
 # then prints how long the headers take to compile. Ends with "prelude: N passed, N failed" (the
 # line .ci/run adds to its totals). Exits nonzero on any failure.
 #
@@ -28,20 +30,44 @@ done
 compilers=(g++)
 if [ "$clang" = 1 ] && command -v clang++ >/dev/null 2>&1; then compilers+=(clang++); fi
 
-# name:optimisation (the swizzle sweep is ~1000 tiny functions: -O0 keeps its build short)
-tests=(fp16_conversions:-O2 vector_types:-O2 swizzles:-O0 math_functions:-O2 atomics:-O2 simdgroup_matrix:-O2
-       value_proxies:-O2)
+# name:g++ level:clang++ level[:variant]. Each program runs under both compilers; where its checks
+# hold at every level (values and types, no timing), one compiler builds it at -O0 and the other at
+# -O2 — the simulator compiles kernels at both (tier 0 at -O0, tier-up at -O1/-O2), so together they
+# cover more than -O2 twice, for less CPU. fp16_conversions and atomics stay at -O2 under both (the
+# first is dominated by its run time, the second's interleavings depend on code generation); the
+# swizzle sweep is ~1000 tiny functions, -O0 under both keeps its build short.
+# A variant adds the macros the simulator's compile driver defines on CPUs with the extension
+# (Sources/MSLSim/compile.cpp, base_flags): isa_paths then builds the prelude's AVX2/FMA code with
+# each compiler, and runs it where this CPU has the extension (else it is built only).
+tests=(fp16_conversions:-O2:-O2 vector_types:-O2:-O0 swizzles:-O0:-O0 math_functions:-O2:-O0 atomics:-O2:-O2
+       simdgroup_matrix:-O2:-O0 value_proxies:-O0:-O2 isa_paths:-O2:-O2:avx2 isa_paths:-O2:-O2:avx2+fma)
 flags=(-std=c++17 -Wall -Wextra -Werror -pthread)
+cpu_has() { grep -qw "$1" /proc/cpuinfo 2>/dev/null; }
 
 prog_pass=0 prog_fail=0 checks_pass=0 checks_fail=0 failed=()
 for cxx in "${compilers[@]}"; do
   for t in "${tests[@]}"; do
-    name=${t%%:*} opt=${t#*:}
-    exe="$work/$name.$cxx"
-    if ! "$cxx" "${flags[@]}" "$opt" "$here/$name.cpp" -o "$exe" >"$work/build.log" 2>&1; then
-      echo "BUILD FAILED: $name ($cxx $opt)"
+    IFS=: read -r name gcc_opt clang_opt variant <<<"$t"
+    if [ "$cxx" = g++ ]; then opt=$gcc_opt; else opt=$clang_opt; fi
+    extra=() runnable=1 label="$cxx $opt"
+    case "$variant" in
+      "") ;;
+      # -ffp-contract=off as the simulator compiles (it only matters where a product meets an add).
+      avx2) extra=(-DMGSIM_HAVE_AVX2=1 -ffp-contract=off) label+=" AVX2"; cpu_has avx2 || runnable=0 ;;
+      avx2+fma) extra=(-DMGSIM_HAVE_AVX2=1 -DMGSIM_HAVE_FMA=1 -ffp-contract=off) label+=" AVX2 FMA"
+                cpu_has avx2 && cpu_has fma || runnable=0 ;;
+      *) echo "run.sh: unknown variant $variant" >&2; exit 2 ;;
+    esac
+    exe="$work/$name${variant:+.$variant}.$cxx"
+    if ! "$cxx" "${flags[@]}" "$opt" "${extra[@]}" "$here/$name.cpp" -o "$exe" >"$work/build.log" 2>&1; then
+      echo "BUILD FAILED: $name ($label)"
       head -30 "$work/build.log"
-      prog_fail=$((prog_fail + 1)) failed+=("$name/$cxx(build)")
+      prog_fail=$((prog_fail + 1)) failed+=("$name${variant:+[$variant]}/$cxx(build)")
+      continue
+    fi
+    if [ "$runnable" = 0 ]; then
+      prog_pass=$((prog_pass + 1))
+      echo "ok    $name: built ($label; not run: this CPU lacks the extension)"
       continue
     fi
     args=()
@@ -50,10 +76,10 @@ for cxx in "${compilers[@]}"; do
     summary=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed$" "$work/run.log" | tail -1)
     if [ "$rc" = 0 ] && [ -n "$summary" ]; then
       prog_pass=$((prog_pass + 1))
-      echo "ok    $summary ($cxx $opt)"
+      echo "ok    $summary ($label)"
     else
-      prog_fail=$((prog_fail + 1)) failed+=("$name/$cxx")
-      echo "FAIL  $name ($cxx $opt, exit $rc)"
+      prog_fail=$((prog_fail + 1)) failed+=("$name${variant:+[$variant]}/$cxx")
+      echo "FAIL  $name ($label, exit $rc)"
       grep -v '^ok' "$work/run.log" | head -30
     fi
     if [ -n "$summary" ]; then
@@ -65,11 +91,31 @@ for cxx in "${compilers[@]}"; do
 done
 
 # Compile-fail cases: the first line of each file is `// expect: <text g++ must print>`.
+# Most cases start with the same header, so each compiler parses it once into a precompiled header
+# (half the CPU of these 50 compiles). The case then compiles as before: g++ takes X.h.gch in place
+# of the first #include "X.h" (only there, and only if built with the same flags); clang++ loads
+# X.h.pch before the file, whose own #include "X.h" is then a no-op (include guard). A case whose
+# first include is another header compiles without one. If a PCH cannot be built, none is used.
+pch_headers=(mgsim_types.h mgsim_atomic.h mgsim_simdgroup_matrix.h)
+mkdir -p "$work/pch.g++" "$work/pch.clang++"
+for h in "${pch_headers[@]}"; do
+  for cxx in "${compilers[@]}"; do
+    case "$cxx" in
+      g++) g++ -std=c++17 -x c++-header "$prelude/$h" -o "$work/pch.g++/$h.gch" >/dev/null 2>&1 || rm -f "$work/pch.g++/$h.gch" ;;
+      *) "$cxx" -std=c++17 -x c++-header "$prelude/$h" -o "$work/pch.$cxx/$h.pch" >/dev/null 2>&1 || rm -f "$work/pch.$cxx/$h.pch" ;;
+    esac
+  done
+done
 cf_pass=0 cf_fail=0
 for f in "$here"/compile_fail/*.cpp; do
   expect=$(head -1 "$f" | sed 's#^// expect: ##')
+  first=$(grep -m1 '^#include' "$f" | sed -n 's/^#include "\(.*\)"$/\1/p')
   for cxx in "${compilers[@]}"; do
-    if out=$("$cxx" -std=c++17 -fsyntax-only -I"$prelude" "$f" 2>&1); then
+    pch=()
+    if [ "$cxx" = g++ ]; then pch=(-I"$work/pch.g++")
+    elif [ -n "$first" ] && [ -f "$work/pch.$cxx/$first.pch" ]; then pch=(-include-pch "$work/pch.$cxx/$first.pch")
+    fi
+    if out=$("$cxx" -std=c++17 -fsyntax-only "${pch[@]}" -I"$prelude" "$f" 2>&1); then
       ok=0  # it compiled
     elif [ "$cxx" = g++ ]; then
       grep -qF -- "$expect" <<<"$out" && ok=1 || ok=0
