@@ -588,53 +588,46 @@ static void k_via_d2(void *dst, const void *a, const void *b, const void *, int6
 // The float functions computed through double (the reference's number path), for the float dtypes;
 // nullptr for any other op. Only those a float operand reaches: float32 and the 16-bit floats have
 // vector kernels for exp, log, tanh, sigmoid and erf (real_kernel), and every float dtype exact
-// sqrt and divide kernels. The libm calls run one element at a time, so a MG_VECTOR_ONLY table
-// leaves them to the baseline one (nullptr; the same source, so the same bits; bench/cpu-kernels
-// measured no difference); 1/sqrt vectorises and stays, and so does the floored remainder.
-#if MG_VECTOR_ONLY
-#define MG_LIBM(OP) nullptr
-#else
-#define MG_LIBM(OP) OP
-#endif
+// sqrt and divide kernels. (Left to the baseline table, the AVX2 table's libm functions ran 1-5%
+// slower: exp float64, power and arctan2 float32, bench/cpu-kernels.bench.ts.)
 template <int D> static KernelFn math_via_double(int op) {
   constexpr bool VEC = kF32R(D);
   switch (op) {
     case OpRsqrt: return VIAD1(OpRsqrt);
-    case OpExpm1: return MG_LIBM(VIAD1(OpExpm1));
-    case OpLog2: return MG_LIBM(VIAD1(OpLog2));
-    case OpLog10: return MG_LIBM(VIAD1(OpLog10));
-    case OpLog1p: return MG_LIBM(VIAD1(OpLog1p));
-    case OpSin: return MG_LIBM(VIAD1(OpSin));
-    case OpCos: return MG_LIBM(VIAD1(OpCos));
-    case OpTan: return MG_LIBM(VIAD1(OpTan));
-    case OpArcSin: return MG_LIBM(VIAD1(OpArcSin));
-    case OpArcCos: return MG_LIBM(VIAD1(OpArcCos));
-    case OpArcTan: return MG_LIBM(VIAD1(OpArcTan));
-    case OpSinh: return MG_LIBM(VIAD1(OpSinh));
-    case OpCosh: return MG_LIBM(VIAD1(OpCosh));
-    case OpArcSinh: return MG_LIBM(VIAD1(OpArcSinh));
-    case OpArcCosh: return MG_LIBM(VIAD1(OpArcCosh));
-    case OpArcTanh: return MG_LIBM(VIAD1(OpArcTanh));
-    case OpErfInv: return MG_LIBM(VIAD1(OpErfInv));
-    case OpPower: return MG_LIBM(VIAD2(OpPower));
-    case OpLogAddExp: return MG_LIBM(VIAD2(OpLogAddExp));
-    case OpArcTan2: return MG_LIBM(VIAD2(OpArcTan2));
-    case OpRemainder: return VIAD2(OpRemainder);  // (the AVX2 build measured faster)
+    case OpExpm1: return VIAD1(OpExpm1);
+    case OpLog2: return VIAD1(OpLog2);
+    case OpLog10: return VIAD1(OpLog10);
+    case OpLog1p: return VIAD1(OpLog1p);
+    case OpSin: return VIAD1(OpSin);
+    case OpCos: return VIAD1(OpCos);
+    case OpTan: return VIAD1(OpTan);
+    case OpArcSin: return VIAD1(OpArcSin);
+    case OpArcCos: return VIAD1(OpArcCos);
+    case OpArcTan: return VIAD1(OpArcTan);
+    case OpSinh: return VIAD1(OpSinh);
+    case OpCosh: return VIAD1(OpCosh);
+    case OpArcSinh: return VIAD1(OpArcSinh);
+    case OpArcCosh: return VIAD1(OpArcCosh);
+    case OpArcTanh: return VIAD1(OpArcTanh);
+    case OpErfInv: return VIAD1(OpErfInv);
+    case OpPower: return VIAD2(OpPower);
+    case OpLogAddExp: return VIAD2(OpLogAddExp);
+    case OpArcTan2: return VIAD2(OpArcTan2);
+    case OpRemainder: return VIAD2(OpRemainder);
     default: break;
   }
   if constexpr (!VEC) {
     switch (op) {
-      case OpExp: return MG_LIBM(VIAD1(OpExp));
-      case OpLog: return MG_LIBM(VIAD1(OpLog));
-      case OpTanh: return MG_LIBM(VIAD1(OpTanh));
-      case OpSigmoid: return MG_LIBM(VIAD1(OpSigmoid));
-      case OpErf: return MG_LIBM(VIAD1(OpErf));
+      case OpExp: return VIAD1(OpExp);
+      case OpLog: return VIAD1(OpLog);
+      case OpTanh: return VIAD1(OpTanh);
+      case OpSigmoid: return VIAD1(OpSigmoid);
+      case OpErf: return VIAD1(OpErf);
       default: break;
     }
   }
   return nullptr;
 }
-#undef MG_LIBM
 
 #if !MG_VECTOR_ONLY
 static KernelFn complex_kernel(int op, int out) {
