@@ -1,7 +1,8 @@
 // The CPU device's elementwise kernels that are not float32 arithmetic: integer, bool, comparison,
 // complex and libm ops (the kernels the AVX2 table takes from the baseline one, the libm functions
 // that run through double in blocks, the small-integer kernels with one loop for every layout), 1M elements, each op alone (no fusion: eval after
-// every op). Medians of ROUNDS runs after WARMUP runs, with the quartiles in brackets; ms.
+// every op; the last case: 1000 15-element adds, the loop after the blocks). Medians of ROUNDS runs
+// after WARMUP runs, with the quartiles in brackets; ms.
 //
 //   bun run bench/cpu-kernels.bench.ts  (ROUNDS=15 WARMUP=5; MG_CPU_ISA=baseline for the SSE2 table)
 import * as mg from "../ts/index.ts";
@@ -40,7 +41,9 @@ const b1 = mg.greater(fi, 0, S);
 const b2 = mg.less(gi, 2, S);
 const f16 = mg.astype(fi, mg.float16, S);
 const c64 = mg.add(mg.astype(fi, mg.complex64, S), mg.multiply(mg.astype(gi, mg.complex64, S), mg.array(0, mg.complex64), S), S);
-mg.eval([fi, gi, i32, j32, i64, u8, i16, u32, b1, b2, f16, c64]);
+const f64 = mg.astype(fi, mg.float64, S);
+const small = mg.astype(mg.arange(15, S), mg.int32, S);
+mg.eval([fi, gi, i32, j32, i64, u8, i16, u32, b1, b2, f16, c64, f64, small]);
 
 const cases: [string, () => MgArray][] = [
   ["add int32", () => mg.add(i32, j32, S)],
@@ -63,6 +66,24 @@ const cases: [string, () => MgArray][] = [
   ["add float16", () => mg.add(f16, f16, S)],
   ["add complex64", () => mg.add(c64, c64, S)],
   ["remainder float32", () => mg.remainder(fi, gi, S)],
+  ["floorDivide int64", () => mg.floorDivide(i64, i64, S)],
+  ["divmod int16", () => mg.divmod(i16, mg.add(mg.abs(i16, S), 1, S), S)[0]!],
+  ["power float32", () => mg.power(gi, fi, S)],
+  ["arctan2 float32", () => mg.arctan2(fi, gi, S)],
+  ["expm1 float16", () => mg.expm1(f16, S)],
+  ["exp float64", () => mg.exp(f64, S)],
+  ["rsqrt float32", () => mg.rsqrt(gi, S)],
+  ["astype int32 to float32", () => mg.astype(i32, mg.float32, S)],
+  ["astype int32 to float16", () => mg.astype(i32, mg.float16, S)],
+  ["astype uint8 to bfloat16", () => mg.astype(u8, mg.bfloat16, S)],
+  ["sum int32 axis 0 (columns)", () => mg.sum(mg.reshape(i32, [1024, 1024], S), 0, S)],
+  ["max int16 axis 1 (rows)", () => mg.max(mg.reshape(i16, [1024, 1024], S), 1, S)],
+  ["abs int32", () => mg.abs(i32, S)],
+  ["add int32, 1000 x 15 elements", () => {
+    let r = small;
+    for (let k = 0; k < 1000; k++) mg.eval((r = mg.add(small, small, S)));  // each alone: the tail loop
+    return r;
+  }],
 ];
 console.log(`isa ${nativeInfo()?.isa ?? "ts"}, ${N} elements, median [q1, q3] ms`);
 for (const [name, fn] of cases) {

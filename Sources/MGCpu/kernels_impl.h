@@ -65,7 +65,7 @@ static inline vf vf_round_bf16(vf x) {
   return (vf)(((vu)nan & quiet) | (~(vu)nan & rounded));
 }
 
-static void round_grid_impl(float *x, int dtype, int64_t n) {
+[[gnu::noinline]] static void round_grid_impl(float *x, int dtype, int64_t n) {
   if (dtype == BF16) {
     int64_t i = 0;
     for (; i + VF <= n; i += VF) vf_store(x + i, vf_round_bf16(vf_load(x + i)));
@@ -392,8 +392,9 @@ template <int D, int O> static inline R<O> cast1(R<D> x) {
   else if constexpr (D == F32 && O == F16) return f16_to_f32(f32_to_f16(x));
   else return from_d<O>(to_d<D>(x));
 }
+// (noinline: a kernel is called through the table; k_cast_grid calls its float32 instance)
 template <int D, int O>
-static void k_cast(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
+[[gnu::noinline]] static void k_cast(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
   R<O> *d = static_cast<R<O> *>(dst);
   const R<D> *x = static_cast<const R<D> *>(a);
   if (mask & 1) {
@@ -412,6 +413,37 @@ static void k_cast(void *dst, const void *a, const void *, const void *, int64_t
     for (int64_t i = 0; i < n; i++) d[i] = cast1<D, O>(x[i]);
   }
 }
+// A float16/bfloat16 result of an integer or bool source: the float32 cast, rounded to the grid in
+// place (one vector pass where F16C exists). The same bits as rounding the integer once: float16
+// holds every integer below 65520 exactly and overflows from there, and float32 holds every integer
+// below 2^24 exactly; bfloat16's reference rounds through float32 itself.
+template <int D, int G>
+static void k_cast_grid(void *dst, const void *a, const void *, const void *, int64_t n, int mask) {
+  float *d = static_cast<float *>(dst);
+  if (mask & 1) {
+    float v;
+    k_cast<D, F32>(&v, a, nullptr, nullptr, 1, 0);
+    round_grid_impl(&v, G, 1);
+    for (int64_t i = 0; i < n; i++) d[i] = v;
+    return;
+  }
+  k_cast<D, F32>(dst, a, nullptr, nullptr, n, 0);
+  round_grid_impl(d, G, n);
+}
+// Whether cast_from<D> has its own kernel for the result dtype O (the others are served by another
+// instance, below): an integer result's signedness never matters, nor a signed source's when the
+// result is no wider or bool; float16/bfloat16 values are float32 values.
+template <int D, int O> constexpr bool cast_own() {
+  if constexpr (kInt(D) || D == Bool) {
+    if constexpr (kSigned(O) || O == F16 || O == BF16) return false;
+    else if constexpr (kSigned(D) && (O == Bool || (kInt(O) && sizeof(R<O>) <= sizeof(R<D>)))) return false;
+    else return true;
+  } else if constexpr (D == F16 || D == BF16) {
+    return O == F16 || O == BF16;
+  } else {
+    return true;
+  }
+}
 template <int D> static KernelFn cast_from(int o) {
   if constexpr (kInt(D) || D == Bool) {
     // An integer result keeps the low bits of the source's integer value: its signedness does not
@@ -422,14 +454,23 @@ template <int D> static KernelFn cast_from(int o) {
       constexpr int UD = D == I8 ? U8 : D == I16 ? U16 : D == I32 ? U32 : U64;
       if (o == Bool || (kInt(o) && dtype_size(o) <= dtype_size(D))) return cast_from<UD>(o);
     }
+    if (o == F16) return &k_cast_grid<D, F16>;
+    if (o == BF16) return &k_cast_grid<D, BF16>;
+  }
+  if constexpr (D == F16 || D == BF16) {
+    // a 16-bit float's value is a float32 value: float32's casts, except to the 16-bit grids
+    if (o != F16 && o != BF16) return cast_from<F32>(o);
   }
   switch (o) {
 #define MG_CAST_TO(O) \
-  case O: return &k_cast<D, O>;
+  case O:              \
+    if constexpr (cast_own<D, O>()) return &k_cast<D, O>; \
+    break;
     MG_EACH_DTYPE(MG_CAST_TO)
 #undef MG_CAST_TO
-    default: return nullptr;
+    default: break;
   }
+  return nullptr;
 }
 
 // ---- the op table ------------------------------------------------------------------------------------
@@ -544,15 +585,16 @@ static void k_via_d2(void *dst, const void *a, const void *b, const void *, int6
 #define CPLX2(expr) binary<C64, C64>([](cf av, cf bv) { cd a = to_cd(av), b = to_cd(bv); return to_cf(expr); })
 #define CPLXCMP(expr) binary<C64, Bool>([](cf av, cf bv) { cd a = to_cd(av), b = to_cd(bv); return uint8_t(expr); })
 
-// The math functions every real and bool dtype computes through double (the reference's number
-// path), shared by real_kernel and bool_kernel; nullptr for any other op.
+// The float functions computed through double (the reference's number path), for the float dtypes;
+// nullptr for any other op. Only those a float operand reaches: float32 and the 16-bit floats have
+// vector kernels for exp, log, tanh, sigmoid and erf (real_kernel), and every float dtype exact
+// sqrt and divide kernels. (Left to the baseline table, the AVX2 table's libm functions ran 1-5%
+// slower: exp float64, power and arctan2 float32, bench/cpu-kernels.bench.ts.)
 template <int D> static KernelFn math_via_double(int op) {
+  constexpr bool VEC = kF32R(D);
   switch (op) {
     case OpRsqrt: return VIAD1(OpRsqrt);
-    case OpSqrt: return VIAD1(OpSqrt);
-    case OpExp: return VIAD1(OpExp);
     case OpExpm1: return VIAD1(OpExpm1);
-    case OpLog: return VIAD1(OpLog);
     case OpLog2: return VIAD1(OpLog2);
     case OpLog10: return VIAD1(OpLog10);
     case OpLog1p: return VIAD1(OpLog1p);
@@ -564,19 +606,27 @@ template <int D> static KernelFn math_via_double(int op) {
     case OpArcTan: return VIAD1(OpArcTan);
     case OpSinh: return VIAD1(OpSinh);
     case OpCosh: return VIAD1(OpCosh);
-    case OpTanh: return VIAD1(OpTanh);
     case OpArcSinh: return VIAD1(OpArcSinh);
     case OpArcCosh: return VIAD1(OpArcCosh);
     case OpArcTanh: return VIAD1(OpArcTanh);
-    case OpSigmoid: return VIAD1(OpSigmoid);
-    case OpErf: return VIAD1(OpErf);
     case OpErfInv: return VIAD1(OpErfInv);
-    case OpDivide: return VIAD2(OpDivide);
     case OpPower: return VIAD2(OpPower);
     case OpLogAddExp: return VIAD2(OpLogAddExp);
     case OpArcTan2: return VIAD2(OpArcTan2);
-    default: return nullptr;
+    case OpRemainder: return VIAD2(OpRemainder);
+    default: break;
   }
+  if constexpr (!VEC) {
+    switch (op) {
+      case OpExp: return VIAD1(OpExp);
+      case OpLog: return VIAD1(OpLog);
+      case OpTanh: return VIAD1(OpTanh);
+      case OpSigmoid: return VIAD1(OpSigmoid);
+      case OpErf: return VIAD1(OpErf);
+      default: break;
+    }
+  }
+  return nullptr;
 }
 
 #if !MG_VECTOR_ONLY
@@ -619,8 +669,6 @@ static KernelFn complex_kernel(int op, int out) {
     case OpTanh: return CPLX1(cdiv(csinh_(z), ccosh_(z)));
     case OpRound: return CPLX1((cd{round_half_even(z.re), round_half_even(z.im)}));
     case OpConjugate: return CPLX1((cd{z.re, -z.im}));
-    case OpReal: return CPLX1((cd{z.re, 0}));
-    case OpImag: return CPLX1((cd{z.im, 0}));
     case OpAdd: return CPLX2((cd{a.re + b.re, a.im + b.im}));
     case OpSubtract: return CPLX2((cd{a.re - b.re, a.im - b.im}));
     case OpMultiply: return CPLX2(cmul(a, b));
@@ -698,39 +746,46 @@ template <int D> static KernelFn real_kernel(int op, int out) {
   constexpr bool INT = I || L;
   constexpr bool A16 = D == F16 || D == BF16;  // f32_kernel_serves_16bit: kernel_for asks real_kernel<F32>
   constexpr int TW = sign_twin<D>();
-  if constexpr (TW != D) {
-    // (a 64-bit integer's conjugate/real go through double, where the sign matters)
-    if (sign_free(op) || (I && (op == OpConjugate || op == OpReal || op == OpImag)))
-      return real_kernel<TW>(op, out == D ? TW : out);
+  // OWN: this dtype has its own instances of the sign-free ops (a twin's are asked instead);
+  // the guards below keep the compiler from instantiating what the redirect makes dead
+  constexpr bool OWN = TW == D;
+  if constexpr (!OWN) {
+    if (sign_free(op)) return real_kernel<TW>(op, out == D ? TW : out);
   }
   // comparisons (bool out), for every real dtype
   if constexpr (!A16) {
     if (op >= OpEqual && op <= OpLessEqual) {
       if (out != Bool) return nullptr;
       switch (op) {
-        case OpEqual: return binary<D, Bool>(Equal{});
+        case OpEqual:
+          if constexpr (OWN) return binary<D, Bool>(Equal{});
+          break;
         case OpEqualNan:
           if constexpr (F) return binary<D, Bool>([](T x, T y) { return uint8_t(x == y || (x != x && y != y)); });
-          else return binary<D, Bool>(Equal{});
-        case OpNotEqual: return binary<D, Bool>([](T x, T y) { return uint8_t(x != y); });
+          else if constexpr (OWN) return binary<D, Bool>(Equal{});
+          break;
+        case OpNotEqual:
+          if constexpr (OWN) return binary<D, Bool>([](T x, T y) { return uint8_t(x != y); });
+          break;
         case OpGreater: return binary<D, Bool>(Greater{});
         case OpGreaterEqual: return binary<D, Bool>(GreaterEqual{});
         case OpLess: return &k_swapped<&k_binary<D, Bool, Greater>>;
         case OpLessEqual: return &k_swapped<&k_binary<D, Bool, GreaterEqual>>;
-        default: return nullptr;
+        default: break;
       }
-    }
-    if (op == OpLogicalNot) {
-      if (out != Bool) return nullptr;
-      return unary<D, Bool>([](T x) { return uint8_t(x == 0); });
-    }
-    if (op == OpLogicalAnd || op == OpLogicalOr) {
-      if (out != Bool || L) return nullptr;  // the reference has no 64-bit integer rule
-      if (op == OpLogicalAnd) return binary<D, Bool>([](T x, T y) { return uint8_t(x != 0 && y != 0); });
-      return binary<D, Bool>([](T x, T y) { return uint8_t(x != 0 || y != 0); });
+      return nullptr;
     }
   }
-  if (op == OpSelect) return out == D && !A16 ? &k_select<D> : nullptr;
+  // The logical ops reach a kernel with bool operands only (the ops cast to bool first); bool's
+  // kernels are uint8's (bool_kernel).
+  if constexpr (D == U8) {
+    if (op == OpLogicalNot) return out == Bool ? unary<D, Bool>([](T x) { return uint8_t(x == 0); }) : nullptr;
+    if (op == OpLogicalAnd) return out == Bool ? binary<D, Bool>([](T x, T y) { return uint8_t(x != 0 && y != 0); }) : nullptr;
+    if (op == OpLogicalOr) return out == Bool ? binary<D, Bool>([](T x, T y) { return uint8_t(x != 0 || y != 0); }) : nullptr;
+  }
+  if constexpr (OWN && !A16) {
+    if (op == OpSelect) return out == D ? &k_select<D> : nullptr;
+  }
   if (out != D) return nullptr;
 
   // exact operations in the dtype's own arithmetic (floats: one rounding equals the reference's
@@ -738,19 +793,18 @@ template <int D> static KernelFn real_kernel(int op, int out) {
   switch (op) {
     case OpAdd:
       if constexpr (F && !A16) return binary<D, D>([](T x, T y) { return T(x + y); });
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return wadd(x, y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return wadd(x, y); });
       break;
     case OpSubtract:
       if constexpr (F && !A16) return binary<D, D>([](T x, T y) { return T(x - y); });
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return wsub(x, y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return wsub(x, y); });
       break;
     case OpMultiply:
       if constexpr (F && !A16) return binary<D, D>([](T x, T y) { return T(x * y); });
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return wmul(x, y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return wmul(x, y); });
       break;
-    case OpDivide:
+    case OpDivide:  // (divide computes integers in float32)
       if constexpr (F && !A16) return binary<D, D>([](T x, T y) { return T(x / y); });
-      if constexpr (L) return nullptr;
       break;
     case OpMaximum:
       if constexpr (F && !A16) return binary<D, D>([](T x, T y) { return x != x ? x : x > y ? x : y; });
@@ -762,15 +816,15 @@ template <int D> static KernelFn real_kernel(int op, int out) {
       break;
     case OpNegative:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(-x); });
-      if constexpr (INT) return unary<D, D>([](T x) { return wneg(x); });
+      if constexpr (INT && OWN) return unary<D, D>([](T x) { return wneg(x); });
       break;
-    case OpAbs:
+    case OpAbs:  // (abs returns unsigned arrays as they are)
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::fabs(x)); });
-      if constexpr (INT) return unary<D, D>([](T x) { return iabs(x); });
+      if constexpr (INT && S) return unary<D, D>([](T x) { return iabs(x); });
       break;
     case OpSquare:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(x * x); });
-      if constexpr (INT) return unary<D, D>([](T x) { return wmul(x, x); });
+      if constexpr (INT && OWN) return unary<D, D>([](T x) { return wmul(x, x); });
       break;
     case OpSign:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(x > 0 ? 1 : x < 0 ? -1 : 0); });
@@ -780,26 +834,17 @@ template <int D> static KernelFn real_kernel(int op, int out) {
     case OpSqrt:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::sqrt(x)); });
       break;
+    // (floor, ceil and round return integer arrays as they are)
     case OpFloor:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::floor(x)); });
-      if constexpr (INT) return unary<D, D>(Same{});
       break;
     case OpCeil:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::ceil(x)); });
-      if constexpr (INT) return unary<D, D>(Same{});
       break;
     case OpRound:
       if constexpr (F && !A16) return unary<D, D>([](T x) { return T(std::nearbyint(x)); });
-      if constexpr (INT) return unary<D, D>(Same{});
       break;
-    case OpConjugate:
-    case OpReal:
-      if constexpr ((F && !A16) || I) return unary<D, D>(Same{});
-      break;
-    case OpImag:
-      if constexpr ((F && !A16) || I) return unary<D, D>([](T) { return T(0); });
-      break;
-    case OpFloorDivide:
+    case OpFloorDivide:  // (floor_divide of floats is floor(divide))
       if constexpr (INT) return binary<D, D>(FloorDivide{});
       break;
     case OpRemainder:
@@ -812,27 +857,26 @@ template <int D> static KernelFn real_kernel(int op, int out) {
       break;
     case OpDivModRemainder:
       if constexpr (INT) return binary<D, D>(FloorMod{});
-      if constexpr (F) return VIAD2(OpRemainder);
+      if constexpr (F) return math_via_double<D>(OpRemainder);
       break;
     case OpPower:
       if constexpr (INT) return binary<D, D>([](T x, T y) { return ipow(x, y); });
       break;
     case OpBitwiseAnd:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return T(x & y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return T(x & y); });
       break;
     case OpBitwiseOr:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return T(x | y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return T(x | y); });
       break;
     case OpBitwiseXor:
-      if constexpr (INT) return binary<D, D>([](T x, T y) { return T(x ^ y); });
+      if constexpr (INT && OWN) return binary<D, D>([](T x, T y) { return T(x ^ y); });
       break;
     case OpBitwiseInvert:
-      if constexpr (INT) return unary<D, D>([](T x) { return T(~x); });
+      if constexpr (INT && OWN) return unary<D, D>([](T x) { return T(~x); });
       break;
     case OpLeftShift:
-      if constexpr (I) return binary<D, D>([](T x, T y) { return ishl32(x, y); });
+      if constexpr (I && OWN) return binary<D, D>([](T x, T y) { return ishl32(x, y); });
       if constexpr (D == I64) return binary<D, D>([](T x, T y) { return sshl64(x, y); });
-      if constexpr (D == U64) return binary<D, D>([](T x, T y) { return ushl64(x, y); });
       break;
     case OpRightShift:
       if constexpr (I) return binary<D, D>([](T x, T y) { return ishr32(x, y); });
@@ -855,30 +899,10 @@ template <int D> static KernelFn real_kernel(int op, int out) {
     }
   }
 
-  // everything else through double, as the reference computes it; a MG_VECTOR_ONLY table leaves
-  // the integers' to the baseline table (per-element libm calls in double that wider vectors do
-  // not speed up; the same source, so the same bits)
-#if MG_VECTOR_ONLY
-  constexpr bool VIA_INT = false;
-#else
-  constexpr bool VIA_INT = INT;
-#endif
-  if constexpr (L) {
-    // 64-bit integers: unary functions go through a double (the reference's number path);
-    // binary functions without a BigInt rule are not supported by the reference either
-    if (op >= FirstBinary) return nullptr;
-  }
-  if constexpr (F || VIA_INT) {
-    switch (op) {
-      case OpConjugate: return VIAD1(OpConjugate);
-      case OpReal: return VIAD1(OpReal);
-      case OpImag: return unary<D, D>([](R<D>) { return from_d<D>(0.0); });
-      case OpBitwiseInvert: return VIAD1(OpBitwiseInvert);
-      case OpRemainder: return VIAD2(OpRemainder);
-      case OpFloorDivide: return VIAD2(OpFloorDivide);
-      default: return math_via_double<D>(op);
-    }
-  }
+  // everything else through double, as the reference computes it. Integer operands never get here:
+  // the ops compute the float functions of integers in float32 (at_least_float), and conjugate,
+  // real, imag, floor, ceil and round return real or integer arrays without a kernel.
+  if constexpr (F) return math_via_double<D>(op);
   return nullptr;
 }
 
@@ -890,13 +914,11 @@ static KernelFn bool_kernel(int op, int out) {
   if (op >= OpEqual && op <= OpLessEqual) return real_kernel<U8>(op == OpEqualNan ? OpEqual : op, out);
   if (op == OpLogicalNot || op == OpLogicalAnd || op == OpLogicalOr) return real_kernel<U8>(op, out);
   if (out != Bool) return nullptr;
+  // (abs, sign, floor, ceil, round, conjugate, real return bool arrays as they are, imag gives
+  // zeros, negative is an error, bitwise_invert is logical_not, shifts and divide compute bool in
+  // uint8 and float32: none reaches a bool kernel)
   switch (op) {
-    case OpAbs: case OpFloor: case OpCeil: case OpRound: case OpConjugate: case OpReal:
-    case OpSquare: case OpSign:
-      return unary<Bool, Bool>(Same{});
-    case OpNegative: return unary<Bool, Bool>(Same{});  // -1 is nonzero
-    case OpImag: return unary<Bool, Bool>([](uint8_t) { return uint8_t(0); });
-    case OpBitwiseInvert: return unary<Bool, Bool>([](uint8_t) { return uint8_t(1); });  // ~0, ~1 ≠ 0
+    case OpSquare: return unary<Bool, Bool>(Same{});
     case OpAdd: case OpMaximum: case OpBitwiseOr:
       return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return uint8_t(x | y); });
     case OpSubtract: case OpBitwiseXor:
@@ -911,9 +933,8 @@ static KernelFn bool_kernel(int op, int out) {
       return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return y ? uint8_t(0) : x; });
     case OpFloorDivide: case OpDivModQuotient:
       return binary<Bool, Bool>([](uint8_t x, uint8_t y) { return y ? x : uint8_t(0); });
-    case OpLeftShift: return VIAD2(OpLeftShift);
-    case OpRightShift: return VIAD2(OpRightShift);
-    default: return math_via_double<D>(op);
+    case OpPower: return VIAD2(OpPower);
+    default: return nullptr;
   }
 }
 
@@ -926,8 +947,7 @@ static inline bool f32_kernel_serves_16bit(int op) {
   switch (op) {
     case OpAdd: case OpSubtract: case OpMultiply: case OpDivide: case OpMaximum: case OpMinimum:
     case OpNegative: case OpAbs: case OpSquare: case OpSign: case OpSqrt: case OpFloor: case OpCeil:
-    case OpRound: case OpConjugate: case OpReal: case OpImag: case OpLogicalNot: case OpLogicalAnd:
-    case OpLogicalOr: case OpSelect: case OpExp: case OpLog: case OpTanh: case OpSigmoid: case OpErf:
+    case OpRound: case OpSelect: case OpExp: case OpLog: case OpTanh: case OpSigmoid: case OpErf:
       return true;
     default:
       return op >= OpEqual && op <= OpLessEqual;
@@ -1086,8 +1106,10 @@ static inline vf vmin_nan(vf a, vf v) {
 
 constexpr int64_t RCHUNK = 1024;  // strided runs are gathered in chunks of this many elements
 
+// (noinline: one function per dtype; inlined, the fourteen made reduce_run_impl one huge function
+// that took the optimiser superlinear time)
 template <int D>
-static void reduce_run_t(int type, const char *src, int64_t stride, int64_t n, void *accp) {
+[[gnu::noinline]] static void reduce_run_t(int type, const char *src, int64_t stride, int64_t n, void *accp) {
   using T = R<D>;
   alignas(64) T buf[RCHUNK];
   if constexpr (kF32R(D)) {
@@ -1264,9 +1286,16 @@ static void reduce_rows_impl(int type, int dtype, void *accp, const void *src, i
     for (int64_t j = 0; j < n; j++) acc[ACC_DOUBLES * j] += x[j];
     return;
   }
+  // the dtype chosen once, not per element
   const char *s = static_cast<const char *>(src);
-  const int size = dtype_size(dtype);
-  for (int64_t j = 0; j < n; j++) reduce_run_impl(type, dtype, s + j * size, 1, 1, acc + ACC_DOUBLES * j);
+  const int64_t size = dtype_size(dtype);
+  switch (dtype) {
+#define MG_REDUCE_ROW(D) \
+  case D: for (int64_t j = 0; j < n; j++) reduce_run_t<D>(type, s + j * size, 1, 1, acc + ACC_DOUBLES * j); break;
+    MG_EACH_DTYPE(MG_REDUCE_ROW)
+#undef MG_REDUCE_ROW
+    default: break;
+  }
 }
 
 // ---- softmax -------------------------------------------------------------------------------------------

@@ -259,6 +259,38 @@ describe("native elementwise = reference, every primitive and dtype", () => {
     });
   }
 
+  // The native kernel casts an integer to float32 and rounds that to the 16-bit grid; the reference
+  // rounds the integer once. Every 16-bit integer, and wide ones around the float16 overflow
+  // (65504 / 65520), float32's exact range (2^24) and the type bounds.
+  test("integer → float16/bfloat16 casts: every 16-bit integer and the wide boundaries", () => {
+    const wide: bigint[] = [];
+    for (const c of [65503n, 65504n, 65505n, 65511n, 65512n, 65519n, 65520n, 65521n, 1n << 24n, (1n << 24n) + 1n,
+      (1n << 24n) + 3n, (1n << 31n) - 1n, 1n << 31n, (1n << 32n) - 1n, (1n << 53n) + 1n, (1n << 63n) - 1n, 1n << 63n,
+      (1n << 64n) - 1n]) {
+      wide.push(c, -c);
+    }
+    const cases: MgArray[] = [
+      mg.array(Array.from({ length: 65536 }, (_, i) => i - 32768), mg.int16),
+      mg.array(Array.from({ length: 65536 }, (_, i) => i), mg.uint16),
+      mg.array(Array.from({ length: 256 }, (_, i) => i), mg.uint8),
+      mg.array([true, false], mg.bool_),
+    ];
+    for (const [d, lo, hi] of [[mg.int32, -(1n << 31n), (1n << 31n) - 1n], [mg.uint32, 0n, (1n << 32n) - 1n],
+      [mg.int64, -(1n << 63n), (1n << 63n) - 1n], [mg.uint64, 0n, (1n << 64n) - 1n]] as const) {
+      const vals = wide.filter((v) => v >= lo && v <= hi);
+      cases.push(d.size === 8 ? mg.array(vals, d) : mg.array(vals.map(Number), d));
+    }
+    for (const x of cases) {
+      for (const to of [mg.float16, mg.bfloat16]) {
+        const r = both(() => [mg.astype(x, to, S)]);
+        compareResults(P.AsType, r, `${x.dtype.name}→${to.name}`);
+        // a scalar source (stride-0 broadcast)
+        const s = ref(() => mg.broadcastTo(mg.reshape(mg.take(x, mg.array([x.size - 1], mg.int32), 0, S), [], S), [5], S));
+        compareResults(P.AsType, both(() => [mg.astype(s, to, S)]), `${x.dtype.name}→${to.name} scalar`);
+      }
+    }
+  });
+
   test("64-bit shifts by any count: the count modulo 64 (docs/corner-cases.md)", () => {
     const x = mg.array([1n, -8n, 5n, -1n, 3n, 1n], mg.int64);
     const y = mg.array([3n, 1n, 64n, 70n, -1n, 63n], mg.int64);
@@ -286,6 +318,53 @@ describe("native elementwise = reference, every primitive and dtype", () => {
     // complex64 has no logical_not rule in the reference either: the error is the reference's
     const z = input(mg.complex64, 4, 2);
     expect(() => mg.eval(makeArray(P.LogicalNot, [z], null, D))).toThrow();
+  });
+
+  // The native tables compile kernels only for the (op, dtype) pairs the ops can build (integer
+  // math is computed in float32, logical ops on bool, …): every pair an op builds runs natively.
+  test("every elementwise op, on every dtype it accepts, runs a native kernel (no fallback)", () => {
+    type Op = (x: MgArray, y: MgArray) => MgArray | MgArray[];
+    const ops: [string, Op][] = [
+      ...([
+        "abs", "negative", "sign", "square", "sqrt", "rsqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sin",
+        "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "floor",
+        "ceil", "round", "sigmoid", "erf", "erfinv", "logicalNot", "bitwiseInvert", "conjugate", "real", "imag",
+      ] as const).map((n): [string, Op] => [n, (x) => (mg[n] as (a: MgArray, o: object) => MgArray)(x, S)]),
+      ...([
+        "add", "subtract", "multiply", "divide", "floorDivide", "remainder", "divmod", "power", "maximum", "minimum",
+        "logaddexp", "arctan2", "equal", "notEqual", "greater", "greaterEqual", "less", "lessEqual", "logicalAnd",
+        "logicalOr", "bitwiseAnd", "bitwiseOr", "bitwiseXor", "leftShift", "rightShift",
+      ] as const).map((n): [string, Op] => [n, (x, y) => (mg[n] as (a: MgArray, b: MgArray, o: object) => MgArray)(x, y, S)]),
+      ["where", (x, y) => mg.where(mg.greater(mg.abs(mg.real(x, S), S), 0.5, S), x, y, S)],
+      ["arrayEqual(equalNan)", (x, y) => mg.arrayEqual(x, y, true, S)],
+      ...ALL.map((to): [string, Op] => [`astype ${to.name}`, (x) => mg.astype(x, to, S)]),
+    ];
+    const checked = new Set<string>();
+    for (const fused of [true, false]) {
+      const prev = setCpuFusion(fused);
+      try {
+        for (const dtype of ALL) {
+          const x = input(dtype, 40, 41);
+          const y = input(dtype, 40, 42);
+          for (const [name, op] of ops) {
+            let recs: ReturnType<typeof mg.trace>;
+            try {
+              recs = mg.trace(() => op(x, y));
+            } catch {
+              continue; // the op rejects this dtype
+            }
+            for (const r of recs) {
+              const fallback = r.notes.find((n) => n.startsWith("fallback:"));
+              if (fallback) throw new Error(`${name} on ${dtype.name}${fused ? "" : " (unfused)"}: ${fallback}`);
+              if (r.kernel.startsWith("cpu-native:")) checked.add(`${name} ${dtype.name} ${fused}`);
+            }
+          }
+        }
+      } finally {
+        setCpuFusion(prev);
+      }
+    }
+    expect(checked.size).toBeGreaterThan(1400);
   });
 });
 
