@@ -1368,13 +1368,13 @@ class Translator {
   // function it calls has one too) and records why not otherwise.
   void build_workitem() {
     if (!opt_.workitem) return;
-    // Tier-0 fibers (TranslateOptions::tier0_fibers), except for a checked unit that instantiates
-    // a matrix-product kernel (simdgroup-matrix operations, no simd collective: gemm, conv, qmm, SDPA
-    // backward): its inner loops are matrix operations, each a rendezvous of the simdgroup's checked
-    // fibers, and as fibers it outran the tier-up budget (checked GPU tests of sdpa, matmul, conv,
-    // quantized: 14 tier-ups instead of 2, 48 instead of 42 CPU s). Unchecked, the fibers' -O0
-    // compile costs a third (SDPA backward 4.2 -> 1.4 CPU s) and only large GEMMs tier up: the
-    // unchecked GPU suite took 57.5 instead of 66.7 compile CPU s, 67 instead of 73 CPU s in all.
+    // Tier-0 fibers (TranslateOptions::tier0_fibers), except for a unit that instantiates a
+    // matrix-product kernel (simdgroup-matrix operations, no simd collective: gemm, conv, qmm, SDPA
+    // backward): its inner loops are matrix operations, each a rendezvous of the simdgroup's
+    // fibers, and as fibers it outran the tier-up budget (compiled twice, costing more than the
+    // cheaper tier-0 compile saved). Measured again unchecked (fibers' -O0 compile is a third of the
+    // work-item form's): the GPU suite took 6 CPU s less, but test/fast, mlx-parity and the matmul,
+    // conv and quantized tests 5 CPU s more (every GEMM used a lot tiered up, 2.3 -> 10.1 s).
     tier0_fibers_ = opt_.tier0_fibers;
     for (const KernelDecl &kd : kernels_) {
       if (!tier0_fibers_) break;
@@ -1386,7 +1386,7 @@ class Translator {
         if (wi_is_matrix_op(id)) matrix = true;
         if (wi_is_collective(id)) collective = true;
       });
-      if (matrix && !collective && opt_.checked) tier0_fibers_ = false;
+      if (matrix && !collective) tier0_fibers_ = false;
     }
     auto calls_sync = [&](const FunctionBody &fb) {
       for (size_t k = fb.open + 1; k < fb.close; ++k) {
