@@ -303,6 +303,10 @@ std::vector<std::string> base_flags(int math_mode) {
   // corrupted kernels that keep pointers in xmm registers.
 
 
+  // clang assumes a C++ loop without side effects ends and deletes an endless one: a spinning
+  // kernel returned at once instead of being stopped by the dispatch watchdog (mslsim test_faults
+  // with MG_SIM_CXX=clang++). g++ keeps such loops.
+  if (compiler().clang) f.push_back("-fno-finite-loops");
   // relaxed/fast: flags that only change behaviour for special values (never reassociation).
   if (math_mode >= MGSIM_MATH_RELAXED) f.push_back("-fno-trapping-math");
   if (math_mode >= MGSIM_MATH_FAST) f.push_back("-ffinite-math-only");
