@@ -17,9 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "embed.h"
@@ -301,6 +303,10 @@ std::vector<std::string> base_flags(int math_mode) {
   // corrupted kernels that keep pointers in xmm registers.
 
 
+  // clang assumes a C++ loop without side effects ends and deletes an endless one: a spinning
+  // kernel returned at once instead of being stopped by the dispatch watchdog (mslsim test_faults
+  // with MG_SIM_CXX=clang++). g++ keeps such loops.
+  if (compiler().clang) f.push_back("-fno-finite-loops");
   // relaxed/fast: flags that only change behaviour for special values (never reassociation).
   if (math_mode >= MGSIM_MATH_RELAXED) f.push_back("-fno-trapping-math");
   if (math_mode >= MGSIM_MATH_FAST) f.push_back("-ffinite-math-only");
@@ -679,13 +685,9 @@ std::string drop_metal_includes(const std::string &src) {
   return out;
 }
 
-// Runs the C preprocessor over the user's source with Metal's predefined macros and the library's
-// macros (Metal preprocesses first too, MSL §1.5.3), so the translator sees what Metal's compiler
-// parses: kernel signatures and instantiations built by macros, address spaces inside macro
-// bodies. Line markers are kept: the translator turns them into #line directives, and its own and
-// the compiler's diagnostics name the user's lines.
-bool preprocess(const std::string &source, const std::vector<PPMacro> &macros, uint32_t version,
-                const std::string &tmpdir, const std::string &key, std::string &out, std::string &error) {
+// Runs the preprocessor over `text` (the macro definitions, then the source).
+bool run_preprocessor(const std::string &text, uint32_t version, const std::string &tmpdir, const std::string &key,
+                      std::string &out, std::string &error) {
   const CompilerConfig &cc = compiler();
   // A directory of its own: #include "x" searches the including file's directory, which must hold
   // nothing else (Metal has no files to include for a library built from source).
@@ -695,10 +697,6 @@ bool preprocess(const std::string &source, const std::vector<PPMacro> &macros, u
     return false;
   }
   const std::string in = dir + "/options_and_source", result = dir + "/preprocessed";
-  std::string text;
-  for (const PPMacro &m : macros) text += "#define " + m.name + (m.has_value ? " " + m.value : std::string()) + "\n";
-  text += "#line 1 \"program_source\"\n";
-  text += drop_metal_includes(source);
   bool ok = write_atomic(in, text);
   if (!ok) {
     error = "cannot write " + in;
@@ -735,6 +733,134 @@ bool preprocess(const std::string &source, const std::vector<PPMacro> &macros, u
   unlink((dir + "/log").c_str());
   rmdir(dir.c_str());
   return ok;
+}
+
+bool ident_start(char c) { return isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_char(char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// A library compiled for its kernels (ts/backend/gpu/kernels.ts) is the same text every time,
+// followed by instantiation lines that differ: the text up to the tail (the head) is preprocessed
+// once per cache and the tail appended as it is, when the preprocessor provably leaves the tail
+// unchanged. Returns the offset of the tail in `text` (0: no such split), and its first line's
+// number in program_source. The tail: the lines after the last one with '#', '/' or '\\' (no
+// directive, comment or line splice), without "??" (C++14 trigraphs), and with no identifier that
+// is or may be a macro (one the text or the options define, or any "__" name, the compiler's own);
+// the head's last code line ends with ';' or '}' (no macro call can continue into the tail).
+size_t tail_of(const std::string &text, const std::vector<PPMacro> &macros, size_t source_at, int &tail_line) {
+  // The user's own line markers would renumber the tail.
+  for (size_t p = text.find('#', source_at); p != std::string::npos; p = text.find('#', p + 1)) {
+    size_t k = text.find_first_not_of(" \t", p + 1);
+    if (k != std::string::npos && (isdigit(static_cast<unsigned char>(text[k])) || text.compare(k, 4, "line") == 0)) return 0;
+  }
+  size_t cut = text.find_last_of("#/\\");
+  if (cut == std::string::npos || cut < source_at) return 0;
+  const size_t at = text.find('\n', cut);
+  if (at == std::string::npos || at + 1 >= text.size()) return 0;
+  if (text[at - 1] == '\\' || (text[at - 1] == '\r' && text[at - 2] == '\\')) return 0;  // a line splice
+  const std::string tail = text.substr(at + 1);
+  if (tail.find("??") != std::string::npos || tail.find_first_not_of(" \t\r\n") == std::string::npos) return 0;
+  // The head's last line that is not blank or a // comment.
+  for (size_t e = at;;) {
+    const size_t b = e == 0 ? 0 : text.rfind('\n', e - 1);
+    const size_t lb = b == std::string::npos ? 0 : b + 1;
+    std::string line = text.substr(lb, e - lb);
+    while (!line.empty() && isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    const size_t f = line.find_first_not_of(" \t");
+    if (f != std::string::npos && line.compare(f, 2, "//") != 0) {
+      if (line[f] != '#' && line.back() != ';' && line.back() != '}') return 0;
+      break;
+    }
+    if (lb <= source_at) return 0;
+    e = lb - 1;
+  }
+  std::set<std::string> defined;
+  for (const PPMacro &m : macros) defined.insert(m.name.substr(0, m.name.find('(')));
+  for (size_t p = text.find('#'); p != std::string::npos && p < at; p = text.find('#', p + 1)) {
+    size_t k = text.find_first_not_of(" \t", p + 1);
+    if (k == std::string::npos || text.compare(k, 6, "define") != 0) continue;
+    k = text.find_first_not_of(" \t", k + 6);
+    size_t e = k;
+    while (e < text.size() && ident_char(text[e])) ++e;
+    if (k != std::string::npos && e > k) defined.insert(text.substr(k, e - k));
+  }
+  for (size_t i = 0; i < tail.size();) {
+    if (!ident_start(tail[i])) {
+      // A number's letters (1e5f, 0x1p3) are not names; a string's words are not either.
+      if (isdigit(static_cast<unsigned char>(tail[i]))) {
+        while (i < tail.size() && (ident_char(tail[i]) || tail[i] == '.' || tail[i] == '\'')) ++i;
+      } else if (tail[i] == '"') {
+        const size_t q = tail.find_first_of("\"\n", i + 1);
+        if (q == std::string::npos || tail[q] != '"') return 0;
+        i = q + 1;
+      } else {
+        ++i;
+      }
+      continue;
+    }
+    size_t e = i;
+    while (e < tail.size() && ident_char(tail[e])) ++e;
+    const std::string id = tail.substr(i, e - i);
+    if (id.compare(0, 2, "__") == 0 || id == "_Pragma" || defined.count(id)) return 0;
+    // A string literal's encoding prefix (u8"...", R"(...)"): the string follows.
+    i = e;
+  }
+  // The tail's line in program_source: the line after `#line 1 "program_source"` is line 1.
+  tail_line = 1 + int(std::count(text.begin() + long(source_at), text.begin() + long(at + 1), '\n'));
+  return at + 1;
+}
+
+std::mutex g_pp_mu;
+std::map<std::string, std::string> g_pp_heads;  // preprocessed heads by key (this process)
+
+// Runs the C preprocessor over the user's source with Metal's predefined macros and the library's
+// macros (Metal preprocesses first too, MSL §1.5.3), so the translator sees what Metal's compiler
+// parses: kernel signatures and instantiations built by macros, address spaces inside macro
+// bodies. Line markers are kept: the translator turns them into #line directives, and its own and
+// the compiler's diagnostics name the user's lines.
+bool preprocess(const std::string &source, const std::vector<PPMacro> &macros, uint32_t version,
+                const std::string &tmpdir, const std::string &key, std::string &out, std::string &error) {
+  std::string text;
+  for (const PPMacro &m : macros) text += "#define " + m.name + (m.has_value ? " " + m.value : std::string()) + "\n";
+  text += "#line 1 \"program_source\"\n";
+  const size_t source_at = text.size();
+  text += drop_metal_includes(source);
+  const char *env = getenv("MG_SIM_PP_CACHE");
+  int tail_line = 0;
+  const size_t at = env && strcmp(env, "0") == 0 ? 0 : tail_of(text, macros, source_at, tail_line);
+  if (at == 0) return run_preprocessor(text, version, tmpdir, key, out, error);
+  const std::string head = text.substr(0, at);
+  Hasher h;
+  h.add(head);
+  h.add(join(preprocess_flags(version)));
+  h.add(compiler().identity);
+  const std::string hk = h.hex();
+  const std::string path = cache_directory() + "/pp/" + hk + ".i";
+  std::string pre;
+  bool found = false;
+  {
+    std::lock_guard<std::mutex> g(g_pp_mu);
+    auto it = g_pp_heads.find(hk);
+    if (it != g_pp_heads.end()) {
+      pre = it->second;
+      found = true;
+    }
+  }
+  if (!found && read_file(path, pre) && !pre.empty() && pre.back() == '\n') found = true;
+  if (!found) {
+    std::string e2;
+    // The head alone fails (an unterminated #if, say): the whole text says why.
+    if (!run_preprocessor(head, version, tmpdir, key, pre, e2) || pre.empty())
+      return run_preprocessor(text, version, tmpdir, key, out, error);
+    if (pre.back() != '\n') pre += '\n';
+    mkdir_p(cache_directory() + "/pp");
+    write_atomic(path, pre);
+  }
+  {
+    std::lock_guard<std::mutex> g(g_pp_mu);
+    g_pp_heads.emplace(hk, pre);
+  }
+  out = pre + "# " + std::to_string(tail_line) + " \"program_source\"\n" + text.substr(at);
+  return true;
 }
 
 std::mutex g_modules_mu;  // guards g_key_locks (the loaded modules are module_cache.cpp's)
@@ -1068,7 +1194,8 @@ std::shared_ptr<Module> load_module(const std::string &source, const mgsim_compi
   if (!tier0 && tr.workitem) {
     args.push_back("-fcaller-saves");
     args.push_back("-ftree-vectorize");
-    args.push_back("-fvect-cost-model=very-cheap");
+    // (g++'s own: clang rejects it, and every optimised work-item unit failed with MG_SIM_CXX=clang++.)
+    if (!cc.clang) args.push_back("-fvect-cost-model=very-cheap");
   }
   args.insert(args.end(), inc.begin(), inc.end());
   const DirectLink &dl = direct_link();

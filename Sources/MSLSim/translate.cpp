@@ -1372,7 +1372,9 @@ class Translator {
     // matrix-product kernel (simdgroup-matrix operations, no simd collective: gemm, conv, qmm, SDPA
     // backward): its inner loops are matrix operations, each a rendezvous of the simdgroup's
     // fibers, and as fibers it outran the tier-up budget (compiled twice, costing more than the
-    // cheaper tier-0 compile saved).
+    // cheaper tier-0 compile saved). Measured again unchecked (fibers' -O0 compile is a third of the
+    // work-item form's): the GPU suite took 6 CPU s less, but test/fast, mlx-parity and the matmul,
+    // conv and quantized tests 5 CPU s more (every GEMM used a lot tiered up, 2.3 -> 10.1 s).
     tier0_fibers_ = opt_.tier0_fibers;
     for (const KernelDecl &kd : kernels_) {
       if (!tier0_fibers_) break;
@@ -1454,13 +1456,37 @@ class Translator {
       }
     }
     if (!wi_global_.empty()) return;
+    // Variants are written only for the functions the unit's kernels reach (by name, so a superset):
+    // a library's other kernels' variants are code the compiler would parse and instantiate for
+    // nothing (an SDPA backward unit's source was 271 KB, 51 KB as fibers). The decisions above
+    // (which functions have a work-item form, wi_written_) stay the library's, as before.
+    const std::set<std::string> reached = names_reached_by_kernels();
     for (auto &[fi, o] : outs) {
       const FunctionBody &fb = functions_[fi];
       if (wi_fail_.count(fb.name)) continue;
       const WiLine back = user_line(t_[fb.close].line);
-      if (!tier0_fibers_) suffix_[fb.close] += o.code + "\n#line " + std::to_string(back.line) + " \"" + back.file + "\"\n";
+      if (!tier0_fibers_ && reached.count(fb.name))
+        suffix_[fb.close] += o.code + "\n#line " + std::to_string(back.line) + " \"" + back.file + "\"\n";
       wi_written_ = true;
     }
+  }
+
+  // The names of the kernels this unit emits (instantiated, and among only_kernels when given) and
+  // every name their bodies reach through functions of that name.
+  std::set<std::string> names_reached_by_kernels() {
+    auto wanted = [&](const std::string &host_name) {
+      return opt_.only_kernels.empty() ||
+             std::find(opt_.only_kernels.begin(), opt_.only_kernels.end(), host_name) != opt_.only_kernels.end();
+    };
+    std::set<std::string> names;
+    for (const KernelDecl &kd : kernels_) {
+      bool emitted = !kd.is_template && wanted(kd.host_name.empty() ? kd.name : kd.host_name);
+      for (const Instantiation &in : insts_) emitted = emitted || (in.func_name == kd.name && wanted(in.host_name));
+      if (!emitted) continue;
+      names.insert(kd.name);
+      reach_names(kd.body_open, kd.body_close, [&](const std::string &id) { names.insert(id); });
+    }
+    return names;
   }
 
   // The work-item decision for a kernel named `name` that needs cooperation (reason when fibers).
