@@ -415,9 +415,21 @@ using namespace metal;
     expect(native.mg_memory_park(a.handle)).toBe(0);
     expect(native.mg_memory_park(a.handle)).toBe(-1);
     expect(String(native.mg_last_error())).toMatch(/already parked/);
+    // The runtime refuses a batch that binds parked memory (it counts as free cache).
+    const bind = () => rt.newBatch().dispatch({ pipeline: spin, buffers: [{ index: 0, buffer: a, access: "write" }], bytes: [{ index: 1, data: new Uint32Array([1]) }], grid: 1, threadgroup: 1 }).submit();
+    expect(bind).toThrow(/buffer\(0\): buffer 0x[0-9a-f]+ was released \(parked for reuse\)/);
     expect(native.mg_memory_unpark(a.handle)).toBe(0);
     expect(native.mg_memory_unpark(a.handle)).toBe(1);
     expect(String(native.mg_last_error())).toMatch(/is not parked/);
+    bind().wait(); // taken back: bindable again
+    // A buffer a batch still holds is not parked (declined: the caller releases it instead).
+    const running = rt.newBatch().dispatch({ pipeline: spin, buffers: [{ index: 0, buffer: a, access: "write" }], bytes: [{ index: 1, data: new Uint32Array([20_000_000]) }], grid: 1, threadgroup: 1 }).submit();
+    const status = native.mg_memory_park(a.handle);
+    expect(running.poll()).toBe(false); // 20M dependent steps take milliseconds
+    expect(status).toBe(1);
+    running.wait();
+    expect(native.mg_memory_park(a.handle)).toBe(0);
+    expect(native.mg_memory_unpark(a.handle)).toBe(0);
     a.release();
     expect(native.mg_memory_park(a.handle)).toBe(-1);
     expect(String(native.mg_last_error())).toMatch(/was released/);
