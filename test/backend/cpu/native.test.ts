@@ -347,7 +347,7 @@ describe("native elementwise = reference, every primitive and dtype", () => {
           const x = input(dtype, 40, 41);
           const y = input(dtype, 40, 42);
           for (const [name, op] of ops) {
-            let recs: ReturnType<typeof mg.trace>;
+            let recs: mg.TraceRecord[];
             try {
               recs = mg.trace(() => op(x, y));
             } catch {
