@@ -23,10 +23,13 @@
 // be reused while an old view still exists, but clearCache / eviction never unmap pinned memory; it
 // moves to "view-held" and is freed when the last view's deallocator runs.
 //
-// Parking. TypeScript keeps small buffers it released for reuse by the same size without the
-// allocator (ts/backend/runtime.ts, BufferPool); it only tells the counters, by length, never per
-// handle. Parked memory counts as cache, not active, and its buffers are not live — exactly as if
-// released; taking one back counts it active again (and may raise the peak). Parking never takes
+// Parking. TypeScript keeps buffers it released for reuse by the same size without the allocator
+// (ts/backend/runtime.ts, BufferPool); it parks and unparks them by handle, and the record is marked
+// parked. Parked memory counts as cache, not active, and its buffers are not live — exactly as if
+// released; taking one back counts it active again (and may raise the peak). A parked buffer whose
+// owner goes without being taken back (released, or its view collected when the pool itself became
+// garbage, e.g. a test file's module registry under `bun test --isolate`) leaves the parked bytes,
+// not the active ones: knowing that per record is what keeps `active` exact. Parking never takes
 // the cache past the cache limit (it is declined), and the memory limit counts parked bytes,
 // which only TypeScript can free (it drains its pool and retries when an allocation fails on the
 // limit). TypeScript parks only buffers no submitted batch may still use.
@@ -69,6 +72,9 @@ final class BufferRecord {
     var ownerHeld = true
     var inflight = 0
     var viewPinned: Bool
+    /// TypeScript's pool holds it for reuse (Runtime.parkBuffer): its bytes count as cache, not
+    /// active, until it is taken back or its owner goes (release, or its view's collection).
+    var parked = false
     /// Set once the allocation has gone back to the cache.
     var retired = false
     /// Why the contents are not valid: the last GPU write came from a dispatch that failed or read
@@ -219,35 +225,37 @@ final class Allocator {
         return allocation
     }
 
-    /// `count` active allocations of `bytes` in all are kept by TypeScript for reuse: they count as
-    /// cache. False (nothing changed) when that would take the cache past its limit.
-    func park(bytes: Int, count: Int) throws -> Bool {
-        guard bytes <= stats.active, count >= 0 else {
-            throw RuntimeError("parking \(bytes) bytes in \(count) buffers, but \(stats.active) bytes are active")
+    /// An active allocation of `bytes` is kept by TypeScript for reuse (Runtime.parkBuffer): it counts
+    /// as cache. False (nothing changed) when that would take the cache past its limit.
+    func park(bytes: Int) throws -> Bool {
+        guard bytes <= stats.active else {
+            throw RuntimeError("parking \(bytes) bytes, but \(stats.active) bytes are active (the memory counters are inconsistent)")
         }
         guard stats.cache + bytes <= stats.cacheLimit else { return false }
         stats.active -= bytes
         stats.cache += bytes
         parkedBytes += bytes
-        parkedCount += count
+        parkedCount += 1
         return true
     }
 
-    /// Parked allocations are in use again (`release`: they are about to be released, so they
-    /// were never in use in between and the peak is left alone).
-    func unpark(bytes: Int, count: Int, release: Bool) throws {
-        guard bytes <= parkedBytes, count >= 0, count <= parkedCount else {
-            throw RuntimeError("unparking \(bytes) bytes in \(count) buffers, but \(parkedBytes) bytes in \(parkedCount) are parked")
-        }
+    /// A parked allocation is in use again (`release`: it is about to be retired, so it was never in
+    /// use in between and the peak is left alone). The caller checked it is parked (its record).
+    func unpark(bytes: Int, release: Bool) {
+        precondition(bytes <= parkedBytes && parkedCount > 0 && bytes <= stats.cache,
+                     "unparking \(bytes) bytes, but \(parkedBytes) bytes in \(parkedCount) buffers are parked")
         stats.cache -= bytes
         parkedBytes -= bytes
-        parkedCount -= count
+        parkedCount -= 1
         if release { stats.active += bytes } else { noteActive(bytes) }
     }
 
     /// A buffer's owner and in-flight batches are gone: its memory becomes reusable.
     func retire(_ allocation: Allocation) {
-        precondition(allocation.state == .active)
+        // Every allocation counts in `active` from its allocation to here (parked ones are unparked
+        // first): less than its length active means the counters went wrong before this point.
+        precondition(allocation.state == .active && allocation.length <= stats.active,
+                     "retiring \(allocation.length) bytes, but \(stats.active) bytes are active")
         stats.active -= allocation.length
         allocation.state = .cached
         nextSequence += 1

@@ -195,23 +195,21 @@ public func mg_buffer_release(_ buffer: UnsafeMutableRawPointer?) -> Int32 {
     }
 }
 
-/// `count` buffers of `bytes` allocated bytes in all, which TypeScript keeps for reuse, count as
-/// cache until mg_memory_unpark (Allocator.swift, "Parking"). Returns 0, 1 when declined (the cache
-/// limit has no room: release them instead), -1 on error.
+/// The live buffer, which TypeScript keeps for reuse, counts as cache until mg_memory_unpark or its
+/// release (Allocator.swift, "Parking"). Returns 0, 1 when declined (the cache limit has no room, or
+/// a batch still holds it: release it instead), -1 on error (not live, already parked, empty).
 @_cdecl("mg_memory_park")
-public func mg_memory_park(_ bytes: Double, _ count: Int32) -> Int32 {
+public func mg_memory_park(_ buffer: UnsafeMutableRawPointer?) -> Int32 {
     guarded("mg_memory_park", -1) { runtime in
-        let value = try byteCount(bytes, "the parked size")
-        return try runtime.lock.withLock { try runtime.allocator.park(bytes: value, count: Int(count)) } ? 0 : 1
+        try runtime.parkBuffer(handleBits(buffer)) ? 0 : 1
     }
 }
 
-/// Parked buffers are in use again (release != 0: they are about to be released). 0 ok, 1 on error.
+/// The parked buffer is in use again. 0 ok, 1 on error (not live, or not parked).
 @_cdecl("mg_memory_unpark")
-public func mg_memory_unpark(_ bytes: Double, _ count: Int32, _ release: Int32) -> Int32 {
+public func mg_memory_unpark(_ buffer: UnsafeMutableRawPointer?) -> Int32 {
     guarded("mg_memory_unpark", 1) { runtime in
-        let value = try byteCount(bytes, "the unparked size")
-        try runtime.lock.withLock { try runtime.allocator.unpark(bytes: value, count: Int(count), release: release != 0) }
+        try runtime.unparkBuffer(handleBits(buffer))
         return 0
     }
 }

@@ -424,6 +424,10 @@ extension Runtime {
                 guard let record = buffers[handle], record.ownerHeld else {
                     throw RuntimeError("\(context()): buffer(\(index)): \(unknownHandle(handle, .buffer).message)")
                 }
+                // Parked memory counts as cache: binding it would use memory the counters call free.
+                guard !record.parked else {
+                    throw RuntimeError("\(context()): buffer(\(index)): buffer \(Handle.describe(handle)) was released (parked for reuse)")
+                }
                 guard access >= 1 && access <= 3 else {
                     throw RuntimeError("\(context()): buffer(\(index)) has access \(access); use 1 read, 2 write or 3 read-write")
                 }

@@ -200,7 +200,41 @@ final class Runtime: @unchecked Sendable {
         guard record.ownerHeld else { return }
         record.ownerHeld = false
         liveBufferCount -= 1
+        // Released while parked (the pool releasing it, or its view collected with the pool): its
+        // bytes leave the parked cache, not `active` (they were moved there when it was parked).
+        if record.parked {
+            record.parked = false
+            if let allocation = record.allocation { allocator.unpark(bytes: allocation.length, release: true) }
+        }
         settle(record)
+    }
+
+    /// TypeScript's pool keeps this released buffer for reuse: its bytes count as cache. False
+    /// (nothing changed) when the cache limit has no room or a batch still holds it (the caller
+    /// releases it instead). Parking a buffer that is not live, already parked or empty is an error:
+    /// the counters would go wrong.
+    func parkBuffer(_ handle: UInt64) throws -> Bool {
+        try lock.withLock {
+            let record = try ownedBuffer(handle)
+            guard !record.parked else { throw RuntimeError("buffer \(Handle.describe(handle)) is already parked") }
+            guard let allocation = record.allocation else { throw RuntimeError("buffer \(Handle.describe(handle)) has no memory to park") }
+            guard record.inflight == 0 else { return false }
+            guard try allocator.park(bytes: allocation.length) else { return false }
+            record.parked = true
+            return true
+        }
+    }
+
+    /// A parked buffer is taken back from TypeScript's pool: in use again.
+    func unparkBuffer(_ handle: UInt64) throws {
+        try lock.withLock {
+            let record = try ownedBuffer(handle)
+            guard record.parked, let allocation = record.allocation else {
+                throw RuntimeError("buffer \(Handle.describe(handle)) is not parked")
+            }
+            record.parked = false
+            allocator.unpark(bytes: allocation.length, release: false)
+        }
     }
 
     /// Returns the memory to the cache once no owner or batch holds it; forgets the record once

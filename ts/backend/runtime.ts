@@ -34,8 +34,8 @@ const SYMBOLS = {
   mg_buffer_release: { args: [P], returns: i32 },
   mg_buffer_failure: { args: [P], returns: i32 },
   mg_kernel_cache_limits: { args: [i32, i32, i32, f64, P], returns: i32 },
-  mg_memory_park: { args: [f64, i32], returns: i32 },
-  mg_memory_unpark: { args: [f64, i32, i32], returns: i32 },
+  mg_memory_park: { args: [P], returns: i32 },
+  mg_memory_unpark: { args: [P], returns: i32 },
   mg_buffer_view_release: { args: [P, P], returns: VOID },
   mg_buffer_view_deallocator: { args: [], returns: P },
   mg_library_new: { args: [P, P, i32, u32, i32], returns: P },
@@ -643,13 +643,15 @@ interface Parked {
 
 /**
  * Buffers that storages released, kept for reuse by their exact byte length. Taking one back costs
- * no allocator search, no handle lookup and no new ArrayBuffer (the parked buffer's view is reused).
+ * no allocator search, no new handle and no new ArrayBuffer (the parked buffer's view is reused).
  * On a tiny op that was a third of the host time. On a large one (a 1M-element add) the new view
  * cost ~20 µs, and each new view reports its whole length to the GC as external memory: a loop of
  * 4 MiB outputs ran a collection every ~40 ops, which evicted the op's operands from the caches
- * for the next ~10 ops (2–4× slower kernels). The allocator's counters are told by length
- * (mg_memory_park / mg_memory_unpark): parked memory counts as cache, exactly as a release would,
- * so they stay exact sums of allocated lengths (docs/ARCHITECTURE.md "Allocator"). A buffer whose
+ * for the next ~10 ops (2–4× slower kernels). The allocator is told per handle (mg_memory_park /
+ * mg_memory_unpark; releasing a parked buffer unparks it): parked memory counts as cache, exactly as
+ * a release would, so the counters stay exact sums of allocated lengths (docs/ARCHITECTURE.md
+ * "Allocator") — also when a pool becomes garbage with buffers parked (a test file's module
+ * registry under `bun test --isolate`): their views' deallocators release parked records. A buffer whose
  * last batch has not been seen to complete is released instead, so parked memory is never in use
  * by the GPU. Two tiers: small buffers (below the allocator's 16 KiB page) up to MAX_BYTES, most
  * recently parked first; large ones up to LARGE_MAX_BYTES, where parking past the bound releases
@@ -706,7 +708,7 @@ export class BufferPool {
       this.#bytes -= p.length;
     }
     this.#count--;
-    if (rt.native.mg_memory_unpark(p.length, 1, 0) !== 0) rt.fail();
+    if (rt.native.mg_memory_unpark(p.handle) !== 0) rt.fail();
     return new NativeBuffer(rt, p.handle, byteLength, p.address, p.view, this, p.length);
   }
 
@@ -724,7 +726,7 @@ export class BufferPool {
     } else if (this.#bytes + length > BufferPool.MAX_BYTES) {
       return false;
     }
-    const status = this.#runtime.native.mg_memory_park(length, 1);
+    const status = this.#runtime.native.mg_memory_park(buffer.handle);
     if (status === 1) return false;
     if (status !== 0) this.#runtime.fail();
     let list = this.#free.get(buffer.byteLength);
@@ -764,8 +766,8 @@ export class BufferPool {
     list.splice(list.indexOf(p), 1);
     this.#largeBytes -= p.length;
     this.#count--;
-    const native = this.#runtime.native;
-    if (native.mg_memory_unpark(p.length, 1, 1) !== 0 || native.mg_buffer_release(p.handle) !== 0) this.#runtime.fail();
+    // Releasing a parked buffer unparks it (its bytes leave the parked cache; the peak stays).
+    if (this.#runtime.native.mg_buffer_release(p.handle) !== 0) this.#runtime.fail();
   }
 
   /** Releases the large buffer parked longest ago to the allocator (false: none is parked). */
@@ -796,8 +798,6 @@ export class BufferPool {
     const drained = this.#bytes + this.#largeBytes;
     if (drained === 0) return 0;
     const native = this.#runtime.native;
-    // Counted active again without touching the peak (they were not in use), then released.
-    if (native.mg_memory_unpark(drained, this.#count, 1) !== 0) this.#runtime.fail();
     const lists = [...this.#free.values()];
     this.#free.clear();
     this.#largeAge = [];
