@@ -253,9 +253,9 @@ final class Allocator {
     /// A buffer's owner and in-flight batches are gone: its memory becomes reusable.
     func retire(_ allocation: Allocation) {
         // Every allocation counts in `active` from its allocation to here (parked ones are unparked
-        // first): less than its length active means the counters went wrong before this point.
-        precondition(allocation.state == .active && allocation.length <= stats.active,
-                     "retiring \(allocation.length) bytes, but \(stats.active) bytes are active")
+        // first). Not checked against `active` here: this runs on GC threads too, where a trap would
+        // take the user's process down; park() reports inconsistent counters as an error instead.
+        precondition(allocation.state == .active)
         stats.active -= allocation.length
         allocation.state = .cached
         nextSequence += 1
