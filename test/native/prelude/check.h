@@ -3,7 +3,9 @@
 #ifndef MGSIM_TEST_CHECK_H
 #define MGSIM_TEST_CHECK_H
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 namespace check {
 inline long passed = 0, failed = 0;
@@ -13,6 +15,17 @@ inline void record(bool ok, const char *file, int line, const char *what) {
     return;
   }
   if (++failed <= 25) std::printf("FAIL %s:%d: %s\n", file, line, what);
+}
+// A float's bits and back (the tests compare results bit for bit).
+inline uint32_t f2u(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+inline float u2f(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
 }
 inline int finish(const char *name) {
   std::printf("%s: %ld passed, %ld failed\n", name, passed, failed);

@@ -30,8 +30,8 @@ struct Format {
 };
 const Format kHalf{10, 5}, kBf16{7, 8};
 
-uint32_t f2u(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-float u2f(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+using check::f2u;
+using check::u2f;
 uint64_t d2u(double d) { uint64_t u; std::memcpy(&u, &d, 8); return u; }
 double u2d(uint64_t u) { double d; std::memcpy(&d, &u, 8); return d; }
 

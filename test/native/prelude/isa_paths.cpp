@@ -29,16 +29,8 @@ using namespace metal;
 
 namespace {
 
-uint32_t f2u(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float u2f(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+using check::f2u;
+using check::u2f;
 // xorshift64*: no <random> (this program is built four times; keep it light).
 struct rng64 {
   uint64_t s;

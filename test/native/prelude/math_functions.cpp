@@ -312,16 +312,8 @@ void test_accuracy() {
 
 // --- exp/exp2 of float: the same bits as float(exp(double(x))) (the prelude computes them in double
 // without libm and asks libm only near a rounding boundary) ---
-uint32_t f2u(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float u2f(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+using check::f2u;
+using check::u2f;
 // How many floats with bits b = first, first + step, ... (below 2^32) differ from libm's rounding.
 long exp_mismatches(uint64_t first, uint64_t step, bool two) {
   long bad = 0;
