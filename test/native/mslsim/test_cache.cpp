@@ -192,6 +192,30 @@ int main(int argc, char **argv) {
   std::error_code ignored;
   std::filesystem::remove_all(fresh, ignored);
 
+  // A library's head is preprocessed once and its instantiation lines appended as written only
+  // when the preprocessor provably leaves them alone (compile.cpp, tail_of): a macro the head
+  // defines must still expand in the tail.
+  {
+    const std::string head = "#include <metal_stdlib>\nusing namespace metal;\n#define FACTOR 3.0f\n#define TYPE float\n"
+                             "template <typename T> kernel void scale(device T* y [[buffer(0)]],\n"
+                             "    uint i [[thread_position_in_grid]]) { y[i] = y[i] * FACTOR; }\n// instances " + tag + "\n";
+    auto scaled = [](Lib &l, const char *name) {
+      mgsim_function *f = l.lib ? l.fn(name) : nullptr;
+      if (!f) return false;
+      std::vector<float> y = randf(64, 6), y0 = y;
+      const std::string e = Dispatch(f).buf(0, y).threads(64, 1, 1, 32, 1, 1).run();
+      mgsim_function_release(f);
+      bool ok = e.empty();
+      for (int i = 0; i < 64; ++i) ok = ok && y[i] == y0[i] * 3.0f;
+      return ok;
+    };
+    Lib with_macro(head + "template [[host_name(\"scale_m\")]] [[kernel]] decltype(scale<TYPE>) scale<TYPE>;\n");
+    CHECK(scaled(with_macro, "scale_m"), "an instantiation line naming a macro of the library expands it %s",
+          with_macro.error.c_str());
+    Lib plain(head + "template [[host_name(\"scale_p\")]] [[kernel]] decltype(scale<float>) scale<float>;\n");
+    CHECK(scaled(plain, "scale_p"), "a plain instantiation line after a shared head compiles and runs %s", plain.error.c_str());
+  }
+
   printf("compile times (small kernel): cold incl. PCH build %.0f ms (%llu compiler runs), cold with PCH %.0f ms, "
          "cold without PCH %.0f ms, disk-cached (second process) %.1f ms, in-memory %.3f ms\n",
          t_first, (unsigned long long)(s1.compiler_invocations - s0.compiler_invocations), t_pch, t_nopch, t_disk, t_mem);
